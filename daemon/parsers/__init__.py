@@ -1,0 +1,1 @@
+"""Pure parsers for npu-smi output: text in, frozen dataclasses out."""

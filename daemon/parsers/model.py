@@ -1,0 +1,245 @@
+"""Frozen results of the npu-smi parsers, in base units (bytes, watts, hertz, ratios 0..1).
+
+``None`` always means "npu-smi did not give this value" (NA, -, empty, or field missing);
+it must never be turned into 0 by a consumer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+# ---------------------------------------------------------------- npu-smi info (the table)
+@dataclass(frozen=True, slots=True)
+class TableChip:
+    """One chip (die) of the `npu-smi info` table: its two rows merged."""
+
+    npu: int
+    chip: int
+    name: str | None
+    health: str | None  # raw text: OK, Warning, Alarm, Critical, UNKNOWN ...
+    power_watts: float | None
+    temperature_celsius: float | None
+    hugepages_used: int | None
+    hugepages_total: int | None
+    bus_id: str | None
+    aicore_ratio: float | None  # AICore(%) / 100; "NPU Util(%)" on the 950 layout goes to npu_util
+    memory_used_bytes: int | None  # DDR "Memory-Usage(MB)"
+    memory_total_bytes: int | None
+    hbm_used_bytes: int | None
+    hbm_total_bytes: int | None
+    logic_id: int | None = None  # 310-family "Device" column
+    phy_id: int | None = None  # A3 "Phy-ID" column
+    npu_util_ratio: float | None = None  # 950 layout only
+
+
+@dataclass(frozen=True, slots=True)
+class TableProcess:
+    """One row of the process table under `npu-smi info`."""
+
+    npu: int
+    chip: int | None  # None on the 950 layout (keyed by NPU ID only)
+    pid: int
+    name: str | None  # empty in containers that cannot resolve host PIDs -> None
+    memory_bytes: int | None
+    container_pid: int | None = None  # 26.0 "Process id in container" column (NA on host)
+
+
+@dataclass(frozen=True, slots=True)
+class InfoTable:
+    """The whole `npu-smi info` output."""
+
+    npu_smi_version: str | None  # "npu-smi 23.0.rc2"  -> "23.0.rc2"
+    version: str | None  # "Version: 23.0.rc2" (driver version as printed)
+    chips: tuple[TableChip, ...]
+    processes: tuple[TableProcess, ...]
+    has_process_table: bool  # False when the output had no process section at all
+    warnings: tuple[str, ...] = ()  # trailing "[WARNING]..." lines, verbatim
+
+
+# ---------------------------------------------------------------- -m and -l
+@dataclass(frozen=True, slots=True)
+class MappedChip:
+    """One AI chip row of `npu-smi info -m` (MCU rows are dropped)."""
+
+    npu: int
+    chip: int
+    logic_id: int | None
+    name: str | None  # "Ascend 910A", "MiniD"
+    phy_id: int | None = None  # A3 / 950 "Chip Phy-ID"
+
+
+@dataclass(frozen=True, slots=True)
+class ChipMapping:
+    chips: tuple[MappedChip, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ListedNpu:
+    npu: int
+    chip_count: int | None
+    product_name: str | None = None
+    serial: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NpuList:
+    """`npu-smi info -l`: Total Count (or Card Count) and one block per NPU."""
+
+    total: int | None
+    npus: tuple[ListedNpu, ...]
+
+
+# ---------------------------------------------------------------- -t usages
+@dataclass(frozen=True, slots=True)
+class ChipUsage:
+    chip: int
+    aicore_ratio: float | None = None
+    aivector_ratio: float | None = None
+    aicube_ratio: float | None = None
+    aicpu_ratio: float | None = None
+    ctrlcpu_ratio: float | None = None
+    vectorcore_ratio: float | None = None  # 310P "Vectorcore Usage Rate(%)"
+    npu_util_ratio: float | None = None  # "NPU Utilization(%)"
+    memory_total_bytes: int | None = None  # DDR / Memory Capacity(MB)
+    memory_usage_ratio: float | None = None
+    hugepages_total: int | None = None
+    hugepages_usage_ratio: float | None = None
+    hbm_total_bytes: int | None = None
+    hbm_usage_ratio: float | None = None
+    memory_bandwidth_ratio: float | None = None  # DDR/Memory Bandwidth Usage Rate(%)
+    hbm_bandwidth_ratio: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UsagesReport:
+    npu: int
+    chips: tuple[ChipUsage, ...]
+
+
+# ---------------------------------------------------------------- -t common
+@dataclass(frozen=True, slots=True)
+class ChipCommon:
+    chip: int
+    memory_usage_ratio: float | None = None
+    hbm_usage_ratio: float | None = None
+    aicore_ratio: float | None = None
+    aicore_rated_hertz: float | None = None  # "Aicore Freq(MHZ)"
+    aicore_current_hertz: float | None = None  # "Aicore curFreq(MHZ)"
+    aicore_count: int | None = None
+    temperature_celsius: float | None = None
+    power_watts: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CommonReport:
+    npu: int
+    chips: tuple[ChipCommon, ...]
+    mcu_temperature_celsius: float | None = None
+    mcu_power_watts: float | None = None
+
+
+# ---------------------------------------------------------------- -t power / -t temp
+@dataclass(frozen=True, slots=True)
+class ChipReading:
+    """A single per-chip value (power in watts, or temperature in celsius)."""
+
+    chip: int
+    value: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class PowerReport:
+    npu: int
+    chips: tuple[ChipReading, ...]
+    mcu_power_watts: float | None = None
+    rated_power_watts: float | None = None  # 310 "Rated Power Dissipation(W)"
+
+
+@dataclass(frozen=True, slots=True)
+class TempReport:
+    npu: int
+    chips: tuple[ChipReading, ...]
+    mcu_sensors_celsius: tuple[tuple[str, float], ...] = ()  # ("LM75A_TE", 36.0), ...
+
+
+# ---------------------------------------------------------------- -t health
+@dataclass(frozen=True, slots=True)
+class HealthReport:
+    """`npu-smi info -t health -i N -c M` for one chip."""
+
+    status: str | None  # raw: OK / Warning / Alarm / Critical / UNKNOWN; None for NA
+    error_codes: tuple[str, ...] = ()  # upper-case hex strings as printed
+    error_information: tuple[str, ...] = ()  # one text per code/continuation line
+
+
+# ---------------------------------------------------------------- -t memory
+@dataclass(frozen=True, slots=True)
+class MemoryReport:
+    npu: int
+    chip: int | None
+    memory_total_bytes: int | None = None
+    memory_clock_hertz: float | None = None
+    hbm_total_bytes: int | None = None
+    hbm_clock_hertz: float | None = None
+    hbm_temperature_celsius: float | None = None
+    hbm_manufacturer_id: str | None = None
+
+
+# ---------------------------------------------------------------- -t ecc
+@dataclass(frozen=True, slots=True)
+class ChipEcc:
+    chip: int
+    hbm_single_bit_errors: int | None = None
+    hbm_double_bit_errors: int | None = None
+    hbm_single_bit_aggregate_total: int | None = None
+    hbm_double_bit_aggregate_total: int | None = None
+    hbm_single_bit_isolated_pages: int | None = None
+    hbm_double_bit_isolated_pages: int | None = None
+    ddr_single_bit_errors: int | None = None
+    ddr_double_bit_errors: int | None = None
+    ddr_single_bit_aggregate_total: int | None = None
+    ddr_double_bit_aggregate_total: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EccReport:
+    npu: int
+    chips: tuple[ChipEcc, ...]
+
+
+# ---------------------------------------------------------------- -t board
+@dataclass(frozen=True, slots=True)
+class BoardReport:
+    """Card-level (`-t board -i N`) or chip-level (`-t board -i N -c M`) identity."""
+
+    npu: int
+    chip: int | None  # None for the card-level form
+    software_version: str | None = None
+    firmware_version: str | None = None
+    product_name: str | None = None
+    serial: str | None = None
+    bus_id: str | None = None
+    pci_device_id: str | None = None
+    chip_type: str | None = None
+    chip_name: str | None = None
+    chip_version: str | None = None
+    vdie_id: str | None = None
+    chip_count: int | None = None
+    extra: tuple[tuple[str, str], ...] = field(default=())  # every other key, verbatim
+
+
+# ---------------------------------------------------------------- known failure texts
+@dataclass(frozen=True, slots=True)
+class KnownFailure:
+    """A recognised npu-smi error text.
+
+    ``reason`` is a short label value for `npumon_source_failures_total{reason=...}`:
+    dcmi_init, device_busy, invalid_card, invalid_chip, no_device, not_supported,
+    unknown_option, command_failed.
+    """
+
+    reason: str
+    message: str  # the npu-smi line that identified it, verbatim
+    advice: str  # what an operator should do
+    code: int | None = None  # e.g. -8005

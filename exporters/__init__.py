@@ -1,0 +1,1 @@
+"""npumon outputs: Prometheus collector, HTTP server, textfile writer."""

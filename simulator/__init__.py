@@ -1,0 +1,1 @@
+"""Built-in simulator: npu-smi (and later msprof) stand-ins driven by a scenario file."""
