@@ -1,5 +1,122 @@
-"""Command-line entry point."""
+"""`npumon` command line: run, collect --once, check-config, analyze."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+from npumon.daemon import __version__
+from npumon.daemon.config import Config, ConfigError, load_config
+
+log = logging.getLogger("npumon")
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="npumon", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"npumon {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the agent and serve /metrics")
+    run.add_argument("--config", type=Path, help="YAML config file (default: all defaults)")
+    run.add_argument("--web.listen-address", dest="listen_address",
+                     help="override web.listen_address, e.g. ':9732' or '127.0.0.1:9732'")
+    collect = sub.add_parser("collect", help="run every source once and print the exposition")
+    collect.add_argument("--once", action="store_true", required=True,
+                         help="required: collect once and exit")
+    collect.add_argument("--config", type=Path)
+    check = sub.add_parser("check-config", help="validate a config file; exit 0 or 1")
+    check.add_argument("file", type=Path)
+    analyze = sub.add_parser("analyze", help="analyse a profile directory on disk")
+    analyze.add_argument("path", type=Path)
+    analyze.add_argument("--json", action="store_true")
+    return parser
+
+
+def _load(path: Path | None) -> Config:
+    return load_config(path) if path is not None else Config()
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(
+        level=level.upper(), stream=sys.stderr,
+        format="%(asctime)s level=%(levelname)s logger=%(name)s %(message)s",
+    )
+
+
+def _check_config(path: Path) -> int:
+    try:
+        load_config(path)
+    except ConfigError as error:
+        print(f"{error.source}: {len(error.problems)} problem(s)", file=sys.stderr)
+        for problem in error.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 1
+    print(f"{path}: ok")
     return 0
+
+
+def _collect(config: Config) -> int:
+    from npumon.daemon.app import Agent
+
+    agent = Agent(config)
+    sys.stdout.write(agent.collect_once().decode())
+    for status in agent.store.latest().sources:
+        if not status.up:
+            print(f"npumon: source {status.source} failed: {status.last_error}", file=sys.stderr)
+    return 0 if agent.all_sources_up() else 1
+
+
+def _run(config: Config, listen_address: str | None) -> int:
+    from npumon.daemon.app import Agent
+    from npumon.exporters.http import serve
+    from npumon.exporters.webconfig import load_web_config
+
+    web_config = load_web_config(config.web.config_file) if config.web.config_file else None
+    agent = Agent(config)
+    stop = threading.Event()
+
+    def _on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("event=stopping signal=%d", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    address = listen_address or config.web.listen_address
+    server = serve(agent.registry, address, web_config, agent.running)
+    agent.start()
+    log.info("event=listening address=%s port=%d", address, server.port)
+    try:
+        stop.wait()
+    finally:
+        agent.stop()
+        server.shutdown()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "check-config":
+        return _check_config(args.file)
+    if args.command == "analyze":
+        from npumon.daemon.profiling.report import analyze_main
+
+        return analyze_main([str(args.path), *(["--json"] if args.json else [])])
+    try:
+        config = _load(args.config)
+    except ConfigError as error:
+        print(f"npumon: invalid config {error.source}:", file=sys.stderr)
+        for problem in error.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 1
+    _setup_logging(config.logging.level)
+    if args.command == "collect":
+        return _collect(config)
+    return _run(config, args.listen_address)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

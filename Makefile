@@ -1,0 +1,67 @@
+# npumon: `make demo` and `make test` work on a fresh machine with only Python 3 (and root for
+# apt-get, which installs Debian's prometheus package for promtool and the fleet tests).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+DEMO   := .demo
+PORT   ?= 9732
+
+.PHONY: all demo demo-stop test lint typecheck bench tools clean
+
+all: test
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+# promtool (rules and exposition linting) and prometheus (fleet tests) come from Debian.
+tools:
+	@if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then \
+	  echo "installing Debian package 'prometheus' (promtool + prometheus)"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	fi
+	@promtool --version 2>&1 | head -n 1
+
+lint: $(STAMP)
+	$(BIN)/ruff check daemon exporters simulator tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy daemon exporters simulator
+
+test: $(STAMP) tools lint typecheck
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+# The demo: an 8x910B simulated node (load that moves, a chip that overheats and clocks down,
+# a chip that turns Alarm, an idle-but-allocated chip), served on :$(PORT).
+demo: $(STAMP)
+	@mkdir -p $(DEMO)
+	@if [ -f $(DEMO)/npumon.pid ] && kill -0 $$(cat $(DEMO)/npumon.pid) 2>/dev/null; then \
+	  echo "demo already running (pid $$(cat $(DEMO)/npumon.pid)); 'make demo-stop' stops it"; \
+	else \
+	  nohup $(BIN)/npumon run --config config/demo.yaml --web.listen-address :$(PORT) \
+	    > $(DEMO)/npumon.log 2>&1 & echo $$! > $(DEMO)/npumon.pid; \
+	  $(BIN)/python -m npumon.daemon.waitfor http://127.0.0.1:$(PORT)/metrics 20 \
+	    || { echo "the demo daemon did not come up; see $(DEMO)/npumon.log"; tail -n 20 $(DEMO)/npumon.log; exit 1; }; \
+	fi
+	@echo ""
+	@echo "npumon demo is running against the simulated 8x910B node (pid $$(cat $(DEMO)/npumon.pid))."
+	@echo "  metrics:  http://127.0.0.1:$(PORT)/metrics"
+	@echo "  landing:  http://127.0.0.1:$(PORT)/"
+	@echo "  health:   http://127.0.0.1:$(PORT)/healthz"
+	@echo "  log:      $(DEMO)/npumon.log"
+	@echo "  one shot: $(BIN)/npumon collect --once --config config/demo.yaml"
+	@echo "  stop:     make demo-stop"
+
+demo-stop:
+	@if [ -f $(DEMO)/npumon.pid ]; then kill $$(cat $(DEMO)/npumon.pid) 2>/dev/null || true; rm -f $(DEMO)/npumon.pid; echo stopped; fi
+
+clean:
+	rm -rf $(VENV) $(DEMO) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info

@@ -1,0 +1,86 @@
+"""Wiring: config -> store, sources, scheduler, collector registry, HTTP server."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+from prometheus_client import CollectorRegistry, generate_latest
+
+from npumon.daemon import __version__
+from npumon.daemon.config import Config
+from npumon.daemon.runner import run_command
+from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources, Runner
+from npumon.daemon.store import SnapshotStore
+from npumon.exporters.collector import NpuCollector
+
+log = logging.getLogger(__name__)
+
+
+class Agent:
+    """One node's agent. `collect_once` for the CLI; `start`/`stop` for the daemon."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        runner: Runner = run_command,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.store = SnapshotStore(
+            config.throttle,
+            max_processes_per_chip=config.npu_smi.max_processes_per_chip,
+            cann_version=config.node.cann_version,
+            clock=clock,
+        )
+        smi = NpuSmi(config.npu_smi.command, config.npu_smi.timeout, runner)
+        self.sources = NpuSmiSources(
+            smi, self.store, health_interval=config.npu_smi.intervals.health, clock=clock
+        )
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(NpuCollector(self.store.latest, __version__))
+        self._scheduler: BackgroundScheduler | None = None
+
+    def collect_once(self) -> bytes:
+        """Run every source once and return the exposition."""
+        self.sources.poll_all()
+        return generate_latest(self.registry)
+
+    def all_sources_up(self) -> bool:
+        return all(status.up for status in self.store.latest().sources)
+
+    def start(self) -> None:
+        intervals = self.config.npu_smi.intervals
+        scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(4)})
+        now = datetime.now().astimezone()
+        jobs = [
+            (self.sources.poll_table, intervals.table, 0.0),
+            (self.sources.poll_identity, intervals.identity, 0.5),
+            (self.sources.poll_detail, intervals.detail, 1.0),
+            # health runs on the table clock; it queries every chip once per health interval
+            # and chips the table shows as not OK on every tick.
+            (self.sources.poll_health, intervals.table, 1.5),
+        ]
+        for func, every, offset in jobs:
+            scheduler.add_job(
+                func, IntervalTrigger(seconds=every), id=func.__name__,
+                next_run_time=now + timedelta(seconds=offset),
+                max_instances=1, coalesce=True, misfire_grace_time=None,
+            )
+        scheduler.start()
+        self._scheduler = scheduler
+        log.info("event=started version=%s npu_smi=%r", __version__, self.config.npu_smi.command)
+
+    def running(self) -> bool:
+        return self._scheduler is not None and self._scheduler.running
+
+    def stop(self) -> None:
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=False)
+            self._scheduler = None

@@ -1,0 +1,140 @@
+"""YAML config into frozen pydantic models; every problem reported at once with its dotted path."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+_DURATION = re.compile(r"(?P<num>\d+(\.\d+)?)(?P<unit>ms|s|m|h|d)\Z")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _duration(value: Any) -> Any:
+    """``"15s"``, ``"500ms"``, ``"1h"`` or a bare number of seconds -> float seconds."""
+    if isinstance(value, bool):
+        raise ValueError("expected a duration like '15s', got a boolean")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        match = _DURATION.match(value.strip())
+        if match:
+            return float(match["num"]) * _UNIT_SECONDS[match["unit"]]
+    raise ValueError(f"expected a duration like '500ms', '15s', '10m' or '1h', got {value!r}")
+
+
+Duration = Annotated[float, BeforeValidator(_duration), Field(gt=0)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Intervals(_Model):
+    table: Duration = 5.0
+    detail: Duration = 15.0
+    health: Duration = 60.0
+    identity: Duration = 3600.0
+
+
+class NpuSmi(_Model):
+    command: tuple[str, ...] = Field(default=("npu-smi",), min_length=1)
+    timeout: Duration = 10.0
+    intervals: Intervals = Intervals()
+    max_processes_per_chip: int = Field(default=8, ge=0, le=64)
+
+
+class Limits(_Model):
+    temperature_celsius: float = Field(default=85.0, gt=0)
+    power_watts: float = Field(default=400.0, gt=0)
+
+
+class Throttle(_Model):
+    frequency_ratio: float = Field(default=0.95, gt=0, le=1)
+    min_aicore_utilization: float = Field(default=0.5, ge=0, le=1)
+    default_limits: Limits = Limits()
+    limits: dict[str, Limits] = Field(default_factory=dict)
+
+    def limits_for(self, model: str | None) -> Limits:
+        """Exact chip name first, then the longest configured prefix, then the default."""
+        if not model:
+            return self.default_limits
+        if model in self.limits:
+            return self.limits[model]
+        prefixes = [name for name in self.limits if model.startswith(name)]
+        return self.limits[max(prefixes, key=len)] if prefixes else self.default_limits
+
+
+class Web(_Model):
+    listen_address: str = ":9732"
+    config_file: Path | None = None
+
+
+class Textfile(_Model):
+    path: Path | None = None
+
+
+class Node(_Model):
+    cann_version: str | None = None
+
+
+class Logging(_Model):
+    level: str = Field(default="info", pattern=r"^(debug|info|warning|error)$")
+
+
+class Config(_Model):
+    npu_smi: NpuSmi = NpuSmi()
+    throttle: Throttle = Throttle()
+    web: Web = Web()
+    textfile: Textfile = Textfile()
+    node: Node = Node()
+    state_directory: Path = Path("/var/lib/npumon")
+    logging: Logging = Logging()
+
+
+class ConfigError(Exception):
+    """Every problem of one config file, each as ``dotted.path: message``."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = problems
+        super().__init__(f"{source}: " + "; ".join(problems))
+
+
+def _problems(error: ValidationError) -> list[str]:
+    out = []
+    for item in error.errors():
+        path = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        message = "unknown key" if item["type"] == "extra_forbidden" else item["msg"]
+        message = message.removeprefix("Value error, ")
+        out.append(f"{path}: {message}")
+    return out
+
+
+def parse_config(data: Any, source: str = "<config>") -> Config:
+    """Validate already-loaded YAML data (None means an empty file: all defaults)."""
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(source, [f"(top level): expected a mapping, got {type(data).__name__}"])
+    try:
+        return Config.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(source, _problems(error)) from None
+
+
+def load_config(path: Path) -> Config:
+    """Read and validate one YAML file; ConfigError lists every problem."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(str(path), [f"cannot read: {error.strerror or error}"]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError(str(path), [f"not valid YAML: {error}"]) from None
+    return parse_config(data, str(path))

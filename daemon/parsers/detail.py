@@ -1,0 +1,228 @@
+"""Parsers for the per-NPU detail commands: -t usages, common, power, temp, memory, ecc.
+
+Each takes the whole output of `npu-smi info -t X -i N` (card header, then chip blocks) or of
+`... -i N -c M` (just that chip's lines, without NPU ID or Chip ID): pass ``npu``/``chip`` for
+the ids the output does not print. Unknown keys are ignored; a known key with a value that is
+not a number is a ParseError.
+"""
+
+from __future__ import annotations
+
+import re
+
+from npumon.daemon.parsers.errors import ParseError
+from npumon.daemon.parsers.keyvalue import (
+    KvDocument,
+    Record,
+    build,
+    field_bytes,
+    field_float,
+    field_hertz,
+    field_int,
+    field_ratio,
+    field_text,
+    resolve_chip,
+    resolve_npu,
+    spec,
+    split_records,
+)
+from npumon.daemon.parsers.model import (
+    ChipCommon,
+    ChipEcc,
+    ChipReading,
+    ChipUsage,
+    CommonReport,
+    EccReport,
+    MemoryReport,
+    PowerReport,
+    TempReport,
+    UsagesReport,
+)
+
+# Aliases: 910-family prints "DDR ...", 310/310B print "Memory ..."/"Hugepages ..." instead.
+_USAGES = spec(
+    [
+        (["Aicore Usage Rate(%)"], "aicore_ratio", field_ratio),
+        (["Aivector Usage Rate(%)"], "aivector_ratio", field_ratio),
+        (["Aicube Usage Rate(%)"], "aicube_ratio", field_ratio),
+        (["Aicpu Usage Rate(%)"], "aicpu_ratio", field_ratio),
+        (["Ctrlcpu Usage Rate(%)"], "ctrlcpu_ratio", field_ratio),
+        (["Vectorcore Usage Rate(%)"], "vectorcore_ratio", field_ratio),
+        (["NPU Utilization(%)"], "npu_util_ratio", field_ratio),
+        (["DDR Capacity(MB)", "Memory Capacity(MB)"], "memory_total_bytes", field_bytes),
+        (["DDR Usage Rate(%)", "Memory Usage Rate(%)"], "memory_usage_ratio", field_ratio),
+        (["DDR Hugepages Total(page)", "Hugepages Total(page)"], "hugepages_total", field_int),
+        (
+            ["DDR Hugepages Usage Rate(%)", "Hugepages Usage Rate(%)"],
+            "hugepages_usage_ratio",
+            field_ratio,
+        ),
+        (["HBM Capacity(MB)"], "hbm_total_bytes", field_bytes),
+        (["HBM Usage Rate(%)"], "hbm_usage_ratio", field_ratio),
+        (
+            ["DDR Bandwidth Usage Rate(%)", "Memory Bandwidth Usage Rate(%)"],
+            "memory_bandwidth_ratio",
+            field_ratio,
+        ),
+        (["HBM Bandwidth Usage Rate(%)"], "hbm_bandwidth_ratio", field_ratio),
+    ]
+)
+
+_COMMON = spec(
+    [
+        (["Memory Usage Rate(%)", "DDR Usage Rate(%)"], "memory_usage_ratio", field_ratio),
+        (["HBM Usage Rate(%)"], "hbm_usage_ratio", field_ratio),
+        (["Aicore Usage Rate(%)"], "aicore_ratio", field_ratio),
+        (["Aicore Freq(MHZ)"], "aicore_rated_hertz", field_hertz),
+        (["Aicore curFreq(MHZ)"], "aicore_current_hertz", field_hertz),
+        (["Aicore Count"], "aicore_count", field_int),
+        (["Temperature(C)", "Temperature (C)"], "temperature_celsius", field_float),
+        (["NPU Real-time Power(W)"], "power_watts", field_float),
+    ]
+)
+
+# The MCU block of -t common: its own temperature, and board power on 310/310P.
+_COMMON_MCU = spec(
+    [
+        (["Temperature(C)", "Temperature (C)"], "mcu_temperature_celsius", field_float),
+        (["NPU Real-time Power(W)", "Power Dissipation(W)"], "mcu_power_watts", field_float),
+    ]
+)
+
+_POWER = spec([(["NPU Real-time Power(W)", "Power(W)"], "value", field_float)])
+_POWER_RATED = spec([(["Rated Power Dissipation(W)"], "rated_power_watts", field_float)])
+_POWER_MCU = spec(
+    [(["Power Dissipation(W)", "NPU Real-time Power(W)"], "mcu_power_watts", field_float)]
+)
+
+_TEMP = spec(
+    [(["NPU Temperature (C)", "Temperature (C)", "Temperature(C)"], "value", field_float)]
+)
+_SENSOR_KEY = re.compile(r"(?P<name>.+?)\s*\(C\)\Z", re.IGNORECASE)
+
+_MEMORY = spec(
+    [
+        (
+            ["DDR Capacity(MB)", "Capacity(MB)", "Total DDR Capacity(MB)"],
+            "memory_total_bytes",
+            field_bytes,
+        ),
+        (["DDR Clock Speed(MHz)", "Clock Speed(MHz)"], "memory_clock_hertz", field_hertz),
+        (["HBM Capacity(MB)"], "hbm_total_bytes", field_bytes),
+        (["HBM Clock Speed(MHz)"], "hbm_clock_hertz", field_hertz),
+        (["HBM Temperature(C)"], "hbm_temperature_celsius", field_float),
+        (["HBM Manufacturer ID"], "hbm_manufacturer_id", field_text),
+    ]
+)
+
+_ECC = spec(
+    [
+        ([f"{mem} {bits} Bit {what}"], f"{mem.lower()}_{bits.lower()}_bit_{name}", field_int)
+        for mem in ("HBM", "DDR")
+        for bits in ("Single", "Double")
+        for what, name in (
+            ("Error Count", "errors"),
+            ("Aggregate Total Err Cnt", "aggregate_total"),
+            ("Isolated Pages Count", "isolated_pages"),
+        )
+        if not (mem == "DDR" and what == "Isolated Pages Count")  # ChipEcc has no such field
+    ]
+)
+
+
+def _chips(doc: KvDocument, chip: int | None) -> list[tuple[int, Record]]:
+    """(chip index, record) for every non-MCU record; at least one must exist."""
+    out = [(resolve_chip(r, chip), r) for r in doc.records if not r.is_mcu]
+    if not out:
+        raise ParseError("no chip block in the output", 0, "")
+    seen: set[int] = set()
+    for index, record in out:
+        if index in seen:
+            first = record.fields[0]
+            raise ParseError(f"chip {index} printed twice", first.line_no, first.line)
+        seen.add(index)
+    return out
+
+
+def _mcu(doc: KvDocument) -> Record | None:
+    mcus = [r for r in doc.records if r.is_mcu]
+    if len(mcus) > 1:
+        first = mcus[1].fields[0]
+        raise ParseError("more than one MCU block", first.line_no, first.line)
+    return mcus[0] if mcus else None
+
+
+def parse_usages(text: str, *, npu: int | None = None, chip: int | None = None) -> UsagesReport:
+    """`npu-smi info -t usages -i N [-c M]`: chip blocks END with `Chip ID`."""
+    doc = split_records(text, chip_id_ends_block=True)
+    chips = tuple(ChipUsage(chip=i, **build(r.fields, _USAGES)) for i, r in _chips(doc, chip))
+    return UsagesReport(npu=resolve_npu(doc.npu, npu), chips=chips)
+
+
+def parse_common(text: str, *, npu: int | None = None, chip: int | None = None) -> CommonReport:
+    """`npu-smi info -t common -i N`: chip blocks START with `Chip ID`; then an MCU block."""
+    doc = split_records(text, chip_id_ends_block=False)
+    chips = tuple(ChipCommon(chip=i, **build(r.fields, _COMMON)) for i, r in _chips(doc, chip))
+    mcu = _mcu(doc)
+    return CommonReport(
+        npu=resolve_npu(doc.npu, npu),
+        chips=chips,
+        **(build(mcu.fields, _COMMON_MCU) if mcu else {}),
+    )
+
+
+def parse_power(text: str, *, npu: int | None = None, chip: int | None = None) -> PowerReport:
+    """`npu-smi info -t power -i N [-c M]`; 310 adds a card-level rated power."""
+    doc = split_records(text, chip_id_ends_block=True)
+    readings: list[ChipReading] = []
+    rated: float | None = None
+    for index, record in _chips(doc, chip):
+        readings.append(ChipReading(index, build(record.fields, _POWER).get("value")))
+        rated_here = build(record.fields, _POWER_RATED).get("rated_power_watts")
+        rated = rated if rated_here is None else rated_here
+    mcu = _mcu(doc)
+    return PowerReport(
+        npu=resolve_npu(doc.npu, npu),
+        chips=tuple(readings),
+        mcu_power_watts=build(mcu.fields, _POWER_MCU).get("mcu_power_watts") if mcu else None,
+        rated_power_watts=rated,
+    )
+
+
+def parse_temp(text: str, *, npu: int | None = None, chip: int | None = None) -> TempReport:
+    """`npu-smi info -t temp -i N [-c M]`; the MCU block lists board sensors `NAME (C)`."""
+    doc = split_records(text, chip_id_ends_block=True)
+    readings = tuple(
+        ChipReading(i, build(r.fields, _TEMP).get("value")) for i, r in _chips(doc, chip)
+    )
+    sensors: list[tuple[str, float]] = []
+    mcu = _mcu(doc)
+    for f in mcu.fields if mcu else ():
+        match = _SENSOR_KEY.match(" ".join(f.line.partition(":")[0].split()))  # keep its case
+        value = field_float(f) if match else None
+        if match and value is not None:  # an absent sensor gives no sample
+            sensors.append((match["name"], value))
+    return TempReport(
+        npu=resolve_npu(doc.npu, npu), chips=readings, mcu_sensors_celsius=tuple(sensors)
+    )
+
+
+def parse_memory(text: str, *, npu: int | None = None, chip: int | None = None) -> MemoryReport:
+    """`npu-smi info -t memory -i N [-c M]` for one chip (use -c on multi-chip cards)."""
+    doc = split_records(text, chip_id_ends_block=True)
+    records = [r for r in doc.records if not r.is_mcu]
+    if len(records) != 1:
+        raise ParseError(f"expected one chip block, found {len(records)}", 0, "")
+    record = records[0]
+    return MemoryReport(
+        npu=resolve_npu(doc.npu, npu),
+        chip=record.chip if record.chip is not None else chip,
+        **build(record.fields, _MEMORY),
+    )
+
+
+def parse_ecc(text: str, *, npu: int | None = None, chip: int | None = None) -> EccReport:
+    """`npu-smi info -t ecc -i N [-c M]`: 40-char keys, chip blocks END with `Chip ID`."""
+    doc = split_records(text, chip_id_ends_block=True)
+    chips = tuple(ChipEcc(chip=i, **build(r.fields, _ECC)) for i, r in _chips(doc, chip))
+    return EccReport(npu=resolve_npu(doc.npu, npu), chips=chips)

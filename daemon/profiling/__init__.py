@@ -1,0 +1,1 @@
+"""Profiler output: locate tables, read them (pandas, imported lazily), analyse, diagnose, report."""

@@ -1,0 +1,168 @@
+"""Find profile tables on disk by what exists: torch_npu, msprof (CANN 8) and legacy layouts."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KERNEL = "kernel"  # kernel_details.csv / op_summary_*.csv
+OP_STATISTIC = "op_statistic"
+STEP_TRACE_TIME = "step_trace_time"  # torch_npu per-step breakdown
+STEP_TRACE = "step_trace"  # graph-mode iterations (msprof)
+
+_TORCH_FILES = {
+    KERNEL: "kernel_details.csv",
+    OP_STATISTIC: "op_statistic.csv",
+    STEP_TRACE_TIME: "step_trace_time.csv",
+}
+_MSPROF_NAME = re.compile(
+    r"^(?P<kind>op_summary|op_statistic|step_trace)(?:_slice_(?P<slice>\d+))?_(?P<ts>\d+)\.csv$"
+)
+_LEGACY_NAME = re.compile(r"^(?P<kind>op_summary|op_statistic|step_trace)(?P<ids>(?:_\d+)+)\.csv$")
+_KIND_OF = {"op_summary": KERNEL, "op_statistic": OP_STATISTIC, "step_trace": STEP_TRACE}
+_RANK_IN_NAME = re.compile(r"rank_?(\d+)", re.IGNORECASE)
+_MAX_DEPTH = 4
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileUnit:
+    """The tables of one rank (one process / device), each kind in reading order."""
+
+    name: str
+    layout: str  # torch_npu, msprof, legacy
+    root: Path
+    tables: dict[str, tuple[Path, ...]] = field(hash=False)
+    capture_end_seconds: float | None
+    notes: tuple[str, ...] = ()
+
+
+def find_units(path: Path) -> tuple[ProfileUnit, ...]:
+    """Every profile unit at or under ``path`` (a PROF_* dir, a *_ascend_pt dir, or a parent)."""
+    return tuple(_walk(path, 0))
+
+
+def _walk(path: Path, depth: int) -> Iterator[ProfileUnit]:
+    if not path.is_dir():
+        return
+    units = _units_at(path)
+    if units:
+        yield from units
+        return
+    if depth >= _MAX_DEPTH:
+        return
+    for child in sorted(p for p in path.iterdir() if p.is_dir() and not p.is_symlink()):
+        yield from _walk(child, depth + 1)
+
+
+def _units_at(path: Path) -> list[ProfileUnit]:
+    if path.name == "ASCEND_PROFILER_OUTPUT":
+        path = path.parent
+    if path.name == "mindstudio_profiler_output":
+        path = path.parent
+    torch_dir = path / "ASCEND_PROFILER_OUTPUT"
+    if torch_dir.is_dir():
+        tables = {k: (torch_dir / n,) for k, n in _TORCH_FILES.items() if (torch_dir / n).is_file()}
+        if tables:
+            return [ProfileUnit(_torch_rank(path), "torch_npu", path, tables, _torch_end(path))]
+    msprof_dir = path / "mindstudio_profiler_output"
+    if msprof_dir.is_dir():
+        tables, notes = _msprof_tables(msprof_dir)
+        if tables:
+            return [ProfileUnit(_unit_name(path), "msprof", path, tables, _prof_end(path), notes)]
+    units = []
+    for device in sorted(path.glob("device_*/summary")):
+        tables = _legacy_tables(device)
+        if tables:
+            name = f"{_unit_name(path)}/{device.parent.name}"
+            units.append(ProfileUnit(name, "legacy", path, tables, _prof_end(path)))
+    return units
+
+
+def _msprof_tables(directory: Path) -> tuple[dict[str, tuple[Path, ...]], tuple[str, ...]]:
+    """Slices concatenate in slice order; of several un-sliced exports only the newest counts."""
+    found: dict[str, list[tuple[int, int, Path]]] = {}
+    for file in directory.iterdir():
+        match = _MSPROF_NAME.match(file.name)
+        if match and file.is_file():
+            sliced = match["slice"] is not None
+            key = (int(match["slice"]) if sliced else -1, int(match["ts"]), file)
+            found.setdefault(_KIND_OF[match["kind"]], []).append(key)
+    tables: dict[str, tuple[Path, ...]] = {}
+    notes: list[str] = []
+    for kind, entries in found.items():
+        slices = sorted(e for e in entries if e[0] >= 0)
+        whole = sorted(e for e in entries if e[0] < 0)
+        if slices:
+            by_index = {s[0]: s[2] for s in slices}  # a later export of the same slice wins
+            tables[kind] = tuple(by_index[i] for i in sorted(by_index))
+        else:
+            tables[kind] = (whole[-1][2],)
+            if len(whole) > 1:
+                notes.append(f"{directory}: {len(whole)} exports of {kind}; read the newest")
+    return tables, tuple(notes)
+
+
+def _legacy_tables(summary: Path) -> dict[str, tuple[Path, ...]]:
+    """``{name}_{dev}_{model}_{iter}.csv``: one file per model/iteration, all of them count."""
+    found: dict[str, list[tuple[tuple[int, ...], Path]]] = {}
+    for file in summary.iterdir():
+        match = _LEGACY_NAME.match(file.name)
+        if match and file.is_file():
+            ids = tuple(int(i) for i in match["ids"].strip("_").split("_"))
+            found.setdefault(_KIND_OF[match["kind"]], []).append((ids, file))
+    return {kind: tuple(f for _, f in sorted(entries)) for kind, entries in found.items()}
+
+
+def _unit_name(path: Path) -> str:
+    return path.name
+
+
+def _torch_rank(path: Path) -> str:
+    for info in sorted(path.glob("profiler_info_*.json")):
+        rank = info.stem.removeprefix("profiler_info_")
+        if rank.isdigit():
+            return f"rank{rank}"
+    match = _RANK_IN_NAME.search(path.name)
+    return f"rank{match[1]}" if match else path.name
+
+
+def _read_json(file: Path) -> dict[str, object] | None:
+    """Metadata JSON, tolerating the ``#`` comment lines some tools prepend; None if unreadable."""
+    try:
+        lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
+        data = json.loads("\n".join(ln for ln in lines if not ln.startswith("#")))
+    except (OSError, ValueError):
+        return None  # metadata is optional: the capture time falls back to file times
+    return data if isinstance(data, dict) else None
+
+
+def _epoch_seconds(value: object) -> float | None:
+    """``collectionTimeEnd`` is ns in torch_npu files and us in older msprof ones."""
+    try:
+        number = float(str(value))
+    except ValueError:
+        return None
+    for scale in (1e9, 1e6, 1e3, 1.0):
+        if number / scale < 1e10:
+            return number / scale
+    return None
+
+
+def _torch_end(path: Path) -> float | None:
+    for info in sorted(path.glob("profiler_info*.json")):
+        data = _read_json(info)
+        end = data.get("end_info") if data else None
+        if isinstance(end, dict) and "collectionTimeEnd" in end:
+            return _epoch_seconds(end["collectionTimeEnd"])
+    return None
+
+
+def _prof_end(path: Path) -> float | None:
+    for end_info in sorted(path.glob("*/end_info*")) + sorted(path.glob("*/data/end_info*")):
+        data = _read_json(end_info)
+        if data and "collectionTimeEnd" in data:
+            return _epoch_seconds(data["collectionTimeEnd"])
+    return None

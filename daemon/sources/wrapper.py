@@ -1,0 +1,129 @@
+"""The source error boundary: times a run, classifies failures, keeps labelled failure counters."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import TypeVar
+
+from npumon.daemon.parsers.errors import ParseError
+from npumon.daemon.parsers.failure import classify_failure
+from npumon.daemon.runner import CommandResult
+from npumon.daemon.snapshot import SourceStatus
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class SourceFailure(Exception):
+    """One failed command or parse inside a source run; ``reason`` is the counter label."""
+
+    def __init__(self, reason: str, message: str, exit_code: int | None = None) -> None:
+        self.reason = reason
+        self.message = message
+        self.exit_code = exit_code
+        super().__init__(f"{reason}: {message}")
+
+
+def check_result(result: CommandResult) -> str:
+    """stdout of a successful command, or SourceFailure saying what happened and what to do."""
+    argv = " ".join(result.argv)
+    if result.not_found:
+        raise SourceFailure(
+            "not_found",
+            f"cannot run {result.argv[0]!r} ({result.stderr}); install the Ascend driver or "
+            "set npu_smi.command in the config",
+        )
+    if result.timed_out:
+        raise SourceFailure(
+            "timeout", f"{argv!r} did not finish in time and was killed; is the driver hung?"
+        )
+    known = classify_failure(result.stdout + "\n" + result.stderr)
+    if known is not None:
+        raise SourceFailure(known.reason, f"{known.message} ({argv}): {known.advice}",
+                            result.exit_code)
+    if result.exit_code != 0:
+        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [""]
+        raise SourceFailure(
+            "exit_code", f"{argv!r} exited with {result.exit_code}: {tail[0][:200]}",
+            result.exit_code,
+        )
+    return result.stdout
+
+
+def parse_or_fail(parse: Callable[[str], T], text: str, argv: tuple[str, ...]) -> T:
+    try:
+        return parse(text)
+    except ParseError as error:
+        raise SourceFailure(
+            "parse_error",
+            f"output of {' '.join(argv)!r} not understood ({error}); please report it with the "
+            "output attached",
+        ) from None
+
+
+class SourceRun:
+    """Failures collected during one run of a source (a run may make many calls)."""
+
+    def __init__(self) -> None:
+        self.failures: list[SourceFailure] = []
+        self.exit_code: int | None = 0
+
+    def record(self, failure: SourceFailure) -> None:
+        self.failures.append(failure)
+        self.exit_code = failure.exit_code
+
+
+class SourceTracker:
+    """Runs a source body inside the error boundary and turns the outcome into SourceStatus."""
+
+    def __init__(self, name: str, publish: Callable[[SourceStatus], None],
+                 clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.name = name
+        self._publish = publish
+        self._clock = clock
+        self._monotonic = monotonic
+        self._failures: Counter[str] = Counter()
+        self._last_success: float | None = None
+        self._last_reason: str | None = None
+
+    def run(self, body: Callable[[SourceRun], None]) -> SourceStatus:
+        started = self._monotonic()
+        run = SourceRun()
+        try:
+            body(run)
+        except SourceFailure as failure:
+            run.record(failure)
+        except Exception as error:  # the boundary: one bad source must not kill the daemon
+            log.exception("source=%s event=unexpected_error", self.name)
+            run.record(SourceFailure("exception", f"{type(error).__name__}: {error}"))
+        return self._finish(run, self._monotonic() - started)
+
+    def _finish(self, run: SourceRun, duration: float) -> SourceStatus:
+        self._failures.update(f.reason for f in run.failures)
+        up = not run.failures
+        if up:
+            self._last_success = self._clock()
+            if self._last_reason is not None:
+                log.info("source=%s event=recovered", self.name)
+            self._last_reason = None
+        else:
+            first = run.failures[0]
+            level = logging.WARNING if first.reason != self._last_reason else logging.DEBUG
+            log.log(level, "source=%s event=failed reason=%s failures=%d message=%r",
+                    self.name, first.reason, len(run.failures), first.message)
+            self._last_reason = first.reason
+        status = SourceStatus(
+            source=self.name,
+            up=up,
+            duration_seconds=duration,
+            last_success_timestamp=self._last_success,
+            exit_code=run.exit_code,
+            failures=tuple(sorted(self._failures.items())),
+            last_error=None if up else run.failures[0].message,
+        )
+        self._publish(status)
+        return status

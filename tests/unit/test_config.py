@@ -1,0 +1,95 @@
+"""Config: defaults documented in config/npumon.yaml, durations, every problem with its path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from npumon.daemon.cli import main
+from npumon.daemon.config import Config, ConfigError, load_config, parse_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_documented_config_is_exactly_the_defaults() -> None:
+    assert load_config(ROOT / "config" / "npumon.yaml") == Config()
+
+
+def test_shipped_configs_are_valid() -> None:
+    for path in sorted((ROOT / "config").glob("*.yaml")):
+        load_config(path)
+
+
+def test_one_key_is_a_valid_config() -> None:
+    config = parse_config({"npu_smi": {"timeout": "3s"}})
+    assert config.npu_smi.timeout == 3.0
+    assert config.npu_smi.intervals.table == 5.0
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("500ms", 0.5), ("15s", 15.0), ("10m", 600.0), ("1h", 3600.0), (7, 7.0)]
+)
+def test_durations(text: object, seconds: float) -> None:
+    assert parse_config({"npu_smi": {"timeout": text}}).npu_smi.timeout == seconds
+
+
+def test_every_problem_is_listed_with_its_dotted_path() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(
+            {
+                "npu_smi": {"timeout": "soon", "intervals": {"table": "-5s", "bogus": 1}},
+                "web": {"listen_adress": ":1"},
+                "logging": {"level": "loud"},
+                "extra": True,
+            }
+        )
+    problems = caught.value.problems
+    assert any(p.startswith("npu_smi.timeout: expected a duration") for p in problems)
+    assert "npu_smi.intervals.bogus: unknown key" in problems
+    assert "web.listen_adress: unknown key" in problems
+    assert "extra: unknown key" in problems
+    assert any(p.startswith("logging.level:") for p in problems)
+    assert any(p.startswith("npu_smi.intervals.table:") for p in problems)
+    assert len(problems) == 6
+
+
+def test_empty_file_is_all_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text("")
+    assert load_config(path) == Config()
+
+
+def test_not_yaml_and_not_a_mapping(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("npu_smi: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+    bad.write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="expected a mapping"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_throttle_limits_match_exact_then_longest_prefix() -> None:
+    throttle = parse_config(
+        {"throttle": {"limits": {"910B": {"power_watts": 350}, "910B4": {"power_watts": 300}}}}
+    ).throttle
+    assert throttle.limits_for("910B4-1").power_watts == 300
+    assert throttle.limits_for("910B1").power_watts == 350
+    assert throttle.limits_for("310P3").power_watts == 400
+    assert throttle.limits_for(None).temperature_celsius == 85
+
+
+def test_check_config_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text("npu_smi:\n  timeout: 2s\n")
+    assert main(["check-config", str(good)]) == 0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("npu_smi:\n  timout: 2s\nweb:\n  listen_address: 5\n")
+    assert main(["check-config", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "2 problem(s)" in err
+    assert "npu_smi.timout: unknown key" in err
+    assert "web.listen_address:" in err
