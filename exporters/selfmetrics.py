@@ -1,0 +1,75 @@
+"""npumon's own families: source health, chip count, snapshot age and build info."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from npumon.daemon.snapshot import NodeSnapshot
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+
+def render_sources(snap: NodeSnapshot) -> Iterator[Metric]:
+    """Per-source health of the background sampling (npu-smi tiers, profiler).
+
+    npumon_source_up{source="npu_smi_info"} 1
+    npumon_source_duration_seconds{source="npu_smi_info"} 0.21
+    npumon_source_failures_total{source="npu_smi_info",reason="timeout"} 2
+    """
+    up = GaugeMetricFamily(
+        "npumon_source_up", "1 if the source's last run succeeded, else 0.", labels=("source",)
+    )
+    duration = GaugeMetricFamily(
+        "npumon_source_duration_seconds",
+        "Wall time of the source's last run in seconds.",
+        labels=("source",),
+    )
+    last_ok = GaugeMetricFamily(
+        "npumon_source_last_success_timestamp_seconds",
+        "Unix time in seconds of the source's last successful run.",
+        labels=("source",),
+    )
+    failures = CounterMetricFamily(
+        "npumon_source_failures",
+        "Failed runs of a source since npumon started, by reason (timeout, dcmi_init, ...).",
+        labels=("source", "reason"),
+    )
+    for s in snap.sources:
+        up.add_metric([s.source], 1.0 if s.up else 0.0)
+        if s.duration_seconds is not None:
+            duration.add_metric([s.source], s.duration_seconds)
+        if s.last_success_timestamp is not None:
+            last_ok.add_metric([s.source], s.last_success_timestamp)
+        for reason, count in s.failures:
+            failures.add_metric([s.source, reason], float(count))
+    yield from (up, duration, last_ok, failures)
+
+
+def render_node(snap: NodeSnapshot) -> Iterator[Metric]:
+    """How many chips the latest table lists, and when the snapshot was taken.
+
+    npumon_chips 8
+    npumon_snapshot_timestamp_seconds 1.7e+09
+    """
+    if snap.has_table:
+        chips = GaugeMetricFamily(
+            "npumon_chips", "Chips listed by the latest successful npu-smi info table."
+        )
+        chips.add_metric([], float(len(snap.chips)))
+        yield chips
+    if snap.taken_at > 0:
+        taken = GaugeMetricFamily(
+            "npumon_snapshot_timestamp_seconds",
+            "Unix time in seconds when the rendered snapshot was published.",
+        )
+        taken.add_metric([], snap.taken_at)
+        yield taken
+
+
+def render_build_info(version: str) -> Metric:
+    """npumon's version, always 1.
+
+    npumon_build_info{version="0.1.0"} 1
+    """
+    info = GaugeMetricFamily("npumon_build_info", "npumon version (always 1).", labels=("version",))
+    info.add_metric([version], 1.0)
+    return info
