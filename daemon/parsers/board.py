@@ -15,7 +15,6 @@ from npumon.daemon.parsers.keyvalue import (
     build,
     field_int,
     field_text,
-    normalise_key,
     read_fields,
     spec,
 )
@@ -63,6 +62,3 @@ def parse_board(text: str, *, npu: int | None = None) -> BoardReport:
     if not fields or len(kw) <= 2 and not extra:
         raise ParseError("no board fields", 0, "")
     return BoardReport(**kw, extra=extra)
-
-
-__all__ = ["parse_board", "normalise_key"]

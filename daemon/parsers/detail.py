@@ -95,9 +95,7 @@ _POWER_MCU = spec(
     [(["Power Dissipation(W)", "NPU Real-time Power(W)"], "mcu_power_watts", field_float)]
 )
 
-_TEMP = spec(
-    [(["NPU Temperature (C)", "Temperature (C)", "Temperature(C)"], "value", field_float)]
-)
+_TEMP = spec([(["NPU Temperature (C)", "Temperature (C)", "Temperature(C)"], "value", field_float)])
 _SENSOR_KEY = re.compile(r"(?P<name>.+?)\s*\(C\)\Z", re.IGNORECASE)
 
 _MEMORY = spec(

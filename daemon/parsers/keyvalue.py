@@ -180,7 +180,9 @@ def field_text(f: Field) -> str | None:
 Spec = Mapping[str, tuple[str, Converter]]
 
 
-def spec(entries: Iterable[tuple[Iterable[str], str, Converter]]) -> dict[str, tuple[str, Converter]]:
+def spec(
+    entries: Iterable[tuple[Iterable[str], str, Converter]],
+) -> dict[str, tuple[str, Converter]]:
     """Build a lookup from (aliases, field name, converter) rows; aliases are normalised."""
     table: dict[str, tuple[str, Converter]] = {}
     for aliases, name, conv in entries:

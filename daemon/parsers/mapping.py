@@ -10,7 +10,9 @@ from npumon.daemon.parsers.keyvalue import Field, field_int, field_text, read_fi
 from npumon.daemon.parsers.model import ChipMapping, ListedNpu, MappedChip, NpuList
 
 # -m header names (the 950 adds Slot ID, A3/950 add Chip Phy-ID); Chip Name is always last.
-_MAP_COLUMN = re.compile(r"NPU\s+ID|Slot\s+ID|Chip\s+Logic\s+ID|Chip\s+Phy-ID|Chip\s+ID|Chip\s+Name")
+_MAP_COLUMN = re.compile(
+    r"NPU\s+ID|Slot\s+ID|Chip\s+Logic\s+ID|Chip\s+Phy-ID|Chip\s+ID|Chip\s+Name"
+)
 _MAP_KEY = {
     "NPU ID": "npu", "Slot ID": "slot", "Chip ID": "chip",
     "Chip Logic ID": "logic", "Chip Phy-ID": "phy", "Chip Name": "name",
@@ -72,7 +74,11 @@ def parse_mapping(text: str) -> ChipMapping:
 
 
 _LIST_TOTAL = frozenset({"total count", "card count"})
-_LIST_FIELDS = {"chip count": "chip_count", "product name": "product_name", "serial number": "serial"}
+_LIST_FIELDS = {
+    "chip count": "chip_count",
+    "product name": "product_name",
+    "serial number": "serial",
+}
 
 
 def _listed(npu: int, fields: list[Field]) -> ListedNpu:

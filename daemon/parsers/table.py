@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from npumon.daemon.parsers import values
 from npumon.daemon.parsers.errors import ParseError
@@ -36,6 +36,11 @@ _SEPARATOR = re.compile(r"\+[-=+]*\Z")
 _ELISION = frozenset({"...", "…", "......"})
 
 Columns = tuple[tuple[str, ...], ...]  # per cell, the column keys it holds
+
+
+class _At(TypedDict):
+    line_no: int
+    line: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +84,8 @@ def _row_tokens(cells: list[str], layout: Columns, row: _Row) -> dict[str, str]:
             extra = len(tokens) - len(cols)
             tokens[at : at + extra + 1] = [" ".join(tokens[at : at + extra + 1])]
         if len(tokens) != len(cols):
-            raise ParseError(f"expected {len(cols)} values in {cell.strip()!r}", row.line_no, row.line)
+            message = f"expected {len(cols)} values in {cell.strip()!r}"
+            raise ParseError(message, row.line_no, row.line)
         out.update(zip(cols, tokens, strict=True))
     return out
 
@@ -102,7 +108,7 @@ def _mib_pair(token: str, row: _Row) -> tuple[int | None, int | None]:
 def _chip_fields(tokens: dict[str, str], row: _Row) -> dict[str, Any]:
     """TableChip keyword arguments from the tokens of one data row, in base units."""
     kw: dict[str, Any] = {}
-    at = {"line_no": row.line_no, "line": row.line}
+    at: _At = {"line_no": row.line_no, "line": row.line}
     for key, token in tokens.items():
         if key == "npu":
             kw["npu"] = _required_int(token, "NPU ID", row)
@@ -138,7 +144,7 @@ def _process(cells: list[str], layout: tuple[str, ...], row: _Row) -> TableProce
     if len(cells) != len(layout):
         raise ParseError(f"expected {len(layout)} cells, got {len(cells)}", row.line_no, row.line)
     kw: dict[str, Any] = {"chip": None, "name": None, "memory_bytes": None}
-    at = {"line_no": row.line_no, "line": row.line}
+    at: _At = {"line_no": row.line_no, "line": row.line}
     for cell, key in zip(cells, layout, strict=True):
         if key == "ids":
             ids = cell.split()
