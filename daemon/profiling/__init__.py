@@ -1,1 +1,1 @@
-"""Profiler output: locate tables, read them (pandas, imported lazily), analyse, diagnose, report."""
+"""Profiler output: find tables, read them (pandas, lazily), analyse, diagnose, report."""

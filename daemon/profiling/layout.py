@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +34,7 @@ class ProfileUnit:
     name: str
     layout: str  # torch_npu, msprof, legacy
     root: Path
-    tables: dict[str, tuple[Path, ...]] = field(hash=False)
+    tables: Mapping[str, tuple[Path, ...]] = field(hash=False)
     capture_end_seconds: float | None
     notes: tuple[str, ...] = ()
 
@@ -64,7 +64,9 @@ def _units_at(path: Path) -> list[ProfileUnit]:
         path = path.parent
     torch_dir = path / "ASCEND_PROFILER_OUTPUT"
     if torch_dir.is_dir():
-        tables = {k: (torch_dir / n,) for k, n in _TORCH_FILES.items() if (torch_dir / n).is_file()}
+        tables: Mapping[str, tuple[Path, ...]] = {
+            k: (torch_dir / n,) for k, n in _TORCH_FILES.items() if (torch_dir / n).is_file()
+        }
         if tables:
             return [ProfileUnit(_torch_rank(path), "torch_npu", path, tables, _torch_end(path))]
     msprof_dir = path / "mindstudio_profiler_output"

@@ -5,7 +5,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-PHASES = ("fp_bp", "iteration_refresh", "data_aug", "computing", "communication", "free", "preparing")
+PHASES = (
+    "fp_bp",
+    "iteration_refresh",
+    "data_aug",
+    "computing",
+    "communication",
+    "free",
+    "preparing",
+)
 CORE_TYPES = ("ai_core", "ai_vector_core", "ai_cpu", "mix", "communication")
 BOTTLENECK_KINDS = (
     "input_pipeline",
@@ -124,7 +132,9 @@ class ProfileSummary:
             phases=_phases(data.get("phases", ())),
             op_total_seconds=data.get("op_total_seconds"),
             op_time_ratio=tuple(OpShare(**o) for o in data.get("op_time_ratio", ())),
-            core_type_time_ratio=tuple(CoreShare(**c) for c in data.get("core_type_time_ratio", ())),
+            core_type_time_ratio=tuple(
+                CoreShare(**c) for c in data.get("core_type_time_ratio", ())
+            ),
             ai_cpu_seconds=data.get("ai_cpu_seconds"),
             ai_cpu_count=data.get("ai_cpu_count"),
             format_conversion_seconds=data.get("format_conversion_seconds"),

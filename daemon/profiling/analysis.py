@@ -1,0 +1,180 @@
+"""Analyse a profile directory on disk into a ProfileSummary (DESIGN section 6)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from npumon.daemon.profiling import layout, ops, steptime
+from npumon.daemon.profiling.diagnosis import Evidence, Thresholds, diagnose
+from npumon.daemon.profiling.readers import (
+    TableError,
+    read_kernel_names,
+    read_kernels,
+    read_op_statistic,
+)
+from npumon.daemon.profiling.steps import read_graph_steps, read_torch_steps
+from npumon.daemon.profiling.summary import AnalysisReport, ProfileSummary
+
+DEFAULT_THRESHOLDS = Thresholds()
+
+
+class NoProfileData(Exception):
+    """The path holds no profiler table that could be read."""
+
+
+@dataclass
+class _Collected:
+    sources: list[str]
+    problems: list[str]
+    facts: list[ops.OpFacts]
+    torch_ranks: list[tuple[str, list[steptime.StepRow]]]
+    graph_ranks: list[tuple[str, list[steptime.StepRow]]]
+
+
+def _kernel_facts(paths: tuple[Path, ...], t: Thresholds, notes: list[str]) -> ops.OpFacts:
+    table = read_kernels(paths)
+    frame = table.frame
+    notes.extend(table.notes)
+    inferred = "op_type" not in frame or not frame["op_type"].notna().any()
+    if inferred:  # Level0: no op types, guess them from the kernel names
+        names = read_kernel_names(paths).frame
+        frame = frame.assign(op_type=names["name"].astype("object").map(ops.infer_op_type))
+    return ops.kernel_facts(frame, t, inferred)
+
+
+def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected) -> None:
+    kernel = statistic = None
+    if layout.KERNEL in unit.tables:
+        try:
+            kernel = _kernel_facts(unit.tables[layout.KERNEL], t, c.problems)
+            c.sources.extend(str(p) for p in unit.tables[layout.KERNEL])
+        except TableError as exc:
+            c.problems.append(str(exc))
+    if layout.OP_STATISTIC in unit.tables:
+        try:
+            table = read_op_statistic(unit.tables[layout.OP_STATISTIC])
+            statistic = ops.statistic_facts(table.frame, t)
+            c.problems.extend(table.notes)
+            c.sources.extend(str(p) for p in unit.tables[layout.OP_STATISTIC])
+        except TableError as exc:
+            c.problems.append(str(exc))
+    if statistic is not None and kernel is not None:
+        # op_statistic for time by type; the per-task table for what needs single tasks
+        c.facts.append(
+            replace(
+                statistic,
+                ai_cpu_us=kernel.ai_cpu_us,
+                ai_cpu_count=kernel.ai_cpu_count,
+                dynamic_count=kernel.dynamic_count,
+                small_count=kernel.small_count,
+                op_count=kernel.op_count,
+            )
+        )
+    elif statistic is not None:
+        c.facts.append(statistic)
+    elif kernel is not None:
+        c.facts.append(kernel)
+
+
+def _unit_steps(unit: layout.ProfileUnit, c: _Collected) -> None:
+    try:
+        if layout.STEP_TRACE_TIME in unit.tables:
+            path = unit.tables[layout.STEP_TRACE_TIME][0]
+            rows = steptime.torch_rows(read_torch_steps(path, c.problems))
+            c.torch_ranks.append((unit.name, rows))
+            c.sources.append(str(path))
+        if layout.STEP_TRACE in unit.tables:
+            paths = unit.tables[layout.STEP_TRACE]
+            by_device = steptime.graph_rows(read_graph_steps(paths, c.problems))
+            for device, rows in by_device.items():
+                name = unit.name if len(by_device) == 1 else f"{unit.name}/device{device}"
+                c.graph_ranks.append((name, rows))
+            c.sources.extend(str(p) for p in paths)
+    except TableError as exc:
+        c.problems.append(str(exc))
+
+
+def _capture_time(units: tuple[layout.ProfileUnit, ...], sources: list[str]) -> float | None:
+    ends = [u.capture_end_seconds for u in units if u.capture_end_seconds is not None]
+    if ends:
+        return float(max(ends))
+    times = [Path(s).stat().st_mtime for s in sources if Path(s).exists()]
+    return float(max(times)) if times else None
+
+
+def _evidence(facts: ops.OpFacts | None, steps: steptime.StepResult) -> Evidence:
+    ratios = {p.phase: p.ratio for p in steps.phases if p.ratio is not None}
+    if facts is None or facts.total_us <= 0:
+        return Evidence(phase_ratios=ratios)
+    total = facts.total_us
+    return Evidence(
+        phase_ratios=ratios,
+        conversion_ratio=ops.ratio_of(facts, ops.FORMAT_CONVERSION_OPS | ops.COPY_OPS),
+        reshape_transpose_ratio=ops.ratio_of(facts, ops.RESHAPE_TRANSPOSE_OPS),
+        conv_matmul_ratio=ops.conv_matmul_ratio(facts),
+        softmax_ratio=ops.softmax_ratio(facts),
+        ai_cpu_ratio=None if facts.ai_cpu_us is None else facts.ai_cpu_us / total,
+        dynamic_shape_ops=facts.dynamic_count,
+        small_ops_ratio=facts.small_count / facts.op_count if facts.op_count else None,
+    )
+
+
+def _steps(c: _Collected, t: Thresholds) -> steptime.StepResult:
+    """Graph-mode iterations when present (they carry the input-pipeline gap), else torch steps."""
+    if c.graph_ranks:
+        return steptime.analyse_rows(c.graph_ranks, steptime.GRAPH_PHASES, t)
+    return steptime.analyse_rows(c.torch_ranks, steptime.TORCH_PHASES, t)
+
+
+def analyze_path(
+    path: Path,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    top_n: int = 10,
+    workload: str | None = None,
+) -> AnalysisReport:
+    """Analyse a PROF_* dir, a *_ascend_pt dir, or a parent holding several ranks.
+
+    Raises NoProfileData when nothing usable is there; per-file problems go in the report.
+    """
+    units = layout.find_units(path)
+    if not units:
+        raise NoProfileData(
+            f"{path}: no profiler tables found (looked for ASCEND_PROFILER_OUTPUT/, "
+            "PROF_*/mindstudio_profiler_output/ and PROF_*/device_N/summary/)"
+        )
+    c = _Collected([], [], [], [], [])
+    for unit in units:
+        c.problems.extend(unit.notes)
+        _unit_ops(unit, thresholds, c)
+        _unit_steps(unit, c)
+    if not c.sources:
+        raise NoProfileData(f"{path}: no readable profiler table:\n  " + "\n  ".join(c.problems))
+    facts = ops.merge_facts(c.facts) if c.facts else None
+    steps = _steps(c, thresholds)
+    summary = ProfileSummary(
+        workload=workload or path.resolve().name,
+        layout="+".join(sorted({u.layout for u in units})),
+        capture_time_seconds=_capture_time(units, c.sources),
+        step=steps.step,
+        phases=steps.phases,
+        op_total_seconds=facts.total_us / 1e6 if facts else None,
+        op_time_ratio=ops.top_ops(facts, top_n) if facts else (),
+        core_type_time_ratio=ops.core_shares(facts) if facts else (),
+        ai_cpu_seconds=None if facts is None or facts.ai_cpu_us is None else facts.ai_cpu_us / 1e6,
+        ai_cpu_count=facts.ai_cpu_count if facts else None,
+        format_conversion_seconds=_conversion_seconds(facts),
+        format_conversion_ratio=ops.ratio_of(facts, ops.FORMAT_CONVERSION_OPS) if facts else None,
+        dynamic_shape_op_count=facts.dynamic_count if facts else None,
+        op_types_inferred=facts.inferred if facts else False,
+        ranks=steps.ranks,
+        rank_spread=steps.spread,
+        bottlenecks=diagnose(_evidence(facts, steps), thresholds),
+    )
+    return AnalysisReport(summary, tuple(c.sources), tuple(c.problems))
+
+
+def _conversion_seconds(facts: ops.OpFacts | None) -> float | None:
+    if facts is None:
+        return None
+    return ops.ratio_of(facts, ops.FORMAT_CONVERSION_OPS) * facts.total_us / 1e6

@@ -1,0 +1,199 @@
+"""Read profiler CSV tables whatever their header generation: big ones with pandas, small with csv.
+
+pandas is imported inside the functions that need it so importing this module stays cheap.
+Step tables hold one row per step, so the csv module reads them: it copes with the repeated
+``Reduce Start(us)`` columns and ragged rows without pandas' column mangling.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from npumon.daemon.parsers.values import ABSENT_TOKENS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+_HEADER_PROBE_BYTES = 1 << 16
+_REEXPORT = "re-run `msprof --export=on --output=<PROF dir>` or wait for the profiler to finish"
+
+# canonical name -> header spellings across generations (compared after normalisation)
+KERNEL_ALIASES: dict[str, tuple[str, ...]] = {
+    "name": ("Name", "Op Name"),
+    "op_type": ("Type", "OP Type"),
+    "core_type": ("Accelerator Core", "Task Type"),
+    "duration_us": ("Duration(us)", "Task Duration(us)"),
+    "op_state": ("OP State",),
+}
+OP_STAT_ALIASES: dict[str, tuple[str, ...]] = {
+    "op_type": ("OP Type", "Type"),
+    "core_type": ("Core Type", "Task Type", "Accelerator Core"),
+    "count": ("Count",),
+    "total_us": ("Total Time(us)",),
+    "avg_us": ("Avg Time(us)",),
+}
+_CATEGORIES = ("name", "op_type", "core_type", "op_state")
+
+
+class TableError(Exception):
+    """A table that cannot be used; the message names the file and what to do about it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """Rows of one kind from one or more files (slices concatenated), plus per-file notes."""
+
+    frame: pd.DataFrame
+    notes: tuple[str, ...]
+
+
+def normalise(column: str) -> str:
+    """``Task Duration(us)`` and ``task duration`` compare equal; so do stray spaces and tabs."""
+    text = column.strip().lower()
+    return text.removesuffix("(us)").strip()
+
+
+def find_column(header: Sequence[str], aliases: Sequence[str]) -> int | None:
+    wanted = {normalise(a) for a in aliases}
+    for index, column in enumerate(header):
+        if normalise(column) in wanted:
+            return index
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Head:
+    header: list[str]
+    skip_lines: int  # leading ``# `` provenance lines before the header
+    complete: bool  # the file ends with a newline (its last row was fully written)
+
+
+def read_head(path: Path) -> _Head:
+    """The header row; a clear TableError for empty or header-less files."""
+    try:
+        with path.open("rb") as handle:
+            probe = handle.read(_HEADER_PROBE_BYTES)
+            handle.seek(0, 2)
+            size = handle.tell()
+            last = b""
+            if size:
+                handle.seek(size - 1)
+                last = handle.read(1)
+    except OSError as exc:
+        raise TableError(f"{path}: cannot read ({exc.strerror})") from exc
+    lines = probe.decode("utf-8", errors="replace").splitlines()
+    skip = 0
+    while skip < len(lines) and lines[skip].startswith("# "):
+        skip += 1
+    if skip >= len(lines) or not lines[skip].strip():
+        raise TableError(f"{path}: the file is empty; {_REEXPORT}")
+    header = next(csv.reader([lines[skip]]))
+    return _Head([h.strip() for h in header], skip, last in (b"\n", b"\r"))
+
+
+def _columns(
+    path: Path, head: _Head, aliases: dict[str, tuple[str, ...]], required: Sequence[str]
+) -> dict[str, str]:
+    """canonical -> the file's own column name; TableError when a required one is missing."""
+    found = {}
+    for canonical, names in aliases.items():
+        index = find_column(head.header, names)
+        if index is not None:
+            found[canonical] = head.header[index]
+    missing = [aliases[c][0] for c in required if c not in found]
+    if missing:
+        raise TableError(
+            f"{path}: no header row with {', '.join(missing)} (first line: "
+            f"{','.join(head.header)[:80]!r}); the file is truncated or not a profiler table, "
+            f"{_REEXPORT}"
+        )
+    return found
+
+
+def _read_frame(
+    path: Path, columns: dict[str, str], numeric: Sequence[str], head: _Head
+) -> tuple[pd.DataFrame, list[str]]:
+    import pandas as pd
+
+    dtypes = {columns[c]: "category" for c in _CATEGORIES if c in columns}
+    dtypes.update({columns[c]: "float64" for c in numeric if c in columns})
+    try:
+        frame = pd.read_csv(
+            path,
+            skiprows=head.skip_lines,
+            usecols=list(columns.values()),
+            dtype=dtypes,
+            na_values=sorted(ABSENT_TOKENS),
+            keep_default_na=False,
+            on_bad_lines="skip",
+            engine="c",
+        )
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise TableError(
+            f"{path}: unreadable table ({str(exc).splitlines()[0]}); {_REEXPORT}"
+        ) from exc
+    frame = frame.rename(columns={v: k for k, v in columns.items()})
+    notes = []
+    if not head.complete and len(frame):
+        frame = frame.iloc[:-1]  # the last line was cut short by a writer still at work
+        notes.append(f"{path}: last line incomplete (file still being written?); ignored it")
+    return frame, notes
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    import pandas as pd
+
+    if len(frames) == 1:
+        return frames[0]
+    # categories differ between slices; union them so the result stays categorical
+    return pd.concat(
+        [f.astype({c: "object" for c in f.columns if c in _CATEGORIES}) for f in frames],
+        ignore_index=True,
+    ).astype({c: "category" for c in _CATEGORIES if c in frames[0].columns})
+
+
+def read_kernels(paths: Sequence[Path]) -> Table:
+    """kernel_details / op_summary slices -> name, op_type, core_type, duration_us, op_state."""
+    frames, notes = [], []
+    for path in paths:
+        head = read_head(path)
+        columns = _columns(path, head, KERNEL_ALIASES, ("duration_us",))
+        if "name" in columns and "op_type" in columns:
+            del columns["name"]  # names are only needed to guess Level0 op types: skip the bulk
+        frame, file_notes = _read_frame(path, columns, ("duration_us",), head)
+        frames.append(frame)
+        notes.extend(file_notes)
+    return Table(_concat(frames), tuple(notes))
+
+
+def read_kernel_names(paths: Sequence[Path]) -> Table:
+    """Only name and duration (Level0 tables, whose types are N/A)."""
+    frames, notes = [], []
+    for path in paths:
+        head = read_head(path)
+        columns = _columns(
+            path,
+            head,
+            {k: KERNEL_ALIASES[k] for k in ("name", "duration_us")},
+            ("name", "duration_us"),
+        )
+        frame, file_notes = _read_frame(path, columns, ("duration_us",), head)
+        frames.append(frame)
+        notes.extend(file_notes)
+    return Table(_concat(frames), tuple(notes))
+
+
+def read_op_statistic(paths: Sequence[Path]) -> Table:
+    """op_statistic -> op_type, core_type, count, total_us, avg_us."""
+    frames, notes = [], []
+    for path in paths:
+        head = read_head(path)
+        columns = _columns(path, head, OP_STAT_ALIASES, ("op_type", "total_us"))
+        frame, file_notes = _read_frame(path, columns, ("count", "total_us", "avg_us"), head)
+        frames.append(frame)
+        notes.extend(file_notes)
+    return Table(_concat(frames), tuple(notes))

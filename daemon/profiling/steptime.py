@@ -1,0 +1,161 @@
+"""Step-time statistics and per-rank phase breakdowns from torch_npu or graph-mode step tables."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from npumon.daemon.profiling.diagnosis import Thresholds
+from npumon.daemon.profiling.steps import GraphIteration, TorchStep
+from npumon.daemon.profiling.summary import PhaseStat, RankBreakdown, RankSpread, StepStats
+
+SPREAD_PHASES = ("computing", "communication", "free")
+
+
+@dataclass(frozen=True, slots=True)
+class StepRow:
+    """One step of one rank, microseconds; phases None where the table has no value."""
+
+    key: int | None  # step / iteration ID
+    device_id: int | None
+    total_us: float
+    phases: dict[str, float | None]
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    step: StepStats | None
+    phases: tuple[PhaseStat, ...]
+    ranks: tuple[RankBreakdown, ...]
+    spread: tuple[RankSpread, ...]
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default), q in 0..100."""
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100.0
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def skip_warmup(rows: list[StepRow], warmup: int) -> list[StepRow]:
+    """Drop steps whose ID is <= warmup (a capture attached later has none); never drop all."""
+    kept = [r for r in rows if r.key is None or r.key > warmup]
+    return kept or rows
+
+
+def _stats(totals_us: Sequence[float]) -> StepStats | None:
+    if not totals_us:
+        return None
+    seconds = [t / 1e6 for t in totals_us]
+    return StepStats(
+        len(seconds),
+        sum(seconds) / len(seconds),
+        percentile(seconds, 50),
+        percentile(seconds, 90),
+        percentile(seconds, 99),
+    )
+
+
+def _phase_stats(rows: Sequence[StepRow], names: Sequence[str]) -> tuple[PhaseStat, ...]:
+    mean_total = sum(r.total_us for r in rows) / len(rows)
+    stats = []
+    for name in names:
+        known = [v for r in rows if (v := r.phases.get(name)) is not None]
+        if known:
+            mean = sum(known) / len(known)
+            stats.append(PhaseStat(name, mean / 1e6, mean / mean_total if mean_total > 0 else None))
+    return tuple(stats)
+
+
+def _spread(ranks: Sequence[RankBreakdown], t: Thresholds) -> tuple[RankSpread, ...]:
+    if len(ranks) < 2:
+        return ()
+    mean_step = sum(r.step_seconds for r in ranks) / len(ranks)
+    spreads = []
+    for phase in SPREAD_PHASES:
+        values = {r.rank: p.seconds for r in ranks for p in r.phases if p.phase == phase}
+        if len(values) < 2 or mean_step <= 0:
+            continue
+        slow, fast = max(values, key=values.__getitem__), min(values, key=values.__getitem__)
+        ratio = (values[slow] - values[fast]) / mean_step
+        spreads.append(RankSpread(phase, ratio, slow, fast, ratio > t.rank_spread_ratio))
+    return tuple(spreads)
+
+
+def analyse_rows(
+    ranks: Sequence[tuple[str, list[StepRow]]], names: Sequence[str], t: Thresholds
+) -> StepResult:
+    """Per-rank means, then workload step = slowest rank per step (ranks wait for each other)."""
+    breakdowns, all_rows = [], []
+    per_key: dict[object, float] = {}
+    for rank, raw in ranks:
+        rows = skip_warmup(raw, t.warmup_steps)
+        if not rows:
+            continue
+        all_rows.extend(rows)
+        for index, row in enumerate(rows):
+            key = row.key if row.key is not None else ("row", index)
+            per_key[key] = max(per_key.get(key, 0.0), row.total_us)
+        mean_total = sum(r.total_us for r in rows) / len(rows)
+        breakdowns.append(
+            RankBreakdown(
+                rank, rows[0].device_id, len(rows), mean_total / 1e6, _phase_stats(rows, names)
+            )
+        )
+    if not all_rows:
+        return StepResult(None, (), (), ())
+    return StepResult(
+        _stats(list(per_key.values())),
+        _phase_stats(all_rows, names),
+        tuple(breakdowns),
+        _spread(breakdowns, t),
+    )
+
+
+TORCH_PHASES = ("computing", "communication", "free", "preparing")
+GRAPH_PHASES = ("fp_bp", "iteration_refresh", "data_aug")
+
+
+def torch_rows(steps: Sequence[TorchStep]) -> list[StepRow]:
+    """Step total = Computing + Communication(Not Overlapped) + Free (= Stage when no bubble)."""
+    return [
+        StepRow(
+            s.step,
+            s.device_id,
+            s.computing_us + (s.communication_us or 0.0) + (s.free_us or 0.0),
+            {
+                "computing": s.computing_us,
+                "communication": s.communication_us,
+                "free": s.free_us,
+                "preparing": s.preparing_us,
+            },
+        )
+        for s in steps
+    ]
+
+
+def graph_rows(iterations: Sequence[GraphIteration]) -> dict[int | None, list[StepRow]]:
+    """Rows of the Model ID with the most iterations, by device."""
+    counts = Counter(i.model_id for i in iterations)
+    if not counts:
+        return {}
+    model = min(counts, key=lambda m: (-counts[m], -1 if m is None else m))
+    by_device: dict[int | None, list[StepRow]] = {}
+    for i in sorted(iterations, key=lambda i: i.iteration_id):
+        if i.model_id == model:
+            by_device.setdefault(i.device_id, []).append(
+                StepRow(
+                    i.iteration_id,
+                    i.device_id,
+                    i.iteration_us,
+                    {
+                        "fp_bp": i.fp_bp_us,
+                        "iteration_refresh": i.refresh_us,
+                        "data_aug": i.data_aug_us,
+                    },
+                )
+            )
+    return by_device
