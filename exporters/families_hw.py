@@ -20,11 +20,11 @@ from prometheus_client.samples import Sample
 
 
 def render_memory(snap: NodeSnapshot) -> Iterator[Metric]:
-    """HBM, DDR memory and hugepages; used from the table, totals from the table or detail.
+    """HBM, DDR memory and hugepages (named *_pages: promtool rejects a gauge ending in _total).
 
     npu_hbm_used_bytes{npu="0",chip="0"} 3.4359738368e+09
     npu_hbm_total_bytes{npu="0",chip="0"} 3.4359738368e+010
-    npu_hugepages_total{npu="0",chip="0"} 15
+    npu_hugepages_total_pages{npu="0",chip="0"} 15
     """
     chips = snap.chips
 
@@ -61,13 +61,13 @@ def render_memory(snap: NodeSnapshot) -> Iterator[Metric]:
         "npu_memory_total_bytes", f"DDR memory capacity in bytes, {detail}.", chips, mem_total
     )
     yield chip_gauge(
-        "npu_hugepages_used",
+        "npu_hugepages_used_pages",
         f"Hugepages in use (pages), {table}.",
         chips,
         lambda c: c.table.hugepages_used,
     )
     yield chip_gauge(
-        "npu_hugepages_total",
+        "npu_hugepages_total_pages",
         "Hugepages available (pages), from the npu-smi info table, else -t usages.",
         chips,
         lambda c: first(c.table.hugepages_total, c.usage.hugepages_total if c.usage else None),

@@ -1,0 +1,208 @@
+"""The exporter-toolkit web-config.yml (TLS, basic auth), validated with every problem listed."""
+
+from __future__ import annotations
+
+import os
+import re
+import ssl
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+TLSVersion = Literal["TLS10", "TLS11", "TLS12", "TLS13"]
+ClientAuth = Literal[
+    "NoClientCert",
+    "RequestClientCert",
+    "RequireAnyClientCert",
+    "VerifyClientCertIfGiven",
+    "RequireAndVerifyClientCert",
+]
+_TLS_VERSIONS = {
+    "TLS10": ssl.TLSVersion.TLSv1,
+    "TLS11": ssl.TLSVersion.TLSv1_1,
+    "TLS12": ssl.TLSVersion.TLSv1_2,
+    "TLS13": ssl.TLSVersion.TLSv1_3,
+}
+_VERIFY_MODES = {
+    "NoClientCert": ssl.CERT_NONE,
+    "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
+    "RequireAndVerifyClientCert": ssl.CERT_REQUIRED,
+}
+_BCRYPT = re.compile(r"\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}\Z")
+_UNSUPPORTED = "is valid for exporter-toolkit but not supported by npumon"
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class WebConfigError(ValueError):
+    """Every problem of a web-config file at once, each as 'dotted.path: message'."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = problems
+        super().__init__(f"{source}: " + "; ".join(problems))
+
+
+def _bcrypt_hash(value: str) -> str:
+    if not _BCRYPT.match(value):
+        raise ValueError("not a bcrypt hash ($2a$/$2b$/$2y$, 60 characters), e.g. htpasswd -nBC 10")
+    return value
+
+
+class TLSServerConfig(BaseModel):
+    """tls_server_config: the file-based subset of exporter-toolkit's keys."""
+
+    model_config = _STRICT
+    cert_file: str
+    key_file: str
+    client_auth_type: ClientAuth = "NoClientCert"
+    client_ca_file: str | None = None
+    min_version: TLSVersion = "TLS12"
+    max_version: TLSVersion = "TLS13"
+    # Known exporter-toolkit keys npumon cannot honour: rejected by name, never ignored silently.
+    cert: Any = None
+    key: Any = None
+    client_ca: Any = None
+    client_allowed_sans: Any = None
+    cipher_suites: Any = None
+    prefer_server_cipher_suites: Any = None
+    curve_preferences: Any = None
+
+    @field_validator(
+        "cert",
+        "key",
+        "client_ca",
+        "client_allowed_sans",
+        "cipher_suites",
+        "prefer_server_cipher_suites",
+        "curve_preferences",
+    )
+    @classmethod
+    def _unsupported(cls, value: Any) -> Any:
+        if value is not None:
+            raise ValueError(f"{_UNSUPPORTED} (use the *_file keys; OpenSSL picks ciphers)")
+        return value
+
+    @field_validator("client_auth_type")
+    @classmethod
+    def _verifiable(cls, value: str) -> str:
+        if value not in _VERIFY_MODES:
+            # Python's ssl cannot ask for a client certificate without verifying it.
+            raise ValueError(f"{value} {_UNSUPPORTED}; use {' or '.join(list(_VERIFY_MODES)[1:])}")
+        return value
+
+
+class HTTPServerConfig(BaseModel):
+    """http_server_config: extra response headers; http2 is accepted and ignored (HTTP/1.1)."""
+
+    model_config = _STRICT
+    http2: bool = True
+    headers: dict[
+        Literal[
+            "Content-Security-Policy",
+            "X-Frame-Options",
+            "X-Content-Type-Options",
+            "X-XSS-Protection",
+            "Strict-Transport-Security",
+        ],
+        str,
+    ] = Field(default_factory=dict)
+
+
+class WebConfig(BaseModel):
+    """The whole web-config.yml; an empty file means plain HTTP without auth."""
+
+    model_config = _STRICT
+    tls_server_config: TLSServerConfig | None = None
+    http_server_config: HTTPServerConfig = Field(default_factory=HTTPServerConfig)
+    basic_auth_users: dict[str, Annotated[str, AfterValidator(_bcrypt_hash)]] = Field(
+        default_factory=dict
+    )
+    rate_limit: Any = None
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _no_rate_limit(cls, value: Any) -> Any:
+        if value is not None:
+            raise ValueError(f"{_UNSUPPORTED}; rate-limit in a proxy or with scrape_interval")
+        return value
+
+    @field_validator("basic_auth_users")
+    @classmethod
+    def _usernames(cls, users: dict[str, str]) -> dict[str, str]:
+        bad = [u for u in users if not u or ":" in u]
+        if bad:
+            raise ValueError(f"user names must be non-empty and without ':': {bad}")
+        return users
+
+
+def load_web_config(path: str | os.PathLike[str]) -> WebConfig:
+    """Read and validate a web-config file; relative file names are relative to its folder.
+
+    Raises WebConfigError listing every problem (schema, missing files, unloadable certs).
+    """
+    source = str(path)
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise WebConfigError(source, [f"(file): {exc}"]) from exc
+    return parse_web_config(data, base=Path(path).resolve().parent, source=source)
+
+
+def parse_web_config(data: object, *, base: Path, source: str = "<web-config>") -> WebConfig:
+    """Validate already-loaded YAML data (see load_web_config)."""
+    try:
+        config = WebConfig.model_validate({} if data is None else data)
+    except ValidationError as exc:
+        raise WebConfigError(source, [_problem(e["loc"], e["msg"]) for e in exc.errors()]) from exc
+    tls = config.tls_server_config
+    if tls is None:
+        return config
+    tls = _resolve(tls, base)
+    problems = _tls_problems(tls)
+    if problems:
+        raise WebConfigError(source, problems)
+    return config.model_copy(update={"tls_server_config": tls})
+
+
+def _problem(loc: tuple[int | str, ...], msg: str) -> str:
+    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+    return f"{path or '(top level)'}: {msg}"
+
+
+def _resolve(tls: TLSServerConfig, base: Path) -> TLSServerConfig:
+    names = ("cert_file", "key_file", "client_ca_file")
+    update = {n: str(base / v) for n in names if (v := getattr(tls, n)) is not None}
+    return tls.model_copy(update=update)
+
+
+def _tls_problems(tls: TLSServerConfig) -> list[str]:
+    where = "tls_server_config"
+    problems = []
+    if tls.client_auth_type != "NoClientCert" and tls.client_ca_file is None:
+        problems.append(f"{where}.client_ca_file: required when client_auth_type verifies certs")
+    if _TLS_VERSIONS[tls.min_version] > _TLS_VERSIONS[tls.max_version]:
+        problems.append(f"{where}.min_version: {tls.min_version} is above max_version")
+    for name in ("cert_file", "key_file", "client_ca_file"):
+        file = getattr(tls, name)
+        if file is not None and not os.access(file, os.R_OK):
+            problems.append(f"{where}.{name}: cannot read {file}")
+    if not problems:
+        try:
+            ssl_context(tls)
+        except (ssl.SSLError, OSError) as exc:
+            problems.append(f"{where}: cannot load the certificate, key or CA: {exc}")
+    return problems
+
+
+def ssl_context(tls: TLSServerConfig) -> ssl.SSLContext:
+    """A server-side SSLContext for the TLS settings (files are read here, once, not per scrape)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = _TLS_VERSIONS[tls.min_version]
+    context.maximum_version = _TLS_VERSIONS[tls.max_version]
+    context.load_cert_chain(tls.cert_file, tls.key_file)
+    context.verify_mode = _VERIFY_MODES[tls.client_auth_type]
+    if tls.client_ca_file is not None:
+        context.load_verify_locations(cafile=tls.client_ca_file)
+    return context

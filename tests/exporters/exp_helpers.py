@@ -1,0 +1,162 @@
+"""Hand-built NodeSnapshots (values read off real npu-smi outputs) and exposition helpers."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from npumon.daemon.parsers.model import (
+    BoardReport,
+    ChipCommon,
+    ChipEcc,
+    ChipUsage,
+    HealthReport,
+    MappedChip,
+    MemoryReport,
+    TableChip,
+    TableProcess,
+)
+from npumon.daemon.snapshot import (
+    ChipSnapshot,
+    NodeIdentity,
+    NodeSnapshot,
+    SourceStatus,
+    Throttle,
+)
+from npumon.exporters.collector import NpuCollector
+
+MIB = 1024 * 1024
+PROMTOOL = Path("/usr/bin/promtool")
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def table_chip(npu: int, chip: int, **fields: object) -> TableChip:
+    """A table chip with every value absent unless given."""
+    base = TableChip(
+        npu=npu, chip=chip, name=None, health=None, power_watts=None, temperature_celsius=None,
+        hugepages_used=None, hugepages_total=None, bus_id=None, aicore_ratio=None,
+        memory_used_bytes=None, memory_total_bytes=None, hbm_used_bytes=None, hbm_total_bytes=None,
+    )  # fmt: skip
+    return replace(base, **fields)  # type: ignore[arg-type]
+
+
+def chip_910b() -> ChipSnapshot:
+    """NPU 0 of info_910b4-1_2chip_procs_25.2.2.txt, plus detail tiers as npu-smi prints them."""
+    table = table_chip(
+        0, 0, name="910B4-1", health="OK", power_watts=78.2, temperature_celsius=40.0,
+        hugepages_used=0, hugepages_total=0, bus_id="0000:0E:00.0", aicore_ratio=0.0,
+        memory_used_bytes=0, memory_total_bytes=0,
+        hbm_used_bytes=61825 * MIB, hbm_total_bytes=65536 * MIB,
+    )  # fmt: skip
+    return ChipSnapshot(
+        npu=0,
+        chip=0,
+        table=table,
+        usage=ChipUsage(
+            chip=0, aicore_ratio=0.35, aivector_ratio=0.2, aicube_ratio=0.3, aicpu_ratio=0.01,
+            ctrlcpu_ratio=0.05, npu_util_ratio=0.4, hbm_bandwidth_ratio=0.12,
+            memory_bandwidth_ratio=None, hbm_total_bytes=65536 * MIB,
+        ),  # fmt: skip
+        common=ChipCommon(
+            chip=0, aicore_ratio=0.33, aicore_rated_hertz=1.8e9, aicore_current_hertz=1.8e9,
+            temperature_celsius=41.0, power_watts=80.0,
+        ),  # fmt: skip
+        health=HealthReport(status="OK"),
+        ecc=ChipEcc(
+            chip=0, hbm_single_bit_errors=3, hbm_double_bit_errors=0,
+            hbm_single_bit_aggregate_total=17, hbm_double_bit_aggregate_total=None,
+        ),  # fmt: skip
+        memory=MemoryReport(npu=0, chip=0, hbm_temperature_celsius=44.0),
+        chip_board=BoardReport(npu=0, chip=0, firmware_version="7.7.0.1.231", vdie_id="AB12"),
+        card_board=BoardReport(npu=0, chip=None, serial="SN0001", firmware_version="7.0.0"),
+        mapping=MappedChip(npu=0, chip=0, logic_id=0, name="Ascend 910B4-1"),
+        processes=(
+            TableProcess(npu=0, chip=0, pid=19334, name="VLLMWorker_TP", memory_bytes=58472 * MIB),
+            TableProcess(npu=0, chip=0, pid=777, name=None, memory_bytes=100 * MIB),
+        ),
+        throttle=Throttle(throttled=False),
+        profiling_active=False,
+    )
+
+
+def chips_a3() -> tuple[ChipSnapshot, ChipSnapshot]:
+    """NPU 1 of info_a3_ascend910_phyid_proc.txt: two dies, die 1 prints '-' for power."""
+    die0 = table_chip(
+        1, 0, name="Ascend910", health="OK", power_watts=167.1, temperature_celsius=38.0,
+        bus_id="0000:37:00.0", aicore_ratio=0.0, phy_id=2,
+        hbm_used_bytes=3116 * MIB, hbm_total_bytes=65536 * MIB,
+    )  # fmt: skip
+    die1 = table_chip(
+        1, 1, name="Ascend910", health="OK", power_watts=None, temperature_celsius=38.0,
+        bus_id="0000:39:00.0", aicore_ratio=0.0, phy_id=3,
+        hbm_used_bytes=10568 * MIB, hbm_total_bytes=65536 * MIB,
+    )  # fmt: skip
+    proc = TableProcess(npu=1, chip=1, pid=990711, name="python", memory_bytes=7746 * MIB)
+    return (
+        ChipSnapshot(npu=1, chip=0, table=die0),
+        ChipSnapshot(npu=1, chip=1, table=die1, processes=(proc,)),
+    )
+
+
+def chip_310p() -> ChipSnapshot:
+    """info_310p3_1chip_power_na_25.3rc1.txt: power NA, DDR only, Vectorcore in -t usages."""
+    table = table_chip(
+        6, 0, name="310P3", health="OK", power_watts=None, temperature_celsius=50.0,
+        hugepages_used=0, hugepages_total=0, bus_id="0000:84:00.0", aicore_ratio=0.0,
+        memory_used_bytes=1839 * MIB, memory_total_bytes=21525 * MIB, logic_id=0,
+    )  # fmt: skip
+    usage = ChipUsage(chip=0, aicore_ratio=0.0, vectorcore_ratio=0.12, aicpu_ratio=0.0)
+    return ChipSnapshot(npu=6, chip=0, table=table, usage=usage)
+
+
+def node(*chips: ChipSnapshot, sources: tuple[SourceStatus, ...] = ()) -> NodeSnapshot:
+    return NodeSnapshot(
+        taken_at=1_700_000_000.0,
+        node=NodeIdentity(npu_smi_version="25.2.2", driver_version="25.2.2"),
+        chips=chips,
+        sources=sources,
+        has_table=True,
+    )
+
+
+def render(snap: NodeSnapshot | Callable[[], NodeSnapshot], **kwargs: object) -> bytes:
+    """The text exposition of a fresh registry holding one NpuCollector."""
+    latest = snap if callable(snap) else (lambda: snap)
+    registry = CollectorRegistry(auto_describe=True)
+    registry.register(NpuCollector(latest, "1.2.3", **kwargs))  # type: ignore[arg-type]
+    return generate_latest(registry)
+
+
+def samples(text: bytes) -> Samples:
+    """{(sample name, labels): value}, parsed by prometheus_client's own parser."""
+    out: Samples = {}
+    for family in text_string_to_metric_families(text.decode()):
+        for s in family.samples:
+            assert s.timestamp is None
+            key = (s.name, frozenset(s.labels.items()))
+            assert key not in out, f"duplicate series {key}"
+            out[key] = s.value
+    return out
+
+
+def key(metric: str, /, **labels: str) -> tuple[str, frozenset[tuple[str, str]]]:
+    return metric, frozenset(labels.items())
+
+
+def promtool_check(text: bytes) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [str(PROMTOOL), "check", "metrics"], input=text, capture_output=True, timeout=30
+    )
+
+
+def require_promtool() -> Path:
+    if not PROMTOOL.exists():
+        pytest.skip("promtool not installed (make tools)")
+    return PROMTOOL
