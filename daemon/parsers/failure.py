@@ -19,15 +19,13 @@ class _Pattern:
 # Order matters: the "device is used" text must win over the plain init failure.
 _PATTERNS = (
     _Pattern(
-        re.compile(
-            r"dcmi model initiali[sz]ed failed, because the device is used\. ret is (-?\d+)"
-        ),
+        re.compile(r"dcmi model initiali[sz]ed failed, because the device is used"),
         "device_busy",
         "another process holds the device exclusively (an upgrade or a reset in progress?); "
         "retry later",
     ),
     _Pattern(
-        re.compile(r"dcmi module initiali[sz]e failed\. ret is (-?\d+)"),
+        re.compile(r"dcmi module initiali[sz]e failed"),
         "dcmi_init",
         "run npumon as root or as a user in the HwHiAiUser group; if the NPU firmware was "
         "upgraded, reboot the node (ret -8005 is typical of both)",
@@ -55,7 +53,7 @@ _PATTERNS = (
             r"support querying|Error parameter in querying chip info"
         ),
         "not_supported",
-        "this chip or driver does not offer the query; disable it for this node",
+        "this chip or driver does not offer the query; npumon stops asking and retries hourly",
     ),
     _Pattern(
         re.compile(r"Command or option is not found\."),
@@ -71,17 +69,19 @@ _PATTERNS = (
 )
 
 
+_RET = re.compile(r"ret is (-?\d+)")
+
+
 def classify_failure(text: str) -> KnownFailure | None:
     """The first known npu-smi error in ``text`` (stdout and/or stderr), or None."""
     for pattern in _PATTERNS:
         for line in text.splitlines():
-            match = pattern.regex.search(line)
-            if match:
-                code = match.group(1) if match.groups() else None
+            if pattern.regex.search(line):
+                ret = _RET.search(line)  # "... ret is -8005": npu-smi's exit code is this too
                 return KnownFailure(
                     reason=pattern.reason,
                     message=line.strip(),
                     advice=pattern.advice,
-                    code=int(code) if code is not None and code.lstrip("-").isdigit() else None,
+                    code=int(ret.group(1)) if ret else None,
                 )
     return None
