@@ -1,0 +1,234 @@
+"""Every simulated command parses back, through the daemon's parsers, to the simulator's state.
+
+The parsers' truth is the real samples; here we only check that the simulator and the parsers
+agree on units and absent values (bytes = MB * 2**20, ratio = % / 100, hertz = MHz * 1e6).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from npumon.daemon.parsers.board import parse_board
+from npumon.daemon.parsers.detail import (
+    parse_common,
+    parse_ecc,
+    parse_memory,
+    parse_power,
+    parse_temp,
+    parse_usages,
+)
+from npumon.daemon.parsers.health import parse_health
+from npumon.daemon.parsers.mapping import parse_list, parse_mapping
+from npumon.daemon.parsers.table import parse_info
+from npumon.simulator.render import render
+from npumon.simulator.scenario import load_scenario
+from npumon.simulator.state import SimChip, SimNode, node_state
+
+MIB = 1024 * 1024
+
+
+def _mb(value: int | None) -> int | None:
+    return None if value is None else value * MIB
+
+
+def _pct(value: int | None) -> float | None:
+    return None if value is None else value / 100
+
+
+# (scenario, t): a quiet moment plus a moment inside every event window of that scenario
+CASES = [
+    ("910b-8", 10.0),  # NPU 6 idle-but-allocated (whole period)
+    ("910b-8", 200.0),  # NPU 3 overheating and clocked down
+    ("910b-8", 300.0),  # NPU 5 in Alarm
+    ("a3-8x2", 100.0),  # NPU 2 die 1 overheating
+    ("a3-8x2", 400.0),  # NPU 6 Warning
+    ("310p-duo", 150.0),  # NPU 96 chip 1 Alarm
+    ("310p-duo", 350.0),  # NPU 32768 gone
+    ("disappear", 100.0),
+]
+
+
+@pytest.fixture(params=CASES, ids=[f"{s}@{t:g}" for s, t in CASES])
+def node(request: pytest.FixtureRequest) -> SimNode:
+    name, t = request.param
+    return node_state(load_scenario(name), t)
+
+
+def _out(argv: str, node: SimNode) -> str:
+    result = render(argv.split(), node)
+    assert result.exit_code == 0, result.stdout
+    return result.stdout
+
+
+def _chips(node: SimNode) -> list[SimChip]:
+    return [chip for card in node.cards for chip in card.chips]
+
+
+def test_info_table(node: SimNode) -> None:
+    table = parse_info(_out("info", node))
+    fam = node.family
+    assert table.npu_smi_version == node.npu_smi_version
+    assert [(c.npu, c.chip) for c in table.chips] == [(c.npu, c.chip) for c in _chips(node)]
+    for got, chip in zip(table.chips, _chips(node), strict=True):
+        assert got.name == fam.table_name
+        assert got.health == chip.health
+        assert got.power_watts == chip.power_watts
+        assert got.temperature_celsius == chip.temperature_celsius
+        assert (got.hugepages_used, got.hugepages_total) == (0, 0)
+        assert got.bus_id == chip.bus_id
+        assert got.aicore_ratio == _pct(chip.aicore_percent)
+        assert got.memory_used_bytes == _mb(chip.memory_used_mb)
+        assert got.memory_total_bytes == _mb(chip.memory_total_mb)
+        assert got.hbm_used_bytes == _mb(chip.hbm_used_mb)
+        assert got.hbm_total_bytes == _mb(chip.hbm_total_mb)
+        assert got.logic_id == (chip.logic_id if fam.p310 else None)
+        assert got.phy_id == chip.phy_id
+    expected = [
+        (chip.npu, chip.chip, p.pid, p.name or None, p.memory_mb * MIB)
+        for chip in _chips(node)
+        for p in chip.processes
+    ]
+    got_procs = [(p.npu, p.chip, p.pid, p.name, p.memory_bytes) for p in table.processes]
+    assert got_procs == expected
+    assert table.has_process_table
+
+
+def test_mapping_and_list(node: SimNode) -> None:
+    mapping = parse_mapping(_out("info -m", node))
+    assert [(m.npu, m.chip, m.logic_id, m.phy_id) for m in mapping.chips] == [
+        (c.npu, c.chip, c.logic_id, c.phy_id) for c in _chips(node)
+    ]
+    listed = parse_list(_out("info -l", node))
+    assert listed.total == len(node.cards)
+    assert [(n.npu, n.chip_count) for n in listed.npus] == [
+        (card.npu, len(card.chips)) for card in node.cards
+    ]
+
+
+def test_usages(node: SimNode) -> None:
+    for card in node.cards:
+        report = parse_usages(_out(f"info -t usages -i {card.npu}", node))
+        assert report.npu == card.npu
+        for got, chip in zip(report.chips, card.chips, strict=True):
+            assert got.chip == chip.chip
+            assert got.aicore_ratio == _pct(chip.aicore_percent)
+            assert got.aivector_ratio == _pct(chip.aivector_percent)
+            assert got.aicube_ratio == _pct(chip.aicube_percent)
+            assert got.npu_util_ratio == _pct(chip.npu_util_percent)
+            assert got.vectorcore_ratio == _pct(chip.vectorcore_percent)
+            assert got.aicpu_ratio == _pct(chip.aicpu_percent)
+            assert got.ctrlcpu_ratio == _pct(chip.ctrlcpu_percent)
+            assert got.memory_total_bytes == _mb(chip.memory_total_mb)
+            assert got.memory_usage_ratio == _pct(chip.memory_usage_percent)
+            assert got.hbm_total_bytes == _mb(chip.hbm_total_mb)
+            assert got.hbm_usage_ratio == _pct(chip.hbm_usage_percent)
+            assert got.hbm_bandwidth_ratio == _pct(chip.hbm_bandwidth_percent)
+            assert got.memory_bandwidth_ratio == _pct(chip.memory_bandwidth_percent)
+
+
+def test_common(node: SimNode) -> None:
+    for card in node.cards:
+        report = parse_common(_out(f"info -t common -i {card.npu}", node))
+        assert report.npu == card.npu
+        assert report.mcu_temperature_celsius == card.mcu_temperature_celsius
+        assert report.mcu_power_watts == card.mcu_power_watts
+        for got, chip in zip(report.chips, card.chips, strict=True):
+            assert got.chip == chip.chip
+            assert got.aicore_ratio == _pct(chip.aicore_percent)
+            assert got.hbm_usage_ratio == _pct(chip.hbm_usage_percent)
+            assert got.aicore_rated_hertz == chip.aicore_rated_mhz * 1e6
+            assert got.aicore_current_hertz == chip.aicore_current_mhz * 1e6
+            assert got.aicore_count == chip.aicore_count
+            assert got.temperature_celsius == chip.temperature_celsius
+            assert got.power_watts == chip.power_watts
+
+
+def _check_power(node: SimNode) -> None:
+    for card in node.cards:
+        power = parse_power(_out(f"info -t power -i {card.npu}", node))
+        assert [(r.chip, r.value) for r in power.chips] == [
+            (c.chip, c.power_watts) for c in card.chips if c.power_watts is not None
+        ]
+        assert power.mcu_power_watts == card.mcu_power_watts
+
+
+def test_power_and_temp(node: SimNode) -> None:
+    if not node.family.p310:
+        _check_power(node)
+    for card in node.cards:
+        temp = parse_temp(_out(f"info -t temp -i {card.npu}", node))
+        assert [(r.chip, r.value) for r in temp.chips] == [
+            (c.chip, c.temperature_celsius) for c in card.chips
+        ]
+        assert temp.mcu_sensors_celsius == card.mcu_sensors_celsius
+
+
+def _check_memory(node: SimNode) -> None:
+    for card in node.cards:
+        for chip in card.chips:
+            argv = f"info -t memory -i {card.npu} -c {chip.chip}"
+            memory = parse_memory(_out(argv, node), npu=card.npu, chip=chip.chip)
+            assert (memory.npu, memory.chip) == (card.npu, chip.chip)
+            assert memory.hbm_total_bytes == _mb(chip.hbm_total_mb)
+            assert memory.hbm_temperature_celsius == chip.hbm_temperature_celsius
+            hbm_hz = None if chip.hbm_clock_mhz is None else chip.hbm_clock_mhz * 1e6
+            assert memory.hbm_clock_hertz == hbm_hz
+            assert memory.memory_total_bytes == _mb(chip.memory_total_mb)
+
+
+def test_memory_and_ecc(node: SimNode) -> None:
+    if not node.family.p310:
+        _check_memory(node)
+    for card in node.cards:
+        ecc = parse_ecc(_out(f"info -t ecc -i {card.npu}", node))
+        assert [c.chip for c in ecc.chips] == [c.chip for c in card.chips]
+        for got, chip in zip(ecc.chips, card.chips, strict=True):
+            expected = 0 if node.family.p310 else chip.hbm_double_bit_errors
+            assert (got.ddr_double_bit_errors if node.family.p310 else got.hbm_double_bit_errors) == (
+                expected
+            )
+
+
+def test_health(node: SimNode) -> None:
+    for card in node.cards:
+        for chip in card.chips:
+            report = parse_health(_out(f"info -t health -i {card.npu} -c {chip.chip}", node))
+            assert report.status == chip.health
+            assert report.error_codes == chip.error_codes
+            assert report.error_information == chip.error_information
+
+
+def test_board(node: SimNode) -> None:
+    for card in node.cards:
+        board = parse_board(_out(f"info -t board -i {card.npu}", node))
+        assert (board.npu, board.chip) == (card.npu, None)
+        assert board.software_version == node.npu_smi_version
+        assert board.firmware_version == card.firmware_version
+        assert board.serial == card.serial
+        assert board.pci_device_id == node.family.pci_device_id
+        assert board.chip_count == len(card.chips)
+        for chip in card.chips:
+            chip_board = parse_board(_out(f"info -t board -i {card.npu} -c {chip.chip}", node))
+            assert (chip_board.npu, chip_board.chip) == (card.npu, chip.chip)
+            assert chip_board.chip_name == node.family.chip_name
+            assert chip_board.bus_id == chip.bus_id
+            if not node.family.p310:  # 310P prints "Die ID", not "VDie ID"
+                assert chip_board.vdie_id == chip.vdie_id
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="310P: npu-smi source skips every NPU-chip block of -t power (NOT_SUPPORT) and prints "
+    "only the MCU block; parse_power rejects output without a chip block",
+)
+def test_power_310p_mcu_only() -> None:
+    _check_power(node_state(load_scenario("310p-duo"), 10.0))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="310P: npu-smi source prints both `Total DDR Capacity(MB)` and `DDR Capacity(MB)`; "
+    "parse_memory maps both onto memory_total_bytes and raises 'given twice'",
+)
+def test_memory_310p_total_and_chip_capacity() -> None:
+    _check_memory(node_state(load_scenario("310p-duo"), 10.0))
