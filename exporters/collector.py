@@ -6,6 +6,8 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from prometheus_client.core import CounterMetricFamily, Metric
+
 from npumon.daemon.snapshot import NodeSnapshot
 from npumon.exporters.families import (
     render_health,
@@ -21,7 +23,6 @@ from npumon.exporters.families_hw import (
     render_profiling,
 )
 from npumon.exporters.selfmetrics import render_build_info, render_node, render_sources
-from prometheus_client.core import CounterMetricFamily, Metric
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TypeVar
 
-from npumon.daemon.snapshot import HEALTH_STATES, ChipSnapshot, NodeSnapshot, health_state
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.samples import Sample
+
+from npumon.daemon.snapshot import HEALTH_STATES, ChipSnapshot, NodeSnapshot, health_state
 
 CHIP_LABELS = ("npu", "chip")
 THROTTLE_REASONS = ("thermal", "power", "unknown")

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.samples import Sample
+
 from npumon.daemon.parsers.model import TableProcess
 from npumon.daemon.snapshot import ChipSnapshot, NodeSnapshot
 from npumon.exporters.families import (
@@ -15,8 +18,6 @@ from npumon.exporters.families import (
     first,
     ids,
 )
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.samples import Sample
 
 
 def render_memory(snap: NodeSnapshot) -> Iterator[Metric]:

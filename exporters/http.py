@@ -14,14 +14,16 @@ from socketserver import TCPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from npumon.exporters.auth import BasicAuth
-from npumon.exporters.webconfig import WebConfig, ssl_context
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder, gzip_accepted
+
+from npumon.exporters.auth import BasicAuth
+from npumon.exporters.webconfig import WebConfig, ssl_context
 
 log = logging.getLogger(__name__)
 
 CONNECTION_TIMEOUT_SECONDS = 30.0  # a stalled client (or TLS handshake) frees its thread
+SHUTDOWN_POLL_SECONDS = 0.1  # how soon shutdown() is noticed; idle cost is negligible
 
 
 def parse_listen_address(address: str) -> tuple[str, int]:
@@ -81,7 +83,12 @@ class Server:
         self.host = str(httpd.server_address[0])
         self.port = int(httpd.server_address[1])
         self.tls = isinstance(httpd.socket, ssl.SSLSocket)
-        self._thread = threading.Thread(target=httpd.serve_forever, name="npumon-http", daemon=True)
+        self._thread = threading.Thread(
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": SHUTDOWN_POLL_SECONDS},
+            name="npumon-http",
+            daemon=True,
+        )
         self._thread.start()
 
     def shutdown(self) -> None:

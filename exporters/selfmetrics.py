@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from npumon.daemon.snapshot import NodeSnapshot
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from npumon.daemon.snapshot import NodeSnapshot
 
 
 def render_sources(snap: NodeSnapshot) -> Iterator[Metric]:

@@ -167,6 +167,8 @@ def parse_web_config(data: object, *, base: Path, source: str = "<web-config>") 
 
 
 def _problem(loc: tuple[int | str, ...], msg: str) -> str:
+    if loc and loc[-1] == "[key]":  # pydantic's marker for a bad mapping key
+        loc, msg = loc[:-1], f"not an allowed key: {msg}"
     path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
     return f"{path or '(top level)'}: {msg}"
 

@@ -1,4 +1,4 @@
-"""NpuCollector: exact samples for hand-built snapshots, absent values, error boundaries, promtool."""
+"""NpuCollector: exact samples of hand-built snapshots, absent values, error boundaries."""
 
 from __future__ import annotations
 
@@ -69,9 +69,8 @@ def test_processes_named_and_unnamed() -> None:
     got = samples(render(node(chip_910b())))
     procs = {k: v for k, v in got.items() if k[0] == "npu_process_hbm_used_bytes"}
     assert procs == {
-        key(
-            "npu_process_hbm_used_bytes", **ID, pid="19334", process_name="VLLMWorker_TP"
-        ): 58472 * MIB,
+        key("npu_process_hbm_used_bytes", **ID, pid="19334", process_name="VLLMWorker_TP"): 58472
+        * MIB,
         key("npu_process_hbm_used_bytes", **ID, pid="777"): 100 * MIB,  # no process_name label
     }
 
@@ -168,8 +167,9 @@ def test_ecc_prefers_aggregate_total_and_is_a_counter() -> None:
 def test_source_self_metrics_and_failure_counters() -> None:
     sources = (
         SourceStatus("npu_smi_info", True, 0.25, 1_699_999_990.0, 0, (("timeout", 2),)),
-        SourceStatus("npu_smi_health", False, None, None, 255,
-                     (("dcmi_init", 4), ("timeout", 1))),  # fmt: skip
+        SourceStatus(
+            "npu_smi_health", False, None, None, 255, (("dcmi_init", 4), ("timeout", 1))
+        ),  # fmt: skip
     )
     got = samples(render(node(chip_910b(), sources=sources)))
     assert got[key("npumon_source_up", source="npu_smi_info")] == 1.0

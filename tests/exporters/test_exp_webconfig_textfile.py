@@ -1,0 +1,136 @@
+"""web-config.yml validation (every problem with its path) and the atomic textfile writer."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+from exp_helpers import chip_910b, key, node, samples
+from prometheus_client import CollectorRegistry
+
+from npumon.exporters.collector import NpuCollector
+from npumon.exporters.textfile import write_textfile
+from npumon.exporters.webconfig import WebConfigError, load_web_config
+
+HASH = "$2y$10$" + "a" * 53  # well-formed; never checked here
+
+
+def test_empty_file_is_plain_http(tmp_path: Path) -> None:
+    path = tmp_path / "web.yml"
+    path.write_text("")
+    config = load_web_config(path)
+    assert config.tls_server_config is None and config.basic_auth_users == {}
+
+
+def test_valid_config_resolves_relative_files(tmp_path: Path) -> None:
+    # Not real PEM: validation must then fail on loading, after the schema passed.
+    (tmp_path / "c.pem").write_text("x")
+    (tmp_path / "k.pem").write_text("x")
+    path = tmp_path / "web.yml"
+    path.write_text("tls_server_config:\n  cert_file: c.pem\n  key_file: k.pem\n")
+    with pytest.raises(WebConfigError) as caught:
+        load_web_config(path)
+    assert caught.value.problems == [
+        "tls_server_config: cannot load the certificate, key or CA: "
+        + caught.value.problems[0].split("CA: ", 1)[1]
+    ]
+
+
+def test_every_problem_is_listed_with_its_path(tmp_path: Path) -> None:
+    path = tmp_path / "web.yml"
+    path.write_text(
+        "tls_server_config:\n"
+        "  cert_file: a.crt\n"  # key_file missing
+        "  min_version: TLS99\n"
+        "  cipher_suites: [TLS_AES_128_GCM_SHA256]\n"
+        "  client_auth_type: RequestClientCert\n"
+        "basic_auth_users:\n"
+        f"  ok: '{HASH}'\n"
+        "  alice: plaintext\n"
+        "http_server_config:\n"
+        "  headers: {X-Powered-By: me}\n"
+        "colour: blue\n"
+    )
+    with pytest.raises(WebConfigError) as caught:
+        load_web_config(path)
+    paths = sorted(p.split(":", 1)[0] for p in caught.value.problems)
+    assert paths == [
+        "basic_auth_users.alice",
+        "colour",
+        "http_server_config.headers.X-Powered-By",
+        "tls_server_config.cipher_suites",
+        "tls_server_config.client_auth_type",
+        "tls_server_config.key_file",
+        "tls_server_config.min_version",
+    ]
+    assert str(path) in str(caught.value)
+    assert any("not supported by npumon" in p for p in caught.value.problems)
+
+
+def test_missing_files_and_ca_are_reported_together(tmp_path: Path) -> None:
+    path = tmp_path / "web.yml"
+    path.write_text(
+        "tls_server_config:\n  cert_file: no.crt\n  key_file: /nonexistent/no.key\n"
+        "  client_auth_type: RequireAndVerifyClientCert\n  min_version: TLS13\n"
+        "  max_version: TLS12\n"
+    )
+    with pytest.raises(WebConfigError) as caught:
+        load_web_config(path)
+    problems = caught.value.problems
+    assert problems == [
+        "tls_server_config.client_ca_file: required when client_auth_type verifies certs",
+        "tls_server_config.min_version: TLS13 is above max_version",
+        f"tls_server_config.cert_file: cannot read {tmp_path / 'no.crt'}",
+        "tls_server_config.key_file: cannot read /nonexistent/no.key",
+    ]
+
+
+def test_not_yaml_mapping_or_unreadable(tmp_path: Path) -> None:
+    path = tmp_path / "web.yml"
+    path.write_text("- a list\n")
+    with pytest.raises(WebConfigError, match=r"\(top level\)"):
+        load_web_config(path)
+    with pytest.raises(WebConfigError, match="No such file"):
+        load_web_config(tmp_path / "absent.yml")
+
+
+def _registry() -> CollectorRegistry:
+    registry = CollectorRegistry()
+    snap = node(chip_910b())
+    registry.register(NpuCollector(lambda: snap, "1.2.3"))
+    return registry
+
+
+def test_textfile_is_written_atomically(tmp_path: Path) -> None:
+    target = tmp_path / "npumon.prom"
+    target.write_text("old\n")
+    write_textfile(_registry(), target)
+    got = samples(target.read_bytes())
+    assert got[key("npu_power_watts", npu="0", chip="0")] == pytest.approx(78.2)
+    assert os.listdir(tmp_path) == ["npumon.prom"]  # no temporary file left behind
+    assert target.stat().st_mode & 0o777 == 0o644
+
+
+def test_textfile_failure_keeps_old_file_and_names_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "npumon.prom"
+    target.write_text("old\n")
+
+    def no_space(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", no_space)
+    with pytest.raises(OSError, match="disk full") as caught:
+        write_textfile(_registry(), target)
+    assert caught.value.errno == errno.ENOSPC
+    assert str(target) in str(caught.value)
+    assert target.read_text() == "old\n"
+    assert os.listdir(tmp_path) == ["npumon.prom"]
+
+
+def test_textfile_missing_directory(tmp_path: Path) -> None:
+    with pytest.raises(OSError, match="cannot write textfile"):
+        write_textfile(_registry(), tmp_path / "no" / "npumon.prom")
