@@ -1,0 +1,167 @@
+"""Static checks of the Grafana dashboards: layout, units, datasource variable, metric names."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from promql_names import metric_names
+
+ROOT = Path(__file__).resolve().parents[2]
+DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
+RULES = ROOT / "config" / "prometheus" / "npumon-rules.yml"
+
+# The metric contract, DESIGN.md section 4 (copied here: tests never read ../shared).
+CONTRACT = frozenset({
+    "npu_chip_info", "npu_node_info", "npu_health_state", "npu_error_code_info",
+    "npu_aicore_utilization_ratio", "npu_aivector_utilization_ratio",
+    "npu_aicube_utilization_ratio", "npu_aicpu_utilization_ratio",
+    "npu_ctrlcpu_utilization_ratio", "npu_utilization_ratio",
+    "npu_hbm_bandwidth_utilization_ratio", "npu_memory_bandwidth_utilization_ratio",
+    "npu_power_watts", "npu_temperature_celsius", "npu_hbm_temperature_celsius",
+    "npu_hbm_used_bytes", "npu_hbm_total_bytes", "npu_memory_used_bytes", "npu_memory_total_bytes",
+    "npu_hugepages_used", "npu_hugepages_total",
+    "npu_aicore_frequency_hertz", "npu_aicore_rated_frequency_hertz",
+    "npu_throttled", "npu_hbm_ecc_errors_total", "npu_process_hbm_used_bytes",
+    "npu_profiling_active", "npu_step_duration_seconds", "npu_step_phase_seconds",
+    "npu_step_phase_ratio", "npu_op_time_ratio", "npu_core_type_time_ratio",
+    "npu_profile_bottleneck", "npu_step_duration_baseline_seconds",
+    "npumon_source_up", "npumon_source_duration_seconds",
+    "npumon_source_last_success_timestamp_seconds", "npumon_source_failures_total",
+    "npumon_captures_total", "npumon_capture_last_success_timestamp_seconds",
+    "npumon_capture_duration_seconds", "npumon_build_info",
+})
+
+
+def recording_rule_names() -> set[str]:
+    groups = yaml.safe_load(RULES.read_text())["groups"]
+    return {rule["record"] for group in groups for rule in group["rules"] if "record" in rule}
+
+
+def all_panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
+    """Top-level panels plus those nested in collapsed rows."""
+    panels: list[dict[str, Any]] = []
+    for panel in dashboard["panels"]:
+        panels.append(panel)
+        panels.extend(panel.get("panels", []))
+    return panels
+
+
+def exprs(dashboard: dict[str, Any]) -> list[str]:
+    found = [t["expr"] for p in all_panels(dashboard) for t in p.get("targets", []) if "expr" in t]
+    for variable in dashboard["templating"]["list"]:
+        query = variable.get("query")
+        if variable["type"] == "query":
+            found.append(query["query"] if isinstance(query, dict) else query)
+    return found
+
+
+def load(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def test_there_are_three_dashboards() -> None:
+    names = {path.name for path in DASHBOARDS}
+    assert names == {"npumon-fleet.json", "npumon-node.json", "npumon-workload.json"}
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_panel_ids_are_unique(path: Path) -> None:
+    ids = [panel["id"] for panel in all_panels(load(path))]
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
+
+
+def overlaps(a: dict[str, int], b: dict[str, int]) -> bool:
+    return (a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"]
+            and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"])
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_grid_positions_do_not_overlap(path: Path) -> None:
+    panels = load(path)["panels"]
+    for panel in panels:
+        grid = panel["gridPos"]
+        assert grid["x"] >= 0 and grid["w"] > 0 and grid["h"] > 0
+        assert grid["x"] + grid["w"] <= 24, panel["title"]
+    for a, b in itertools.combinations(panels, 2):
+        assert not overlaps(a["gridPos"], b["gridPos"]), (a["title"], b["title"])
+
+
+def test_overlap_check_detects_an_overlap() -> None:
+    a = {"x": 0, "y": 0, "w": 12, "h": 8}
+    assert overlaps(a, {"x": 11, "y": 7, "w": 2, "h": 2})
+    assert not overlaps(a, {"x": 12, "y": 0, "w": 12, "h": 8})
+    assert not overlaps(a, {"x": 0, "y": 8, "w": 24, "h": 1})
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_every_graph_panel_has_a_unit(path: Path) -> None:
+    for panel in all_panels(load(path)):
+        if panel["type"] == "row":
+            continue
+        unit = panel.get("fieldConfig", {}).get("defaults", {}).get("unit")
+        assert isinstance(unit, str) and unit, panel["title"]
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_datasource_is_a_variable(path: Path) -> None:
+    dashboard = load(path)
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "prometheus"
+    assert "instance" in variables
+    if path.name != "npumon-workload.json":
+        assert "npu" in variables
+    for panel in all_panels(dashboard):
+        if panel["type"] == "row":
+            continue
+        assert panel["datasource"]["uid"] == "${datasource}", panel["title"]
+        for target in panel["targets"]:
+            assert target["datasource"]["uid"] == "${datasource}", panel["title"]
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_dashboards_link_to_each_other(path: Path) -> None:
+    dashboard = load(path)
+    assert "npumon" in dashboard["tags"]
+    assert any(link["type"] == "dashboards" and "npumon" in link["tags"]
+               for link in dashboard["links"])
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_only_exported_metric_names(path: Path) -> None:
+    allowed = CONTRACT | recording_rule_names() | {"up"}
+    dashboard = load(path)
+    used: set[str] = set()
+    for expr in exprs(dashboard):
+        names = metric_names(expr)
+        assert names, f"no metric found in {expr!r}"
+        used |= names
+    assert used - allowed == set()
+
+
+def test_recording_rules_used_by_dashboards_exist() -> None:
+    used = {name for path in DASHBOARDS for expr in exprs(load(path))
+            for name in metric_names(expr)}
+    assert {name for name in used if ":" in name} <= recording_rule_names()
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ('sum by (instance) (npu_power_watts{instance=~"$instance"})', {"npu_power_watts"}),
+        ("a and on (instance, npu) b == 1 unless ignoring (x) c", {"a", "b", "c"}),
+        ('rate(x_total{l="sum(y)"}[5m] offset 1h) > bool 0.5', {"x_total"}),
+        ("max without (state) (h{state=\"ok\"} * 0 or h2 * 4) + vector(0)", {"h", "h2"}),
+        ('label_values(npu_chip_info{instance=~"$instance"}, npu)', {"npu_chip_info"}),
+        ("topk(10, m * on (i) group_left (name) info) / 1e9", {"m", "info"}),
+    ],
+)
+def test_metric_name_tokenizer(expr: str, expected: set[str]) -> None:
+    assert metric_names(expr) == expected
