@@ -190,3 +190,20 @@ def test_parse_listen_address(address: str, expected: tuple[str, int]) -> None:
 def test_parse_listen_address_rejects(address: str) -> None:
     with pytest.raises(ValueError, match="listen address"):
         parse_listen_address(address)
+
+
+class _Broken:
+    def collect(self) -> list[object]:
+        raise RuntimeError("foreign collector bug")
+
+
+def test_foreign_collector_failure_is_a_500_and_server_survives() -> None:
+    registry = _registry()
+    registry.register(_Broken())  # type: ignore[arg-type]
+    server = serve(registry, "127.0.0.1:0", None, lambda: True)
+    try:
+        status, _, body = _get(server, "/metrics")
+        assert status == 500 and b"foreign collector bug" in body
+        assert _get(server, "/healthz")[0] == 200
+    finally:
+        server.shutdown()
