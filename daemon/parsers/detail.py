@@ -77,7 +77,8 @@ _COMMON = spec(
         (["Aicore curFreq(MHZ)"], "aicore_current_hertz", field_hertz),
         (["Aicore Count"], "aicore_count", field_int),
         (["Temperature(C)", "Temperature (C)"], "temperature_celsius", field_float),
-        (["NPU Real-time Power(W)"], "power_watts", field_float),
+        # 310/310B label the same DCMI power reading "Rated Power Dissipation" (npu-smi source).
+        (["NPU Real-time Power(W)", "Rated Power Dissipation(W)"], "power_watts", field_float),
     ]
 )
 
@@ -89,7 +90,9 @@ _COMMON_MCU = spec(
     ]
 )
 
-_POWER = spec([(["NPU Real-time Power(W)", "Power(W)"], "value", field_float)])
+# On 310 the chip's dcmi_get_device_power_info reading is printed as "Rated Power
+# Dissipation(W)" (npu-smi source): it is the chip's power, and also kept as the rated figure.
+_POWER = spec([(["NPU Real-time Power(W)", "Rated Power Dissipation(W)"], "value", field_float)])
 _POWER_RATED = spec([(["Rated Power Dissipation(W)"], "rated_power_watts", field_float)])
 _POWER_MCU = spec(
     [(["Power Dissipation(W)", "NPU Real-time Power(W)"], "mcu_power_watts", field_float)]
@@ -100,11 +103,8 @@ _SENSOR_KEY = re.compile(r"(?P<name>.+?)\s*\(C\)\Z", re.IGNORECASE)
 
 _MEMORY = spec(
     [
-        (
-            ["DDR Capacity(MB)", "Capacity(MB)", "Total DDR Capacity(MB)"],
-            "memory_total_bytes",
-            field_bytes,
-        ),
+        # 310P/310B also print a card-level "Total (DDR) Capacity(MB)" first: not the chip's.
+        (["DDR Capacity(MB)", "Capacity(MB)"], "memory_total_bytes", field_bytes),
         (["DDR Clock Speed(MHz)", "Clock Speed(MHz)"], "memory_clock_hertz", field_hertz),
         (["HBM Capacity(MB)"], "hbm_total_bytes", field_bytes),
         (["HBM Clock Speed(MHz)"], "hbm_clock_hertz", field_hertz),
@@ -128,10 +128,16 @@ _ECC = spec(
 )
 
 
-def _chips(doc: KvDocument, chip: int | None) -> list[tuple[int, Record]]:
-    """(chip index, record) for every non-MCU record; at least one must exist."""
+def _chips(
+    doc: KvDocument, chip: int | None, *, mcu_only_ok: bool = False
+) -> list[tuple[int, Record]]:
+    """(chip index, record) for every non-MCU record; at least one must exist.
+
+    ``mcu_only_ok``: 310P's `-t power` skips every NPU chip (not supported) and prints only
+    the MCU block, which is a valid answer with no chip readings.
+    """
     out = [(resolve_chip(r, chip), r) for r in doc.records if not r.is_mcu]
-    if not out:
+    if not out and not (mcu_only_ok and any(r.is_mcu for r in doc.records)):
         raise ParseError("no chip block in the output", 0, "")
     seen: set[int] = set()
     for index, record in out:
@@ -174,7 +180,7 @@ def parse_power(text: str, *, npu: int | None = None, chip: int | None = None) -
     doc = split_records(text, chip_id_ends_block=True)
     readings: list[ChipReading] = []
     rated: float | None = None
-    for index, record in _chips(doc, chip):
+    for index, record in _chips(doc, chip, mcu_only_ok=True):
         readings.append(ChipReading(index, build(record.fields, _POWER).get("value")))
         rated_here = build(record.fields, _POWER_RATED).get("rated_power_watts")
         rated = rated if rated_here is None else rated_here
@@ -206,11 +212,13 @@ def parse_temp(text: str, *, npu: int | None = None, chip: int | None = None) ->
 
 
 def parse_memory(text: str, *, npu: int | None = None, chip: int | None = None) -> MemoryReport:
-    """`npu-smi info -t memory -i N [-c M]` for one chip (use -c on multi-chip cards)."""
+    """`npu-smi info -t memory -i N [-c M]` for one chip: the only one, or ``chip``."""
     doc = split_records(text, chip_id_ends_block=True)
     records = [r for r in doc.records if not r.is_mcu]
+    if len(records) > 1:  # a whole card: keep the chip asked for
+        records = [r for r in records if chip is not None and r.chip == chip]
     if len(records) != 1:
-        raise ParseError(f"expected one chip block, found {len(records)}", 0, "")
+        raise ParseError("expected one chip block (pass chip= for a multi-chip card)", 0, "")
     record = records[0]
     return MemoryReport(
         npu=resolve_npu(doc.npu, npu),

@@ -313,3 +313,53 @@ def test_known_failure_texts(text: str, reason: str, code: int | None) -> None:
 def test_normal_output_is_not_a_failure() -> None:
     assert classify_failure(fixture_text("info_910b4-1_2chip_procs_25.2.2.txt")) is None
     assert classify_failure("") is None
+
+
+# ---------------------------------------------------------------- forms printed by npu-smi's source
+# Synthetic, written from the printf formats in npu-smi's source (npu-smi.md s.3); no real
+# capture of these forms exists in the samples.
+def test_power_310p_prints_only_the_mcu_block() -> None:
+    text = (
+        "\tNPU ID                         : 1\n\tChip Count                     : 2\n\n"
+        "\tPower Dissipation(W)           : 45.2\n\tChip Name                      : mcu\n"
+    )
+    report = parse_power(text)
+    assert (report.npu, report.chips, report.mcu_power_watts) == (1, (), 45.2)
+    with pytest.raises(ParseError):
+        parse_power("\tNPU ID                         : 1\n")  # neither chip nor MCU
+
+
+def test_power_310_rated_power_dissipation_is_the_chip_reading() -> None:
+    text = (
+        "\tNPU ID                         : 215\n\tChip Count                     : 4\n\n"
+        "\tRated Power Dissipation(W)     : 12.8\n\tChip ID                        : 0\n\n"
+        "\tRated Power Dissipation(W)     : 12.7\n\tChip ID                        : 1\n"
+    )
+    report = parse_power(text)
+    assert report.chips == (ChipReading(0, 12.8), ChipReading(1, 12.7))
+    assert report.rated_power_watts == 12.7
+
+
+def test_memory_310p_card_total_is_not_the_chip_capacity() -> None:
+    text = (
+        "\tNPU ID                         : 2944\n\tChip Count                     : 2\n\n"
+        "\tTotal DDR Capacity(MB)         : 49152\n\tDDR Capacity(MB)               : 44278\n"
+        "\tDDR Clock Speed(MHz)           : 451\n\tChip ID                        : 0\n\n"
+        "\tTotal DDR Capacity(MB)         : 49152\n\tDDR Capacity(MB)               : 43693\n"
+        "\tDDR Clock Speed(MHz)           : 451\n\tChip ID                        : 1\n"
+    )
+    report = parse_memory(text, chip=1)
+    assert (report.npu, report.chip, report.memory_total_bytes) == (2944, 1, 43693 * MB)
+    assert report.memory_clock_hertz == 451 * MHZ and report.hbm_total_bytes is None
+    with pytest.raises(ParseError):
+        parse_memory(text)  # two chips: which one?
+
+
+def test_mapping_950_header_with_slot_id() -> None:
+    text = (
+        "\tNPU ID                         Slot ID                        Chip ID        "
+        "                Chip Phy-ID                    Chip Name\n"
+        "\t0                              1                              0              "
+        "                0                              Ascend 950DT\n"
+    )
+    assert parse_mapping(text).chips == (MappedChip(0, 0, None, "Ascend 950DT", 0),)
