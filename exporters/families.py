@@ -126,75 +126,73 @@ def render_health(snap: NodeSnapshot) -> Iterator[Metric]:
     yield codes
 
 
+def _usage(attr: str) -> Pick:
+    return lambda c: getattr(c.usage, attr) if c.usage else None
+
+
+def _aicore(c: ChipSnapshot) -> float | None:
+    return first(
+        c.usage.aicore_ratio if c.usage else None,
+        c.common.aicore_ratio if c.common else None,
+        c.table.aicore_ratio,
+    )
+
+
+def _aivector(c: ChipSnapshot) -> float | None:
+    # 310P calls its vector unit "Vectorcore"; it is the same thing as AI Vector.
+    return first(c.usage.aivector_ratio, c.usage.vectorcore_ratio) if c.usage else None
+
+
+def _overall(c: ChipSnapshot) -> float | None:
+    return first(c.usage.npu_util_ratio if c.usage else None, c.table.npu_util_ratio)
+
+
+_USAGES = "(ratio 0..1) from npu-smi info -t usages"
+_UTILIZATION: tuple[tuple[str, str, Pick], ...] = (
+    (
+        "npu_aicore_utilization_ratio",
+        "AI Core utilization (ratio 0..1) from npu-smi info -t usages, else -t common, else the"
+        " npu-smi info table. Reads 0 while a profiler capture runs (npu_profiling_active).",
+        _aicore,
+    ),
+    (
+        "npu_aivector_utilization_ratio",
+        f"AI Vector (310P: Vectorcore) utilization {_USAGES}.",
+        _aivector,
+    ),
+    ("npu_aicube_utilization_ratio", f"AI Cube utilization {_USAGES}.", _usage("aicube_ratio")),
+    ("npu_aicpu_utilization_ratio", f"AI CPU utilization {_USAGES}.", _usage("aicpu_ratio")),
+    (
+        "npu_ctrlcpu_utilization_ratio",
+        f"Control CPU utilization {_USAGES}.",
+        _usage("ctrlcpu_ratio"),
+    ),
+    (
+        "npu_utilization_ratio",
+        "Overall NPU utilization (ratio 0..1) from npu-smi info -t usages, else the 950 table.",
+        _overall,
+    ),
+    (
+        "npu_hbm_bandwidth_utilization_ratio",
+        f"HBM bandwidth utilization {_USAGES}.",
+        _usage("hbm_bandwidth_ratio"),
+    ),
+    (
+        "npu_memory_bandwidth_utilization_ratio",
+        f"DDR memory bandwidth utilization {_USAGES}.",
+        _usage("memory_bandwidth_ratio"),
+    ),
+)
+
+
 def render_utilization(snap: NodeSnapshot) -> Iterator[Metric]:
-    """Utilization ratios 0..1 from -t usages, then -t common, then the table.
+    """Utilization ratios 0..1 from -t usages (AI Core: then -t common, then the table).
 
     npu_aicore_utilization_ratio{npu="0",chip="0"} 0.87
     npu_hbm_bandwidth_utilization_ratio{npu="0",chip="0"} 0.31
     """
-    chips = snap.chips
-
-    def usage(attr: str) -> Pick:
-        return lambda c: getattr(c.usage, attr) if c.usage else None
-
-    def aicore(c: ChipSnapshot) -> float | None:
-        return first(
-            c.usage.aicore_ratio if c.usage else None,
-            c.common.aicore_ratio if c.common else None,
-            c.table.aicore_ratio,
-        )
-
-    def aivector(c: ChipSnapshot) -> float | None:
-        # 310P calls its vector unit "Vectorcore"; it is the same thing as AI Vector.
-        return first(c.usage.aivector_ratio, c.usage.vectorcore_ratio) if c.usage else None
-
-    def overall(c: ChipSnapshot) -> float | None:
-        return first(c.usage.npu_util_ratio if c.usage else None, c.table.npu_util_ratio)
-
-    src = "(ratio 0..1) from npu-smi info -t usages"
-    yield chip_gauge(
-        "npu_aicore_utilization_ratio",
-        "AI Core utilization (ratio 0..1) from npu-smi info -t usages, else -t common, else the"
-        " npu-smi info table. Reads 0 while a profiler capture runs (npu_profiling_active).",
-        chips,
-        aicore,
-    )
-    yield chip_gauge(
-        "npu_aivector_utilization_ratio",
-        f"AI Vector (310P: Vectorcore) utilization {src}.",
-        chips,
-        aivector,
-    )
-    yield chip_gauge(
-        "npu_aicube_utilization_ratio", f"AI Cube utilization {src}.", chips, usage("aicube_ratio")
-    )
-    yield chip_gauge(
-        "npu_aicpu_utilization_ratio", f"AI CPU utilization {src}.", chips, usage("aicpu_ratio")
-    )
-    yield chip_gauge(
-        "npu_ctrlcpu_utilization_ratio",
-        f"Control CPU utilization {src}.",
-        chips,
-        usage("ctrlcpu_ratio"),
-    )
-    yield chip_gauge(
-        "npu_utilization_ratio",
-        "Overall NPU utilization (ratio 0..1) from npu-smi info -t usages, else the 950 table.",
-        chips,
-        overall,
-    )
-    yield chip_gauge(
-        "npu_hbm_bandwidth_utilization_ratio",
-        f"HBM bandwidth utilization {src}.",
-        chips,
-        usage("hbm_bandwidth_ratio"),
-    )
-    yield chip_gauge(
-        "npu_memory_bandwidth_utilization_ratio",
-        f"DDR memory bandwidth utilization {src}.",
-        chips,
-        usage("memory_bandwidth_ratio"),
-    )
+    for name, doc, pick in _UTILIZATION:
+        yield chip_gauge(name, doc, snap.chips, pick)
 
 
 def render_power_thermal(snap: NodeSnapshot) -> Iterator[Metric]:

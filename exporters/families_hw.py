@@ -14,9 +14,54 @@ from npumon.exporters.families import (
     MAX_PROCESSES_PER_CHIP,
     SAMPLED,
     THROTTLE_REASONS,
+    Pick,
     chip_gauge,
     first,
     ids,
+)
+
+
+def _hbm_total(c: ChipSnapshot) -> int | None:
+    return first(
+        c.table.hbm_total_bytes,
+        c.usage.hbm_total_bytes if c.usage else None,
+        c.memory.hbm_total_bytes if c.memory else None,
+    )
+
+
+def _memory_total(c: ChipSnapshot) -> int | None:
+    return first(
+        c.table.memory_total_bytes,
+        c.usage.memory_total_bytes if c.usage else None,
+        c.memory.memory_total_bytes if c.memory else None,
+    )
+
+
+def _hugepages_total(c: ChipSnapshot) -> int | None:
+    return first(c.table.hugepages_total, c.usage.hugepages_total if c.usage else None)
+
+
+_TABLE = "from the npu-smi info table"
+_DETAIL = "from the npu-smi info table, else -t usages, else -t memory"
+_MEMORY: tuple[tuple[str, str, Pick], ...] = (
+    ("npu_hbm_used_bytes", f"HBM in use in bytes, {_TABLE}.", lambda c: c.table.hbm_used_bytes),
+    ("npu_hbm_total_bytes", f"HBM capacity in bytes, {_DETAIL}.", _hbm_total),
+    (
+        "npu_memory_used_bytes",
+        f"DDR memory in use in bytes, {_TABLE}.",
+        lambda c: c.table.memory_used_bytes,
+    ),
+    ("npu_memory_total_bytes", f"DDR memory capacity in bytes, {_DETAIL}.", _memory_total),
+    (
+        "npu_hugepages_used_pages",
+        f"Hugepages in use (pages), {_TABLE}.",
+        lambda c: c.table.hugepages_used,
+    ),
+    (
+        "npu_hugepages_total_pages",
+        f"Hugepages available (pages), {_TABLE}, else -t usages.",
+        _hugepages_total,
+    ),
 )
 
 
@@ -24,55 +69,11 @@ def render_memory(snap: NodeSnapshot) -> Iterator[Metric]:
     """HBM, DDR memory and hugepages (named *_pages: promtool rejects a gauge ending in _total).
 
     npu_hbm_used_bytes{npu="0",chip="0"} 3.4359738368e+09
-    npu_hbm_total_bytes{npu="0",chip="0"} 3.4359738368e+010
+    npu_hbm_total_bytes{npu="0",chip="0"} 6.8719476736e+10
     npu_hugepages_total_pages{npu="0",chip="0"} 15
     """
-    chips = snap.chips
-
-    def hbm_total(c: ChipSnapshot) -> int | None:
-        return first(
-            c.table.hbm_total_bytes,
-            c.usage.hbm_total_bytes if c.usage else None,
-            c.memory.hbm_total_bytes if c.memory else None,
-        )
-
-    def mem_total(c: ChipSnapshot) -> int | None:
-        return first(
-            c.table.memory_total_bytes,
-            c.usage.memory_total_bytes if c.usage else None,
-            c.memory.memory_total_bytes if c.memory else None,
-        )
-
-    table = "from the npu-smi info table"
-    detail = "from the npu-smi info table, else -t usages, else -t memory"
-    yield chip_gauge(
-        "npu_hbm_used_bytes",
-        f"HBM in use in bytes, {table}.",
-        chips,
-        lambda c: c.table.hbm_used_bytes,
-    )
-    yield chip_gauge("npu_hbm_total_bytes", f"HBM capacity in bytes, {detail}.", chips, hbm_total)
-    yield chip_gauge(
-        "npu_memory_used_bytes",
-        f"DDR memory in use in bytes, {table}.",
-        chips,
-        lambda c: c.table.memory_used_bytes,
-    )
-    yield chip_gauge(
-        "npu_memory_total_bytes", f"DDR memory capacity in bytes, {detail}.", chips, mem_total
-    )
-    yield chip_gauge(
-        "npu_hugepages_used_pages",
-        f"Hugepages in use (pages), {table}.",
-        chips,
-        lambda c: c.table.hugepages_used,
-    )
-    yield chip_gauge(
-        "npu_hugepages_total_pages",
-        "Hugepages available (pages), from the npu-smi info table, else -t usages.",
-        chips,
-        lambda c: first(c.table.hugepages_total, c.usage.hugepages_total if c.usage else None),
-    )
+    for name, doc, pick in _MEMORY:
+        yield chip_gauge(name, doc, snap.chips, pick)
 
 
 def render_clocks(snap: NodeSnapshot) -> Iterator[Metric]:
