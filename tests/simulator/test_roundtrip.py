@@ -153,8 +153,7 @@ def _check_power(node: SimNode) -> None:
 
 
 def test_power_and_temp(node: SimNode) -> None:
-    if not node.family.p310:
-        _check_power(node)
+    _check_power(node)  # 310P: npu-smi prints only the MCU block (chips are NOT_SUPPORT)
     for card in node.cards:
         temp = parse_temp(_out(f"info -t temp -i {card.npu}", node))
         assert [(r.chip, r.value) for r in temp.chips] == [
@@ -177,16 +176,16 @@ def _check_memory(node: SimNode) -> None:
 
 
 def test_memory_and_ecc(node: SimNode) -> None:
-    if not node.family.p310:
-        _check_memory(node)
+    _check_memory(node)
     for card in node.cards:
         ecc = parse_ecc(_out(f"info -t ecc -i {card.npu}", node))
         assert [c.chip for c in ecc.chips] == [c.chip for c in card.chips]
         for got, chip in zip(ecc.chips, card.chips, strict=True):
-            expected = 0 if node.family.p310 else chip.hbm_double_bit_errors
-            assert (got.ddr_double_bit_errors if node.family.p310 else got.hbm_double_bit_errors) == (
-                expected
-            )
+            if node.family.p310:
+                assert (got.ddr_double_bit_errors, got.hbm_double_bit_errors) == (0, None)
+            else:
+                assert got.hbm_single_bit_errors == chip.hbm_single_bit_errors
+                assert got.hbm_double_bit_errors == chip.hbm_double_bit_errors
 
 
 def test_health(node: SimNode) -> None:
@@ -214,21 +213,3 @@ def test_board(node: SimNode) -> None:
             assert chip_board.bus_id == chip.bus_id
             if not node.family.p310:  # 310P prints "Die ID", not "VDie ID"
                 assert chip_board.vdie_id == chip.vdie_id
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="310P: npu-smi source skips every NPU-chip block of -t power (NOT_SUPPORT) and prints "
-    "only the MCU block; parse_power rejects output without a chip block",
-)
-def test_power_310p_mcu_only() -> None:
-    _check_power(node_state(load_scenario("310p-duo"), 10.0))
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="310P: npu-smi source prints both `Total DDR Capacity(MB)` and `DDR Capacity(MB)`; "
-    "parse_memory maps both onto memory_total_bytes and raises 'given twice'",
-)
-def test_memory_310p_total_and_chip_capacity() -> None:
-    _check_memory(node_state(load_scenario("310p-duo"), 10.0))
