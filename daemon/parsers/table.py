@@ -213,7 +213,7 @@ class _Parser:
             self._title(texts[0], row)
         elif layout is None:
             raise ParseError("table row before the header", row.line_no, row.line)
-        elif any(t.lower().startswith("process id") for t in texts):
+        elif any(t.lower() == "process id" for t in texts):
             self._process_header(texts, row)
         elif self.process_layout is not None:
             if not (len(texts) == 1 and _NO_PROCESSES.match(texts[0])):
