@@ -13,6 +13,7 @@ from npumon.daemon.profiling.summary import CORE_TYPES, CoreShare, OpShare
 if TYPE_CHECKING:
     import pandas as pd
 
+
 # Ops that only change layout or dtype (NCHW <-> NC1HWC0 / FRACTAL_Z, fp32 <-> fp16 ...).
 FORMAT_CONVERSION_OPS = frozenset(
     {"TransData", "TransDataRNN", "Cast", "Transpose", "TransposeD", "ConfusionTransposeD"}
@@ -74,16 +75,28 @@ class OpFacts:
 def _group(
     frame: pd.DataFrame, value: str, count: str | None
 ) -> dict[tuple[str, str], tuple[float, int]]:
-    keyed = frame.assign(
-        _t=frame["op_type"].astype("object").fillna(UNKNOWN),
-        _c=frame["core_type"].astype("object").map(core_type_label)
-        if "core_type" in frame
-        else UNKNOWN,
-    )
-    agg = keyed.groupby(["_t", "_c"], sort=False, observed=True)
+    """Group on the raw (categorical) columns, then label the few groups: cheap on 1M rows."""
+    keys = ["op_type", "core_type"] if "core_type" in frame else ["op_type"]
+    agg = frame.groupby(keys, sort=False, observed=True, dropna=False)
     sums = agg[value].sum()
     counts = agg[count].sum() if count else agg.size()
-    return {(str(k[0]), str(k[1])): (float(sums[k]), int(counts[k])) for k in sums.index}
+    groups: dict[tuple[str, str], tuple[float, int]] = {}
+    for key in sums.index:
+        op_type, core = key if isinstance(key, tuple) else (key, None)
+        label = (op_type if isinstance(op_type, str) else UNKNOWN, core_type_label(core))
+        old_us, old_count = groups.get(label, (0.0, 0))
+        groups[label] = (old_us + float(sums[key]), old_count + int(counts[key]))
+    return groups
+
+
+def _equals(column: pd.Series, text: str) -> pd.Series:
+    """Case-insensitive equality without touching every row of a categorical column."""
+    import pandas as pd
+
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        hits = [c for c in column.cat.categories if str(c).strip().lower() == text]
+        return column.isin(hits)
+    return column.astype("object").str.strip().str.lower() == text
 
 
 def kernel_facts(frame: pd.DataFrame, thresholds: Thresholds, inferred: bool) -> OpFacts:
@@ -92,13 +105,11 @@ def kernel_facts(frame: pd.DataFrame, thresholds: Thresholds, inferred: bool) ->
     ai_cpu_us: float | None = None
     ai_cpu_count: int | None = None
     if "core_type" in frame and frame["core_type"].notna().any():
-        mask = (frame["core_type"].astype("object") == "AI_CPU") & (
-            duration >= thresholds.ai_cpu_min_op_us
-        )
+        mask = _equals(frame["core_type"], "ai_cpu") & (duration >= thresholds.ai_cpu_min_op_us)
         ai_cpu_us, ai_cpu_count = float(duration[mask].sum()), int(mask.sum())
     dynamic = None
     if "op_state" in frame:
-        dynamic = int((frame["op_state"].astype("object").str.lower() == "dynamic").sum())
+        dynamic = int(_equals(frame["op_state"], "dynamic").sum())
     return OpFacts(
         groups=_group(frame, "duration_us", None),
         ai_cpu_us=ai_cpu_us,
@@ -117,9 +128,7 @@ def statistic_facts(frame: pd.DataFrame, thresholds: Thresholds) -> OpFacts:
     ai_cpu_us = ai_cpu_count = None
     small = 0
     if avg is not None and counts is not None:
-        mask = (frame["core_type"].astype("object") == "AI_CPU") & (
-            avg >= thresholds.ai_cpu_min_op_us
-        )
+        mask = _equals(frame["core_type"], "ai_cpu") & (avg >= thresholds.ai_cpu_min_op_us)
         ai_cpu_us, ai_cpu_count = float(frame["total_us"][mask].sum()), int(counts[mask].sum())
         small = int(counts[avg < thresholds.small_op_us].sum())
     return OpFacts(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from npumon.daemon.parsers.values import ABSENT_TOKENS
+from npumon.daemon.profiling.chunks import CsvSpec, concat_frames, read_csv_ranges
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -69,6 +70,7 @@ def find_column(header: Sequence[str], aliases: Sequence[str]) -> int | None:
 class _Head:
     header: list[str]
     skip_lines: int  # leading ``# `` provenance lines before the header
+    data_start: int  # byte offset of the first data row
     complete: bool  # the file ends with a newline (its last row was fully written)
 
 
@@ -92,7 +94,11 @@ def read_head(path: Path) -> _Head:
     if skip >= len(lines) or not lines[skip].strip():
         raise TableError(f"{path}: the file is empty; {_REEXPORT}")
     header = next(csv.reader([lines[skip]]))
-    return _Head([h.strip() for h in header], skip, last in (b"\n", b"\r"))
+    offset = 0
+    for _ in range(skip + 1):
+        newline = probe.find(b"\n", offset)
+        offset = len(probe) if newline < 0 else newline + 1
+    return _Head([h.strip() for h in header], skip, offset, last in (b"\n", b"\r"))
 
 
 def _columns(
@@ -121,17 +127,9 @@ def _read_frame(
 
     dtypes = {columns[c]: "category" for c in _CATEGORIES if c in columns}
     dtypes.update({columns[c]: "float64" for c in numeric if c in columns})
+    spec = CsvSpec(tuple(head.header), tuple(columns.values()), dtypes, tuple(ABSENT_TOKENS))
     try:
-        frame = pd.read_csv(
-            path,
-            skiprows=head.skip_lines,
-            usecols=list(columns.values()),
-            dtype=dtypes,
-            na_values=sorted(ABSENT_TOKENS),
-            keep_default_na=False,
-            on_bad_lines="skip",
-            engine="c",
-        )
+        frame = read_csv_ranges(path, head.data_start, spec)
     except (ValueError, pd.errors.ParserError) as exc:
         raise TableError(
             f"{path}: unreadable table ({str(exc).splitlines()[0]}); {_REEXPORT}"
@@ -142,18 +140,6 @@ def _read_frame(
         frame = frame.iloc[:-1]  # the last line was cut short by a writer still at work
         notes.append(f"{path}: last line incomplete (file still being written?); ignored it")
     return frame, notes
-
-
-def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    import pandas as pd
-
-    if len(frames) == 1:
-        return frames[0]
-    # categories differ between slices; union them so the result stays categorical
-    return pd.concat(
-        [f.astype({c: "object" for c in f.columns if c in _CATEGORIES}) for f in frames],
-        ignore_index=True,
-    ).astype({c: "category" for c in _CATEGORIES if c in frames[0].columns})
 
 
 def read_kernels(paths: Sequence[Path]) -> Table:
@@ -167,7 +153,7 @@ def read_kernels(paths: Sequence[Path]) -> Table:
         frame, file_notes = _read_frame(path, columns, ("duration_us",), head)
         frames.append(frame)
         notes.extend(file_notes)
-    return Table(_concat(frames), tuple(notes))
+    return Table(concat_frames(frames), tuple(notes))
 
 
 def read_kernel_names(paths: Sequence[Path]) -> Table:
@@ -184,7 +170,7 @@ def read_kernel_names(paths: Sequence[Path]) -> Table:
         frame, file_notes = _read_frame(path, columns, ("duration_us",), head)
         frames.append(frame)
         notes.extend(file_notes)
-    return Table(_concat(frames), tuple(notes))
+    return Table(concat_frames(frames), tuple(notes))
 
 
 def read_op_statistic(paths: Sequence[Path]) -> Table:
@@ -196,4 +182,4 @@ def read_op_statistic(paths: Sequence[Path]) -> Table:
         frame, file_notes = _read_frame(path, columns, ("count", "total_us", "avg_us"), head)
         frames.append(frame)
         notes.extend(file_notes)
-    return Table(_concat(frames), tuple(notes))
+    return Table(concat_frames(frames), tuple(notes))

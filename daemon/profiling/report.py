@@ -1,0 +1,137 @@
+"""`npumon analyze PATH [--json]`: the analysis of a profile directory as text or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from npumon.daemon.profiling.summary import AnalysisReport, PhaseStat, ProfileSummary
+
+_PHASE_TITLES = {
+    "computing": "computing",
+    "communication": "comm(not overlapped)",
+    "free": "free",
+    "preparing": "preparing",
+    "fp_bp": "FP->BP",
+    "iteration_refresh": "iter refresh",
+    "data_aug": "data aug bound",
+}
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.3f}"
+
+
+def _pct(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio * 100:.1f}%"
+
+
+def _steps(s: ProfileSummary) -> list[str]:
+    if s.step is None:
+        return ["Step time: no step table (step_trace_time.csv / step_trace_*.csv) found"]
+    st = s.step
+    phases = ", ".join(
+        f"{_PHASE_TITLES[p.phase]} {_ms(p.seconds)} ms ({_pct(p.ratio)})" for p in s.phases
+    )
+    return [
+        f"Step time over {st.count} step(s), ms: mean {_ms(st.mean_seconds)}  "
+        f"p50 {_ms(st.p50_seconds)}  p90 {_ms(st.p90_seconds)}  p99 {_ms(st.p99_seconds)}",
+        f"  phases (mean per step): {phases}",
+    ]
+
+
+def _ranks(s: ProfileSummary) -> list[str]:
+    if not s.ranks:
+        return []
+    names = [p.phase for p in s.ranks[0].phases]
+    header = f"  {'rank':<12}{'device':>7}{'steps':>6}{'step ms':>13}" + "".join(
+        f"{_PHASE_TITLES[n]:>22}" for n in names
+    )
+    lines = ["", "Per-rank step breakdown (ms, mean per step):", header]
+    for r in s.ranks:
+        by_phase: dict[str, PhaseStat] = {p.phase: p for p in r.phases}
+        cells = "".join(f"{_ms(by_phase[n].seconds) if n in by_phase else '-':>22}" for n in names)
+        device = "-" if r.device_id is None else str(r.device_id)
+        lines.append(f"  {r.rank:<12}{device:>7}{r.steps:>6}{_ms(r.step_seconds):>13}{cells}")
+    for sp in s.rank_spread:
+        mark = "  <-- above threshold (slow rank?)" if sp.flagged else ""
+        lines.append(
+            f"  spread of {sp.phase}: {_pct(sp.spread_ratio)} of the step "
+            f"(max {sp.slowest_rank}, min {sp.fastest_rank}){mark}"
+        )
+    return lines
+
+
+def _ops(s: ProfileSummary) -> list[str]:
+    if not s.op_time_ratio:
+        return ["", "Operators: no operator table (op_statistic / kernel_details / op_summary)"]
+    note = " (op types guessed from kernel names: Level0 data)" if s.op_types_inferred else ""
+    lines = [
+        "",
+        f"Top operators by time (total {_ms(s.op_total_seconds)} ms){note}:",
+        f"  {'op type':<32}{'core type':<16}{'count':>8}{'time ms':>13}{'share':>9}",
+    ]
+    for o in s.op_time_ratio:
+        lines.append(
+            f"  {o.op_type[:31]:<32}{o.core_type:<16}{o.count:>8}{_ms(o.seconds):>13}"
+            f"{_pct(o.ratio):>9}"
+        )
+    cores = ", ".join(f"{c.core_type} {_pct(c.ratio)}" for c in s.core_type_time_ratio)
+    lines.append(f"  by core type: {cores or '-'}")
+    ai_cpu = "-" if s.ai_cpu_count is None else f"{s.ai_cpu_count} ops, {_ms(s.ai_cpu_seconds)} ms"
+    dynamic = "-" if s.dynamic_shape_op_count is None else str(s.dynamic_shape_op_count)
+    lines.append(
+        f"  AI CPU (>= 20 us): {ai_cpu};  format conversions: "
+        f"{_ms(s.format_conversion_seconds)} ms ({_pct(s.format_conversion_ratio)});  "
+        f"dynamic-shape ops: {dynamic}"
+    )
+    return lines
+
+
+def _diagnosis(s: ProfileSummary) -> list[str]:
+    if not s.bottlenecks:
+        return ["", "Diagnosis: no rule fired."]
+    lines = ["", "Diagnosis:"]
+    for b in s.bottlenecks:
+        lines.append(f"  [{b.kind}] {b.detail}")
+        lines.append(f"      advice: {b.advice}")
+    return lines
+
+
+def format_report(report: AnalysisReport) -> str:
+    """A readable report: step time, per-rank breakdown, top operators, diagnoses, problems."""
+    s = report.summary
+    lines = [f"Profile: {s.workload}  (layout {s.layout}, {len(report.sources)} table(s) read)"]
+    lines += _steps(s) + _ranks(s) + _ops(s) + _diagnosis(s)
+    if report.problems:
+        lines += ["", "Problems:"] + [f"  {p}" for p in report.problems]
+    return "\n".join(lines) + "\n"
+
+
+def report_to_json(report: AnalysisReport) -> str:
+    return json.dumps(report.to_dict(), indent=2, sort_keys=True)
+
+
+def analyze_main(argv: list[str]) -> int:
+    """`npumon analyze PATH [--json]`: 0 on success, 2 when PATH holds no usable profile data."""
+    from npumon.daemon.profiling.analysis import NoProfileData, analyze_path
+
+    parser = argparse.ArgumentParser(
+        prog="npumon analyze", description="Analyse a profiler output directory."
+    )
+    parser.add_argument("path", type=Path, help="a PROF_* dir, a *_ascend_pt dir, or a parent")
+    parser.add_argument("--json", action="store_true", help="print the analysis as JSON")
+    parser.add_argument("--top", type=int, default=10, help="operator types to list (default 10)")
+    args = parser.parse_args(argv)
+    if not args.path.exists():
+        print(f"npumon analyze: {args.path}: no such file or directory", file=sys.stderr)
+        return 2
+    try:
+        report = analyze_path(args.path, top_n=args.top)
+    except NoProfileData as exc:
+        print(f"npumon analyze: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(report_to_json(report) + "\n" if args.json else format_report(report))
+    return 0
