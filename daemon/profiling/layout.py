@@ -148,7 +148,7 @@ def _epoch_seconds(value: object) -> float | None:
     except ValueError:
         return None
     for scale in (1e9, 1e6, 1e3, 1.0):
-        if number / scale < 1e10:
+        if 1e8 <= number / scale < 1e10:  # 1973..2286: the unit that gives a plausible date
             return number / scale
     return None
 

@@ -71,7 +71,7 @@ class _Head:
     header: list[str]
     skip_lines: int  # leading ``# `` provenance lines before the header
     data_start: int  # byte offset of the first data row
-    complete: bool  # the file ends with a newline (its last row was fully written)
+    complete: bool  # False when the last row was cut short (a writer still at work)
 
 
 def read_head(path: Path) -> _Head:
@@ -79,12 +79,9 @@ def read_head(path: Path) -> _Head:
     try:
         with path.open("rb") as handle:
             probe = handle.read(_HEADER_PROBE_BYTES)
-            handle.seek(0, 2)
-            size = handle.tell()
-            last = b""
-            if size:
-                handle.seek(size - 1)
-                last = handle.read(1)
+            size = handle.seek(0, 2)
+            handle.seek(max(0, size - _HEADER_PROBE_BYTES))
+            tail = handle.read()
     except OSError as exc:
         raise TableError(f"{path}: cannot read ({exc.strerror})") from exc
     lines = probe.decode("utf-8", errors="replace").splitlines()
@@ -98,7 +95,16 @@ def read_head(path: Path) -> _Head:
     for _ in range(skip + 1):
         newline = probe.find(b"\n", offset)
         offset = len(probe) if newline < 0 else newline + 1
-    return _Head([h.strip() for h in header], skip, offset, last in (b"\n", b"\r"))
+    fields = [h.strip() for h in header]
+    return _Head(fields, skip, offset, _last_row_complete(tail, len(fields), offset >= size))
+
+
+def _last_row_complete(tail: bytes, columns: int, header_only: bool) -> bool:
+    """A final line without newline is complete when it has every field (some tools omit it)."""
+    if header_only or tail.endswith((b"\n", b"\r")):
+        return True
+    last = tail.rsplit(b"\n", 1)[-1].decode("utf-8", errors="replace")
+    return len(next(csv.reader([last]), [])) >= columns
 
 
 def _columns(
