@@ -18,6 +18,7 @@ from npumon.daemon.runner import run_command
 from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources, Runner
 from npumon.daemon.store import SnapshotStore
 from npumon.exporters.collector import NpuCollector
+from npumon.exporters.textfile import write_textfile
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,25 @@ class Agent:
         self.sources.poll_all()
         return generate_latest(self.registry)
 
+    def status_line(self) -> str:
+        """One line on the data sources, for the landing page and a failing /healthz."""
+        sources = self.store.latest().sources
+        if not sources:
+            return "no npu-smi poll has finished yet"
+        return "; ".join(
+            f"{s.source} up" if s.up else f"{s.source} DOWN: {s.last_error}" for s in sources
+        )
+
+    def write_textfile(self) -> None:
+        """The textfile output; a full disk is logged and retried on the next tick."""
+        path = self.config.textfile.path
+        if path is None:
+            return
+        try:
+            write_textfile(self.registry, path)
+        except OSError as error:
+            log.warning("event=textfile_failed path=%s error=%r", path, str(error))
+
     def all_sources_up(self) -> bool:
         return all(status.up for status in self.store.latest().sources)
 
@@ -67,6 +87,8 @@ class Agent:
             # and chips the table shows as not OK on every tick.
             (self.sources.poll_health, intervals.table, 1.5),
         ]
+        if self.config.textfile.path is not None:
+            jobs.append((self.write_textfile, intervals.table, 2.0))
         for func, every, offset in jobs:
             scheduler.add_job(
                 func, IntervalTrigger(seconds=every), id=func.__name__,

@@ -73,9 +73,13 @@ def _collect(config: Config) -> int:
 def _run(config: Config, listen_address: str | None) -> int:
     from npumon.daemon.app import Agent
     from npumon.exporters.http import serve
-    from npumon.exporters.webconfig import load_web_config
+    from npumon.exporters.webconfig import WebConfigError, load_web_config
 
-    web_config = load_web_config(config.web.config_file) if config.web.config_file else None
+    try:
+        web_config = load_web_config(config.web.config_file) if config.web.config_file else None
+    except WebConfigError as error:
+        print(f"npumon: {error}", file=sys.stderr)
+        return 1
     agent = Agent(config)
     stop = threading.Event()
 
@@ -86,7 +90,8 @@ def _run(config: Config, listen_address: str | None) -> int:
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     address = listen_address or config.web.listen_address
-    server = serve(agent.registry, address, web_config, agent.running)
+    server = serve(agent.registry, address, web_config, agent.running,
+                   version=__version__, status=agent.status_line)
     agent.start()
     log.info("event=listening address=%s port=%d", address, server.port)
     try:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-import signal
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -36,10 +37,8 @@ def resolve_command(argv: Sequence[str]) -> tuple[str, ...]:
 
 def _kill_group(process: subprocess.Popen[str]) -> None:
     # npu-smi may fork helpers; killing only the child would leave them holding the pipes.
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def run_command(

@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from npumon.daemon.config import Throttle as ThrottleConfig
 from npumon.daemon.parsers.model import (
@@ -29,6 +30,7 @@ from npumon.daemon.snapshot import (
 from npumon.daemon.throttle import judge_throttle
 
 ChipId = tuple[int, int]
+V = TypeVar("V")
 
 
 @dataclass
@@ -48,7 +50,7 @@ class _Pieces:
     profiling: frozenset[ChipId] = frozenset()
 
 
-def _drop_npu(pieces: dict[ChipId, object], npu: int) -> None:
+def _drop_npu(pieces: dict[ChipId, V], npu: int) -> None:
     for key in [key for key in pieces if key[0] == npu]:
         del pieces[key]
 
@@ -91,8 +93,8 @@ class SnapshotStore:
         self, npu: int, usage: Iterable[ChipUsage] | None, common: Iterable[ChipCommon] | None
     ) -> None:
         with self._lock:
-            _drop_npu(self._pieces.usage, npu)  # type: ignore[arg-type]
-            _drop_npu(self._pieces.common, npu)  # type: ignore[arg-type]
+            _drop_npu(self._pieces.usage, npu)
+            _drop_npu(self._pieces.common, npu)
             self._pieces.usage.update({(npu, u.chip): u for u in usage or ()})
             self._pieces.common.update({(npu, c.chip): c for c in common or ()})
             self._publish()
@@ -104,7 +106,7 @@ class SnapshotStore:
 
     def set_ecc(self, npu: int, chips: Iterable[ChipEcc] | None) -> None:
         with self._lock:
-            _drop_npu(self._pieces.ecc, npu)  # type: ignore[arg-type]
+            _drop_npu(self._pieces.ecc, npu)
             self._pieces.ecc.update({(npu, e.chip): e for e in chips or ()})
             self._publish()
 
@@ -138,7 +140,7 @@ class SnapshotStore:
             self._publish()
 
     @staticmethod
-    def _set_or_drop(pieces: dict[ChipId, object], chip: ChipId, value: object | None) -> None:
+    def _set_or_drop(pieces: dict[ChipId, V], chip: ChipId, value: V | None) -> None:
         if value is None:
             pieces.pop(chip, None)
         else:

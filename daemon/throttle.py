@@ -7,16 +7,16 @@ from npumon.daemon.parsers.model import ChipCommon, ChipUsage, TableChip
 from npumon.daemon.snapshot import Throttle
 
 
-def aicore_load(table: TableChip, usage: ChipUsage | None, common: ChipCommon | None) -> float | None:
+def aicore_load(
+    table: TableChip, usage: ChipUsage | None, common: ChipCommon | None
+) -> float | None:
     """The best AI Core utilization we have: -t usages, then -t common, then the table."""
-    for value in (
+    candidates: tuple[float | None, ...] = (
         usage.aicore_ratio if usage else None,
         common.aicore_ratio if common else None,
         table.aicore_ratio,
-    ):
-        if value is not None:
-            return value
-    return None
+    )
+    return next((value for value in candidates if value is not None), None)
 
 
 def judge_throttle(
@@ -26,7 +26,7 @@ def judge_throttle(
     config: ThrottleConfig,
     profiling: bool = False,
 ) -> Throttle | None:
-    """None when it cannot be judged: no frequencies, no load figure, or a capture zeroes AI Core."""
+    """None when it cannot be judged: no frequencies, no load, or a capture zeroes AI Core."""
     if common is None or common.aicore_rated_hertz is None or common.aicore_current_hertz is None:
         return None
     load = aicore_load(table, usage, common)

@@ -10,8 +10,10 @@ ABSENT_TOKENS = frozenset({"", "NA", "N/A", "-", "--"})
 MIB = 1024 * 1024
 MHZ = 1_000_000.0
 
-_INT = re.compile(r"[+-]?\d+\Z")
-_FLOAT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)\Z")
+# bounded digit counts: int() refuses > 4300 digits with a plain ValueError, and no npu-smi
+# value is anywhere near 18 digits
+_INT = re.compile(r"[+-]?\d{1,18}\Z")
+_FLOAT = re.compile(r"[+-]?(\d{1,18}(\.\d{0,18})?|\.\d{1,18})\Z")
 _FRACTION = re.compile(r"(?P<used>\S*?)\s*/\s*(?P<total>\S*)\Z")
 
 

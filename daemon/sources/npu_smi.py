@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -33,17 +34,33 @@ class NpuSmi:
         self._runner = runner
 
     def query(self, parse: Callable[[str], T], *args: str) -> T:
+        """`npu-smi info *args` parsed, or SourceFailure."""
         result = self._runner((*self.command, "info", *args), self.timeout)
         return parse_or_fail(parse, check_result(result), result.argv)
 
 
-def _attempt(run: SourceRun, call: Callable[[], T]) -> T | None:
-    """One call of a multi-call source: a failure is recorded and the other calls go on."""
-    try:
-        return call()
-    except SourceFailure as failure:
-        run.record(failure)
-        return None
+class Unsupported:
+    """Queries a chip or driver said it does not support, not asked again until `retry_after`.
+
+    Without this a 310P (no ECC query) would keep its health source down forever; with it the
+    refusal is counted once per retry period (reason="not_supported") and the source stays up.
+    """
+
+    def __init__(self, retry_after: float, monotonic: Callable[[], float]) -> None:
+        self._retry_after = retry_after
+        self._monotonic = monotonic
+        self._until: dict[tuple[str, ...], float] = {}
+
+    def attempt(self, run: SourceRun, call: Callable[[], T], *args: str) -> T | None:
+        if self._until.get(args, 0.0) > self._monotonic():
+            return None
+        try:
+            return call()
+        except SourceFailure as failure:
+            if failure.reason == "not_supported":
+                self._until[args] = self._monotonic() + self._retry_after
+            run.record(failure)
+            return None
 
 
 def _chips(table_result: InfoTable | None) -> list[ChipId]:
@@ -63,6 +80,7 @@ class NpuSmiSources:
         store: SnapshotStore,
         *,
         health_interval: float,
+        retry_unsupported_after: float = 3600.0,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -72,6 +90,7 @@ class NpuSmiSources:
         self._monotonic = monotonic
         self._last_full_health: float | None = None
         self._identity_npus: set[int] = set()
+        self._unsupported = Unsupported(retry_unsupported_after, monotonic)
         self._busy = {name: threading.Lock() for name in SOURCES}
         self.trackers = {
             name: SourceTracker(name, store.set_source, clock, monotonic) for name in SOURCES
@@ -88,6 +107,10 @@ class NpuSmiSources:
 
     def poll_identity(self) -> None:
         self._run("npu_smi_identity", self._identity)
+
+    def _ask(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T | None:
+        """One optional query of a multi-call source, skipped while known to be unsupported."""
+        return self._unsupported.attempt(run, lambda: self._smi.query(parse, *args), *args)
 
     def _run(self, name: str, body: Callable[[SourceRun], None]) -> None:
         # At most one call of a kind in flight: a run that finds its source busy is skipped.
@@ -129,8 +152,8 @@ class NpuSmiSources:
 
     def _detail(self, run: SourceRun) -> None:
         for npu in _npus(self._store.table()):
-            usage = _attempt(run, lambda n=npu: self._smi.query(detail.parse_usages, "-t", "usages", "-i", str(n)))
-            common = _attempt(run, lambda n=npu: self._smi.query(detail.parse_common, "-t", "common", "-i", str(n)))
+            usage = self._ask(run, detail.parse_usages, "-t", "usages", "-i", str(npu))
+            common = self._ask(run, detail.parse_common, "-t", "common", "-i", str(npu))
             self._store.set_detail(
                 npu, usage.chips if usage else None, common.chips if common else None
             )
@@ -138,14 +161,16 @@ class NpuSmiSources:
     def _health(self, run: SourceRun) -> None:
         current = self._store.table()
         now = self._monotonic()
-        full = self._last_full_health is None or now - self._last_full_health >= self._health_interval
+        last = self._last_full_health
+        full = last is None or now - last >= self._health_interval
         due = [
             (c.npu, c.chip) for c in (current.chips if current else ())
             if full or (c.health or "").upper() != "OK"
         ]
         for npu, chip in due:
-            report = _attempt(run, lambda n=npu, c=chip: self._smi.query(
-                health.parse_health, "-t", "health", "-i", str(n), "-c", str(c)))
+            report = self._ask(
+                run, health.parse_health, "-t", "health", "-i", str(npu), "-c", str(chip)
+            )
             self._store.set_health((npu, chip), report)
         if full:
             self._last_full_health = now
@@ -153,25 +178,26 @@ class NpuSmiSources:
 
     def _ecc_and_memory(self, run: SourceRun, chips: list[ChipId]) -> None:
         for npu in sorted({n for n, _ in chips}):
-            ecc = _attempt(run, lambda n=npu: self._smi.query(detail.parse_ecc, "-t", "ecc", "-i", str(n)))
+            ecc = self._ask(run, detail.parse_ecc, "-t", "ecc", "-i", str(npu))
             self._store.set_ecc(npu, ecc.chips if ecc else None)
         for npu, chip in chips:
-            memory = _attempt(run, lambda n=npu, c=chip: self._smi.query(
-                detail.parse_memory, "-t", "memory", "-i", str(n), "-c", str(c)))
+            parse = functools.partial(detail.parse_memory, npu=npu, chip=chip)
+            memory = self._ask(run, parse, "-t", "memory", "-i", str(npu), "-c", str(chip))
             self._store.set_memory((npu, chip), memory)
 
     def _identity(self, run: SourceRun) -> None:
-        chip_map = _attempt(run, lambda: self._smi.query(mapping.parse_mapping, "-m"))
+        chip_map = self._ask(run, mapping.parse_mapping, "-m")
         chips = _chips(self._store.table())
         cards: dict[int, BoardReport] = {}
         per_chip: dict[ChipId, BoardReport] = {}
         for npu in sorted({n for n, _ in chips}):
-            card = _attempt(run, lambda n=npu: self._smi.query(board.parse_board, "-t", "board", "-i", str(n)))
+            card = self._ask(run, board.parse_board, "-t", "board", "-i", str(npu))
             if card is not None:
                 cards[npu] = card
         for npu, chip in chips:
-            found = _attempt(run, lambda n=npu, c=chip: self._smi.query(
-                board.parse_board, "-t", "board", "-i", str(n), "-c", str(c)))
+            found = self._ask(
+                run, board.parse_board, "-t", "board", "-i", str(npu), "-c", str(chip)
+            )
             if found is not None:
                 per_chip[(npu, chip)] = found
         self._identity_npus = {n for n, _ in chips}

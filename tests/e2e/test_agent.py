@@ -1,0 +1,185 @@
+"""The agent end to end with real subprocesses: absent values, failures, chips that come and go,
+a hung npu-smi that never delays a scrape, and `npumon collect --once` as a user runs it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from npumon.daemon.app import Agent
+from npumon.daemon.config import parse_config
+from npumon.exporters.http import serve
+from tests.support import ROOT, fake_npu_smi
+
+MIB = 1024 * 1024
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def samples(text: str) -> Samples:
+    out: Samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    return out
+
+
+def value(found: Samples, name: str, **labels: str) -> float | None:
+    return found.get((name, frozenset(labels.items())))
+
+
+def names(found: Samples) -> set[str]:
+    return {name for name, _ in found}
+
+
+def agent_for(command: list[str], **npu_smi: object) -> Agent:
+    return Agent(parse_config({"npu_smi": {"command": command, "timeout": "20s", **npu_smi}}))
+
+
+def test_na_values_and_unsupported_commands_give_no_sample_never_zero() -> None:
+    found = samples(agent_for(fake_npu_smi("a3_25.2.0")).collect_once().decode())
+    # die 0 of NPU 0 reports power; die 1 prints '-': no sample, not 0
+    assert value(found, "npu_power_watts", npu="0", chip="0") == 162.8
+    assert value(found, "npu_power_watts", npu="0", chip="1") is None
+    assert value(found, "npu_hbm_used_bytes", npu="1", chip="1") == 10568 * MIB
+    # -t usages/common are not supported on this fixture node: no AI CPU series at all, and
+    # the failing source is visible
+    assert "npu_aicpu_utilization_ratio" not in names(found)
+    assert "npu_aicore_frequency_hertz" not in names(found)
+    assert value(found, "npumon_source_up", source="npu_smi_detail") == 0
+    assert value(found, "npumon_source_failures_total", source="npu_smi_detail",
+                 reason="not_supported") == 4.0  # 2 NPUs x (usages, common)
+    assert value(found, "npumon_source_up", source="npu_smi_table") == 1
+
+
+def test_310p_power_na_is_absent() -> None:
+    found = samples(agent_for(fake_npu_smi("310p3duo_25.3rc1")).collect_once().decode())
+    assert "npu_power_watts" not in names(found)
+    assert value(found, "npu_temperature_celsius", npu="32896", chip="1") == 81
+    assert value(found, "npu_memory_used_bytes", npu="0", chip="0") == 35552 * MIB
+    # the process name is empty in that capture (container without host PIDs): no label value
+    assert value(found, "npu_process_hbm_used_bytes", npu="0", chip="0", pid="326429") == 33842 * MIB
+
+
+def test_failed_table_drops_every_chip_and_says_why() -> None:
+    agent = agent_for(fake_npu_smi("910b4-1_25.2.2", "--fail-on", "info", "--exit-code", "251"))
+    found = samples(agent.collect_once().decode())
+    assert not {n for n in names(found) if n.startswith("npu_") and n != "npu_node_info"}
+    assert value(found, "npumon_source_up", source="npu_smi_table") == 0
+    assert value(found, "npumon_source_failures_total", source="npu_smi_table",
+                 reason="dcmi_init") == 1
+    assert "HwHiAiUser" in agent.status_line()
+
+
+def test_garbage_is_a_parse_error_not_a_crash() -> None:
+    agent = agent_for(fake_npu_smi("910b4-1_25.2.2", "--garbage-on", "info"))
+    found = samples(agent.collect_once().decode())
+    assert value(found, "npumon_source_failures_total", source="npu_smi_table",
+                 reason="parse_error") == 1
+    assert value(found, "npumon_chips") in (None, 0)
+
+
+def test_chip_vanishes_and_returns_with_the_next_poll(monkeypatch: pytest.MonkeyPatch) -> None:
+    agent = agent_for(["npumon-sim-npu-smi", "--scenario", "disappear"])
+    monkeypatch.setenv("NPUMON_SIM_TIME", "10")
+    agent.sources.poll_table()
+    agent.sources.poll_identity()
+    before = samples_of(agent)
+    assert value(before, "npu_temperature_celsius", npu="2", chip="0") is not None
+    monkeypatch.setenv("NPUMON_SIM_TIME", "70")  # NPU 2 falls off the bus at 60 s
+    agent.sources.poll_table()
+    after = samples_of(agent)
+    assert value(after, "npu_temperature_celsius", npu="2", chip="0") is None
+    assert value(after, "npu_temperature_celsius", npu="1", chip="0") is not None
+    assert value(after, "npumon_source_failures_total", source="npu_smi_table",
+                 reason="chip_missing") == 1
+
+
+def samples_of(agent: Agent) -> Samples:
+    from prometheus_client import generate_latest
+
+    return samples(generate_latest(agent.registry).decode())
+
+
+@pytest.fixture
+def hung_agent() -> Iterator[tuple[Agent, int]]:
+    """A running daemon whose `npu-smi info` hangs for 60 s (killed after the 3 s timeout)."""
+    agent = agent_for(fake_npu_smi("910b4-1_25.2.2", "--hang-on", "info"), timeout="3s")
+    server = serve(agent.registry, "127.0.0.1:0", None, agent.running)
+    agent.start()
+    try:
+        yield agent, server.port
+    finally:
+        agent.stop()
+        server.shutdown()
+
+
+def test_a_hung_npu_smi_does_not_delay_a_scrape(hung_agent: tuple[Agent, int]) -> None:
+    agent, port = hung_agent
+    slowest = 0.0
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        started = time.monotonic()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            body = response.read().decode()
+        slowest = max(slowest, time.monotonic() - started)
+        found = samples(body)
+        if value(found, "npumon_source_failures_total", source="npu_smi_table",
+                 reason="timeout"):
+            break
+        threading.Event().wait(0.1)  # paces the scrapes of a real, running daemon
+    else:
+        pytest.fail("the hung call was never reported as a timeout")
+    # scrapes ran while the call hung (>= 3 s) and each took far less than the hang
+    assert slowest < 1.0, f"a scrape took {slowest:.2f}s while npu-smi hung"
+    assert value(found, "npumon_source_up", source="npu_smi_table") == 0
+
+
+def test_collect_once_cli_against_a_replayed_real_sample(tmp_path: Path) -> None:
+    config = tmp_path / "npumon.yaml"
+    argv = ", ".join(f'"{part}"' for part in fake_npu_smi("910b4-1_25.2.2"))
+    config.write_text(f"npu_smi:\n  command: [{argv}]\n")
+    npumon = Path(sys.executable).parent / "npumon"
+    done = subprocess.run([str(npumon), "collect", "--once", "--config", str(config)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    found = samples(done.stdout)
+    # values read off info_910b4-1_2chip_procs_25.2.2.txt
+    assert value(found, "npu_hbm_used_bytes", npu="0", chip="0") == 61825 * MIB
+    assert value(found, "npu_hbm_total_bytes", npu="1", chip="0") == 65536 * MIB
+    assert value(found, "npu_power_watts", npu="1", chip="0") == 77.9
+    assert value(found, "npu_temperature_celsius", npu="0", chip="0") == 40
+    assert value(found, "npu_process_hbm_used_bytes", npu="1", chip="0", pid="19341",
+                 process_name="VLLMWorker_TP") == 58472 * MIB
+    assert value(found, "npu_node_info", npu_smi_version="25.2.2", driver_version="25.2.2") == 1
+    # and from the replayed 25.5.1 -t usages / -t board captures
+    assert value(found, "npu_ctrlcpu_utilization_ratio", npu="0", chip="0") == 0.06
+    # -t common has no capture for this node: that source is down, and the exit code says so
+    assert done.returncode == 1
+    assert "npu_smi_detail failed" in done.stderr
+
+
+def test_collect_once_cli_against_the_simulator() -> None:
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "npumon"), "collect", "--once",
+         "--config", "config/demo.yaml"],
+        capture_output=True, text=True, timeout=180, cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "NPUMON_SIM_TIME": "200"},
+    )
+    assert done.returncode == 0, done.stderr
+    found = samples(done.stdout)
+    # t=200 s in 910b-8.yaml: NPU 3 overheats (96 C) and clocks down to 1100 MHz under load
+    assert value(found, "npu_throttled", npu="3", chip="0", reason="thermal") == 1
+    assert value(found, "npu_aicore_frequency_hertz", npu="3", chip="0") == 1.1e9
+    assert value(found, "npu_throttled", npu="0", chip="0", reason="thermal") == 0
+    # NPU 6 is allocated but idle, clocked down at idle: not throttling
+    assert value(found, "npu_throttled", npu="6", chip="0", reason="unknown") == 0
+    assert value(found, "npu_process_hbm_used_bytes", npu="6", chip="0", pid="31337",
+                 process_name="jupyter-lab") == 20480 * MIB
+    assert len({labels for name, labels in found if name == "npu_temperature_celsius"}) == 8
