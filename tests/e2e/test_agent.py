@@ -65,7 +65,8 @@ def test_310p_power_na_is_absent() -> None:
     assert value(found, "npu_temperature_celsius", npu="32896", chip="1") == 81
     assert value(found, "npu_memory_used_bytes", npu="0", chip="0") == 35552 * MIB
     # the process name is empty in that capture (container without host PIDs): no label value
-    assert value(found, "npu_process_hbm_used_bytes", npu="0", chip="0", pid="326429") == 33842 * MIB
+    process = value(found, "npu_process_hbm_used_bytes", npu="0", chip="0", pid="326429")
+    assert process == 33842 * MIB
 
 
 def test_failed_table_drops_every_chip_and_says_why() -> None:
