@@ -81,11 +81,12 @@ def _group(
     sums = agg[value].sum()
     counts = agg[count].sum() if count else agg.size()
     groups: dict[tuple[str, str], tuple[float, int]] = {}
-    for key in sums.index:
+    # positional: NaN keys (no core type) cannot be looked up by label
+    for key, us, n in zip(sums.index, sums.to_numpy(), counts.to_numpy(), strict=True):
         op_type, core = key if isinstance(key, tuple) else (key, None)
         label = (op_type if isinstance(op_type, str) else UNKNOWN, core_type_label(core))
         old_us, old_count = groups.get(label, (0.0, 0))
-        groups[label] = (old_us + float(sums[key]), old_count + int(counts[key]))
+        groups[label] = (old_us + float(us), old_count + int(n))
     return groups
 
 

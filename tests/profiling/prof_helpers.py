@@ -39,10 +39,15 @@ def torch_tree(root: Path, rank: int, **tables: str) -> Path:
 
 
 def four_rank_tree(root: Path) -> Path:
-    torch_tree(root, 0, step_trace_time="step_trace_time_torchnpu_cann8.3rc1_rank0.csv",
-               op_statistic="op_statistic_torchnpu_cann8.3rc1.csv",
-               kernel_details="kernel_details_torchnpu_cann8.3rc1_level2.csv")
+    torch_tree(
+        root,
+        0,
+        step_trace_time="step_trace_time_torchnpu_cann8.3rc1_rank0.csv",
+        op_statistic="op_statistic_torchnpu_cann8.3rc1.csv",
+        kernel_details="kernel_details_torchnpu_cann8.3rc1_level2.csv",
+    )
     for rank in (1, 2, 3):
-        torch_tree(root, rank,
-                   step_trace_time=f"step_trace_time_torchnpu_cann8.3rc1_rank{rank}.csv")
+        torch_tree(
+            root, rank, step_trace_time=f"step_trace_time_torchnpu_cann8.3rc1_rank{rank}.csv"
+        )
     return root

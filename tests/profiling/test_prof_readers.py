@@ -74,7 +74,9 @@ def test_level0_types_are_inferred_from_names() -> None:
     assert infer_op_type("aclnnInplaceRelu_Relu_Relu") == "Relu"
     assert infer_op_type("Conv2D1") == "Conv2D"
     assert infer_op_type("Cast16") == "Cast"
-    assert infer_op_type("StatelessDropOutGenMask/DSASTATELESSGENBITMASK") == "StatelessDropOutGenMask"
+    assert (
+        infer_op_type("StatelessDropOutGenMask/DSASTATELESSGENBITMASK") == "StatelessDropOutGenMask"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("op_statistic_*.csv")))
@@ -125,17 +127,36 @@ def test_half_written_files(tmp_path: Path) -> None:
 def test_capture_time_from_metadata(tmp_path: Path) -> None:
     pt = tmp_path / "host_1_20251127_ascend_pt"
     (pt / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
-    shutil.copyfile(FIXTURES / "step_trace_time_torchnpu_cann8.3rc1_rank0.csv",
-                    pt / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv")
-    shutil.copyfile(FIXTURES / "profiler_info_torchnpu_cann8.3rc1.json", pt / "profiler_info_0.json")
+    shutil.copyfile(
+        FIXTURES / "step_trace_time_torchnpu_cann8.3rc1_rank0.csv",
+        pt / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv",
+    )
+    shutil.copyfile(
+        FIXTURES / "profiler_info_torchnpu_cann8.3rc1.json", pt / "profiler_info_0.json"
+    )
     prof = tmp_path / "PROF_000001_20220729204439087_FMDBBBNDOAKFEOIA"
     (prof / "mindstudio_profiler_output").mkdir(parents=True)
     (prof / "device_2").mkdir()
     shutil.copyfile(FIXTURES / "prof_dir_end_info.json", prof / "device_2" / "end_info")
-    shutil.copyfile(FIXTURES / "op_statistic_torchnpu_cann8.3rc1.csv",
-                    prof / "mindstudio_profiler_output" / "op_statistic_20220729211650.csv")
+    shutil.copyfile(
+        FIXTURES / "op_statistic_torchnpu_cann8.3rc1.csv",
+        prof / "mindstudio_profiler_output" / "op_statistic_20220729211650.csv",
+    )
     units = {u.layout: u for u in layout.find_units(tmp_path)}
     # collectionTimeEnd 1764246878131995320 ns; 1659100610422400 us (read off the files)
     assert math.isclose(units["torch_npu"].capture_end_seconds or 0, 1764246878.131995)
     assert units["torch_npu"].name == "rank0"
     assert math.isclose(units["msprof"].capture_end_seconds or 0, 1659100610.4224)
+
+
+def test_importing_the_package_does_not_import_pandas() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import npumon.daemon.profiling.report, npumon.daemon.profiling.analysis\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr

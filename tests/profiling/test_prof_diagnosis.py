@@ -1,0 +1,113 @@
+"""Each diagnosis rule firing and not firing, on evidence and on small synthetic tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from npumon.daemon.profiling.analysis import analyze_path
+from npumon.daemon.profiling.diagnosis import Evidence, Thresholds, diagnose, is_regression
+
+CASES = [
+    (
+        "input_pipeline",
+        Evidence(phase_ratios={"data_aug": 0.25}),
+        Evidence(phase_ratios={"data_aug": 0.2}),
+    ),
+    (
+        "input_pipeline",
+        Evidence(phase_ratios={"preparing": 0.3}),
+        Evidence(phase_ratios={"preparing": 0.1}),
+    ),
+    ("host_bound", Evidence(phase_ratios={"free": 0.21}), Evidence(phase_ratios={"free": 0.19})),
+    (
+        "communication",
+        Evidence(phase_ratios={"communication": 0.4}),
+        Evidence(phase_ratios={"communication": 0.1}),
+    ),
+    ("format_conversion", Evidence(conversion_ratio=0.31), Evidence(conversion_ratio=0.29)),
+    (
+        "format_conversion",
+        Evidence(reshape_transpose_ratio=0.25),
+        Evidence(reshape_transpose_ratio=0.2),
+    ),
+    ("ai_cpu_fallback", Evidence(ai_cpu_ratio=0.06), Evidence(ai_cpu_ratio=0.04)),
+    ("compute_bound", Evidence(conv_matmul_ratio=0.61), Evidence(conv_matmul_ratio=0.59)),
+    ("compute_bound", Evidence(softmax_ratio=0.16), Evidence(softmax_ratio=0.14)),
+    ("dynamic_shape", Evidence(dynamic_shape_ops=3), Evidence(dynamic_shape_ops=0)),
+    ("small_ops", Evidence(small_ops_ratio=0.7), Evidence(small_ops_ratio=0.5)),
+]
+
+
+@pytest.mark.parametrize(("kind", "fires", "quiet"), CASES)
+def test_rule_fires_and_not(kind: str, fires: Evidence, quiet: Evidence) -> None:
+    found = diagnose(fires)
+    assert [b.kind for b in found] == [kind]
+    assert found[0].advice and found[0].value > found[0].threshold
+    assert diagnose(quiet) == ()
+
+
+def test_unknown_evidence_fires_nothing() -> None:
+    assert diagnose(Evidence()) == ()
+
+
+def test_thresholds_are_configurable() -> None:
+    assert diagnose(Evidence(phase_ratios={"free": 0.15}), Thresholds(free_ratio=0.1))
+    assert not diagnose(Evidence(phase_ratios={"free": 0.15}))
+
+
+def test_regression() -> None:
+    assert is_regression(1.06, 1.0)
+    assert not is_regression(1.05, 1.0)
+    assert not is_regression(2.0, None)
+
+
+HEADER = "Step Id,Name,Type,OP State,Accelerator Core,Start Time(us),Duration(us),Wait Time(us)\n"
+
+
+def _kernels(tmp_path: Path, rows: list[tuple[str, str, str, float]]) -> Path:
+    out = tmp_path / "w_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    body = "".join(f"5,{n},{t},static,{c},1736405443881410.320\t,{d},0\n" for n, t, c, d in rows)
+    (out / "kernel_details.csv").write_text(HEADER + body)
+    return tmp_path
+
+
+def _kinds(path: Path) -> set[str]:
+    return {b.kind for b in analyze_path(path).summary.bottlenecks}
+
+
+def test_tables_conversion_bound(tmp_path: Path) -> None:
+    # TransData 40 + Cast 10 of 100 us; all ops >= 10 us, no AI CPU
+    path = _kernels(
+        tmp_path,
+        [
+            ("trans_TransData_1", "TransData", "AI_VECTOR_CORE", 40.0),
+            ("Cast1", "Cast", "AI_VECTOR_CORE", 10.0),
+            ("Add1", "Add", "AI_VECTOR_CORE", 50.0),
+        ],
+    )
+    assert _kinds(path) == {"format_conversion"}
+    summary = analyze_path(path).summary
+    assert summary.format_conversion_ratio == pytest.approx(0.5)
+    assert summary.dynamic_shape_op_count == 0
+
+
+def test_tables_ai_cpu_and_matmul(tmp_path: Path) -> None:
+    path = _kernels(
+        tmp_path,
+        [
+            ("MatMul1", "MatMulV2", "AI_CORE", 70.0),
+            ("Unique1", "Unique", "AI_CPU", 25.0),
+            ("Unique2", "Unique", "AI_CPU", 15.0),
+        ],
+    )  # < 20 us: not counted
+    assert _kinds(path) == {"compute_bound", "ai_cpu_fallback"}
+    summary = analyze_path(path).summary
+    assert (summary.ai_cpu_count, summary.ai_cpu_seconds) == (1, pytest.approx(25e-6))
+
+
+def test_tables_small_ops(tmp_path: Path) -> None:
+    path = _kernels(tmp_path, [(f"Add{i}", "Add", "AI_VECTOR_CORE", 2.0) for i in range(5)])
+    assert _kinds(path) == {"small_ops"}
