@@ -7,8 +7,9 @@ import os
 import sys
 import time
 
+from npumon.simulator.loader import SCENARIO_ENV, load_scenario
+from npumon.simulator.model import ScenarioError
 from npumon.simulator.render import render
-from npumon.simulator.scenario import SCENARIO_ENV, ScenarioError, load_scenario
 from npumon.simulator.state import node_state
 
 TIME_ENV = "NPUMON_SIM_TIME"

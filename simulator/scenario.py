@@ -1,29 +1,35 @@
-"""Scenario files for the npu-smi simulator: YAML validated into frozen pydantic models."""
+"""Scenario files validated with pydantic: clear errors with dotted paths, unknown keys rejected.
+
+Imported only on a scenario-cache miss (see loader.py): the runtime path uses model.py instead.
+"""
 
 from __future__ import annotations
 
-import os
-from importlib import resources
-from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from npumon.simulator.families import FAMILIES
+from npumon.simulator.loader import SCENARIO_ENV, builtin_names, load_scenario
+from npumon.simulator.model import Scenario, ScenarioError, scenario_from_dict
 
-SCENARIO_ENV = "NPUMON_SIM_SCENARIO"
-
-
-class ScenarioError(ValueError):
-    """A scenario that cannot be found, read or validated; the message lists every problem."""
+__all__ = [
+    "SCENARIO_ENV",
+    "ScenarioError",
+    "ScenarioSpec",
+    "builtin_names",
+    "load_scenario",
+    "parse_scenario",
+    "validate",
+]
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Load(_Model):
+class LoadSpec(_Model):
     """AI Core load: base % plus a sine wave plus deterministic noise per (chip, time bucket)."""
 
     base_percent: float = Field(default=60.0, ge=0, le=100)
@@ -33,7 +39,7 @@ class Load(_Model):
     noise_bucket_seconds: float = Field(default=5.0, gt=0)
 
 
-class ChipLoad(_Model):
+class ChipLoadSpec(_Model):
     """Per-chip override of the base load (chip omitted: every chip of the NPU)."""
 
     npu: int = Field(ge=0)
@@ -41,7 +47,7 @@ class ChipLoad(_Model):
     base_percent: float = Field(ge=0, le=100)
 
 
-class Process(_Model):
+class ProcessSpec(_Model):
     npu: int = Field(ge=0)
     chip: int = Field(default=0, ge=0)
     pid: int = Field(gt=0)
@@ -49,23 +55,20 @@ class Process(_Model):
     hbm_mb: int = Field(ge=0)
 
 
-class _Event(_Model):
+class _EventSpec(_Model):
     """A timed event; start/end are seconds after the scenario epoch (end None: forever)."""
 
     start: float = Field(default=0.0, ge=0)
     end: float | None = None
 
     @model_validator(mode="after")
-    def _window(self) -> _Event:
+    def _window(self) -> _EventSpec:
         if self.end is not None and self.end <= self.start:
             raise ValueError("end must be after start")
         return self
 
-    def active(self, elapsed_seconds: float) -> bool:
-        return self.start <= elapsed_seconds and (self.end is None or elapsed_seconds < self.end)
 
-
-class Overheat(_Event):
+class OverheatSpec(_EventSpec):
     kind: Literal["overheat"]
     npu: int = Field(ge=0)
     chip: int | None = Field(default=None, ge=0)
@@ -75,7 +78,7 @@ class Overheat(_Event):
     load_percent: float = Field(default=95.0, ge=0, le=100)
 
 
-class Alarm(_Event):
+class AlarmSpec(_EventSpec):
     kind: Literal["alarm"]
     npu: int = Field(ge=0)
     chip: int | None = Field(default=None, ge=0)
@@ -84,46 +87,47 @@ class Alarm(_Event):
     error_information: tuple[str, ...] = ("ascend_monitor adda heart beat lost error",)
 
 
-class Disappear(_Event):
+class DisappearSpec(_EventSpec):
     kind: Literal["disappear"]
     npu: int = Field(ge=0)
 
 
-class Idle(_Event):
+class IdleSpec(_EventSpec):
     kind: Literal["idle"]
     npu: int = Field(ge=0)
     chip: int | None = Field(default=None, ge=0)
 
 
-class Hang(_Event):
+class HangSpec(_EventSpec):
     kind: Literal["hang"]
     argv: tuple[str, ...] = Field(min_length=1)  # tokens that must appear in order
     seconds: float = Field(default=600.0, gt=0)
 
 
-class DcmiFail(_Event):
+class DcmiFailSpec(_EventSpec):
     kind: Literal["dcmi_fail"]
     code: int = -8005
 
 
-Event = Annotated[
-    Overheat | Alarm | Disappear | Idle | Hang | DcmiFail, Field(discriminator="kind")
+EventSpec = Annotated[
+    OverheatSpec | AlarmSpec | DisappearSpec | IdleSpec | HangSpec | DcmiFailSpec,
+    Field(discriminator="kind"),
 ]
 
 
-class Scenario(_Model):
+class ScenarioSpec(_Model):
     family: Literal["910b", "a3", "310p-duo"]
     npu_smi_version: str = "25.2.2"
     epoch: float = 0.0
     period: float | None = Field(default=None, gt=0)
     seed: int = 0
-    load: Load = Field(default_factory=Load)
-    chip_loads: tuple[ChipLoad, ...] = ()
-    processes: tuple[Process, ...] = ()
-    events: tuple[Event, ...] = ()
+    load: LoadSpec = Field(default_factory=LoadSpec)
+    chip_loads: tuple[ChipLoadSpec, ...] = ()
+    processes: tuple[ProcessSpec, ...] = ()
+    events: tuple[EventSpec, ...] = ()
 
     @model_validator(mode="after")
-    def _ids_exist(self) -> Scenario:
+    def _ids_exist(self) -> ScenarioSpec:
         """Every NPU / chip a scenario names must exist in its family."""
         fam = FAMILIES[self.family]
         refs = [*self.chip_loads, *self.processes, *self.events]
@@ -138,50 +142,24 @@ class Scenario(_Model):
                 )
         return self
 
-    def elapsed(self, t: float) -> float:
-        """Seconds since the epoch, looped when the scenario has a period."""
-        elapsed = max(0.0, t - self.epoch)
-        return elapsed % self.period if self.period else elapsed
 
-
-def builtin_names() -> list[str]:
-    folder = resources.files("npumon.simulator") / "scenarios"
-    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
-
-
-def _read(ref: str) -> tuple[str, str]:
-    path = Path(ref)
-    if path.suffix in (".yaml", ".yml") or os.sep in ref:
-        try:
-            return str(path), path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ScenarioError(f"cannot read scenario {ref}: {exc.strerror}") from exc
-    resource = resources.files("npumon.simulator") / "scenarios" / f"{ref}.yaml"
-    if not resource.is_file():
-        raise ScenarioError(f"unknown scenario {ref!r}; built-in: {', '.join(builtin_names())}")
-    return ref, resource.read_text(encoding="utf-8")
-
-
-def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
-    """Validate YAML text; every problem is reported with its dotted path."""
+def validate(text: str, source: str = "<scenario>") -> dict[str, Any]:
+    """Validate YAML text into a complete JSON-able dict; every problem is named by its path."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{source}: not valid YAML: {exc}") from exc
     try:
-        return Scenario.model_validate(data if data is not None else {})
+        spec = ScenarioSpec.model_validate(data if data is not None else {})
     except ValidationError as exc:
         lines = [
             f"  {'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}"
             for err in exc.errors()
         ]
         raise ScenarioError(f"{source}: invalid scenario\n" + "\n".join(lines)) from exc
+    return spec.model_dump(mode="json")
 
 
-def load_scenario(ref: str | None = None) -> Scenario:
-    """Load a scenario by path or built-in name (``910b-8``); None means $NPUMON_SIM_SCENARIO."""
-    ref = ref or os.environ.get(SCENARIO_ENV)
-    if not ref:
-        raise ScenarioError(f"no scenario: pass --scenario or set {SCENARIO_ENV}")
-    source, text = _read(ref)
-    return parse_scenario(text, source)
+def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
+    """Validate YAML text into the runtime scenario (no cache)."""
+    return scenario_from_dict(validate(text, source))

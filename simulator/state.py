@@ -8,7 +8,7 @@ import random
 from dataclasses import dataclass
 
 from npumon.simulator.families import FAMILIES, Family
-from npumon.simulator.scenario import Alarm, DcmiFail, Disappear, Hang, Idle, Overheat, Scenario
+from npumon.simulator.model import Alarm, DcmiFail, Disappear, Hang, Idle, Overheat, Scenario
 
 
 @dataclass(frozen=True, slots=True)

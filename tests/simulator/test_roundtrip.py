@@ -20,8 +20,8 @@ from npumon.daemon.parsers.detail import (
 from npumon.daemon.parsers.health import parse_health
 from npumon.daemon.parsers.mapping import parse_list, parse_mapping
 from npumon.daemon.parsers.table import parse_info
+from npumon.simulator.loader import load_scenario
 from npumon.simulator.render import render
-from npumon.simulator.scenario import load_scenario
 from npumon.simulator.state import SimChip, SimNode, node_state
 
 MIB = 1024 * 1024

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from npumon.simulator.loader import load_scenario
 from npumon.simulator.render import render
-from npumon.simulator.scenario import load_scenario
 from npumon.simulator.state import SimNode, node_state
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "npu-smi"

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from npumon.simulator.loader import load_scenario
+from npumon.simulator.model import ScenarioError
 from npumon.simulator.render import render
-from npumon.simulator.scenario import ScenarioError, load_scenario, parse_scenario
+from npumon.simulator.scenario import parse_scenario
 from npumon.simulator.state import SimChip, SimNode, node_state
 
 
