@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Family:
+class Family(NamedTuple):
     key: str
     npu_ids: tuple[int, ...]
     chips_per_npu: int

@@ -1,24 +1,22 @@
-"""A validated scenario as plain frozen dataclasses: what the per-call runtime path consumes.
+"""A validated scenario as plain immutable records: what the per-call runtime path consumes.
 
 This module must not import pydantic or yaml: every npu-smi call is a new process, and a cached
 scenario is rebuilt from JSON here without paying for the validation machinery (see loader.py).
+The records are NamedTuples, not frozen dataclasses, on purpose: creating a frozen dataclass
+class costs ~1 ms (it exec()s six generated methods) and `import dataclasses` ~7 ms, paid on
+every call; a NamedTuple class costs ~0.1 ms (see bench/simulator_bench.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs every call ~3 ms
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any, NamedTuple
 
 
 class ScenarioError(ValueError):
     """A scenario that cannot be found, read or validated; the message lists every problem."""
 
 
-@dataclass(frozen=True, slots=True)
-class Load:
+class Load(NamedTuple):
     """AI Core load: base % plus a sine wave plus deterministic noise per (chip, time bucket)."""
 
     base_percent: float
@@ -28,15 +26,13 @@ class Load:
     noise_bucket_seconds: float
 
 
-@dataclass(frozen=True, slots=True)
-class ChipLoad:
+class ChipLoad(NamedTuple):
     npu: int
     chip: int | None  # None: every chip of the NPU
     base_percent: float
 
 
-@dataclass(frozen=True, slots=True)
-class Process:
+class Process(NamedTuple):
     npu: int
     chip: int
     pid: int
@@ -44,17 +40,9 @@ class Process:
     hbm_mb: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Event:
-    start: float
+class Overheat(NamedTuple):
+    start: float  # seconds after the scenario epoch
     end: float | None  # None: forever
-
-    def active(self, elapsed_seconds: float) -> bool:
-        return self.start <= elapsed_seconds and (self.end is None or elapsed_seconds < self.end)
-
-
-@dataclass(frozen=True, slots=True)
-class Overheat(_Event):
     npu: int
     chip: int | None
     temperature_celsius: int
@@ -63,8 +51,9 @@ class Overheat(_Event):
     load_percent: float
 
 
-@dataclass(frozen=True, slots=True)
-class Alarm(_Event):
+class Alarm(NamedTuple):
+    start: float  # seconds after the scenario epoch
+    end: float | None  # None: forever
     npu: int
     chip: int | None
     health: str
@@ -72,29 +61,39 @@ class Alarm(_Event):
     error_information: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Disappear(_Event):
+class Disappear(NamedTuple):
+    start: float  # seconds after the scenario epoch
+    end: float | None  # None: forever
     npu: int
 
 
-@dataclass(frozen=True, slots=True)
-class Idle(_Event):
+class Idle(NamedTuple):
+    start: float  # seconds after the scenario epoch
+    end: float | None  # None: forever
     npu: int
     chip: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class Hang(_Event):
+class Hang(NamedTuple):
+    start: float  # seconds after the scenario epoch
+    end: float | None  # None: forever
     argv: tuple[str, ...]  # tokens that must appear in order
     seconds: float
 
 
-@dataclass(frozen=True, slots=True)
-class DcmiFail(_Event):
+class DcmiFail(NamedTuple):
+    start: float  # seconds after the scenario epoch
+    end: float | None  # None: forever
     code: int
 
 
 Event = Overheat | Alarm | Disappear | Idle | Hang | DcmiFail
+
+
+def active(event: Event, elapsed_seconds: float) -> bool:
+    """Whether the event is on at this many seconds after the epoch."""
+    return event.start <= elapsed_seconds and (event.end is None or elapsed_seconds < event.end)
+
 
 _EVENTS: dict[str, type[Event]] = {
     "overheat": Overheat,
@@ -107,8 +106,7 @@ _EVENTS: dict[str, type[Event]] = {
 _TUPLE_FIELDS = ("error_codes", "error_information", "argv")
 
 
-@dataclass(frozen=True, slots=True)
-class Scenario:
+class Scenario(NamedTuple):
     family: str  # a key of families.FAMILIES
     npu_smi_version: str
     epoch: float

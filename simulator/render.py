@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from npumon.simulator import render_detail as detail
 from npumon.simulator.render_table import render_info, render_list, render_mapping
@@ -14,8 +14,7 @@ ERR_INVALID_PARAMETER = -9001
 ERR_NOT_SUPPORT = -9255
 
 
-@dataclass(frozen=True, slots=True)
-class SimResult:
+class SimResult(NamedTuple):
     stdout: str
     stderr: str = ""
     exit_code: int = 0

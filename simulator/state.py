@@ -1,25 +1,36 @@
-"""The simulated node at time t: a pure function of (scenario, t) into frozen dataclasses."""
+"""The simulated node at time t: a pure function of (scenario, t) into immutable NamedTuples.
+
+NamedTuples rather than frozen dataclasses: class creation is paid by every simulator call
+(see model.py).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import math
 import random
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from npumon.simulator.families import FAMILIES, Family
-from npumon.simulator.model import Alarm, DcmiFail, Disappear, Hang, Idle, Overheat, Scenario
+from npumon.simulator.model import (
+    Alarm,
+    DcmiFail,
+    Disappear,
+    Hang,
+    Idle,
+    Overheat,
+    Scenario,
+    active,
+)
 
 
-@dataclass(frozen=True, slots=True)
-class SimProcess:
+class SimProcess(NamedTuple):
     pid: int
     name: str
     memory_mb: int
 
 
-@dataclass(frozen=True, slots=True)
-class SimChip:
+class SimChip(NamedTuple):
     """Every value npu-smi prints for one chip, in npu-smi's own units (%, MB, MHz, W, C)."""
 
     npu: int
@@ -70,8 +81,7 @@ class SimChip:
         return self.hbm_used_mb * 100 // self.hbm_total_mb
 
 
-@dataclass(frozen=True, slots=True)
-class SimCard:
+class SimCard(NamedTuple):
     npu: int
     chips: tuple[SimChip, ...]
     serial: str
@@ -82,8 +92,7 @@ class SimCard:
     mcu_sensors_celsius: tuple[tuple[str, int], ...]  # -t temp board sensors
 
 
-@dataclass(frozen=True, slots=True)
-class SimNode:
+class SimNode(NamedTuple):
     family: Family
     npu_smi_version: str
     cards: tuple[SimCard, ...]  # the cards that are present at t
@@ -119,8 +128,7 @@ def _load_percent(sc: Scenario, npu: int, chip: int, index: int, elapsed: float)
     return min(100.0, max(0.0, base + sc.load.amplitude_percent * math.sin(phase) + noise))
 
 
-@dataclass(frozen=True, slots=True)
-class _Drive:
+class _Drive(NamedTuple):
     """What the events do to one chip at t."""
 
     load: float
@@ -133,10 +141,10 @@ class _Drive:
 
 def _drive(sc: Scenario, fam: Family, npu: int, chip: int, index: int, el: float) -> _Drive:
     load = _load_percent(sc, npu, chip, index, el)
-    active = [e for e in sc.events if e.active(el)]
-    heat = [e for e in active if isinstance(e, Overheat) and _applies(e, npu, chip)]
-    alarm = [e for e in active if isinstance(e, Alarm) and _applies(e, npu, chip)]
-    if any(isinstance(e, Idle) and _applies(e, npu, chip) for e in active):
+    on = [e for e in sc.events if active(e, el)]
+    heat = [e for e in on if isinstance(e, Overheat) and _applies(e, npu, chip)]
+    alarm = [e for e in on if isinstance(e, Alarm) and _applies(e, npu, chip)]
+    if any(isinstance(e, Idle) and _applies(e, npu, chip) for e in on):
         load = 0.0
     if heat:
         load = max(load, heat[0].load_percent)
@@ -234,13 +242,13 @@ def node_state(scenario: Scenario, t: float) -> SimNode:
     """The whole node as npu-smi would report it at wall-clock time t (seconds)."""
     fam = FAMILIES[scenario.family]
     el = scenario.elapsed(t)
-    active = [e for e in scenario.events if e.active(el)]
-    gone = {e.npu for e in active if isinstance(e, Disappear)}
-    dcmi = next((e.code for e in active if isinstance(e, DcmiFail)), None)
+    on = [e for e in scenario.events if active(e, el)]
+    gone = {e.npu for e in on if isinstance(e, Disappear)}
+    dcmi = next((e.code for e in on if isinstance(e, DcmiFail)), None)
     return SimNode(
         family=fam,
         npu_smi_version=scenario.npu_smi_version,
         cards=tuple(_card(scenario, fam, n, el) for n in fam.npu_ids if n not in gone),
         dcmi_fail_code=dcmi,
-        hangs=tuple(e for e in active if isinstance(e, Hang)),
+        hangs=tuple(e for e in on if isinstance(e, Hang)),
     )
