@@ -2,7 +2,8 @@
 
 Quirks kept on purpose (the daemon's readers must cope with them): a trailing TAB after every
 timestamp, ``N/A`` cells (communication tasks, AI CPU PMU counters), torch_npu's shapes with
-literal quotes (three double quotes each side in the file), repeated ``Reduce Start/Duration`` pairs.
+literal quotes (three double quotes each side in the file), repeated ``Reduce Start/Duration``
+pairs.
 """
 
 from __future__ import annotations
@@ -19,17 +20,19 @@ EAGER_MODEL_ID = 4294967295  # 0xFFFFFFFF: op outside a GE graph (PyTorch eager)
 GRAPH_MODEL_ID = 1
 SLICE_ROWS = 5000  # msprof splits big summaries into op_summary_slice_N_<ts>.csv
 
-PMU_HEADER = (
-    "aicore_time(us),aic_total_cycles,aic_mac_time(us),aic_mac_ratio,aic_scalar_time(us),"
-    "aic_scalar_ratio,aic_mte1_time(us),aic_mte1_ratio,aic_mte2_time(us),aic_mte2_ratio,"
-    "aic_fixpipe_time(us),aic_fixpipe_ratio,aic_icache_miss_rate,aiv_time(us),aiv_total_cycles,"
-    "aiv_vec_time(us),aiv_vec_ratio,aiv_scalar_time(us),aiv_scalar_ratio,aiv_mte2_time(us),"
-    "aiv_mte2_ratio,aiv_mte3_time(us),aiv_mte3_ratio,aiv_icache_miss_rate,cube_utilization(%)"
-).split(",")
-_TENSOR_HEADER = (
-    "HF32 Eligible,Input Shapes,Input Data Types,Input Formats,Output Shapes,"
-    "Output Data Types,Output Formats,Context ID"
-).split(",")
+PMU_HEADER = [
+    "aicore_time(us)", "aic_total_cycles", "aic_mac_time(us)", "aic_mac_ratio",
+    "aic_scalar_time(us)", "aic_scalar_ratio", "aic_mte1_time(us)", "aic_mte1_ratio",
+    "aic_mte2_time(us)", "aic_mte2_ratio", "aic_fixpipe_time(us)", "aic_fixpipe_ratio",
+    "aic_icache_miss_rate", "aiv_time(us)", "aiv_total_cycles", "aiv_vec_time(us)",
+    "aiv_vec_ratio", "aiv_scalar_time(us)", "aiv_scalar_ratio", "aiv_mte2_time(us)",
+    "aiv_mte2_ratio", "aiv_mte3_time(us)", "aiv_mte3_ratio", "aiv_icache_miss_rate",
+    "cube_utilization(%)",
+]
+_TENSOR_HEADER = [
+    "HF32 Eligible", "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes",
+    "Output Data Types", "Output Formats", "Context ID",
+]
 # torch_npu 2.7.1 / CANN 8.3.RC1 kernel_details.csv (as in the real sample, Block Dim spelling)
 KERNEL_DETAILS_HEADER = [
     "Step Id", "Device_id", "Model ID", "Task ID", "Stream ID", "Name", "Type", "OP State",
@@ -106,11 +109,12 @@ def _base_cells(task: Task, device_id: int, torch: bool, model_id: int, index: i
                 _f(task.wait_us), "0", "0", NA, NA, NA, NA, NA, NA, NA, NA]
     name = op.kernel if torch else f"{op.op_type}_{index}"
     first = op.input_shapes.split(";")[0]
-    shapes, out_shape = (f'"{op.input_shapes}"', f'"{first}"') if torch else (op.input_shapes, first)
+    # torch_npu writes shapes with literal quotes around them, msprof plain
+    shapes, out = (f'"{op.input_shapes}"', f'"{first}"') if torch else (op.input_shapes, first)
     return [str(device_id), str(model_id), str(task.task_id % 65536), "2", name, op.op_type,
             "static", op.core, _t(task.start_us), _f(task.duration_us), _f(task.wait_us),
             str(block), str(mix), "NO", shapes, op.input_dtypes, op.input_formats,
-            out_shape, op.input_dtypes.split(";")[0],
+            out, op.input_dtypes.split(";")[0],
             op.output_formats, NA]
 
 

@@ -1,0 +1,125 @@
+"""The target of a simulated `msprof --dynamic=on` session and its start/stop captures."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from npumon.simulator.prof_dir import CaptureMeta, write_host_only, write_raw
+from npumon.simulator.profiles import KINDS
+
+DEFAULT_STEP_SECONDS = 0.5
+
+
+class TargetGone(Exception):
+    """The profiled process exited."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A process to profile; workload details come from its command line when it is a sim job."""
+
+    pid: int
+    create_time: float
+    kind: str
+    step_seconds: float
+    device_id: int
+
+
+def socket_path(pid: int) -> Path:
+    """The job creates it when started with PROFILING_MODE=dynamic."""
+    return Path.home() / f"dynamic_profiling_socket_{pid}"
+
+
+def _option(cmdline: Sequence[str], name: str) -> str | None:
+    for index, arg in enumerate(cmdline):
+        if arg == name and index + 1 < len(cmdline):
+            return cmdline[index + 1]
+        if arg.startswith(name + "="):
+            return arg.partition("=")[2]
+    return None
+
+
+def target_from_cmdline(pid: int, create_time: float, cmdline: Sequence[str]) -> Target:
+    """`npumon-sim-train --profile K --step-seconds S --device N`; anything else: defaults."""
+    kind = _option(cmdline, "--profile") or "balanced"
+    try:
+        step = float(_option(cmdline, "--step-seconds") or DEFAULT_STEP_SECONDS)
+        device = int(_option(cmdline, "--device") or 0)
+    except ValueError:
+        step, device = DEFAULT_STEP_SECONDS, 0
+    return Target(pid, create_time, kind if kind in KINDS else "balanced",
+                  step if step > 0 else DEFAULT_STEP_SECONDS, device)
+
+
+def find_target(pid: int) -> Target | None:
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return target_from_cmdline(pid, process.create_time(), process.cmdline())
+    except psutil.Error:
+        return None
+
+
+def is_alive(target: Target) -> bool:
+    """Same process (not a reused pid) and not a zombie."""
+    found = find_target(target.pid)
+    return found is not None and found.create_time == target.create_time
+
+
+class Session:
+    """start/stop pairs; each stop writes one raw PROF_* directory under ``output``."""
+
+    def __init__(self, target: Target, output: Path, raw_mb: int = 0) -> None:
+        self.target = target
+        self.output = output
+        self.raw_mb = raw_mb
+        self.started_at: float | None = None
+        self.count = 0
+
+    @property
+    def started(self) -> bool:
+        return self.started_at is not None
+
+    def _gone(self) -> TargetGone:
+        return TargetGone(
+            f"The process {self.target.pid} exited during profiling; no data was collected."
+        )
+
+    def start(self) -> str:
+        if not is_alive(self.target):
+            raise self._gone()
+        if self.started_at is not None:
+            return "[WARNING] [msprof] Profiling has already started."
+        self.started_at = time.time()
+        return "[INFO] [msprof] Start profiling...."
+
+    def stop(self) -> str:
+        if self.started_at is None:
+            return "[WARNING] [msprof] Profiling has not started. Enter start first."
+        start, stop = self.started_at, time.time()
+        self.started_at = None
+        self.count += 1
+        self.output.mkdir(parents=True, exist_ok=True)
+        t = self.target
+        if not is_alive(t):
+            write_host_only(self.output, self.count, start, t.pid)  # what a dead job leaves
+            raise self._gone()
+        meta = CaptureMeta(
+            kind=t.kind,
+            pid=t.pid,
+            device_id=t.device_id,
+            step_seconds=t.step_seconds,
+            start_seconds=start,
+            stop_seconds=stop,
+            first_step=int((start - t.create_time) / t.step_seconds) + 1,
+            steps=max(1, round((stop - start) / t.step_seconds)),
+            seed=t.pid ^ int(start * 1000),
+        )
+        path = write_raw(self.output, meta, self.count, self.raw_mb)
+        return f"[INFO] [msprof] Stop profiling....\n[INFO] [msprof] Data saved in {path}"

@@ -1,0 +1,125 @@
+"""`npumon-sim-train --profile KIND`: a stand-in training job (torch_npu / graph mode) to profile.
+
+It runs steps in real time until SIGTERM/SIGINT (or --steps N). With PROFILING_MODE=dynamic it
+creates ``$HOME/dynamic_profiling_socket_<pid>`` for msprof attach; with --dynamic-config-dir it
+polls ``DIR/profiler_config.json`` every step like torch_npu.profiler.dynamic_profile.init(DIR).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import TextIO
+
+from npumon.simulator.attach import socket_path
+from npumon.simulator.prof_dir import CaptureMeta
+from npumon.simulator.profiles import KINDS, simulate
+from npumon.simulator.torch_profile import ConfigWatcher, Plan, write_ascend_pt
+
+_NAP_SECONDS = 0.1  # longest sleep between looks at the stop flag
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="npumon-sim-train", description=__doc__)
+    parser.add_argument("--profile", required=True, choices=KINDS, help="workload kind")
+    parser.add_argument("--step-seconds", type=float, default=0.5, help="real seconds per step")
+    parser.add_argument("--dynamic-config-dir", type=Path, help="torch_npu dynamic_profile dir")
+    parser.add_argument("--steps", type=int, help="stop after N steps (default: run until killed)")
+    parser.add_argument("--device", type=int, default=0, help="NPU id written in the profiles")
+    return parser
+
+
+@dataclass
+class _Capture:
+    plan: Plan
+    start_seconds: float | None = None
+
+
+class Job:
+    """The step loop; ``stop()`` (from a signal handler) ends it after the current nap."""
+
+    def __init__(self, args: argparse.Namespace, log: TextIO) -> None:
+        self.args = args
+        self.log = log
+        self.pid = os.getpid()
+        self.rank = int(os.environ["RANK"]) if os.environ.get("RANK", "").isdigit() else None
+        self.stopping = False
+        self.watcher = (
+            ConfigWatcher(args.dynamic_config_dir, self.rank or 0, log)
+            if args.dynamic_config_dir else None
+        )
+        self.capture: _Capture | None = None
+
+    def stop(self, signum: int = 0, frame: FrameType | None = None) -> None:
+        self.stopping = True
+
+    def _sleep_until(self, deadline: float) -> None:
+        while not self.stopping and (left := deadline - time.time()) > 0:
+            time.sleep(min(left, _NAP_SECONDS))
+
+    def _before_step(self, step: int, now: float) -> None:
+        if self.capture is None and self.watcher is not None:
+            plan = self.watcher.poll(step - 1)
+            if plan is not None:
+                self.capture = _Capture(plan)
+                print(f"[INFO] dynamic_profile: capturing steps {plan.first_step}.."
+                      f"{plan.last_step} into {plan.prof_dir}", file=self.log, flush=True)
+        if self.capture is not None and step == self.capture.plan.first_step:
+            self.capture.start_seconds = now
+
+    def _after_step(self, step: int, now: float) -> None:
+        capture = self.capture
+        if capture is None or capture.start_seconds is None or step != capture.plan.last_step:
+            return
+        self.capture = None
+        plan, start = capture.plan, capture.start_seconds
+        meta = CaptureMeta(self.args.profile, self.pid, self.args.device, self.args.step_seconds,
+                           start, now, plan.first_step, plan.active, self.pid ^ int(start * 1000))
+        steps = simulate(meta.kind, meta.first_step, meta.steps, meta.step_seconds,
+                         meta.start_seconds, meta.seed)
+        try:
+            path = write_ascend_pt(plan, steps, meta, self.rank, socket.gethostname())
+        except OSError as error:
+            print(f"[ERROR] dynamic_profile: cannot write the profile: {error}", file=self.log)
+            return
+        print(f"[INFO] dynamic_profile: profile written to {path}", file=self.log, flush=True)
+
+    def run(self) -> None:
+        begin = time.time()
+        step = 0
+        while not self.stopping and (self.args.steps is None or step < self.args.steps):
+            step += 1
+            self._before_step(step, time.time())
+            self._sleep_until(begin + step * self.args.step_seconds)
+            if not self.stopping:
+                self._after_step(step, time.time())
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.step_seconds <= 0:
+        print("npumon-sim-train: --step-seconds must be positive", file=sys.stderr)
+        return 2
+    job = Job(args, sys.stderr)
+    signal.signal(signal.SIGTERM, job.stop)
+    signal.signal(signal.SIGINT, job.stop)
+    marker = socket_path(job.pid) if os.environ.get("PROFILING_MODE") == "dynamic" else None
+    if marker is not None:
+        marker.touch()  # the real job listens on a unix socket here; msprof only checks it exists
+    try:
+        job.run()
+    finally:
+        if marker is not None:
+            marker.unlink(missing_ok=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
