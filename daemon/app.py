@@ -14,6 +14,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from npumon.daemon import __version__
 from npumon.daemon.config import Config
+from npumon.daemon.profiling.metrics import render_profiles
+from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.runner import run_command
 from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources, Runner
 from npumon.daemon.store import SnapshotStore
@@ -21,6 +23,8 @@ from npumon.exporters.collector import NpuCollector
 from npumon.exporters.textfile import write_textfile
 
 log = logging.getLogger(__name__)
+PROFILING_EXECUTOR = "profiling"
+CAPTURE_TICK_SECONDS = 15.0
 
 
 class Agent:
@@ -44,13 +48,23 @@ class Agent:
         self.sources = NpuSmiSources(
             smi, self.store, health_interval=config.npu_smi.intervals.health, clock=clock
         )
+        self.profiler: Profiler | None = None
+        if config.profiling.active():
+            self.profiler = Profiler(config, self.store)
+            self.profiler.start()  # last summaries and baselines from the state directory
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(NpuCollector(self.store.latest, __version__))
+        # the profiles group only when profiling is on: no empty family groups otherwise
+        extra = [("profiles", render_profiles)] if self.profiler is not None else []
+        self.registry.register(
+            NpuCollector(self.store.latest, __version__, extra_renderers=extra)
+        )
         self._scheduler: BackgroundScheduler | None = None
 
     def collect_once(self) -> bytes:
-        """Run every source once and return the exposition."""
+        """Run every source once (and analyse what is under profiling.ingest.paths)."""
         self.sources.poll_all()
+        if self.profiler is not None:
+            self.profiler.ingest_once()
         return generate_latest(self.registry)
 
     def status_line(self) -> str:
@@ -77,7 +91,10 @@ class Agent:
 
     def start(self) -> None:
         intervals = self.config.npu_smi.intervals
-        scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(4)})
+        # captures and analyses get their own single thread: never on the npu-smi or scrape path
+        scheduler = BackgroundScheduler(executors={
+            "default": ThreadPoolExecutor(4), PROFILING_EXECUTOR: ThreadPoolExecutor(1),
+        })
         now = datetime.now().astimezone()
         jobs = [
             (self.sources.poll_table, intervals.table, 0.0),
@@ -95,9 +112,28 @@ class Agent:
                 next_run_time=now + timedelta(seconds=offset),
                 max_instances=1, coalesce=True, misfire_grace_time=None,
             )
+        for job, every, offset in self._profiling_jobs():
+            scheduler.add_job(
+                job, IntervalTrigger(seconds=every), id=job.__name__,
+                next_run_time=now + timedelta(seconds=offset), executor=PROFILING_EXECUTOR,
+                max_instances=1, coalesce=True, misfire_grace_time=None,
+            )
         scheduler.start()
         self._scheduler = scheduler
         log.info("event=started version=%s npu_smi=%r", __version__, self.config.npu_smi.command)
+
+    def _profiling_jobs(self) -> list[tuple[Callable[[], object], float, float]]:
+        """The capture tick (which workload is due is decided inside) and the ingest scan."""
+        settings = self.config.profiling
+        jobs: list[tuple[Callable[[], object], float, float]] = []
+        if self.profiler is None:
+            return jobs
+        if settings.enabled:
+            intervals = [settings.interval, *(t.interval for t in settings.targets if t.interval)]
+            jobs.append((self.profiler.tick, min(CAPTURE_TICK_SECONDS, *intervals), 10.0))
+        if settings.ingest.paths:
+            jobs.append((self.profiler.ingest_once, settings.ingest.interval, 5.0))
+        return jobs
 
     def running(self) -> bool:
         return self._scheduler is not None and self._scheduler.running

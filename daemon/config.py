@@ -5,10 +5,19 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ByteSize,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 _DURATION = re.compile(r"(?P<num>\d+(\.\d+)?)(?P<unit>ms|s|m|h|d)\Z")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -86,6 +95,94 @@ class Logging(_Model):
     level: str = Field(default="info", pattern=r"^(debug|info|warning|error)$")
 
 
+CaptureMode = Literal["msprof_attach", "torch_npu_config"]
+_WORKLOAD_NAME = r"^[A-Za-z0-9_.:-]{1,64}$"
+
+
+class ProfilingTarget(_Model):
+    """A job to profile, matched by process name and/or command line (regexes, all must match)."""
+
+    workload: str = Field(pattern=_WORKLOAD_NAME)
+    process_name: str | None = None
+    cmdline: str | None = None
+    mode: CaptureMode = "msprof_attach"
+    config_dir: Path | None = None  # torch_npu_config: the dir given to dynamic_profile.init()
+    interval: Duration | None = None  # None: profiling.interval
+
+    @field_validator("process_name", "cmdline")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as error:
+                raise ValueError(f"not a valid regular expression: {error}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _complete(self) -> ProfilingTarget:
+        if self.process_name is None and self.cmdline is None:
+            raise ValueError("give process_name and/or cmdline to match the job's processes")
+        if self.mode == "torch_npu_config" and self.config_dir is None:
+            raise ValueError("mode torch_npu_config needs config_dir")
+        return self
+
+
+class CaptureTimeouts(_Model):
+    start: Duration = 30.0
+    stop: Duration = 120.0
+    export: Duration = 600.0
+    analysis: Duration = 600.0
+
+
+class Msprof(_Model):
+    command: tuple[str, ...] = Field(default=("msprof",), min_length=1)
+
+
+class Ingest(_Model):
+    paths: tuple[Path, ...] = ()
+    interval: Duration = 60.0
+    settle: Duration = 60.0
+
+
+class Baseline(_Model):
+    captures: int = Field(default=20, ge=1, le=1000)
+    min_captures: int = Field(default=3, ge=1)
+
+
+class Profiling(_Model):
+    enabled: bool = False
+    interval: Duration = 600.0
+    duration: Duration = 5.0
+    steps: int = Field(default=2, ge=1, le=100)
+    timeouts: CaptureTimeouts = CaptureTimeouts()
+    discover: bool = True
+    max_workloads: int = Field(default=16, ge=1, le=256)
+    targets: tuple[ProfilingTarget, ...] = ()
+    msprof: Msprof = Msprof()
+    ingest: Ingest = Ingest()
+    disk_quota: ByteSize = ByteSize(2 * 1024**3)
+    keep_raw: bool = False
+    top_n: int = Field(default=10, ge=1, le=100)
+    thresholds: dict[str, float] = Field(default_factory=dict)
+    baseline: Baseline = Baseline()
+
+    @field_validator("thresholds")
+    @classmethod
+    def _known_thresholds(cls, value: dict[str, float]) -> dict[str, float]:
+        from npumon.daemon.profiling.diagnosis import Thresholds
+
+        unknown = sorted(set(value) - set(Thresholds.__dataclass_fields__))
+        if unknown:
+            known = ", ".join(Thresholds.__dataclass_fields__)
+            raise ValueError(f"unknown threshold(s) {', '.join(unknown)}; known: {known}")
+        return value
+
+    def active(self) -> bool:
+        """Captures are on, or ingest paths alone turn ingest on (DESIGN section 7)."""
+        return self.enabled or bool(self.ingest.paths)
+
+
 class Config(_Model):
     npu_smi: NpuSmi = NpuSmi()
     throttle: Throttle = Throttle()
@@ -94,6 +191,7 @@ class Config(_Model):
     node: Node = Node()
     state_directory: Path = Path("/var/lib/npumon")
     logging: Logging = Logging()
+    profiling: Profiling = Profiling()
 
 
 class ConfigError(Exception):

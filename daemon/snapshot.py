@@ -15,6 +15,7 @@ from npumon.daemon.parsers.model import (
     TableChip,
     TableProcess,
 )
+from npumon.daemon.profiling.status import ProfilingView
 
 HEALTH_STATES = ("ok", "warning", "alarm", "critical", "unknown")
 
@@ -86,6 +87,7 @@ class NodeSnapshot:
     chips: tuple[ChipSnapshot, ...]
     sources: tuple[SourceStatus, ...]
     has_table: bool = False  # False until the first successful `npu-smi info`
+    profiling: ProfilingView | None = None  # None when profiling and ingest are both off
 
 
 EMPTY_SNAPSHOT = NodeSnapshot(taken_at=0.0, node=NodeIdentity(), chips=(), sources=())

@@ -20,6 +20,7 @@ from npumon.daemon.parsers.model import (
     MemoryReport,
     TableChip,
 )
+from npumon.daemon.profiling.status import ProfilingView
 from npumon.daemon.snapshot import (
     EMPTY_SNAPSHOT,
     ChipSnapshot,
@@ -48,6 +49,7 @@ class _Pieces:
     mapping: ChipMapping | None = None
     sources: dict[str, SourceStatus] = field(default_factory=dict)
     profiling: frozenset[ChipId] = frozenset()
+    profiles: ProfilingView | None = None
 
 
 def _drop_npu(pieces: dict[ChipId, V], npu: int) -> None:
@@ -139,6 +141,15 @@ class SnapshotStore:
             self._pieces.profiling = chips
             self._publish()
 
+    def profiling(self) -> frozenset[ChipId]:
+        return self._pieces.profiling
+
+    def set_profiles(self, view: ProfilingView | None) -> None:
+        """Profile summaries and capture self-metrics (rendered by exporters' profiles group)."""
+        with self._lock:
+            self._pieces.profiles = view
+            self._publish()
+
     @staticmethod
     def _set_or_drop(pieces: dict[ChipId, V], chip: ChipId, value: V | None) -> None:
         if value is None:
@@ -162,6 +173,7 @@ class SnapshotStore:
             chips=chips,
             sources=sources,
             has_table=table is not None,
+            profiling=pieces.profiles,
         )
 
     def _chip(self, table_chip: TableChip) -> ChipSnapshot:

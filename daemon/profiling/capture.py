@@ -1,0 +1,142 @@
+"""One capture of one workload: checks, profiler phase, export, analysis, cleanup."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from npumon.daemon.config import Profiling
+from npumon.daemon.profiling import capture_msprof
+from npumon.daemon.profiling.busy import other_profiler
+from npumon.daemon.profiling.capture_torch import torch_config_capture
+from npumon.daemon.profiling.captureerror import CaptureError
+from npumon.daemon.profiling.diskquota import make_room, tree_bytes
+from npumon.daemon.profiling.summary import AnalysisReport
+from npumon.daemon.profiling.worker import analyse_in_worker
+from npumon.daemon.profiling.workloads import ChipId, ProcessInfo, Workload
+from npumon.daemon.runner import CommandResult, run_command
+
+log = logging.getLogger(__name__)
+
+Runner = Callable[[Sequence[str], float], CommandResult]
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureOutcome:
+    workload: str
+    result: str  # a value of status.CAPTURE_RESULTS
+    message: str
+    report: AnalysisReport | None = None
+    seconds: float = 0.0
+    ended_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Host:
+    """The capture's view of the machine, injectable for tests."""
+
+    alive: Callable[[int], bool]
+    processes: Callable[[], Iterable[ProcessInfo]]
+    set_profiling: Callable[[frozenset[ChipId]], None]
+    runner: Runner = run_command
+    wait: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.time
+    monotonic: Callable[[], float] = time.monotonic
+
+
+class Capturer:
+    """Runs captures one at a time (the caller holds the node-wide capture lock)."""
+
+    def __init__(self, settings: Profiling, captures_dir: Path, host: Host) -> None:
+        self.settings = settings
+        self.captures = captures_dir
+        self.host = host
+        self._expected_bytes = 0  # size of the previous raw capture: room to make beforehand
+
+    def capture(self, w: Workload) -> CaptureOutcome:
+        started = self.host.monotonic()
+        out: Path | None = None
+        try:
+            self._preflight(w)
+            out = self.captures / f"{w.name}-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
+            out.mkdir(parents=True)
+            report = self._capture_into(w, out)
+            outcome = CaptureOutcome(w.name, "ok", "", report)
+        except CaptureError as error:
+            outcome = CaptureOutcome(w.name, error.result, error.message)
+        except OSError as error:  # the state directory itself: full, read-only, permissions
+            outcome = CaptureOutcome(w.name, "failed", f"{type(error).__name__}: {error}")
+        finally:
+            if out is not None and not self.settings.keep_raw:
+                shutil.rmtree(out, ignore_errors=True)
+        return _finish(outcome, self.host.monotonic() - started, self.host.clock())
+
+    def _preflight(self, w: Workload) -> None:
+        busy = other_profiler(w.pids, self.host.processes(), own=(os.getpid(),))
+        if busy is not None:
+            raise CaptureError("skipped_busy", busy)
+        if w.mode == "msprof_attach" and w.attachable is False:
+            raise CaptureError(
+                "skipped_not_attachable",
+                f"pid {','.join(map(str, w.pids))} was not started with PROFILING_MODE=dynamic, "
+                "so msprof cannot attach; start the job with it, or configure a "
+                "torch_npu_config target or profiling.ingest.paths for it",
+            )
+        quota = int(self.settings.disk_quota)
+        if not make_room(self.captures, self._expected_bytes, quota):
+            raise CaptureError("disk_quota", f"{self.captures} cannot hold another capture of "
+                                             f"~{self._expected_bytes} bytes within {quota}")
+
+    def _capture_into(self, w: Workload, out: Path) -> AnalysisReport:
+        s = self.settings
+        self.host.set_profiling(w.chips)
+        try:
+            if w.mode == "torch_npu_config":
+                assert w.config_dir is not None  # the config validator requires it
+                torch_config_capture(
+                    w.config_dir, out, w.pids, steps=s.steps,
+                    timeout=s.timeouts.start + s.timeouts.stop, wait=self.host.wait,
+                    alive=self.host.alive, monotonic=self.host.monotonic,
+                )
+            else:
+                capture_msprof.msprof_attach(
+                    s.msprof.command, w.pids, out, duration=s.duration,
+                    start_timeout=s.timeouts.start, stop_timeout=s.timeouts.stop,
+                    wait=self.host.wait, alive=self.host.alive,
+                )
+        finally:
+            self.host.set_profiling(frozenset())
+        self._check_size(out)
+        for prof in sorted(out.glob("PROF_*")):
+            if capture_msprof.needs_export(prof):
+                capture_msprof.export(s.msprof.command, prof, s.timeouts.export, self.host.runner)
+        return analyse(out, w.name, s, self.host.runner)
+
+    def _check_size(self, out: Path) -> None:
+        size = tree_bytes(out)
+        self._expected_bytes = size
+        if not make_room(self.captures, 0, int(self.settings.disk_quota), keep=out):
+            raise CaptureError("disk_quota", f"the capture wrote {size} bytes, over the "
+                                             f"quota of {int(self.settings.disk_quota)}")
+
+
+def analyse(path: Path, workload: str, s: Profiling, runner: Runner) -> AnalysisReport:
+    outcome = analyse_in_worker(path, workload, top_n=s.top_n, thresholds=s.thresholds,
+                                timeout=s.timeouts.analysis, runner=runner)
+    if outcome.report is None:
+        raise CaptureError(outcome.result, outcome.message)
+    return outcome.report
+
+
+def _finish(outcome: CaptureOutcome, seconds: float, now: float) -> CaptureOutcome:
+    level = logging.INFO if outcome.result in ("ok", "skipped_busy") else logging.WARNING
+    log.log(level, "event=capture workload=%s result=%s seconds=%.3f message=%r",
+            outcome.workload, outcome.result, seconds, outcome.message)
+    return CaptureOutcome(outcome.workload, outcome.result, outcome.message, outcome.report,
+                          seconds, now)

@@ -1,0 +1,95 @@
+"""msprof attach (`--dynamic=on --pid=...` driven through its prompt) and `--export=on`."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from npumon.daemon.profiling.captureerror import CaptureError
+from npumon.daemon.profiling.prompt import Prompt, PromptExited, PromptTimeout
+from npumon.daemon.runner import CommandResult, resolve_command, run_command
+
+log = logging.getLogger(__name__)
+
+PROMPT = "(msprof)"
+# msprof's own words when the job was not started with PROFILING_MODE=dynamic
+NOT_ATTACHABLE_HINT = "PROFILING_MODE=dynamic"
+EXIT_TARGET_GONE = 2
+
+Runner = Callable[[Sequence[str], float], CommandResult]
+
+
+def _classify(phase: str, exited: PromptExited, pids: Sequence[int],
+              alive: Callable[[int], bool]) -> CaptureError:
+    if NOT_ATTACHABLE_HINT in exited.output:
+        return CaptureError(
+            "skipped_not_attachable",
+            f"msprof cannot attach to pid {','.join(map(str, pids))}: the job was not started "
+            "with PROFILING_MODE=dynamic (set it in the job's environment, or use mode "
+            "torch_npu_config or ingest for this target)",
+        )
+    if exited.exit_code == EXIT_TARGET_GONE or not all(alive(p) for p in pids):
+        return CaptureError("target_exited", f"the job ended during {phase}: {exited}")
+    return CaptureError("failed", f"msprof {phase}: {exited}")
+
+
+def msprof_attach(
+    command: Sequence[str],
+    pids: Sequence[int],
+    out_dir: Path,
+    *,
+    duration: float,
+    start_timeout: float,
+    stop_timeout: float,
+    wait: Callable[[float], None],
+    alive: Callable[[int], bool],
+) -> None:
+    """start / wait / stop / quit at the prompt; raises CaptureError with the capture result.
+
+    Whatever happens, msprof's process group is gone when this returns.
+    """
+    argv = [*resolve_command(command), "--dynamic=on",
+            f"--pid={','.join(map(str, pids))}", f"--output={out_dir}"]
+    phase = "start"
+    prompt = Prompt(argv)
+    try:
+        prompt.expect(PROMPT, start_timeout)
+        prompt.send("start")
+        prompt.expect(PROMPT, start_timeout)
+        wait(duration)
+        if not all(alive(p) for p in pids):
+            raise CaptureError("target_exited", "the job ended while being profiled")
+        phase = "stop"
+        prompt.send("stop")
+        prompt.expect(PROMPT, stop_timeout)
+        prompt.send("quit")
+        code = prompt.wait_exit(stop_timeout)
+        if code != 0:
+            raise _classify(phase, PromptExited(code, prompt.output), pids, alive)
+    except PromptTimeout as error:
+        raise CaptureError("timeout", f"msprof {phase}: {error}; process group killed") from None
+    except PromptExited as exited:
+        raise _classify(phase, exited, pids, alive) from None
+    finally:
+        prompt.close()
+
+
+def needs_export(prof_dir: Path) -> bool:
+    """Raw CANN data with no exported tables yet (torch_npu output is exported by the job)."""
+    return not (prof_dir / "mindstudio_profiler_output").is_dir() and not any(
+        prof_dir.glob("device_*/summary")
+    )
+
+
+def export(
+    command: Sequence[str], prof_dir: Path, timeout: float, runner: Runner = run_command
+) -> None:
+    """`msprof --export=on --output=PROF_...`; CaptureError on timeout or a failed exit."""
+    result = runner([*resolve_command(command), "--export=on", f"--output={prof_dir}"], timeout)
+    if result.timed_out:
+        raise CaptureError("timeout", f"msprof export of {prof_dir.name} took over {timeout:g}s")
+    if result.exit_code != 0:
+        tail = ((result.stderr or result.stdout).strip().splitlines() or [""])[-1][:300]
+        raise CaptureError("failed", f"msprof export of {prof_dir.name}: exit "
+                                     f"{result.exit_code}: {tail}")

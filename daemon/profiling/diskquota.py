@@ -1,0 +1,48 @@
+"""The capture disk budget: size of the captures directory, oldest-first cleanup."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def tree_bytes(path: Path) -> int:
+    """Bytes of the regular files under ``path`` (symlinks not followed); 0 if it is gone."""
+    total = 0
+    try:
+        for item in path.rglob("*"):
+            try:
+                if item.is_file() and not item.is_symlink():
+                    total += item.stat().st_size
+            except OSError:
+                continue
+    except OSError:
+        return 0
+    return total
+
+
+def make_room(captures: Path, need_bytes: int, quota_bytes: int, keep: Path | None = None) -> bool:
+    """Delete whole capture dirs, oldest first (by mtime), until ``need_bytes`` fit under the
+    quota; True when they fit. ``keep`` (the capture being written) is never deleted."""
+    if not captures.is_dir():
+        return need_bytes <= quota_bytes
+    dirs = [d for d in captures.iterdir() if d.is_dir() and d != keep]
+    sizes = {d: tree_bytes(d) for d in dirs}
+    used = sum(sizes.values()) + (tree_bytes(keep) if keep is not None else 0)
+    for old in sorted(dirs, key=_mtime):
+        if used + need_bytes <= quota_bytes:
+            break
+        log.info("event=capture_cleanup path=%s bytes=%d reason=disk_quota", old, sizes[old])
+        shutil.rmtree(old, ignore_errors=True)
+        used -= sizes[old]
+    return used + need_bytes <= quota_bytes
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0

@@ -1,0 +1,176 @@
+"""The profiler of one node: which workload is due, one capture at a time, ingest, state."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+from npumon.daemon.config import Config
+from npumon.daemon.profiling import capture_msprof, ingest
+from npumon.daemon.profiling.capture import CaptureOutcome, Capturer, Host, analyse
+from npumon.daemon.profiling.captureerror import CaptureError
+from npumon.daemon.profiling.diagnosis import is_regression
+from npumon.daemon.profiling.state import ProfileState
+from npumon.daemon.profiling.status import CAPTURE_RESULTS, ProfilingView, WorkloadProfile
+from npumon.daemon.profiling.worker import thresholds_from
+from npumon.daemon.profiling.workloads import ProcessProbe, Workload, discover
+from npumon.daemon.store import SnapshotStore
+
+log = logging.getLogger(__name__)
+
+
+class Profiler:
+    """``tick`` (captures) and ``ingest_once`` run on the scheduler's profiling job, never on
+    the scrape or npu-smi path; both take the node-wide capture lock."""
+
+    def __init__(
+        self, config: Config, store: SnapshotStore, host: Host | None = None,
+        probe: ProcessProbe | None = None,
+    ) -> None:
+        self.config = config
+        self.settings = config.profiling
+        self.store = store
+        self.probe = probe or ProcessProbe()
+        self.host = host or Host(self.probe.alive, self.probe.all, store.set_profiling)
+        root = config.state_directory
+        self.state = ProfileState(root / "profiling", self.settings.baseline.captures,
+                                  self.settings.baseline.min_captures)
+        self.captures_dir = root / "captures"
+        self.capturer = Capturer(self.settings, self.captures_dir, self.host)
+        self.counts: Counter[str] = Counter()
+        self._last_attempt: dict[str, float] = {}
+        self._lock = threading.Lock()  # one capture (or ingest analysis) per node at a time
+
+    def start(self) -> None:
+        """Load what the previous run left, so a restart serves the last results at once."""
+        self.state.load()
+        self.publish()
+
+    def workloads(self) -> tuple[Workload, ...]:
+        table = self.store.table()
+        return discover(
+            table.processes if table else (), self.settings.targets, self.probe.info,
+            self.probe.all, discover_unmatched=self.settings.discover,
+            max_workloads=self.settings.max_workloads,
+        )
+
+    def due(self, workloads: tuple[Workload, ...], now: float) -> Workload | None:
+        """The most overdue workload; its last success (persisted) counts as an attempt."""
+        best: tuple[float, Workload] | None = None
+        for w in workloads:
+            interval = w.interval_seconds or self.settings.interval
+            saved = self.state.workloads.get(w.name)
+            last = max(self._last_attempt.get(w.name, 0.0),
+                       saved.last_success or 0.0 if saved else 0.0)
+            late = now - (last + interval)
+            if late >= 0 and (best is None or late > best[0]):
+                best = (late, w)
+        return best[1] if best else None
+
+    def tick(self) -> CaptureOutcome | None:
+        """Capture the most overdue workload, if any (the scheduler calls this often)."""
+        if not self.settings.enabled:
+            return None
+        with self._lock:
+            workload = self.due(self.workloads(), self.host.clock())
+            if workload is None:
+                return None
+            return self.capture(workload)
+
+    def capture(self, workload: Workload) -> CaptureOutcome:
+        self._last_attempt[workload.name] = self.host.clock()
+        outcome = self.capturer.capture(workload)
+        self._record(outcome)
+        return outcome
+
+    def ingest_once(self) -> list[CaptureOutcome]:
+        """Analyse the finished profile dirs under profiling.ingest.paths not analysed yet."""
+        paths = self.settings.ingest.paths
+        if not paths:
+            return []
+        outcomes = []
+        with self._lock:
+            groups = ingest.find_new(paths, self.state.ingested, self.host.clock(),
+                                     self.settings.ingest.settle)
+            for group in groups:
+                outcomes.append(self._ingest(group))
+        return outcomes
+
+    def _ingest(self, group: ingest.IngestGroup) -> CaptureOutcome:
+        started = self.host.monotonic()
+        scratch: Path | None = None
+        try:
+            path = group.path
+            if any(_needs_export(Path(m)) for m, _ in group.members):
+                scratch = self._copy_for_export(group)
+                path = scratch
+            report = analyse(path, group.workload, self.settings, self.host.runner)
+            outcome = CaptureOutcome(group.workload, "ok", "", report)
+        except CaptureError as error:
+            outcome = CaptureOutcome(group.workload, error.result, error.message)
+        except OSError as error:
+            outcome = CaptureOutcome(group.workload, "failed", f"{type(error).__name__}: {error}")
+        finally:
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
+        # analysed (or found unusable): not again until it changes
+        self.state.ingested.update(dict(group.members))
+        outcome = CaptureOutcome(outcome.workload, outcome.result, outcome.message,
+                                 outcome.report, self.host.monotonic() - started,
+                                 self.host.clock())
+        log.info("event=ingest workload=%s path=%s result=%s message=%r",
+                 group.workload, group.path, outcome.result, outcome.message)
+        self._record(outcome)
+        return outcome
+
+    def _copy_for_export(self, group: ingest.IngestGroup) -> Path:
+        """Export writes into the PROF dir: do it on our copy, never in the user's."""
+        scratch = self.captures_dir / f"ingest-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
+        for member, _ in group.members:
+            shutil.copytree(member, scratch / Path(member).name, symlinks=True)
+        for prof in sorted(scratch.glob("PROF_*")):
+            if capture_msprof.needs_export(prof):
+                capture_msprof.export(self.settings.msprof.command, prof,
+                                      self.settings.timeouts.export, self.host.runner)
+        return scratch
+
+    def _record(self, outcome: CaptureOutcome) -> None:
+        self.counts[outcome.result] += 1
+        report = outcome.report
+        if outcome.result == "ok" and report is not None:
+            summary = report.summary
+            baseline = self.state.record(summary, outcome.ended_at, outcome.seconds)
+            step = summary.step
+            if step is not None and is_regression(
+                step.p99_seconds, baseline, thresholds_from(self.settings.thresholds)
+            ):
+                log.warning("event=step_regression workload=%s p99_seconds=%.6f "
+                            "baseline_seconds=%.6f", summary.workload, step.p99_seconds,
+                            baseline or 0.0)
+        self.state.save()
+        self.publish()
+
+    def view(self) -> ProfilingView:
+        profiles = tuple(
+            WorkloadProfile(name, s.summary, self.state.baseline(name), s.last_success,
+                            s.capture_seconds)
+            for name, s in sorted(self.state.workloads.items())
+        )
+        return ProfilingView(
+            workloads=profiles,
+            captures=tuple((r, self.counts[r]) for r in CAPTURE_RESULTS),
+            state_errors=tuple(sorted(self.state.errors.items())),
+        )
+
+    def publish(self) -> None:
+        self.store.set_profiles(self.view())
+
+
+def _needs_export(path: Path) -> bool:
+    return path.name.startswith("PROF_") and capture_msprof.needs_export(path)
+
+

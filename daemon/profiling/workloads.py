@@ -1,0 +1,171 @@
+"""Which jobs to profile: npu-smi's process table and config targets, named, never by PID alone."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from npumon.daemon.config import CaptureMode, ProfilingTarget
+from npumon.daemon.parsers.model import TableProcess
+
+ChipId = tuple[int, int]
+_CONTAINER_ID = re.compile(r"([0-9a-f]{64})")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessInfo:
+    """What psutil can tell about a process; None where it cannot (permissions, gone)."""
+
+    pid: int
+    name: str
+    cmdline: tuple[str, ...]
+    profiling_mode: str | None  # the PROFILING_MODE environment variable, when readable
+    container_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    name: str
+    pids: tuple[int, ...]
+    mode: CaptureMode
+    chips: frozenset[ChipId]
+    config_dir: Path | None = None
+    interval_seconds: float | None = None
+    attachable: bool | None = None  # PROFILING_MODE=dynamic on every pid; None if unreadable
+    container_id: str | None = None
+
+
+class ProcessProbe:
+    """psutil behind an injectable seam; ``proc_root`` is for the container id (cgroup file)."""
+
+    def __init__(self, proc_root: Path = Path("/proc")) -> None:
+        self._proc_root = proc_root
+
+    def info(self, pid: int) -> ProcessInfo | None:
+        try:
+            return self._info(psutil.Process(pid))
+        except (psutil.Error, OSError):
+            return None
+
+    def all(self) -> list[ProcessInfo]:
+        out = []
+        for process in psutil.process_iter():
+            try:
+                out.append(self._info(process))
+            except (psutil.Error, OSError):
+                continue
+        return out
+
+    def alive(self, pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    def _info(self, process: psutil.Process) -> ProcessInfo:
+        try:
+            mode: str | None = process.environ().get("PROFILING_MODE", "")
+        except (psutil.AccessDenied, psutil.ZombieProcess):
+            mode = None  # another user's job without root: unknown, msprof will say
+        return ProcessInfo(
+            pid=process.pid,
+            name=process.name(),
+            cmdline=tuple(process.cmdline()),
+            profiling_mode=mode,
+            container_id=container_id(self._proc_root / str(process.pid) / "cgroup"),
+        )
+
+
+def container_id(cgroup_file: Path) -> str | None:
+    """The 64-hex container id in /proc/<pid>/cgroup (docker, containerd, cri-o), if any."""
+    try:
+        text = cgroup_file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    found = _CONTAINER_ID.search(text)
+    return found.group(1) if found else None
+
+
+def _matches(target: ProfilingTarget, info: ProcessInfo) -> bool:
+    if target.process_name is not None and not re.search(target.process_name, info.name):
+        return False
+    return target.cmdline is None or re.search(target.cmdline, " ".join(info.cmdline)) is not None
+
+
+def safe_name(name: str) -> str:
+    """A process name as a label value and a directory name."""
+    return _UNSAFE.sub("_", name).strip("_")[:64] or "unnamed"
+
+
+@dataclass
+class _Group:
+    mode: CaptureMode
+    target: ProfilingTarget | None
+    pids: set[int]
+    chips: set[ChipId]
+    infos: list[ProcessInfo]
+
+
+def discover(
+    table: Sequence[TableProcess],
+    targets: Sequence[ProfilingTarget],
+    probe: Callable[[int], ProcessInfo | None],
+    all_processes: Callable[[], Iterable[ProcessInfo]],
+    *,
+    discover_unmatched: bool = True,
+    max_workloads: int = 16,
+) -> tuple[Workload, ...]:
+    """Group processes into workloads: config targets first (any process on the host, so a job
+    npu-smi cannot see, e.g. in another PID namespace, can still be named), then npu-smi's
+    processes by process name. Bounded by ``max_workloads``."""
+    chips_of: dict[int, set[ChipId]] = {}
+    for p in table:
+        chips_of.setdefault(p.pid, set()).add((p.npu, p.chip if p.chip is not None else 0))
+    groups: dict[str, _Group] = {}
+    if targets:
+        for proc in all_processes():
+            target = next((t for t in targets if _matches(t, proc)), None)
+            if target is not None:
+                _add(groups, target.workload, target.mode, target, proc, chips_of)
+    seen = {pid for g in groups.values() for pid in g.pids}
+    if discover_unmatched:
+        for pid in sorted(chips_of):
+            info = None if pid in seen else probe(pid)
+            if info is not None:  # gone, or not visible from here: nothing to attach to
+                _add(groups, safe_name(info.name), "msprof_attach", None, info, chips_of)
+    return tuple(_workload(name, g) for name, g in sorted(groups.items())[:max_workloads])
+
+
+def _add(
+    groups: dict[str, _Group],
+    name: str,
+    mode: CaptureMode,
+    target: ProfilingTarget | None,
+    info: ProcessInfo,
+    chips_of: dict[int, set[ChipId]],
+) -> None:
+    group = groups.setdefault(name, _Group(mode, target, set(), set(), []))
+    group.pids.add(info.pid)
+    group.chips |= chips_of.get(info.pid, set())
+    group.infos.append(info)
+
+
+def _workload(name: str, g: _Group) -> Workload:
+    modes = [i.profiling_mode for i in g.infos]
+    attachable = None if None in modes else all(m == "dynamic" for m in modes)
+    containers = {i.container_id for i in g.infos if i.container_id}
+    return Workload(
+        name=name,
+        pids=tuple(sorted(g.pids)),
+        mode=g.mode,
+        chips=frozenset(g.chips),
+        config_dir=g.target.config_dir if g.target else None,
+        interval_seconds=g.target.interval if g.target else None,
+        attachable=attachable,
+        container_id=containers.pop() if len(containers) == 1 else None,
+    )
