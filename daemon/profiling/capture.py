@@ -60,20 +60,26 @@ class Capturer:
         self._expected_bytes = 0  # size of the previous raw capture: room to make beforehand
 
     def capture(self, w: Workload) -> CaptureOutcome:
+        """The capture error boundary: every outcome is a result label and one log line."""
         started = self.host.monotonic()
         out: Path | None = None
+        outcome: CaptureOutcome | None = None
         try:
             self._preflight(w)
             out = self.captures / f"{w.name}-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
             out.mkdir(parents=True)
-            report = self._capture_into(w, out)
-            outcome = CaptureOutcome(w.name, "ok", "", report)
+            outcome = CaptureOutcome(w.name, "ok", "", self._capture_into(w, out))
         except CaptureError as error:
             outcome = CaptureOutcome(w.name, error.result, error.message)
         except OSError as error:  # the state directory itself: full, read-only, permissions
             outcome = CaptureOutcome(w.name, "failed", f"{type(error).__name__}: {error}")
+        except Exception as error:  # a bug must cost one capture, not the profiling job
+            log.exception("event=capture_error workload=%s", w.name)
+            outcome = CaptureOutcome(w.name, "failed", f"{type(error).__name__}: {error}")
         finally:
-            if out is not None and not self.settings.keep_raw:
+            # over the quota, the capture goes even when raw data is kept on purpose
+            drop = outcome is None or outcome.result == "disk_quota" or not self.settings.keep_raw
+            if out is not None and drop:
                 shutil.rmtree(out, ignore_errors=True)
         return _finish(outcome, self.host.monotonic() - started, self.host.clock())
 

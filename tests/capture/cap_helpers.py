@@ -1,0 +1,151 @@
+"""Simulated training jobs, a profiler wired to the real simulators, exposition helpers."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psutil
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from npumon.daemon.config import Config, parse_config
+from npumon.daemon.profiling.capture import Host
+from npumon.daemon.profiling.metrics import render_profiles
+from npumon.daemon.profiling.service import Profiler
+from npumon.daemon.profiling.workloads import ProcessProbe
+from npumon.daemon.store import SnapshotStore
+from npumon.exporters.collector import NpuCollector
+
+BIN = Path(sys.executable).parent
+SIM_TRAIN = str(BIN / "npumon-sim-train")
+SIM_MSPROF = str(BIN / "npumon-sim-msprof")
+STEP_SECONDS = "0.05"
+
+
+def wait_for(check: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Polls a real subprocess' side effect (nothing to advance a clock on)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.02)
+
+
+@contextmanager
+def train_job(home: Path, kind: str, *, dynamic: bool = True,
+              config_dir: Path | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """npumon-sim-train in the background with HOME=home; stopped and reaped on exit."""
+    env = {**os.environ, "HOME": str(home)}
+    env.pop("PROFILING_MODE", None)
+    if dynamic:
+        env["PROFILING_MODE"] = "dynamic"
+    argv = [SIM_TRAIN, "--profile", kind, "--step-seconds", STEP_SECONDS]
+    if config_dir is not None:
+        argv += ["--dynamic-config-dir", str(config_dir)]
+    job = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        if dynamic:
+            wait_for(lambda: (home / f"dynamic_profiling_socket_{job.pid}").exists())
+        if config_dir is not None:
+            wait_for(lambda: (config_dir / "profiler_config.json").exists())
+        yield job
+    finally:
+        job.terminate()
+        try:
+            job.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            job.kill()
+            job.wait(timeout=10)
+
+
+def config_for(tmp_path: Path, **profiling: Any) -> Config:
+    settings: dict[str, Any] = {
+        "enabled": True,
+        "duration": "300ms",
+        "msprof": {"command": [SIM_MSPROF]},
+        "timeouts": {"start": "10s", "stop": "10s", "export": "30s", "analysis": "60s"},
+        "discover": False,
+    }
+    settings.update(profiling)
+    return parse_config({"state_directory": str(tmp_path / "state"), "profiling": settings})
+
+
+class Recorder:
+    """set_profiling that records what the store held at every call."""
+
+    def __init__(self, store: SnapshotStore) -> None:
+        self.store = store
+        self.calls: list[frozenset[tuple[int, int]]] = []
+
+    def __call__(self, chips: frozenset[tuple[int, int]]) -> None:
+        self.calls.append(chips)
+        self.store.set_profiling(chips)
+
+
+def profiler_for(
+    config: Config, wait: Callable[[float], None] = lambda s: time.sleep(min(s, 0.3))
+) -> tuple[Profiler, Recorder]:
+    from npumon.daemon.config import Throttle
+
+    store = SnapshotStore(Throttle())
+    recorder = Recorder(store)
+    probe = ProcessProbe()
+    host = Host(probe.alive, probe.all, recorder, wait=wait)
+    profiler = Profiler(config, store, host, probe)
+    profiler.start()
+    return profiler, recorder
+
+
+def exposition(profiler: Profiler) -> str:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(NpuCollector(profiler.store.latest, "test",
+                                   extra_renderers=[("profiles", render_profiles)]))
+    return generate_latest(registry).decode()
+
+
+def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def value(text: str, name: str, **labels: str) -> float | None:
+    return samples(text).get((name, frozenset(labels.items())))
+
+
+def promtool_ok(text: str) -> None:
+    result = subprocess.run(["promtool", "check", "metrics"], input=text, text=True,
+                            capture_output=True, timeout=30)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def tree_digest(root: Path) -> str:
+    """Names, sizes, mtimes and contents of every entry: any change shows."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        st = path.lstat()
+        digest.update(f"{path.relative_to(root)}|{st.st_mode}|{st.st_size}|{st.st_mtime_ns}".encode())
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def msprof_children(marker: Path) -> list[int]:
+    """Live simulated msprof processes whose argv mentions ``marker`` (our captures dir)."""
+    found = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if "npumon-sim-msprof" in cmd and str(marker) in cmd and p.info["status"] != "zombie":
+            found.append(p.pid)
+    return found

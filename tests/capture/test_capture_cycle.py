@@ -1,0 +1,180 @@
+"""Captures against the real simulators: attach, start, stop, export, analyse, metrics, cleanup,
+and the ways a capture ends early (hang, target gone, disk quota, not attachable, busy)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from cap_helpers import (
+    SIM_MSPROF,
+    config_for,
+    exposition,
+    msprof_children,
+    profiler_for,
+    promtool_ok,
+    train_job,
+    value,
+    wait_for,
+)
+
+from npumon.daemon.profiling.workloads import Workload
+
+CHIPS = frozenset({(3, 0), (3, 1)})
+
+
+def job_workload(pid: int, attachable: bool | None = True) -> Workload:
+    return Workload("trainer", (pid,), "msprof_attach", CHIPS, attachable=attachable)
+
+
+def test_full_cycle_ends_ok_with_the_jobs_diagnosis(tmp_path: Path) -> None:
+    config = config_for(tmp_path)
+    profiler, recorder = profiler_for(config)
+    seen_during: list[frozenset[tuple[int, int]]] = []
+
+    def wait(seconds: float) -> None:
+        seen_during.append(profiler.store.profiling())
+        time.sleep(seconds)
+
+    profiler.host = profiler.capturer.host = type(profiler.host)(
+        profiler.host.alive, profiler.host.processes, recorder, wait=wait)
+    with train_job(tmp_path, "conversion_bound") as job:
+        outcome = profiler.capture(job_workload(job.pid))
+    assert outcome.result == "ok", outcome.message
+    assert seen_during == [CHIPS]  # npu_profiling_active while capturing ...
+    assert recorder.calls[-1] == frozenset() and profiler.store.profiling() == frozenset()
+    text = exposition(profiler)
+    promtool_ok(text)
+    assert value(text, "npumon_captures_total", result="ok") == 1
+    assert value(text, "npumon_captures_total", result="timeout") == 0
+    assert value(text, "npu_profile_bottleneck", workload="trainer", kind="format_conversion") == 1
+    assert value(text, "npu_profile_bottleneck", workload="trainer", kind="ai_cpu_fallback") == 0
+    p99 = value(text, "npu_step_duration_seconds", workload="trainer", stat="p99")
+    assert p99 is not None and p99 > 0
+    assert value(text, "npumon_capture_last_success_timestamp_seconds", workload="trainer")
+    assert value(text, "npumon_capture_duration_seconds", workload="trainer")
+    transdata = [k for k in text.splitlines() if k.startswith("npu_op_time_ratio{")
+                 and 'op_type="TransData"' in k]
+    assert transdata, "the conversion op must be among the top operators"
+    # raw data is removed after analysis (keep_raw false); the summary is persisted
+    assert list((tmp_path / "state" / "captures").iterdir()) == []
+    assert (tmp_path / "state" / "profiling" / "profiling-state.json").is_file()
+
+
+@pytest.mark.parametrize("phase", ["start", "stop", "export"])
+def test_a_hung_phase_times_out_and_the_group_is_killed(
+    tmp_path: Path, phase: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NPUMON_SIM_MSPROF_HANG", phase)
+    config = config_for(tmp_path, timeouts={"start": "4s", "stop": "1500ms", "export": "1500ms"})
+    if phase == "start":
+        config = config_for(tmp_path, timeouts={"start": "1500ms"})
+    profiler, recorder = profiler_for(config)
+    with train_job(tmp_path, "balanced") as job:
+        outcome = profiler.capture(job_workload(job.pid))
+    assert outcome.result == "timeout", outcome.message
+    assert phase in outcome.message
+    assert msprof_children(tmp_path) == []  # the hung msprof (and its group) is gone
+    assert CHIPS in recorder.calls and profiler.store.profiling() == frozenset()
+    assert value(exposition(profiler), "npumon_captures_total", result="timeout") == 1
+
+
+def test_target_exiting_mid_capture(tmp_path: Path) -> None:
+    holder: list[subprocess.Popen[bytes]] = []
+
+    def wait(seconds: float) -> None:  # the job ends while the capture runs
+        holder[0].kill()
+        holder[0].wait(timeout=10)
+
+    profiler, _ = profiler_for(config_for(tmp_path), wait=wait)
+    with train_job(tmp_path, "balanced") as job:
+        holder.append(job)
+        outcome = profiler.capture(job_workload(job.pid))
+    assert outcome.result == "target_exited", outcome.message
+    assert msprof_children(tmp_path) == []
+    assert profiler.store.profiling() == frozenset()
+    assert value(exposition(profiler), "npumon_captures_total", result="target_exited") == 1
+
+
+def _old_capture(captures: Path, name: str, size: int, age: float) -> Path:
+    path = captures / name
+    path.mkdir(parents=True)
+    (path / "raw.bin").write_bytes(b"\0" * size)
+    stamp = time.time() - age
+    os.utime(path, (stamp, stamp))
+    return path
+
+
+def test_disk_quota_cleans_oldest_first_then_refuses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mib = 1024 * 1024
+    monkeypatch.setenv("NPUMON_SIM_MSPROF_RAW_MB", "2")
+    captures = tmp_path / "state" / "captures"
+    oldest = _old_capture(captures, "old-a", mib // 2, 300)
+    middle = _old_capture(captures, "old-b", mib // 2, 200)
+    newest = _old_capture(captures, "old-c", mib // 2, 100)
+    profiler, _ = profiler_for(config_for(tmp_path, disk_quota="3MiB", keep_raw=True))
+    with train_job(tmp_path, "balanced") as job:
+        first = profiler.capture(job_workload(job.pid))
+        # 1.5 MiB kept + a 2 MiB capture > 3 MiB: the two oldest go, the newest stays
+        assert first.result == "ok", first.message
+        assert not oldest.exists() and not middle.exists() and newest.exists()
+        kept = [p for p in captures.iterdir() if p.name.startswith("trainer-")]
+        assert len(kept) == 1  # keep_raw: this capture's raw data stays
+        profiler.capturer.settings = config_for(
+            tmp_path, disk_quota="1MiB", keep_raw=True).profiling
+        second = profiler.capture(job_workload(job.pid))
+    assert second.result == "disk_quota", second.message
+    assert msprof_children(tmp_path) == []
+    # cleanup could not make room for ~2 MiB under 1 MiB: everything older went, nothing new
+    assert list(captures.iterdir()) == []
+    text = exposition(profiler)
+    assert value(text, "npumon_captures_total", result="disk_quota") == 1
+    assert value(text, "npumon_captures_total", result="ok") == 1
+
+
+def test_job_without_dynamic_mode_is_skipped_not_attachable(tmp_path: Path) -> None:
+    config = config_for(tmp_path, targets=[{"workload": "plain", "cmdline": "npumon-sim-train",
+                                            "process_name": "."}])
+    profiler, recorder = profiler_for(config)
+    with train_job(tmp_path, "balanced", dynamic=False) as job:
+        found = [w for w in profiler.workloads() if job.pid in w.pids]
+        assert found and found[0].attachable is False
+        by_environ = profiler.capture(found[0])
+        # environ unreadable (another user, no root): msprof itself says so
+        by_msprof = profiler.capture(job_workload(job.pid, attachable=None))
+    assert by_environ.result == by_msprof.result == "skipped_not_attachable"
+    assert "PROFILING_MODE=dynamic" in by_environ.message
+    assert "PROFILING_MODE=dynamic" in by_msprof.message
+    assert profiler.store.profiling() == frozenset()
+    assert value(exposition(profiler), "npumon_captures_total",
+                 result="skipped_not_attachable") == 2
+
+
+def test_another_msprof_on_the_job_means_skipped_busy(tmp_path: Path) -> None:
+    profiler, recorder = profiler_for(config_for(tmp_path))
+    with train_job(tmp_path, "balanced") as job:
+        other = subprocess.Popen(
+            [SIM_MSPROF, "--dynamic=on", f"--pid={job.pid}", f"--output={tmp_path / 'user'}"],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: any("--dynamic=on" in " ".join(p) for p in _cmdlines(other.pid)))
+            outcome = profiler.capture(job_workload(job.pid))
+        finally:
+            other.kill()
+            other.wait(timeout=10)
+    assert outcome.result == "skipped_busy", outcome.message
+    assert recorder.calls == []  # nothing was started, no chip marked
+
+
+def _cmdlines(pid: int) -> list[list[str]]:
+    import psutil
+
+    try:
+        return [psutil.Process(pid).cmdline()]
+    except psutil.Error:
+        return []
