@@ -91,7 +91,8 @@ def _run(config: Config, listen_address: str | None) -> int:
     signal.signal(signal.SIGINT, _on_signal)
     address = listen_address or config.web.listen_address
     server = serve(agent.registry, address, web_config, agent.running,
-                   version=__version__, status=agent.status_line)
+                   version=__version__, status=agent.status_line,
+                   render_version=agent.store.latest)
     agent.start()
     log.info("event=listening address=%s port=%d", address, server.port)
     try:

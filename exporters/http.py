@@ -120,12 +120,14 @@ def serve(
     *,
     version: str = "",
     status: Callable[[], str] | None = None,
+    render_version: Callable[[], object] | None = None,
 ) -> Server:
     """Start serving in a background thread and return at once.
 
     ``healthy`` decides /healthz (200 or 503); ``status`` is an optional one-line text on the
     state of the data sources (npu-smi), shown on the landing page and as the 503 reason.
-    Neither, nor a scrape, may block: they read in-memory state only.
+    Neither, nor a scrape, may block: they read in-memory state only. ``render_version``
+    (the store's ``latest``) lets scrapes of an unchanged snapshot reuse the last exposition.
     """
     config = web_config or WebConfig()
     host, port = parse_listen_address(address)
@@ -138,8 +140,34 @@ def serve(
         healthy=healthy,
         status=status,
         version=version,
+        cache=RenderCache(render_version) if render_version is not None else None,
     )
     return Server(_Server(target, family, handler, tls))
+
+
+class RenderCache:
+    """The last exposition per (content type, gzip), reused while ``version()`` is unchanged.
+
+    ``version`` returns the immutable snapshot the collector renders (compared with ``is``), so
+    repeated scrapes of an unchanged snapshot (a hung npu-smi, several Prometheus replicas) cost
+    a dictionary lookup instead of formatting every sample again.
+    """
+
+    def __init__(self, version: Callable[[], object]) -> None:
+        self._version = version
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[str, bool], tuple[object, bytes]] = {}
+
+    def get(self, key: tuple[str, bool], render: Callable[[], bytes]) -> bytes:
+        version = self._version()
+        with self._lock:
+            hit = self._entries.get(key)
+        if hit is not None and hit[0] is version:
+            return hit[1]
+        body = render()
+        with self._lock:
+            self._entries[key] = (version, body)
+        return body
 
 
 def _handler_class(**app: Any) -> type[BaseHTTPRequestHandler]:
@@ -169,17 +197,20 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _metrics(self) -> None:
         encoder, content_type = choose_encoder(self.headers.get("Accept", ""))
+        zipped = gzip_accepted(self.headers.get("Accept-Encoding", ""))
+
+        def render() -> bytes:
+            body: bytes = encoder(self.app["registry"])
+            return gzip.compress(body, compresslevel=6) if zipped else body
+
+        cache: RenderCache | None = self.app["cache"]
         try:
-            body = encoder(self.app["registry"])
+            body = cache.get((content_type, zipped), render) if cache else render()
         except Exception as exc:  # a collector outside NpuCollector's boundaries: visible 500
             log.error("event=scrape_failed error=%r", exc, exc_info=exc)
             self._send(500, f"scrape failed: {exc!r}\n".encode(), "text/plain; charset=utf-8")
             return
-        extra = {}
-        if gzip_accepted(self.headers.get("Accept-Encoding", "")):
-            body = gzip.compress(body, compresslevel=6)
-            extra["Content-Encoding"] = "gzip"
-        self._send(200, body, content_type, extra)
+        self._send(200, body, content_type, {"Content-Encoding": "gzip"} if zipped else {})
 
     def _healthz(self) -> None:
         ok, reason = self._health()
