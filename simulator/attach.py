@@ -73,10 +73,10 @@ def is_alive(target: Target) -> bool:
 
 
 class Session:
-    """start/stop pairs; each stop writes one raw PROF_* directory under ``output``."""
+    """start/stop pairs; each stop writes one raw PROF_* directory per target under ``output``."""
 
-    def __init__(self, target: Target, output: Path, raw_mb: int = 0) -> None:
-        self.target = target
+    def __init__(self, targets: Sequence[Target], output: Path, raw_mb: int = 0) -> None:
+        self.targets = tuple(targets)
         self.output = output
         self.raw_mb = raw_mb
         self.started_at: float | None = None
@@ -86,14 +86,13 @@ class Session:
     def started(self) -> bool:
         return self.started_at is not None
 
-    def _gone(self) -> TargetGone:
-        return TargetGone(
-            f"The process {self.target.pid} exited during profiling; no data was collected."
-        )
+    def _gone(self) -> Target | None:
+        return next((t for t in self.targets if not is_alive(t)), None)
 
     def start(self) -> str:
-        if not is_alive(self.target):
-            raise self._gone()
+        gone = self._gone()
+        if gone is not None:
+            raise TargetGone(f"The process {gone.pid} exited; profiling cannot start.")
         if self.started_at is not None:
             return "[WARNING] [msprof] Profiling has already started."
         self.started_at = time.time()
@@ -104,22 +103,33 @@ class Session:
             return "[WARNING] [msprof] Profiling has not started. Enter start first."
         start, stop = self.started_at, time.time()
         self.started_at = None
-        self.count += 1
         self.output.mkdir(parents=True, exist_ok=True)
-        t = self.target
-        if not is_alive(t):
-            write_host_only(self.output, self.count, start, t.pid)  # what a dead job leaves
-            raise self._gone()
-        meta = CaptureMeta(
-            kind=t.kind,
-            pid=t.pid,
-            device_id=t.device_id,
-            step_seconds=t.step_seconds,
-            start_seconds=start,
-            stop_seconds=stop,
-            first_step=int((start - t.create_time) / t.step_seconds) + 1,
-            steps=max(1, round((stop - start) / t.step_seconds)),
-            seed=t.pid ^ int(start * 1000),
-        )
-        path = write_raw(self.output, meta, self.count, self.raw_mb)
-        return f"[INFO] [msprof] Stop profiling....\n[INFO] [msprof] Data saved in {path}"
+        gone = self._gone()
+        if gone is not None:
+            self.count += 1
+            write_host_only(self.output, self.count, start, gone.pid)  # what a dead job leaves
+            raise TargetGone(
+                f"The process {gone.pid} exited during profiling; no data was collected."
+            )
+        lines = ["[INFO] [msprof] Stop profiling...."]
+        for target in self.targets:
+            self.count += 1
+            path = write_raw(self.output, capture_meta(target, start, stop), self.count,
+                             self.raw_mb)
+            lines.append(f"[INFO] [msprof] Data saved in {path}")
+        return "\n".join(lines)
+
+
+def capture_meta(t: Target, start: float, stop: float) -> CaptureMeta:
+    """The steps the target ran between start and stop, numbered from its own start."""
+    return CaptureMeta(
+        kind=t.kind,
+        pid=t.pid,
+        device_id=t.device_id,
+        step_seconds=t.step_seconds,
+        start_seconds=start,
+        stop_seconds=stop,
+        first_step=int((start - t.create_time) / t.step_seconds) + 1,
+        steps=max(1, round((stop - start) / t.step_seconds)),
+        seed=t.pid ^ int(start * 1000),
+    )

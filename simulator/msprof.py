@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from npumon.simulator import prof_dir
-from npumon.simulator.attach import Session, TargetGone, find_target, socket_path
+from npumon.simulator.attach import Session, Target, TargetGone, find_target, socket_path
 
 HANG_ENV = "NPUMON_SIM_MSPROF_HANG"
 RAW_MB_ENV = "NPUMON_SIM_MSPROF_RAW_MB"
@@ -86,26 +86,37 @@ def _command(session: Session, command: str, out: TextIO) -> bool:
     return True
 
 
+def _targets(pid_text: str, out: TextIO) -> list[Target] | None:
+    """Every pid of ``--pid=a,b``, each alive and started with PROFILING_MODE=dynamic."""
+    pids = pid_text.split(",")
+    if not all(p.isdigit() for p in pids):
+        print(f"[ERROR] [msprof] Invalid --pid={pid_text}: process ids expected.", file=out)
+        return None
+    targets = []
+    for pid in map(int, pids):
+        target = find_target(pid)
+        if target is None:
+            print(f"[ERROR] [msprof] The process {pid} does not exist. Check --pid.", file=out)
+            return None
+        socket = socket_path(pid)
+        if not socket.exists():
+            print(
+                f"[ERROR] [msprof] The dynamic profiling socket {socket} of process {pid} is "
+                "not found. Please start the application with export PROFILING_MODE=dynamic "
+                "and retry.",
+                file=out,
+            )
+            return None
+        targets.append(target)
+    return targets
+
+
 def run_attach(pid_text: str, output: Path, stdin: TextIO, out: TextIO) -> int:
-    if not pid_text.isdigit():
-        print(f"[ERROR] [msprof] Invalid --pid={pid_text}: one process id expected.", file=out)
+    targets = _targets(pid_text, out)
+    if targets is None:
         return 1
-    pid = int(pid_text)
-    target = find_target(pid)
-    if target is None:
-        print(f"[ERROR] [msprof] The process {pid} does not exist. Check --pid.", file=out)
-        return 1
-    socket = socket_path(pid)
-    if not socket.exists():
-        print(
-            f"[ERROR] [msprof] The dynamic profiling socket {socket} of process {pid} is not "
-            "found. Please start the application with export PROFILING_MODE=dynamic and "
-            "retry.",
-            file=out,
-        )
-        return 1
-    session = Session(target, output, int(os.environ.get(RAW_MB_ENV, "0") or 0))
-    print(f"[INFO] [msprof] Attached to process {pid}. Enter start, stop or quit.", file=out)
+    session = Session(targets, output, int(os.environ.get(RAW_MB_ENV, "0") or 0))
+    print(f"[INFO] [msprof] Attached to process {pid_text}. Enter start, stop or quit.", file=out)
     try:
         while True:
             out.write(PROMPT)

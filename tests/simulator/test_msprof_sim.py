@@ -223,3 +223,27 @@ def test_usage_errors(tmp_path: Path, args: tuple[str, ...]) -> None:
     proc = _msprof(tmp_path, *args)
     assert proc.returncode == 2
     assert proc.stderr.startswith("usage: npumon-sim-msprof")
+
+
+def test_several_pids_give_one_prof_dir_each(tmp_path: Path) -> None:
+    import json
+
+    pid = _fake_dynamic_job(tmp_path)
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+        (tmp_path / f"dynamic_profiling_socket_{other.pid}").touch()
+        session = Interactive([MSPROF, "--dynamic=on", f"--pid={pid},{other.pid}",
+                               f"--output={tmp_path / 'out'}"], child_env(tmp_path))
+        session.expect(PROMPT)
+        session.send("start")
+        session.expect(PROMPT)
+        session.send("stop")
+        session.expect(PROMPT)
+        session.send("quit")
+        code, text = session.finish()
+    finally:
+        other.kill()
+        other.wait(timeout=10)
+    assert code == 0, text
+    metas = [json.loads(p.read_text()) for p in (tmp_path / "out").glob("PROF_*/host/data/*.json")]
+    assert sorted(m["pid"] for m in metas) == sorted([pid, other.pid])
