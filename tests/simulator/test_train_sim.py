@@ -131,3 +131,10 @@ def test_steps_option_ends_the_job(tmp_path: Path) -> None:
                          capture_output=True, check=False)
     assert bad.returncode == 2
     assert os.listdir(tmp_path) == []  # no marker without PROFILING_MODE=dynamic
+
+
+def test_same_seed_same_steps() -> None:
+    first = simulate("aicpu_fallback", 5, 3, 0.2, 1.7e9, seed=11)
+    assert first == simulate("aicpu_fallback", 5, 3, 0.2, 1.7e9, seed=11)
+    assert first != simulate("aicpu_fallback", 5, 3, 0.2, 1.7e9, seed=12)
+    assert [s.step_id for s in first] == [5, 6, 7]
