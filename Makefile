@@ -46,6 +46,11 @@ bench: $(STAMP)
 # a chip that turns Alarm, an idle-but-allocated chip), served on :$(PORT).
 demo: $(STAMP)
 	@mkdir -p $(DEMO)
+	@# a simulated training job for the profiler (config/demo.yaml targets it by command line)
+	@if [ -f $(DEMO)/train.pid ] && kill -0 $$(cat $(DEMO)/train.pid) 2>/dev/null; then :; else \
+	  PROFILING_MODE=dynamic nohup $(BIN)/npumon-sim-train --profile conversion_bound \
+	    --step-seconds 0.5 > $(DEMO)/train.log 2>&1 & echo $$! > $(DEMO)/train.pid; \
+	fi
 	@if [ -f $(DEMO)/npumon.pid ] && kill -0 $$(cat $(DEMO)/npumon.pid) 2>/dev/null; then \
 	  echo "demo already running (pid $$(cat $(DEMO)/npumon.pid)); 'make demo-stop' stops it"; \
 	else \
@@ -60,11 +65,14 @@ demo: $(STAMP)
 	@echo "  landing:  http://127.0.0.1:$(PORT)/"
 	@echo "  health:   http://127.0.0.1:$(PORT)/healthz"
 	@echo "  log:      $(DEMO)/npumon.log"
+	@echo "  training: simulated job pid $$(cat $(DEMO)/train.pid), profiled every 2 minutes"
+	@echo "            (npu_step_duration_seconds, npu_profile_bottleneck{workload=\"demo-train\"})"
 	@echo "  one shot: $(BIN)/npumon collect --once --config config/demo.yaml"
 	@echo "  stop:     make demo-stop"
 
 demo-stop:
 	@if [ -f $(DEMO)/npumon.pid ]; then kill $$(cat $(DEMO)/npumon.pid) 2>/dev/null || true; rm -f $(DEMO)/npumon.pid; echo stopped; fi
+	@if [ -f $(DEMO)/train.pid ]; then kill $$(cat $(DEMO)/train.pid) 2>/dev/null || true; rm -f $(DEMO)/train.pid; fi
 
 clean:
 	rm -rf $(VENV) $(DEMO) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info

@@ -29,7 +29,10 @@ def is_profile_dir(path: Path) -> bool:
 
 def _profile_dirs(path: Path, depth: int) -> Iterator[Path]:
     try:
-        children = sorted(p for p in path.iterdir() if p.is_dir() and not p.is_symlink())
+        children = sorted(
+            p for p in path.iterdir()
+            if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")  # .partial
+        )
     except OSError:
         return
     for child in children:

@@ -1,0 +1,168 @@
+"""torch_npu config-file trigger end to end; ingest of user directories (never modified, never
+analysed twice); `npumon collect --once` with ingest.paths on the real 4-rank sample."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from cap_helpers import (
+    config_for,
+    exposition,
+    profiler_for,
+    promtool_ok,
+    train_job,
+    tree_digest,
+    value,
+)
+
+from npumon.simulator.prof_dir import CaptureMeta, write_raw
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "msprof"
+RANK_FILES = {
+    0: {"step_trace_time": "step_trace_time_torchnpu_cann8.3rc1_rank0.csv",
+        "op_statistic": "op_statistic_torchnpu_cann8.3rc1.csv",
+        "kernel_details": "kernel_details_torchnpu_cann8.3rc1_level2.csv"},
+    **{r: {"step_trace_time": f"step_trace_time_torchnpu_cann8.3rc1_rank{r}.csv"}
+       for r in (1, 2, 3)},
+}
+
+
+def four_ranks(root: Path) -> Path:
+    """A copy of the real 4-rank torch_npu sample, aged past the settle time."""
+    for rank, tables in RANK_FILES.items():
+        out = root / f"node1_{1000 + rank}_2025_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+        out.mkdir(parents=True)
+        for kind, fixture in tables.items():
+            shutil.copyfile(FIXTURES / fixture, out / f"{kind}.csv")
+    age(root)
+    return root
+
+
+def age(root: Path, seconds: float = 3600.0) -> None:
+    stamp = time.time() - seconds
+    for path in [root, *root.rglob("*")]:
+        os.utime(path, (stamp, stamp), follow_symlinks=False)
+
+
+def mean_stage_seconds(name: str) -> float:
+    with (FIXTURES / name).open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return sum(float(r["Stage"]) for r in rows) / len(rows) / 1e6
+
+
+def test_torch_npu_config_trigger_end_to_end(tmp_path: Path) -> None:
+    config_dir = tmp_path / "job-config"
+    config = config_for(tmp_path, targets=[{
+        "workload": "torchjob", "cmdline": f"--dynamic-config-dir {config_dir}",
+        "mode": "torch_npu_config", "config_dir": str(config_dir)}])
+    profiler, recorder = profiler_for(config)
+    with train_job(tmp_path, "input_bound", dynamic=False, config_dir=config_dir) as job:
+        original = (config_dir / "profiler_config.json").read_bytes()
+        (workload,) = profiler.workloads()
+        assert workload.name == "torchjob" and workload.pids == (job.pid,)
+        outcome = profiler.capture(workload)
+        assert outcome.result == "ok", outcome.message
+        # the job's config is back as it was: no second capture is triggered
+        assert (config_dir / "profiler_config.json").read_bytes() == original
+    text = exposition(profiler)
+    promtool_ok(text)
+    assert value(text, "npu_profile_bottleneck", workload="torchjob", kind="input_pipeline") == 1
+    assert value(text, "npu_step_phase_ratio", workload="torchjob", phase="computing")
+    assert recorder.calls == [workload.chips, frozenset()]
+    assert list((tmp_path / "state" / "captures").iterdir()) == []
+
+
+def test_a_pending_trigger_of_someone_else_is_left_alone(tmp_path: Path) -> None:
+    config_dir = tmp_path / "cfg"
+    config_dir.mkdir()
+    theirs = json.dumps({"is_valid": True, "prof_dir": "/their/dir", "active": 1}).encode()
+    (config_dir / "profiler_config.json").write_bytes(theirs)
+    config = config_for(tmp_path, targets=[{
+        "workload": "w", "cmdline": "x", "mode": "torch_npu_config", "config_dir": str(config_dir)}])
+    profiler, _ = profiler_for(config)
+    from npumon.daemon.profiling.workloads import Workload
+
+    outcome = profiler.capture(Workload("w", (os.getpid(),), "torch_npu_config", frozenset(),
+                                        config_dir=config_dir))
+    assert outcome.result == "skipped_busy"
+    assert (config_dir / "profiler_config.json").read_bytes() == theirs
+
+
+def test_ingest_never_modifies_the_users_dir_and_never_repeats(tmp_path: Path) -> None:
+    user = tmp_path / "profiles"
+    four_ranks(user / "llama")
+    now = time.time()
+    meta = CaptureMeta("aicpu_fallback", 4242, 0, 0.05, now - 5, now - 4, 10, 4, 7)
+    write_raw(user / "resnet", meta, 1)  # raw msprof data: needs export, on our copy
+    age(user)
+    before = tree_digest(user)
+    profiler, recorder = profiler_for(config_for(tmp_path, enabled=False,
+                                                 ingest={"paths": [str(user)]}))
+    outcomes = profiler.ingest_once()
+    assert sorted((o.workload, o.result) for o in outcomes) == [("llama", "ok"), ("resnet", "ok")]
+    assert tree_digest(user) == before
+    assert profiler.ingest_once() == []  # same path, same mtime: not analysed again
+    assert recorder.calls == []  # ingest marks no chip as being profiled
+    text = exposition(profiler)
+    promtool_ok(text)
+    assert value(text, "npumon_captures_total", result="ok") == 2
+    assert value(text, "npu_profile_bottleneck", workload="resnet", kind="ai_cpu_fallback") == 1
+    means = [mean_stage_seconds(RANK_FILES[r]["step_trace_time"]) for r in RANK_FILES]
+    mean = value(text, "npu_step_duration_seconds", workload="llama", stat="mean")
+    # Stage and computing + communication + free agree to ~1e-6 in the sample
+    assert mean is not None and min(means) * (1 - 1e-5) <= mean <= max(means) * (1 + 1e-5)
+    assert list((tmp_path / "state" / "captures").iterdir()) == []  # the export copy is gone
+
+
+def test_a_profile_still_being_written_waits(tmp_path: Path) -> None:
+    user = tmp_path / "profiles"
+    four_ranks(user / "llama")
+    os.utime(next(user.rglob("step_trace_time.csv")))  # just written
+    profiler, _ = profiler_for(config_for(tmp_path, ingest={"paths": [str(user)]}))
+    outcomes = profiler.ingest_once()
+    # three settled ranks are analysed; the fresh one waits for the next scan
+    assert len(outcomes) == 3 and {o.workload for o in outcomes} == {"llama"}
+
+
+def test_collect_once_analyses_the_ingest_paths(tmp_path: Path) -> None:
+    user = four_ranks(tmp_path / "profiles" / "qwen3")
+    config = tmp_path / "npumon.yaml"
+    sim = [str(Path(sys.executable).parent / "npumon-sim-npu-smi"), "--scenario", "910b-8"]
+    config.write_text(json.dumps({
+        "npu_smi": {"command": sim, "timeout": "30s"},
+        "state_directory": str(tmp_path / "state"),
+        "profiling": {"ingest": {"paths": [str(user.parent)]}},
+    }))
+    before = tree_digest(user)
+    result = subprocess.run(
+        [sys.executable, "-m", "npumon.daemon", "collect", "--once", "--config", str(config)],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    promtool_ok(text)
+    assert tree_digest(user) == before
+    assert value(text, "npumon_captures_total", result="ok") == 1
+    expected = sorted(mean_stage_seconds(RANK_FILES[r]["step_trace_time"]) for r in RANK_FILES)
+    p99 = value(text, "npu_step_duration_seconds", workload="qwen3", stat="p99")
+    assert p99 is not None and expected[0] * (1 - 1e-5) <= p99
+    assert value(text, "npu_profile_bottleneck", workload="qwen3", kind="communication") == 1
+    assert value(text, "npu_aicore_utilization_ratio", npu="0", chip="0") is not None
+
+
+@pytest.mark.parametrize("content", [b"{not json", b'{"version": 99}', b"[]"])
+def test_corrupt_state_is_reported_and_ignored(tmp_path: Path, content: bytes) -> None:
+    state = tmp_path / "state" / "profiling"
+    state.mkdir(parents=True)
+    (state / "profiling-state.json").write_bytes(content)
+    profiler, _ = profiler_for(config_for(tmp_path))
+    text = exposition(profiler)
+    assert value(text, "npumon_state_errors_total", reason="corrupt") == 1
+    assert profiler.view().workloads == ()
