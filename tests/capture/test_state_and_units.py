@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cap_helpers import config_for, exposition, profiler_for, value
 
-from npumon.daemon.config import ConfigError, Config, load_config, parse_config
+from npumon.daemon.config import Config, ConfigError, load_config, parse_config
 from npumon.daemon.parsers.model import TableProcess
 from npumon.daemon.profiling.busy import other_profiler
 from npumon.daemon.profiling.capture import CaptureOutcome

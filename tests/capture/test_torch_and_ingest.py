@@ -85,8 +85,9 @@ def test_a_pending_trigger_of_someone_else_is_left_alone(tmp_path: Path) -> None
     config_dir.mkdir()
     theirs = json.dumps({"is_valid": True, "prof_dir": "/their/dir", "active": 1}).encode()
     (config_dir / "profiler_config.json").write_bytes(theirs)
-    config = config_for(tmp_path, targets=[{
-        "workload": "w", "cmdline": "x", "mode": "torch_npu_config", "config_dir": str(config_dir)}])
+    config = config_for(tmp_path, targets=[{"workload": "w", "cmdline": "x",
+                                             "mode": "torch_npu_config",
+                                             "config_dir": str(config_dir)}])
     profiler, _ = profiler_for(config)
     from npumon.daemon.profiling.workloads import Workload
 
