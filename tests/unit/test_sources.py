@@ -1,0 +1,117 @@
+"""Source wrapper and npu-smi tiers with an injected runner and clock (no processes, no sleep)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from npumon.daemon.config import Config
+from npumon.daemon.runner import CommandResult
+from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources
+from npumon.daemon.store import SnapshotStore
+from tests.support import FIXTURES
+
+TABLE = (FIXTURES / "npu-smi" / "info_910b4-1_2chip_procs_25.2.2.txt").read_text()
+HEALTH_OK = (FIXTURES / "npu-smi" / "info_t_health_910a_ok.txt").read_text()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class FakeRunner:
+    """Answers by argv; records every call."""
+
+    def __init__(self, answers: dict[str, CommandResult | str]) -> None:
+        self.answers = answers
+        self.calls: list[str] = []
+
+    def __call__(self, argv: Sequence[str], timeout: float) -> CommandResult:
+        key = " ".join(argv[1:])
+        self.calls.append(key)
+        answer = self.answers.get(key, "This device does not support querying that.\n")
+        if isinstance(answer, CommandResult):
+            return answer
+        code = 255 if answer.startswith("This device") else 0
+        return CommandResult(tuple(argv), answer, "", code, 0.01)
+
+
+def sources(runner: FakeRunner, clock: Clock) -> tuple[NpuSmiSources, SnapshotStore]:
+    store = SnapshotStore(Config().throttle, clock=clock)
+    smi = NpuSmi(["npu-smi"], 5.0, runner)
+    return NpuSmiSources(smi, store, health_interval=60, clock=clock, monotonic=clock), store
+
+
+def status(store: SnapshotStore, name: str) -> tuple[bool, dict[str, int]]:
+    found = next(s for s in store.latest().sources if s.source == name)
+    return found.up, dict(found.failures)
+
+
+def test_unsupported_queries_are_retried_only_after_the_retry_period() -> None:
+    runner, clock = FakeRunner({"info": TABLE}), Clock()
+    polls, store = sources(runner, clock)
+    polls.poll_table()
+    polls.poll_detail()
+    assert status(store, "npu_smi_detail") == (False, {"not_supported": 4})
+    clock.now += 15
+    polls.poll_detail()  # nothing asked again: the source is up, the counter unchanged
+    assert status(store, "npu_smi_detail") == (True, {"not_supported": 4})
+    assert runner.calls.count("info -t usages -i 0") == 1
+    clock.now += 3600
+    polls.poll_detail()
+    assert runner.calls.count("info -t usages -i 0") == 2
+    assert status(store, "npu_smi_detail") == (False, {"not_supported": 8})
+
+
+def test_health_polls_every_chip_per_interval_and_unhealthy_chips_every_tick() -> None:
+    alarm_table = TABLE.replace(
+        "| 1     910B4-1             | OK ", "| 1     910B4-1             | Alarm"
+    )
+    runner = FakeRunner({"info": alarm_table, "info -t health -i 0 -c 0": HEALTH_OK,
+                         "info -t health -i 1 -c 0": HEALTH_OK})
+    clock = Clock()
+    polls, _ = sources(runner, clock)
+    polls.poll_table()
+    polls.poll_health()
+    clock.now += 5
+    polls.poll_health()
+    clock.now += 5
+    polls.poll_health()
+    assert runner.calls.count("info -t health -i 0 -c 0") == 1  # OK chip: once per 60 s
+    assert runner.calls.count("info -t health -i 1 -c 0") == 3  # Alarm chip: every tick
+    clock.now += 60
+    polls.poll_health()
+    assert runner.calls.count("info -t health -i 0 -c 0") == 2
+
+
+def test_timeout_and_missing_binary_are_labelled_and_drop_the_table() -> None:
+    hung = CommandResult(("npu-smi", "info"), "", "", None, 5.0, timed_out=True)
+    runner, clock = FakeRunner({"info": TABLE}), Clock()
+    polls, store = sources(runner, clock)
+    polls.poll_table()
+    assert len(store.latest().chips) == 2
+    runner.answers["info"] = hung
+    clock.now += 5
+    polls.poll_table()
+    assert store.latest().chips == ()
+    up, failures = status(store, "npu_smi_table")
+    assert (up, failures) == (False, {"timeout": 1})
+    last = next(s for s in store.latest().sources if s.source == "npu_smi_table")
+    assert last.last_success_timestamp == 1000.0  # the first, successful poll
+    runner.answers["info"] = CommandResult(("npu-smi",), "", "No such file", None, 0.0,
+                                           not_found=True)
+    polls.poll_table()
+    assert status(store, "npu_smi_table") == (False, {"timeout": 1, "not_found": 1})
+
+
+def test_an_unexpected_exception_is_contained_and_counted() -> None:
+    def broken(argv: Sequence[str], timeout: float) -> CommandResult:
+        raise RuntimeError("boom")
+
+    store = SnapshotStore(Config().throttle)
+    polls = NpuSmiSources(NpuSmi(["npu-smi"], 5.0, broken), store, health_interval=60)
+    polls.poll_table()
+    assert status(store, "npu_smi_table") == (False, {"exception": 1})
