@@ -87,8 +87,14 @@ def test_garbage_is_a_parse_error_not_a_crash() -> None:
     assert value(found, "npumon_chips") in (None, 0)
 
 
-def test_chip_vanishes_and_returns_with_the_next_poll(monkeypatch: pytest.MonkeyPatch) -> None:
-    agent = agent_for(["npumon-sim-npu-smi", "--scenario", "disappear"])
+def test_chip_vanishes_and_returns_with_the_next_poll(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    scenario = tmp_path / "flaky-card.yaml"
+    scenario.write_text(
+        "family: 910b\nevents:\n  - {kind: disappear, npu: 2, start: 60, end: 120}\n"
+    )
+    agent = agent_for(["npumon-sim-npu-smi", "--scenario", str(scenario)])
     monkeypatch.setenv("NPUMON_SIM_TIME", "10")
     agent.sources.poll_table()
     agent.sources.poll_identity()
@@ -96,11 +102,18 @@ def test_chip_vanishes_and_returns_with_the_next_poll(monkeypatch: pytest.Monkey
     assert value(before, "npu_temperature_celsius", npu="2", chip="0") is not None
     monkeypatch.setenv("NPUMON_SIM_TIME", "70")  # NPU 2 falls off the bus at 60 s
     agent.sources.poll_table()
-    after = samples_of(agent)
-    assert value(after, "npu_temperature_celsius", npu="2", chip="0") is None
-    assert value(after, "npu_temperature_celsius", npu="1", chip="0") is not None
-    assert value(after, "npumon_source_failures_total", source="npu_smi_table",
+    gone = samples_of(agent)
+    assert value(gone, "npu_temperature_celsius", npu="2", chip="0") is None
+    assert value(gone, "npu_temperature_celsius", npu="1", chip="0") is not None
+    assert value(gone, "npumon_chips") == 7
+    assert value(gone, "npumon_source_failures_total", source="npu_smi_table",
                  reason="chip_missing") == 1
+    monkeypatch.setenv("NPUMON_SIM_TIME", "130")  # and is back at 120 s
+    agent.sources.poll_table()
+    back = samples_of(agent)
+    assert value(back, "npu_temperature_celsius", npu="2", chip="0") is not None
+    assert value(back, "npumon_chips") == 8
+    assert value(back, "npumon_source_up", source="npu_smi_table") == 1
 
 
 def samples_of(agent: Agent) -> Samples:
