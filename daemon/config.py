@@ -108,6 +108,9 @@ class ProfilingTarget(_Model):
     mode: CaptureMode = "msprof_attach"
     config_dir: Path | None = None  # torch_npu_config: the dir given to dynamic_profile.init()
     interval: Duration | None = None  # None: profiling.interval
+    # NPU IDs the job runs on, for jobs whose PIDs npu-smi cannot show (another PID namespace):
+    # their chips are marked npu_profiling_active during a capture
+    npus: tuple[int, ...] = ()
 
     @field_validator("process_name", "cmdline")
     @classmethod

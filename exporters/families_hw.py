@@ -164,8 +164,8 @@ def render_processes(snap: NodeSnapshot) -> Iterator[Metric]:
             labels = dict(zip(CHIP_LABELS, ids(c), strict=True)) | {"pid": str(p.pid)}
             if p.name:
                 labels["process_name"] = p.name
-            # container_id is filled by the daemon from /proc (not by the parser) once known.
-            container = getattr(p, "container_id", None)
+            # container_id is filled by the table source from /proc (not by the parser)
+            container = p.container_id
             if container:
                 labels["container_id"] = str(container)
             assert p.memory_bytes is not None  # _top_processes keeps known values only

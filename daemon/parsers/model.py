@@ -43,6 +43,8 @@ class TableProcess:
     name: str | None  # empty in containers that cannot resolve host PIDs -> None
     memory_bytes: int | None
     container_pid: int | None = None  # 26.0 "Process id in container" column (NA on host)
+    # never set by the parser: the table source adds it from /proc/<pid>/cgroup
+    container_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

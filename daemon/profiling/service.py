@@ -56,6 +56,7 @@ class Profiler:
             table.processes if table else (), self.settings.targets, self.probe.info,
             self.probe.all, discover_unmatched=self.settings.discover,
             max_workloads=self.settings.max_workloads,
+            table_chips=[(c.npu, c.chip) for c in table.chips] if table else (),
         )
 
     def due(self, workloads: tuple[Workload, ...], now: float) -> Workload | None:

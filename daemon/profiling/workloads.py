@@ -10,10 +10,10 @@ from pathlib import Path
 import psutil
 
 from npumon.daemon.config import CaptureMode, ProfilingTarget
+from npumon.daemon.containers import container_id
 from npumon.daemon.parsers.model import TableProcess
 
 ChipId = tuple[int, int]
-_CONTAINER_ID = re.compile(r"([0-9a-f]{64})")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")
 
 
@@ -81,16 +81,6 @@ class ProcessProbe:
         )
 
 
-def container_id(cgroup_file: Path) -> str | None:
-    """The 64-hex container id in /proc/<pid>/cgroup (docker, containerd, cri-o), if any."""
-    try:
-        text = cgroup_file.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    found = _CONTAINER_ID.search(text)
-    return found.group(1) if found else None
-
-
 def _matches(target: ProfilingTarget, info: ProcessInfo) -> bool:
     if target.process_name is not None and not re.search(target.process_name, info.name):
         return False
@@ -119,10 +109,12 @@ def discover(
     *,
     discover_unmatched: bool = True,
     max_workloads: int = 16,
+    table_chips: Iterable[ChipId] = (),
 ) -> tuple[Workload, ...]:
     """Group processes into workloads: config targets first (any process on the host, so a job
     npu-smi cannot see, e.g. in another PID namespace, can still be named), then npu-smi's
-    processes by process name. Bounded by ``max_workloads``."""
+    processes by process name. Bounded by ``max_workloads``. ``table_chips`` (every chip of the
+    npu-smi table) resolves a target's ``npus`` to chips."""
     chips_of: dict[int, set[ChipId]] = {}
     for p in table:
         chips_of.setdefault(p.pid, set()).add((p.npu, p.chip if p.chip is not None else 0))
@@ -132,6 +124,7 @@ def discover(
             target = next((t for t in targets if _matches(t, proc)), None)
             if target is not None:
                 _add(groups, target.workload, target.mode, target, proc, chips_of)
+                groups[target.workload].chips |= {c for c in table_chips if c[0] in target.npus}
     seen = {pid for g in groups.values() for pid in g.pids}
     if discover_unmatched:
         for pid in sorted(chips_of):

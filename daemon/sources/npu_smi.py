@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from npumon.daemon.containers import ContainerResolver
 from npumon.daemon.parsers import board, detail, health, mapping, table
 from npumon.daemon.parsers.model import BoardReport, InfoTable
 from npumon.daemon.runner import CommandResult, resolve_command, run_command
@@ -81,6 +82,7 @@ class NpuSmiSources:
         *,
         health_interval: float,
         retry_unsupported_after: float = 3600.0,
+        containers: ContainerResolver | None = None,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -91,6 +93,7 @@ class NpuSmiSources:
         self._last_full_health: float | None = None
         self._identity_npus: set[int] = set()
         self._unsupported = Unsupported(retry_unsupported_after, monotonic)
+        self._containers = containers or ContainerResolver()
         self._busy = {name: threading.Lock() for name in SOURCES}
         self.trackers = {
             name: SourceTracker(name, store.set_source, clock, monotonic) for name in SOURCES
@@ -135,7 +138,7 @@ class NpuSmiSources:
         except SourceFailure:
             self._store.set_table(None)
             raise
-        self._store.set_table(result)
+        self._store.set_table(self._containers.label(result))
         missing = sorted(self._store_mapping_chips() - set(_chips(result)))
         if missing:
             run.record(SourceFailure(

@@ -10,6 +10,7 @@ import pytest
 from cap_helpers import config_for, exposition, profiler_for, value
 
 from npumon.daemon.config import Config, ConfigError, load_config, parse_config
+from npumon.daemon.containers import container_id
 from npumon.daemon.parsers.model import TableProcess
 from npumon.daemon.profiling.busy import other_profiler
 from npumon.daemon.profiling.capture import CaptureOutcome
@@ -18,7 +19,7 @@ from npumon.daemon.profiling.diskquota import make_room
 from npumon.daemon.profiling.state import ProfileState
 from npumon.daemon.profiling.summary import AnalysisReport, ProfileSummary, StepStats
 from npumon.daemon.profiling.worker import thresholds_from
-from npumon.daemon.profiling.workloads import ProcessInfo, container_id, discover
+from npumon.daemon.profiling.workloads import ProcessInfo, discover
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -196,3 +197,17 @@ def test_renderer_gives_nothing_when_profiling_is_off(tmp_path: Path) -> None:
     profiler, _ = profiler_for(config_for(tmp_path))
     view = replace(profiler.view())
     assert dict(view.captures)["skipped_not_attachable"] == 0
+
+
+def test_a_target_npus_mark_their_chips_when_npu_smi_cannot_see_the_pid() -> None:
+    from npumon.daemon.config import ProfilingTarget
+    from npumon.daemon.profiling.workloads import ProcessInfo, discover
+
+    job = ProcessInfo(pid=4242, name="python3", cmdline=("python3", "train.py"),
+                      profiling_mode="dynamic")
+    target = ProfilingTarget(workload="train", cmdline="train\\.py", npus=(1,))
+    found = discover(
+        (), [target], lambda pid: None, lambda: [job], discover_unmatched=False,
+        table_chips=[(0, 0), (1, 0), (1, 1), (2, 0)],
+    )
+    assert [(w.name, sorted(w.chips)) for w in found] == [("train", [(1, 0), (1, 1)])]
