@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from promql_names import metric_names
+
+from npumon.daemon.profiling.status import CAPTURE_RESULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
@@ -165,3 +168,13 @@ def test_recording_rules_used_by_dashboards_exist() -> None:
 )
 def test_metric_name_tokenizer(expr: str, expected: set[str]) -> None:
     assert metric_names(expr) == expected
+
+
+def test_captures_panel_lists_every_capture_result() -> None:
+    workload = load(ROOT / "grafana" / "dashboards" / "npumon-workload.json")
+    panels = [p for p in all_panels(workload)
+              if any("npumon_captures_total" in t["expr"] for t in p.get("targets", []))]
+    assert panels
+    for panel in panels:
+        described = set(re.findall(r"[a-z_]+", panel["description"]))
+        assert set(CAPTURE_RESULTS) - described == set(), panel["title"]
