@@ -1,22 +1,24 @@
-"""A real Prometheus scrapes three simulated nodes: dashboard queries answer, alerts go pending."""
+"""A real Prometheus scrapes three simulated nodes, two of them profiling simulated training jobs:
+every dashboard query answers, and the expected alerts go pending."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
 import urllib.parse
-import urllib.request
-from collections.abc import Callable, Iterator
+import warnings
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from promql_names import metric_names
+from fleet_processes import Processes, free_port, get_json, wait_for
 
 pytestmark = pytest.mark.fleet
 
@@ -25,14 +27,14 @@ BIN = Path(sys.executable).parent
 PROMETHEUS = shutil.which("prometheus")
 RULES = ROOT / "config" / "prometheus" / "npumon-rules.yml"
 DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
-# Written by profiler captures; absent until a node has profiled something (none of these do).
-PROFILING_METRICS = frozenset({
-    "npu_step_duration_seconds", "npu_step_duration_baseline_seconds", "npu_step_phase_seconds",
-    "npu_step_phase_ratio", "npu_op_time_ratio", "npu_core_type_time_ratio",
-    "npu_profile_bottleneck", "npumon_captures_total", "npumon_capture_duration_seconds",
-    "npumon_capture_last_success_timestamp_seconds",
-})
 VARIABLES = {"$instance": ".*", "$npu": ".*", "$workload": ".*", "$__range": "2m"}
+
+# Profiled training jobs (npumon-sim-train), by workload name: the node whose daemon profiles
+# it and the simulated workload kind. "slowing" later restarts with a longer step (a regression).
+JOBS = {"convert": ("n910b", "conversion_bound"), "input": ("n910b", "input_bound"),
+        "slowing": ("na3", "balanced")}
+STEP_SECONDS = 0.05
+SLOWER_STEP_SECONDS = 0.15
 
 # 8 x 910B: NPU 3 overheats and clocks down, NPU 5 is in Alarm, NPU 6 holds HBM but idles.
 # The epoch lies 10 minutes back so the overheat ramp is over when the test starts.
@@ -52,46 +54,60 @@ events:
 """
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+def train_bin(tmp: Path) -> Path:
+    """npumon-sim-train through a link in this run's tmp dir: the profiling targets match that
+    path, so they never pick up a simulated job of another test running on the machine."""
+    return tmp / "jobs" / "npumon-sim-train"
 
 
-def get_json(url: str) -> dict[str, Any]:
-    with urllib.request.urlopen(url, timeout=5) as response:
-        data: dict[str, Any] = json.load(response)
-        return data
+def start_job(procs: Processes, tmp: Path, name: str,
+              step_seconds: float) -> subprocess.Popen[bytes]:
+    """A training job started with PROFILING_MODE=dynamic, so msprof can attach to it."""
+    argv = [str(train_bin(tmp)), "--profile", JOBS[name][1], "--step-seconds", f"{step_seconds:g}"]
+    job = procs.start(argv, tmp / f"job-{name}.log", {"PROFILING_MODE": "dynamic"})
+    socket_file = tmp / "home" / f"dynamic_profiling_socket_{job.pid}"
+    wait_for(f"job {name} up", socket_file.exists, 10)
+    return job
 
 
-def wait_for(what: str, check: Callable[[], bool], deadline_seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + deadline_seconds
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return
-        except OSError:
-            pass
-        time.sleep(0.5)  # polling a live Prometheus: there is no clock to advance
-    pytest.fail(f"timed out waiting for {what}")
-
-
-def start(argv: list[str], log: Path, processes: list[subprocess.Popen[bytes]]) -> None:
-    with log.open("wb") as out:
-        processes.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                          start_new_session=True, cwd=log.parent))
+def profiling(tmp: Path, node: str) -> dict[str, Any]:
+    """Captures back to back (interval 1 s; each takes seconds here), and a baseline from the
+    first capture on (default: three), so a regression can show within the test's minute."""
+    # the command line is `python3 <script> ...`: the script path follows the interpreter
+    targets = [{"workload": name, "cmdline": f" {re.escape(str(train_bin(tmp)))} --profile {kind} "}
+               for name, (where, kind) in JOBS.items() if where == node]
+    return {
+        "enabled": True, "interval": "1s", "duration": "500ms", "discover": False,
+        "targets": targets, "msprof": {"command": [str(BIN / "npumon-sim-msprof")]},
+        "timeouts": {"start": "10s", "stop": "10s", "export": "20s", "analysis": "20s"},
+        "disk_quota": "256MiB", "baseline": {"min_captures": 1},
+    }
 
 
 def node_config(tmp: Path, name: str, scenario: str | Path) -> Path:
-    config = {
+    config: dict[str, Any] = {
         "npu_smi": {"command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", str(scenario)],
                     "intervals": {"table": "1s", "detail": "1s", "health": "1s"}},
         "state_directory": str(tmp / f"state-{name}"),
     }
+    if any(where == name for where, _ in JOBS.values()):
+        config["profiling"] = profiling(tmp, name)
     path = tmp / f"{name}.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+def start_nodes(procs: Processes, tmp: Path) -> list[int]:
+    busy = "\n".join(f"  - {{npu: {n}, pid: {19330 + n}, name: python3, hbm_mb: 58472}}"
+                     for n in (0, 1, 2, 3, 4, 5, 7))
+    scenario = tmp / "910b-test.yaml"
+    scenario.write_text(SCENARIO_910B.format(epoch=time.time() - 600, processes=busy))
+    nodes: dict[str, str | Path] = {"n910b": scenario, "na3": "a3-8x2", "n310p": "310p-duo"}
+    ports = {name: free_port() for name in nodes}
+    for name, scen in nodes.items():
+        procs.start([str(BIN / "npumon"), "run", "--config", str(node_config(tmp, name, scen)),
+                     "--web.listen-address", f"127.0.0.1:{ports[name]}"], tmp / f"{name}.log")
+    return list(ports.values())
 
 
 def rules_with_long_for(tmp: Path) -> Path:
@@ -106,46 +122,58 @@ def rules_with_long_for(tmp: Path) -> Path:
     return path
 
 
+def start_prometheus(procs: Processes, tmp: Path, ports: Iterable[int]) -> str:
+    port = free_port()
+    (tmp / "prometheus.yml").write_text(yaml.safe_dump({
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(rules_with_long_for(tmp))],
+        "scrape_configs": [{"job_name": "npumon", "static_configs": [
+            {"targets": [f"127.0.0.1:{p}" for p in ports]}]}],
+    }))
+    assert PROMETHEUS is not None
+    procs.start([PROMETHEUS, f"--config.file={tmp / 'prometheus.yml'}",
+                 f"--storage.tsdb.path={tmp / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"],
+                tmp / "prometheus.log")
+    return f"http://127.0.0.1:{port}"
+
+
+def slow_down(procs: Processes, tmp: Path, url: str, job: subprocess.Popen[bytes]) -> None:
+    """Once "slowing" has a baseline, its next run takes 3x as long per step. That run ends after
+    npumon captured it, so the regression stays the latest capture: a slower run that went on
+    would, after as many captures as the fast run had, be its own baseline (a rolling median)."""
+    has_baseline = 'npu_step_duration_baseline_seconds{workload="slowing"}'
+    wait_for("a step-time baseline of slowing", lambda: bool(query(url, has_baseline)), 40)
+    procs.stop(job)
+    slower = start_job(procs, tmp, "slowing", SLOWER_STEP_SECONDS)
+    tripled = ('npu_step_duration_seconds{workload="slowing", stat="p99"} '
+               '> ignoring (stat) 2 * npu_step_duration_baseline_seconds')
+    wait_for("a capture of the slower run", lambda: bool(query(url, tripled)), 30)
+    procs.stop(slower)
+
+
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if PROMETHEUS is None:
         pytest.skip("prometheus not installed (make tools)")
     tmp = tmp_path_factory.mktemp("fleet")
-    busy = "\n".join(f"  - {{npu: {n}, pid: {19330 + n}, name: python3, hbm_mb: 58472}}"
-                     for n in (0, 1, 2, 3, 4, 5, 7))
-    scenario = tmp / "910b-test.yaml"
-    scenario.write_text(SCENARIO_910B.format(epoch=time.time() - 600, processes=busy))
-    nodes: dict[str, str | Path] = {"n910b": scenario, "na3": "a3-8x2", "n310p": "310p-duo"}
-    ports = {name: free_port() for name in nodes}
-    processes: list[subprocess.Popen[bytes]] = []
+    (tmp / "home").mkdir()
+    train_bin(tmp).parent.mkdir()
+    train_bin(tmp).symlink_to(BIN / "npumon-sim-train")
+    # one HOME for jobs and daemons: the simulated msprof looks for the job's socket there
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PROFILING_MODE", "NPUMON_SIM_MSPROF_HANG", "NPUMON_SIM_MSPROF_RAW_MB")}
+    procs = Processes(f"{os.getpid()}-{tmp.name}", {**env, "HOME": str(tmp / "home")})
     try:
-        for name, scen in nodes.items():
-            start([str(BIN / "npumon"), "run", "--config", str(node_config(tmp, name, scen)),
-                   "--web.listen-address", f"127.0.0.1:{ports[name]}"], tmp / f"{name}.log",
-                  processes)
-        prom_port = free_port()
-        (tmp / "prometheus.yml").write_text(yaml.safe_dump({
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "rule_files": [str(rules_with_long_for(tmp))],
-            "scrape_configs": [{"job_name": "npumon", "static_configs": [
-                {"targets": [f"127.0.0.1:{port}" for port in ports.values()]}]}],
-        }))
-        start([PROMETHEUS, f"--config.file={tmp / 'prometheus.yml'}",
-               f"--storage.tsdb.path={tmp / 'tsdb'}",
-               f"--web.listen-address=127.0.0.1:{prom_port}"],
-              tmp / "prometheus.log", processes)
-        url = f"http://127.0.0.1:{prom_port}"
+        jobs = {name: start_job(procs, tmp, name, STEP_SECONDS) for name in JOBS}
+        url = start_prometheus(procs, tmp, start_nodes(procs, tmp))
         wait_for("3 targets up", lambda: query(url, 'count(up{job="npumon"} == 1)') == [3.0])
+        slow_down(procs, tmp, url, jobs["slowing"])
         yield url
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+        stragglers = procs.close()
+        if stragglers:
+            warnings.warn(f"killed processes left after their parent stopped: {stragglers}",
+                          stacklevel=1)
 
 
 def api_query(url: str, expr: str) -> dict[str, Any]:
@@ -162,70 +190,86 @@ def substitute(expr: str) -> str:
     return expr
 
 
-def dashboard_exprs() -> list[str]:
-    found: list[str] = []
+def dashboard_exprs() -> list[tuple[str, str]]:
+    """(where, query) for every panel target and query variable of every dashboard."""
+    found: list[tuple[str, str]] = []
     for path in DASHBOARDS:
         dashboard = json.loads(path.read_text())
         rows = dashboard["panels"]
         panels = [*rows, *(p for row in rows for p in row.get("panels", []))]
-        found += [t["expr"] for p in panels for t in p.get("targets", [])]
-        found += [v["query"]["query"].removeprefix("label_values(").rsplit(",", 1)[0]
+        found += [(f"{path.stem} / {p['title']}", t["expr"])
+                  for p in panels for t in p.get("targets", [])]
+        found += [(f"{path.stem} / ${v['name']}",
+                   v["query"]["query"].removeprefix("label_values(").rsplit(",", 1)[0])
                   for v in dashboard["templating"]["list"] if v["type"] == "query"]
-    return [substitute(expr) for expr in found]
-
-
-def exported_names(url: str) -> set[str]:
-    return set(get_json(f"{url}/api/v1/label/__name__/values")["data"])
+    return [(where, substitute(expr)) for where, expr in found]
 
 
 def test_every_dashboard_query_parses_and_returns_data(prometheus: str) -> None:
-    # Recording rules need an evaluation after the first scrapes; all of them have data here.
-    groups = yaml.safe_load(RULES.read_text())["groups"]
-    records = {rule["record"] for group in groups for rule in group["rules"] if "record" in rule}
-    wait_for("every recording rule", lambda: all(query(prometheus, name) for name in records))
-    throttled = 'npu_throttled{reason="thermal"} == 1'
-    wait_for("a throttled chip", lambda: bool(query(prometheus, throttled)))
-    exported = exported_names(prometheus)
-    missing: list[str] = []
-    for expr in dashboard_exprs():
+    exprs = dashboard_exprs()
+    assert len(exprs) > 50 and any("npu_profile_bottleneck" in e for _, e in exprs)
+    for where, expr in exprs:
         answer = api_query(prometheus, expr)
-        assert answer["status"] == "success", (expr, answer)
-        if answer["data"]["result"]:
-            continue
-        absent = metric_names(expr) - exported
-        # Only profiler-fed panels may be empty, and only because their metric is not exported.
-        assert absent and absent <= PROFILING_METRICS, f"no data for {expr!r}"
-        missing.append(expr)
-    assert len(missing) < len(dashboard_exprs()) // 2
+        assert answer["status"] == "success", (where, expr, answer)
+    # Recording rules need an evaluation after the first scrapes, and the profiled workloads
+    # a few captures: poll until every query answers.
+    empty = exprs
+
+    def all_answer() -> bool:
+        nonlocal empty
+        empty = [(w, e) for w, e in empty if not api_query(prometheus, e)["data"]["result"]]
+        return not empty
+
+    deadline = time.monotonic() + 30
+    while not all_answer() and time.monotonic() < deadline:
+        time.sleep(0.5)  # polling a live Prometheus: there is no clock to advance
+    assert empty == [], "no data for:\n" + "\n".join(f"{w}: {e}" for w, e in empty)
 
 
-def pending(url: str) -> set[tuple[str, str, str]]:
-    answer = api_query(url, 'ALERTS{alertstate="pending"}')["data"]["result"]
-    return {(a["metric"]["alertname"], a["metric"].get("instance", ""), a["metric"].get("npu", ""))
-            for a in answer}
+def pending(url: str) -> list[dict[str, str]]:
+    return [a["metric"] for a in api_query(url, 'ALERTS{alertstate="pending"}')["data"]["result"]]
+
+
+def has(alerts: list[dict[str, str]], **labels: str) -> bool:
+    return any(labels.items() <= alert.items() for alert in alerts)
+
+
+def node_of(url: str, name: str) -> str:
+    chips = f'count by (instance) (npu_chip_info{{name="{name}"}})'
+    return str(api_query(url, chips)["data"]["result"][0]["metric"]["instance"])
 
 
 def test_expected_alerts_reach_pending(prometheus: str) -> None:
     instances = {t["labels"]["instance"]
                  for t in get_json(f"{prometheus}/api/v1/targets")["data"]["activeTargets"]}
     assert len(instances) == 3
-    def node_of(name: str) -> str:
-        chips = f'count by (instance) (npu_chip_info{{name="{name}"}})'
-        return str(api_query(prometheus, chips)["data"]["result"][0]["metric"]["instance"])
-
-    node_910b, node_a3 = node_of("910B3"), node_of("Ascend910")
-    expected = {
-        ("NpuThermalThrottling", node_910b, "3"),
-        ("NpuTemperatureNearLimit", node_910b, "3"),
-        ("NpuHealthCritical", node_910b, "5"),
-        ("NpuErrorCodePresent", node_910b, "5"),
-        ("NpuAllocatedChipLowUtilization", node_910b, "6"),
-        ("NpuAllocatedChipIdle", node_910b, "6"),
-    }
-    wait_for("alerts pending", lambda: expected <= pending(prometheus), 30)
+    n910b, na3 = node_of(prometheus, "910B3"), node_of(prometheus, "Ascend910")
+    expected = [
+        {"alertname": "NpuThermalThrottling", "instance": n910b, "npu": "3"},
+        {"alertname": "NpuTemperatureNearLimit", "instance": n910b, "npu": "3"},
+        {"alertname": "NpuHealthCritical", "instance": n910b, "npu": "5"},
+        {"alertname": "NpuErrorCodePresent", "instance": n910b, "npu": "5"},
+        {"alertname": "NpuAllocatedChipLowUtilization", "instance": n910b, "npu": "6"},
+        {"alertname": "NpuAllocatedChipIdle", "instance": n910b, "npu": "6"},
+        {"alertname": "NpuWorkloadBottleneck", "instance": n910b, "workload": "convert",
+         "kind": "format_conversion"},
+        {"alertname": "NpuWorkloadBottleneck", "instance": n910b, "workload": "input",
+         "kind": "input_pipeline"},
+        {"alertname": "NpuStepTimeRegression", "instance": na3, "workload": "slowing"},
+    ]
+    wait_for("alerts pending", lambda: all(has(pending(prometheus), **e) for e in expected), 30)
     alerts = pending(prometheus)
     # NPU 3 of the A3 node idles with only the firmware's HBM: not allocated, so not an alert.
-    assert not {a for a in alerts
-                if a[0].startswith("NpuAllocatedChip") and a[1:] == (node_a3, "3")}
+    assert not any(a["alertname"].startswith("NpuAllocatedChip") and a["instance"] == na3
+                   and a["npu"] == "3" for a in alerts)
     # Busy, allocated chips do not count as low utilization.
-    assert ("NpuAllocatedChipLowUtilization", node_910b, "0") not in alerts
+    assert not has(alerts, alertname="NpuAllocatedChipLowUtilization", instance=n910b, npu="0")
+    # Steady jobs are no regression; every capture succeeded or saw its job end.
+    assert not has(alerts, alertname="NpuStepTimeRegression", workload="convert")
+    assert not has(alerts, alertname="NpuStepTimeRegression", workload="input")
+    assert not has(alerts, alertname="NpumonCapturesFailing")
+    # Both bottleneck workloads are diagnosed with exactly their own cause.
+    assert not has(alerts, alertname="NpuWorkloadBottleneck", workload="convert",
+                   kind="input_pipeline")
+    assert not has(alerts, alertname="NpuWorkloadBottleneck", workload="input",
+                   kind="format_conversion")

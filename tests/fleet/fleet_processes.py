@@ -1,0 +1,104 @@
+"""Processes of the live fleet test (daemons, simulated jobs, Prometheus), every one reaped."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+# Every process the test starts carries this variable, and so does everything they start
+# (msprof, the analysis worker, npu-smi): the final sweep finds them even after reparenting.
+MARKER = "NPUMON_FLEET_TEST_RUN"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def get_json(url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        data: dict[str, Any] = json.load(response)
+        return data
+
+
+def wait_for(what: str, check: Callable[[], bool], deadline_seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + deadline_seconds
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except OSError:
+            pass
+        time.sleep(0.5)  # polling live processes: there is no clock to advance
+    pytest.fail(f"timed out waiting for {what}")
+
+
+class Processes:
+    """Starts processes in their own sessions with a marked environment; ``close`` ends them all."""
+
+    def __init__(self, run_id: str, env: dict[str, str]) -> None:
+        self.run_id = run_id
+        self.env = {**env, MARKER: run_id}
+        self.running: list[subprocess.Popen[bytes]] = []
+
+    def start(self, argv: list[str], log: Path,
+              env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        with log.open("ab") as out:
+            process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                       env={**self.env, **(env or {})}, cwd=log.parent,
+                                       start_new_session=True)
+        self.running.append(process)
+        return process
+
+    def stop(self, *processes: subprocess.Popen[bytes]) -> None:
+        """SIGTERM, then SIGKILL after 10 s; all of them at once, so the waits overlap."""
+        for process in processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+            if process in self.running:
+                self.running.remove(process)
+
+    def close(self) -> list[str]:
+        """Stop everything started, then kill any marked straggler; returns those killed."""
+        self.stop(*self.running)
+        return self.sweep()
+
+    def marked(self) -> list[psutil.Process]:
+        found = []
+        for process in psutil.process_iter():
+            try:
+                if process.environ().get(MARKER) == self.run_id:
+                    found.append(process)
+            except (psutil.Error, OSError):
+                continue
+        return found
+
+    def sweep(self) -> list[str]:
+        stragglers = [p for p in self.marked() if p.pid != os.getpid()]
+        killed = []
+        for process in stragglers:
+            try:
+                killed.append(" ".join(process.cmdline()))
+                process.kill()
+            except psutil.Error:
+                continue
+        psutil.wait_procs(stragglers, timeout=10)
+        return killed
