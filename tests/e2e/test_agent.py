@@ -197,3 +197,20 @@ def test_collect_once_cli_against_the_simulator() -> None:
     assert value(found, "npu_process_hbm_used_bytes", npu="6", chip="0", pid="31337",
                  process_name="jupyter-lab") == 20480 * MIB
     assert len({labels for name, labels in found if name == "npu_temperature_celsius"}) == 8
+
+
+def test_polling_and_scraping_never_import_pandas(tmp_path: Path) -> None:
+    """pandas belongs to the analysis worker process only (DESIGN section 2)."""
+    script = (
+        "import sys\n"
+        "from npumon.daemon.app import Agent\n"
+        "from npumon.daemon.config import parse_config\n"
+        f"command = {fake_npu_smi('910b4-1_25.2.2')!r}\n"
+        "agent = Agent(parse_config({'npu_smi': {'command': command},\n"
+        f"    'state_directory': {str(tmp_path)!r}, 'profiling': {{'enabled': True}}}}))\n"
+        "agent.collect_once()\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert done.stdout.strip() == "False", done.stderr
