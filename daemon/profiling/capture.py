@@ -119,9 +119,7 @@ class Capturer:
         finally:
             self.host.set_profiling(frozenset())
         self._check_size(out)
-        for prof in sorted(out.glob("PROF_*")):
-            if capture_msprof.needs_export(prof):
-                capture_msprof.export(s.msprof.command, prof, s.timeouts.export, self.host.runner)
+        capture_msprof.export_pending(s.msprof.command, out, s.timeouts.export, self.host.runner)
         return analyse(out, w.name, s, self.host.runner)
 
     def _check_size(self, out: Path) -> None:

@@ -93,3 +93,12 @@ def export(
         tail = ((result.stderr or result.stdout).strip().splitlines() or [""])[-1][:300]
         raise CaptureError("failed", f"msprof export of {prof_dir.name}: exit "
                                      f"{result.exit_code}: {tail}")
+
+
+def export_pending(
+    command: Sequence[str], root: Path, timeout: float, runner: Runner = run_command
+) -> None:
+    """Export every PROF_* directly under ``root`` that has no exported tables yet."""
+    for prof in sorted(root.glob("PROF_*")):
+        if needs_export(prof):
+            export(command, prof, timeout, runner)

@@ -133,9 +133,7 @@ class Profiler:
         scratch = self.captures_dir / f"ingest-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
         for member, _ in group.members:
             shutil.copytree(member, scratch / Path(member).name, symlinks=True)
-        for prof in sorted(scratch.glob("PROF_*")):
-            if capture_msprof.needs_export(prof):
-                capture_msprof.export(self.settings.msprof.command, prof,
+        capture_msprof.export_pending(self.settings.msprof.command, scratch,
                                       self.settings.timeouts.export, self.host.runner)
         return scratch
 
