@@ -109,7 +109,8 @@ class NpuCollector:
         """
         family = CounterMetricFamily(
             "npumon_render_failures",
-            "Scrapes in which a metric family group failed to render and was left out.",
+            "Renders in which a metric family group failed and was left out (a scrape of an"
+            " unchanged snapshot reuses the last render).",
             labels=("family",),
         )
         with self._lock:

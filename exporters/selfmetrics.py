@@ -12,9 +12,9 @@ from npumon.daemon.snapshot import NodeSnapshot
 def render_sources(snap: NodeSnapshot) -> Iterator[Metric]:
     """Per-source health of the background sampling (npu-smi tiers, profiler).
 
-    npumon_source_up{source="npu_smi_info"} 1
-    npumon_source_duration_seconds{source="npu_smi_info"} 0.21
-    npumon_source_failures_total{source="npu_smi_info",reason="timeout"} 2
+    npumon_source_up{source="npu_smi_table"} 1
+    npumon_source_duration_seconds{source="npu_smi_table"} 0.21
+    npumon_source_failures_total{source="npu_smi_table",reason="timeout"} 2
     """
     up = GaugeMetricFamily(
         "npumon_source_up", "1 if the source's last run succeeded, else 0.", labels=("source",)
