@@ -19,8 +19,9 @@ from npumon.daemon.profiling.captureerror import CaptureError
 from npumon.daemon.profiling.diskquota import make_room, tree_bytes
 from npumon.daemon.profiling.summary import AnalysisReport
 from npumon.daemon.profiling.worker import analyse_in_worker
-from npumon.daemon.profiling.workloads import ChipId, ProcessInfo, Workload
+from npumon.daemon.profiling.workloads import ProcessInfo, Workload
 from npumon.daemon.runner import CommandResult, run_command
+from npumon.daemon.store import ChipId
 
 log = logging.getLogger(__name__)
 
