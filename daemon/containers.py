@@ -6,7 +6,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from npumon.daemon.parsers.model import InfoTable
+from npumon.daemon.model.npu_smi import InfoTable
 
 _CONTAINER_ID = re.compile(r"([0-9a-f]{64})")
 

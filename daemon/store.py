@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from npumon.daemon.config import Throttle as ThrottleConfig
-from npumon.daemon.parsers.model import (
+from npumon.daemon.model.npu_smi import (
     BoardReport,
     ChipCommon,
     ChipEcc,
@@ -20,8 +20,8 @@ from npumon.daemon.parsers.model import (
     MemoryReport,
     TableChip,
 )
-from npumon.daemon.profiling.status import ProfilingView
-from npumon.daemon.snapshot import (
+from npumon.daemon.model.profile import ProfilingView
+from npumon.daemon.model.snapshot import (
     EMPTY_SNAPSHOT,
     ChipSnapshot,
     NodeIdentity,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from npumon.daemon.config import Throttle as ThrottleConfig
-from npumon.daemon.parsers.model import ChipCommon, ChipUsage, TableChip
-from npumon.daemon.snapshot import Throttle
+from npumon.daemon.model.npu_smi import ChipCommon, ChipUsage, TableChip
+from npumon.daemon.model.snapshot import Throttle
 
 
 def aicore_load(

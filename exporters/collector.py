@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from prometheus_client.core import CounterMetricFamily, Metric
 
-from npumon.daemon.snapshot import NodeSnapshot
+from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.exporters.families import (
     render_health,
     render_identity,

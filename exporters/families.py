@@ -8,7 +8,7 @@ from typing import TypeVar
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.samples import Sample
 
-from npumon.daemon.snapshot import HEALTH_STATES, ChipSnapshot, NodeSnapshot, health_state
+from npumon.daemon.model.snapshot import HEALTH_STATES, ChipSnapshot, NodeSnapshot, health_state
 
 CHIP_LABELS = ("npu", "chip")
 THROTTLE_REASONS = ("thermal", "power", "unknown")

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.samples import Sample
 
-from npumon.daemon.parsers.model import TableProcess
-from npumon.daemon.snapshot import ChipSnapshot, NodeSnapshot
+from npumon.daemon.model.npu_smi import TableProcess
+from npumon.daemon.model.snapshot import ChipSnapshot, NodeSnapshot
 from npumon.exporters.families import (
     CHIP_LABELS,
     MAX_PROCESSES_PER_CHIP,

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from npumon.daemon.snapshot import NodeSnapshot
+from npumon.daemon.model.snapshot import NodeSnapshot
 
 
 def render_sources(snap: NodeSnapshot) -> Iterator[Metric]:

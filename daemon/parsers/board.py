@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from npumon.daemon.model.npu_smi import BoardReport
 from npumon.daemon.parsers.errors import ParseError
 from npumon.daemon.parsers.keyvalue import (
     Field,
@@ -18,7 +19,6 @@ from npumon.daemon.parsers.keyvalue import (
     read_fields,
     spec,
 )
-from npumon.daemon.parsers.model import BoardReport
 
 
 def _vdie(f: Field) -> str | None:

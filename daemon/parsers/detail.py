@@ -10,6 +10,18 @@ from __future__ import annotations
 
 import re
 
+from npumon.daemon.model.npu_smi import (
+    ChipCommon,
+    ChipEcc,
+    ChipReading,
+    ChipUsage,
+    CommonReport,
+    EccReport,
+    MemoryReport,
+    PowerReport,
+    TempReport,
+    UsagesReport,
+)
 from npumon.daemon.parsers.errors import ParseError
 from npumon.daemon.parsers.keyvalue import (
     KvDocument,
@@ -25,18 +37,6 @@ from npumon.daemon.parsers.keyvalue import (
     resolve_npu,
     spec,
     split_records,
-)
-from npumon.daemon.parsers.model import (
-    ChipCommon,
-    ChipEcc,
-    ChipReading,
-    ChipUsage,
-    CommonReport,
-    EccReport,
-    MemoryReport,
-    PowerReport,
-    TempReport,
-    UsagesReport,
 )
 
 # Aliases: 910-family prints "DDR ...", 310/310B print "Memory ..."/"Hugepages ..." instead.

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
+from npumon.daemon.model.npu_smi import HealthReport
 from npumon.daemon.parsers import values
 from npumon.daemon.parsers.errors import ParseError
 from npumon.daemon.parsers.keyvalue import read_fields
-from npumon.daemon.parsers.model import HealthReport
 
 _CODE = re.compile(r"[0-9A-Fa-f]+\Z")  # %04X codes; unknown codes print in decimal, also matched
 

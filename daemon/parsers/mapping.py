@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
+from npumon.daemon.model.npu_smi import ChipMapping, ListedNpu, MappedChip, NpuList
 from npumon.daemon.parsers import values
 from npumon.daemon.parsers.errors import ParseError
 from npumon.daemon.parsers.keyvalue import Field, field_int, field_text, read_fields
-from npumon.daemon.parsers.model import ChipMapping, ListedNpu, MappedChip, NpuList
 
 # -m header names (the 950 adds Slot ID, A3/950 add Chip Phy-ID); Chip Name is always last.
 _MAP_COLUMN = re.compile(

@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from npumon.daemon.model.npu_smi import InfoTable, TableChip, TableProcess
 from npumon.daemon.parsers import values
 from npumon.daemon.parsers.errors import ParseError
-from npumon.daemon.parsers.model import InfoTable, TableChip, TableProcess
 
 _COLUMN = re.compile(
     r"NPU\s+ID|NPU\s+Util\(%\)|NPU|Name|Health|Power\(W\)|Temp\(C\)|Hugepages-Usage\(page\)"

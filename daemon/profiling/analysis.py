@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from npumon.daemon.model.profile import AnalysisReport, ProfileSummary
 from npumon.daemon.profiling import layout, ops, steptime
 from npumon.daemon.profiling.diagnosis import Evidence, Thresholds, diagnose
 from npumon.daemon.profiling.readers import (
@@ -14,7 +15,6 @@ from npumon.daemon.profiling.readers import (
     read_op_statistic,
 )
 from npumon.daemon.profiling.steps import read_graph_steps, read_torch_steps
-from npumon.daemon.profiling.summary import AnalysisReport, ProfileSummary
 
 DEFAULT_THRESHOLDS = Thresholds()
 

@@ -12,12 +12,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from npumon.daemon.config import Profiling
+from npumon.daemon.model.profile import AnalysisReport
 from npumon.daemon.profiling import capture_msprof
 from npumon.daemon.profiling.busy import other_profiler
 from npumon.daemon.profiling.capture_torch import torch_config_capture
 from npumon.daemon.profiling.captureerror import CaptureError
 from npumon.daemon.profiling.diskquota import make_room, tree_bytes
-from npumon.daemon.profiling.summary import AnalysisReport
 from npumon.daemon.profiling.worker import analyse_in_worker
 from npumon.daemon.profiling.workloads import ProcessInfo, Workload
 from npumon.daemon.runner import CommandResult, run_command

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from npumon.daemon.profiling.summary import Bottleneck
+from npumon.daemon.model.profile import Bottleneck
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,9 +6,8 @@ from collections.abc import Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from npumon.daemon.profiling.status import ProfilingView, WorkloadProfile
-from npumon.daemon.profiling.summary import BOTTLENECK_KINDS
-from npumon.daemon.snapshot import NodeSnapshot
+from npumon.daemon.model.profile import BOTTLENECK_KINDS, ProfilingView, WorkloadProfile
+from npumon.daemon.model.snapshot import NodeSnapshot
 
 PROFILED = "From npumon's latest profiler capture of the workload."
 

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from npumon.daemon.profiling.summary import AnalysisReport, PhaseStat, ProfileSummary
+from npumon.daemon.model.profile import AnalysisReport, PhaseStat, ProfileSummary
 
 _PHASE_TITLES = {
     "computing": "computing",

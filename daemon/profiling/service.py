@@ -10,12 +10,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from npumon.daemon.config import Config
+from npumon.daemon.model.profile import CAPTURE_RESULTS, ProfilingView, WorkloadProfile
 from npumon.daemon.profiling import capture_msprof, ingest
 from npumon.daemon.profiling.capture import CaptureOutcome, Capturer, Host, analyse
 from npumon.daemon.profiling.captureerror import CaptureError
 from npumon.daemon.profiling.diagnosis import is_regression
 from npumon.daemon.profiling.state import ProfileState
-from npumon.daemon.profiling.status import CAPTURE_RESULTS, ProfilingView, WorkloadProfile
 from npumon.daemon.profiling.worker import thresholds_from
 from npumon.daemon.profiling.workloads import ProcessProbe, Workload, discover
 from npumon.daemon.store import SnapshotStore

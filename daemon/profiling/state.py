@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from npumon.daemon.profiling.summary import ProfileSummary
+from npumon.daemon.model.profile import ProfileSummary
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from npumon.daemon.model.profile import AnalysisReport
 from npumon.daemon.profiling.diagnosis import Thresholds
-from npumon.daemon.profiling.summary import AnalysisReport
 from npumon.daemon.runner import CommandResult, run_command
 
 EXIT_NO_DATA = 2

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from npumon.daemon.containers import ContainerResolver
+from npumon.daemon.model.npu_smi import BoardReport, InfoTable
 from npumon.daemon.parsers import board, detail, health, mapping, table
-from npumon.daemon.parsers.model import BoardReport, InfoTable
 from npumon.daemon.runner import CommandResult, resolve_command, run_command
 from npumon.daemon.sources.wrapper import (
     SourceFailure,

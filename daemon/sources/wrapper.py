@@ -8,10 +8,10 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TypeVar
 
+from npumon.daemon.model.snapshot import SourceStatus
 from npumon.daemon.parsers.errors import ParseError
 from npumon.daemon.parsers.failure import classify_failure
 from npumon.daemon.runner import CommandResult
-from npumon.daemon.snapshot import SourceStatus
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

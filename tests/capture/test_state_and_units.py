@@ -11,13 +11,13 @@ from cap_helpers import config_for, exposition, profiler_for, value
 
 from npumon.daemon.config import Config, ConfigError, load_config, parse_config
 from npumon.daemon.containers import container_id
-from npumon.daemon.parsers.model import TableProcess
+from npumon.daemon.model.npu_smi import TableProcess
+from npumon.daemon.model.profile import AnalysisReport, ProfileSummary, StepStats
 from npumon.daemon.profiling.busy import other_profiler
 from npumon.daemon.profiling.capture import CaptureOutcome
 from npumon.daemon.profiling.diagnosis import Thresholds, is_regression
 from npumon.daemon.profiling.diskquota import make_room
 from npumon.daemon.profiling.state import ProfileState
-from npumon.daemon.profiling.summary import AnalysisReport, ProfileSummary, StepStats
 from npumon.daemon.profiling.worker import thresholds_from
 from npumon.daemon.profiling.workloads import ProcessInfo, discover
 
@@ -190,8 +190,8 @@ def test_profiling_config_problems_are_listed() -> None:
 
 
 def test_renderer_gives_nothing_when_profiling_is_off(tmp_path: Path) -> None:
+    from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT
     from npumon.daemon.profiling.metrics import render_profiles
-    from npumon.daemon.snapshot import EMPTY_SNAPSHOT
 
     assert list(render_profiles(EMPTY_SNAPSHOT)) == []
     profiler, _ = profiler_for(config_for(tmp_path))

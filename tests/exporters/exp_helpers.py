@@ -11,7 +11,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from npumon.daemon.parsers.model import (
+from npumon.daemon.model.npu_smi import (
     BoardReport,
     ChipCommon,
     ChipEcc,
@@ -22,7 +22,7 @@ from npumon.daemon.parsers.model import (
     TableChip,
     TableProcess,
 )
-from npumon.daemon.snapshot import (
+from npumon.daemon.model.snapshot import (
     ChipSnapshot,
     NodeIdentity,
     NodeSnapshot,

@@ -22,8 +22,8 @@ from exp_helpers import (
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 
-from npumon.daemon.parsers.model import ChipEcc, HealthReport, TableProcess
-from npumon.daemon.snapshot import ChipSnapshot, NodeSnapshot, SourceStatus, Throttle
+from npumon.daemon.model.npu_smi import ChipEcc, HealthReport, TableProcess
+from npumon.daemon.model.snapshot import ChipSnapshot, NodeSnapshot, SourceStatus, Throttle
 from npumon.exporters.collector import NpuCollector
 
 ID = {"npu": "0", "chip": "0"}

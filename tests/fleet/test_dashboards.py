@@ -12,7 +12,7 @@ import pytest
 import yaml
 from promql_names import metric_names
 
-from npumon.daemon.profiling.status import CAPTURE_RESULTS
+from npumon.daemon.model.profile import CAPTURE_RESULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))

@@ -7,19 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from npumon.daemon.parsers.board import parse_board
-from npumon.daemon.parsers.detail import (
-    parse_common,
-    parse_ecc,
-    parse_memory,
-    parse_power,
-    parse_temp,
-    parse_usages,
-)
-from npumon.daemon.parsers.failure import classify_failure
-from npumon.daemon.parsers.health import parse_health
-from npumon.daemon.parsers.mapping import parse_list, parse_mapping
-from npumon.daemon.parsers.model import (
+from npumon.daemon.model.npu_smi import (
     BoardReport,
     ChipMapping,
     CommonReport,
@@ -33,6 +21,18 @@ from npumon.daemon.parsers.model import (
     TempReport,
     UsagesReport,
 )
+from npumon.daemon.parsers.board import parse_board
+from npumon.daemon.parsers.detail import (
+    parse_common,
+    parse_ecc,
+    parse_memory,
+    parse_power,
+    parse_temp,
+    parse_usages,
+)
+from npumon.daemon.parsers.failure import classify_failure
+from npumon.daemon.parsers.health import parse_health
+from npumon.daemon.parsers.mapping import parse_list, parse_mapping
 from npumon.daemon.parsers.table import parse_info
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "npu-smi"

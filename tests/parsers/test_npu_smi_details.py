@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from npu_smi_fixtures import fixture_text
 
+from npumon.daemon.model.npu_smi import ChipEcc, ChipReading, ChipUsage, MappedChip
 from npumon.daemon.parsers.board import parse_board
 from npumon.daemon.parsers.detail import (
     parse_common,
@@ -21,7 +22,6 @@ from npumon.daemon.parsers.errors import ParseError
 from npumon.daemon.parsers.failure import classify_failure
 from npumon.daemon.parsers.health import parse_health
 from npumon.daemon.parsers.mapping import parse_list, parse_mapping
-from npumon.daemon.parsers.model import ChipEcc, ChipReading, ChipUsage, MappedChip
 
 MB = 1024 * 1024
 MHZ = 1_000_000

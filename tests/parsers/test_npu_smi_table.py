@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from npu_smi_fixtures import fixture_text
 
+from npumon.daemon.model.npu_smi import InfoTable, TableChip, TableProcess
 from npumon.daemon.parsers.errors import ParseError
-from npumon.daemon.parsers.model import InfoTable, TableChip, TableProcess
 from npumon.daemon.parsers.table import parse_info
 
 MB = 1024 * 1024

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 
 from npumon.daemon.config import parse_config
-from npumon.daemon.parsers.model import ChipCommon, ChipUsage, TableChip
-from npumon.daemon.snapshot import Throttle
+from npumon.daemon.model.npu_smi import ChipCommon, ChipUsage, TableChip
+from npumon.daemon.model.snapshot import Throttle
 from npumon.daemon.throttle import judge_throttle
 
 CONFIG = parse_config(

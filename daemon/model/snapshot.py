@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from npumon.daemon.parsers.model import (
+from npumon.daemon.model.npu_smi import (
     BoardReport,
     ChipCommon,
     ChipEcc,
@@ -15,7 +15,7 @@ from npumon.daemon.parsers.model import (
     TableChip,
     TableProcess,
 )
-from npumon.daemon.profiling.status import ProfilingView
+from npumon.daemon.model.profile import ProfilingView
 
 HEALTH_STATES = ("ok", "warning", "alarm", "critical", "unknown")
 

@@ -1,0 +1,1 @@
+"""Profile analysis with pandas: the library behind `npumon analyze` and the analysis worker."""
