@@ -23,6 +23,7 @@ from npumon.daemon.model.npu_smi import (
 from npumon.daemon.model.profile import ProfilingView
 from npumon.daemon.model.snapshot import (
     EMPTY_SNAPSHOT,
+    ChipId,
     ChipSnapshot,
     NodeIdentity,
     NodeSnapshot,
@@ -30,7 +31,6 @@ from npumon.daemon.model.snapshot import (
 )
 from npumon.daemon.throttle import judge_throttle
 
-ChipId = tuple[int, int]
 V = TypeVar("V")
 
 

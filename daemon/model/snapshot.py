@@ -17,6 +17,9 @@ from npumon.daemon.model.npu_smi import (
 )
 from npumon.daemon.model.profile import ProfilingView
 
+ChipId = tuple[int, int]
+"""(npu, chip): NPU ID and chip index inside the NPU, the identity of every per-chip series."""
+
 HEALTH_STATES = ("ok", "warning", "alarm", "critical", "unknown")
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from npumon.daemon.config import Profiling
 from npumon.daemon.model.profile import AnalysisReport
+from npumon.daemon.model.snapshot import ChipId
 from npumon.daemon.profiling import capture_msprof
 from npumon.daemon.profiling.busy import other_profiler
 from npumon.daemon.profiling.capture_torch import torch_config_capture
@@ -21,7 +22,6 @@ from npumon.daemon.profiling.diskquota import make_room, tree_bytes
 from npumon.daemon.profiling.worker import analyse_in_worker
 from npumon.daemon.profiling.workloads import ProcessInfo, Workload
 from npumon.daemon.runner import CommandResult, run_command
-from npumon.daemon.store import ChipId
 
 log = logging.getLogger(__name__)
 

@@ -10,6 +10,7 @@ from typing import TypeVar
 
 from npumon.daemon.containers import ContainerResolver
 from npumon.daemon.model.npu_smi import BoardReport, InfoTable
+from npumon.daemon.model.snapshot import ChipId
 from npumon.daemon.parsers import board, detail, health, mapping, table
 from npumon.daemon.runner import CommandResult, resolve_command, run_command
 from npumon.daemon.sources.wrapper import (
@@ -19,7 +20,7 @@ from npumon.daemon.sources.wrapper import (
     check_result,
     parse_or_fail,
 )
-from npumon.daemon.store import ChipId, SnapshotStore
+from npumon.daemon.store import SnapshotStore
 
 T = TypeVar("T")
 Runner = Callable[[Sequence[str], float], CommandResult]
