@@ -10,11 +10,16 @@ from datetime import datetime, timedelta
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 
 from npumon.daemon import __version__
 from npumon.daemon.config import Config
-from npumon.daemon.profiling.metrics import render_profiles
 from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.runner import run_command
 from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources, Runner
@@ -46,20 +51,40 @@ class Agent:
         )
         smi = NpuSmi(config.npu_smi.command, config.npu_smi.timeout, runner)
         self.sources = NpuSmiSources(
-            smi, self.store, health_interval=config.npu_smi.intervals.health, clock=clock
+            smi, self.store.publish_npu_smi, health_interval=config.npu_smi.intervals.health,
+            identity_due=self._identity_due, clock=clock,
         )
         self.profiler: Profiler | None = None
         if config.profiling.active():
             self.profiler = Profiler(config, self.store)
             self.profiler.start()  # last summaries and baselines from the state directory
+        # the profiles collector only when profiling is on: no empty collector otherwise
+        disabled = {*config.collectors.disabled, *(() if self.profiler else ("profiles",))}
+        self.collector = NpuCollector(self.store.latest, __version__, disabled=disabled)
         self.registry = CollectorRegistry(auto_describe=False)
-        # the profiles group only when profiling is on: no empty family groups otherwise
-        extra = [("profiles", render_profiles)] if self.profiler is not None else []
-        self.registry.register(
-            NpuCollector(self.store.latest, __version__, extra_renderers=extra)
-        )
+        self.registry.register(self.collector)
         self._scheduler: BackgroundScheduler | None = None
 
+    def http_registry(self) -> CollectorRegistry:
+        """What /metrics serves: npumon's families plus the process_* and python_* ones.
+
+        The textfile output and `collect --once` use ``registry`` alone, so that node_exporter,
+        which reads the textfile, never sees a second set of its own process_* families.
+        """
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(self.collector)
+        ProcessCollector(registry=registry)
+        PlatformCollector(registry=registry)
+        GCCollector(registry=registry)
+        return registry
+
+    def _identity_due(self) -> None:
+        """A new chip: run the identity job now rather than at its next hourly slot."""
+        scheduler = self._scheduler
+        if scheduler is not None and scheduler.running:
+            scheduler.modify_job(
+                self.sources.poll_identity.__name__, next_run_time=datetime.now().astimezone()
+            )
     def collect_once(self) -> bytes:
         """Run every source once (and analyse what is under profiling.ingest.paths)."""
         self.sources.poll_all()

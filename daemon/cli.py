@@ -90,7 +90,7 @@ def _run(config: Config, listen_address: str | None) -> int:
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     address = listen_address or config.web.listen_address
-    server = serve(agent.registry, address, web_config, agent.running,
+    server = serve(agent.http_registry(), address, web_config, agent.running,
                    version=__version__, status=agent.status_line,
                    render_version=agent.store.latest)
     agent.start()

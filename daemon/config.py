@@ -95,6 +95,17 @@ class Logging(_Model):
     level: str = Field(default="info", pattern=r"^(debug|info|warning|error)$")
 
 
+CollectorName = Literal[
+    "identity", "health", "utilization", "power", "memory", "clocks", "ecc", "processes",
+    "profiling", "sources", "node", "profiles",
+]
+"""The exporters' collectors (a test keeps this equal to exporters.collector.COLLECTOR_NAMES)."""
+
+
+class Collectors(_Model):
+    disabled: tuple[CollectorName, ...] = ()
+
+
 CaptureMode = Literal["msprof_attach", "torch_npu_config"]
 _WORKLOAD_NAME = r"^[A-Za-z0-9_.:-]{1,64}$"
 
@@ -195,6 +206,7 @@ class Config(_Model):
     state_directory: Path = Path("/var/lib/npumon")
     logging: Logging = Logging()
     profiling: Profiling = Profiling()
+    collectors: Collectors = Collectors()
 
 
 class ConfigError(Exception):

@@ -6,6 +6,7 @@ it must never be turned into 0 by a consumer.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 
@@ -245,3 +246,23 @@ class KnownFailure:
     message: str  # the npu-smi line that identified it, verbatim
     advice: str  # what an operator should do
     code: int | None = None  # e.g. -8005
+
+
+# ---------------------------------------------------------------- what the npu-smi sources hold
+@dataclass(frozen=True, slots=True)
+class NpuSmiResults:
+    """The latest result of every npu-smi query, as the sources last published them.
+
+    Keyed by (npu, chip), or by npu for card-level reports. The sources build new mappings on
+    every run and never mutate a published one; `daemon/reading.py` merges them per chip.
+    """
+
+    table: InfoTable | None = None  # None after a failed table poll: no chip from stale data
+    usage: Mapping[tuple[int, int], ChipUsage] = field(default_factory=dict)
+    common: Mapping[tuple[int, int], ChipCommon] = field(default_factory=dict)
+    health: Mapping[tuple[int, int], HealthReport] = field(default_factory=dict)
+    ecc: Mapping[tuple[int, int], ChipEcc] = field(default_factory=dict)
+    memory: Mapping[tuple[int, int], MemoryReport] = field(default_factory=dict)
+    chip_board: Mapping[tuple[int, int], BoardReport] = field(default_factory=dict)
+    card_board: Mapping[int, BoardReport] = field(default_factory=dict)
+    mapping: ChipMapping | None = None

@@ -1,4 +1,7 @@
-"""npu-smi polling tiers: table (fast), per-NPU detail, health/ECC/memory, identity (slow)."""
+"""npu-smi polling tiers: table (fast), per-NPU detail, health/ECC/memory, identity (slow).
+
+Each tier keeps its own last results and publishes all tiers' latest once per run.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +12,18 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from npumon.daemon.containers import ContainerResolver
-from npumon.daemon.model.npu_smi import BoardReport, InfoTable
-from npumon.daemon.model.snapshot import ChipId
+from npumon.daemon.model.npu_smi import (
+    BoardReport,
+    ChipCommon,
+    ChipEcc,
+    ChipMapping,
+    ChipUsage,
+    HealthReport,
+    InfoTable,
+    MemoryReport,
+    NpuSmiResults,
+)
+from npumon.daemon.model.snapshot import ChipId, SourceStatus
 from npumon.daemon.parsers import board, detail, health, mapping, table
 from npumon.daemon.runner import CommandResult, resolve_command, run_command
 from npumon.daemon.sources.wrapper import (
@@ -20,7 +33,6 @@ from npumon.daemon.sources.wrapper import (
     check_result,
     parse_or_fail,
 )
-from npumon.daemon.store import SnapshotStore
 
 T = TypeVar("T")
 Runner = Callable[[Sequence[str], float], CommandResult]
@@ -45,7 +57,8 @@ class Unsupported:
     """Queries a chip or driver said it does not support, not asked again until `retry_after`.
 
     Without this a 310P (no ECC query) would keep its health source down forever; with it the
-    refusal is counted once per retry period (reason="not_supported") and the source stays up.
+    refusal is counted once per retry period (reason="not_supported") and the source stays up:
+    a query the hardware does not offer is a fact about the chip, not a failure.
     """
 
     def __init__(self, retry_after: float, monotonic: Callable[[], float]) -> None:
@@ -59,9 +72,11 @@ class Unsupported:
         try:
             return call()
         except SourceFailure as failure:
-            if failure.reason == "not_supported":
-                self._until[args] = self._monotonic() + self._retry_after
-            run.record(failure)
+            if failure.reason != "not_supported":
+                run.record(failure)
+                return None
+            self._until[args] = self._monotonic() + self._retry_after
+            run.refused(failure)
             return None
 
 
@@ -73,44 +88,70 @@ def _npus(table_result: InfoTable | None) -> list[int]:
     return sorted({npu for npu, _ in _chips(table_result)})
 
 
+Publish = Callable[[NpuSmiResults, SourceStatus], None]
+
+
 class NpuSmiSources:
-    """The four npu-smi sources; each method is one scheduler job (never run concurrently)."""
+    """The four npu-smi sources; each method is one scheduler job (never run concurrently).
+
+    Each tier writes only its own attributes; ``_publish`` hands all of them, with the run's
+    status, to the store in one call. ``identity_due`` asks for an identity run now (the
+    scheduler's job) when the table shows an NPU that identity has not read yet.
+    """
 
     def __init__(
         self,
         npu_smi: NpuSmi,
-        store: SnapshotStore,
+        publish: Publish,
         *,
         health_interval: float,
         retry_unsupported_after: float = 3600.0,
         containers: ContainerResolver | None = None,
+        identity_due: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._smi = npu_smi
-        self._store = store
+        self._publish_results = publish
         self._health_interval = health_interval
         self._monotonic = monotonic
         self._last_full_health: float | None = None
         self._identity_npus: set[int] = set()
         self._unsupported = Unsupported(retry_unsupported_after, monotonic)
         self._containers = containers or ContainerResolver()
+        self.identity_due = identity_due
         self._busy = {name: threading.Lock() for name in SOURCES}
-        self.trackers = {
-            name: SourceTracker(name, store.set_source, clock, monotonic) for name in SOURCES
-        }
+        self._publish_lock = threading.Lock()
+        self.trackers = {name: SourceTracker(name, clock, monotonic) for name in SOURCES}
+        # the last results, each written only by its own tier
+        self._table: InfoTable | None = None
+        self._usage: dict[ChipId, ChipUsage] = {}
+        self._common: dict[ChipId, ChipCommon] = {}
+        self._health: dict[ChipId, HealthReport] = {}
+        self._ecc: dict[ChipId, ChipEcc] = {}
+        self._memory: dict[ChipId, MemoryReport] = {}
+        self._mapping: ChipMapping | None = None
+        self._card_board: dict[int, BoardReport] = {}
+        self._chip_board: dict[ChipId, BoardReport] = {}
 
     def poll_table(self) -> None:
-        self._run("npu_smi_table", self._table)
+        self._run("npu_smi_table", self._poll_table)
 
     def poll_detail(self) -> None:
-        self._run("npu_smi_detail", self._detail)
+        self._run("npu_smi_detail", self._poll_detail)
 
     def poll_health(self) -> None:
-        self._run("npu_smi_health", self._health)
+        self._run("npu_smi_health", self._poll_health)
 
     def poll_identity(self) -> None:
-        self._run("npu_smi_identity", self._identity)
+        self._run("npu_smi_identity", self._poll_identity)
+
+    def poll_all(self) -> None:
+        """Every source once, in dependency order (for `collect --once` and start-up)."""
+        self.poll_table()
+        self.poll_identity()
+        self.poll_detail()
+        self.poll_health()
 
     def _ask(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T | None:
         """One optional query of a multi-call source, skipped while known to be unsupported."""
@@ -122,25 +163,30 @@ class NpuSmiSources:
         if not lock.acquire(blocking=False):
             return
         try:
-            self.trackers[name].run(body)
+            status = self.trackers[name].run(body)
+            self._publish(status)
         finally:
             lock.release()
 
-    def poll_all(self) -> None:
-        """Every source once, in dependency order (for `collect --once` and start-up)."""
-        self.poll_table()
-        self.poll_identity()
-        self.poll_detail()
-        self.poll_health()
+    def _publish(self, status: SourceStatus) -> None:
+        # Under one lock, so a slower tier never publishes an older picture over a newer one.
+        with self._publish_lock:
+            results = NpuSmiResults(
+                table=self._table, usage=self._usage, common=self._common,
+                health=self._health, ecc=self._ecc, memory=self._memory,
+                chip_board=self._chip_board, card_board=self._card_board, mapping=self._mapping,
+            )  # fmt: skip
+            self._publish_results(results, status)
 
-    def _table(self, run: SourceRun) -> None:
+    def _poll_table(self, run: SourceRun) -> None:
         try:
             result = self._smi.query(table.parse_info)
         except SourceFailure:
-            self._store.set_table(None)
+            self._table = None  # no chip is served from stale data
             raise
-        self._store.set_table(self._containers.label(result))
-        missing = sorted(self._store_mapping_chips() - set(_chips(result)))
+        self._table = self._containers.label(result)
+        mapped = {(m.npu, m.chip) for m in self._mapping.chips} if self._mapping else set()
+        missing = sorted(mapped - set(_chips(result)))
         if missing:
             run.record(SourceFailure(
                 "chip_missing",
@@ -148,25 +194,25 @@ class NpuSmiSources:
                 "'npu-smi info'; check lspci and dmesg for a card that fell off the bus",
             ))
         if not self._identity_npus.issuperset(_npus(result)):
-            self.poll_identity()  # a chip appeared: learn who it is now, not in an hour
+            self.identity_due()  # a chip appeared: learn who it is now, not in an hour
 
-    def _store_mapping_chips(self) -> set[ChipId]:
-        mapping_result = self._store.mapping()
-        return {(m.npu, m.chip) for m in mapping_result.chips} if mapping_result else set()
-
-    def _detail(self, run: SourceRun) -> None:
-        for npu in _npus(self._store.table()):
+    def _poll_detail(self, run: SourceRun) -> None:
+        usages: dict[ChipId, ChipUsage] = {}
+        commons: dict[ChipId, ChipCommon] = {}
+        for npu in _npus(self._table):
             usage = self._ask(run, detail.parse_usages, "-t", "usages", "-i", str(npu))
             common = self._ask(run, detail.parse_common, "-t", "common", "-i", str(npu))
-            self._store.set_detail(
-                npu, usage.chips if usage else None, common.chips if common else None
-            )
+            usages.update({(npu, u.chip): u for u in usage.chips} if usage else {})
+            commons.update({(npu, c.chip): c for c in common.chips} if common else {})
+        self._usage, self._common = usages, commons
 
-    def _health(self, run: SourceRun) -> None:
-        current = self._store.table()
+    def _poll_health(self, run: SourceRun) -> None:
+        current = self._table
         now = self._monotonic()
         last = self._last_full_health
         full = last is None or now - last >= self._health_interval
+        listed = set(_chips(current))
+        reports = {chip: r for chip, r in self._health.items() if chip in listed}
         due = [
             (c.npu, c.chip) for c in (current.chips if current else ())
             if full or (c.health or "").upper() != "OK"
@@ -175,25 +221,33 @@ class NpuSmiSources:
             report = self._ask(
                 run, health.parse_health, "-t", "health", "-i", str(npu), "-c", str(chip)
             )
-            self._store.set_health((npu, chip), report)
+            reports.pop((npu, chip), None)
+            if report is not None:
+                reports[(npu, chip)] = report
+        self._health = reports
         if full:
             self._last_full_health = now
             self._ecc_and_memory(run, _chips(current))
 
     def _ecc_and_memory(self, run: SourceRun, chips: list[ChipId]) -> None:
+        eccs: dict[ChipId, ChipEcc] = {}
+        memories: dict[ChipId, MemoryReport] = {}
         for npu in sorted({n for n, _ in chips}):
             ecc = self._ask(run, detail.parse_ecc, "-t", "ecc", "-i", str(npu))
-            self._store.set_ecc(npu, ecc.chips if ecc else None)
+            eccs.update({(npu, e.chip): e for e in ecc.chips} if ecc else {})
         for npu, chip in chips:
             parse = functools.partial(detail.parse_memory, npu=npu, chip=chip)
             memory = self._ask(run, parse, "-t", "memory", "-i", str(npu), "-c", str(chip))
-            self._store.set_memory((npu, chip), memory)
+            if memory is not None:
+                memories[(npu, chip)] = memory
+        self._ecc, self._memory = eccs, memories
 
-    def _identity(self, run: SourceRun) -> None:
+    def _poll_identity(self, run: SourceRun) -> None:
+        """Identity is slow-changing: keep the last known values for what is not re-read."""
         chip_map = self._ask(run, mapping.parse_mapping, "-m")
-        chips = _chips(self._store.table())
-        cards: dict[int, BoardReport] = {}
-        per_chip: dict[ChipId, BoardReport] = {}
+        chips = _chips(self._table)
+        cards = dict(self._card_board)
+        per_chip = dict(self._chip_board)
         for npu in sorted({n for n, _ in chips}):
             card = self._ask(run, board.parse_board, "-t", "board", "-i", str(npu))
             if card is not None:
@@ -205,4 +259,5 @@ class NpuSmiSources:
             if found is not None:
                 per_chip[(npu, chip)] = found
         self._identity_npus = {n for n, _ in chips}
-        self._store.set_identity(chip_map, cards, per_chip)
+        self._mapping = chip_map or self._mapping
+        self._card_board, self._chip_board = cards, per_chip

@@ -69,21 +69,27 @@ class SourceRun:
 
     def __init__(self) -> None:
         self.failures: list[SourceFailure] = []
+        self.refusals: list[SourceFailure] = []
         self.exit_code: int | None = 0
 
     def record(self, failure: SourceFailure) -> None:
         self.failures.append(failure)
         self.exit_code = failure.exit_code
 
+    def refused(self, failure: SourceFailure) -> None:
+        """A query this chip or driver does not offer: counted, but the source stays up."""
+        self.refusals.append(failure)
+
 
 class SourceTracker:
-    """Runs a source body inside the error boundary and turns the outcome into SourceStatus."""
+    """Runs a source body inside the error boundary and turns the outcome into SourceStatus.
 
-    def __init__(self, name: str, publish: Callable[[SourceStatus], None],
-                 clock: Callable[[], float] = time.time,
+    It does not publish: the source publishes its results and this status together, once.
+    """
+
+    def __init__(self, name: str, clock: Callable[[], float] = time.time,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
         self.name = name
-        self._publish = publish
         self._clock = clock
         self._monotonic = monotonic
         self._failures: Counter[str] = Counter()
@@ -103,7 +109,7 @@ class SourceTracker:
         return self._finish(run, self._monotonic() - started)
 
     def _finish(self, run: SourceRun, duration: float) -> SourceStatus:
-        self._failures.update(f.reason for f in run.failures)
+        self._failures.update(f.reason for f in (*run.failures, *run.refusals))
         up = not run.failures
         if up:
             self._last_success = self._clock()
@@ -125,5 +131,4 @@ class SourceTracker:
             failures=tuple(sorted(self._failures.items())),
             last_error=None if up else run.failures[0].message,
         )
-        self._publish(status)
         return status

@@ -18,7 +18,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from npumon.daemon.config import Config, parse_config
 from npumon.daemon.profiling.capture import Host
-from npumon.daemon.profiling.metrics import render_profiles
 from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.profiling.workloads import ProcessProbe
 from npumon.daemon.store import SnapshotStore
@@ -107,8 +106,7 @@ def profiler_for(
 
 def exposition(profiler: Profiler) -> str:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(NpuCollector(profiler.store.latest, "test",
-                                   extra_renderers=[("profiles", render_profiles)]))
+    registry.register(NpuCollector(profiler.store.latest, "test"))
     return generate_latest(registry).decode()
 
 

@@ -191,7 +191,7 @@ def test_profiling_config_problems_are_listed() -> None:
 
 def test_renderer_gives_nothing_when_profiling_is_off(tmp_path: Path) -> None:
     from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT
-    from npumon.daemon.profiling.metrics import render_profiles
+    from npumon.exporters.profiles import render_profiles
 
     assert list(render_profiles(EMPTY_SNAPSHOT)) == []
     profiler, _ = profiler_for(config_for(tmp_path))

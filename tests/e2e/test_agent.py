@@ -50,10 +50,10 @@ def test_na_values_and_unsupported_commands_give_no_sample_never_zero() -> None:
     assert value(found, "npu_power_watts", npu="0", chip="1") is None
     assert value(found, "npu_hbm_used_bytes", npu="1", chip="1") == 10568 * MIB
     # -t usages/common are not supported on this fixture node: no AI CPU series at all, and
-    # the failing source is visible
+    # the refusals are counted; a query the chip does not offer does not make the source down
     assert "npu_aicpu_utilization_ratio" not in names(found)
     assert "npu_aicore_frequency_hertz" not in names(found)
-    assert value(found, "npumon_source_up", source="npu_smi_detail") == 0
+    assert value(found, "npumon_source_up", source="npu_smi_detail") == 1
     assert value(found, "npumon_source_failures_total", source="npu_smi_detail",
                  reason="not_supported") == 4.0  # 2 NPUs x (usages, common)
     assert value(found, "npumon_source_up", source="npu_smi_table") == 1
@@ -174,9 +174,22 @@ def test_collect_once_cli_against_a_replayed_real_sample(tmp_path: Path) -> None
     assert value(found, "npu_node_info", npu_smi_version="25.2.2", driver_version="25.2.2") == 1
     # and from the replayed 25.5.1 -t usages / -t board captures
     assert value(found, "npu_ctrlcpu_utilization_ratio", npu="0", chip="0") == 0.06
-    # -t common has no capture for this node: that source is down, and the exit code says so
+    # -t common has no capture for this node (the fake answers "not supported"): counted, the
+    # source stays up and the exit status is 0
+    assert value(found, "npumon_source_failures_total", source="npu_smi_detail",
+                 reason="not_supported") == 2.0
+    assert done.returncode == 0, done.stderr
+
+
+def test_collect_once_cli_exits_1_when_a_source_fails(tmp_path: Path) -> None:
+    config = tmp_path / "npumon.yaml"
+    argv = ", ".join(f'"{part}"' for part in fake_npu_smi("910b4-1_25.2.2", "--fail-on=info -m"))
+    config.write_text(f"npu_smi:\n  command: [{argv}]\n")
+    npumon = Path(sys.executable).parent / "npumon"
+    done = subprocess.run([str(npumon), "collect", "--once", "--config", str(config)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 1
-    assert "npu_smi_detail failed" in done.stderr
+    assert "npu_smi_identity failed" in done.stderr and "-8005" in done.stderr
 
 
 def test_collect_once_cli_against_the_simulator() -> None:

@@ -14,7 +14,10 @@ from tests.support import NODES, fake_npu_smi
 
 FROZEN_TIME = 1_764_410_400.0  # 2025-11-29T10:00:00Z; last-success timestamps are this
 # durations are real wall time; the golden file keeps the series but not the value
-_DURATION = re.compile(r"^(npumon_source_duration_seconds\{[^}]*\}) .*$", re.MULTILINE)
+_DURATION = re.compile(
+    r"^((?:npumon_source_duration_seconds|npumon_scrape_collector_duration_seconds)\{[^}]*\}) .*$",
+    re.MULTILINE,
+)
 
 
 def exposition(node: str) -> str:

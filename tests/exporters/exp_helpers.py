@@ -1,4 +1,4 @@
-"""Hand-built NodeSnapshots (values read off real npu-smi outputs) and exposition helpers."""
+"""Hand-built chip parts (values read off real npu-smi outputs), merged, and exposition helpers."""
 
 from __future__ import annotations
 
@@ -22,17 +22,16 @@ from npumon.daemon.model.npu_smi import (
     TableChip,
     TableProcess,
 )
-from npumon.daemon.model.snapshot import (
-    ChipSnapshot,
-    NodeIdentity,
-    NodeSnapshot,
-    SourceStatus,
-    Throttle,
-)
+from npumon.daemon.model.reading import ChipParts, ChipReading, ThrottleRule, read_chip
+from npumon.daemon.model.snapshot import NodeIdentity, NodeSnapshot, SourceStatus
 from npumon.exporters.collector import NpuCollector
 
 MIB = 1024 * 1024
 PROMTOOL = Path("/usr/bin/promtool")
+
+RULE = ThrottleRule(
+    frequency_ratio=0.95, min_aicore_utilization=0.5, temperature_celsius=85.0, power_watts=400.0
+)
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -47,7 +46,7 @@ def table_chip(npu: int, chip: int, **fields: object) -> TableChip:
     return replace(base, **fields)  # type: ignore[arg-type]
 
 
-def chip_910b() -> ChipSnapshot:
+def chip_910b() -> ChipParts:
     """NPU 0 of info_910b4-1_2chip_procs_25.2.2.txt, plus detail tiers as npu-smi prints them."""
     table = table_chip(
         0, 0, name="910B4-1", health="OK", power_watts=78.2, temperature_celsius=40.0,
@@ -55,9 +54,7 @@ def chip_910b() -> ChipSnapshot:
         memory_used_bytes=0, memory_total_bytes=0,
         hbm_used_bytes=61825 * MIB, hbm_total_bytes=65536 * MIB,
     )  # fmt: skip
-    return ChipSnapshot(
-        npu=0,
-        chip=0,
+    return ChipParts(
         table=table,
         usage=ChipUsage(
             chip=0,
@@ -95,12 +92,10 @@ def chip_910b() -> ChipSnapshot:
             TableProcess(npu=0, chip=0, pid=19334, name="VLLMWorker_TP", memory_bytes=58472 * MIB),
             TableProcess(npu=0, chip=0, pid=777, name=None, memory_bytes=100 * MIB),
         ),
-        throttle=Throttle(throttled=False),
-        profiling_active=False,
     )
 
 
-def chips_a3() -> tuple[ChipSnapshot, ChipSnapshot]:
+def chips_a3() -> tuple[ChipParts, ChipParts]:
     """NPU 1 of info_a3_ascend910_phyid_proc.txt: two dies, die 1 prints '-' for power."""
     die0 = table_chip(
         1, 0, name="Ascend910", health="OK", power_watts=167.1, temperature_celsius=38.0,
@@ -114,12 +109,12 @@ def chips_a3() -> tuple[ChipSnapshot, ChipSnapshot]:
     )  # fmt: skip
     proc = TableProcess(npu=1, chip=1, pid=990711, name="python", memory_bytes=7746 * MIB)
     return (
-        ChipSnapshot(npu=1, chip=0, table=die0),
-        ChipSnapshot(npu=1, chip=1, table=die1, processes=(proc,)),
+        ChipParts(table=die0),
+        ChipParts(table=die1, processes=(proc,)),
     )
 
 
-def chip_310p() -> ChipSnapshot:
+def chip_310p() -> ChipParts:
     """info_310p3_1chip_power_na_25.3rc1.txt: power NA, DDR only, Vectorcore in -t usages."""
     table = table_chip(
         6, 0, name="310P3", health="OK", power_watts=None, temperature_celsius=50.0,
@@ -127,14 +122,21 @@ def chip_310p() -> ChipSnapshot:
         memory_used_bytes=1839 * MIB, memory_total_bytes=21525 * MIB, logic_id=0,
     )  # fmt: skip
     usage = ChipUsage(chip=0, aicore_ratio=0.0, vectorcore_ratio=0.12, aicpu_ratio=0.0)
-    return ChipSnapshot(npu=6, chip=0, table=table, usage=usage)
+    return ChipParts(table=table, usage=usage)
 
 
-def node(*chips: ChipSnapshot, sources: tuple[SourceStatus, ...] = ()) -> NodeSnapshot:
+def merged(parts: ChipParts, *, max_processes: int = 8, profiling: bool = False) -> ChipReading:
+    """The reading the store would build from these parts (daemon/model/reading.py)."""
+    return read_chip(parts, RULE, max_processes=max_processes, profiling=profiling)
+
+
+def node(
+    *chips: ChipParts | ChipReading, sources: tuple[SourceStatus, ...] = ()
+) -> NodeSnapshot:
     return NodeSnapshot(
         taken_at=1_700_000_000.0,
         node=NodeIdentity(npu_smi_version="25.2.2", driver_version="25.2.2"),
-        chips=chips,
+        chips=tuple(c if isinstance(c, ChipReading) else merged(c) for c in chips),
         sources=sources,
         has_table=True,
     )

@@ -1,9 +1,10 @@
-"""NpuCollector: exact samples of hand-built snapshots, absent values, error boundaries."""
+"""NpuCollector: exact samples of merged hand-built chips, absent values, error boundaries."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from typing import get_args
 
 import pytest
 from exp_helpers import (
@@ -12,6 +13,7 @@ from exp_helpers import (
     chip_910b,
     chips_a3,
     key,
+    merged,
     node,
     promtool_check,
     render,
@@ -22,9 +24,12 @@ from exp_helpers import (
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 
-from npumon.daemon.model.npu_smi import ChipEcc, HealthReport, TableProcess
-from npumon.daemon.model.snapshot import ChipSnapshot, NodeSnapshot, SourceStatus, Throttle
-from npumon.exporters.collector import NpuCollector
+from npumon.daemon.config import CollectorName
+from npumon.daemon.model.npu_smi import ChipEcc, HealthReport
+from npumon.daemon.model.reading import ChipParts
+from npumon.daemon.model.snapshot import NodeSnapshot, SourceStatus
+from npumon.exporters import collector
+from npumon.exporters.collector import COLLECTOR_NAMES, COLLECTORS, NpuCollector
 
 ID = {"npu": "0", "chip": "0"}
 
@@ -75,21 +80,6 @@ def test_processes_named_and_unnamed() -> None:
     }
 
 
-def test_processes_capped_at_eight_largest_and_deduplicated() -> None:
-    procs = tuple(
-        TableProcess(npu=0, chip=0, pid=100 + i, name="w", memory_bytes=(i + 1) * MIB)
-        for i in range(10)
-    ) + (
-        TableProcess(npu=0, chip=0, pid=109, name="w", memory_bytes=1 * MIB),  # repeated pid
-        TableProcess(npu=0, chip=0, pid=5, name="w", memory_bytes=None),
-    )
-    snap = node(ChipSnapshot(npu=0, chip=0, table=table_chip(0, 0), processes=procs))
-    got = samples(render(snap))
-    pids = {dict(k[1])["pid"] for k in got if k[0] == "npu_process_hbm_used_bytes"}
-    assert pids == {str(p) for p in range(102, 110)}  # 3..10 MiB: the 8 largest
-    assert got[key("npu_process_hbm_used_bytes", **ID, pid="109", process_name="w")] == 10 * MIB
-
-
 def test_a3_die_without_power_has_no_power_sample() -> None:
     got = samples(render(node(*chips_a3())))
     assert got[key("npu_power_watts", npu="1", chip="0")] == pytest.approx(167.1)
@@ -120,7 +110,7 @@ def test_310p_vectorcore_is_aivector_and_no_hbm() -> None:
 
 
 def test_all_absent_chip_yields_only_state_samples() -> None:
-    snap = node(ChipSnapshot(npu=3, chip=0, table=table_chip(3, 0)))
+    snap = node(ChipParts(table=table_chip(3, 0)))
     got = samples(render(snap))
     per_chip = {k[0] for k in got if dict(k[1]).get("npu") == "3"}
     assert per_chip == {"npu_chip_info", "npu_health_state", "npu_profiling_active"}
@@ -140,15 +130,15 @@ def test_health_state_is_one_hot_with_error_codes() -> None:
 @pytest.mark.parametrize(
     ("throttle", "expected"),
     [
-        (Throttle(True, "thermal"), {"thermal": 1.0, "power": 0.0, "unknown": 0.0}),
-        (Throttle(True, "power"), {"thermal": 0.0, "power": 1.0, "unknown": 0.0}),
-        (Throttle(True, None), {"thermal": 0.0, "power": 0.0, "unknown": 1.0}),
-        (Throttle(False), {"thermal": 0.0, "power": 0.0, "unknown": 0.0}),
+        ("thermal", {"thermal": 1.0, "power": 0.0, "unknown": 0.0}),
+        ("power", {"thermal": 0.0, "power": 1.0, "unknown": 0.0}),
+        ("unknown", {"thermal": 0.0, "power": 0.0, "unknown": 1.0}),
+        ("none", {"thermal": 0.0, "power": 0.0, "unknown": 0.0}),
         (None, {}),
     ],
 )
-def test_throttled_state_set(throttle: Throttle | None, expected: dict[str, float]) -> None:
-    got = samples(render(node(replace(chip_910b(), throttle=throttle))))
+def test_throttled_state_set(throttle: str | None, expected: dict[str, float]) -> None:
+    got = samples(render(node(replace(merged(chip_910b()), throttle=throttle))))
     reasons = {dict(k[1])["reason"]: v for k, v in got.items() if k[0] == "npu_throttled"}
     assert reasons == expected
 
@@ -191,29 +181,30 @@ def _boom(snap: NodeSnapshot) -> list[Metric]:
     raise RuntimeError("renderer bug")
 
 
-def test_failing_renderer_is_contained_counted_and_logged_once(
-    caplog: pytest.LogCaptureFixture,
+def test_failing_collector_is_contained_reported_and_logged_once(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(collector, "COLLECTORS", (*COLLECTORS, ("boom", _boom)))
     registry = CollectorRegistry()
     snap = node(chip_910b())
-    registry.register(NpuCollector(lambda: snap, "1.2.3", extra_renderers=[("boom", _boom)]))
+    registry.register(NpuCollector(lambda: snap, "1.2.3"))
     from prometheus_client import generate_latest
 
     with caplog.at_level(logging.DEBUG, logger="npumon.exporters.collector"):
         generate_latest(registry)
         got = samples(generate_latest(registry))
-    assert got[key("npumon_render_failures_total", family="boom")] == 2.0
-    assert got[key("npumon_render_failures_total", family="memory")] == 0.0
+    assert got[key("npumon_scrape_collector_success", collector="boom")] == 0.0
+    assert got[key("npumon_scrape_collector_success", collector="memory")] == 1.0
     assert got[key("npu_power_watts", **ID)] == pytest.approx(78.2)
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
-    assert len(errors) == 1 and "family=boom" in errors[0].getMessage()
+    assert len(errors) == 1 and "collector=boom" in errors[0].getMessage()
 
 
-def test_builtin_renderer_failure_drops_only_its_group() -> None:
-    # A wrong type where -t usages belongs makes the utilization group raise.
-    broken = replace(chip_910b(), usage="garbage")  # type: ignore[arg-type]
+def test_builtin_collector_failure_drops_only_its_group() -> None:
+    # A wrong type in a reading field makes the utilization collector raise.
+    broken = replace(merged(chip_910b()), aicore_ratio="garbage")
     got = samples(render(node(broken)))
-    assert got[key("npumon_render_failures_total", family="utilization")] == 1.0
+    assert got[key("npumon_scrape_collector_success", collector="utilization")] == 0.0
     assert not any(k[0] == "npu_aicore_utilization_ratio" for k in got)
     assert got[key("npu_power_watts", **ID)] == pytest.approx(78.2)
     assert got[key("npu_health_state", **ID, state="ok")] == 1.0
@@ -224,7 +215,7 @@ def test_latest_raising_still_serves_self_metrics() -> None:
         raise RuntimeError("store broken")
 
     got = samples(render(latest))
-    assert got[key("npumon_render_failures_total", family="snapshot")] == 1.0
+    assert got[key("npumon_scrape_collector_success", collector="snapshot")] == 0.0
     assert got[key("npumon_build_info", version="1.2.3")] == 1.0
 
 
@@ -258,11 +249,34 @@ def test_no_table_yet_has_no_chip_count() -> None:
 
 def test_exposition_passes_promtool() -> None:
     promtool = require_promtool()
-    chip = replace(chip_910b(), throttle=Throttle(True, "thermal"),
-                   health=HealthReport(status="Warning", error_codes=("80E01801",)))  # fmt: skip
+    parts = replace(chip_910b(), health=HealthReport(status="Warning", error_codes=("80E01801",)))
+    chip = replace(merged(parts), throttle="thermal")
     sources = (SourceStatus("npu_smi_info", False, 0.1, None, 1, (("timeout", 1),)),)
     text = render(node(chip, *chips_a3(), chip_310p(), sources=sources))
     result = promtool_check(text)
     assert str(promtool).endswith("promtool")
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout == b"" and result.stderr == b""
+
+
+def test_a_disabled_collector_renders_nothing_and_reports_nothing() -> None:
+    got = samples(render(node(chip_910b()), disabled=("processes", "ecc")))
+    assert not any(k[0] in ("npu_process_hbm_used_bytes", "npu_hbm_ecc_errors_total")
+                   for k in got)  # fmt: skip
+    reported = {dict(k[1])["collector"] for k in got if k[0] == "npumon_scrape_collector_success"}
+    assert "processes" not in reported and "ecc" not in reported and "memory" in reported
+    with pytest.raises(ValueError, match="unknown collectors"):
+        NpuCollector(lambda: node(), "1", disabled=("nonesuch",))
+
+
+def test_each_collector_reports_its_own_render_time() -> None:
+    ticks = iter(float(i) for i in range(1000))
+    got = samples(render(node(chip_910b()), timer=lambda: next(ticks)))
+    durations = {dict(k[1])["collector"]: v for k, v in got.items()
+                 if k[0] == "npumon_scrape_collector_duration_seconds"}  # fmt: skip
+    assert set(durations) == {"snapshot", *COLLECTOR_NAMES}
+    assert set(durations.values()) == {1.0}  # one timer tick from start to end of each
+
+
+def test_config_knows_exactly_the_collectors() -> None:
+    assert get_args(CollectorName) == COLLECTOR_NAMES

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from npumon.daemon.config import Config
+from npumon.daemon.model.npu_smi import NpuSmiResults
+from npumon.daemon.model.snapshot import SourceStatus
 from npumon.daemon.runner import CommandResult
 from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources
 from npumon.daemon.store import SnapshotStore
@@ -39,10 +42,15 @@ class FakeRunner:
         return CommandResult(tuple(argv), answer, "", code, 0.01)
 
 
-def sources(runner: FakeRunner, clock: Clock) -> tuple[NpuSmiSources, SnapshotStore]:
+def sources(
+    runner: FakeRunner, clock: Clock, **kwargs: Any
+) -> tuple[NpuSmiSources, SnapshotStore]:
     store = SnapshotStore(Config().throttle, clock=clock)
     smi = NpuSmi(["npu-smi"], 5.0, runner)
-    return NpuSmiSources(smi, store, health_interval=60, clock=clock, monotonic=clock), store
+    polls = NpuSmiSources(
+        smi, store.publish_npu_smi, health_interval=60, clock=clock, monotonic=clock, **kwargs
+    )
+    return polls, store
 
 
 def status(store: SnapshotStore, name: str) -> tuple[bool, dict[str, int]]:
@@ -55,15 +63,16 @@ def test_unsupported_queries_are_retried_only_after_the_retry_period() -> None:
     polls, store = sources(runner, clock)
     polls.poll_table()
     polls.poll_detail()
-    assert status(store, "npu_smi_detail") == (False, {"not_supported": 4})
+    # a query the chip does not offer is counted, but is no failure: the source stays up
+    assert status(store, "npu_smi_detail") == (True, {"not_supported": 4})
     clock.now += 15
-    polls.poll_detail()  # nothing asked again: the source is up, the counter unchanged
+    polls.poll_detail()  # nothing asked again, the counter unchanged
     assert status(store, "npu_smi_detail") == (True, {"not_supported": 4})
     assert runner.calls.count("info -t usages -i 0") == 1
     clock.now += 3600
     polls.poll_detail()
     assert runner.calls.count("info -t usages -i 0") == 2
-    assert status(store, "npu_smi_detail") == (False, {"not_supported": 8})
+    assert status(store, "npu_smi_detail") == (True, {"not_supported": 8})
 
 
 def test_health_polls_every_chip_per_interval_and_unhealthy_chips_every_tick() -> None:
@@ -112,6 +121,56 @@ def test_an_unexpected_exception_is_contained_and_counted() -> None:
         raise RuntimeError("boom")
 
     store = SnapshotStore(Config().throttle)
-    polls = NpuSmiSources(NpuSmi(["npu-smi"], 5.0, broken), store, health_interval=60)
+    polls = NpuSmiSources(
+        NpuSmi(["npu-smi"], 5.0, broken), store.publish_npu_smi, health_interval=60
+    )
     polls.poll_table()
     assert status(store, "npu_smi_table") == (False, {"exception": 1})
+
+
+class SlowIdentity(FakeRunner):
+    """Identity queries (-m, -t board) take 30 s of the injected clock; the table none."""
+
+    def __init__(self, answers: dict[str, CommandResult | str], clock: Clock) -> None:
+        super().__init__(answers)
+        self.clock = clock
+
+    def __call__(self, argv: Sequence[str], timeout: float) -> CommandResult:
+        if "-m" in argv or "board" in argv:
+            self.clock.now += 30.0
+        return super().__call__(argv, timeout)
+
+
+def test_a_new_chip_asks_for_identity_without_timing_it_as_the_table() -> None:
+    clock = Clock()
+    runner = SlowIdentity({"info": TABLE}, clock)
+    due: list[float] = []
+    polls, store = sources(runner, clock, identity_due=lambda: due.append(clock.now))
+    polls.poll_table()
+    table = next(s for s in store.latest().sources if s.source == "npu_smi_table")
+    assert table.duration_seconds == 0.0  # the table call took no (injected) time
+    assert due == [1000.0] and not any("-m" in call for call in runner.calls)
+    polls.poll_identity()  # what the scheduler runs when asked
+    identity = next(s for s in store.latest().sources if s.source == "npu_smi_identity")
+    assert identity.duration_seconds is not None and identity.duration_seconds >= 30.0
+    polls.poll_table()  # identity now knows both NPUs: not asked again
+    assert len(due) == 1
+
+
+def test_each_source_run_publishes_and_merges_once() -> None:
+    runner = FakeRunner({"info": TABLE, "info -t health -i 0 -c 0": HEALTH_OK,
+                         "info -t health -i 1 -c 0": HEALTH_OK})
+    clock = Clock()
+    store = SnapshotStore(Config().throttle, clock=clock)
+    published: list[str] = []
+
+    def publish(results: NpuSmiResults, status: SourceStatus) -> None:
+        published.append(status.source)
+        store.publish_npu_smi(results, status)
+
+    polls = NpuSmiSources(NpuSmi(["npu-smi"], 5.0, runner), publish, health_interval=60,
+                          clock=clock, monotonic=clock)  # fmt: skip
+    polls.poll_all()  # table, identity, detail, health: 2 NPUs, many calls per tier
+    assert published == ["npu_smi_table", "npu_smi_identity", "npu_smi_detail", "npu_smi_health"]
+    assert store.merges == 4
+    assert len(runner.calls) > 8  # many npu-smi calls, still one publish per run

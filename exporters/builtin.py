@@ -1,8 +1,8 @@
-"""npumon's own families: source health, chip count, snapshot age and build info."""
+"""Every npumon_* family: source health, chip count, snapshot age, build info, collectors."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
@@ -74,3 +74,27 @@ def render_build_info(version: str) -> Metric:
     info = GaugeMetricFamily("npumon_build_info", "npumon version (always 1).", labels=("version",))
     info.add_metric([version], 1.0)
     return info
+
+
+def render_collector_results(results: Iterable[tuple[str, float, bool]]) -> Iterator[Metric]:
+    """Per collector: how long its render took and whether it succeeded (node_exporter's pair).
+
+    npumon_scrape_collector_duration_seconds{collector="health"} 0.00012
+    npumon_scrape_collector_success{collector="health"} 1
+    """
+    duration = GaugeMetricFamily(
+        "npumon_scrape_collector_duration_seconds",
+        "Seconds the collector took to render its families (a scrape of an unchanged snapshot"
+        " reuses the last render, and so these values).",
+        labels=("collector",),
+    )
+    success = GaugeMetricFamily(
+        "npumon_scrape_collector_success",
+        "1 if the collector rendered, 0 if it failed and its families were left out.",
+        labels=("collector",),
+    )
+    for name, seconds, ok in results:
+        duration.add_metric([name], seconds)
+        success.add_metric([name], 1.0 if ok else 0.0)
+    yield duration
+    yield success

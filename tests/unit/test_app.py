@@ -1,0 +1,32 @@
+"""Agent wiring: which registry carries what."""
+
+from __future__ import annotations
+
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from npumon.daemon.app import Agent
+from npumon.daemon.config import parse_config
+
+
+def names(body: bytes) -> set[str]:
+    return {f.name for f in text_string_to_metric_families(body.decode())}
+
+
+def test_process_and_python_metrics_only_on_http() -> None:
+    agent = Agent(parse_config({"npu_smi": {"command": ["/nonexistent/npu-smi"]}}))
+    served = names(generate_latest(agent.http_registry()))
+    assert {"process_resident_memory_bytes", "process_cpu_seconds", "python_info"} <= served
+    assert "npumon_build_info" in served
+    # the textfile (read by node_exporter, which has its own process_*) and collect --once
+    textfile = names(generate_latest(agent.registry))
+    assert "npumon_build_info" in textfile
+    assert not any(n.startswith(("process_", "python_")) for n in textfile)
+
+
+def test_collectors_disabled_in_config_are_left_out() -> None:
+    config = parse_config({"npu_smi": {"command": ["/nonexistent/npu-smi"]},
+                           "collectors": {"disabled": ["sources"]}})  # fmt: skip
+    served = names(generate_latest(Agent(config).registry))
+    assert not any(n.startswith("npumon_source_") for n in served)
+    assert "npumon_scrape_collector_success" in served
