@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 DEMO   := .demo
 PORT   ?= 9732
 
-.PHONY: all demo demo-stop test lint typecheck bench tools clean
+.PHONY: all demo demo-stop test lint typecheck imports bench tools clean
 
 all: test
 
@@ -32,11 +32,17 @@ lint: $(STAMP)
 
 # mypy resolves npumon.* through a tree of symlinks (the editable install uses an import hook
 # that mypy cannot follow).
-typecheck: $(STAMP)
-	@mkdir -p .mypy-src/npumon && for d in daemon exporters simulator; do ln -sfn ../../$$d .mypy-src/npumon/$$d; done
+typecheck: $(STAMP) .mypy-src/npumon
 	MYPYPATH=.mypy-src $(BIN)/mypy -p npumon.daemon -p npumon.exporters -p npumon.simulator
 
-test: $(STAMP) tools lint typecheck
+.mypy-src/npumon:
+	@mkdir -p .mypy-src/npumon && for d in daemon exporters simulator; do ln -sfn ../../$$d .mypy-src/npumon/$$d; done
+
+# The layering (docs/architecture.md, "Import rules") as import-linter contracts: .importlinter
+imports: $(STAMP) .mypy-src/npumon
+	PYTHONPATH=.mypy-src $(BIN)/lint-imports --no-cache
+
+test: $(STAMP) tools lint typecheck imports
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
