@@ -53,7 +53,7 @@ def render_node(snap: NodeSnapshot) -> Iterator[Metric]:
     """
     if snap.has_table:
         chips = GaugeMetricFamily(
-            "npumon_chips", "Chips listed by the latest successful chip listing (npumon_source_up{source=\"npu_smi_table\"})."
+            "npumon_chips", "Chips in the latest successful listing of the node's chips."
         )
         chips.add_metric([], float(len(snap.chips)))
         yield chips
