@@ -14,6 +14,11 @@ CLOCKS: tuple[Family, ...] = (
         "npu_aicore_rated_frequency_hertz", "Rated AI Core clock in hertz.",
         "aicore_rated_frequency_hertz", "hertz",
     ),
+    Gauge(
+        "npu_aicore_cores",
+        "AI Cores the chip offers (fewer on a vNPU or a chip with cores fenced off).",
+        "aicore_count",
+    ),
     StateSet(
         "npu_throttled",
         "1 on the reason (thermal, power, unknown) while the chip is clocked down under load,"

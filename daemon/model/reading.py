@@ -72,6 +72,7 @@ class ChipReading:
     hugepages_total: int | None = None
     aicore_frequency_hertz: float | None = None
     aicore_rated_frequency_hertz: float | None = None
+    aicore_count: int | None = None
     throttle: str | None = None  # a THROTTLE_REASONS value, NOT_THROTTLED, None: cannot judge
     hbm_ecc_single_bit_errors: int | None = None
     hbm_ecc_double_bit_errors: int | None = None
@@ -195,6 +196,7 @@ def read_chip(
         hugepages_total=first(t.hugepages_total, u.hugepages_total),
         aicore_frequency_hertz=c.aicore_current_hertz,
         aicore_rated_frequency_hertz=c.aicore_rated_hertz,
+        aicore_count=c.aicore_count,
         # ECC: the lifetime Aggregate Total when printed, else the count since the driver loaded
         hbm_ecc_single_bit_errors=first(e.hbm_single_bit_aggregate_total, e.hbm_single_bit_errors),
         hbm_ecc_double_bit_errors=first(e.hbm_double_bit_aggregate_total, e.hbm_double_bit_errors),
