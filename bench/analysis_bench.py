@@ -125,8 +125,8 @@ def measure(path: Path) -> tuple[float, float, str]:
 
 
 def child(path: Path) -> None:
-    from npumon.daemon.profiling import chunks
-    from npumon.daemon.profiling.analysis import analyze_path
+    from npumon.daemon.analysis import chunks
+    from npumon.daemon.analysis.analysis import analyze_path
 
     started = time.perf_counter()
     report = analyze_path(path)

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "check-config":
         return _check_config(args.file)
     if args.command == "analyze":
-        from npumon.daemon.profiling.report import analyze_main
+        from npumon.daemon.analysis.report import analyze_main
 
         return analyze_main([str(args.path), *(["--json"] if args.json else [])])
     try:

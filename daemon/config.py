@@ -173,7 +173,7 @@ class Profiling(_Model):
     @field_validator("thresholds")
     @classmethod
     def _known_thresholds(cls, value: dict[str, float]) -> dict[str, float]:
-        from npumon.daemon.profiling.diagnosis import Thresholds
+        from npumon.daemon.analysis.diagnosis import Thresholds
 
         unknown = sorted(set(value) - set(Thresholds.__dataclass_fields__))
         if unknown:

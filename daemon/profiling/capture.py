@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from npumon.daemon.analysis.worker import analyse_in_worker
 from npumon.daemon.config import Profiling
 from npumon.daemon.model.profile import AnalysisReport
 from npumon.daemon.model.snapshot import ChipId
@@ -19,7 +20,6 @@ from npumon.daemon.profiling.busy import other_profiler
 from npumon.daemon.profiling.capture_torch import torch_config_capture
 from npumon.daemon.profiling.captureerror import CaptureError
 from npumon.daemon.profiling.diskquota import make_room, tree_bytes
-from npumon.daemon.profiling.worker import analyse_in_worker
 from npumon.daemon.profiling.workloads import ProcessInfo, Workload
 from npumon.daemon.runner import CommandResult, run_command
 

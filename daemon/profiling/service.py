@@ -9,14 +9,14 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
+from npumon.daemon.analysis.diagnosis import is_regression
+from npumon.daemon.analysis.worker import thresholds_from
 from npumon.daemon.config import Config
 from npumon.daemon.model.profile import CAPTURE_RESULTS, ProfilingView, WorkloadProfile
 from npumon.daemon.profiling import capture_msprof, ingest
 from npumon.daemon.profiling.capture import CaptureOutcome, Capturer, Host, analyse
 from npumon.daemon.profiling.captureerror import CaptureError
-from npumon.daemon.profiling.diagnosis import is_regression
 from npumon.daemon.profiling.state import ProfileState
-from npumon.daemon.profiling.worker import thresholds_from
 from npumon.daemon.profiling.workloads import ProcessProbe, Workload, discover
 from npumon.daemon.store import SnapshotStore
 

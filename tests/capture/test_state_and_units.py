@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 from cap_helpers import config_for, exposition, profiler_for, value
 
+from npumon.daemon.analysis.diagnosis import Thresholds, is_regression
+from npumon.daemon.analysis.worker import thresholds_from
 from npumon.daemon.config import Config, ConfigError, load_config, parse_config
 from npumon.daemon.containers import container_id
 from npumon.daemon.model.npu_smi import TableProcess
 from npumon.daemon.model.profile import AnalysisReport, ProfileSummary, StepStats
 from npumon.daemon.profiling.busy import other_profiler
 from npumon.daemon.profiling.capture import CaptureOutcome
-from npumon.daemon.profiling.diagnosis import Thresholds, is_regression
 from npumon.daemon.profiling.diskquota import make_room
 from npumon.daemon.profiling.state import ProfileState
-from npumon.daemon.profiling.worker import thresholds_from
 from npumon.daemon.profiling.workloads import ProcessInfo, discover
 
 ROOT = Path(__file__).resolve().parents[2]

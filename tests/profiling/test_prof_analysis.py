@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from prof_helpers import FIXTURES, column, four_rank_tree, rows, torch_tree
 
+from npumon.daemon.analysis.analysis import NoProfileData, analyze_path
+from npumon.daemon.analysis.diagnosis import Thresholds
+from npumon.daemon.analysis.report import analyze_main, format_report
 from npumon.daemon.model.profile import AnalysisReport, ProfileSummary
-from npumon.daemon.profiling.analysis import NoProfileData, analyze_path
-from npumon.daemon.profiling.diagnosis import Thresholds
-from npumon.daemon.profiling.report import analyze_main, format_report
 
 OP_SUMMARY = "op_summary_msinsight_test_kernel_parse.csv"
 

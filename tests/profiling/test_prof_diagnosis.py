@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from npumon.daemon.profiling.analysis import analyze_path
-from npumon.daemon.profiling.diagnosis import Evidence, Thresholds, diagnose, is_regression
+from npumon.daemon.analysis.analysis import analyze_path
+from npumon.daemon.analysis.diagnosis import Evidence, Thresholds, diagnose, is_regression
 
 CASES = [
     (

@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from prof_helpers import FIXTURES, column, number, rows
 
-from npumon.daemon.profiling import layout
-from npumon.daemon.profiling.ops import infer_op_type
-from npumon.daemon.profiling.readers import (
+from npumon.daemon.analysis import layout
+from npumon.daemon.analysis.ops import infer_op_type
+from npumon.daemon.analysis.readers import (
     TableError,
     read_kernel_names,
     read_kernels,
     read_op_statistic,
 )
-from npumon.daemon.profiling.steps import read_torch_steps
+from npumon.daemon.analysis.steps import read_torch_steps
 
 KERNEL_TABLES = sorted(p.name for p in FIXTURES.glob("kernel_details_*.csv")) + [
     "op_summary_msinsight_test_kernel_parse.csv",
@@ -155,7 +155,7 @@ def test_importing_the_package_does_not_import_pandas() -> None:
 
     code = (
         "import sys\n"
-        "import npumon.daemon.profiling.report, npumon.daemon.profiling.analysis\n"
+        "import npumon.daemon.analysis.report, npumon.daemon.analysis.analysis\n"
         "print('pandas' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -116,7 +116,7 @@ def report_to_json(report: AnalysisReport) -> str:
 
 def analyze_main(argv: list[str]) -> int:
     """`npumon analyze PATH [--json]`: 0 on success, 2 when PATH holds no usable profile data."""
-    from npumon.daemon.profiling.analysis import NoProfileData, analyze_path
+    from npumon.daemon.analysis.analysis import NoProfileData, analyze_path
 
     parser = argparse.ArgumentParser(
         prog="npumon analyze", description="Analyse a profiler output directory."

@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from npumon.daemon.analysis.diagnosis import Thresholds
 from npumon.daemon.model.profile import AnalysisReport
-from npumon.daemon.profiling.diagnosis import Thresholds
 from npumon.daemon.runner import CommandResult, run_command
 
 EXIT_NO_DATA = 2
@@ -43,7 +43,7 @@ def analyse_in_worker(
 ) -> WorkerOutcome:
     """Run the analysis of ``path`` in a child Python with a deadline (process group killed)."""
     argv = [
-        sys.executable, "-m", "npumon.daemon.profiling.worker", str(path),
+        sys.executable, "-m", "npumon.daemon.analysis.worker", str(path),
         "--workload", workload, "--top", str(top_n),
         "--thresholds", json.dumps(dict(thresholds)),
     ]
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--thresholds", default="{}", help="JSON object of Thresholds overrides")
     parser.add_argument("--json", action="store_true", help="accepted; output is always JSON")
     args = parser.parse_args(argv)
-    from npumon.daemon.profiling.analysis import NoProfileData, analyze_path
+    from npumon.daemon.analysis.analysis import NoProfileData, analyze_path
 
     try:
         report = analyze_path(

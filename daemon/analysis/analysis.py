@@ -5,16 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from npumon.daemon.model.profile import AnalysisReport, ProfileSummary
-from npumon.daemon.profiling import layout, ops, steptime
-from npumon.daemon.profiling.diagnosis import Evidence, Thresholds, diagnose
-from npumon.daemon.profiling.readers import (
+from npumon.daemon.analysis import layout, ops, steptime
+from npumon.daemon.analysis.diagnosis import Evidence, Thresholds, diagnose
+from npumon.daemon.analysis.readers import (
     TableError,
     read_kernel_names,
     read_kernels,
     read_op_statistic,
 )
-from npumon.daemon.profiling.steps import read_graph_steps, read_torch_steps
+from npumon.daemon.analysis.steps import read_graph_steps, read_torch_steps
+from npumon.daemon.model.profile import AnalysisReport, ProfileSummary
 
 DEFAULT_THRESHOLDS = Thresholds()
 
