@@ -14,12 +14,12 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from npumon.daemon import __version__
 from npumon.daemon.config import Config
-from npumon.daemon.profiling.metrics import render_profiles
 from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.runner import run_command
 from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources, Runner
 from npumon.daemon.store import SnapshotStore
 from npumon.exporters.collector import NpuCollector
+from npumon.exporters.profiles import render_profiles
 from npumon.exporters.textfile import write_textfile
 
 log = logging.getLogger(__name__)
