@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from npumon.daemon.analysis import layout, ops, steptime
-from npumon.daemon.analysis.diagnosis import Evidence, Thresholds, diagnose
+from npumon.daemon.analysis.diagnosis import Evidence, diagnose
 from npumon.daemon.analysis.readers import (
     TableError,
     read_kernel_names,
@@ -14,7 +14,7 @@ from npumon.daemon.analysis.readers import (
     read_op_statistic,
 )
 from npumon.daemon.analysis.steps import read_graph_steps, read_torch_steps
-from npumon.daemon.model.profile import AnalysisReport, ProfileSummary
+from npumon.daemon.model.profile import AnalysisReport, ProfileSummary, Thresholds
 
 DEFAULT_THRESHOLDS = Thresholds()
 
