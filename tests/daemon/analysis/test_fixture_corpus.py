@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from prof_helpers import FIXTURES
+from analysis_helpers import FIXTURES
 
 from npumon.daemon.analysis.analysis import NoProfileData, analyze_path
 

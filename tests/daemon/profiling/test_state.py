@@ -1,15 +1,90 @@
-"""The profiling state file: the format released versions wrote still loads, with its baselines."""
+"""Profiling state: the rolling p99 baseline, restart, a full disk, a corrupt file, and the format
+released versions wrote (it must still load, with its baselines)."""
 
 from __future__ import annotations
 
 import shutil
+import statistics
 from pathlib import Path
 
 import pytest
+from profiling_helpers import config_for, exposition, profiler_for, summary, value
 
-from npumon.daemon.profiling.state import STATE_FILE, ProfileState
+from npumon.daemon.model.profile import AnalysisReport, Thresholds
+from npumon.daemon.profiling.capture import CaptureOutcome
+from npumon.daemon.profiling.state import STATE_FILE, ProfileState, is_regression
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "state"
+
+
+def test_baseline_is_the_median_of_the_window_before_the_latest(tmp_path: Path) -> None:
+    state = ProfileState(tmp_path, window=3, min_captures=2)
+    assert state.record(summary("w", 1.00), 1.0, 0.5) is None  # nothing before it
+    assert state.record(summary("w", 1.20), 2.0, 0.5) is None  # one capture: too young
+    assert state.record(summary("w", 0.90), 3.0, 0.5) == pytest.approx(1.10)  # median(1.0,1.2)
+    assert state.record(summary("w", 1.00), 4.0, 0.5) == pytest.approx(1.00)  # (1.0,1.2,0.9)
+    # the window slides: 1.00 (the first) drops out -> median(1.2, 0.9, 1.0)
+    baseline = state.record(summary("w", 1.10), 5.0, 0.5)
+    assert baseline == pytest.approx(statistics.median([1.2, 0.9, 1.0]))
+    t = Thresholds()
+    assert is_regression(1.10, baseline, t)  # 10 % above the median 1.0
+    assert not is_regression(1.04, baseline, t)
+    assert is_regression(1.051, 1.0, t) and not is_regression(1.049, 1.0, t)
+
+
+def test_regression() -> None:
+    assert is_regression(1.06, 1.0)
+    assert not is_regression(1.05, 1.0)
+    assert not is_regression(2.0, None)
+
+
+def test_regression_uses_the_configured_ratio(tmp_path: Path) -> None:
+    t = config_for(tmp_path, thresholds={"regression_ratio": 0.2}).profiling.thresholds
+    assert t == Thresholds(regression_ratio=0.2)
+    assert not is_regression(1.19, 1.0, t) and is_regression(1.21, 1.0, t)
+
+
+def test_restart_restores_summaries_and_baseline(tmp_path: Path) -> None:
+    config = config_for(tmp_path, baseline={"captures": 5, "min_captures": 2})
+    first, _ = profiler_for(config)
+    for index, p99 in enumerate((0.40, 0.44, 0.42, 0.50)):
+        report = AnalysisReport(summary("llama", p99), (), ())
+        first._record(CaptureOutcome("llama", "ok", "", report, 1.5, 1000.0 + index))
+    before = exposition(first)
+    second, _ = profiler_for(config)  # a new process reading the same state directory
+    after = exposition(second)
+    for text in (before, after):
+        assert value(text, "npu_step_duration_baseline_seconds", workload="llama") == \
+            pytest.approx(0.42)  # median(0.40, 0.44, 0.42); 0.50 is the one judged
+        assert value(text, "npu_step_duration_seconds", workload="llama", stat="p99") == 0.50
+        assert value(text, "npumon_capture_last_success_timestamp_seconds",
+                     workload="llama") == 1003.0
+    # counters are since start: the new process starts from 0
+    assert value(after, "npumon_captures_total", result="ok") == 0
+    assert value(before, "npumon_captures_total", result="ok") == 4
+
+
+def test_a_full_disk_is_logged_and_counted(tmp_path: Path) -> None:
+    config = config_for(tmp_path)
+    profiler, _ = profiler_for(config)
+    profiler.state.path = tmp_path / "not-a-dir" / "state.json"
+    (tmp_path / "not-a-dir").write_text("a file where the directory should be")
+    report = AnalysisReport(summary("w", 0.3), (), ())
+    profiler._record(CaptureOutcome("w", "ok", "", report, 1.0, 5.0))
+    text = exposition(profiler)
+    assert value(text, "npumon_state_errors_total", reason="write_failed") == 1
+    assert value(text, "npu_step_duration_seconds", workload="w", stat="p99") == 0.3
+
+
+@pytest.mark.parametrize("content", [b"{not json", b'{"version": 99}', b"[]"])
+def test_corrupt_state_is_reported_and_ignored(tmp_path: Path, content: bytes) -> None:
+    state = tmp_path / "state" / "profiling"
+    state.mkdir(parents=True)
+    (state / "profiling-state.json").write_bytes(content)
+    profiler, _ = profiler_for(config_for(tmp_path))
+    text = exposition(profiler)
+    assert value(text, "npumon_state_errors_total", reason="corrupt") == 1
+    assert profiler.view().workloads == ()
 
 
 def loaded(tmp_path: Path, name: str) -> ProfileState:
