@@ -1,6 +1,6 @@
 """Time `analyze_path` on a synthetic 1,000,000-row kernel_details and op_summary; print s and RSS.
 
-Budget (DESIGN section 10): < 3 s and < 600 MB peak each. Each analysis runs in its own child
+Budget: < 3 s and < 600 MB peak each. Each analysis runs in its own child
 process, so the peak RSS is the analysis's own (interpreter + pandas + data). The child reads
 its own peak (RUSAGE_SELF) and that of its CSV worker processes (RUSAGE_CHILDREN, the largest
 one); since the workers run side by side, the reported peak is the sum

@@ -173,7 +173,7 @@ class Profiling(_Model):
     baseline: Baseline = Baseline()
 
     def active(self) -> bool:
-        """Captures are on, or ingest paths alone turn ingest on (DESIGN section 7)."""
+        """Captures are on, or ingest paths alone turn ingest on."""
         return self.enabled or bool(self.ingest.paths)
 
 

@@ -1,4 +1,4 @@
-"""Analyse a profile directory on disk into a ProfileSummary (DESIGN section 6)."""
+"""Analyse a profile directory on disk into a ProfileSummary (runs in the analysis worker)."""
 
 from __future__ import annotations
 
