@@ -1,6 +1,6 @@
 """Time `analyze_path` on a synthetic 1,000,000-row kernel_details and op_summary; print s and RSS.
 
-Budget (DESIGN section 10): < 3 s and < 600 MB peak each. Each analysis runs in its own child
+Budget: < 3 s and < 600 MB peak each. Each analysis runs in its own child
 process, so the peak RSS is the analysis's own (interpreter + pandas + data). The child reads
 its own peak (RUSAGE_SELF) and that of its CSV worker processes (RUSAGE_CHILDREN, the largest
 one); since the workers run side by side, the reported peak is the sum
@@ -125,8 +125,8 @@ def measure(path: Path) -> tuple[float, float, str]:
 
 
 def child(path: Path) -> None:
-    from npumon.daemon.profiling import chunks
-    from npumon.daemon.profiling.analysis import analyze_path
+    from npumon.daemon.analysis import chunks
+    from npumon.daemon.analysis.analysis import analyze_path
 
     started = time.perf_counter()
     report = analyze_path(path)

@@ -11,6 +11,8 @@ from pathlib import Path
 from types import FrameType
 
 from npumon.daemon import __version__
+from npumon.daemon.analysis.report import add_arguments as add_analyze_arguments
+from npumon.daemon.analysis.report import run as run_analyze
 from npumon.daemon.config import Config, ConfigError, load_config
 
 log = logging.getLogger("npumon")
@@ -30,9 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     collect.add_argument("--config", type=Path)
     check = sub.add_parser("check-config", help="validate a config file; exit 0 or 1")
     check.add_argument("file", type=Path)
-    analyze = sub.add_parser("analyze", help="analyse a profile directory on disk")
-    analyze.add_argument("path", type=Path)
-    analyze.add_argument("--json", action="store_true")
+    analyze = sub.add_parser("analyze", help="analyse a profile directory on disk",
+                             description="Analyse a profiler output directory.")
+    add_analyze_arguments(analyze)
     return parser
 
 
@@ -108,9 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "check-config":
         return _check_config(args.file)
     if args.command == "analyze":
-        from npumon.daemon.profiling.report import analyze_main
-
-        return analyze_main([str(args.path), *(["--json"] if args.json else [])])
+        return run_analyze(args)
     try:
         config = _load(args.config)
     except ConfigError as error:

@@ -19,6 +19,8 @@ from pydantic import (
     model_validator,
 )
 
+from npumon.daemon.model.profile import Thresholds
+
 _DURATION = re.compile(r"(?P<num>\d+(\.\d+)?)(?P<unit>ms|s|m|h|d)\Z")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
@@ -178,22 +180,11 @@ class Profiling(_Model):
     disk_quota: ByteSize = ByteSize(2 * 1024**3)
     keep_raw: bool = False
     top_n: int = Field(default=10, ge=1, le=100)
-    thresholds: dict[str, float] = Field(default_factory=dict)
+    thresholds: Thresholds = Thresholds()  # the diagnosis rules' own model, unchanged to the worker
     baseline: Baseline = Baseline()
 
-    @field_validator("thresholds")
-    @classmethod
-    def _known_thresholds(cls, value: dict[str, float]) -> dict[str, float]:
-        from npumon.daemon.profiling.diagnosis import Thresholds
-
-        unknown = sorted(set(value) - set(Thresholds.__dataclass_fields__))
-        if unknown:
-            known = ", ".join(Thresholds.__dataclass_fields__)
-            raise ValueError(f"unknown threshold(s) {', '.join(unknown)}; known: {known}")
-        return value
-
     def active(self) -> bool:
-        """Captures are on, or ingest paths alone turn ingest on (DESIGN section 7)."""
+        """Captures are on, or ingest paths alone turn ingest on."""
         return self.enabled or bool(self.ingest.paths)
 
 

@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +23,14 @@ class CommandResult:
     duration_seconds: float
     timed_out: bool = False
     not_found: bool = False
+
+
+class CommandRunner(Protocol):
+    """run_command's seam for callers that may feed the command's stdin."""
+
+    def __call__(
+        self, argv: Sequence[str], timeout: float, *, stdin: str | None = None
+    ) -> CommandResult: ...
 
 
 def resolve_command(argv: Sequence[str]) -> tuple[str, ...]:
@@ -47,13 +56,16 @@ def run_command(
     *,
     clock: Callable[[], float] = time.monotonic,
     env: dict[str, str] | None = None,
+    stdin: str | None = None,
 ) -> CommandResult:
-    """Run argv with a deadline; on timeout kill its process group and return what was read."""
+    """Run argv with a deadline; on timeout kill its process group and return what was read.
+
+    ``stdin`` is written to the command's standard input (else it reads /dev/null)."""
     started = clock()
     try:
         process = subprocess.Popen(
             list(argv),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -64,7 +76,7 @@ def run_command(
     except (FileNotFoundError, PermissionError, NotADirectoryError) as error:
         return CommandResult(tuple(argv), "", str(error), None, clock() - started, not_found=True)
     try:
-        stdout, stderr = process.communicate(timeout=timeout)
+        stdout, stderr = process.communicate(input=stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(process)
         stdout, stderr = process.communicate()

@@ -1,9 +1,13 @@
-"""Profile summaries (persisted, then rendered) and the profiling picture a scrape renders."""
+"""Profile summaries, diagnosis thresholds, the worker's job, and what a scrape renders."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 PHASES = (
     "fp_bp",
@@ -118,47 +122,6 @@ class ProfileSummary:
     rank_spread: tuple[RankSpread, ...]
     bottlenecks: tuple[Bottleneck, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ProfileSummary:
-        step = data.get("step")
-        return cls(
-            workload=data["workload"],
-            layout=data["layout"],
-            capture_time_seconds=data.get("capture_time_seconds"),
-            step=StepStats(**step) if step else None,
-            phases=_phases(data.get("phases", ())),
-            op_total_seconds=data.get("op_total_seconds"),
-            op_time_ratio=tuple(OpShare(**o) for o in data.get("op_time_ratio", ())),
-            core_type_time_ratio=tuple(
-                CoreShare(**c) for c in data.get("core_type_time_ratio", ())
-            ),
-            ai_cpu_seconds=data.get("ai_cpu_seconds"),
-            ai_cpu_count=data.get("ai_cpu_count"),
-            format_conversion_seconds=data.get("format_conversion_seconds"),
-            format_conversion_ratio=data.get("format_conversion_ratio"),
-            dynamic_shape_op_count=data.get("dynamic_shape_op_count"),
-            op_types_inferred=bool(data.get("op_types_inferred", False)),
-            ranks=tuple(
-                RankBreakdown(
-                    rank=r["rank"],
-                    device_id=r.get("device_id"),
-                    steps=r["steps"],
-                    step_seconds=r["step_seconds"],
-                    phases=_phases(r.get("phases", ())),
-                )
-                for r in data.get("ranks", ())
-            ),
-            rank_spread=tuple(RankSpread(**s) for s in data.get("rank_spread", ())),
-            bottlenecks=tuple(Bottleneck(**b) for b in data.get("bottlenecks", ())),
-        )
-
-
-def _phases(items: Any) -> tuple[PhaseStat, ...]:
-    return tuple(PhaseStat(**p) for p in items)
-
 
 @dataclass(frozen=True, slots=True)
 class AnalysisReport:
@@ -168,20 +131,54 @@ class AnalysisReport:
     sources: tuple[str, ...]  # table files that were read
     problems: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "summary": self.summary.to_dict(),
-            "sources": list(self.sources),
-            "problems": list(self.problems),
-        }
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> AnalysisReport:
-        return cls(
-            summary=ProfileSummary.from_dict(data["summary"]),
-            sources=tuple(data.get("sources", ())),
-            problems=tuple(data.get("problems", ())),
-        )
+NonNegative = Annotated[float, Field(ge=0)]
+
+
+class Thresholds(BaseModel):
+    """Checklist thresholds (ratios are 0..1 of step time or of operator time); this model is
+    `profiling.thresholds` in the config and travels to the analysis worker in its job."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    warmup_steps: int = Field(default=2, ge=0)  # steps <= this are warm-up (compile, lazy init)
+    input_pipeline_ratio: NonNegative = 0.20  # Data Aug Bound or Preparing over step
+    free_ratio: NonNegative = 0.20  # device idle inside the step: host bound
+    communication_ratio: NonNegative = 0.20  # communication not overlapped with compute
+    format_conversion_ratio: NonNegative = 0.30  # conversions + copies over op time
+    reshape_transpose_ratio: NonNegative = 0.20
+    conv_matmul_ratio: NonNegative = 0.60
+    softmax_ratio: NonNegative = 0.15
+    ai_cpu_min_op_us: NonNegative = 20.0  # msprof-analyze's AI CPU check: tasks of at least 20 us
+    ai_cpu_ratio: NonNegative = 0.05  # AI CPU time (such tasks) over op time
+    dynamic_shape_min_ops: int = Field(default=1, ge=0)  # msprof-analyze: any dynamic-shape op
+    small_op_us: NonNegative = 10.0
+    small_ops_ratio: NonNegative = 0.50  # share of ops shorter than small_op_us
+    rank_spread_ratio: NonNegative = 0.05  # msprof-analyze slow-rank rule
+    regression_ratio: NonNegative = 0.05  # p99 step time above baseline
+    device_busy_good: NonNegative = 0.80  # AI Core busy > 80 % fine, 50-80 % room, < 50 % low
+    device_busy_low: NonNegative = 0.50
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisJob:
+    """What the daemon asks of one analysis worker (JSON on the worker's stdin)."""
+
+    path: Path
+    workload: str
+    top_n: int
+    thresholds: Thresholds
+
+
+# Built on first use: the scrape path imports this module but never serialises.
+@cache
+def job_adapter() -> TypeAdapter[AnalysisJob]:
+    return TypeAdapter(AnalysisJob)
+
+
+@cache
+def report_adapter() -> TypeAdapter[AnalysisReport]:
+    return TypeAdapter(AnalysisReport)
 
 
 CAPTURE_RESULTS = (

@@ -6,7 +6,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,13 +19,11 @@ from npumon.daemon.profiling.busy import other_profiler
 from npumon.daemon.profiling.capture_torch import torch_config_capture
 from npumon.daemon.profiling.captureerror import CaptureError
 from npumon.daemon.profiling.diskquota import make_room, tree_bytes
-from npumon.daemon.profiling.worker import analyse_in_worker
+from npumon.daemon.profiling.launch import analyse
 from npumon.daemon.profiling.workloads import ProcessInfo, Workload
-from npumon.daemon.runner import CommandResult, run_command
+from npumon.daemon.runner import CommandRunner, run_command
 
 log = logging.getLogger(__name__)
-
-Runner = Callable[[Sequence[str], float], CommandResult]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +43,7 @@ class Host:
     alive: Callable[[int], bool]
     processes: Callable[[], Iterable[ProcessInfo]]
     set_profiling: Callable[[frozenset[ChipId]], None]
-    runner: Runner = run_command
+    runner: CommandRunner = run_command
     wait: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.time
     monotonic: Callable[[], float] = time.monotonic
@@ -129,14 +127,6 @@ class Capturer:
         if not make_room(self.captures, 0, int(self.settings.disk_quota), keep=out):
             raise CaptureError("disk_quota", f"the capture wrote {size} bytes, over the "
                                              f"quota of {int(self.settings.disk_quota)}")
-
-
-def analyse(path: Path, workload: str, s: Profiling, runner: Runner) -> AnalysisReport:
-    outcome = analyse_in_worker(path, workload, top_n=s.top_n, thresholds=s.thresholds,
-                                timeout=s.timeouts.analysis, runner=runner)
-    if outcome.report is None:
-        raise CaptureError(outcome.result, outcome.message)
-    return outcome.report
 
 
 def _finish(outcome: CaptureOutcome, seconds: float, now: float) -> CaptureOutcome:

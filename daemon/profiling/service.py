@@ -12,11 +12,10 @@ from pathlib import Path
 from npumon.daemon.config import Config
 from npumon.daemon.model.profile import CAPTURE_RESULTS, ProfilingView, WorkloadProfile
 from npumon.daemon.profiling import capture_msprof, ingest
-from npumon.daemon.profiling.capture import CaptureOutcome, Capturer, Host, analyse
+from npumon.daemon.profiling.capture import CaptureOutcome, Capturer, Host
 from npumon.daemon.profiling.captureerror import CaptureError
-from npumon.daemon.profiling.diagnosis import is_regression
-from npumon.daemon.profiling.state import ProfileState
-from npumon.daemon.profiling.worker import thresholds_from
+from npumon.daemon.profiling.launch import analyse
+from npumon.daemon.profiling.state import ProfileState, is_regression
 from npumon.daemon.profiling.workloads import ProcessProbe, Workload, discover
 from npumon.daemon.store import SnapshotStore
 
@@ -145,7 +144,7 @@ class Profiler:
             baseline = self.state.record(summary, outcome.ended_at, outcome.seconds)
             step = summary.step
             if step is not None and is_regression(
-                step.p99_seconds, baseline, thresholds_from(self.settings.thresholds)
+                step.p99_seconds, baseline, self.settings.thresholds
             ):
                 log.warning("event=step_regression workload=%s p99_seconds=%.6f "
                             "baseline_seconds=%.6f", summary.workload, step.p99_seconds,

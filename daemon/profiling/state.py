@@ -3,7 +3,6 @@ and the profile directories already ingested. Atomic writes; a bad file is repor
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import statistics
@@ -11,14 +10,16 @@ import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
-from npumon.daemon.model.profile import ProfileSummary
+from pydantic import TypeAdapter, ValidationError
+
+from npumon.daemon.model.profile import ProfileSummary, Thresholds
 
 log = logging.getLogger(__name__)
 
 STATE_FILE = "profiling-state.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION: Literal[1] = 1
 
 
 @dataclass
@@ -29,11 +30,35 @@ class WorkloadState:
     capture_seconds: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class StateFile:
+    """The file as JSON; version 1 is what npumon 0.1.0 wrote (a fixture under tests holds one)."""
+
+    version: Literal[1]
+    workloads: dict[str, WorkloadState]
+    ingested: dict[str, float] = field(default_factory=dict)  # profile dir -> newest mtime
+
+
+_FILE = TypeAdapter(StateFile)
+
+
 def baseline_of(p99s: list[float], min_captures: int) -> float | None:
     """Median of the window's p99 step times: one slow capture does not move it (None if young)."""
     if len(p99s) < min_captures:
         return None
     return float(statistics.median(p99s))
+
+
+DEFAULT_THRESHOLDS = Thresholds()
+
+
+def is_regression(
+    p99_seconds: float, baseline_seconds: float | None, thresholds: Thresholds = DEFAULT_THRESHOLDS
+) -> bool:
+    """A p99 step time more than ``regression_ratio`` above the workload's baseline."""
+    if baseline_seconds is None or baseline_seconds <= 0:
+        return False
+    return p99_seconds > baseline_seconds * (1.0 + thresholds.regression_ratio)
 
 
 class ProfileState:
@@ -72,22 +97,28 @@ class ProfileState:
     def load(self) -> None:
         """Read the file if there is one; a corrupt or unreadable file is logged and counted."""
         try:
-            text = self.path.read_text(encoding="utf-8")
+            data = self.path.read_bytes()
         except FileNotFoundError:
             return
         except OSError as error:
             self._error("unreadable", f"cannot read: {error}")
             return
         try:
-            self._from_dict(json.loads(text))
-        except (ValueError, KeyError, TypeError) as error:
+            loaded = _FILE.validate_json(data)
+        except ValidationError as error:
             self.workloads.clear()
             self.ingested.clear()
-            self._error("corrupt", f"ignored, starting empty: {type(error).__name__}: {error}")
+            self._error("corrupt", f"ignored, starting empty: {_first_problem(error)}")
+            return
+        for item in loaded.workloads.values():
+            item.p99s = item.p99s[-(self.window + 1) :]  # the window may have shrunk
+        self.workloads, self.ingested = loaded.workloads, loaded.ingested
 
     def save(self) -> bool:
         """Write atomically (temp file, fsync, rename); a full disk is logged and counted."""
-        data = json.dumps(self._to_dict(), sort_keys=True).encode()
+        file = StateFile(FORMAT_VERSION, dict(sorted(self.workloads.items())),
+                         dict(sorted(self.ingested.items())))
+        data = _FILE.dump_json(file)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(self.path, data)
@@ -100,39 +131,11 @@ class ProfileState:
         self.errors[reason] += 1
         log.warning("event=state_%s path=%s message=%r", reason, self.path, message)
 
-    def _to_dict(self) -> dict[str, Any]:
-        return {
-            "version": FORMAT_VERSION,
-            "workloads": {
-                name: {
-                    "summary": s.summary.to_dict() if s.summary else None,
-                    "p99s": s.p99s,
-                    "last_success": s.last_success,
-                    "capture_seconds": s.capture_seconds,
-                }
-                for name, s in sorted(self.workloads.items())
-            },
-            "ingested": dict(sorted(self.ingested.items())),
-        }
 
-    def _from_dict(self, data: Any) -> None:
-        if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
-            raise ValueError(f"not a version {FORMAT_VERSION} npumon profiling state")
-        workloads = {}
-        for name, item in data["workloads"].items():
-            summary = item.get("summary")
-            workloads[str(name)] = WorkloadState(
-                summary=ProfileSummary.from_dict(summary) if summary else None,
-                p99s=[float(v) for v in item.get("p99s", [])][-(self.window + 1) :],
-                last_success=_float(item.get("last_success")),
-                capture_seconds=_float(item.get("capture_seconds")),
-            )
-        ingested = {str(k): float(v) for k, v in data.get("ingested", {}).items()}
-        self.workloads, self.ingested = workloads, ingested
-
-
-def _float(value: Any) -> float | None:
-    return None if value is None else float(value)
+def _first_problem(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    return f"{error.error_count()} problem(s), first at {where}: {first['msg']}"
 
 
 def atomic_write(path: Path, data: bytes) -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from npumon.daemon.profiling import layout
-from npumon.daemon.profiling.analysis import analyze_path
-from npumon.daemon.profiling.readers import read_kernels
+from npumon.daemon.analysis import layout
+from npumon.daemon.analysis.analysis import analyze_path
+from npumon.daemon.analysis.readers import read_kernels
 from npumon.simulator import prof_dir
 from tests.simulator.simjobs import MSPROF, Interactive, child_env, train_job, wait_for
 

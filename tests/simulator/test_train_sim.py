@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from npumon.daemon.profiling.analysis import analyze_path
+from npumon.daemon.analysis.analysis import analyze_path
 from npumon.simulator.prof_dir import CaptureMeta
 from npumon.simulator.profiles import simulate
 from npumon.simulator.torch_profile import Plan, plan_from, write_ascend_pt

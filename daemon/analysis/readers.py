@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from npumon.daemon.analysis.chunks import CsvSpec, concat_frames, read_csv_ranges
 from npumon.daemon.parsers.values import ABSENT_TOKENS
-from npumon.daemon.profiling.chunks import CsvSpec, concat_frames, read_csv_ranges
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -6,9 +6,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from npumon.daemon.model.profile import PhaseStat, RankBreakdown, RankSpread, StepStats
-from npumon.daemon.profiling.diagnosis import Thresholds
-from npumon.daemon.profiling.steps import GraphIteration, TorchStep
+from npumon.daemon.analysis.steps import GraphIteration, TorchStep
+from npumon.daemon.model.profile import PhaseStat, RankBreakdown, RankSpread, StepStats, Thresholds
 
 SPREAD_PHASES = ("computing", "communication", "free")
 

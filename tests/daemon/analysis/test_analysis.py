@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pytest
-from prof_helpers import FIXTURES, column, four_rank_tree, rows, torch_tree
+from analysis_helpers import FIXTURES, column, four_rank_tree, rows, torch_tree
 
-from npumon.daemon.model.profile import AnalysisReport, ProfileSummary
-from npumon.daemon.profiling.analysis import NoProfileData, analyze_path
-from npumon.daemon.profiling.diagnosis import Thresholds
-from npumon.daemon.profiling.report import analyze_main, format_report
+from npumon.daemon.analysis.analysis import NoProfileData, analyze_path
+from npumon.daemon.analysis.report import format_report
+from npumon.daemon.model.profile import Thresholds
 
 OP_SUMMARY = "op_summary_msinsight_test_kernel_parse.csv"
 
@@ -155,26 +153,6 @@ def test_half_written_file_does_not_stop_the_rest(tmp_path: Path) -> None:
     report = analyze_path(tmp_path)
     assert report.summary.step is not None
     assert any("kernel_details.csv: the file is empty" in p for p in report.problems)
-
-
-def test_summary_round_trips_through_json(tmp_path: Path) -> None:
-    report = analyze_path(four_rank_tree(tmp_path), workload="qwen3")
-    again = AnalysisReport.from_dict(json.loads(json.dumps(report.to_dict())))
-    assert again == report
-    assert ProfileSummary.from_dict(report.summary.to_dict()) == report.summary
-    assert report.summary.workload == "qwen3"
-
-
-def test_analyze_main(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert analyze_main([str(tmp_path)]) == 2
-    assert "no profiler tables found" in capsys.readouterr().err
-    assert analyze_main([str(tmp_path / "missing")]) == 2
-    four_rank_tree(tmp_path)
-    assert analyze_main([str(tmp_path), "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
-    assert len(data["summary"]["ranks"]) == 4
-    assert analyze_main([str(tmp_path / "rank_0_ascend_pt")]) == 0
-    assert "Per-rank step breakdown" in capsys.readouterr().out
 
 
 def test_unreadable_only_table_is_exit_2(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""torch_npu config-file trigger end to end; ingest of user directories (never modified, never
-analysed twice); `npumon collect --once` with ingest.paths on the real 4-rank sample."""
+"""Ingest of user directories (never modified, never analysed twice, not while being written);
+`npumon collect --once` with ingest.paths on the real 4-rank sample. Real analysis workers."""
 
 from __future__ import annotations
 
@@ -13,19 +13,19 @@ import time
 from pathlib import Path
 
 import pytest
-from cap_helpers import (
+from profiling_helpers import (
     config_for,
     exposition,
     profiler_for,
     promtool_ok,
-    train_job,
     tree_digest,
     value,
 )
 
 from npumon.simulator.prof_dir import CaptureMeta, write_raw
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "msprof"
+pytestmark = pytest.mark.integration
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "msprof"
 RANK_FILES = {
     0: {"step_trace_time": "step_trace_time_torchnpu_cann8.3rc1_rank0.csv",
         "op_statistic": "op_statistic_torchnpu_cann8.3rc1.csv",
@@ -56,45 +56,6 @@ def mean_stage_seconds(name: str) -> float:
     with (FIXTURES / name).open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     return sum(float(r["Stage"]) for r in rows) / len(rows) / 1e6
-
-
-def test_torch_npu_config_trigger_end_to_end(tmp_path: Path) -> None:
-    config_dir = tmp_path / "job-config"
-    config = config_for(tmp_path, targets=[{
-        "workload": "torchjob", "cmdline": f"--dynamic-config-dir {config_dir}",
-        "mode": "torch_npu_config", "config_dir": str(config_dir)}])
-    profiler, recorder = profiler_for(config)
-    with train_job(tmp_path, "input_bound", dynamic=False, config_dir=config_dir) as job:
-        original = (config_dir / "profiler_config.json").read_bytes()
-        (workload,) = profiler.workloads()
-        assert workload.name == "torchjob" and workload.pids == (job.pid,)
-        outcome = profiler.capture(workload)
-        assert outcome.result == "ok", outcome.message
-        # the job's config is back as it was: no second capture is triggered
-        assert (config_dir / "profiler_config.json").read_bytes() == original
-    text = exposition(profiler)
-    promtool_ok(text)
-    assert value(text, "npu_profile_bottleneck", workload="torchjob", kind="input_pipeline") == 1
-    assert value(text, "npu_step_phase_ratio", workload="torchjob", phase="computing")
-    assert recorder.calls == [workload.chips, frozenset()]
-    assert list((tmp_path / "state" / "captures").iterdir()) == []
-
-
-def test_a_pending_trigger_of_someone_else_is_left_alone(tmp_path: Path) -> None:
-    config_dir = tmp_path / "cfg"
-    config_dir.mkdir()
-    theirs = json.dumps({"is_valid": True, "prof_dir": "/their/dir", "active": 1}).encode()
-    (config_dir / "profiler_config.json").write_bytes(theirs)
-    config = config_for(tmp_path, targets=[{"workload": "w", "cmdline": "x",
-                                             "mode": "torch_npu_config",
-                                             "config_dir": str(config_dir)}])
-    profiler, _ = profiler_for(config)
-    from npumon.daemon.profiling.workloads import Workload
-
-    outcome = profiler.capture(Workload("w", (os.getpid(),), "torch_npu_config", frozenset(),
-                                        config_dir=config_dir))
-    assert outcome.result == "skipped_busy"
-    assert (config_dir / "profiler_config.json").read_bytes() == theirs
 
 
 def test_ingest_never_modifies_the_users_dir_and_never_repeats(tmp_path: Path) -> None:
@@ -156,14 +117,3 @@ def test_collect_once_analyses_the_ingest_paths(tmp_path: Path) -> None:
     assert p99 is not None and expected[0] * (1 - 1e-5) <= p99
     assert value(text, "npu_profile_bottleneck", workload="qwen3", kind="communication") == 1
     assert value(text, "npu_aicore_utilization_ratio", npu="0", chip="0") is not None
-
-
-@pytest.mark.parametrize("content", [b"{not json", b'{"version": 99}', b"[]"])
-def test_corrupt_state_is_reported_and_ignored(tmp_path: Path, content: bytes) -> None:
-    state = tmp_path / "state" / "profiling"
-    state.mkdir(parents=True)
-    (state / "profiling-state.json").write_bytes(content)
-    profiler, _ = profiler_for(config_for(tmp_path))
-    text = exposition(profiler)
-    assert value(text, "npumon_state_errors_total", reason="corrupt") == 1
-    assert profiler.view().workloads == ()

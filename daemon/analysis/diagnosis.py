@@ -5,32 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from npumon.daemon.model.profile import Bottleneck
-
-
-@dataclass(frozen=True, slots=True)
-class Thresholds:
-    """Checklist thresholds (ratios are 0..1 of step time or of operator time)."""
-
-    warmup_steps: int = 2  # steps / iteration IDs <= this are warm-up (graph compile, lazy init)
-    input_pipeline_ratio: float = (
-        0.20  # Data Aug Bound or Preparing over step: data transfer > 20 %
-    )
-    free_ratio: float = 0.20  # device idle inside the step: host bound
-    communication_ratio: float = 0.20  # communication not overlapped with compute
-    format_conversion_ratio: float = 0.30  # conversions + copies over op time
-    reshape_transpose_ratio: float = 0.20
-    conv_matmul_ratio: float = 0.60
-    softmax_ratio: float = 0.15
-    ai_cpu_min_op_us: float = 20.0  # msprof-analyze's AI CPU check: tasks of at least 20 us
-    ai_cpu_ratio: float = 0.05  # AI CPU time (such tasks) over op time
-    dynamic_shape_min_ops: int = 1  # msprof-analyze reports any dynamic-shape op
-    small_op_us: float = 10.0
-    small_ops_ratio: float = 0.50  # share of ops shorter than small_op_us
-    rank_spread_ratio: float = 0.05  # msprof-analyze slow-rank rule
-    regression_ratio: float = 0.05  # p99 step time above baseline
-    device_busy_good: float = 0.80  # AI Core busy > 80 % fine, 50-80 % room, < 50 % bottleneck
-    device_busy_low: float = 0.50
+from npumon.daemon.model.profile import Bottleneck, Thresholds
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,12 +176,3 @@ def diagnose(
     """Every rule that fires, in a fixed order."""
     found = (rule(evidence, thresholds) for rule in RULES)
     return tuple(b for b in found if b is not None)
-
-
-def is_regression(
-    p99_seconds: float, baseline_seconds: float | None, thresholds: Thresholds = DEFAULT_THRESHOLDS
-) -> bool:
-    """A p99 step time more than ``regression_ratio`` above the workload's baseline."""
-    if baseline_seconds is None or baseline_seconds <= 0:
-        return False
-    return p99_seconds > baseline_seconds * (1.0 + thresholds.regression_ratio)

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from npumon.daemon.profiling.analysis import analyze_path
-from npumon.daemon.profiling.diagnosis import Evidence, Thresholds, diagnose, is_regression
+from npumon.daemon.analysis.analysis import analyze_path
+from npumon.daemon.analysis.diagnosis import Evidence, diagnose
+from npumon.daemon.model.profile import Thresholds
 
 CASES = [
     (
@@ -55,12 +56,6 @@ def test_unknown_evidence_fires_nothing() -> None:
 def test_thresholds_are_configurable() -> None:
     assert diagnose(Evidence(phase_ratios={"free": 0.15}), Thresholds(free_ratio=0.1))
     assert not diagnose(Evidence(phase_ratios={"free": 0.15}))
-
-
-def test_regression() -> None:
-    assert is_regression(1.06, 1.0)
-    assert not is_regression(1.05, 1.0)
-    assert not is_regression(2.0, None)
 
 
 HEADER = "Step Id,Name,Type,OP State,Accelerator Core,Start Time(us),Duration(us),Wait Time(us)\n"

@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from prof_helpers import FIXTURES
+from analysis_helpers import FIXTURES
 
-from npumon.daemon.profiling.analysis import NoProfileData, analyze_path
+from npumon.daemon.analysis.analysis import NoProfileData, analyze_path
 
 READ_BY_TESTS = (  # the globs/lists test_prof_readers.py parametrizes over
     "kernel_details_*.csv", "op_summary_*.csv", "op_statistic_*.csv", "step_trace_time_*.csv",

@@ -17,25 +17,18 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from npumon.daemon.config import Config, parse_config
+from npumon.daemon.model.profile import ProfileSummary, StepStats
 from npumon.daemon.profiling.capture import Host
 from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.profiling.workloads import ProcessProbe
 from npumon.daemon.store import SnapshotStore
 from npumon.exporters.collector import NpuCollector
+from tests.helpers.wait import wait_for
 
 BIN = Path(sys.executable).parent
 SIM_TRAIN = str(BIN / "npumon-sim-train")
 SIM_MSPROF = str(BIN / "npumon-sim-msprof")
 STEP_SECONDS = "0.05"
-
-
-def wait_for(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Polls a real subprocess' side effect (nothing to advance a clock on)."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
 
 
 @contextmanager
@@ -53,9 +46,11 @@ def train_job(home: Path, kind: str, *, dynamic: bool = True,
                            stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         if dynamic:
-            wait_for(lambda: (home / f"dynamic_profiling_socket_{job.pid}").exists())
+            wait_for(lambda: (home / f"dynamic_profiling_socket_{job.pid}").exists(), 10.0,
+                     "the job's dynamic profiling socket")
         if config_dir is not None:
-            wait_for(lambda: (config_dir / "profiler_config.json").exists())
+            wait_for(lambda: (config_dir / "profiler_config.json").exists(), 10.0,
+                     "the job's profiler_config.json")
         yield job
     finally:
         job.terminate()
@@ -147,3 +142,15 @@ def msprof_children(marker: Path) -> list[int]:
         if "npumon-sim-msprof" in cmd and str(marker) in cmd and p.info["status"] != "zombie":
             found.append(p.pid)
     return found
+
+
+def summary(workload: str, p99: float) -> ProfileSummary:
+    """A summary with only a step time (p99 as given)."""
+    return ProfileSummary(
+        workload=workload, layout="torch_npu", capture_time_seconds=None,
+        step=StepStats(4, p99 * 0.9, p99 * 0.9, p99 * 0.95, p99), phases=(),
+        op_total_seconds=None, op_time_ratio=(), core_type_time_ratio=(), ai_cpu_seconds=None,
+        ai_cpu_count=None, format_conversion_seconds=None, format_conversion_ratio=None,
+        dynamic_shape_op_count=None, op_types_inferred=False, ranks=(), rank_spread=(),
+        bottlenecks=(),
+    )

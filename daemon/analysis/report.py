@@ -1,13 +1,12 @@
-"""`npumon analyze PATH [--json]`: the analysis of a profile directory as text or JSON."""
+"""`npumon analyze PATH [--top N] [--json]`: a profile directory's analysis as text or JSON."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from npumon.daemon.model.profile import AnalysisReport, PhaseStat, ProfileSummary
+from npumon.daemon.model.profile import AnalysisReport, PhaseStat, ProfileSummary, report_adapter
 
 _PHASE_TITLES = {
     "computing": "computing",
@@ -111,20 +110,20 @@ def format_report(report: AnalysisReport) -> str:
 
 
 def report_to_json(report: AnalysisReport) -> str:
-    return json.dumps(report.to_dict(), indent=2, sort_keys=True)
+    return report_adapter().dump_json(report, indent=2).decode()
 
 
-def analyze_main(argv: list[str]) -> int:
-    """`npumon analyze PATH [--json]`: 0 on success, 2 when PATH holds no usable profile data."""
-    from npumon.daemon.profiling.analysis import NoProfileData, analyze_path
-
-    parser = argparse.ArgumentParser(
-        prog="npumon analyze", description="Analyse a profiler output directory."
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The one definition of `npumon analyze`'s arguments (cli.py builds its subparser here)."""
     parser.add_argument("path", type=Path, help="a PROF_* dir, a *_ascend_pt dir, or a parent")
     parser.add_argument("--json", action="store_true", help="print the analysis as JSON")
     parser.add_argument("--top", type=int, default=10, help="operator types to list (default 10)")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """`npumon analyze`: 0 on success, 2 when PATH holds no usable profile data."""
+    from npumon.daemon.analysis.analysis import NoProfileData, analyze_path
+
     if not args.path.exists():
         print(f"npumon analyze: {args.path}: no such file or directory", file=sys.stderr)
         return 2

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cap_helpers import (
+from profiling_helpers import (
     SIM_MSPROF,
     config_for,
     exposition,
@@ -18,10 +18,12 @@ from cap_helpers import (
     promtool_ok,
     train_job,
     value,
-    wait_for,
 )
 
 from npumon.daemon.profiling.workloads import Workload
+from tests.helpers.wait import wait_for
+
+pytestmark = pytest.mark.integration  # real msprof and training-job simulators
 
 CHIPS = frozenset({(3, 0), (3, 1)})
 
@@ -162,7 +164,8 @@ def test_another_msprof_on_the_job_means_skipped_busy(tmp_path: Path) -> None:
             [SIM_MSPROF, "--dynamic=on", f"--pid={job.pid}", f"--output={tmp_path / 'user'}"],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            wait_for(lambda: any("--dynamic=on" in " ".join(p) for p in _cmdlines(other.pid)))
+            wait_for(lambda: any("--dynamic=on" in " ".join(p) for p in _cmdlines(other.pid)),
+                     10.0, "the other msprof to start")
             outcome = profiler.capture(job_workload(job.pid))
         finally:
             other.kill()

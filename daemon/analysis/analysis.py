@@ -1,20 +1,20 @@
-"""Analyse a profile directory on disk into a ProfileSummary (DESIGN section 6)."""
+"""Analyse a profile directory on disk into a ProfileSummary (runs in the analysis worker)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from npumon.daemon.model.profile import AnalysisReport, ProfileSummary
-from npumon.daemon.profiling import layout, ops, steptime
-from npumon.daemon.profiling.diagnosis import Evidence, Thresholds, diagnose
-from npumon.daemon.profiling.readers import (
+from npumon.daemon.analysis import layout, ops, steptime
+from npumon.daemon.analysis.diagnosis import Evidence, diagnose
+from npumon.daemon.analysis.readers import (
     TableError,
     read_kernel_names,
     read_kernels,
     read_op_statistic,
 )
-from npumon.daemon.profiling.steps import read_graph_steps, read_torch_steps
+from npumon.daemon.analysis.steps import read_graph_steps, read_torch_steps
+from npumon.daemon.model.profile import AnalysisReport, ProfileSummary, Thresholds
 
 DEFAULT_THRESHOLDS = Thresholds()
 

@@ -6,7 +6,7 @@ import csv
 import shutil
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "msprof"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "msprof"
 ABSENT = {"", "N/A", "NA", "-", "--"}
 
 

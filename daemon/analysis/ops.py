@@ -7,8 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from npumon.daemon.model.profile import CORE_TYPES, CoreShare, OpShare
-from npumon.daemon.profiling.diagnosis import Thresholds
+from npumon.daemon.model.profile import CORE_TYPES, CoreShare, OpShare, Thresholds
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -1,0 +1,50 @@
+"""Start the analysis worker by module name with a deadline; this side never imports pandas."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from npumon.daemon.config import Profiling
+from npumon.daemon.model.profile import AnalysisJob, AnalysisReport, job_adapter, report_adapter
+from npumon.daemon.profiling.captureerror import CaptureError
+from npumon.daemon.runner import CommandRunner, run_command
+
+WORKER_MODULE = "npumon.daemon.analysis.worker"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerOutcome:
+    report: AnalysisReport | None
+    result: str  # ok, timeout, failed
+    message: str
+
+
+def analyse_in_worker(
+    job: AnalysisJob, timeout: float, runner: CommandRunner = run_command
+) -> WorkerOutcome:
+    """Run ``job`` in a child Python with a deadline (its process group is killed after)."""
+    argv = [sys.executable, "-m", WORKER_MODULE]
+    result = runner(argv, timeout, stdin=job_adapter().dump_json(job).decode())
+    if result.timed_out:
+        return WorkerOutcome(None, "timeout", f"analysis of {job.path} took over {timeout:g}s")
+    if result.exit_code != 0:
+        tail = (result.stderr.strip().splitlines() or [""])[-1][:300]
+        return WorkerOutcome(None, "failed", f"analysis exited {result.exit_code}: {tail}")
+    try:
+        report = report_adapter().validate_json(result.stdout)
+    except ValidationError as error:
+        return WorkerOutcome(None, "failed", f"analysis output not understood: {error}")
+    return WorkerOutcome(report, "ok", "")
+
+
+def analyse(path: Path, workload: str, s: Profiling, runner: CommandRunner) -> AnalysisReport:
+    """The worker's report for ``path``; CaptureError (timeout, failed) when there is none."""
+    job = AnalysisJob(path, workload, s.top_n, s.thresholds)
+    outcome = analyse_in_worker(job, s.timeouts.analysis, runner)
+    if outcome.report is None:
+        raise CaptureError(outcome.result, outcome.message)
+    return outcome.report

@@ -1,0 +1,37 @@
+"""Profile units found on disk and their capture end time, read off the metadata files."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+from analysis_helpers import FIXTURES
+
+from npumon.daemon.analysis import layout
+
+
+def test_capture_time_from_metadata(tmp_path: Path) -> None:
+    pt = tmp_path / "host_1_20251127_ascend_pt"
+    (pt / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
+    shutil.copyfile(
+        FIXTURES / "step_trace_time_torchnpu_cann8.3rc1_rank0.csv",
+        pt / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv",
+    )
+    shutil.copyfile(
+        FIXTURES / "profiler_info_torchnpu_cann8.3rc1.json", pt / "profiler_info_0.json"
+    )
+    prof = tmp_path / "PROF_000001_20220729204439087_FMDBBBNDOAKFEOIA"
+    (prof / "mindstudio_profiler_output").mkdir(parents=True)
+    (prof / "device_2").mkdir()
+    shutil.copyfile(FIXTURES / "prof_dir_end_info.json", prof / "device_2" / "end_info")
+    shutil.copyfile(
+        FIXTURES / "op_statistic_torchnpu_cann8.3rc1.csv",
+        prof / "mindstudio_profiler_output" / "op_statistic_20220729211650.csv",
+    )
+    units = {u.layout: u for u in layout.find_units(tmp_path)}
+    # collectionTimeEnd 1764246878131995320 ns; 1659100610422400 us (read off the files)
+    assert math.isclose(units["torch_npu"].capture_end_seconds or 0, 1764246878.131995)
+    assert units["torch_npu"].name == "rank0"
+    assert math.isclose(units["msprof"].capture_end_seconds or 0, 1659100610.4224)
+

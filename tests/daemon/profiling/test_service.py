@@ -1,0 +1,31 @@
+"""The profiler service: which workload is due, and what it publishes when nothing ran."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from profiling_helpers import config_for, profiler_for, summary
+
+from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT
+from npumon.daemon.profiling.workloads import Workload
+from npumon.exporters.profiles import render_profiles
+
+
+def test_due_workload_respects_the_interval_and_persisted_success(tmp_path: Path) -> None:
+    profiler, _ = profiler_for(config_for(tmp_path, interval="10m"))
+    a = Workload("a", (1,), "msprof_attach", frozenset())
+    b = Workload("b", (2,), "msprof_attach", frozenset(), interval_seconds=60.0)
+    profiler.state.record(summary("a", 0.1), 1000.0, 1.0)
+    profiler.state.record(summary("b", 0.1), 1000.0, 1.0)
+    assert profiler.due((a, b), 1059.0) is None
+    assert profiler.due((a, b), 1061.0) == b
+    assert profiler.due((a, b), 1700.0) == b  # both late: b by 640 s, a by 100 s
+
+
+def test_nothing_rendered_when_profiling_is_off_every_result_counted_when_on(
+    tmp_path: Path,
+) -> None:
+    assert list(render_profiles(EMPTY_SNAPSHOT)) == []
+    profiler, _ = profiler_for(config_for(tmp_path))
+    captures = dict(profiler.view().captures)
+    assert captures["skipped_not_attachable"] == 0 and len(captures) == 7
