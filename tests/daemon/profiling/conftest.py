@@ -1,4 +1,4 @@
-"""tests/capture: every child process gets HOME=tmp_path and no inherited fault injection."""
+"""tests/daemon/profiling: every child process gets HOME=tmp_path and no inherited fault injection."""
 
 from __future__ import annotations
 

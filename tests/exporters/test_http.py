@@ -20,6 +20,8 @@ from npumon.exporters.collector import NpuCollector
 from npumon.exporters.http import Server, parse_listen_address, serve
 from npumon.exporters.webconfig import parse_web_config
 
+pytestmark = pytest.mark.integration  # real loopback servers, TLS and openssl
+
 TIMEOUT = 10.0
 
 
