@@ -1,4 +1,4 @@
-"""tests/daemon/profiling: every child process gets HOME=tmp_path and no inherited fault injection."""
+"""Every child process of a capture test gets HOME=tmp_path and no inherited fault injection."""
 
 from __future__ import annotations
 
