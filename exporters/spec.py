@@ -25,6 +25,10 @@ def ids(c: ChipReading) -> list[str]:
     return [str(c.npu), str(c.chip)]
 
 
+def _gauge(name: str, doc: str, *labels: str, unit: str = "") -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, f"{doc} {SAMPLED}", labels=(*CHIP_LABELS, *labels), unit=unit)
+
+
 def _check(*names: str) -> None:
     unknown = [n for n in names if n not in _FIELDS]
     if unknown:
@@ -47,8 +51,7 @@ class Gauge:
         _check(self.field)
 
     def render(self, chips: Sequence[ChipReading]) -> Metric:
-        family = GaugeMetricFamily(self.name, f"{self.help} {SAMPLED}", labels=CHIP_LABELS,
-                                   unit=self.unit)
+        family = _gauge(self.name, self.help, unit=self.unit)
         for c in chips:
             value = getattr(c, self.field)
             if value is not None:
@@ -100,8 +103,7 @@ class StateSet:
         _check(self.field)
 
     def render(self, chips: Sequence[ChipReading]) -> Metric:
-        family = GaugeMetricFamily(self.name, f"{self.help} {SAMPLED}",
-                                   labels=(*CHIP_LABELS, self.label))
+        family = _gauge(self.name, self.help, self.label)
         for c in chips:
             current = getattr(c, self.field)
             if current is None:
@@ -127,8 +129,7 @@ class Members:
         _check(self.field)
 
     def render(self, chips: Sequence[ChipReading]) -> Metric:
-        family = GaugeMetricFamily(self.name, f"{self.help} {SAMPLED}",
-                                   labels=(*CHIP_LABELS, self.label))
+        family = _gauge(self.name, self.help, self.label)
         for c in chips:
             for value in getattr(c, self.field):
                 family.add_metric([*ids(c), str(value)], 1.0)
