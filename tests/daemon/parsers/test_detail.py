@@ -6,7 +6,6 @@ Expected values are read off the fixture files by eye.
 from __future__ import annotations
 
 import pytest
-from npu_smi_fixtures import fixture_text
 
 from npumon.daemon.model.npu_smi import ChipEcc, ChipReading, ChipUsage, MappedChip
 from npumon.daemon.parsers.board import parse_board
@@ -22,6 +21,7 @@ from npumon.daemon.parsers.errors import ParseError
 from npumon.daemon.parsers.failure import classify_failure
 from npumon.daemon.parsers.health import parse_health
 from npumon.daemon.parsers.mapping import parse_list, parse_mapping
+from tests.daemon.parsers.npu_smi_fixtures import fixture_text
 
 MB = 1024 * 1024
 MHZ = 1_000_000
