@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from npumon.daemon.app import Agent
@@ -178,8 +179,7 @@ def test_a_hung_npu_smi_does_not_delay_a_scrape(hung_agent: tuple[Agent, int]) -
 
 def test_collect_once_cli_against_a_replayed_real_sample(tmp_path: Path) -> None:
     config = tmp_path / "npumon.yaml"
-    argv = ", ".join(f'"{part}"' for part in fake_npu_smi("910b4-1_25.2.2"))
-    config.write_text(f"npu_smi:\n  command: [{argv}]\n")
+    config.write_text(yaml.safe_dump({"npu_smi": {"command": fake_npu_smi("910b4-1_25.2.2")}}))
     npumon = Path(sys.executable).parent / "npumon"
     done = subprocess.run([str(npumon), "collect", "--once", "--config", str(config)],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
