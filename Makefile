@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 DEMO   := .demo
 PORT   ?= 9732
 
-.PHONY: all demo demo-stop test lint typecheck bench tools clean
+.PHONY: all demo demo-stop test test-fast lint typecheck bench tools clean
 
 all: test
 
@@ -38,6 +38,11 @@ typecheck: $(STAMP)
 
 test: $(STAMP) tools lint typecheck
 	$(BIN)/python -m pytest -q
+
+# The inner loop: parsers, unit and golden tests, under 30 s. Tests that start real processes,
+# sockets or servers are marked `integration`, the live Prometheus ones `fleet` (pyproject).
+test-fast: $(STAMP) tools lint typecheck
+	$(BIN)/python -m pytest -q -m "not integration and not fleet"
 
 bench: $(STAMP)
 	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
