@@ -13,11 +13,11 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
 from npumon.daemon.app import Agent
 from npumon.daemon.config import parse_config
 from npumon.exporters.http import serve
+from tests.helpers.exposition import Samples, names, samples, value
 from tests.helpers.http import get
 from tests.helpers.wait import wait_for
 from tests.support import ROOT, fake_npu_smi
@@ -25,23 +25,6 @@ from tests.support import ROOT, fake_npu_smi
 MIB = 1024 * 1024
 
 pytestmark = pytest.mark.integration  # every test runs npu-smi (fake or simulated)
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-def samples(text: str) -> Samples:
-    out: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            out[(sample.name, frozenset(sample.labels.items()))] = sample.value
-    return out
-
-
-def value(found: Samples, name: str, **labels: str) -> float | None:
-    return found.get((name, frozenset(labels.items())))
-
-
-def names(found: Samples) -> set[str]:
-    return {name for name, _ in found}
 
 
 def agent_for(command: list[str], **npu_smi: object) -> Agent:

@@ -2,5 +2,8 @@
 
 - ``wait``: ``wait_for``, the one way to wait on a live process' side effect;
 - ``processes``: stopping child processes, reading the port a server bound (servers bind 0);
-- ``http``: GET a URL from a server under test.
+- ``http``: GET a URL from a server under test;
+- ``exposition``: samples of a Prometheus exposition by (name, labels), promtool's lint.
+
+Paths (ROOT, FIXTURES, NODES) and the fake npu-smi argv are in ``tests.support``.
 """
