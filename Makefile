@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 DEMO   := .demo
 PORT   ?= 9732
 
-.PHONY: all demo demo-stop test lint typecheck imports bench tools clean
+.PHONY: all demo demo-stop test test-fast lint typecheck imports bench tools clean
 
 all: test
 
@@ -44,6 +44,12 @@ imports: $(STAMP) .mypy-src/npumon
 
 test: $(STAMP) tools lint typecheck imports
 	$(BIN)/python -m pytest -q
+
+# The inner loop: parsers, unit and golden tests, under 30 s. Tests that start real processes,
+# sockets or servers are marked `integration`, the live Prometheus ones `fleet` (pyproject).
+# `make test` runs those too, plus lint, mypy and the import contracts.
+test-fast: $(STAMP) tools
+	$(BIN)/python -m pytest -q -m "not integration and not fleet"
 
 bench: $(STAMP)
 	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

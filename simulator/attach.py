@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,8 +75,10 @@ def is_alive(target: Target) -> bool:
 class Session:
     """start/stop pairs; each stop writes one raw PROF_* directory per target under ``output``."""
 
-    def __init__(self, targets: Sequence[Target], output: Path, raw_mb: int = 0) -> None:
+    def __init__(self, targets: Sequence[Target], output: Path, raw_mb: int = 0,
+                 clock: Callable[[], float] = time.time) -> None:
         self.targets = tuple(targets)
+        self.clock = clock  # tests pass a fake one: the window covers steps without waiting
         self.output = output
         self.raw_mb = raw_mb
         self.started_at: float | None = None
@@ -95,13 +97,13 @@ class Session:
             raise TargetGone(f"The process {gone.pid} exited; profiling cannot start.")
         if self.started_at is not None:
             return "[WARNING] [msprof] Profiling has already started."
-        self.started_at = time.time()
+        self.started_at = self.clock()
         return "[INFO] [msprof] Start profiling...."
 
     def stop(self) -> str:
         if self.started_at is None:
             return "[WARNING] [msprof] Profiling has not started. Enter start first."
-        start, stop = self.started_at, time.time()
+        start, stop = self.started_at, self.clock()
         self.started_at = None
         self.output.mkdir(parents=True, exist_ok=True)
         gone = self._gone()

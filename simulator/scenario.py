@@ -1,6 +1,8 @@
 """Scenario files validated with pydantic: clear errors with dotted paths, unknown keys rejected.
 
 Imported only on a scenario-cache miss (see loader.py): the runtime path uses model.py instead.
+The imports go one way: loader.py (find + cache) calls ``validate`` here; this module knows
+nothing of files, the cache or the loader, so there is no import cycle.
 """
 
 from __future__ import annotations
@@ -11,18 +13,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from npumon.simulator.families import FAMILIES
-from npumon.simulator.loader import SCENARIO_ENV, builtin_names, load_scenario
 from npumon.simulator.model import Scenario, ScenarioError, scenario_from_dict
 
-__all__ = [
-    "SCENARIO_ENV",
-    "ScenarioError",
-    "ScenarioSpec",
-    "builtin_names",
-    "load_scenario",
-    "parse_scenario",
-    "validate",
-]
+__all__ = ["ScenarioError", "ScenarioSpec", "parse_scenario", "validate"]
 
 
 class _Model(BaseModel):

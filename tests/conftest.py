@@ -1,4 +1,17 @@
-"""Shared test options and helpers."""
+"""Shared test options. How the tests are laid out:
+
+- tests mirror the source tree: ``daemon/parsers/test_table.py`` tests ``daemon/parsers/table.py``,
+  ``simulator/`` tests ``simulator/`` (plus ``e2e/`` whole-pipeline and ``fleet/`` deployment
+  tests); the test folders have no ``__init__.py``, so a test file's name must be unique;
+- one kit: ``tests/helpers`` (wait_for, processes, http, exposition) and ``tests/support.py``
+  (paths, the fake npu-smi under ``tests/fakes``); fixtures (real captures) in ``tests/fixtures``;
+- markers (pyproject): ``integration`` on tests that start real processes, sockets or servers,
+  ``fleet`` on those that run a real Prometheus. ``make test-fast`` runs the rest (parsers,
+  unit, golden; under 30 s), ``make test`` everything;
+- time: a clock is injected where it can be (``NPUMON_SIM_TIME``, ``Agent(clock=...)``, the
+  msprof session's ``clock``); where real time must pass, a test asserts a loose bound and the
+  real figure lives in ``bench/``. Servers bind port 0 and report the port they got.
+"""
 
 from __future__ import annotations
 

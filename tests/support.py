@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
+import json
+import shutil
 import sys
+import tempfile
+from functools import cache
 from pathlib import Path
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -11,6 +18,26 @@ FAKE_NPU_SMI = ROOT / "tests" / "fakes" / "fake_npu_smi.py"
 NODES = FIXTURES / "nodes"
 
 
+@cache
+def _scratch() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="npumon-fake-npu-smi-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+@cache
+def _commands_file(node: str) -> Path:
+    commands = yaml.safe_load((NODES / node / "node.yaml").read_text())["commands"]
+    path = _scratch() / f"{node}.json"
+    path.write_text(json.dumps(commands))
+    return path
+
+
 def fake_npu_smi(node: str, *options: str) -> list[str]:
-    """The npu_smi.command argv prefix that replays a fixture node."""
-    return [sys.executable, str(FAKE_NPU_SMI), "--node", str(NODES / node), *options]
+    """The npu_smi.command argv prefix that replays a fixture node.
+
+    node.yaml is read here, once, and handed over as a JSON file: the fake then runs as
+    `python -S` (no site-packages, no yaml), which makes the golden tests' many calls cheap.
+    """
+    return [sys.executable, "-S", str(FAKE_NPU_SMI), "--node", str(NODES / node),
+            "--commands", str(_commands_file(node)), *options]

@@ -3,40 +3,28 @@ a hung npu-smi that never delays a scrape, and `npumon collect --once` as a user
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
-import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
+import yaml
 
 from npumon.daemon.app import Agent
 from npumon.daemon.config import parse_config
 from npumon.exporters.http import serve
+from tests.helpers.exposition import Samples, names, samples, value
+from tests.helpers.http import get
+from tests.helpers.wait import wait_for
 from tests.support import ROOT, fake_npu_smi
 
 MIB = 1024 * 1024
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
-
-def samples(text: str) -> Samples:
-    out: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            out[(sample.name, frozenset(sample.labels.items()))] = sample.value
-    return out
-
-
-def value(found: Samples, name: str, **labels: str) -> float | None:
-    return found.get((name, frozenset(labels.items())))
-
-
-def names(found: Samples) -> set[str]:
-    return {name for name, _ in found}
+pytestmark = pytest.mark.integration  # every test runs npu-smi (fake or simulated)
 
 
 def agent_for(command: list[str], **npu_smi: object) -> Agent:
@@ -135,31 +123,46 @@ def hung_agent() -> Iterator[tuple[Agent, int]]:
         server.shutdown()
 
 
+def hung_table_calls() -> set[int]:
+    """pids of the running `npu-smi info` calls that hang (the fake's table call)."""
+    found = set()
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            argv = child.cmdline()
+            if "--hang-on" in argv and argv[argv.index("--hang-on") + 2:] == ["info"]:
+                found.add(child.pid)
+    return found
+
+
 def test_a_hung_npu_smi_does_not_delay_a_scrape(hung_agent: tuple[Agent, int]) -> None:
     agent, port = hung_agent
+    url = f"http://127.0.0.1:{port}/metrics"
     slowest = 0.0
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    during_the_hang = 0  # scrapes that began and ended while one hung call stayed alive
+
+    def scrape_reports_the_timeout() -> bool:
+        nonlocal slowest, during_the_hang
+        before = hung_table_calls()
         started = time.monotonic()
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
-            body = response.read().decode()
+        found = samples(get(url))
         slowest = max(slowest, time.monotonic() - started)
-        found = samples(body)
-        if value(found, "npumon_source_failures_total", source="npu_smi_table",
-                 reason="timeout"):
-            break
-        threading.Event().wait(0.1)  # paces the scrapes of a real, running daemon
-    else:
-        pytest.fail("the hung call was never reported as a timeout")
-    # scrapes ran while the call hung (>= 3 s) and each took far less than the hang
-    assert slowest < 1.0, f"a scrape took {slowest:.2f}s while npu-smi hung"
-    assert value(found, "npumon_source_up", source="npu_smi_table") == 0
+        during_the_hang += bool(before & hung_table_calls())
+        return bool(value(found, "npumon_source_failures_total", source="npu_smi_table",
+                          reason="timeout"))
+
+    wait_for(scrape_reports_the_timeout, 30, "the hung call to be reported as a timeout",
+             poll=0.1)
+    # the claim, without a stopwatch: scrapes were answered while the call hung
+    assert during_the_hang >= 1
+    # and a loose bound: far below the 3 s the call hangs before it is killed (the real
+    # scrape-latency figures, p50/p99 while npu-smi hangs, are bench/daemon_bench.py's)
+    assert slowest < 2.5, f"a scrape took {slowest:.2f}s while npu-smi hung"
+    assert value(samples(get(url)), "npumon_source_up", source="npu_smi_table") == 0
 
 
 def test_collect_once_cli_against_a_replayed_real_sample(tmp_path: Path) -> None:
     config = tmp_path / "npumon.yaml"
-    argv = ", ".join(f'"{part}"' for part in fake_npu_smi("910b4-1_25.2.2"))
-    config.write_text(f"npu_smi:\n  command: [{argv}]\n")
+    config.write_text(yaml.safe_dump({"npu_smi": {"command": fake_npu_smi("910b4-1_25.2.2")}}))
     npumon = Path(sys.executable).parent / "npumon"
     done = subprocess.run([str(npumon), "collect", "--once", "--config", str(config)],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)

@@ -2,47 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import subprocess
-import time
-import urllib.request
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import psutil
-import pytest
+
+from tests.helpers.processes import stop
 
 # Every process the test starts carries this variable, and so does everything they start
 # (msprof, the analysis worker, npu-smi): the final sweep finds them even after reparenting.
 MARKER = "NPUMON_FLEET_TEST_RUN"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def get_json(url: str) -> dict[str, Any]:
-    with urllib.request.urlopen(url, timeout=5) as response:
-        data: dict[str, Any] = json.load(response)
-        return data
-
-
-def wait_for(what: str, check: Callable[[], bool], deadline_seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + deadline_seconds
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return
-        except OSError:
-            pass
-        time.sleep(0.5)  # polling live processes: there is no clock to advance
-    pytest.fail(f"timed out waiting for {what}")
 
 
 class Processes:
@@ -64,15 +34,8 @@ class Processes:
 
     def stop(self, *processes: subprocess.Popen[bytes]) -> None:
         """SIGTERM, then SIGKILL after 10 s; all of them at once, so the waits overlap."""
+        stop(*processes)
         for process in processes:
-            if process.poll() is None:
-                process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
             if process in self.running:
                 self.running.remove(process)
 

@@ -85,11 +85,13 @@ def test_sim_configs_are_valid_npumon_configs(path: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
+@pytest.mark.integration
 def test_compose_prometheus_config_is_valid() -> None:
     result = run("promtool", "check", "config", DEPLOY / "prometheus.yml")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.integration
 def test_generated_kubernetes_manifests_are_in_sync() -> None:
     result = run(sys.executable, DEPLOY / "kubernetes" / "generate.py", "--check")
     assert result.returncode == 0, result.stderr

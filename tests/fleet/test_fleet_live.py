@@ -3,6 +3,7 @@ every dashboard query answers, and the expected alerts go pending."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -18,7 +19,11 @@ from typing import Any
 
 import pytest
 import yaml
-from fleet_processes import Processes, free_port, get_json, wait_for
+from fleet_processes import Processes
+
+from tests.helpers.http import get_json
+from tests.helpers.processes import PROMETHEUS_LISTENING, reported_port
+from tests.helpers.wait import wait_for
 
 pytestmark = pytest.mark.fleet
 
@@ -34,6 +39,8 @@ VARIABLES = {"$instance": ".*", "$npu": ".*", "$workload": ".*", "$__range": "2m
 JOBS = {"convert": ("n910b", "conversion_bound"), "input": ("n910b", "input_bound"),
         "slowing": ("na3", "balanced")}
 STEP_SECONDS = 0.05
+# a live Prometheus (each check is a query) is polled every 0.5 s; OSError: not up yet
+POLLING: dict[str, Any] = {"poll": 0.5, "tolerate": (OSError,)}
 SLOWER_STEP_SECONDS = 0.15
 
 # 8 x 910B: NPU 3 overheats and clocks down, NPU 5 is in Alarm, NPU 6 holds HBM but idles.
@@ -66,7 +73,7 @@ def start_job(procs: Processes, tmp: Path, name: str,
     argv = [str(train_bin(tmp)), "--profile", JOBS[name][1], "--step-seconds", f"{step_seconds:g}"]
     job = procs.start(argv, tmp / f"job-{name}.log", {"PROFILING_MODE": "dynamic"})
     socket_file = tmp / "home" / f"dynamic_profiling_socket_{job.pid}"
-    wait_for(f"job {name} up", socket_file.exists, 10)
+    wait_for(socket_file.exists, 10, f"job {name} up")
     return job
 
 
@@ -103,11 +110,13 @@ def start_nodes(procs: Processes, tmp: Path) -> list[int]:
     scenario = tmp / "910b-test.yaml"
     scenario.write_text(SCENARIO_910B.format(epoch=time.time() - 600, processes=busy))
     nodes: dict[str, str | Path] = {"n910b": scenario, "na3": "a3-8x2", "n310p": "310p-duo"}
-    ports = {name: free_port() for name in nodes}
-    for name, scen in nodes.items():
-        procs.start([str(BIN / "npumon"), "run", "--config", str(node_config(tmp, name, scen)),
-                     "--web.listen-address", f"127.0.0.1:{ports[name]}"], tmp / f"{name}.log")
-    return list(ports.values())
+    started = {}
+    for name, scen in nodes.items():  # port 0: each daemon logs the port it got
+        log = tmp / f"{name}.log"
+        started[log] = procs.start([str(BIN / "npumon"), "run",
+                                    "--config", str(node_config(tmp, name, scen)),
+                                    "--web.listen-address", "127.0.0.1:0"], log)
+    return [reported_port(log, process=process) for log, process in started.items()]
 
 
 def rules_with_long_for(tmp: Path) -> Path:
@@ -123,7 +132,6 @@ def rules_with_long_for(tmp: Path) -> Path:
 
 
 def start_prometheus(procs: Processes, tmp: Path, ports: Iterable[int]) -> str:
-    port = free_port()
     (tmp / "prometheus.yml").write_text(yaml.safe_dump({
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
         "rule_files": [str(rules_with_long_for(tmp))],
@@ -131,10 +139,11 @@ def start_prometheus(procs: Processes, tmp: Path, ports: Iterable[int]) -> str:
             {"targets": [f"127.0.0.1:{p}" for p in ports]}]}],
     }))
     assert PROMETHEUS is not None
-    procs.start([PROMETHEUS, f"--config.file={tmp / 'prometheus.yml'}",
-                 f"--storage.tsdb.path={tmp / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"],
-                tmp / "prometheus.log")
-    return f"http://127.0.0.1:{port}"
+    log = tmp / "prometheus.log"
+    process = procs.start([PROMETHEUS, f"--config.file={tmp / 'prometheus.yml'}",
+                           f"--storage.tsdb.path={tmp / 'tsdb'}",
+                           "--web.listen-address=127.0.0.1:0"], log)
+    return f"http://127.0.0.1:{reported_port(log, PROMETHEUS_LISTENING, process)}"
 
 
 def slow_down(procs: Processes, tmp: Path, url: str, job: subprocess.Popen[bytes]) -> None:
@@ -142,12 +151,13 @@ def slow_down(procs: Processes, tmp: Path, url: str, job: subprocess.Popen[bytes
     npumon captured it, so the regression stays the latest capture: a slower run that went on
     would, after as many captures as the fast run had, be its own baseline (a rolling median)."""
     has_baseline = 'npu_step_duration_baseline_seconds{workload="slowing"}'
-    wait_for("a step-time baseline of slowing", lambda: bool(query(url, has_baseline)), 40)
+    wait_for(lambda: bool(query(url, has_baseline)), 40, "a step-time baseline of slowing",
+             **POLLING)
     procs.stop(job)
     slower = start_job(procs, tmp, "slowing", SLOWER_STEP_SECONDS)
     tripled = ('npu_step_duration_seconds{workload="slowing", stat="p99"} '
                '> ignoring (stat) 2 * npu_step_duration_baseline_seconds')
-    wait_for("a capture of the slower run", lambda: bool(query(url, tripled)), 30)
+    wait_for(lambda: bool(query(url, tripled)), 30, "a capture of the slower run", **POLLING)
     procs.stop(slower)
 
 
@@ -166,7 +176,8 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         jobs = {name: start_job(procs, tmp, name, STEP_SECONDS) for name in JOBS}
         url = start_prometheus(procs, tmp, start_nodes(procs, tmp))
-        wait_for("3 targets up", lambda: query(url, 'count(up{job="npumon"} == 1)') == [3.0])
+        wait_for(lambda: query(url, 'count(up{job="npumon"} == 1)') == [3.0], 60,
+                 "3 targets up", **POLLING)
         slow_down(procs, tmp, url, jobs["slowing"])
         yield url
     finally:
@@ -220,9 +231,8 @@ def test_every_dashboard_query_parses_and_returns_data(prometheus: str) -> None:
         empty = [(w, e) for w, e in empty if not api_query(prometheus, e)["data"]["result"]]
         return not empty
 
-    deadline = time.monotonic() + 30
-    while not all_answer() and time.monotonic() < deadline:
-        time.sleep(0.5)  # polling a live Prometheus: there is no clock to advance
+    with contextlib.suppress(AssertionError):  # the assertion below names what is missing
+        wait_for(all_answer, 30, "every dashboard query to answer", **POLLING)
     assert empty == [], "no data for:\n" + "\n".join(f"{w}: {e}" for w, e in empty)
 
 
@@ -257,7 +267,8 @@ def test_expected_alerts_reach_pending(prometheus: str) -> None:
          "kind": "input_pipeline"},
         {"alertname": "NpuStepTimeRegression", "instance": na3, "workload": "slowing"},
     ]
-    wait_for("alerts pending", lambda: all(has(pending(prometheus), **e) for e in expected), 30)
+    wait_for(lambda: all(has(pending(prometheus), **e) for e in expected), 30, "alerts pending",
+             **POLLING)
     alerts = pending(prometheus)
     # NPU 3 of the A3 node idles with only the firmware's HBM: not allocated, so not an alert.
     assert not any(a["alertname"].startswith("NpuAllocatedChip") and a["instance"] == na3

@@ -40,12 +40,14 @@ def case_kinds() -> tuple[set[str], set[str]]:
 
 
 @needs_promtool
+@pytest.mark.integration
 def test_promtool_check_rules() -> None:
     result = promtool("check", "rules", RULES.name)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 @needs_promtool
+@pytest.mark.integration
 def test_promtool_test_rules() -> None:
     result = promtool("test", "rules", RULE_TESTS.name)
     assert result.returncode == 0, result.stdout + result.stderr

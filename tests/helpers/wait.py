@@ -14,10 +14,13 @@ def wait_for(
     what: str = "condition",
     *,
     tolerate: tuple[type[BaseException], ...] = (),
+    poll: float = POLL_SECONDS,
 ) -> None:
     """Return once ``check()`` is true; AssertionError naming ``what`` after ``timeout`` s.
 
     ``tolerate`` lists exceptions that mean "not yet" (e.g. OSError while a server starts).
+    ``poll`` is the pause between checks: raise it when a check is itself costly (a query to
+    a live Prometheus).
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -28,4 +31,4 @@ def wait_for(
             pass
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(POLL_SECONDS)
+        time.sleep(poll)

@@ -1,20 +1,34 @@
-"""Helpers for the msprof / training-job simulator tests: child processes with deadlines."""
+"""Helpers for the msprof / training-job simulator tests: child processes with deadlines, and
+the diagnosis each simulated workload is built to show."""
 
 from __future__ import annotations
 
 import os
 import select
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from tests.helpers.processes import stop
 
 BIN = Path(sys.executable).parent
 TRAIN = str(BIN / "npumon-sim-train")
 MSPROF = str(BIN / "npumon-sim-msprof")
+
+# the diagnoses each workload is built to show, from the brief (DESIGN section 6 rules)
+DIAGNOSES = {
+    "balanced": set(),
+    "input_bound": {"input_pipeline"},
+    "conversion_bound": {"format_conversion"},
+    "aicpu_fallback": {"ai_cpu_fallback"},
+    "communication_bound": {"communication"},
+}
+# the kinds the msprof tests profile, and the diagnoses they look at
+MSPROF_KINDS = ("aicpu_fallback", "balanced", "conversion_bound", "input_bound")
+WATCHED = {"input_pipeline", "format_conversion", "ai_cpu_fallback"}
 
 
 def child_env(home: Path, **extra: str) -> dict[str, str]:
@@ -22,14 +36,6 @@ def child_env(home: Path, **extra: str) -> dict[str, str]:
     base = {k: v for k, v in os.environ.items()
             if not k.startswith("NPUMON_SIM_") and k not in ("PROFILING_MODE", "RANK")}
     return {**base, "HOME": str(home), **extra}
-
-
-def wait_for(check: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 @contextmanager
@@ -42,13 +48,7 @@ def train_job(home: Path, *args: str, dynamic: bool = True,
     try:
         yield proc
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop(proc)
         if stderr:
             err.close()  # type: ignore[union-attr]
 

@@ -13,18 +13,12 @@ from npumon.daemon.analysis import layout
 from npumon.daemon.analysis.analysis import analyze_path
 from npumon.daemon.analysis.readers import read_kernels
 from npumon.simulator import prof_dir
-from tests.simulator.simjobs import MSPROF, Interactive, child_env, train_job, wait_for
+from tests.helpers.wait import wait_for
+from tests.simulator.simjobs import MSPROF, Interactive, child_env, train_job
 
 PROMPT = "(msprof) "
 PROF_NAME = r"PROF_\d{6}_\d{17}_[A-Z]{16}"
-# the diagnoses each workload is built to show, from the brief (DESIGN section 6 rules)
-EXPECTED = {
-    "balanced": set(),
-    "input_bound": {"input_pipeline"},
-    "conversion_bound": {"format_conversion"},
-    "aicpu_fallback": {"ai_cpu_fallback"},
-}
-WATCHED = {"input_pipeline", "format_conversion", "ai_cpu_fallback"}
+pytestmark = pytest.mark.integration  # every test runs the console scripts
 
 
 def _msprof(home: Path, *args: str, timeout: float = 20.0,
@@ -44,44 +38,45 @@ def _raw(out: Path, kind: str, steps: int, seed: int = 7) -> Path:
     return prof_dir.write_raw(out, meta, 1)
 
 
-@pytest.mark.parametrize("kind", sorted(EXPECTED))
-def test_attach_export_analyze_round_trip(tmp_path: Path, kind: str) -> None:
+def test_attach_export_analyze_round_trip(tmp_path: Path) -> None:
+    """The console scripts as the daemon drives them: a real job, the prompt, --export=on.
+    Which steps a window covers is test_sim_attach.py's (a fake clock, no waiting here)."""
     marker_dir = tmp_path
-    with train_job(tmp_path, "--profile", kind, "--step-seconds", "0.05") as job:
+    with train_job(tmp_path, "--profile", "input_bound", "--step-seconds", "0.05") as job:
         wait_for(lambda: (marker_dir / f"dynamic_profiling_socket_{job.pid}").exists(),
                  what="the dynamic profiling socket")
         session = _attach(tmp_path, job.pid, tmp_path / "out")
         session.expect(PROMPT)
         session.send("start")
         assert "Start profiling" in session.expect(PROMPT)
-        time.sleep(0.25)  # the simulator covers the wall-clock window: ~5 steps of 0.05 s
         session.send("stop")
         session.expect(PROMPT)
         session.send("quit")
         code, text = session.finish()
     assert code == 0, text
     (prof,) = (tmp_path / "out").iterdir()
-    assert prof.name.startswith("PROF_000001_") and len(prof.name) == len("PROF_") + 6 + 1 + 17 + 17
+    assert prof.name.startswith("PROF_000001_")
     assert str(prof) in text  # the prompt says where the data went
-    assert (prof / "device_0").is_dir() and (prof / "host").is_dir()
     assert not (prof / "mindstudio_profiler_output").exists()  # raw until exported
     export = _msprof(tmp_path, "--export=on", f"--output={tmp_path / 'out'}")
     assert export.returncode == 0, export.stdout
     report = analyze_path(prof)
     assert report.summary.layout == "msprof"
-    assert {b.kind for b in report.summary.bottlenecks} & WATCHED == EXPECTED[kind]
-    if kind == "balanced":
-        assert report.summary.bottlenecks == ()
-    # one step_trace row per covered step (counted off the file itself)
     (trace,) = (prof / "mindstudio_profiler_output").glob("step_trace_*.csv")
     rows = list(csv.reader(trace.read_text().splitlines()))[1:]
-    assert report.summary.step is not None and report.summary.step.count == len(rows) >= 2
+    assert report.summary.step is not None and report.summary.step.count == len(rows) >= 1
 
 
 def test_job_without_profiling_mode_is_refused(tmp_path: Path) -> None:
+    config_dir, log = tmp_path / "cfg", tmp_path / "train.err"
     with train_job(tmp_path, "--profile", "balanced", "--step-seconds", "0.05",
-                   dynamic=False) as job:
-        time.sleep(0.3)  # give it time to (wrongly) create a marker
+                   "--dynamic-config-dir", str(config_dir), dynamic=False, stderr=log) as job:
+        # no sleep: a config the job logs as invalid shows it is in its step loop, past the
+        # point where a job started with PROFILING_MODE=dynamic creates its socket marker
+        config = config_dir / "profiler_config.json"
+        wait_for(config.exists, what="the template config dynamic_profile.init writes")
+        config.write_text("{not json")
+        wait_for(lambda: "ignoring" in log.read_text(), what="the job to poll its config")
         assert not list(tmp_path.glob("dynamic_profiling_socket_*"))
         proc = _msprof(tmp_path, "--dynamic=on", f"--pid={job.pid}", f"--output={tmp_path}")
     assert proc.returncode == 1

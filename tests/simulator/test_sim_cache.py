@@ -91,6 +91,7 @@ def test_folder_others_can_write_is_not_used(cache: Path) -> None:
     assert _entries(cache) == []
 
 
+@pytest.mark.integration
 def test_console_script_hit_imports_neither_pydantic_nor_yaml(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NPUMON_SIM_")}
     argv = [sys.executable, "-X", "importtime", SCRIPT, "--scenario", "dcmi-fail", "info"]

@@ -14,16 +14,10 @@ from npumon.daemon.analysis.analysis import analyze_path
 from npumon.simulator.prof_dir import CaptureMeta
 from npumon.simulator.profiles import simulate
 from npumon.simulator.torch_profile import Plan, plan_from, write_ascend_pt
-from tests.simulator.simjobs import TRAIN, child_env, train_job, wait_for
+from tests.helpers.wait import wait_for
+from tests.simulator.simjobs import DIAGNOSES, TRAIN, child_env, train_job
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "msprof"
-EXPECTED = {
-    "balanced": set(),
-    "input_bound": {"input_pipeline"},
-    "conversion_bound": {"format_conversion"},
-    "aicpu_fallback": {"ai_cpu_fallback"},
-    "communication_bound": {"communication"},
-}
 
 
 def _config(prof_dir: Path, active: int, **extra: object) -> dict[str, object]:
@@ -39,6 +33,7 @@ def _write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+@pytest.mark.integration
 def test_config_file_trigger_writes_a_finished_profile(tmp_path: Path) -> None:
     config_dir, out, log = tmp_path / "cfg", tmp_path / "out", tmp_path / "train.err"
     with train_job(tmp_path, "--profile", "communication_bound", "--step-seconds", "0.05",
@@ -67,7 +62,7 @@ def test_config_file_trigger_writes_a_finished_profile(tmp_path: Path) -> None:
     assert "communication" in {b.kind for b in report.summary.bottlenecks}
 
 
-@pytest.mark.parametrize("kind", sorted(EXPECTED))
+@pytest.mark.parametrize("kind", sorted(DIAGNOSES))
 def test_each_workload_shows_its_diagnosis(tmp_path: Path, kind: str) -> None:
     steps = simulate(kind, first_step=10, steps=4, step_seconds=0.5, start_seconds=1.7e9, seed=3)
     meta = CaptureMeta(kind, 99, 2, 0.5, 1.7e9, 1.7e9 + 2, 10, 4, 3)
@@ -75,7 +70,7 @@ def test_each_workload_shows_its_diagnosis(tmp_path: Path, kind: str) -> None:
     assert run.name == "node_99_" + run.name.split("_")[2] + "_ascend_pt"
     report = analyze_path(run)
     found = {b.kind for b in report.summary.bottlenecks}
-    assert found & set().union(*EXPECTED.values()) == EXPECTED[kind]
+    assert found & set().union(*DIAGNOSES.values()) == DIAGNOSES[kind]
     if kind == "balanced":
         assert found == set()
     (rank,) = report.summary.ranks
@@ -113,6 +108,7 @@ def test_plan_from_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
         plan_from({"is_valid": True, "active": "2"}, 9, 0)
 
 
+@pytest.mark.integration
 def test_sigterm_exits_zero_and_removes_the_socket_marker(tmp_path: Path) -> None:
     with train_job(tmp_path, "--profile", "balanced", "--step-seconds", "5") as job:
         marker = tmp_path / f"dynamic_profiling_socket_{job.pid}"
@@ -122,6 +118,7 @@ def test_sigterm_exits_zero_and_removes_the_socket_marker(tmp_path: Path) -> Non
     assert not marker.exists()
 
 
+@pytest.mark.integration
 def test_steps_option_ends_the_job(tmp_path: Path) -> None:
     proc = subprocess.run([TRAIN, "--profile", "input_bound", "--step-seconds", "0.01",
                            "--steps", "3"], env=child_env(tmp_path), timeout=20,

@@ -1,4 +1,4 @@
-"""Key/value commands (-t usages/common/power/temp/memory/ecc/health/board), -m, -l, errors.
+"""Key/value commands of parsers/detail.py: -t usages/common/power/temp/memory/ecc.
 
 Expected values are read off the fixture files by eye.
 """
@@ -6,10 +6,8 @@ Expected values are read off the fixture files by eye.
 from __future__ import annotations
 
 import pytest
-from npu_smi_fixtures import fixture_text
 
-from npumon.daemon.model.npu_smi import ChipEcc, ChipReading, ChipUsage, MappedChip
-from npumon.daemon.parsers.board import parse_board
+from npumon.daemon.model.npu_smi import ChipEcc, ChipReading, ChipUsage
 from npumon.daemon.parsers.detail import (
     parse_common,
     parse_ecc,
@@ -19,9 +17,7 @@ from npumon.daemon.parsers.detail import (
     parse_usages,
 )
 from npumon.daemon.parsers.errors import ParseError
-from npumon.daemon.parsers.failure import classify_failure
-from npumon.daemon.parsers.health import parse_health
-from npumon.daemon.parsers.mapping import parse_list, parse_mapping
+from tests.daemon.parsers.npu_smi_fixtures import fixture_text
 
 MB = 1024 * 1024
 MHZ = 1_000_000
@@ -161,160 +157,6 @@ def test_ecc_doc_example_40_char_keys() -> None:
     assert report.chips == (ChipEcc(chip=0, **zeros),)
 
 
-# ---------------------------------------------------------------- -t health
-def test_health_ok() -> None:
-    report = parse_health(fixture_text("info_t_health_910a_ok.txt"))
-    assert (report.status, report.error_codes, report.error_information) == ("OK", (), ())
-
-
-def test_health_alarm_multiple_codes_and_continuation_lines() -> None:
-    report = parse_health(fixture_text("info_t_health_alarm_910a.txt"))
-    assert report.status == "Alarm"
-    assert report.error_codes == ("A4025021", "8C03A000", "8C084E00")
-    assert report.error_information == (
-        "ascend_monitor adda heart beat lost error",
-        "node type=process-manager, sensor type=General Software, "
-        "event state=The process start failed or exit abnormally",
-        "node type=adda, sensor type=Heartbeat Sensor, event state=Heartbeat Lost.",
-    )
-
-
-def test_health_na_status_and_bad_code() -> None:
-    assert parse_health("\tHealth Status : NA\n\tError Code : NA\n").status is None
-    with pytest.raises(ParseError):
-        parse_health("\tHealth Status : OK\n\tError Code : A402502G\n")
-    with pytest.raises(ParseError):
-        parse_health("\tError Code : NA\n")  # no Health Status at all
-
-
-# ---------------------------------------------------------------- -t board
-def test_board_card_level_910a() -> None:
-    report = parse_board(fixture_text("info_t_board_910a.txt"))
-    assert (report.npu, report.chip) == (0, None)
-    assert (report.software_version, report.firmware_version) == ("23.0.5", "7.1.0.7.220")
-    assert (report.bus_id, report.pci_device_id, report.chip_count) == ("0000:61:00.0", "0xD801", 1)
-    assert report.serial is None and report.product_name is None  # not printed on A1
-    assert ("Class ID", "NA") in report.extra and ("Board ID", "0x02") in report.extra
-
-
-def test_board_card_level_910b_with_product_and_serial() -> None:
-    report = parse_board(fixture_text("info_t_board_910b_25.5.1.txt"))
-    assert (report.product_name, report.serial) == ("IT21HMDC_Bin5", "1025C9048791")
-    assert (report.software_version, report.firmware_version) == ("25.5.1", "7.8.0.6.201")
-    assert (report.bus_id, report.pci_device_id) == ("0000:C1:00.0", "0xD802")
-    assert ("Model", "NA") in report.extra and ("Manufacturer", "Huawei") in report.extra
-
-
-def test_board_chip_level_vdie_id_kept_with_single_spaces() -> None:
-    report = parse_board(fixture_text("info_t_board_chip_910a.txt"))
-    assert (report.npu, report.chip) == (0, 0)
-    assert (report.chip_type, report.chip_name, report.chip_version) == ("Ascend", "910A", "V1")
-    assert report.vdie_id == "42C711D4 20B03704 4A10C8D4 14CC040A D2102003"
-    assert ("NDie ID", "27216594 20401010 4E10C8D4 14CC040A A4102003") in report.extra
-    assert ("PCB ID", "NA") in report.extra
-    assert report.firmware_version == "7.1.0.7.220" and report.bus_id == "0000:61:00.0"
-
-
-# ---------------------------------------------------------------- -m and -l
-@pytest.mark.parametrize(
-    ("name", "expected"),
-    [
-        ("info_m_910a_8chip.txt", [(n, 0, n, "Ascend 910A") for n in range(8)]),
-        ("info_m_910a_8chip_24.1rc2.txt", [(n, 0, n, "Ascend 910A") for n in range(8)]),
-        ("info_m_910b_8npu_with_mcu.txt", [(n, 0, n, "Ascend xxx") for n in range(8)]),
-        ("info_m_310_4chip_npu-smi20.2.txt", [(215, c, c, "MiniD") for c in range(4)]),
-        ("info_m_310_4chip_with_mcu.txt", [(6, c, c, "MiniD") for c in range(4)]),
-        (
-            "info_m_310p_2chip_per_card.txt",
-            [(n, c, 2 * i + c, "Ascend xxx") for i, n in enumerate((1, 2, 4, 5)) for c in (0, 1)],
-        ),
-    ],
-)
-def test_mapping(name: str, expected: list[tuple[int, int, int, str]]) -> None:
-    chips = parse_mapping(fixture_text(name)).chips
-    assert [(c.npu, c.chip, c.logic_id, c.name) for c in chips] == expected  # MCU rows dropped
-
-
-def test_mapping_a3_phy_id_and_no_card() -> None:
-    text = (
-        "\tNPU ID  Chip ID  Chip Logic ID  Chip Phy-ID  Chip Name\n"
-        "\t0       0        0              0            Ascend 910_9391\n"
-        "\t0       1        1              1            Ascend 910_9391\n"
-        "\t0       2        -              -            Mcu\n"
-    )
-    assert parse_mapping(text).chips == (
-        MappedChip(0, 0, 0, "Ascend 910_9391", 0),
-        MappedChip(0, 1, 1, "Ascend 910_9391", 1),
-    )
-    assert parse_mapping("There is no NPU card on this server.\n").chips == ()
-    with pytest.raises(ParseError):
-        parse_mapping("Invalid card id.\n")
-
-
-def test_list_910b_total_count() -> None:
-    listed = parse_list(fixture_text("info_l_910b_8npu.txt"))
-    assert listed.total == 8
-    assert [(n.npu, n.chip_count, n.product_name, n.serial) for n in listed.npus] == [
-        (n, 1, None, None) for n in range(8)
-    ]
-
-
-def test_list_310_card_count_with_product_and_serial() -> None:
-    text = (
-        "\tCard Count                     : 2\n\n"
-        "\tNPU ID                         : 215\n"
-        "\tProduct Name                   : Atlas 300I Model 3000\n"
-        "\tSerial Number                  : 033GHU10K1000195\n"
-        "\tChip Count                     : 4\n\n"
-        "\tNPU ID                         : 1792\n"
-        "\tChip Count                     : 4\n"
-    )
-    listed = parse_list(text)
-    assert listed.total == 2
-    assert [(n.npu, n.chip_count, n.product_name, n.serial) for n in listed.npus] == [
-        (215, 4, "Atlas 300I Model 3000", "033GHU10K1000195"),
-        (1792, 4, None, None),
-    ]
-
-
-# ---------------------------------------------------------------- known failures
-def test_dcmi_init_failure_from_the_sample() -> None:
-    failure = classify_failure(fixture_text("error_dcmi_init_failed.txt"))
-    assert failure is not None
-    assert (failure.reason, failure.code) == ("dcmi_init", -8005)
-    assert failure.message == "dcmi module initialize failed. ret is -8005"
-    assert "HwHiAiUser" in failure.advice and "reboot" in failure.advice
-
-
-def test_invalid_card_from_the_sample() -> None:
-    failure = classify_failure(fixture_text("error_invalid_card_id.txt"))
-    assert failure is not None and failure.reason == "invalid_card"
-    assert failure.message == "Invalid card id." and "lspci" in failure.advice
-
-
-@pytest.mark.parametrize(
-    ("text", "reason", "code"),
-    [
-        ("dcmi model initialized failed, because the device is used. ret is -8020", "device_busy",
-         -8020),
-        ("Invalid chip id.\nError parameter of -c\n", "invalid_chip", None),
-        ("There is no NPU card on this server.", "no_device", None),
-        ("This device does not support querying power.", "not_supported", None),
-        ("Command or option is not found.\nUsage: npu-smi info ...", "unknown_option", None),
-        ("Failed to execute npu-smi info. ret is -9005.", "command_failed", -9005),
-    ],
-)  # fmt: skip
-def test_known_failure_texts(text: str, reason: str, code: int | None) -> None:
-    failure = classify_failure(text)
-    assert failure is not None and (failure.reason, failure.code) == (reason, code)
-    assert failure.advice
-
-
-def test_normal_output_is_not_a_failure() -> None:
-    assert classify_failure(fixture_text("info_910b4-1_2chip_procs_25.2.2.txt")) is None
-    assert classify_failure("") is None
-
-
 # ---------------------------------------------------------------- forms printed by npu-smi's source
 # Synthetic, written from the printf formats in npu-smi's source (npu-smi.md s.3); no real
 # capture of these forms exists in the samples.
@@ -353,13 +195,3 @@ def test_memory_310p_card_total_is_not_the_chip_capacity() -> None:
     assert report.memory_clock_hertz == 451 * MHZ and report.hbm_total_bytes is None
     with pytest.raises(ParseError):
         parse_memory(text)  # two chips: which one?
-
-
-def test_mapping_950_header_with_slot_id() -> None:
-    text = (
-        "\tNPU ID                         Slot ID                        Chip ID        "
-        "                Chip Phy-ID                    Chip Name\n"
-        "\t0                              1                              0              "
-        "                0                              Ascend 950DT\n"
-    )
-    assert parse_mapping(text).chips == (MappedChip(0, 0, None, "Ascend 950DT", 0),)

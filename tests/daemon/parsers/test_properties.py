@@ -11,10 +11,15 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from npu_smi_fixtures import PARSERS, fixture_names, fixture_text, not_parsed_reason
 
 from npumon.daemon.model.npu_smi import KnownFailure
 from npumon.daemon.parsers.errors import ParseError
+from tests.daemon.parsers.npu_smi_fixtures import (
+    PARSERS,
+    fixture_names,
+    fixture_text,
+    not_parsed_reason,
+)
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 ALL_PARSERS: list[tuple[Callable[[str], Any], type]] = [(p, t) for _, p, t in PARSERS]

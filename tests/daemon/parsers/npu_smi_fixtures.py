@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from npumon.daemon.model.npu_smi import (
@@ -34,8 +33,9 @@ from npumon.daemon.parsers.failure import classify_failure
 from npumon.daemon.parsers.health import parse_health
 from npumon.daemon.parsers.mapping import parse_list, parse_mapping
 from npumon.daemon.parsers.table import parse_info
+from tests import support
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "npu-smi"
+FIXTURES = support.FIXTURES / "npu-smi"
 
 # Outputs npumon never parses (interactive or human-only views); kept as real samples anyway.
 NOT_PARSED_BY_DESIGN = {

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from npu_smi_fixtures import (
+
+from npumon.daemon.parsers.errors import ParseError
+from npumon.daemon.parsers.table import parse_info
+from tests.daemon.parsers.npu_smi_fixtures import (
     FIXTURES,
     FRAGMENT_MARKER,
     fixture_names,
@@ -11,9 +14,6 @@ from npu_smi_fixtures import (
     not_parsed_reason,
     parser_for,
 )
-
-from npumon.daemon.parsers.errors import ParseError
-from npumon.daemon.parsers.table import parse_info
 
 PARSED = [n for n in fixture_names() if not_parsed_reason(n) is None]
 NOT_PARSED = [n for n in fixture_names() if not_parsed_reason(n) is not None]

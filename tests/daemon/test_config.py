@@ -8,8 +8,7 @@ import pytest
 
 from npumon.daemon.cli import main
 from npumon.daemon.config import Config, ConfigError, load_config, parse_config
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
 
 
 def test_documented_config_is_exactly_the_defaults() -> None:

@@ -12,6 +12,7 @@ import pytest
 from npumon.daemon.runner import resolve_command, run_command
 
 
+@pytest.mark.integration
 def test_output_and_exit_code() -> None:
     result = run_command([sys.executable, "-c", "import sys; print('out'); "
                           "print('err', file=sys.stderr); sys.exit(3)"], 10)
@@ -19,6 +20,7 @@ def test_output_and_exit_code() -> None:
     assert not result.timed_out and not result.not_found
 
 
+@pytest.mark.integration
 def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
     script = (
@@ -27,7 +29,7 @@ def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
         f"open({str(pidfile)!r}, 'w').write(str(child.pid))\n"
         "time.sleep(60)\n"
     )
-    result = run_command([sys.executable, "-c", script], 1.0)
+    result = run_command([sys.executable, "-c", script], 1.0)  # real time: a real process group
     assert result.timed_out and result.exit_code is None
     grandchild = int(pidfile.read_text())
     # SIGKILL to the group is delivered asynchronously: give the kernel a moment to finish the
