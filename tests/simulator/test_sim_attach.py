@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from npumon.daemon.profiling.analysis import analyze_path
+from npumon.daemon.analysis.analysis import analyze_path
 from npumon.simulator import prof_dir
 from npumon.simulator.attach import Session, Target
 from tests.simulator.simjobs import DIAGNOSES, MSPROF_KINDS, WATCHED
