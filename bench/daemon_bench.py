@@ -1,4 +1,4 @@
-"""Daemon budgets (DESIGN.md section 10), measured against the simulator and printed, not asserted.
+"""Daemon budgets (docs/architecture.md, "Budgets") on the simulator: printed, never asserted.
 
 1. polling a 16-chip node (A3: 8 NPUs x 2 dies) every 5 s: CPU of the daemon process itself,
    excluding its npu-smi children (npu-smi's own cost is reported separately);
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -21,6 +22,8 @@ import urllib.request
 from pathlib import Path
 
 import psutil
+
+LISTENING = re.compile(r"event=listening address=\S* port=(\d+)")
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -42,15 +45,26 @@ def _config(folder: Path, scenario: str, timeout: str) -> Path:
     return path
 
 
-def _start(config: Path, port: int, sim_time: str | None) -> subprocess.Popen[bytes]:
+def _start(config: Path, sim_time: str | None) -> tuple[subprocess.Popen[bytes], int]:
+    """The daemon on a port the kernel picks (0), and that port, read from its log."""
     env = dict(os.environ)
     if sim_time is not None:
         env["NPUMON_SIM_TIME"] = sim_time
-    return subprocess.Popen(
-        [str(BIN / "npumon"), "run", "--config", str(config), "--web.listen-address",
-         f"127.0.0.1:{port}"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
+    log = config.parent / "npumon.log"
+    with log.open("wb") as out:
+        daemon = subprocess.Popen(
+            [str(BIN / "npumon"), "run", "--config", str(config), "--web.listen-address",
+             "127.0.0.1:0"],
+            env=env, stdout=subprocess.DEVNULL, stderr=out, start_new_session=True,
+        )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and daemon.poll() is None:
+        found = LISTENING.search(log.read_text(errors="replace"))
+        if found:
+            return daemon, int(found[1])
+        time.sleep(0.1)
+    daemon.kill()
+    raise SystemExit(f"the daemon did not report its port; see {log}")
 
 
 def _scrape(port: int) -> tuple[float, bytes]:
@@ -75,9 +89,9 @@ def _wait_for_chips(port: int, chips: int, deadline_s: float) -> None:
 
 def polling_cost(folder: Path, seconds: float) -> None:
     config = _config(folder, "a3-8x2", "10s")
-    daemon = _start(config, 19732, None)
+    daemon, port = _start(config, None)
     try:
-        _wait_for_chips(19732, 16, 60)
+        _wait_for_chips(port, 16, 60)
         proc = psutil.Process(daemon.pid)
         before, wall = proc.cpu_times(), time.monotonic()
         time.sleep(seconds)  # measuring a running daemon over wall time
@@ -111,7 +125,7 @@ def scrape_16_chips_hung(folder: Path, scrapes: int) -> None:
     os.environ["NPUMON_SIM_TIME"] = "900"
     agent.sources.poll_all()
     os.environ["NPUMON_SIM_TIME"] = "1000"  # from now on npu-smi hangs
-    server = serve(agent.registry, "127.0.0.1:0", None, agent.running,
+    server = serve(agent.http_registry(), "127.0.0.1:0", None, agent.running,
                    render_version=agent.store.latest)
     agent.start()
     try:

@@ -216,7 +216,7 @@ def test_collect_once_cli_against_the_simulator() -> None:
 
 
 def test_polling_and_scraping_never_import_pandas(tmp_path: Path) -> None:
-    """pandas belongs to the analysis worker process only (DESIGN section 2)."""
+    """pandas belongs to the analysis worker process only (docs/architecture.md)."""
     script = (
         "import sys\n"
         "from npumon.daemon.app import Agent\n"

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 
-import pytest
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 
 from npumon.daemon.model.npu_smi import (
     BoardReport,
@@ -25,15 +21,15 @@ from npumon.daemon.model.npu_smi import (
 from npumon.daemon.model.reading import ChipParts, ChipReading, ThrottleRule, read_chip
 from npumon.daemon.model.snapshot import NodeIdentity, NodeSnapshot, SourceStatus
 from npumon.exporters.collector import NpuCollector
+from tests.helpers.exposition import key, samples
+
+__all__ = ["key", "samples"]  # with the builders below, the kit of the exporter tests
 
 MIB = 1024 * 1024
-PROMTOOL = Path("/usr/bin/promtool")
 
 RULE = ThrottleRule(
     frequency_ratio=0.95, min_aicore_utilization=0.5, temperature_celsius=85.0, power_watts=400.0
 )
-
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
 def table_chip(npu: int, chip: int, **fields: object) -> TableChip:
@@ -148,31 +144,3 @@ def render(snap: NodeSnapshot | Callable[[], NodeSnapshot], **kwargs: object) ->
     registry = CollectorRegistry(auto_describe=True)
     registry.register(NpuCollector(latest, "1.2.3", **kwargs))  # type: ignore[arg-type]
     return generate_latest(registry)
-
-
-def samples(text: bytes) -> Samples:
-    """{(sample name, labels): value}, parsed by prometheus_client's own parser."""
-    out: Samples = {}
-    for family in text_string_to_metric_families(text.decode()):
-        for s in family.samples:
-            assert s.timestamp is None
-            key = (s.name, frozenset(s.labels.items()))
-            assert key not in out, f"duplicate series {key}"
-            out[key] = s.value
-    return out
-
-
-def key(metric: str, /, **labels: str) -> tuple[str, frozenset[tuple[str, str]]]:
-    return metric, frozenset(labels.items())
-
-
-def promtool_check(text: bytes) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [str(PROMTOOL), "check", "metrics"], input=text, capture_output=True, timeout=30
-    )
-
-
-def require_promtool() -> Path:
-    if not PROMTOOL.exists():
-        pytest.skip("promtool not installed (make tools)")
-    return PROMTOOL

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
 RULES = ROOT / "config" / "prometheus" / "npumon-rules.yml"
 
-# The metric contract, DESIGN.md section 4 (copied here: tests never read ../shared).
+# The metric contract (docs/architecture.md), written out here as the families a dashboard may use.
 CONTRACT = frozenset({
     "npu_chip_info", "npu_node_info", "npu_health_state", "npu_error_code_info",
     "npu_aicore_utilization_ratio", "npu_aivector_utilization_ratio",

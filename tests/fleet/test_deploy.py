@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -84,7 +83,6 @@ def test_sim_configs_are_valid_npumon_configs(path: Path) -> None:
     assert "NPU" in sim.stdout
 
 
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
 @pytest.mark.integration
 def test_compose_prometheus_config_is_valid() -> None:
     result = run("promtool", "check", "config", DEPLOY / "prometheus.yml")

@@ -15,11 +15,8 @@ RULES = ROOT / "config" / "prometheus" / "npumon-rules.yml"
 RULE_TESTS = ROOT / "config" / "prometheus" / "npumon-rules.test.yml"
 PROMTOOL = shutil.which("promtool")
 
-needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (make tools)")
-
-
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:
-    assert PROMTOOL is not None
+    assert PROMTOOL is not None, "promtool is not installed: `make tools` installs it"
     return subprocess.run([PROMTOOL, *args], capture_output=True, text=True, timeout=60,
                           cwd=RULES.parent, check=False)
 
@@ -39,14 +36,12 @@ def case_kinds() -> tuple[set[str], set[str]]:
     return firing, silent
 
 
-@needs_promtool
 @pytest.mark.integration
 def test_promtool_check_rules() -> None:
     result = promtool("check", "rules", RULES.name)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@needs_promtool
 @pytest.mark.integration
 def test_promtool_test_rules() -> None:
     result = promtool("test", "rules", RULE_TESTS.name)

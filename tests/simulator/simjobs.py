@@ -18,7 +18,7 @@ BIN = Path(sys.executable).parent
 TRAIN = str(BIN / "npumon-sim-train")
 MSPROF = str(BIN / "npumon-sim-msprof")
 
-# the diagnoses each workload is built to show, from the brief (DESIGN section 6 rules)
+# the diagnoses each workload is built to show (rules of daemon/analysis/diagnosis.py)
 DIAGNOSES = {
     "balanced": set(),
     "input_bound": {"input_pipeline"},

@@ -14,7 +14,6 @@ from typing import Any
 
 import psutil
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 
 from npumon.daemon.config import Config, parse_config
 from npumon.daemon.model.profile import ProfileSummary, StepStats
@@ -23,6 +22,8 @@ from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.profiling.workloads import ProcessProbe
 from npumon.daemon.store import SnapshotStore
 from npumon.exporters.collector import NpuCollector
+from tests.helpers.exposition import promtool_problems, samples
+from tests.helpers.exposition import value as exposition_value
 from tests.helpers.wait import wait_for
 
 BIN = Path(sys.executable).parent
@@ -105,22 +106,12 @@ def exposition(profiler: Profiler) -> str:
     return generate_latest(registry).decode()
 
 
-def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    out = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            out[(s.name, frozenset(s.labels.items()))] = s.value
-    return out
-
-
 def value(text: str, name: str, **labels: str) -> float | None:
-    return samples(text).get((name, frozenset(labels.items())))
+    return exposition_value(samples(text), name, **labels)
 
 
 def promtool_ok(text: str) -> None:
-    result = subprocess.run(["promtool", "check", "metrics"], input=text, text=True,
-                            capture_output=True, timeout=30)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert promtool_problems(text) == ""
 
 
 def tree_digest(root: Path) -> str:
