@@ -4,10 +4,15 @@
 #   -v /usr/local/Ascend/driver:/usr/local/Ascend/driver:ro   (libdcmi and friends)
 #   -v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi:ro        (the tool itself)
 #   --device /dev/davinci0 ... --device /dev/davinci_manager --device /dev/devmm_svm --device /dev/hisi_hdc
-#     (or --privileged; npu-smi opens the davinci devices)
+#     (npu-smi opens the davinci devices; --privileged is not needed)
 #   -v /etc/ascend_install.info:/etc/ascend_install.info:ro    (otherwise npu-smi prints a [WARNING])
-# npu-smi needs root (or the HwHiAiUser group): without it every call fails with
-# "dcmi module initialize failed. ret is -8005", which npumon reports as reason="dcmi_init".
+#   --pid=host                                                 (npu-smi reports host PIDs)
+# Privileges (docs/privileges.md): root with three capabilities,
+#   --cap-drop ALL --cap-add DAC_OVERRIDE --cap-add DAC_READ_SEARCH --cap-add SYS_PTRACE
+# or, without profiling of other users' jobs, the npumon user in the host's HwHiAiUser group:
+#   --user 9732:<gid of HwHiAiUser> --cap-drop ALL
+# Without root or that group every npu-smi call fails with "dcmi module initialize failed.
+# ret is -8005", which npumon reports as reason="dcmi_init".
 FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
@@ -20,6 +25,9 @@ FROM python:3.11-slim
 COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
 COPY config/npumon.yaml /etc/npumon/npumon.yaml
+# the non-root mode's user; root (the default) can write its state directory too
+RUN useradd --system --uid 9732 --no-create-home --shell /usr/sbin/nologin npumon \
+    && install -d -m 0770 -o npumon -g root /var/lib/npumon
 ENV LD_LIBRARY_PATH=/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64/common:/usr/local/Ascend/driver/lib64/driver
 VOLUME /var/lib/npumon
 EXPOSE 9732

@@ -137,3 +137,20 @@ def test_systemd_unit_keeps_the_npu_devices_visible() -> None:
     assert "PrivateDevices" not in keys and "DevicePolicy" not in keys
     exec_start = dict(settings)["ExecStart"]
     assert " run --config " in exec_start
+
+
+def _unit_settings(path: Path) -> dict[str, str]:
+    lines = path.read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+
+
+def test_systemd_unit_has_exactly_the_documented_capabilities() -> None:
+    unit = _unit_settings(DEPLOY / "systemd" / "npumon.service")
+    assert set(unit["CapabilityBoundingSet"].split()) == {
+        "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_SYS_PTRACE"}
+    assert unit["AmbientCapabilities"] == "" and unit["NoNewPrivileges"] == "yes"
+    nonroot = _unit_settings(DEPLOY / "systemd" / "npumon-nonroot.conf")
+    assert nonroot == {"User": "npumon", "Group": "HwHiAiUser", "CapabilityBoundingSet": "",
+                       "AmbientCapabilities": ""}
+    documented = (DEPLOY.parent / "docs" / "privileges.md").read_text()
+    assert all(cap in documented for cap in unit["CapabilityBoundingSet"].split())
