@@ -10,13 +10,7 @@ from datetime import datetime, timedelta
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
-from prometheus_client import (
-    CollectorRegistry,
-    GCCollector,
-    PlatformCollector,
-    ProcessCollector,
-    generate_latest,
-)
+from prometheus_client import CollectorRegistry, generate_latest
 
 from npumon.daemon import __version__
 from npumon.daemon.config import Config
@@ -64,19 +58,6 @@ class Agent:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)
         self._scheduler: BackgroundScheduler | None = None
-
-    def http_registry(self) -> CollectorRegistry:
-        """What /metrics serves: npumon's families plus the process_* and python_* ones.
-
-        The textfile output and `collect --once` use ``registry`` alone, so that node_exporter,
-        which reads the textfile, never sees a second set of its own process_* families.
-        """
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(self.collector)
-        ProcessCollector(registry=registry)
-        PlatformCollector(registry=registry)
-        GCCollector(registry=registry)
-        return registry
 
     def _identity_due(self) -> None:
         """A new chip: run the identity job now rather than at its next hourly slot."""

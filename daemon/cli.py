@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import argparse
 import logging
+import queue
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from npumon.daemon import __version__
 from npumon.daemon.analysis.report import add_arguments as add_analyze_arguments
 from npumon.daemon.analysis.report import run as run_analyze
 from npumon.daemon.config import Config, ConfigError, load_config
+
+if TYPE_CHECKING:
+    from npumon.daemon.supervisor import Supervisor
 
 log = logging.getLogger("npumon")
 
@@ -61,6 +67,14 @@ def _check_config(path: Path) -> int:
     return 0
 
 
+def _with_flags(config: Config, args: argparse.Namespace) -> Config:
+    """Command-line flags win over the config file, also after a reload."""
+    if args.listen_address is None:
+        return config
+    web = config.web.model_copy(update={"listen_address": args.listen_address})
+    return config.model_copy(update={"web": web})
+
+
 def _collect(config: Config) -> int:
     from npumon.daemon.app import Agent
 
@@ -72,8 +86,8 @@ def _collect(config: Config) -> int:
     return 0 if agent.all_sources_up() else 1
 
 
-def _run(config: Config, listen_address: str | None) -> int:
-    from npumon.daemon.app import Agent
+def _run(config: Config, load: Callable[[], Config]) -> int:
+    from npumon.daemon.supervisor import Supervisor
     from npumon.exporters.http import serve
     from npumon.exporters.webconfig import WebConfigError, load_web_config
 
@@ -82,27 +96,44 @@ def _run(config: Config, listen_address: str | None) -> int:
     except WebConfigError as error:
         print(f"npumon: {error}", file=sys.stderr)
         return 1
-    agent = Agent(config)
-    stop = threading.Event()
+    supervisor = Supervisor(config, load)
+    signals: queue.SimpleQueue[int] = queue.SimpleQueue()
+    wakeup = threading.Event()
 
     def _on_signal(signum: int, frame: FrameType | None) -> None:
-        log.info("event=stopping signal=%d", signum)
-        stop.set()
+        signals.put(signum)  # handled in the main loop, never inside the handler
+        wakeup.set()
 
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
-    address = listen_address or config.web.listen_address
-    server = serve(agent.http_registry(), address, web_config, agent.running,
-                   version=__version__, status=agent.status_line,
-                   render_version=agent.store.latest)
-    agent.start()
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, _on_signal)
+    address = config.web.listen_address
+    server = serve(supervisor.registry, address, web_config, supervisor.healthy,
+                   version=__version__, status=supervisor.status_line,
+                   render_version=supervisor.version)
+    supervisor.start()
     log.info("event=listening address=%s port=%d", address, server.port)
     try:
-        stop.wait()
+        _until_stopped(supervisor, signals, wakeup)
     finally:
-        agent.stop()
+        supervisor.stop()
         server.shutdown()
+    log.info("event=stopped")
     return 0
+
+
+def _until_stopped(supervisor: Supervisor, signals: queue.SimpleQueue[int],
+                   wakeup: threading.Event) -> None:
+    """SIGHUP reloads; SIGTERM or SIGINT returns."""
+    while True:
+        wakeup.wait()
+        wakeup.clear()
+        while not signals.empty():
+            signum = signals.get()
+            if signum != signal.SIGHUP:
+                log.info("event=stopping signal=%d", signum)
+                return
+            log.info("event=reloading signal=%d", signum)
+            supervisor.reload()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     _setup_logging(config.logging.level)
     if args.command == "collect":
         return _collect(config)
-    return _run(config, args.listen_address)
+    return _run(_with_flags(config, args), lambda: _with_flags(_load(args.config), args))
 
 
 if __name__ == "__main__":

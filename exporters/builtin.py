@@ -98,3 +98,24 @@ def render_collector_results(results: Iterable[tuple[str, float, bool]]) -> Iter
         success.add_metric([name], 1.0 if ok else 0.0)
     yield duration
     yield success
+
+
+def render_reload(successful: bool, success_timestamp: float) -> Iterator[Metric]:
+    """The last config reload (SIGHUP), named as Prometheus names its own.
+
+    npumon_config_last_reload_successful 1
+    npumon_config_last_reload_success_timestamp_seconds 1.7e+09
+    """
+    ok = GaugeMetricFamily(
+        "npumon_config_last_reload_successful",
+        "1 if the last configuration load (start or SIGHUP) succeeded, 0 if it was refused and the"
+        " previous configuration kept running.",
+    )
+    ok.add_metric([], 1.0 if successful else 0.0)
+    when = GaugeMetricFamily(
+        "npumon_config_last_reload_success_timestamp_seconds",
+        "Unix time in seconds of the last successful configuration load.",
+    )
+    when.add_metric([], success_timestamp)
+    yield ok
+    yield when

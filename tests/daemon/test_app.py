@@ -13,17 +13,6 @@ def names(body: bytes) -> set[str]:
     return {f.name for f in text_string_to_metric_families(body.decode())}
 
 
-def test_process_and_python_metrics_only_on_http() -> None:
-    agent = Agent(parse_config({"npu_smi": {"command": ["/nonexistent/npu-smi"]}}))
-    served = names(generate_latest(agent.http_registry()))
-    assert {"process_resident_memory_bytes", "process_cpu_seconds", "python_info"} <= served
-    assert "npumon_build_info" in served
-    # the textfile (read by node_exporter, which has its own process_*) and collect --once
-    textfile = names(generate_latest(agent.registry))
-    assert "npumon_build_info" in textfile
-    assert not any(n.startswith(("process_", "python_")) for n in textfile)
-
-
 def test_collectors_disabled_in_config_are_left_out() -> None:
     config = parse_config({"npu_smi": {"command": ["/nonexistent/npu-smi"]},
                            "collectors": {"disabled": ["sources"]}})  # fmt: skip

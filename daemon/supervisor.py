@@ -1,0 +1,125 @@
+"""The daemon's lifecycle around one Agent: reload on SIGHUP (a bad config keeps the old), stop.
+
+Part of the wiring, like app.py: it owns the registry /metrics serves, whose collector always
+renders the current agent, plus npumon_config_last_reload_* and process_* / python_*.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+
+from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
+from prometheus_client.core import Metric
+
+from npumon.daemon.app import Agent
+from npumon.daemon.config import Config, ConfigError
+from npumon.exporters.builtin import render_reload
+
+log = logging.getLogger(__name__)
+
+# Settings a running HTTP server cannot change; a reload says so instead of pretending.
+RESTART_ONLY = ("listen_address", "config_file", "max_requests")
+
+
+class Supervisor:
+    """The current agent behind stable callbacks for the HTTP server; swaps it on ``reload``."""
+
+    def __init__(
+        self,
+        config: Config,
+        load: Callable[[], Config],
+        *,
+        make_agent: Callable[[Config], Agent] = Agent,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._load = load
+        self._make_agent = make_agent
+        self._clock = clock
+        self._lock = threading.Lock()  # one reload or stop at a time
+        self.agent = make_agent(config)
+        self.reload_successful = True
+        self.reload_success_timestamp = clock()
+        self._generation = object()
+        self._version: tuple[object, object] = (None, None)
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(_Current(self))
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+
+    @property
+    def config(self) -> Config:
+        return self.agent.config
+
+    def start(self) -> None:
+        self.agent.start()
+
+    def reload(self) -> bool:
+        """Re-read the config; on success run a new agent with it, else keep the running one."""
+        with self._lock:
+            self._generation = object()  # the reload metrics changed: re-render
+            try:
+                config = self._load()
+            except ConfigError as error:
+                log.error("event=reload_failed source=%s problems=%r action=kept_running_config",
+                          error.source, error.problems)
+                self.reload_successful = False
+                return False
+            self._warn_restart_only(config)
+            old = self.agent
+            old.stop()
+            try:
+                new = self._make_agent(config)
+                new.start()
+            except Exception:  # an agent that cannot start must not leave the node unmonitored
+                log.exception("event=reload_failed action=restarted_previous_config")
+                old.start()
+                self.reload_successful = False
+                return False
+            self.agent = new
+            logging.getLogger().setLevel(config.logging.level.upper())
+            self.reload_successful, self.reload_success_timestamp = True, self._clock()
+            log.info("event=reloaded")
+            return True
+
+    def stop(self) -> None:
+        with self._lock:
+            self.agent.stop()
+
+    def healthy(self) -> bool:
+        return self.agent.running()
+
+    def status_line(self) -> str:
+        return self.agent.status_line()
+
+    def version(self) -> object:
+        """Changes whenever the exposition would: a new snapshot, agent or reload outcome."""
+        snapshot = self.agent.store.latest()
+        current = self._version
+        if current[0] is not snapshot or current[1] is not self._generation:
+            current = self._version = (snapshot, self._generation)
+        return current
+
+    def _warn_restart_only(self, config: Config) -> None:
+        before, after = self.agent.config.web, config.web
+        for name in RESTART_ONLY:
+            if getattr(before, name, None) != getattr(after, name, None):
+                log.warning("event=reload_ignored setting=web.%s reason=needs_a_restart", name)
+
+
+class _Current:
+    """A collector that renders whichever agent is current, then the reload outcome."""
+
+    def __init__(self, supervisor: Supervisor) -> None:
+        self._supervisor = supervisor
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        s = self._supervisor
+        yield from s.agent.collector.collect()
+        yield from render_reload(s.reload_successful, s.reload_success_timestamp)
