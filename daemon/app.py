@@ -29,13 +29,18 @@ CAPTURE_TICK_SECONDS = 15.0
 class Agent:
     """One node's agent. `collect_once` for the CLI; `start`/`stop` for the daemon."""
 
+    sources: NpuSmiSources
+    store: SnapshotStore
+
     def __init__(
         self,
         config: Config,
         *,
         runner: Runner = run_command,
         clock: Callable[[], float] = time.time,
+        previous: Agent | None = None,
     ) -> None:
+        """``previous``: the agent a reload replaces; its results are served until new ones."""
         self.config = config
         self.store = SnapshotStore(
             config.throttle,
@@ -43,10 +48,13 @@ class Agent:
             cann_version=config.node.cann_version,
             clock=clock,
         )
+        if previous is not None:
+            self.store.adopt(previous.store)
         smi = NpuSmi(config.npu_smi.command, config.npu_smi.timeout, runner)
         self.sources = NpuSmiSources(
             smi, self.store.publish_npu_smi, health_interval=config.npu_smi.intervals.health,
             identity_due=self._identity_due, clock=clock,
+            initial=previous.sources.results() if previous is not None else None,
         )
         self.profiler: Profiler | None = None
         if config.profiling.active():

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import queue
+import os
 import signal
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
 from npumon.daemon import __version__
@@ -97,15 +95,7 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
         print(f"npumon: {error}", file=sys.stderr)
         return 1
     supervisor = Supervisor(config, load)
-    signals: queue.SimpleQueue[int] = queue.SimpleQueue()
-    wakeup = threading.Event()
-
-    def _on_signal(signum: int, frame: FrameType | None) -> None:
-        signals.put(signum)  # handled in the main loop, never inside the handler
-        wakeup.set()
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, _on_signal)
+    signals = _SignalPipe((signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
     address = config.web.listen_address
     server = serve(supervisor.registry, address, web_config, supervisor.healthy,
                    version=__version__, status=supervisor.status_line,
@@ -113,7 +103,7 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
     supervisor.start()
     log.info("event=listening address=%s port=%d", address, server.port)
     try:
-        _until_stopped(supervisor, signals, wakeup)
+        _until_stopped(supervisor, signals)
     finally:
         supervisor.stop()
         server.shutdown()
@@ -121,19 +111,38 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
     return 0
 
 
-def _until_stopped(supervisor: Supervisor, signals: queue.SimpleQueue[int],
-                   wakeup: threading.Event) -> None:
+class _SignalPipe:
+    """Signals as bytes on a pipe (`signal.set_wakeup_fd`), read by the main thread.
+
+    A handler set with `signal.signal` runs only when the main thread runs Python code; if the
+    kernel delivers the signal to another thread while the main thread blocks on a lock, it is
+    not noticed. The wakeup fd is written by the C-level handler whatever thread it runs in.
+    """
+
+    def __init__(self, signums: tuple[int, ...]) -> None:
+        self._read, write = os.pipe()
+        os.set_blocking(write, False)
+        signal.set_wakeup_fd(write)
+        for signum in signums:
+            signal.signal(signum, lambda *_: None)  # replaces the default action; the pipe tells
+
+    def next(self) -> int:
+        """Block until a signal arrives; its number."""
+        while True:
+            data = os.read(self._read, 1)
+            if data:
+                return data[0]
+
+
+def _until_stopped(supervisor: Supervisor, signals: _SignalPipe) -> None:
     """SIGHUP reloads; SIGTERM or SIGINT returns."""
     while True:
-        wakeup.wait()
-        wakeup.clear()
-        while not signals.empty():
-            signum = signals.get()
-            if signum != signal.SIGHUP:
-                log.info("event=stopping signal=%d", signum)
-                return
-            log.info("event=reloading signal=%d", signum)
-            supervisor.reload()
+        signum = signals.next()
+        if signum != signal.SIGHUP:
+            log.info("event=stopping signal=%d", signum)
+            return
+        log.info("event=reloading signal=%d", signum)
+        supervisor.reload()
 
 
 def main(argv: list[str] | None = None) -> int:

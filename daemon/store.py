@@ -54,6 +54,16 @@ class SnapshotStore:
         """The latest npu-smi table, processes uncapped (the profiler discovers jobs from it)."""
         return self._npu_smi.table
 
+    def adopt(self, previous: SnapshotStore) -> None:
+        """Start from another store's results and source states (a reload must not blank data).
+
+        The readings are merged again under this store's own settings (throttle, process cap).
+        """
+        with self._lock:
+            self._npu_smi = previous._npu_smi  # noqa: SLF001 (same class)
+            self._sources = dict(previous._sources)  # noqa: SLF001
+            self._publish(merge=True)
+
     def publish_npu_smi(self, results: NpuSmiResults, status: SourceStatus) -> None:
         """One npu-smi source run: its results (all tiers' latest) and its status, together."""
         with self._lock:

@@ -32,7 +32,7 @@ class Supervisor:
         config: Config,
         load: Callable[[], Config],
         *,
-        make_agent: Callable[[Config], Agent] = Agent,
+        make_agent: Callable[..., Agent] = Agent,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._load = load
@@ -72,7 +72,7 @@ class Supervisor:
             old = self.agent
             old.stop()
             try:
-                new = self._make_agent(config)
+                new = self._make_agent(config, previous=old)
                 new.start()
             except Exception:  # an agent that cannot start must not leave the node unmonitored
                 log.exception("event=reload_failed action=restarted_previous_config")

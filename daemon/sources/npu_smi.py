@@ -108,6 +108,7 @@ class NpuSmiSources:
         retry_unsupported_after: float = 3600.0,
         containers: ContainerResolver | None = None,
         identity_due: Callable[[], None] = lambda: None,
+        initial: NpuSmiResults | None = None,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -116,23 +117,24 @@ class NpuSmiSources:
         self._health_interval = health_interval
         self._monotonic = monotonic
         self._last_full_health: float | None = None
-        self._identity_npus: set[int] = set()
         self._unsupported = Unsupported(retry_unsupported_after, monotonic)
         self._containers = containers or ContainerResolver()
         self.identity_due = identity_due
         self._busy = {name: threading.Lock() for name in SOURCES}
         self._publish_lock = threading.Lock()
         self.trackers = {name: SourceTracker(name, clock, monotonic) for name in SOURCES}
-        # the last results, each written only by its own tier
-        self._table: InfoTable | None = None
-        self._usage: dict[ChipId, ChipUsage] = {}
-        self._common: dict[ChipId, ChipCommon] = {}
-        self._health: dict[ChipId, HealthReport] = {}
-        self._ecc: dict[ChipId, ChipEcc] = {}
-        self._memory: dict[ChipId, MemoryReport] = {}
-        self._mapping: ChipMapping | None = None
-        self._card_board: dict[int, BoardReport] = {}
-        self._chip_board: dict[ChipId, BoardReport] = {}
+        # the last results, each written only by its own tier (a reload starts from the old ones)
+        start = initial or NpuSmiResults()
+        self._table: InfoTable | None = start.table
+        self._usage: dict[ChipId, ChipUsage] = dict(start.usage)
+        self._common: dict[ChipId, ChipCommon] = dict(start.common)
+        self._health: dict[ChipId, HealthReport] = dict(start.health)
+        self._ecc: dict[ChipId, ChipEcc] = dict(start.ecc)
+        self._memory: dict[ChipId, MemoryReport] = dict(start.memory)
+        self._mapping: ChipMapping | None = start.mapping
+        self._card_board: dict[int, BoardReport] = dict(start.card_board)
+        self._chip_board: dict[ChipId, BoardReport] = dict(start.chip_board)
+        self._identity_npus: set[int] = {npu for npu, _ in start.chip_board} | set(start.card_board)
 
     def poll_table(self) -> None:
         self._run("npu_smi_table", self._poll_table)
@@ -168,15 +170,18 @@ class NpuSmiSources:
         finally:
             lock.release()
 
+    def results(self) -> NpuSmiResults:
+        """Every tier's latest result, as the next publish would send them."""
+        return NpuSmiResults(
+            table=self._table, usage=self._usage, common=self._common,
+            health=self._health, ecc=self._ecc, memory=self._memory,
+            chip_board=self._chip_board, card_board=self._card_board, mapping=self._mapping,
+        )  # fmt: skip
+
     def _publish(self, status: SourceStatus) -> None:
         # Under one lock, so a slower tier never publishes an older picture over a newer one.
         with self._publish_lock:
-            results = NpuSmiResults(
-                table=self._table, usage=self._usage, common=self._common,
-                health=self._health, ecc=self._ecc, memory=self._memory,
-                chip_board=self._chip_board, card_board=self._card_board, mapping=self._mapping,
-            )  # fmt: skip
-            self._publish_results(results, status)
+            self._publish_results(self.results(), status)
 
     def _poll_table(self, run: SourceRun) -> None:
         try:

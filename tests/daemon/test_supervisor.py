@@ -16,12 +16,13 @@ from tests.helpers.exposition import key, names, samples
 class FakeAgent:
     """What the supervisor uses of an Agent; records start/stop."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, previous: FakeAgent | None = None) -> None:
         from npumon.daemon.app import Agent
 
         self.config = config
-        real = Agent(config)  # a real store and collector; its scheduler is never started
+        real = Agent(config, previous=previous)  # type: ignore[arg-type]  # a real store and collector; its scheduler is never started
         self.store, self.collector, self.registry = real.store, real.collector, real.registry
+        self.sources = real.sources
         self.events: list[str] = []
 
     def start(self) -> None:
@@ -95,11 +96,11 @@ def test_an_agent_that_cannot_start_brings_the_old_one_back() -> None:
     loader, now = Loader(), [100.0]
     made: list[Config] = []
 
-    def make(c: Config) -> FakeAgent:
+    def make(c: Config, previous: FakeAgent | None = None) -> FakeAgent:
         made.append(c)
         if len(made) > 1:
             raise OSError("state directory not writable")
-        return FakeAgent(c)
+        return FakeAgent(c, previous)
 
     s = Supervisor(config(), loader, make_agent=make, clock=lambda: now[0])  # type: ignore[arg-type]
     s.start()

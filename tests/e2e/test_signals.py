@@ -1,0 +1,107 @@
+"""A real `npumon run`: SIGHUP reloads (a bad config is refused), SIGTERM exits from any state."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+from tests.helpers.exposition import key, samples
+from tests.helpers.http import get
+from tests.helpers.processes import reported_port, stop
+from tests.helpers.wait import wait_for
+from tests.support import fake_npu_smi
+
+pytestmark = pytest.mark.integration  # a real daemon, real signals, real children
+
+NPUMON = str(Path(sys.executable).parent / "npumon")
+NODE = "910b4-1_25.2.2"
+
+
+def write_config(path: Path, **extra: object) -> None:
+    data = {"npu_smi": {"command": fake_npu_smi(NODE)}, "state_directory": str(path.parent),
+            **extra}  # fmt: skip
+    path.write_text(yaml.safe_dump(data))
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path, Path]]:
+    config, log = tmp_path / "npumon.yaml", tmp_path / "npumon.log"
+    write_config(config)
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [NPUMON, "run", "--config", str(config), "--web.listen-address", "127.0.0.1:0"],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield process, config, log
+    finally:
+        stop(process)
+
+
+def scrape(port: int) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    return samples(get(f"http://127.0.0.1:{port}/metrics"))
+
+
+def test_sighup_reloads_and_a_bad_config_keeps_the_running_one(
+    daemon: tuple[subprocess.Popen[bytes], Path, Path],
+) -> None:
+    process, config, log = daemon
+    port = reported_port(log, process=process)
+    wait_for(lambda: key("npu_process_hbm_used_bytes", npu="0", chip="0", pid="19334",
+                         process_name="VLLMWorker_TP") in scrape(port), 30, "a first poll")
+    write_config(config, collectors={"disabled": ["processes"]})
+    process.send_signal(signal.SIGHUP)
+    wait_for(lambda: not any(n == "npu_process_hbm_used_bytes" for n, _ in scrape(port)), 30,
+             "the reloaded config (processes collector off)")
+    assert scrape(port)[key("npumon_config_last_reload_successful")] == 1.0
+    config.write_text("npu_smi:\n  timeout: soon\n")
+    process.send_signal(signal.SIGHUP)
+    wait_for(lambda: scrape(port)[key("npumon_config_last_reload_successful")] == 0.0, 30,
+             "the refused reload")
+    assert key("npu_power_watts", npu="1", chip="0") in scrape(port)  # still serving
+    assert "npu_smi.timeout" in log.read_text() and process.poll() is None
+
+
+def _hung_children(marker: str) -> list[psutil.Process]:
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        if marker in " ".join(p.info["cmdline"] or ()):
+            found.append(p)
+    return found
+
+
+def test_sigterm_during_a_hung_npu_smi_exits_promptly_and_leaves_no_child(
+    tmp_path: Path,
+) -> None:
+    config, log = tmp_path / "npumon.yaml", tmp_path / "npumon.log"
+    marker = f"--hang-seconds={3600 + (hash(str(tmp_path)) % 1000)}"  # names our children only
+    data = {"npu_smi": {"command": fake_npu_smi(NODE, "--hang-on=info", marker),
+                        "timeout": "60s"},
+            "state_directory": str(tmp_path)}  # fmt: skip
+    config.write_text(yaml.safe_dump(data))
+    with log.open("wb") as out:
+        process = subprocess.Popen([NPUMON, "run", "--config", str(config),
+                                    "--web.listen-address", "127.0.0.1:0"],
+                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        reported_port(log, process=process)
+        wait_for(lambda: bool(_hung_children(marker)), 30, "npu-smi hanging")
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+        took = time.monotonic() - started
+        # the target is 5 s (systemd and Kubernetes allow 30); the figure lives in the log
+        assert took < 10.0, f"exit took {took:.1f} s"
+        assert process.returncode == 0
+        wait_for(lambda: not _hung_children(marker), 5, "npu-smi children gone")
+    finally:
+        stop(process)
+        for child in _hung_children(marker):
+            child.kill()
