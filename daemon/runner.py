@@ -65,6 +65,7 @@ class ProcessGroups:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._live: set[int] = set()
+        self._killed: set[int] = set()  # live groups terminate_all killed
         self._closed = False
 
     @property
@@ -83,9 +84,13 @@ class ProcessGroups:
             self._live.add(pgid)
             return True
 
-    def remove(self, pgid: int) -> None:
+    def remove(self, pgid: int) -> bool:
+        """Unregister a group; True when terminate_all killed it."""
         with self._lock:
             self._live.discard(pgid)
+            killed = pgid in self._killed
+            self._killed.discard(pgid)
+            return killed
 
     def terminate_all(self, *, refuse_new: bool = True) -> int:
         """SIGKILL every live group at once; how many. Their run_command calls return
@@ -96,6 +101,7 @@ class ProcessGroups:
             groups = sorted(self._live)
             for pgid in groups:
                 _kill(pgid)
+            self._killed.update(groups)
         return len(groups)
 
     def reopen(self) -> None:
@@ -197,16 +203,18 @@ def _exited(pid: int, deadline: float, groups: ProcessGroups) -> bool:
         pause = min(pause * 2, _TICK)
 
 
-def _finish(process: subprocess.Popen[bytes], groups: ProcessGroups) -> None:
+def _finish(process: subprocess.Popen[bytes], groups: ProcessGroups) -> bool:
     """Kill what is left of the group, then unregister it, then reap the leader: in that
-    order, so the group id is never recycled while it is registered."""
+    order, so the group id is never recycled while it is registered. True when
+    terminate_all had killed it."""
     _kill(process.pid)
-    groups.remove(process.pid)
+    killed = groups.remove(process.pid)
     for stream in (process.stdin, process.stdout, process.stderr):
         if stream is not None:
             with contextlib.suppress(OSError):
                 stream.close()
     process.wait()
+    return killed
 
 
 def _start(argv: Sequence[str], env: dict[str, str] | None, stdin: str | None
@@ -247,12 +255,15 @@ def run_command(
     except (FileNotFoundError, PermissionError, NotADirectoryError) as error:
         return CommandResult(argv, "", str(error), None, clock() - started, not_found=True)
     pipes = _Pipes(process, None if stdin is None else stdin.encode(), max_output_bytes)
+    ending = "cancelled"
     try:
-        ending = "cancelled" if not groups.add(process.pid) else pipes.pump(deadline, groups)
+        if groups.add(process.pid):
+            ending = pipes.pump(deadline, groups)
         if ending == "eof" and not _exited(process.pid, deadline, groups):
             ending = "cancelled" if groups.closed else "timeout"
     finally:
-        _finish(process, groups)
+        if _finish(process, groups):
+            ending = "cancelled"  # its EOF, or its death, was terminate_all's doing
     return _result(argv, pipes, ending, process.returncode, clock() - started)
 
 
