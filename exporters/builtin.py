@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -15,6 +16,7 @@ def render_sources(snap: NodeSnapshot) -> Iterator[Metric]:
     npumon_source_up{source="npu_smi_table"} 1
     npumon_source_duration_seconds{source="npu_smi_table"} 0.21
     npumon_source_failures_total{source="npu_smi_table",reason="timeout"} 2
+    npumon_values_rejected_total{field="temperature_celsius"} 1
     """
     up = GaugeMetricFamily(
         "npumon_source_up", "1 if the source's last run succeeded, else 0.", labels=("source",)
@@ -42,7 +44,22 @@ def render_sources(snap: NodeSnapshot) -> Iterator[Metric]:
             last_ok.add_metric([s.source], s.last_success_timestamp)
         for reason, count in s.failures:
             failures.add_metric([s.source, reason], float(count))
-    yield from (up, duration, last_ok, failures)
+    yield from (up, duration, last_ok, failures, _rejected(snap))
+
+
+def _rejected(snap: NodeSnapshot) -> Metric:
+    rejected = CounterMetricFamily(
+        "npumon_values_rejected",
+        "Values npu-smi printed outside physical bounds (a -273 C temperature, negative watts"
+        " or bytes), dropped instead of exported, since npumon started, by field.",
+        labels=("field",),
+    )
+    totals: Counter[str] = Counter()
+    for s in snap.sources:
+        totals.update(dict(s.rejected))
+    for field, count in sorted(totals.items()):
+        rejected.add_metric([field], float(count))
+    return rejected
 
 
 def render_node(snap: NodeSnapshot) -> Iterator[Metric]:

@@ -58,6 +58,9 @@ class InfoTable:
     processes: tuple[TableProcess, ...]
     has_process_table: bool  # False when the output had no process section at all
     warnings: tuple[str, ...] = ()  # trailing "[WARNING]..." lines, verbatim
+    # None for a whole table; else what is missing at its end ("no process section", "no
+    # closing border", ...): the output was cut short, and chips after the cut are unknown
+    cut_short: str | None = None
 
 
 # ---------------------------------------------------------------- -m and -l
@@ -239,7 +242,8 @@ class KnownFailure:
 
     ``reason`` is a short label value for `npumon_source_failures_total{reason=...}`:
     dcmi_init, device_busy, invalid_card, invalid_chip, no_device, not_supported,
-    unknown_option, command_failed.
+    unknown_option, command_failed. Recognised anywhere in the output of a failed call, and
+    in that of a call that exited 0 only when the error is the whole output.
     """
 
     reason: str

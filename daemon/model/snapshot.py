@@ -24,6 +24,8 @@ class SourceStatus:
     exit_code: int | None
     failures: tuple[tuple[str, int], ...] = ()  # (reason, count), counters since start
     last_error: str | None = None
+    # (field, count) since start: values outside physical bounds, dropped (parsers/plausible.py)
+    rejected: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,10 +70,26 @@ _PATTERNS = (
 
 
 _RET = re.compile(r"ret is (-?\d+)")
+# lines npu-smi prints after some error texts ("Invalid card id." / "Error parameter of -i" /
+# "Usage: npu-smi info <watch|proc|...> [Options...]")
+_CONTINUATION = re.compile(r"Error parameter of |Usage: npu-smi ")
+
+
+def classify_whole_output(text: str) -> KnownFailure | None:
+    """A known npu-smi error when it is the whole output, else None: for a command that
+    exited 0. Every non-blank line must begin with a known error text (or be one of npu-smi's
+    continuation lines), so a process named "Invalid phy id." inside a table, or a board
+    field quoting one, is data and not a failure."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if not (_CONTINUATION.match(line) or any(p.regex.match(line) for p in _PATTERNS)):
+            return None
+    return classify_failure(text) if lines else None
 
 
 def classify_failure(text: str) -> KnownFailure | None:
-    """The first known npu-smi error in ``text`` (stdout and/or stderr), or None."""
+    """The first known npu-smi error anywhere in ``text`` (stdout and/or stderr), or None: for
+    a command that failed (for one that exited 0 see ``classify_whole_output``)."""
     for pattern in _PATTERNS:
         for line in text.splitlines():
             if pattern.regex.search(line):

@@ -177,6 +177,8 @@ class _Parser:
         self.processes: list[TableProcess] = []
         self.warnings: list[str] = []
         self.seen_table = False
+        self.process_entries = 0  # process rows and "No running processes" lines
+        self.ends_with_border = False  # the last table line read was a separator
 
     def feed(self, row: _Row) -> None:
         stripped = row.line.strip()
@@ -188,10 +190,12 @@ class _Parser:
             if not _SEPARATOR.match(stripped):
                 raise ParseError("malformed separator line", row.line_no, row.line)
             self._no_pending(row)
+            self.ends_with_border = True
         elif stripped in _ELISION and self.layout is not None:
             self._no_pending(row)  # a paste that left chips out
         elif stripped.startswith("|"):
             self.seen_table = True
+            self.ends_with_border = False
             self._table_row(_cells(stripped, row), row)
         elif not self.seen_table and "npu-smi" in stripped:
             return  # the shell prompt and command echoed above the table
@@ -216,6 +220,7 @@ class _Parser:
         elif any(t.lower() == "process id" for t in texts):
             self._process_header(texts, row)
         elif self.process_layout is not None:
+            self.process_entries += 1
             if not (len(texts) == 1 and _NO_PROCESSES.match(texts[0])):
                 self.processes.append(_process(cells, self.process_layout, row))
         else:
@@ -261,11 +266,20 @@ class _Parser:
             raise ParseError("unknown process table column", row.line_no, row.line)
         self.process_layout = ("ids", *(key for key in rest if key is not None))
 
+    def cut_short(self) -> str | None:
+        """What a whole output has at its end and this one lacks: npu-smi always prints the
+        process section (an idle NPU gets "No running processes found") and its border."""
+        if self.pending is not None or self.header1 is not None:
+            return "the last chip has only one of its two rows"
+        if self.process_layout is None:
+            return "no process section"
+        if self.process_entries == 0:
+            return "a process section without rows"
+        return None if self.ends_with_border else "no closing border"
+
     def finish(self) -> InfoTable:
         if self.layout is None:
             raise ParseError("no npu-smi info table header found", 0, "")
-        if self.pending is not None:
-            raise ParseError("the last chip has only one of its two rows", 0, "")
         return InfoTable(
             npu_smi_version=self.npu_smi_version,
             version=self.version,
@@ -273,6 +287,7 @@ class _Parser:
             processes=tuple(self.processes),
             has_process_table=self.process_layout is not None,
             warnings=tuple(self.warnings),
+            cut_short=self.cut_short(),
         )
 
 

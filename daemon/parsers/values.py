@@ -43,13 +43,10 @@ def parse_float(token: str, *, line_no: int = 0, line: str = "") -> float | None
 
 
 def percent_to_ratio(token: str, *, line_no: int = 0, line: str = "") -> float | None:
-    """npu-smi prints percentages; Prometheus wants 0..1."""
+    """npu-smi prints percentages; Prometheus wants 0..1. A value outside 0..100 % is a number
+    all the same: ``plausible.screen`` drops it (and counts it) without failing the output."""
     value = parse_float(token, line_no=line_no, line=line)
-    if value is None:
-        return None
-    if not 0.0 <= value <= 100.0:
-        raise ParseError(f"percentage out of range: {value}", line_no, line)
-    return value / 100.0
+    return None if value is None else value / 100.0
 
 
 def mib_to_bytes(token: str, *, line_no: int = 0, line: str = "") -> int | None:

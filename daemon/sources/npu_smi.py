@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TypeVar
 
 from npumon.daemon.containers import ContainerResolver
@@ -25,59 +25,13 @@ from npumon.daemon.model.npu_smi import (
 )
 from npumon.daemon.model.snapshot import ChipId, SourceStatus
 from npumon.daemon.parsers import board, detail, health, mapping, table
-from npumon.daemon.runner import CommandResult, resolve_command, run_command
-from npumon.daemon.sources.wrapper import (
-    SourceFailure,
-    SourceRun,
-    SourceTracker,
-    check_result,
-    parse_or_fail,
-)
+from npumon.daemon.sources.query import NpuSmi, Runner, Unsupported
+from npumon.daemon.sources.wrapper import SourceFailure, SourceRun, SourceTracker
+
+__all__ = ["SOURCES", "NpuSmi", "NpuSmiSources", "Publish", "Runner"]
 
 T = TypeVar("T")
-Runner = Callable[[Sequence[str], float], CommandResult]
 SOURCES = ("npu_smi_table", "npu_smi_detail", "npu_smi_health", "npu_smi_identity")
-
-
-class NpuSmi:
-    """argv prefix + timeout; `query` returns parsed output or raises SourceFailure."""
-
-    def __init__(self, command: Sequence[str], timeout: float, runner: Runner = run_command):
-        self.command = resolve_command(command)
-        self.timeout = timeout
-        self._runner = runner
-
-    def query(self, parse: Callable[[str], T], *args: str) -> T:
-        """`npu-smi info *args` parsed, or SourceFailure."""
-        result = self._runner((*self.command, "info", *args), self.timeout)
-        return parse_or_fail(parse, check_result(result), result.argv)
-
-
-class Unsupported:
-    """Queries a chip or driver said it does not support, not asked again until `retry_after`.
-
-    Without this a 310P (no ECC query) would keep its health source down forever; with it the
-    refusal is counted once per retry period (reason="not_supported") and the source stays up:
-    a query the hardware does not offer is a fact about the chip, not a failure.
-    """
-
-    def __init__(self, retry_after: float, monotonic: Callable[[], float]) -> None:
-        self._retry_after = retry_after
-        self._monotonic = monotonic
-        self._until: dict[tuple[str, ...], float] = {}
-
-    def attempt(self, run: SourceRun, call: Callable[[], T], *args: str) -> T | None:
-        if self._until.get(args, 0.0) > self._monotonic():
-            return None
-        try:
-            return call()
-        except SourceFailure as failure:
-            if failure.reason != "not_supported":
-                run.record(failure)
-                return None
-            self._until[args] = self._monotonic() + self._retry_after
-            run.refused(failure)
-            return None
 
 
 def _chips(table_result: InfoTable | None) -> list[ChipId]:
@@ -157,7 +111,7 @@ class NpuSmiSources:
 
     def _ask(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T | None:
         """One optional query of a multi-call source, skipped while known to be unsupported."""
-        return self._unsupported.attempt(run, lambda: self._smi.query(parse, *args), *args)
+        return self._unsupported.attempt(run, lambda: self._smi.query(run, parse, *args), *args)
 
     def _run(self, name: str, body: Callable[[SourceRun], None]) -> None:
         # At most one call of a kind in flight: a run that finds its source busy is skipped.
@@ -185,7 +139,13 @@ class NpuSmiSources:
 
     def _poll_table(self, run: SourceRun) -> None:
         try:
-            result = self._smi.query(table.parse_info)
+            result = self._smi.query(run, table.parse_info)
+            if result.cut_short is not None:
+                raise SourceFailure(
+                    "truncated",
+                    f"'npu-smi info' output ended early ({result.cut_short}): the chips after "
+                    "the cut are unknown, so none is served; is its output being cut?",
+                )
         except SourceFailure:
             self._table = None  # no chip is served from stale data
             raise
@@ -204,32 +164,39 @@ class NpuSmiSources:
     def _poll_detail(self, run: SourceRun) -> None:
         usages: dict[ChipId, ChipUsage] = {}
         commons: dict[ChipId, ChipCommon] = {}
-        for npu in _npus(self._table):
-            usage = self._ask(run, detail.parse_usages, "-t", "usages", "-i", str(npu))
-            common = self._ask(run, detail.parse_common, "-t", "common", "-i", str(npu))
-            usages.update({(npu, u.chip): u for u in usage.chips} if usage else {})
-            commons.update({(npu, c.chip): c for c in common.chips} if common else {})
-        self._usage, self._common = usages, commons
+        try:
+            for npu in _npus(self._table):
+                usage = self._ask(run, detail.parse_usages, "-t", "usages", "-i", str(npu))
+                usages.update({(npu, u.chip): u for u in usage.chips} if usage else {})
+                common = self._ask(run, detail.parse_common, "-t", "common", "-i", str(npu))
+                commons.update({(npu, c.chip): c for c in common.chips} if common else {})
+        finally:  # an aborted pass keeps what it read, and nothing older
+            self._usage, self._common = usages, commons
 
     def _poll_health(self, run: SourceRun) -> None:
         current = self._table
         now = self._monotonic()
         last = self._last_full_health
         full = last is None or now - last >= self._health_interval
-        listed = set(_chips(current))
-        reports = {chip: r for chip, r in self._health.items() if chip in listed}
         due = [
             (c.npu, c.chip) for c in (current.chips if current else ())
             if full or (c.health or "").upper() != "OK"
         ]
-        for npu, chip in due:
-            report = self._ask(
-                run, health.parse_health, "-t", "health", "-i", str(npu), "-c", str(chip)
-            )
-            reports.pop((npu, chip), None)
-            if report is not None:
-                reports[(npu, chip)] = report
-        self._health = reports
+        kept = set(_chips(current)) - set(due)  # read by an earlier pass, not due now
+        reports = {chip: r for chip, r in self._health.items() if chip in kept}
+        try:
+            for npu, chip in due:
+                report = self._ask(
+                    run, health.parse_health, "-t", "health", "-i", str(npu), "-c", str(chip)
+                )
+                if report is not None:
+                    reports[(npu, chip)] = report
+        except SourceFailure:
+            if full:  # this pass was to re-read them: the old ones are no longer current
+                self._ecc, self._memory = {}, {}
+            raise
+        finally:
+            self._health = reports
         if full:
             self._last_full_health = now
             self._ecc_and_memory(run, _chips(current))
@@ -237,32 +204,37 @@ class NpuSmiSources:
     def _ecc_and_memory(self, run: SourceRun, chips: list[ChipId]) -> None:
         eccs: dict[ChipId, ChipEcc] = {}
         memories: dict[ChipId, MemoryReport] = {}
-        for npu in sorted({n for n, _ in chips}):
-            ecc = self._ask(run, detail.parse_ecc, "-t", "ecc", "-i", str(npu))
-            eccs.update({(npu, e.chip): e for e in ecc.chips} if ecc else {})
-        for npu, chip in chips:
-            parse = functools.partial(detail.parse_memory, npu=npu, chip=chip)
-            memory = self._ask(run, parse, "-t", "memory", "-i", str(npu), "-c", str(chip))
-            if memory is not None:
-                memories[(npu, chip)] = memory
-        self._ecc, self._memory = eccs, memories
+        try:
+            for npu in sorted({n for n, _ in chips}):
+                ecc = self._ask(run, detail.parse_ecc, "-t", "ecc", "-i", str(npu))
+                eccs.update({(npu, e.chip): e for e in ecc.chips} if ecc else {})
+            for npu, chip in chips:
+                parse = functools.partial(detail.parse_memory, npu=npu, chip=chip)
+                memory = self._ask(run, parse, "-t", "memory", "-i", str(npu), "-c", str(chip))
+                if memory is not None:
+                    memories[(npu, chip)] = memory
+        finally:
+            self._ecc, self._memory = eccs, memories
 
     def _poll_identity(self, run: SourceRun) -> None:
-        """Identity is slow-changing: keep the last known values for what is not re-read."""
+        """Identity is slow-changing: keep the last known values for what is not re-read (also
+        when a timeout stops the pass: a serial number does not go stale)."""
         chip_map = self._ask(run, mapping.parse_mapping, "-m")
+        self._mapping = chip_map or self._mapping
         chips = _chips(self._table)
         cards = dict(self._card_board)
         per_chip = dict(self._chip_board)
-        for npu in sorted({n for n, _ in chips}):
-            card = self._ask(run, board.parse_board, "-t", "board", "-i", str(npu))
-            if card is not None:
-                cards[npu] = card
-        for npu, chip in chips:
-            found = self._ask(
-                run, board.parse_board, "-t", "board", "-i", str(npu), "-c", str(chip)
-            )
-            if found is not None:
-                per_chip[(npu, chip)] = found
-        self._identity_npus = {n for n, _ in chips}
-        self._mapping = chip_map or self._mapping
-        self._card_board, self._chip_board = cards, per_chip
+        try:
+            for npu in sorted({n for n, _ in chips}):
+                card = self._ask(run, board.parse_board, "-t", "board", "-i", str(npu))
+                if card is not None:
+                    cards[npu] = card
+            for npu, chip in chips:
+                found = self._ask(
+                    run, board.parse_board, "-t", "board", "-i", str(npu), "-c", str(chip)
+                )
+                if found is not None:
+                    per_chip[(npu, chip)] = found
+            self._identity_npus = {n for n, _ in chips}
+        finally:
+            self._card_board, self._chip_board = cards, per_chip

@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from npumon.daemon.model.snapshot import SourceStatus
 from npumon.daemon.parsers.errors import ParseError
-from npumon.daemon.parsers.failure import classify_failure
+from npumon.daemon.parsers.failure import classify_failure, classify_whole_output
+from npumon.daemon.parsers.plausible import Rejected
 from npumon.daemon.runner import CommandResult
 
 log = logging.getLogger(__name__)
@@ -36,11 +37,22 @@ def check_result(result: CommandResult) -> str:
             f"cannot run {result.argv[0]!r} ({result.stderr}); install the Ascend driver or "
             "set npu_smi.command in the config",
         )
+    if result.cancelled:
+        raise SourceFailure("cancelled", f"{argv!r} was killed: npumon is shutting down")
     if result.timed_out:
         raise SourceFailure(
-            "timeout", f"{argv!r} did not finish in time and was killed; is the driver hung?"
+            "timeout", f"{argv!r} did not finish in time and was killed; is the driver hung, or "
+            "does a helper it started keep its output open?"
         )
-    known = classify_failure(result.stdout + "\n" + result.stderr)
+    if result.output_too_large:
+        raise SourceFailure(
+            "output_too_large", f"{argv!r} printed more than npumon keeps and was killed; "
+            "is the driver looping? Run it by hand (| head -n 100) and report what it prints",
+        )
+    # npu-smi's error texts: anywhere in the output of a failed call, but only as the whole
+    # output of one that exited 0 (a process may be called "Invalid phy id.")
+    output = result.stdout + "\n" + result.stderr
+    known = classify_failure(output) if result.exit_code != 0 else classify_whole_output(output)
     if known is not None:
         raise SourceFailure(known.reason, f"{known.message} ({argv}): {known.advice}",
                             result.exit_code)
@@ -70,6 +82,7 @@ class SourceRun:
     def __init__(self) -> None:
         self.failures: list[SourceFailure] = []
         self.refusals: list[SourceFailure] = []
+        self.rejected: list[tuple[Rejected, tuple[str, ...]]] = []  # (value, argv)
         self.exit_code: int | None = 0
 
     def record(self, failure: SourceFailure) -> None:
@@ -79,6 +92,10 @@ class SourceRun:
     def refused(self, failure: SourceFailure) -> None:
         """A query this chip or driver does not offer: counted, but the source stays up."""
         self.refusals.append(failure)
+
+    def reject(self, values: Iterable[Rejected], argv: tuple[str, ...]) -> None:
+        """Physically impossible values the command printed: dropped, counted, logged."""
+        self.rejected.extend((value, argv) for value in values)
 
 
 class SourceTracker:
@@ -93,6 +110,7 @@ class SourceTracker:
         self._clock = clock
         self._monotonic = monotonic
         self._failures: Counter[str] = Counter()
+        self._rejected: Counter[str] = Counter()
         self._last_success: float | None = None
         self._last_reason: str | None = None
 
@@ -108,8 +126,16 @@ class SourceTracker:
             run.record(SourceFailure("exception", f"{type(error).__name__}: {error}"))
         return self._finish(run, self._monotonic() - started)
 
+    def _count_rejected(self, run: SourceRun) -> None:
+        for value, argv in run.rejected:
+            level = logging.DEBUG if self._rejected[value.field] else logging.WARNING
+            log.log(level, "source=%s event=value_rejected field=%s value=%r command=%r",
+                    self.name, value.field, value.value, " ".join(argv))
+            self._rejected[value.field] += 1
+
     def _finish(self, run: SourceRun, duration: float) -> SourceStatus:
         self._failures.update(f.reason for f in (*run.failures, *run.refusals))
+        self._count_rejected(run)
         up = not run.failures
         if up:
             self._last_success = self._clock()
@@ -130,5 +156,6 @@ class SourceTracker:
             exit_code=run.exit_code,
             failures=tuple(sorted(self._failures.items())),
             last_error=None if up else run.failures[0].message,
+            rejected=tuple(sorted(self._rejected.items())),
         )
         return status

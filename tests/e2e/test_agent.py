@@ -4,6 +4,8 @@ a hung npu-smi that never delays a scrape, and `npumon collect --once` as a user
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -73,6 +75,36 @@ def test_garbage_is_a_parse_error_not_a_crash() -> None:
     assert value(found, "npumon_source_failures_total", source="npu_smi_table",
                  reason="parse_error") == 1
     assert value(found, "npumon_chips") in (None, 0)
+
+
+def test_endless_output_is_cut_off_and_said() -> None:
+    # the table, then 50 MB of process rows: the old runner kept it all and served it as up
+    agent = agent_for(fake_npu_smi("910b4-1_25.2.2", "--flood-on", "info"))
+    found = samples(agent.collect_once().decode())
+    assert value(found, "npumon_source_up", source="npu_smi_table") == 0
+    assert value(found, "npumon_source_failures_total", source="npu_smi_table",
+                 reason="output_too_large") == 1
+    assert value(found, "npu_hbm_used_bytes", npu="0", chip="0") is None
+
+
+def test_a_helper_holding_the_output_open_cannot_stretch_the_timeout(tmp_path: Path) -> None:
+    helper = tmp_path / "helper.pid"
+    agent = agent_for(fake_npu_smi("910b4-1_25.2.2", "--linger-on", "info", "--linger-seconds",
+                                   "30", "--linger-pidfile", str(helper)), timeout="2s")
+    started = time.monotonic()
+    try:
+        agent.sources.poll_table()
+        took = time.monotonic() - started
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int(helper.read_text()), signal.SIGKILL)  # the fake's helper, ours to end
+    found = samples_of(agent)
+    # a loose bound on real time: the 2 s deadline, not the helper's 30 s
+    assert took < 8, f"a 2 s timeout took {took:.1f}s"
+    assert value(found, "npumon_source_up", source="npu_smi_table") == 0
+    assert value(found, "npumon_source_failures_total", source="npu_smi_table",
+                 reason="timeout") == 1
+    assert value(found, "npu_hbm_used_bytes", npu="0", chip="0") is None
 
 
 def test_chip_vanishes_and_returns_with_the_next_poll(

@@ -2,11 +2,18 @@
 """A test fake of npu-smi: replays real captures chosen by argv from a node folder's node.yaml.
 
   fake_npu_smi.py --node DIR [--commands FILE] [--hang-on ARGS --hang-seconds S]
-                  [--fail-on ARGS --exit-code N] [--garbage-on ARGS] info [...]
+                  [--fail-on ARGS --exit-code N] [--garbage-on ARGS]
+                  [--flood-on ARGS --flood-bytes N]
+                  [--linger-on ARGS --linger-seconds S --linger-pidfile FILE] info [...]
 
 node.yaml maps an argv (``info -t usages -i {npu}``; ``{npu}``/``{chip}`` match a number) to a
 fixture file relative to the node folder. An argv with no entry gets npu-smi's own
 "does not support" text and exit code 255. Not the simulator: no state, no time, no layouts.
+
+``--flood-on``: the fixture, then process rows until ``--flood-bytes`` were written (a driver
+that loops). ``--linger-on``: the fixture and exit 0, but a helper started in its own session
+(out of the fake's process group, so a group kill misses it) keeps stdout open for
+``--linger-seconds``; its pid goes to ``--linger-pidfile`` so the test can end it.
 
 ``--commands`` names a JSON file of that mapping, written by the test process (tests/support.py):
 then the fake needs only the standard library and runs as ``python -S``, at a third of the
@@ -16,9 +23,13 @@ start-up cost; the daemon calls it dozens of times per collection.
 import argparse
 import json
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
+
+FLOOD_ROW = ("| 1       0                 | 19341         | VLLMWorker_TP            "
+             "| 58472                   |\n")
 
 
 def _matches(pattern: str, argv: str) -> bool:
@@ -33,7 +44,23 @@ def _node_commands(node: Path) -> dict[str, str]:
     return commands
 
 
-def main() -> int:
+def _flood(total: int) -> None:
+    block = FLOOD_ROW * 1000
+    written = 0
+    while written < total:
+        sys.stdout.write(block)
+        written += len(block)
+    sys.stdout.flush()
+
+
+def _linger(seconds: float, pidfile: Path | None) -> None:
+    helper = subprocess.Popen([sys.executable, "-S", "-c", f"import time; time.sleep({seconds})"],
+                              start_new_session=True)  # inherits our stdout and stderr
+    if pidfile is not None:
+        pidfile.write_text(str(helper.pid))
+
+
+def _options() -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser()
     parser.add_argument("--node", type=Path, required=True)
     parser.add_argument("--commands", type=Path, default=None,
@@ -43,7 +70,16 @@ def main() -> int:
     parser.add_argument("--fail-on", default=None)
     parser.add_argument("--exit-code", type=int, default=1)
     parser.add_argument("--garbage-on", default=None)
-    options, rest = parser.parse_known_args()
+    parser.add_argument("--flood-on", default=None)
+    parser.add_argument("--flood-bytes", type=int, default=50_000_000)
+    parser.add_argument("--linger-on", default=None)
+    parser.add_argument("--linger-seconds", type=float, default=3600.0)
+    parser.add_argument("--linger-pidfile", type=Path, default=None)
+    return parser.parse_known_args()
+
+
+def main() -> int:
+    options, rest = _options()
     argv = " ".join(rest)
     if options.hang_on is not None and _matches(options.hang_on, argv):
         time.sleep(options.hang_seconds)  # what a wedged driver does to npu-smi
@@ -58,6 +94,11 @@ def main() -> int:
     for pattern, fixture in commands.items():
         if _matches(pattern, argv):
             sys.stdout.write((options.node / fixture).read_text())
+            if options.flood_on is not None and _matches(options.flood_on, argv):
+                _flood(options.flood_bytes)
+            if options.linger_on is not None and _matches(options.linger_on, argv):
+                sys.stdout.flush()
+                _linger(options.linger_seconds, options.linger_pidfile)
             return 0
     print(f"This device does not support querying {argv}.")
     return 255

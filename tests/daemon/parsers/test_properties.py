@@ -1,6 +1,7 @@
 """Property tests: whatever the text, a parser returns a valid result or raises ParseError.
 
-Never IndexError/KeyError/ValueError/AttributeError escaping from inside a parser.
+Never IndexError/KeyError/ValueError/AttributeError escaping from inside a parser; never NaN;
+and once screened (`parsers/plausible.py`), every measurement within its unit's bound.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from npumon.daemon.model.npu_smi import KnownFailure
 from npumon.daemon.parsers.errors import ParseError
+from npumon.daemon.parsers.plausible import bound, screen
 from tests.daemon.parsers.npu_smi_fixtures import (
     PARSERS,
     fixture_names,
@@ -41,13 +43,25 @@ def _check_value(value: object) -> None:
             _check_value(item)
 
 
+def _check_bounds(value: object) -> None:
+    """Every measurement within its unit's bound (what the sources export after screening)."""
+    if isinstance(value, tuple):
+        for item in value:
+            _check_bounds(item)
+    if not dataclasses.is_dataclass(value) or isinstance(value, type):
+        return
+    for f in dataclasses.fields(value):
+        found = getattr(value, f.name)
+        limits = bound(f.name)
+        if limits is not None and isinstance(found, int | float):
+            assert limits[0] <= found <= limits[1], (f.name, found)
+        _check_bounds(found)
+
+
 def _check_result(result: object, result_type: type) -> None:
     assert isinstance(result, result_type)
-    for f in dataclasses.fields(result):  # type: ignore[arg-type]
-        value = getattr(result, f.name)
-        if f.name.endswith("_ratio") and value is not None:
-            assert 0.0 <= value <= 1.0
     _check_value(result)
+    _check_bounds(screen(result)[0])
 
 
 def _run_all(text: str) -> None:

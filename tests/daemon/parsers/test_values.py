@@ -20,6 +20,8 @@ def test_units_bytes_hertz_ratio() -> None:
     assert values.mib_to_bytes(" 61825 ") == 61825 * 1024 * 1024
     assert values.mhz_to_hertz("1800") == 1.8e9
     assert values.percent_to_ratio("37.5") == 0.375
+    # out of 0..100 % is still a number: plausible.screen drops it, the output is not garbage
+    assert values.percent_to_ratio("101") == 1.01
 
 
 @pytest.mark.parametrize(
@@ -33,7 +35,7 @@ def test_fraction(text: str, expected: tuple[int | None, int | None]) -> None:
 @pytest.mark.parametrize(
     ("call", "token"),
     [(values.parse_int, "12.5"), (values.parse_int, "1" * 19), (values.parse_float, "1e5"),
-     (values.percent_to_ratio, "101"), (values.parse_fraction, "577")],
+     (values.percent_to_ratio, "37,5"), (values.parse_fraction, "577")],
 )  # fmt: skip
 def test_malformed_is_a_parse_error_naming_the_line(call: object, token: str) -> None:
     with pytest.raises(ParseError) as caught:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from npumon.daemon.config import Config
 from npumon.daemon.model.npu_smi import NpuSmiResults
@@ -11,51 +10,14 @@ from npumon.daemon.model.snapshot import SourceStatus
 from npumon.daemon.runner import CommandResult
 from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources
 from npumon.daemon.store import SnapshotStore
-from tests.support import FIXTURES
-
-TABLE = (FIXTURES / "npu-smi" / "info_910b4-1_2chip_procs_25.2.2.txt").read_text()
-HEALTH_OK = (FIXTURES / "npu-smi" / "info_t_health_910a_ok.txt").read_text()
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class FakeRunner:
-    """Answers by argv; records every call."""
-
-    def __init__(self, answers: dict[str, CommandResult | str]) -> None:
-        self.answers = answers
-        self.calls: list[str] = []
-
-    def __call__(self, argv: Sequence[str], timeout: float) -> CommandResult:
-        key = " ".join(argv[1:])
-        self.calls.append(key)
-        answer = self.answers.get(key, "This device does not support querying that.\n")
-        if isinstance(answer, CommandResult):
-            return answer
-        code = 255 if answer.startswith("This device") else 0
-        return CommandResult(tuple(argv), answer, "", code, 0.01)
-
-
-def sources(
-    runner: FakeRunner, clock: Clock, **kwargs: Any
-) -> tuple[NpuSmiSources, SnapshotStore]:
-    store = SnapshotStore(Config().throttle, clock=clock)
-    smi = NpuSmi(["npu-smi"], 5.0, runner)
-    polls = NpuSmiSources(
-        smi, store.publish_npu_smi, health_interval=60, clock=clock, monotonic=clock, **kwargs
-    )
-    return polls, store
-
-
-def status(store: SnapshotStore, name: str) -> tuple[bool, dict[str, int]]:
-    found = next(s for s in store.latest().sources if s.source == name)
-    return found.up, dict(found.failures)
+from tests.daemon.sources.fake_runner import (
+    HEALTH_OK,
+    TABLE,
+    Clock,
+    FakeRunner,
+    sources,
+    status,
+)
 
 
 def test_unsupported_queries_are_retried_only_after_the_retry_period() -> None:
@@ -117,7 +79,8 @@ def test_timeout_and_missing_binary_are_labelled_and_drop_the_table() -> None:
 
 
 def test_an_unexpected_exception_is_contained_and_counted() -> None:
-    def broken(argv: Sequence[str], timeout: float) -> CommandResult:
+    def broken(argv: Sequence[str], timeout: float, *, max_output_bytes: int = 0
+               ) -> CommandResult:
         raise RuntimeError("boom")
 
     store = SnapshotStore(Config().throttle)
@@ -135,7 +98,8 @@ class SlowIdentity(FakeRunner):
         super().__init__(answers)
         self.clock = clock
 
-    def __call__(self, argv: Sequence[str], timeout: float) -> CommandResult:
+    def __call__(self, argv: Sequence[str], timeout: float, *, max_output_bytes: int = 0
+                 ) -> CommandResult:
         if "-m" in argv or "board" in argv:
             self.clock.now += 30.0
         return super().__call__(argv, timeout)

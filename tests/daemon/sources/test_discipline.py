@@ -1,0 +1,156 @@
+"""npu-smi output discipline in the sources: error texts inside good output, tables cut short,
+impossible values, and per-NPU passes that stop at their first timeout (injected runner and
+clock: no processes, no sleep)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from npumon.daemon.model.npu_smi import NpuSmiResults
+from npumon.daemon.runner import CommandResult
+from npumon.daemon.store import SnapshotStore
+from npumon.exporters.builtin import render_sources
+from tests.daemon.sources.fake_runner import NPU_SMI, Clock, FakeRunner, sources, status
+from tests.helpers.exposition import key
+
+TABLE_8 = (NPU_SMI / "info_910a_8chip_warning_procs_24.1rc2.txt").read_text()
+MAP_8 = (NPU_SMI / "info_m_910a_8chip_24.1rc2.txt").read_text()
+USAGES = (NPU_SMI / "info_t_usages_910a.txt").read_text()
+HEALTH_OK = (NPU_SMI / "info_t_health_910a_ok.txt").read_text()
+NPU_0_ROW = "| 0     xxx            | OK            | 70.5        42                1232 / 1232"
+
+
+def test_an_error_text_inside_a_good_table_is_data_not_a_failure() -> None:
+    # a process may be called anything, npu-smi's error texts included (same width: 15)
+    table = TABLE_8.replace("hlt_host_devmm_", "Invalid phy id.", 1)
+    assert "Invalid phy id." in table
+    polls, store = sources(FakeRunner({"info": table}), Clock())
+    polls.poll_table()
+    assert status(store, "npu_smi_table") == (True, {})
+    assert len(store.latest().chips) == 8
+
+
+def test_an_error_text_that_is_the_whole_output_of_a_good_exit_is_recognised() -> None:
+    runner = FakeRunner({"info": CommandResult(("npu-smi", "info"), "Invalid phy id.\n", "",
+                                               0, 0.01)})
+    polls, store = sources(runner, Clock())
+    polls.poll_table()
+    assert status(store, "npu_smi_table") == (False, {"invalid_chip": 1})
+
+
+def _cut_after(text: str, line: str, occurrence: int = 1) -> str:
+    """``text`` up to and including the ``occurrence``-th line that starts with ``line``."""
+    lines = text.splitlines(keepends=True)
+    at = [i for i, found in enumerate(lines) if found.startswith(line)][occurrence - 1]
+    return "".join(lines[: at + 1])
+
+
+def test_a_table_cut_at_a_line_boundary_is_a_failed_poll_of_its_own() -> None:
+    border = "+======================+"
+    runner, clock = FakeRunner({"info": TABLE_8, "info -m": MAP_8}), Clock()
+    polls, store = sources(runner, clock)
+    polls.poll_identity()
+    polls.poll_table()
+    assert len(store.latest().chips) == 8
+    # cut after the 5th chip's border: no process section (the reviewer's 11 of 16 chips)
+    runner.answers["info"] = _cut_after(TABLE_8, border, 6)
+    polls.poll_table()
+    assert store.latest().chips == ()
+    assert status(store, "npu_smi_table") == (False, {"truncated": 1})
+    # cut inside the process section: every chip is there, but not the closing border
+    runner.answers["info"] = _cut_after(TABLE_8, "| 7       0 ")
+    polls.poll_table()
+    assert store.latest().chips == ()
+    assert status(store, "npu_smi_table") == (False, {"truncated": 2})
+    last = next(s for s in store.latest().sources if s.source == "npu_smi_table")
+    assert last.last_error is not None and "no closing border" in last.last_error
+
+
+def test_a_whole_table_without_a_chip_keeps_the_others_and_says_chip_missing() -> None:
+    lines = TABLE_8.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("| 3     xxx"))
+    del lines[at : at + 3]  # NPU 3's two rows and its border: a card fell off the bus
+    runner = FakeRunner({"info": "".join(lines), "info -m": MAP_8})
+    polls, store = sources(runner, Clock())
+    polls.poll_identity()
+    polls.poll_table()
+    assert status(store, "npu_smi_table") == (False, {"chip_missing": 1})
+    assert sorted(c.npu for c in store.latest().chips) == [0, 1, 2, 4, 5, 6, 7]
+
+
+def test_impossible_values_are_dropped_counted_and_rendered() -> None:
+    assert NPU_0_ROW in TABLE_8
+    table = TABLE_8.replace(NPU_0_ROW, NPU_0_ROW.replace("70.5        42 ", "-3.0        -273.2"))
+    polls, store = sources(FakeRunner({"info": table}), Clock())
+    polls.poll_table()
+    polls.poll_table()
+    chips = {c.npu: c for c in store.latest().chips}
+    assert status(store, "npu_smi_table") == (True, {})  # the other values are good
+    assert chips[0].temperature_celsius is None and chips[0].power_watts is None  # not 0
+    assert (chips[1].temperature_celsius, chips[1].power_watts) == (36.0, 71.2)
+    assert chips[0].hbm_total_bytes is not None  # the rest of the chip stays
+    rendered = {key(s.name, **s.labels): s.value
+                for family in render_sources(store.latest()) for s in family.samples}
+    assert rendered[key("npumon_values_rejected_total", field="temperature_celsius")] == 2.0
+    assert rendered[key("npumon_values_rejected_total", field="power_watts")] == 2.0
+
+
+class Hangs(FakeRunner):
+    """Every call whose argv contains ``part`` times out after 5 s of the injected clock."""
+
+    def __init__(self, answers: dict[str, CommandResult | str], clock: Clock, part: str):
+        super().__init__(answers)
+        self.clock, self.part = clock, part
+
+    def __call__(self, argv: Sequence[str], timeout: float, *, max_output_bytes: int = 0
+                 ) -> CommandResult:
+        if self.part in " ".join(argv) + " ":
+            self.calls.append(" ".join(argv[1:]))
+            self.clock.now += 5.0
+            return CommandResult(tuple(argv), "", "", None, 5.0, timed_out=True)
+        return super().__call__(argv, timeout)
+
+
+def _timed_run(store: SnapshotStore, source: str) -> tuple[float | None, bool]:
+    found = next(s for s in store.latest().sources if s.source == source)
+    return found.duration_seconds, found.up
+
+
+def test_a_per_npu_pass_stops_at_its_first_timeout() -> None:
+    clock = Clock()
+    answers: dict[str, CommandResult | str] = {"info": TABLE_8}
+    runner = Hangs({**answers, **{f"info -t usages -i {n}": USAGES for n in range(8)}},
+                   clock, "-t common")
+    polls, store = sources(runner, clock)
+    polls.poll_table()
+    polls.poll_detail()  # usages of NPU 0, then common of NPU 0 hangs: the pass stops there
+    assert [c for c in runner.calls if "-t" in c] == ["info -t usages -i 0",
+                                                       "info -t common -i 0"]
+    assert _timed_run(store, "npu_smi_detail") == (5.0, False)  # not 8 x 5 s
+    assert status(store, "npu_smi_detail") == (False, {"timeout": 1})
+    chips = {c.npu: c for c in store.latest().chips}
+    assert chips[0].aicpu_ratio is not None  # read before the timeout: kept
+    assert all(chips[n].aicpu_ratio is None for n in range(1, 8))
+
+
+def test_an_aborted_pass_serves_nothing_older_than_itself() -> None:
+    clock = Clock()
+    answers: dict[str, CommandResult | str] = {"info": TABLE_8}
+    answers.update({f"info -t usages -i {n}": USAGES for n in range(8)})
+    answers.update({f"info -t health -i {n} -c 0": HEALTH_OK for n in range(8)})
+    runner = Hangs(answers, clock, "no call hangs yet")
+    published: list[NpuSmiResults] = []
+    polls, store = sources(runner, clock, published)
+    polls.poll_table()
+    polls.poll_detail()
+    polls.poll_health()
+    assert len(published[-1].usage) == 8 and len(published[-1].health) == 8
+    runner.part = "-i 0 "  # now NPU 0 hangs: detail and health stop at once
+    clock.now += 60
+    polls.poll_detail()
+    assert published[-1].usage == {}  # nothing from the pass before
+    polls.poll_health()
+    assert published[-1].health == {} and published[-1].ecc == {}
+    # (-t ecc and -t memory have no answer here: refused in the first pass, not asked since)
+    assert status(store, "npu_smi_health") == (False, {"not_supported": 16, "timeout": 1})
+    assert _timed_run(store, "npu_smi_health") == (5.0, False)
