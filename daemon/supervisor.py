@@ -16,6 +16,7 @@ from prometheus_client.core import Metric
 
 from npumon.daemon.app import Agent
 from npumon.daemon.config import Config, ConfigError
+from npumon.daemon.runner import terminate_all
 from npumon.exporters.builtin import render_reload
 
 log = logging.getLogger(__name__)
@@ -86,8 +87,16 @@ class Supervisor:
             return True
 
     def stop(self) -> None:
+        """The daemon is ending: stop the agent and kill every child still running.
+
+        Children refuse to start from here on, so a per-NPU loop cannot launch the next call;
+        the scheduler's threads then finish at once and the interpreter can exit.
+        """
         with self._lock:
             self.agent.stop()
+            killed = terminate_all()
+            if killed:
+                log.info("event=children_killed count=%d", killed)
 
     def healthy(self) -> bool:
         return self.agent.running()
