@@ -74,6 +74,9 @@ class BasicAuth:
         user, password = creds
         hashed = self._users.get(user)
         with _BCRYPT_LOCK:
+            known = self.cached(header)  # decided while this request waited for the lock
+            if known is not None:
+                return known
             try:
                 ok = bcrypt.checkpw(password, hashed or self._dummy) and hashed is not None
             except ValueError:  # e.g. a password over bcrypt's 72 bytes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import asyncio.sslproto
 import logging
 import os
 import socket
@@ -31,6 +32,7 @@ HEADER_TIMEOUT_SECONDS = 10.0  # from connect (or the last response) to the end 
 BACKLOG = 2048  # the kernel's accept queue (the kernel caps it at net.core.somaxconn)
 TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\n"
              b"connection: close\r\n\r\n")
+TLS_READ_BUFFER = 32 * 1024  # per TLS connection (asyncio's default is 256 KB)
 KEEP_ALIVE_SECONDS = 30  # an idle keep-alive connection is closed after this
 SHUTDOWN_SECONDS = 2  # grace for requests in flight at shutdown
 
@@ -182,6 +184,11 @@ def serve(
     else:
         web = LiveWebConfig(web_config)
     tls = web.server_context()
+    if tls is not None:
+        # asyncio gives every TLS connection a zero-filled 256 KB read buffer: 500 idle TLS
+        # connections were +150 MB of RSS. A TLS record is at most 16 KB, so 32 KB loses
+        # nothing. (A class attribute of the stdlib; npumon runs no other asyncio TLS.)
+        asyncio.sslproto.SSLProtocol.max_size = TLS_READ_BUFFER
     app = EdgeApp(
         registry, web, max_requests=max_requests, healthy=healthy, status=status,
         version=version, cache=RenderCache(render_version) if render_version else None,
