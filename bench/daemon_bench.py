@@ -112,8 +112,8 @@ def polling_cost(folder: Path, seconds: float) -> None:
 
 def scrape_16_chips_hung(folder: Path, scrapes: int) -> None:
     """In-process: a 16-chip snapshot is published, then every call hangs; scrape over HTTP."""
-    from npumon.daemon.app import Agent
     from npumon.daemon.config import parse_config
+    from npumon.daemon.supervisor import Supervisor
     from npumon.exporters.http import serve
 
     scenario = folder / "hang16.yaml"
@@ -121,13 +121,13 @@ def scrape_16_chips_hung(folder: Path, scrapes: int) -> None:
     config = parse_config({"npu_smi": {
         "command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", str(scenario)],
         "timeout": "60s"}})
-    agent = Agent(config)
+    supervisor = Supervisor(config, lambda: config)  # what `npumon run` serves
     os.environ["NPUMON_SIM_TIME"] = "900"
-    agent.sources.poll_all()
+    supervisor.agent.sources.poll_all()
     os.environ["NPUMON_SIM_TIME"] = "1000"  # from now on npu-smi hangs
-    server = serve(agent.http_registry(), "127.0.0.1:0", None, agent.running,
-                   render_version=agent.store.latest)
-    agent.start()
+    server = serve(supervisor.registry, "127.0.0.1:0", None, supervisor.healthy,
+                   render_version=supervisor.version)
+    supervisor.start()
     try:
         latencies = []
         for _ in range(scrapes):
@@ -141,7 +141,7 @@ def scrape_16_chips_hung(folder: Path, scrapes: int) -> None:
         print(f"  p50 {1000 * statistics.median(latencies):.2f} ms  p99 {1000 * p99:.2f} ms"
               "  (budget p99 < 5 ms)")
     finally:
-        agent.stop()
+        supervisor.stop()
         server.shutdown()
 
 

@@ -30,6 +30,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", type=Path, help="YAML config file (default: all defaults)")
     run.add_argument("--web.listen-address", dest="listen_address",
                      help="override web.listen_address, e.g. ':9732' or '127.0.0.1:9732'")
+    run.add_argument("--web.config.file", dest="web_config_file", type=Path,
+                     help="override web.config_file: an exporter-toolkit web-config.yml")
+    run.add_argument("--web.max-requests", dest="max_requests", type=int,
+                     help="override web.max_requests: in-flight requests before a 503")
     collect = sub.add_parser("collect", help="run every source once and print the exposition")
     collect.add_argument("--once", action="store_true", required=True,
                          help="required: collect once and exit")
@@ -54,9 +58,13 @@ def _setup_logging(level: str) -> None:
 
 
 def _check_config(path: Path) -> int:
+    from npumon.exporters.webconfig import WebConfigError, load_web_config
+
     try:
-        load_config(path)
-    except ConfigError as error:
+        config = load_config(path)
+        if config.web.config_file is not None:
+            load_web_config(config.web.config_file)
+    except (ConfigError, WebConfigError) as error:
         print(f"{error.source}: {len(error.problems)} problem(s)", file=sys.stderr)
         for problem in error.problems:
             print(f"  {problem}", file=sys.stderr)
@@ -66,10 +74,10 @@ def _check_config(path: Path) -> int:
 
 
 def _with_flags(config: Config, args: argparse.Namespace) -> Config:
-    """Command-line flags win over the config file, also after a reload."""
-    if args.listen_address is None:
-        return config
-    web = config.web.model_copy(update={"listen_address": args.listen_address})
+    """Command-line flags win over the config file's web section, also after a reload."""
+    flags = {"listen_address": args.listen_address, "config_file": args.web_config_file,
+             "max_requests": args.max_requests}
+    web = config.web.model_copy(update={k: v for k, v in flags.items() if v is not None})
     return config.model_copy(update={"web": web})
 
 
@@ -90,18 +98,20 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
     from npumon.exporters.webconfig import WebConfigError, load_web_config
 
     try:
-        web_config = load_web_config(config.web.config_file) if config.web.config_file else None
+        if config.web.config_file is not None:
+            load_web_config(config.web.config_file)  # refuse to start on a broken one
     except WebConfigError as error:
         print(f"npumon: {error}", file=sys.stderr)
         return 1
     supervisor = Supervisor(config, load)
     signals = _SignalPipe((signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
     address = config.web.listen_address
-    server = serve(supervisor.registry, address, web_config, supervisor.healthy,
+    server = serve(supervisor.registry, address, config.web.config_file, supervisor.healthy,
                    version=__version__, status=supervisor.status_line,
-                   render_version=supervisor.version)
+                   render_version=supervisor.version, max_requests=config.web.max_requests)
     supervisor.start()
-    log.info("event=listening address=%s port=%d", address, server.port)
+    log.info("event=listening address=%s port=%d tls=%s max_requests=%d", address, server.port,
+             server.tls, config.web.max_requests)
     try:
         _until_stopped(supervisor, signals)
     finally:

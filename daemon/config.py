@@ -83,6 +83,7 @@ class Throttle(_Model):
 class Web(_Model):
     listen_address: str = ":9732"
     config_file: Path | None = None
+    max_requests: int = Field(default=40, ge=1, le=10000)
 
 
 class Textfile(_Model):

@@ -1,55 +1,102 @@
-"""HTTP basic auth against bcrypt hashes, with successful checks cached so scrapes stay fast."""
+"""HTTP basic auth against bcrypt hashes: one bcrypt at a time, recent results cached."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
+import secrets
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 
 import bcrypt
 
-# Checked for unknown users too, so a wrong user name costs as much time as a wrong password.
-_DUMMY_HASH = b"$2b$10$Qdbxou3JzlRR3J5lt8ZKEORK4lm8nzt42FxuPXxulPfafeeetf6xm"
-_MAX_CACHE = 1024  # only valid credentials get cached; the bound is a belt and braces
+# One bcrypt at a time in the whole process (as exporter-toolkit): a burst of wrong passwords
+# costs one core at most, and the scrapes whose credentials are cached never wait for it.
+_BCRYPT_LOCK = threading.Lock()
+_MAX_OK = 1024  # valid credentials; failures cannot evict them
+_MAX_FAILED = 256  # recent failures, least recently used dropped first
+
+
+@functools.lru_cache(maxsize=8)
+def _dummy_hash(cost: int) -> bytes:
+    """A hash of a random password at ``cost``: unknown users cost as much as known ones."""
+    return bcrypt.hashpw(secrets.token_bytes(16), bcrypt.gensalt(rounds=cost))
+
+
+def _cost(hashed: bytes) -> int:
+    return int(hashed[4:6])  # $2b$10$...: checked to be bcrypt by the web-config validation
 
 
 class BasicAuth:
-    """``check(Authorization header)``; a bcrypt check (tens of ms at cost 10) runs once per
-    distinct valid credential, later requests hit a cache keyed by a SHA-256 of user,
-    password and stored hash (the password itself is never kept)."""
+    """``cached(header)`` answers from recent results; ``check(header)`` runs bcrypt if needed.
+
+    Results are keyed by a SHA-256 of user, password and stored hash (the password itself is
+    never kept). A wrong password is cached too, so a client retrying it costs a lookup.
+    """
 
     def __init__(self, users: Mapping[str, str], realm: str = "npumon") -> None:
         self._users = {user: hashed.encode() for user, hashed in users.items()}
         self._realm = realm
+        cost = max((_cost(h) for h in self._users.values()), default=10)
+        self._dummy = _dummy_hash(cost)
         self._ok: set[bytes] = set()
+        self._failed: OrderedDict[bytes, None] = OrderedDict()
         self._lock = threading.Lock()
 
     def challenge(self) -> dict[str, str]:
         """The 401 header that makes clients send credentials."""
         return {"WWW-Authenticate": f'Basic realm="{self._realm}", charset="UTF-8"'}
 
-    def check(self, header: str | None) -> bool:
-        """True when the header carries a configured user and matching password."""
+    def cached(self, header: str | None) -> bool | None:
+        """True/False when known without bcrypt (cached, or not decodable); None otherwise."""
         creds = _decode(header)
         if creds is None:
             return False
-        user, password = creds
-        hashed = self._users.get(user)
-        key = hashlib.sha256(b"\0".join((user.encode(), password, hashed or b""))).digest()
+        key = self._key(*creds)
         with self._lock:
             if key in self._ok:
                 return True
-        try:
-            ok = bcrypt.checkpw(password, hashed or _DUMMY_HASH) and hashed is not None
-        except ValueError:  # e.g. a password over bcrypt's 72 bytes
-            return False
-        if ok:
-            with self._lock:
-                if len(self._ok) < _MAX_CACHE:
-                    self._ok.add(key)
+            if key in self._failed:
+                self._failed.move_to_end(key)
+                return False
+        return None
+
+    def check(self, header: str | None) -> bool:
+        """True when the header carries a configured user and matching password."""
+        known = self.cached(header)
+        if known is not None:
+            return known
+        creds = _decode(header)
+        assert creds is not None  # cached() answered False otherwise
+        user, password = creds
+        hashed = self._users.get(user)
+        with _BCRYPT_LOCK:
+            known = self.cached(header)  # decided while this request waited for the lock
+            if known is not None:
+                return known
+            try:
+                ok = bcrypt.checkpw(password, hashed or self._dummy) and hashed is not None
+            except ValueError:  # e.g. a password over bcrypt's 72 bytes
+                ok = False
+        self._remember(self._key(user, password), ok)
         return ok
+
+    def _key(self, user: str, password: bytes) -> bytes:
+        hashed = self._users.get(user, b"")
+        return hashlib.sha256(b"\0".join((user.encode(), password, hashed))).digest()
+
+    def _remember(self, key: bytes, ok: bool) -> None:
+        with self._lock:
+            if ok:
+                if len(self._ok) < _MAX_OK:
+                    self._ok.add(key)
+                return
+            self._failed[key] = None
+            if len(self._failed) > _MAX_FAILED:
+                self._failed.popitem(last=False)
 
 
 def _decode(header: str | None) -> tuple[str, bytes] | None:

@@ -184,6 +184,13 @@ def _tls_problems(tls: TLSServerConfig) -> list[str]:
     problems = []
     if tls.client_auth_type != "NoClientCert" and tls.client_ca_file is None:
         problems.append(f"{where}.client_ca_file: required when client_auth_type verifies certs")
+    if tls.client_auth_type == "NoClientCert" and tls.client_ca_file is not None:
+        # exporter-toolkit: "client CA's have been configured without a Client Auth Policy";
+        # serving anyway would let clients in without a certificate.
+        problems.append(
+            f"{where}.client_ca_file: set without client_auth_type, so no client certificate"
+            " would be asked for; add client_auth_type: RequireAndVerifyClientCert"
+        )
     if _TLS_VERSIONS[tls.min_version] > _TLS_VERSIONS[tls.max_version]:
         problems.append(f"{where}.min_version: {tls.min_version} is above max_version")
     for name in ("cert_file", "key_file", "client_ca_file"):
@@ -199,7 +206,7 @@ def _tls_problems(tls: TLSServerConfig) -> list[str]:
 
 
 def ssl_context(tls: TLSServerConfig) -> ssl.SSLContext:
-    """A server-side SSLContext for the TLS settings (files are read here, once, not per scrape)."""
+    """A server-side SSLContext for the TLS settings (the files are read here)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = _TLS_VERSIONS[tls.min_version]
     context.maximum_version = _TLS_VERSIONS[tls.max_version]

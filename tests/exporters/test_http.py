@@ -2,54 +2,31 @@
 
 from __future__ import annotations
 
-import base64
 import gzip
 import http.client
 import shutil
 import ssl
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import bcrypt
 import pytest
-from exp_helpers import chip_910b, key, node, samples
+from edge_helpers import auth as _auth
+from edge_helpers import get as _get
+from edge_helpers import raw_connection
+from edge_helpers import registry as _registry
+from edge_helpers import self_signed as _self_signed
+from exp_helpers import key, samples
 from prometheus_client import CollectorRegistry
 
-from npumon.exporters.collector import NpuCollector
 from npumon.exporters.http import Server, parse_listen_address, serve
 from npumon.exporters.webconfig import parse_web_config
 
 pytestmark = pytest.mark.integration  # real loopback servers, TLS and openssl
-
-TIMEOUT = 10.0
-
-
-def _registry() -> CollectorRegistry:
-    registry = CollectorRegistry()
-    snap = node(chip_910b())
-    registry.register(NpuCollector(lambda: snap, "1.2.3"))
-    return registry
-
-
-def _get(
-    server: Server,
-    path: str,
-    headers: dict[str, str] | None = None,
-    context: ssl.SSLContext | None = None,
-) -> tuple[int, dict[str, str], bytes]:
-    if context is None:
-        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=TIMEOUT)
-    else:
-        conn = http.client.HTTPSConnection(
-            "127.0.0.1", server.port, timeout=TIMEOUT, context=context
-        )
-    try:
-        conn.request("GET", path, headers=headers or {})
-        resp = conn.getresponse()
-        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
-    finally:
-        conn.close()
 
 
 @pytest.fixture
@@ -113,11 +90,6 @@ def test_scrape_is_fast_while_the_source_hangs() -> None:
         server.shutdown()
 
 
-def _auth(user: str, password: str) -> dict[str, str]:
-    token = base64.b64encode(f"{user}:{password}".encode()).decode()
-    return {"Authorization": f"Basic {token}"}
-
-
 def test_basic_auth(tmp_path: Path) -> None:
     hashed = bcrypt.hashpw(b"s3cret", bcrypt.gensalt(rounds=4)).decode()
     config = parse_web_config({"basic_auth_users": {"prom": hashed}}, base=tmp_path)
@@ -133,19 +105,6 @@ def test_basic_auth(tmp_path: Path) -> None:
         assert _get(server, "/healthz", _auth("prom", "s3cret"))[0] == 200
     finally:
         server.shutdown()
-
-
-def _self_signed(folder: Path) -> tuple[Path, Path]:
-    openssl = shutil.which("openssl")
-    assert openssl is not None, "the openssl CLI is missing: `make tools` installs it"
-    cert, key_file = folder / "server.crt", folder / "server.key"
-    subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-         "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext",
-         "subjectAltName=IP:127.0.0.1", "-keyout", str(key_file), "-out", str(cert)],
-        check=True, capture_output=True, timeout=30,
-    )  # fmt: skip
-    return cert, key_file
 
 
 def test_tls_with_basic_auth(tmp_path: Path) -> None:
@@ -208,3 +167,107 @@ def test_foreign_collector_failure_is_a_500_and_server_survives() -> None:
         assert _get(server, "/healthz")[0] == 200
     finally:
         server.shutdown()
+
+
+# --- the hardening findings: each test fails on the hand-written ThreadingHTTPServer edge ---
+
+
+def test_oversized_request_headers_are_refused(plain: Server) -> None:
+    # 10 headers of 10 KB were read whole before (up to 100 lines of 64 KB); the cap is 64 KB.
+    headers = {f"X-Pad-{i}": "a" * 10_000 for i in range(10)}
+    status, _, _ = _get(plain, "/metrics", headers)
+    assert status in (400, 413, 431)
+    assert _get(plain, "/metrics")[0] == 200  # and the server is fine
+
+
+def test_slow_headers_are_cut_at_the_deadline() -> None:
+    server = serve(_registry(), "127.0.0.1:0", None, lambda: True, header_timeout=0.5)
+    try:
+        sock = raw_connection(server, b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        sock.settimeout(0.1)
+        started, closed = time.monotonic(), False
+        while not closed and time.monotonic() - started < 5.0:
+            try:
+                sock.sendall(b"X-Slow: 1\r\n")  # one more header line every 0.1 s
+                closed = sock.recv(1024) == b""
+            except TimeoutError:
+                continue
+            except OSError:
+                closed = True
+        elapsed = time.monotonic() - started
+        sock.close()
+        assert closed and elapsed < 3.0, f"slow client still connected after {elapsed:.1f}s"
+    finally:
+        server.shutdown()
+
+
+def test_connections_cost_no_thread_each_and_scrapes_still_answer(plain: Server) -> None:
+    threads_before = threading.active_count()
+    parked = [raw_connection(plain, b"GET /metrics HTTP/1.1\r\n") for _ in range(200)]
+    try:
+        started = time.monotonic()
+        assert _get(plain, "/metrics")[0] == 200
+        assert time.monotonic() - started < 2.0
+        assert threading.active_count() - threads_before < 10
+    finally:
+        for sock in parked:
+            sock.close()
+
+
+def test_listen_backlog_is_at_least_1024(plain: Server) -> None:
+    ss = shutil.which("ss")
+    assert ss is not None, "ss (iproute2) is missing: `make tools` installs it"
+    out = subprocess.run([ss, "-ltnH", f"sport = :{plain.port}"], capture_output=True,
+                         text=True, check=True, timeout=10).stdout.split()
+    assert int(out[2]) >= 1024, out  # Send-Q of a listening socket is its backlog
+
+
+class _Blocking:
+    """A collector that waits until released, so scrapes stay in flight."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.entered = threading.Semaphore(0)
+
+    def collect(self) -> list[object]:
+        self.entered.release()
+        self.release.wait(10)
+        return []
+
+
+def test_requests_beyond_max_requests_get_a_fast_503() -> None:
+    blocking = _Blocking()
+    registry = CollectorRegistry()
+    registry.register(blocking)  # type: ignore[arg-type]
+    server = serve(registry, "127.0.0.1:0", None, lambda: True, max_requests=2)
+    pool = ThreadPoolExecutor(2)
+    try:
+        held = [pool.submit(_get, server, "/metrics") for _ in range(2)]
+        for _ in range(2):  # both rendering; render threads are 2, so both can enter
+            assert blocking.entered.acquire(timeout=5)
+        started = time.monotonic()
+        status, _, _ = _get(server, "/metrics")
+        assert status == 503 and time.monotonic() - started < 1.0
+        blocking.release.set()
+        assert [f.result(10)[0] for f in held] == [200, 200]
+    finally:
+        blocking.release.set()
+        pool.shutdown()
+        server.shutdown()
+
+
+def test_head_is_answered_without_a_body(plain: Server) -> None:
+    status, headers, body = _get(plain, "/metrics", method="HEAD")
+    assert status == 200 and body == b""
+    assert int(headers["content-length"]) > 0
+
+
+@pytest.mark.parametrize(("accept", "zipped"), [
+    ("gzip;q=0", False), ("gzip; q=0.0, identity", False), ("*;q=0", False),
+    ("gzip;q=0.5", True), ("deflate, *", True), ("br, GZIP", True), ("", False),
+])
+def test_gzip_honours_q_values(plain: Server, accept: str, zipped: bool) -> None:
+    status, headers, body = _get(plain, "/metrics", {"Accept-Encoding": accept})
+    assert status == 200
+    assert (headers.get("content-encoding") == "gzip") is zipped
+    assert b"npu_power_watts" in (gzip.decompress(body) if zipped else body)

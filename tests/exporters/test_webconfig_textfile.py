@@ -10,6 +10,7 @@ import pytest
 from exp_helpers import chip_910b, key, node, samples
 from prometheus_client import CollectorRegistry
 
+from npumon.daemon.cli import main
 from npumon.exporters.collector import NpuCollector
 from npumon.exporters.textfile import write_textfile
 from npumon.exporters.webconfig import WebConfigError, load_web_config
@@ -134,3 +135,61 @@ def test_textfile_failure_keeps_old_file_and_names_path(
 def test_textfile_missing_directory(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="cannot write textfile"):
         write_textfile(_registry(), tmp_path / "no" / "npumon.prom")
+
+
+def test_client_ca_without_client_auth_type_is_refused(tmp_path: Path) -> None:
+    # exporter-toolkit refuses it ("client CA's have been configured without a Client Auth
+    # Policy"); served anyway, clients without a certificate got in.
+    for name in ("c.pem", "k.pem", "ca.pem"):
+        (tmp_path / name).write_text("x")
+    path = tmp_path / "web.yml"
+    path.write_text(
+        "tls_server_config:\n  cert_file: c.pem\n  key_file: k.pem\n  client_ca_file: ca.pem\n"
+    )
+    with pytest.raises(WebConfigError) as caught:
+        load_web_config(path)
+    assert caught.value.problems[0].startswith(
+        "tls_server_config.client_ca_file: set without client_auth_type"
+    )
+
+
+def _check_config(tmp_path: Path, web: str | None, capsys: pytest.CaptureFixture[str]) -> str:
+    """`npumon check-config` on a config pointing at web.yml (written unless ``web`` is None)."""
+    web_file = tmp_path / "web.yml"
+    if web is not None:
+        web_file.write_text(web)
+    config = tmp_path / "npumon.yaml"
+    config.write_text(f"web:\n  config_file: {web_file}\n")
+    code = main(["check-config", str(config)])
+    out, err = capsys.readouterr()
+    return f"{code} {out}{err}"
+
+
+@pytest.mark.parametrize(("web", "message"), [
+    (None, "No such file"),
+    ("basic_auth_users: [a, b\n", "(file):"),
+    ("basic_auth_users:\n  prom: secret\n", "basic_auth_users.prom: Value error, not a bcrypt"),
+    ("tls_server_config: {cert_file: no.crt, key_file: no.key}\n", "cannot read"),
+])
+def test_check_config_checks_the_web_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], web: str | None, message: str
+) -> None:
+    result = _check_config(tmp_path, web, capsys)
+    assert result.startswith("1 ") and message in result, result
+    assert str(tmp_path / "web.yml") in result
+
+
+def test_check_config_accepts_a_good_web_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _check_config(tmp_path, f"basic_auth_users:\n  prom: '{HASH}'\n", capsys).startswith(
+        "0 "
+    )
+
+
+def test_check_config_reports_an_unreadable_web_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "web.yml").mkdir()  # unreadable as a file, even for root
+    result = _check_config(tmp_path, None, capsys)
+    assert result.startswith("1 ") and "Is a directory" in result, result

@@ -1,0 +1,247 @@
+"""Load on the HTTP edge of a real daemon over loopback: printed, asserted only by its test.
+
+Per scenario: a daemon on a simulated 16-chip node (port 0), then for ``--seconds`` many
+scrapers (keep-alive, gzip, each every ``--interval``) while ``--slow`` connections trickle
+header lines (reopened when the header deadline cuts them). Prints scrape p50/p99, 503s,
+errors (other statuses, resets, 5 s timeouts), the daemon's RSS and threads before/after.
+Scenarios: plain, TLS + basic auth, npu-smi hanging on every call, and the default
+--web.max-requests 40. Stops by itself; the last line is ``RESULT {json}``.
+
+Usage: python bench/load_bench.py [--seconds 60] [--short] [--scenario NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import logging
+import os
+import random
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import bcrypt
+import psutil
+from daemon_bench import HANG_SCENARIO, LISTENING
+
+BIN = Path(sys.executable).parent
+PASSWORD = "bench-pw"
+CLIENT_TIMEOUT = 5.0
+SCENARIOS = {  # name: (max_requests or None for the default, TLS + auth, npu-smi hangs)
+    "plain": (200, False, False),
+    "tls_auth": (200, True, False),
+    "npu_smi_hang": (200, False, True),
+    "default_40": (None, False, False),
+}
+
+
+@dataclass
+class Tally:
+    latencies: list[float] = field(default_factory=list)
+    busy: list[float] = field(default_factory=list)  # 503s
+    errors: int = 0
+    cut: int = 0  # slow-header connections closed by the server
+
+
+def _web_config(folder: Path) -> Path:
+    cert, key = folder / "bench.crt", folder / "bench.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "1", "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=30,
+    )  # fmt: skip
+    hashed = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(rounds=10)).decode()
+    path = folder / "web.yml"
+    path.write_text(f"tls_server_config: {{cert_file: {cert}, key_file: {key}}}\n"
+                    f"basic_auth_users:\n  prom: '{hashed}'\n")
+    return path
+
+
+def _start(folder: Path, max_requests: int | None, tls: bool, hang: bool) -> tuple[
+        subprocess.Popen[bytes], int]:
+    scenario = "a3-8x2"
+    env = dict(os.environ)
+    if hang:
+        (folder / "hang.yaml").write_text(HANG_SCENARIO)
+        scenario, env["NPUMON_SIM_TIME"] = str(folder / "hang.yaml"), "1000"
+    config = folder / "npumon.yaml"
+    config.write_text(
+        f"npu_smi:\n  command: [\"{BIN / 'npumon-sim-npu-smi'}\", \"--scenario\", \"{scenario}\"]\n"
+        f"  timeout: 10s\nstate_directory: {folder / 'state'}\n")
+    argv = [str(BIN / "npumon"), "run", "--config", str(config),
+            "--web.listen-address", "127.0.0.1:0"]
+    if max_requests is not None:
+        argv += ["--web.max-requests", str(max_requests)]
+    if tls:
+        argv += ["--web.config.file", str(_web_config(folder))]
+    log = folder / "npumon.log"
+    with log.open("wb") as out:
+        daemon = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=out,
+                                  start_new_session=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and daemon.poll() is None:
+        found = LISTENING.search(log.read_text(errors="replace"))
+        if found:
+            return daemon, int(found[1])
+        time.sleep(0.1)  # a subprocess starting: no clock to inject
+    daemon.kill()
+    raise SystemExit(f"the daemon did not report its port; see {log}")
+
+
+async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    request: bytes) -> tuple[int, int]:
+    writer.write(request)
+    await writer.drain()
+    status = int((await reader.readline()).split()[1])
+    length = 0
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    await reader.readexactly(length)
+    return status, length
+
+
+async def _scraper(port: int, tls: ssl.SSLContext | None, request: bytes, until: float,
+                   interval: float, tally: Tally) -> None:
+    conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+    loop = asyncio.get_running_loop()
+    next_at = loop.time() + random.uniform(0, interval)  # scrapers out of step, as in a fleet
+    while (now := loop.time()) < until:
+        await asyncio.sleep(max(0.0, next_at - now))
+        next_at += interval
+        started = loop.time()
+        try:
+            if conn is None:
+                conn = await asyncio.wait_for(
+                    asyncio.open_connection("127.0.0.1", port, ssl=tls), CLIENT_TIMEOUT)
+            status, _ = await asyncio.wait_for(_exchange(*conn, request), CLIENT_TIMEOUT)
+        except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError, IndexError):
+            tally.errors += 1
+            conn = None
+            continue
+        elapsed = loop.time() - started
+        if status == 200:
+            tally.latencies.append(elapsed)
+        elif status == 503:
+            tally.busy.append(elapsed)
+        else:
+            tally.errors += 1
+    if conn is not None:
+        conn[1].close()
+
+
+async def _slow_header(port: int, tls: ssl.SSLContext | None, until: float,
+                       tally: Tally) -> None:
+    loop = asyncio.get_running_loop()
+    while loop.time() < until:
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection("127.0.0.1", port, ssl=tls), CLIENT_TIMEOUT)
+            writer.write(b"GET /metrics HTTP/1.1\r\nHost: bench\r\n")
+            while loop.time() < until and not reader.at_eof():
+                await asyncio.sleep(1.0)  # one header line a second, never the blank line
+                writer.write(b"X-Slow: 1\r\n")
+            if reader.at_eof():
+                tally.cut += 1
+            writer.close()
+        except (OSError, TimeoutError):
+            await asyncio.sleep(0.5)
+
+
+def _client_tls(tls: bool) -> ssl.SSLContext | None:
+    if not tls:
+        return None
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    return context
+
+
+async def _load(port: int, tls: bool, args: argparse.Namespace) -> Tally:
+    tally, context = Tally(), _client_tls(tls)
+    headers = b"Accept-Encoding: gzip\r\n"
+    if tls:
+        headers += b"Authorization: Basic " + base64.b64encode(f"prom:{PASSWORD}".encode())
+        headers += b"\r\n"
+    request = b"GET /metrics HTTP/1.1\r\nHost: bench\r\n" + headers + b"\r\n"
+    until = asyncio.get_running_loop().time() + args.seconds
+    slow = [_slow_header(port, context, until, tally) for _ in range(args.slow)]
+    slow_tasks = [asyncio.create_task(s) for s in slow]
+    await asyncio.sleep(min(2.0, args.seconds / 4))  # let the slow connections open first
+    await asyncio.gather(*(_scraper(port, context, request, until, args.interval, tally)
+                           for _ in range(args.scrapers)))
+    await asyncio.gather(*slow_tasks)
+    return tally
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return 1000 * ordered[int(q * (len(ordered) - 1))] if ordered else float("nan")
+
+
+def run_scenario(name: str, args: argparse.Namespace) -> dict[str, float]:
+    max_requests, tls, hang = SCENARIOS[name]
+    with tempfile.TemporaryDirectory() as tmp:
+        daemon, port = _start(Path(tmp), max_requests, tls, hang)
+        try:
+            proc = psutil.Process(daemon.pid)
+            time.sleep(args.warmup)  # first polls, first snapshot: a real daemon, real time
+            rss0, threads0 = proc.memory_info().rss / 2**20, proc.num_threads()
+            tally = asyncio.run(_load(port, tls, args))
+            rss1, threads1 = proc.memory_info().rss / 2**20, proc.num_threads()
+        finally:
+            daemon.terminate()
+            daemon.wait(10)
+    result = {
+        "ok": len(tally.latencies), "p50_ms": 1000 * statistics.median(tally.latencies or [0]),
+        "p99_ms": _pct(tally.latencies, 0.99), "max_ms": _pct(tally.latencies, 1.0),
+        "busy_503": len(tally.busy), "busy_p99_ms": _pct(tally.busy, 0.99),
+        "errors": tally.errors, "slow_cut": tally.cut, "rss_before_mb": rss0,
+        "rss_after_mb": rss1, "threads_before": threads0, "threads_after": threads1,
+    }
+    _print(name, max_requests, args, result)
+    return result
+
+
+def _print(name: str, max_requests: int | None, args: argparse.Namespace,
+           r: dict[str, float]) -> None:
+    print(f"== {name} (--web.max-requests {max_requests or '40, the default'}): "
+          f"{args.scrapers} scrapers every {1000 * args.interval:.0f} ms for {args.seconds:g} s,"
+          f" {args.slow} slow-header connections")
+    print(f"  scrapes ok {r['ok']:.0f}  p50 {r['p50_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms"
+          f"  max {r['max_ms']:.1f} ms")
+    print(f"  503 {r['busy_503']:.0f} (p99 {r['busy_p99_ms']:.2f} ms)  errors/timeouts "
+          f"{r['errors']:.0f}  slow connections cut by the header deadline {r['slow_cut']:.0f}")
+    print(f"  daemon RSS {r['rss_before_mb']:.1f} -> {r['rss_after_mb']:.1f} MB"
+          f" ({r['rss_after_mb'] - r['rss_before_mb']:+.1f} MB)  threads "
+          f"{r['threads_before']:.0f} -> {r['threads_after']:.0f}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--scrapers", type=int, default=100)
+    parser.add_argument("--slow", type=int, default=500)
+    parser.add_argument("--interval", type=float, default=0.1, help="per scraper, seconds")
+    parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--short", action="store_true", help="5 s, 20 scrapers, 50 slow")
+    parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
+    args = parser.parse_args(argv)
+    # the client's own asyncio warns for each write to a connection the deadline just cut
+    logging.getLogger("asyncio").setLevel(logging.ERROR)
+    if args.short:
+        args.seconds, args.scrapers, args.slow, args.warmup = 5.0, 20, 50, 2.0
+    results = {name: run_scenario(name, args) for name in args.scenario or SCENARIOS}
+    print("RESULT " + json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""The ASGI app behind the server: auth, bounded in-flight requests, routes, render cache."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import html
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+
+from npumon.exporters.auth import BasicAuth
+from npumon.exporters.rendercache import RenderCache
+from npumon.exporters.weblive import LiveWebConfig
+
+log = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+TEXT = "text/plain; charset=utf-8"
+LIVENESS_PATH = "/-/healthy"  # unauthenticated, says nothing but "OK": for Kubernetes probes
+RENDER_THREADS = 2  # collectors run here, off the event loop; the cache makes most scrapes free
+
+
+def gzip_wanted(accept_encoding: str) -> bool:
+    """True when gzip (or ``*``) is listed with a q-value above 0 (``gzip;q=0`` refuses it)."""
+    weights: dict[str, float] = {}
+    for item in accept_encoding.split(","):
+        coding, *params = (part.strip() for part in item.split(";"))
+        q = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        weights[coding.lower()] = q
+    return weights.get("gzip", weights.get("*", 0.0)) > 0
+
+
+class EdgeApp:
+    """Every path but LIVENESS_PATH needs auth when users are configured; at most
+    ``max_requests`` requests are in flight, the rest get a 503 at once."""
+
+    def __init__(self, registry: CollectorRegistry, web: LiveWebConfig, *, max_requests: int,
+                 healthy: Callable[[], bool], status: Callable[[], str] | None, version: str,
+                 cache: RenderCache | None) -> None:
+        self._registry, self._web, self._max = registry, web, max_requests
+        self._healthy, self._status_fn, self._version, self._cache = healthy, status, version, cache
+        self._in_flight = 0
+        self._bcrypt = ThreadPoolExecutor(1, thread_name_prefix="npumon-bcrypt")
+        self._render = ThreadPoolExecutor(RENDER_THREADS, thread_name_prefix="npumon-render")
+
+    def close(self) -> None:
+        self._bcrypt.shutdown(wait=False, cancel_futures=True)
+        self._render.shutdown(wait=False, cancel_futures=True)
+
+    async def __call__(self, scope: Scope, receive: Any, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        if scope["method"] not in ("GET", "HEAD"):
+            await _send(send, 405, b"Method Not Allowed\n", TEXT, (), [(b"allow", b"GET, HEAD")])
+            return
+        if scope["path"] == LIVENESS_PATH:
+            await _send(send, 200, b"OK\n", TEXT, ())
+            return
+        active = self._web.current()
+        if active is None:  # the web config file is broken: fail closed (exporter-toolkit too)
+            await _send(send, 500, b"Internal Server Error\n", TEXT, ())
+            return
+        if self._in_flight >= self._max:
+            await _send(send, 503, b"Too many requests in flight\n", TEXT, active.headers)
+            return
+        self._in_flight += 1
+        try:
+            await self._handle(scope, send, active.auth, active.headers)
+        finally:
+            self._in_flight -= 1
+
+    async def _handle(self, scope: Scope, send: Send, auth: BasicAuth | None,
+                      extra: tuple[tuple[bytes, bytes], ...]) -> None:
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        if auth is not None and not await self._authorized(auth, headers.get("authorization")):
+            challenge = [(k.lower().encode(), v.encode()) for k, v in auth.challenge().items()]
+            await _send(send, 401, b"Unauthorized\n", TEXT, extra, challenge)
+            return
+        path = scope["path"]
+        if path == "/metrics":
+            await self._metrics(send, headers, extra)
+        elif path == "/healthz":
+            ok, reason = self._health()
+            text = "ok\n" if ok else f"unhealthy: {reason}\n"
+            await _send(send, 200 if ok else 503, text.encode(), TEXT, extra)
+        elif path == "/":
+            await _send(send, 200, self._landing().encode(), "text/html; charset=utf-8", extra)
+        else:
+            await _send(send, 404, b"Not Found: try /metrics\n", TEXT, extra)
+
+    async def _authorized(self, auth: BasicAuth, header: str | None) -> bool:
+        known = auth.cached(header)
+        if known is not None:
+            return known
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._bcrypt, auth.check, header)
+
+    async def _metrics(self, send: Send, headers: dict[str, str],
+                       extra: tuple[tuple[bytes, bytes], ...]) -> None:
+        encoder, content_type = choose_encoder(headers.get("accept", ""))
+        zipped = gzip_wanted(headers.get("accept-encoding", ""))
+        key = (content_type, zipped)
+
+        def render() -> bytes:
+            body: bytes = encoder(self._registry)
+            return gzip.compress(body, compresslevel=6) if zipped else body
+
+        cache = self._cache
+        try:
+            body = cache.peek(key) if cache is not None else None
+            if body is None:
+                work = (lambda: cache.get(key, render)) if cache is not None else render
+                body = await asyncio.get_running_loop().run_in_executor(self._render, work)
+        except Exception as exc:  # a collector outside NpuCollector's boundaries: visible 500
+            log.error("event=scrape_failed error=%r", exc, exc_info=exc)
+            await _send(send, 500, f"scrape failed: {exc!r}\n".encode(), TEXT, extra)
+            return
+        more = [(b"content-encoding", b"gzip")] if zipped else []
+        await _send(send, 200, body, content_type, extra, more + [(b"vary", b"Accept-Encoding")])
+
+    def _health(self) -> tuple[bool, str]:
+        try:
+            ok = bool(self._healthy())
+        except Exception as exc:  # a broken health callback is an unhealthy answer, not a 500
+            return False, f"health check failed: {exc!r}"
+        return ok, "" if ok else self._status() or "not healthy"
+
+    def _status(self) -> str:
+        if self._status_fn is None:
+            return ""
+        try:
+            return self._status_fn()
+        except Exception as exc:  # the landing page must render even then
+            return f"status unavailable: {exc!r}"
+
+    def _landing(self) -> str:
+        ok, _ = self._health()
+        version = html.escape(self._version or "unknown")
+        status = html.escape(self._status() or ("healthy" if ok else "not healthy"))
+        return (
+            '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>npumon</title></head>'
+            "<body><h1>npumon</h1><p>Ascend NPU exporter, version "
+            f"{version}</p><p>npu-smi: {status}</p><ul>"
+            '<li><a href="metrics">/metrics</a></li><li><a href="healthz">/healthz</a></li>'
+            "</ul></body></html>\n"
+        )
+
+
+async def _send(send: Send, status: int, body: bytes, content_type: str,
+                extra: tuple[tuple[bytes, bytes], ...],
+                more: list[tuple[bytes, bytes]] | None = None) -> None:
+    headers = [(b"content-type", content_type.encode()),
+               (b"content-length", str(len(body)).encode()), *extra, *(more or [])]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,96 @@
+"""Basic auth over loopback: one bcrypt at a time, recent results cached, unknown users cost
+as much as known ones, and only the liveness path is open."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import bcrypt
+import pytest
+from edge_helpers import auth, get, registry
+
+from npumon.exporters import auth as auth_module
+from npumon.exporters.http import Server, serve
+from npumon.exporters.webconfig import parse_web_config
+
+pytestmark = pytest.mark.integration  # real loopback servers
+
+ROUNDS = 5  # a cheap cost, different from the old fixed dummy hash's 10
+
+
+class _CountingCheckpw:
+    """bcrypt.checkpw, recording every hash it was given and how many ran at once."""
+
+    def __init__(self) -> None:
+        self.hashes: list[bytes] = []
+        self.running = 0
+        self.most = 0
+        self._lock = threading.Lock()
+        self._real = bcrypt.checkpw
+
+    def __call__(self, password: bytes, hashed: bytes) -> bool:
+        with self._lock:
+            self.hashes.append(hashed)
+            self.running += 1
+            self.most = max(self.most, self.running)
+        try:
+            time.sleep(0.02)  # stands for a costlier hash: overlapping calls would show
+            return self._real(password, hashed)
+        finally:
+            with self._lock:
+                self.running -= 1
+
+
+@pytest.fixture
+def checkpw(monkeypatch: pytest.MonkeyPatch) -> _CountingCheckpw:
+    counting = _CountingCheckpw()
+    monkeypatch.setattr(auth_module.bcrypt, "checkpw", counting)
+    return counting
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    hashed = bcrypt.hashpw(b"s3cret", bcrypt.gensalt(rounds=ROUNDS)).decode()
+    config = parse_web_config({"basic_auth_users": {"prom": hashed}}, base=tmp_path)
+    running = serve(registry(), "127.0.0.1:0", config, lambda: True)
+    yield running
+    running.shutdown()
+
+
+def test_one_bcrypt_at_a_time_and_a_repeated_failure_is_cached(
+    server: Server, checkpw: _CountingCheckpw
+) -> None:
+    with ThreadPoolExecutor(8) as pool:  # 8 clients, each with its own wrong password
+        codes = list(pool.map(lambda i: get(server, "/metrics", auth("prom", f"w{i}"))[0],
+                              range(8)))
+    assert codes == [401] * 8
+    assert checkpw.most == 1, "bcrypt ran concurrently"
+    calls = len(checkpw.hashes)
+    for _ in range(5):
+        assert get(server, "/metrics", auth("prom", "w0"))[0] == 401
+    assert len(checkpw.hashes) == calls, "a repeated wrong password ran bcrypt again"
+    for _ in range(3):
+        assert get(server, "/metrics", auth("prom", "s3cret"))[0] == 200
+    assert len(checkpw.hashes) == calls + 1  # the good one once, then from the cache
+
+
+def test_unknown_user_costs_a_hash_of_the_configured_cost(
+    server: Server, checkpw: _CountingCheckpw
+) -> None:
+    assert get(server, "/metrics", auth("nobody", "s3cret"))[0] == 401
+    assert get(server, "/metrics", auth("prom", "wrong"))[0] == 401
+    unknown, known = checkpw.hashes
+    assert unknown != known
+    assert unknown[:7] == known[:7] == f"$2b$0{ROUNDS}$".encode()
+
+
+def test_only_the_liveness_path_is_open(server: Server) -> None:
+    status, headers, body = get(server, "/-/healthy")
+    assert (status, body) == (200, b"OK\n")
+    assert "www-authenticate" not in headers
+    for path in ("/healthz", "/metrics", "/", "/nope", "/-/healthy/../metrics"):
+        assert get(server, path)[0] == 401, path

@@ -1,0 +1,103 @@
+"""The web config re-read when its file changes, certificates on the next handshake, over
+loopback; and the --web.config.file flag of `npumon run`."""
+
+from __future__ import annotations
+
+import os
+import ssl
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import bcrypt
+import pytest
+from edge_helpers import auth, get, peer_certificate, registry, self_signed
+
+from npumon.exporters.http import Server, serve
+from npumon.exporters.webconfig import WebConfigError
+from tests.helpers.processes import reported_port, stop
+
+pytestmark = pytest.mark.integration  # real loopback servers, openssl, a real daemon
+
+HASHED = bcrypt.hashpw(b"pw", bcrypt.gensalt(rounds=4)).decode()
+
+
+def _write(path: Path, text: str) -> None:
+    """Replace the file and move its mtime on, so the change shows even within one tick."""
+    before = path.stat().st_mtime_ns if path.exists() else 0
+    path.write_text(text)
+    os.utime(path, ns=(before + 10**9, before + 10**9))
+
+
+@pytest.fixture
+def web_file(tmp_path: Path) -> Iterator[tuple[Path, Server]]:
+    path = tmp_path / "web.yml"
+    _write(path, "")
+    server = serve(registry(), "127.0.0.1:0", path, lambda: True)
+    yield path, server
+    server.shutdown()
+
+
+def test_web_config_is_reread_when_it_changes(web_file: tuple[Path, Server]) -> None:
+    path, server = web_file
+    assert get(server, "/metrics")[0] == 200
+    _write(path, f"basic_auth_users:\n  prom: '{HASHED}'\n")
+    assert get(server, "/metrics")[0] == 401
+    assert get(server, "/metrics", auth("prom", "pw"))[0] == 200
+    _write(path, "basic_auth_users:\n  prom: cleartext\n")  # broken: closed, not open
+    assert get(server, "/metrics", auth("prom", "pw"))[0] == 500
+    assert get(server, "/-/healthy")[0] == 200
+    _write(path, "")
+    assert get(server, "/metrics")[0] == 200
+
+
+def test_a_broken_web_config_file_refuses_to_start(tmp_path: Path) -> None:
+    path = tmp_path / "web.yml"
+    path.write_text("tls_server_config: {cert_file: a.crt, key_file: a.key}\n")
+    with pytest.raises(WebConfigError, match="cannot read"):
+        serve(registry(), "127.0.0.1:0", path, lambda: True)
+
+
+def test_certificates_are_reread_on_handshake(tmp_path: Path) -> None:
+    cert, key_file = self_signed(tmp_path)
+    path = tmp_path / "web.yml"
+    _write(path, f"tls_server_config: {{cert_file: {cert.name}, key_file: {key_file.name}}}\n")
+    server = serve(registry(), "127.0.0.1:0", path, lambda: True)
+    try:
+        first = peer_certificate(server)
+        assert first == ssl.PEM_cert_to_DER_cert(cert.read_text())
+        self_signed(tmp_path)  # a new key and certificate, same file names
+        second = peer_certificate(server)
+        assert second != first and second == ssl.PEM_cert_to_DER_cert(cert.read_text())
+        client = ssl.create_default_context(cafile=str(cert))
+        assert get(server, "/metrics", context=client)[0] == 200
+    finally:
+        server.shutdown()
+
+
+def test_web_config_file_flag_wins_over_the_config(tmp_path: Path) -> None:
+    web = tmp_path / "web.yml"
+    web.write_text(f"basic_auth_users:\n  prom: '{HASHED}'\n")
+    config = tmp_path / "npumon.yaml"
+    config.write_text(
+        f"npu_smi:\n  command: [{sys.executable}, -c, 'import sys; sys.exit(1)']\n"
+        f"state_directory: {tmp_path / 'state'}\nweb:\n  config_file: null\n"
+        "  max_requests: 5\n"
+    )
+    log = tmp_path / "npumon.log"
+    npumon = Path(sys.executable).parent / "npumon"
+    with log.open("wb") as out:
+        daemon = subprocess.Popen(
+            [str(npumon), "run", "--config", str(config), "--web.listen-address", "127.0.0.1:0",
+             "--web.config.file", str(web), "--web.max-requests", "7"],
+            stdout=subprocess.DEVNULL, stderr=out,
+        )
+    try:
+        port = reported_port(log, process=daemon)
+        assert get(port, "/metrics")[0] == 401
+        assert get(port, "/metrics", auth("prom", "pw"))[0] == 200
+        assert get(port, "/-/healthy")[0] == 200
+        assert "max_requests=7" in log.read_text()
+    finally:
+        stop(daemon)
