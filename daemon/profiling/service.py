@@ -37,7 +37,7 @@ class Profiler:
         self.host = host or Host(self.probe.alive, self.probe.all, store.set_profiling)
         root = config.state_directory
         self.state = ProfileState(root / "profiling", self.settings.baseline.captures,
-                                  self.settings.baseline.min_captures)
+                                  self.settings.baseline.min_captures, self.host.clock)
         self.captures_dir = root / "captures"
         self.capturer = Capturer(self.settings, self.captures_dir, self.host)
         self.counts: Counter[str] = Counter()
