@@ -7,7 +7,7 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, with_config
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, TypeAdapter, with_config
 
 PHASES = (
     "fp_bp",
@@ -174,6 +174,19 @@ class Thresholds(BaseModel):
     device_busy_low: NonNegative = 0.50
 
 
+class AnalysisLimits(BaseModel):
+    """What one analysis may read and use; `profiling.limits` in the config, sent to the worker
+    in its job. A table over its cap is not read (result skipped_too_large); a worker over its
+    memory is stopped by the kernel (RLIMIT_AS), never the daemon."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kernel_table: ByteSize = ByteSize(1 << 30)  # kernel_details / op_summary, read in chunks
+    op_statistic_table: ByteSize = ByteSize(64 << 20)  # one row per op type
+    step_table: ByteSize = ByteSize(64 << 20)  # step_trace(_time): one row per step, read whole
+    worker_memory: ByteSize = Field(default=ByteSize(4 << 30), ge=64 << 20)  # RLIMIT_AS
+
+
 @dataclass(frozen=True, slots=True)
 class AnalysisJob:
     """What the daemon asks of one analysis worker (JSON on the worker's stdin)."""
@@ -182,6 +195,14 @@ class AnalysisJob:
     workload: str
     top_n: int
     thresholds: Thresholds
+    limits: AnalysisLimits = AnalysisLimits()
+
+
+# the analysis worker's exit codes (daemon/analysis/worker.py); launch.py maps them to results
+WORKER_EXIT_NO_DATA = 2
+WORKER_EXIT_BAD_JOB = 3
+WORKER_EXIT_TOO_LARGE = 4  # a table over its profiling.limits cap: result skipped_too_large
+WORKER_EXIT_OUT_OF_MEMORY = 5  # over profiling.limits.worker_memory (RLIMIT_AS)
 
 
 # Built on first use: the scrape path imports this module but never serialises.
@@ -203,6 +224,7 @@ CAPTURE_RESULTS = (
     "failed",
     "skipped_busy",
     "skipped_not_attachable",
+    "skipped_too_large",
 )
 
 
