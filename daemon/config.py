@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from npumon.daemon.model.profile import Thresholds
+from npumon.daemon.model.profile import AnalysisLimits, Thresholds
 
 _DURATION = re.compile(r"(?P<num>\d+(\.\d+)?)(?P<unit>ms|s|m|h|d)\Z")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -182,6 +182,7 @@ class Profiling(_Model):
     keep_raw: bool = False
     top_n: int = Field(default=10, ge=1, le=100)
     thresholds: Thresholds = Thresholds()  # the diagnosis rules' own model, unchanged to the worker
+    limits: AnalysisLimits = AnalysisLimits()  # table size caps and worker memory, to the worker
     baseline: Baseline = Baseline()
 
     def active(self) -> bool:

@@ -1,19 +1,189 @@
-"""Profiling families rendered from NodeSnapshot.profiling at scrape time (pure, no I/O)."""
+"""Profiling families rendered from NodeSnapshot.profiling at scrape time (pure, no I/O).
+
+Nothing profiling holds can break a scrape: each family is built on its own, a family that
+cannot be built is left out, a NaN or infinite value is never a sample, and both are counted
+in `npumon_profile_render_skipped` (this scrape) instead."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from npumon.daemon.model.profile import BOTTLENECK_KINDS, ProfilingView, WorkloadProfile
+from npumon.daemon.model.profile import BOTTLENECK_KINDS, ProfilingView
 from npumon.daemon.model.snapshot import NodeSnapshot
 
+log = logging.getLogger(__name__)
+
 PROFILED = "From npumon's latest profiler capture of the workload."
+Family = GaugeMetricFamily | CounterMetricFamily
+
+
+@dataclass
+class _Skips:
+    """What this render left out: whole families (by name) and non-finite samples."""
+
+    families: list[str] = field(default_factory=list)
+    non_finite: int = 0
+
+    def add(self, family: Family, labels: Sequence[str], value: object) -> None:
+        """One sample, checked: labels are text, the value a finite number."""
+        if not all(isinstance(label, str) for label in labels):
+            raise TypeError(f"a label of {family.name} is not text")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TypeError(f"a value of {family.name} is {type(value).__name__}")
+        number = float(value)
+        if not math.isfinite(number):
+            self.non_finite += 1
+            return
+        family.add_metric(list(labels), number)
+
+
+Builder = Callable[[ProfilingView, _Skips], Family]
 
 
 def _gauge(name: str, doc: str, *labels: str) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, f"{doc} {PROFILED}", labels=labels)
+
+
+def _step(view: ProfilingView, skips: _Skips) -> Family:
+    step = _gauge("npu_step_duration_seconds",
+                  "Step (graph iteration) time over the captured steps, warm-up excluded.",
+                  "workload", "stat")
+    for w in view.workloads:
+        if w.summary is not None and w.summary.step is not None:
+            for stat in ("mean", "p50", "p90", "p99"):
+                skips.add(step, (w.workload, stat), getattr(w.summary.step, f"{stat}_seconds"))
+    return step
+
+
+def _phase_seconds(view: ProfilingView, skips: _Skips) -> Family:
+    phases = _gauge("npu_step_phase_seconds", "Mean time per step in a phase.",
+                    "workload", "phase")
+    for w in view.workloads:
+        for p in w.summary.phases if w.summary is not None else ():
+            skips.add(phases, (w.workload, p.phase), p.seconds)
+    return phases
+
+
+def _phase_ratio(view: ProfilingView, skips: _Skips) -> Family:
+    ratios = _gauge("npu_step_phase_ratio", "Mean share of the step spent in a phase (0..1).",
+                    "workload", "phase")
+    for w in view.workloads:
+        for p in w.summary.phases if w.summary is not None else ():
+            if p.ratio is not None:
+                skips.add(ratios, (w.workload, p.phase), p.ratio)
+    return ratios
+
+
+def _baseline(view: ProfilingView, skips: _Skips) -> Family:
+    baseline = GaugeMetricFamily(
+        "npu_step_duration_baseline_seconds",
+        "Median p99 step time of the workload's previous captures (rolling window); the latest "
+        "p99 above it by more than the regression ratio is a regression.",
+        labels=("workload",),
+    )
+    for w in view.workloads:
+        if w.baseline_seconds is not None:
+            skips.add(baseline, (w.workload,), w.baseline_seconds)
+    return baseline
+
+
+def _op_ratio(view: ProfilingView, skips: _Skips) -> Family:
+    ops = _gauge("npu_op_time_ratio", "Share of operator time of an op type (top N + other).",
+                 "workload", "op_type", "core_type")
+    for w in view.workloads:
+        merged: dict[tuple[str, str], float] = {}
+        for o in w.summary.op_time_ratio if w.summary is not None else ():
+            # one sample per label set, whatever the table held
+            merged[(o.op_type, o.core_type)] = merged.get((o.op_type, o.core_type), 0.0) + o.ratio
+        for (op_type, core_type), ratio in merged.items():
+            skips.add(ops, (w.workload, op_type, core_type), ratio)
+    return ops
+
+
+def _core_ratio(view: ProfilingView, skips: _Skips) -> Family:
+    cores = _gauge("npu_core_type_time_ratio", "Share of operator time by core type.",
+                   "workload", "core_type")
+    for w in view.workloads:
+        merged: dict[str, float] = {}
+        for c in w.summary.core_type_time_ratio if w.summary is not None else ():
+            merged[c.core_type] = merged.get(c.core_type, 0.0) + c.ratio
+        for core_type, ratio in merged.items():
+            skips.add(cores, (w.workload, core_type), ratio)
+    return cores
+
+
+def _bottlenecks(view: ProfilingView, skips: _Skips) -> Family:
+    found = _gauge("npu_profile_bottleneck",
+                   "1 for each cause the diagnosis rules found, 0 for the others.",
+                   "workload", "kind")
+    for w in view.workloads:
+        if w.summary is not None:
+            kinds = {b.kind for b in w.summary.bottlenecks}
+            for kind in BOTTLENECK_KINDS:
+                skips.add(found, (w.workload, kind), 1.0 if kind in kinds else 0.0)
+    return found
+
+
+def _captures(view: ProfilingView, skips: _Skips) -> Family:
+    total = CounterMetricFamily(
+        "npumon_captures", "Profiler captures and ingested profiles since start, by result.",
+        labels=("result",))
+    for result, count in view.captures:
+        skips.add(total, (result,), count)
+    return total
+
+
+def _last_success(view: ProfilingView, skips: _Skips) -> Family:
+    last = GaugeMetricFamily(
+        "npumon_capture_last_success_timestamp_seconds",
+        "Unix time in seconds of the workload's last successful capture (kept across restarts).",
+        labels=("workload",))
+    for w in view.workloads:
+        if w.last_success_timestamp is not None:
+            skips.add(last, (w.workload,), w.last_success_timestamp)
+    return last
+
+
+def _capture_duration(view: ProfilingView, skips: _Skips) -> Family:
+    took = GaugeMetricFamily(
+        "npumon_capture_duration_seconds",
+        "Wall time in seconds of the workload's last successful capture, analysis included.",
+        labels=("workload",))
+    for w in view.workloads:
+        if w.capture_duration_seconds is not None:
+            skips.add(took, (w.workload,), w.capture_duration_seconds)
+    return took
+
+
+def _state_errors(view: ProfilingView, skips: _Skips) -> Family:
+    errors = CounterMetricFamily(
+        "npumon_state_errors",
+        "Problems with npumon's state file since start (corrupt, unreadable, write_failed); a "
+        "corrupt or unreadable file is moved aside as <name>.corrupt-<time>.",
+        labels=("reason",))
+    for reason, count in view.state_errors:
+        skips.add(errors, (reason,), count)
+    return errors
+
+
+FAMILIES: tuple[tuple[str, Builder], ...] = (
+    ("npu_step_duration_seconds", _step),
+    ("npu_step_phase_seconds", _phase_seconds),
+    ("npu_step_phase_ratio", _phase_ratio),
+    ("npu_step_duration_baseline_seconds", _baseline),
+    ("npu_op_time_ratio", _op_ratio),
+    ("npu_core_type_time_ratio", _core_ratio),
+    ("npu_profile_bottleneck", _bottlenecks),
+    ("npumon_captures", _captures),
+    ("npumon_capture_last_success_timestamp_seconds", _last_success),
+    ("npumon_capture_duration_seconds", _capture_duration),
+    ("npumon_state_errors", _state_errors),
+)
 
 
 def render_profiles(snap: NodeSnapshot) -> Iterator[Metric]:
@@ -26,89 +196,25 @@ def render_profiles(snap: NodeSnapshot) -> Iterator[Metric]:
     view = snap.profiling
     if view is None:
         return
-    yield from _steps(view.workloads)
-    yield from _operators(view.workloads)
-    yield from _captures(view)
-
-
-def _steps(workloads: tuple[WorkloadProfile, ...]) -> Iterator[Metric]:
-    step = _gauge("npu_step_duration_seconds",
-                  "Step (graph iteration) time over the captured steps, warm-up excluded.",
-                  "workload", "stat")
-    phase_s = _gauge("npu_step_phase_seconds", "Mean time per step in a phase.",
-                     "workload", "phase")
-    phase_r = _gauge("npu_step_phase_ratio", "Mean share of the step spent in a phase (0..1).",
-                     "workload", "phase")
-    baseline = GaugeMetricFamily(
-        "npu_step_duration_baseline_seconds",
-        "Median p99 step time of the workload's previous captures (rolling window); the latest "
-        "p99 above it by more than the regression ratio is a regression.",
-        labels=("workload",),
-    )
-    for w in workloads:
-        if w.baseline_seconds is not None:
-            baseline.add_metric([w.workload], w.baseline_seconds)
-        s = w.summary
-        if s is None:
+    skips = _Skips()
+    for name, build in FAMILIES:
+        try:
+            family = build(view, skips)
+        except Exception as exc:  # a family that cannot render is left out, the rest served
+            skips.families.append(name)
+            log.debug("event=profile_family_skipped family=%s error=%r", name,
+                      f"{type(exc).__name__}: {exc}")
             continue
-        if s.step is not None:
-            for stat in ("mean", "p50", "p90", "p99"):
-                step.add_metric([w.workload, stat], getattr(s.step, f"{stat}_seconds"))
-        for p in s.phases:
-            phase_s.add_metric([w.workload, p.phase], p.seconds)
-            if p.ratio is not None:
-                phase_r.add_metric([w.workload, p.phase], p.ratio)
-    yield from (step, phase_s, phase_r, baseline)
+        yield family
+    yield _skipped(skips)
 
 
-def _operators(workloads: tuple[WorkloadProfile, ...]) -> Iterator[Metric]:
-    ops = _gauge("npu_op_time_ratio", "Share of operator time of an op type (top N + other).",
-                 "workload", "op_type", "core_type")
-    cores = _gauge("npu_core_type_time_ratio", "Share of operator time by core type.",
-                   "workload", "core_type")
-    found = _gauge("npu_profile_bottleneck",
-                   "1 for each cause the diagnosis rules found, 0 for the others.",
-                   "workload", "kind")
-    for w in workloads:
-        s = w.summary
-        if s is None:
-            continue
-        merged: dict[tuple[str, str], float] = {}
-        for o in s.op_time_ratio:  # one sample per label set, whatever the table held
-            merged[(o.op_type, o.core_type)] = merged.get((o.op_type, o.core_type), 0.0) + o.ratio
-        for (op_type, core_type), ratio in merged.items():
-            ops.add_metric([w.workload, op_type, core_type], ratio)
-        for c in s.core_type_time_ratio:
-            cores.add_metric([w.workload, c.core_type], c.ratio)
-        kinds = {b.kind for b in s.bottlenecks}
-        for kind in BOTTLENECK_KINDS:
-            found.add_metric([w.workload, kind], 1.0 if kind in kinds else 0.0)
-    yield from (ops, cores, found)
-
-
-def _captures(view: ProfilingView) -> Iterator[Metric]:
-    total = CounterMetricFamily(
-        "npumon_captures", "Profiler captures and ingested profiles since start, by result.",
-        labels=("result",))
-    for result, count in view.captures:
-        total.add_metric([result], float(count))
-    last = GaugeMetricFamily(
-        "npumon_capture_last_success_timestamp_seconds",
-        "Unix time in seconds of the workload's last successful capture (kept across restarts).",
-        labels=("workload",))
-    took = GaugeMetricFamily(
-        "npumon_capture_duration_seconds",
-        "Wall time in seconds of the workload's last successful capture, analysis included.",
-        labels=("workload",))
-    for w in view.workloads:
-        if w.last_success_timestamp is not None:
-            last.add_metric([w.workload], w.last_success_timestamp)
-        if w.capture_duration_seconds is not None:
-            took.add_metric([w.workload], w.capture_duration_seconds)
-    errors = CounterMetricFamily(
-        "npumon_state_errors",
-        "Problems with npumon's state file since start (corrupt, unreadable, write_failed).",
+def _skipped(skips: _Skips) -> GaugeMetricFamily:
+    skipped = GaugeMetricFamily(
+        "npumon_profile_render_skipped",
+        "What this scrape left out of the profiling families: whole families that could not be "
+        "rendered (reason=family) and NaN or infinite values (reason=non_finite).",
         labels=("reason",))
-    for reason, count in view.state_errors:
-        errors.add_metric([reason], float(count))
-    yield from (total, last, took, errors)
+    skipped.add_metric(["family"], float(len(skips.families)))
+    skipped.add_metric(["non_finite"], float(skips.non_finite))
+    return skipped

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from npumon.daemon.analysis import layout, ops, steptime
 from npumon.daemon.analysis.diagnosis import Evidence, diagnose
+from npumon.daemon.analysis.limits import check_sizes
 from npumon.daemon.analysis.readers import (
     TableError,
     read_kernel_names,
@@ -14,7 +15,12 @@ from npumon.daemon.analysis.readers import (
     read_op_statistic,
 )
 from npumon.daemon.analysis.steps import read_graph_steps, read_torch_steps
-from npumon.daemon.model.profile import AnalysisReport, ProfileSummary, Thresholds
+from npumon.daemon.model.profile import (
+    AnalysisLimits,
+    AnalysisReport,
+    ProfileSummary,
+    Thresholds,
+)
 
 DEFAULT_THRESHOLDS = Thresholds()
 
@@ -132,12 +138,16 @@ def analyze_path(
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     top_n: int = 10,
     workload: str | None = None,
+    limits: AnalysisLimits | None = None,
 ) -> AnalysisReport:
     """Analyse a PROF_* dir, a *_ascend_pt dir, or a parent holding several ranks.
 
-    Raises NoProfileData when nothing usable is there; per-file problems go in the report.
+    Raises NoProfileData when nothing usable is there, TooLarge when a table is over its cap in
+    ``limits``; per-file problems go in the report.
     """
     units = layout.find_units(path)
+    if limits is not None:
+        check_sizes(units, limits)
     if not units:
         raise NoProfileData(
             f"{path}: no profiler tables found (looked for ASCEND_PROFILER_OUTPUT/, "

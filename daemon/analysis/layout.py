@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 KERNEL = "kernel"  # kernel_details.csv / op_summary_*.csv
@@ -40,8 +40,32 @@ class ProfileUnit:
 
 
 def find_units(path: Path) -> tuple[ProfileUnit, ...]:
-    """Every profile unit at or under ``path`` (a PROF_* dir, a *_ascend_pt dir, or a parent)."""
-    return tuple(_walk(path, 0))
+    """Every profile unit at or under ``path`` (a PROF_* dir, a *_ascend_pt dir, or a parent).
+
+    A table that resolves outside ``path`` (a symlink out of it) is never read: the worker runs
+    as root, and a job must not make it read (and report) a file the job itself cannot."""
+    root = path.resolve()
+    return tuple(_confined(unit, root) for unit in _walk(path, 0))
+
+
+def inside(file: Path, root: Path) -> bool:
+    """``file``, every symlink followed, is under ``root`` (an already resolved path)."""
+    try:
+        return file.resolve(strict=True).is_relative_to(root)
+    except (OSError, RuntimeError):  # dangling, a loop, or gone meanwhile
+        return False
+
+
+def _confined(unit: ProfileUnit, root: Path) -> ProfileUnit:
+    tables: dict[str, tuple[Path, ...]] = {}
+    notes = list(unit.notes)
+    for kind, files in unit.tables.items():
+        kept = tuple(f for f in files if inside(f, root))
+        notes.extend(f"{f}: not read: it leads out of {root} (a symlink)"
+                     for f in files if f not in kept)
+        if kept:
+            tables[kind] = kept
+    return replace(unit, tables=tables, notes=tuple(notes))
 
 
 def _walk(path: Path, depth: int) -> Iterator[ProfileUnit]:

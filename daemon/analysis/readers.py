@@ -119,9 +119,9 @@ def _columns(
     missing = [aliases[c][0] for c in required if c not in found]
     if missing:
         raise TableError(
-            f"{path}: no header row with {', '.join(missing)} (first line: "
-            f"{','.join(head.header)[:80]!r}); the file is truncated or not a profiler table, "
-            f"{_REEXPORT}"
+            f"{path}: no header row with {', '.join(missing)} (the first line has "
+            f"{len(head.header)} fields, none of them that); the file is truncated or not a "
+            f"profiler table, {_REEXPORT}"
         )
     return found
 
@@ -136,11 +136,18 @@ def _read_frame(
     spec = CsvSpec(tuple(head.header), tuple(columns.values()), dtypes, tuple(ABSENT_TOKENS))
     try:
         frame = read_csv_ranges(path, head.data_start, spec)
-    except (ValueError, pd.errors.ParserError) as exc:
+    except pd.errors.ParserError as exc:  # "Expected 5 fields in line 3, saw 7": no content
         raise TableError(
-            f"{path}: unreadable table ({str(exc).splitlines()[0]}); {_REEXPORT}"
+            f"{path}: unreadable table ({str(exc).splitlines()[0][:200]}); {_REEXPORT}"
+        ) from exc
+    except ValueError as exc:  # its message quotes the cell: a file's content stays out of logs
+        raise TableError(
+            f"{path}: unreadable table (a value is not a number in a numeric column); "
+            f"{_REEXPORT}"
         ) from exc
     frame = frame.rename(columns={v: k for k, v in columns.items()})
+    for name in (c for c in numeric if c in frame):  # "inf" parses: treat it as unknown, like NaN
+        frame[name] = frame[name].mask(frame[name].abs() == float("inf"))
     notes = []
     if not head.complete and len(frame):
         frame = frame.iloc[:-1]  # the last line was cut short by a writer still at work

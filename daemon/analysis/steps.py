@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,9 +44,11 @@ def _number(path: Path, row_no: int, token: str) -> float | None:
     if text in ABSENT_TOKENS:
         return None
     try:
-        return float(text)
-    except ValueError:
-        raise TableError(f"{path}: line {row_no}: expected a number, got {text!r}") from None
+        number = float(text)
+    except ValueError:  # the cell itself is not quoted: a file's content stays out of logs
+        raise TableError(f"{path}: line {row_no}: expected a number, got {len(text)} other "
+                         "characters") from None
+    return number if math.isfinite(number) else None  # NaN/inf in a table: unknown, not a value
 
 
 def _rows(path: Path, notes: list[str]) -> Iterator[tuple[int, list[str], list[str]]]:

@@ -1,19 +1,31 @@
 """The analysis child process (pandas never enters the daemon): one job in, one report out.
 
 `python -m npumon.daemon.analysis.worker` reads an AnalysisJob as JSON on stdin and writes the
-AnalysisReport as JSON on stdout; exit 2 when the path holds no profile data, 3 on a bad job."""
+AnalysisReport as JSON on stdout. Before pandas is imported it limits its own address space to
+the job's `limits.worker_memory` (RLIMIT_AS), so a profile too big for it ends this process,
+never the daemon. Exit codes: 2 no profile data, 3 a bad job, 4 a table over its size cap,
+5 out of memory."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 from pydantic import ValidationError
 
-from npumon.daemon.analysis.analysis import NoProfileData, analyze_path
-from npumon.daemon.model.profile import job_adapter, report_adapter
+from npumon.daemon.model.profile import (
+    WORKER_EXIT_BAD_JOB,
+    WORKER_EXIT_NO_DATA,
+    WORKER_EXIT_OUT_OF_MEMORY,
+    WORKER_EXIT_TOO_LARGE,
+    job_adapter,
+    report_adapter,
+)
 
-EXIT_NO_DATA = 2
-EXIT_BAD_JOB = 3
+EXIT_NO_DATA = WORKER_EXIT_NO_DATA
+EXIT_BAD_JOB = WORKER_EXIT_BAD_JOB
+EXIT_TOO_LARGE = WORKER_EXIT_TOO_LARGE
+EXIT_OUT_OF_MEMORY = WORKER_EXIT_OUT_OF_MEMORY
 
 
 def main() -> int:
@@ -22,12 +34,28 @@ def main() -> int:
     except ValidationError as error:
         print(f"npumon worker: not an analysis job: {error}", file=sys.stderr)
         return EXIT_BAD_JOB
+    from npumon.daemon.analysis.limits import TooLarge, limit_memory
+
+    for pool in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        # one BLAS thread: pandas does not need more, and each reserves address space per core
+        os.environ.setdefault(pool, "1")
+    limit_memory(int(job.limits.worker_memory))
+    from npumon.daemon.analysis.analysis import NoProfileData, analyze_path
+
     try:
-        report = analyze_path(job.path, job.thresholds, job.top_n, job.workload)
+        report = analyze_path(job.path, job.thresholds, job.top_n, job.workload, job.limits)
+        data = report_adapter().dump_json(report) + b"\n"
+    except MemoryError:
+        print(f"npumon worker: out of memory (limit {int(job.limits.worker_memory)} bytes, "
+              "profiling.limits.worker_memory)", file=sys.stderr)
+        return EXIT_OUT_OF_MEMORY
+    except TooLarge as error:
+        print(f"npumon worker: {error}", file=sys.stderr)
+        return EXIT_TOO_LARGE
     except NoProfileData as error:
         print(f"npumon worker: {error}", file=sys.stderr)
         return EXIT_NO_DATA
-    sys.stdout.buffer.write(report_adapter().dump_json(report) + b"\n")
+    sys.stdout.buffer.write(data)
     return 0
 
 

@@ -7,7 +7,7 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, TypeAdapter, with_config
 
 PHASES = (
     "fp_bp",
@@ -30,7 +30,13 @@ BOTTLENECK_KINDS = (
     "small_ops",
 )
 
+# What enters from JSON (the worker's report, the state file) is taken as written: strict types
+# (no "0.5" for a float, no true for a count) and finite floats (NaN and inf are refused at
+# validation, so they never reach a sample).
+FINITE = ConfigDict(allow_inf_nan=False, strict=True)
 
+
+@with_config(FINITE)
 @dataclass(frozen=True, slots=True)
 class StepStats:
     """Step (or graph iteration) duration over the analysed steps, warm-up excluded."""
@@ -42,6 +48,7 @@ class StepStats:
     p99_seconds: float
 
 
+@with_config(FINITE)
 @dataclass(frozen=True, slots=True)
 class PhaseStat:
     """Mean time per step in one phase; ratio is that over the mean step time (None if unknown)."""
@@ -51,6 +58,7 @@ class PhaseStat:
     ratio: float | None
 
 
+@with_config(FINITE)
 @dataclass(frozen=True, slots=True)
 class OpShare:
     """Time of one (op type, core type) over all operator time; op_type `other` sums the rest."""
@@ -62,6 +70,7 @@ class OpShare:
     count: int
 
 
+@with_config(FINITE)
 @dataclass(frozen=True, slots=True)
 class CoreShare:
     core_type: str
@@ -69,6 +78,7 @@ class CoreShare:
     ratio: float
 
 
+@with_config(FINITE)
 @dataclass(frozen=True, slots=True)
 class RankBreakdown:
     """One rank's (or one device's) mean step and phases."""
@@ -80,6 +90,7 @@ class RankBreakdown:
     phases: tuple[PhaseStat, ...]
 
 
+@with_config(FINITE)
 @dataclass(frozen=True, slots=True)
 class RankSpread:
     """(max - min) of a phase across ranks over the mean step time; flagged above the threshold."""
@@ -91,6 +102,7 @@ class RankSpread:
     flagged: bool
 
 
+@with_config(FINITE)
 @dataclass(frozen=True, slots=True)
 class Bottleneck:
     kind: str
@@ -100,6 +112,7 @@ class Bottleneck:
     threshold: float
 
 
+@with_config(FINITE)
 @dataclass(frozen=True, slots=True)
 class ProfileSummary:
     """What one capture (or one directory on disk) says about a workload."""
@@ -123,6 +136,7 @@ class ProfileSummary:
     bottlenecks: tuple[Bottleneck, ...]
 
 
+@with_config(FINITE)
 @dataclass(frozen=True, slots=True)
 class AnalysisReport:
     """A summary plus what was read and what could not be (one message per file problem)."""
@@ -139,7 +153,7 @@ class Thresholds(BaseModel):
     """Checklist thresholds (ratios are 0..1 of step time or of operator time); this model is
     `profiling.thresholds` in the config and travels to the analysis worker in its job."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     warmup_steps: int = Field(default=2, ge=0)  # steps <= this are warm-up (compile, lazy init)
     input_pipeline_ratio: NonNegative = 0.20  # Data Aug Bound or Preparing over step
@@ -160,6 +174,19 @@ class Thresholds(BaseModel):
     device_busy_low: NonNegative = 0.50
 
 
+class AnalysisLimits(BaseModel):
+    """What one analysis may read and use; `profiling.limits` in the config, sent to the worker
+    in its job. A table over its cap is not read (result skipped_too_large); a worker over its
+    memory is stopped by the kernel (RLIMIT_AS), never the daemon."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kernel_table: ByteSize = ByteSize(1 << 30)  # kernel_details / op_summary, read in chunks
+    op_statistic_table: ByteSize = ByteSize(64 << 20)  # one row per op type
+    step_table: ByteSize = ByteSize(64 << 20)  # step_trace(_time): one row per step, read whole
+    worker_memory: ByteSize = Field(default=ByteSize(4 << 30), ge=64 << 20)  # RLIMIT_AS
+
+
 @dataclass(frozen=True, slots=True)
 class AnalysisJob:
     """What the daemon asks of one analysis worker (JSON on the worker's stdin)."""
@@ -168,6 +195,14 @@ class AnalysisJob:
     workload: str
     top_n: int
     thresholds: Thresholds
+    limits: AnalysisLimits = AnalysisLimits()
+
+
+# the analysis worker's exit codes (daemon/analysis/worker.py); launch.py maps them to results
+WORKER_EXIT_NO_DATA = 2
+WORKER_EXIT_BAD_JOB = 3
+WORKER_EXIT_TOO_LARGE = 4  # a table over its profiling.limits cap: result skipped_too_large
+WORKER_EXIT_OUT_OF_MEMORY = 5  # over profiling.limits.worker_memory (RLIMIT_AS)
 
 
 # Built on first use: the scrape path imports this module but never serialises.
@@ -189,6 +224,7 @@ CAPTURE_RESULTS = (
     "failed",
     "skipped_busy",
     "skipped_not_attachable",
+    "skipped_too_large",
 )
 
 

@@ -7,7 +7,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from npumon.daemon.profiling import capture_msprof
 from npumon.daemon.profiling.busy import other_profiler
 from npumon.daemon.profiling.capture_torch import torch_config_capture
 from npumon.daemon.profiling.captureerror import CaptureError
+from npumon.daemon.profiling.children import Children
 from npumon.daemon.profiling.diskquota import make_room, tree_bytes
 from npumon.daemon.profiling.launch import analyse
 from npumon.daemon.profiling.workloads import ProcessInfo, Workload
@@ -47,6 +48,7 @@ class Host:
     wait: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.time
     monotonic: Callable[[], float] = time.monotonic
+    children: Children = field(default_factory=Children)  # what Profiler.stop() kills
 
 
 class Capturer:
@@ -113,7 +115,7 @@ class Capturer:
                 capture_msprof.msprof_attach(
                     s.msprof.command, w.pids, out, duration=s.duration,
                     start_timeout=s.timeouts.start, stop_timeout=s.timeouts.stop,
-                    wait=self.host.wait, alive=self.host.alive,
+                    wait=self.host.wait, alive=self.host.alive, children=self.host.children,
                 )
         finally:
             self.host.set_profiling(frozenset())

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from npumon.daemon.profiling.captureerror import CaptureError
+from npumon.daemon.profiling.children import Children
 from npumon.daemon.profiling.prompt import Prompt, PromptExited, PromptTimeout
 from npumon.daemon.runner import CommandResult, resolve_command, run_command
 
@@ -44,6 +45,7 @@ def msprof_attach(
     stop_timeout: float,
     wait: Callable[[float], None],
     alive: Callable[[int], bool],
+    children: Children | None = None,
 ) -> None:
     """start / wait / stop / quit at the prompt; raises CaptureError with the capture result.
 
@@ -52,12 +54,14 @@ def msprof_attach(
     argv = [*resolve_command(command), "--dynamic=on",
             f"--pid={','.join(map(str, pids))}", f"--output={out_dir}"]
     phase = "start"
-    prompt = Prompt(argv)
+    prompt = Prompt(argv, children=children)
     try:
         prompt.expect(PROMPT, start_timeout)
         prompt.send("start")
         prompt.expect(PROMPT, start_timeout)
         wait(duration)
+        if children is not None and children.stopped.is_set():
+            raise CaptureError("failed", "npumon is stopping; capture abandoned")
         if not all(alive(p) for p in pids):
             raise CaptureError("target_exited", "the job ended while being profiled")
         phase = "stop"

@@ -9,8 +9,15 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from npumon.daemon.config import Profiling
-from npumon.daemon.model.profile import AnalysisJob, AnalysisReport, job_adapter, report_adapter
+from npumon.daemon.model.profile import (
+    WORKER_EXIT_TOO_LARGE,
+    AnalysisJob,
+    AnalysisReport,
+    job_adapter,
+    report_adapter,
+)
 from npumon.daemon.profiling.captureerror import CaptureError
+from npumon.daemon.profiling.statefile import first_problem
 from npumon.daemon.runner import CommandRunner, run_command
 
 WORKER_MODULE = "npumon.daemon.analysis.worker"
@@ -33,17 +40,19 @@ def analyse_in_worker(
         return WorkerOutcome(None, "timeout", f"analysis of {job.path} took over {timeout:g}s")
     if result.exit_code != 0:
         tail = (result.stderr.strip().splitlines() or [""])[-1][:300]
-        return WorkerOutcome(None, "failed", f"analysis exited {result.exit_code}: {tail}")
+        reason = "skipped_too_large" if result.exit_code == WORKER_EXIT_TOO_LARGE else "failed"
+        return WorkerOutcome(None, reason, f"analysis exited {result.exit_code}: {tail}")
     try:
         report = report_adapter().validate_json(result.stdout)
-    except ValidationError as error:
-        return WorkerOutcome(None, "failed", f"analysis output not understood: {error}")
+    except ValidationError as error:  # e.g. a NaN (written as null) where a number must be
+        return WorkerOutcome(None, "failed", f"analysis output not understood: "
+                                             f"{first_problem(error)}")
     return WorkerOutcome(report, "ok", "")
 
 
 def analyse(path: Path, workload: str, s: Profiling, runner: CommandRunner) -> AnalysisReport:
     """The worker's report for ``path``; CaptureError (timeout, failed) when there is none."""
-    job = AnalysisJob(path, workload, s.top_n, s.thresholds)
+    job = AnalysisJob(path, workload, s.top_n, s.thresholds, s.limits)
     outcome = analyse_in_worker(job, s.timeouts.analysis, runner)
     if outcome.report is None:
         raise CaptureError(outcome.result, outcome.message)

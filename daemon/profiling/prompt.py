@@ -10,6 +10,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from npumon.daemon.profiling.children import Children
+
 
 class PromptTimeout(Exception):
     """The expected text did not come in time; the process group has been killed."""
@@ -33,8 +35,10 @@ class Prompt:
         *,
         env: dict[str, str] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        children: Children | None = None,
     ) -> None:
         self._monotonic = monotonic
+        self._children = children
         self.process = subprocess.Popen(
             list(argv),
             stdin=subprocess.PIPE,
@@ -43,6 +47,8 @@ class Prompt:
             start_new_session=True,  # its own process group: one killpg takes every helper
             env=env,
         )
+        if children is not None:
+            children.track(self.process.pid)  # Profiler.stop() can kill it from another thread
         self._buffer = ""
         self._seen = 0  # expect() looks only at output after the previous match
         self._done = False
@@ -121,6 +127,8 @@ class Prompt:
         if self.process.poll() is None:
             self.kill()
         self.process.wait()
+        if self._children is not None:
+            self._children.untrack(self.process.pid)
         if self.process.stdin is not None:
             with contextlib.suppress(OSError):
                 self.process.stdin.close()

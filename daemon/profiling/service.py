@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
+import time
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from npumon.daemon.profiling.captureerror import CaptureError
 from npumon.daemon.profiling.launch import analyse
 from npumon.daemon.profiling.state import ProfileState, is_regression
 from npumon.daemon.profiling.workloads import ProcessProbe, Workload, discover
+from npumon.daemon.runner import run_command
 from npumon.daemon.store import SnapshotStore
 
 log = logging.getLogger(__name__)
@@ -34,10 +37,11 @@ class Profiler:
         self.settings = config.profiling
         self.store = store
         self.probe = probe or ProcessProbe()
-        self.host = host or Host(self.probe.alive, self.probe.all, store.set_profiling)
+        self.host = _stoppable(host or Host(self.probe.alive, self.probe.all, store.set_profiling))
+        self.children = self.host.children
         root = config.state_directory
         self.state = ProfileState(root / "profiling", self.settings.baseline.captures,
-                                  self.settings.baseline.min_captures)
+                                  self.settings.baseline.min_captures, self.host.clock)
         self.captures_dir = root / "captures"
         self.capturer = Capturer(self.settings, self.captures_dir, self.host)
         self.counts: Counter[str] = Counter()
@@ -48,6 +52,21 @@ class Profiler:
         """Load what the previous run left, so a restart serves the last results at once."""
         self.state.load()
         self.publish()
+
+    def stop(self, timeout: float = 3.0) -> bool:
+        """From any thread: kill the capture's children (msprof prompt and export, analysis
+        worker), end its waits, start nothing new, and save the state. True when the capture
+        in flight (if any) finished within ``timeout`` and the state was saved."""
+        self.children.stop()
+        if not self._lock.acquire(timeout=timeout):
+            log.warning("event=profiler_stop_timeout seconds=%.1f", timeout)
+            return False
+        try:
+            saved = self.state.save()
+        finally:
+            self._lock.release()
+        log.info("event=profiler_stopped state_saved=%s", saved)
+        return saved
 
     def workloads(self) -> tuple[Workload, ...]:
         table = self.store.table()
@@ -73,7 +92,7 @@ class Profiler:
 
     def tick(self) -> CaptureOutcome | None:
         """Capture the most overdue workload, if any (the scheduler calls this often)."""
-        if not self.settings.enabled:
+        if not self.settings.enabled or self.children.stopped.is_set():
             return None
         with self._lock:
             workload = self.due(self.workloads(), self.host.clock())
@@ -90,13 +109,15 @@ class Profiler:
     def ingest_once(self) -> list[CaptureOutcome]:
         """Analyse the finished profile dirs under profiling.ingest.paths not analysed yet."""
         paths = self.settings.ingest.paths
-        if not paths:
+        if not paths or self.children.stopped.is_set():
             return []
         outcomes = []
         with self._lock:
             groups = ingest.find_new(paths, self.state.ingested, self.host.clock(),
                                      self.settings.ingest.settle)
             for group in groups:
+                if self.children.stopped.is_set():
+                    break
                 outcomes.append(self._ingest(group))
         return outcomes
 
@@ -172,3 +193,10 @@ def _needs_export(path: Path) -> bool:
     return path.name.startswith("PROF_") and capture_msprof.needs_export(path)
 
 
+def _stoppable(host: Host) -> Host:
+    """The real runner and sleep, swapped for ones that stop() reaches (injected ones stay)."""
+    if host.runner is run_command:
+        host = replace(host, runner=host.children.run)
+    if host.wait is time.sleep:
+        host = replace(host, wait=host.children.sleep)
+    return host

@@ -1,52 +1,43 @@
 """Profiling state that survives a restart: latest summary per workload, rolling p99 baseline,
-and the profile directories already ingested. Atomic writes; a bad file is reported, not fatal."""
+and the profile directories already ingested. Atomic writes; a bad file is moved aside, counted
+and replaced by an empty state, never fatal (the file itself: statefile.py)."""
 
 from __future__ import annotations
 
 import logging
-import os
+import math
 import statistics
-import tempfile
+import time
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
-
-from pydantic import TypeAdapter, ValidationError
 
 from npumon.daemon.model.profile import ProfileSummary, Thresholds
+from npumon.daemon.profiling.statefile import (
+    FORMAT_VERSION,
+    StateFile,
+    StateProblem,
+    WorkloadState,
+    atomic_write,
+    move_aside,
+    read_state,
+    write_state,
+)
+
+__all__ = ["STATE_FILE", "ProfileState", "WorkloadState", "atomic_write", "baseline_of",
+           "is_regression"]
 
 log = logging.getLogger(__name__)
 
 STATE_FILE = "profiling-state.json"
-FORMAT_VERSION: Literal[1] = 1
-
-
-@dataclass
-class WorkloadState:
-    summary: ProfileSummary | None = None
-    p99s: list[float] = field(default_factory=list)  # oldest first, at most the window
-    last_success: float | None = None
-    capture_seconds: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class StateFile:
-    """The file as JSON; version 1 is what npumon 0.1.0 wrote (a fixture under tests holds one)."""
-
-    version: Literal[1]
-    workloads: dict[str, WorkloadState]
-    ingested: dict[str, float] = field(default_factory=dict)  # profile dir -> newest mtime
-
-
-_FILE = TypeAdapter(StateFile)
 
 
 def baseline_of(p99s: list[float], min_captures: int) -> float | None:
     """Median of the window's p99 step times: one slow capture does not move it (None if young)."""
     if len(p99s) < min_captures:
         return None
-    return float(statistics.median(p99s))
+    median = float(statistics.median(p99s))
+    return median if math.isfinite(median) else None  # two huge finite values can overflow
 
 
 DEFAULT_THRESHOLDS = Thresholds()
@@ -64,8 +55,12 @@ def is_regression(
 class ProfileState:
     """In-memory state plus its JSON file under the state directory (one writer: the profiler)."""
 
-    def __init__(self, directory: Path, window: int = 20, min_captures: int = 3) -> None:
+    def __init__(
+        self, directory: Path, window: int = 20, min_captures: int = 3,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.path = directory / STATE_FILE
+        self.clock = clock
         self.window = window
         self.min_captures = min_captures
         self.workloads: dict[str, WorkloadState] = {}
@@ -95,20 +90,17 @@ class ProfileState:
         return baseline_of(before[-self.window :], self.min_captures)
 
     def load(self) -> None:
-        """Read the file if there is one; a corrupt or unreadable file is logged and counted."""
+        """Read the file if there is one; a bad one is moved aside, logged and counted."""
         try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return
-        except OSError as error:
-            self._error("unreadable", f"cannot read: {error}")
-            return
-        try:
-            loaded = _FILE.validate_json(data)
-        except ValidationError as error:
+            loaded = read_state(self.path)
+        except StateProblem as problem:
             self.workloads.clear()
             self.ingested.clear()
-            self._error("corrupt", f"ignored, starting empty: {_first_problem(error)}")
+            aside = move_aside(self.path, self.clock())
+            self._error(problem.reason, f"starting empty, moved aside to "
+                        f"{aside.name if aside else '(could not move it)'}: {problem.message}")
+            return
+        if loaded is None:
             return
         for item in loaded.workloads.values():
             item.p99s = item.p99s[-(self.window + 1) :]  # the window may have shrunk
@@ -118,35 +110,13 @@ class ProfileState:
         """Write atomically (temp file, fsync, rename); a full disk is logged and counted."""
         file = StateFile(FORMAT_VERSION, dict(sorted(self.workloads.items())),
                          dict(sorted(self.ingested.items())))
-        data = _FILE.dump_json(file)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(self.path, data)
+            write_state(self.path, file)
         except OSError as error:
-            self._error("write_failed", f"cannot write: {error}")
+            self._error("write_failed", f"cannot write: {error.strerror or error}")
             return False
         return True
 
     def _error(self, reason: str, message: str) -> None:
         self.errors[reason] += 1
         log.warning("event=state_%s path=%s message=%r", reason, self.path, message)
-
-
-def _first_problem(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    return f"{error.error_count()} problem(s), first at {where}: {first['msg']}"
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Readers see the old file or the new one, never half of one."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

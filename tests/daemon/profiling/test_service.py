@@ -28,4 +28,4 @@ def test_nothing_rendered_when_profiling_is_off_every_result_counted_when_on(
     assert list(render_profiles(EMPTY_SNAPSHOT)) == []
     profiler, _ = profiler_for(config_for(tmp_path))
     captures = dict(profiler.view().captures)
-    assert captures["skipped_not_attachable"] == 0 and len(captures) == 7
+    assert captures["skipped_too_large"] == 0 and len(captures) == 8

@@ -1,0 +1,135 @@
+"""The profiling state file on disk: read with a size cap, validate with pydantic, move a bad one
+aside (``<name>.corrupt-<UTC time>``, the newest few kept) and write atomically.
+
+Nothing a state file holds can stop the daemon: every problem is a ``StateProblem`` whose reason
+the caller counts (`npumon_state_errors_total{reason}`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import TypeAdapter, ValidationError, with_config
+
+from npumon.daemon.model.profile import FINITE, ProfileSummary
+
+FORMAT_VERSION: Literal[1] = 1
+MAX_STATE_BYTES = 64 << 20  # a real file is a few kB per workload; more is not ours
+KEEP_CORRUPT = 3  # moved-aside files kept for a post-mortem; older ones are deleted
+CORRUPT_SUFFIX = ".corrupt-"
+
+
+@with_config(FINITE)
+@dataclass
+class WorkloadState:
+    summary: ProfileSummary | None = None
+    p99s: list[float] = field(default_factory=list)  # oldest first, at most the window
+    last_success: float | None = None
+    capture_seconds: float | None = None
+
+
+@with_config(FINITE)
+@dataclass(frozen=True, slots=True)
+class StateFile:
+    """The file as JSON; version 1 is what npumon 0.1.0 wrote (a fixture under tests holds one)."""
+
+    version: Literal[1]
+    workloads: dict[str, WorkloadState]
+    ingested: dict[str, float] = field(default_factory=dict)  # profile dir -> newest mtime
+
+
+FILE_ADAPTER = TypeAdapter(StateFile)
+
+
+class StateProblem(Exception):
+    """A state file that cannot be used; ``reason`` is the counter label."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        self.message = message
+        super().__init__(f"{reason}: {message}")
+
+
+def read_state(path: Path, max_bytes: int = MAX_STATE_BYTES) -> StateFile | None:
+    """The validated file, None when there is none; StateProblem for anything else."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise StateProblem("unreadable", f"cannot stat: {error.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise StateProblem("corrupt", f"not a regular file (mode {stat.filemode(info.st_mode)})")
+    if info.st_size > max_bytes:
+        raise StateProblem("corrupt", f"{info.st_size} bytes, over the {max_bytes} byte cap")
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as error:
+        raise StateProblem("unreadable", f"cannot read: {error.strerror}") from None
+    if len(data) > max_bytes:
+        raise StateProblem("corrupt", f"grew over the {max_bytes} byte cap while read")
+    try:
+        return FILE_ADAPTER.validate_json(data)
+    except ValidationError as error:
+        raise StateProblem("corrupt", first_problem(error)) from None
+    except (ValueError, RecursionError, MemoryError) as error:  # belt and braces: never fatal
+        raise StateProblem("corrupt", f"{type(error).__name__}") from None
+
+
+def first_problem(error: ValidationError) -> str:
+    """Where and what, never the offending input (the file's content stays out of the log)."""
+    first = error.errors(include_input=False, include_url=False)[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    return f"{error.error_count()} problem(s), first at {where}: {first['msg']}"
+
+
+def move_aside(path: Path, now: float, keep: int = KEEP_CORRUPT) -> Path | None:
+    """Rename a bad file (or directory) to ``<name>.corrupt-<UTC>``; None if that failed."""
+    stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    target = path.with_name(f"{path.name}{CORRUPT_SUFFIX}{stamp}")
+    if target.exists():  # the same microsecond twice: leave the first one
+        return None
+    try:
+        os.replace(path, target)
+    except OSError:
+        return None
+    _prune(path, keep)
+    return target
+
+
+def _prune(path: Path, keep: int) -> None:
+    aside = sorted(path.parent.glob(f"{path.name}{CORRUPT_SUFFIX}*"))
+    for old in aside[: max(0, len(aside) - keep)]:
+        with contextlib.suppress(OSError):
+            if old.is_dir() and not old.is_symlink():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                old.unlink()
+
+
+def write_state(path: Path, file: StateFile) -> None:
+    """Atomic write of the whole state; OSError for the caller to count."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, FILE_ADAPTER.dump_json(file))
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Readers see the old file or the new one, never half of one."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,98 @@
+"""The profiles collector cannot break a scrape: a mistyped or non-finite value in a profile
+summary costs that family (counted), never the exposition, /metrics or /healthz."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+
+from npumon.daemon.model.profile import (
+    OpShare,
+    ProfileSummary,
+    ProfilingView,
+    StepStats,
+    WorkloadProfile,
+)
+from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT, NodeSnapshot
+from npumon.exporters.collector import NpuCollector
+from npumon.exporters.http import serve
+from tests.helpers.exposition import samples, value
+from tests.helpers.http import get
+
+STEP = StepStats(4, 0.3, 0.3, 0.31, 0.32)
+GOOD = ProfileSummary(
+    workload="llama", layout="torch_npu", capture_time_seconds=None, step=STEP, phases=(),
+    op_total_seconds=1.0, op_time_ratio=(OpShare("MatMul", "ai_core", 0.5, 0.5, 3),),
+    core_type_time_ratio=(), ai_cpu_seconds=None, ai_cpu_count=None,
+    format_conversion_seconds=None, format_conversion_ratio=None, dynamic_shape_op_count=None,
+    op_types_inferred=False, ranks=(), rank_spread=(), bottlenecks=(),
+)
+
+
+def snapshot(summary: ProfileSummary, **profile: Any) -> NodeSnapshot:
+    view = ProfilingView(workloads=(WorkloadProfile("llama", summary, **profile),))
+    return replace(EMPTY_SNAPSHOT, profiling=view)
+
+
+def scrape(snap: NodeSnapshot) -> str:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(NpuCollector(lambda: snap, "test"))
+    return generate_latest(registry).decode()
+
+
+# what a bug or a state file read without validation could put in a summary
+MISTYPED = {
+    "step time as text": replace(GOOD, step=replace(STEP, p99_seconds="0.5")),  # type: ignore[arg-type]
+    "op type as a number": replace(GOOD, op_time_ratio=(OpShare(7, "ai_core", 0.5, 0.5, 3),)),  # type: ignore[arg-type]
+    "ratio as None": replace(GOOD, op_time_ratio=(OpShare("MatMul", "ai_core", 0.5, None, 3),)),  # type: ignore[arg-type]
+}
+
+
+@pytest.mark.parametrize("summary", MISTYPED.values(), ids=MISTYPED.keys())
+def test_a_mistyped_summary_costs_one_family_not_the_scrape(summary: ProfileSummary) -> None:
+    found = samples(scrape(snapshot(summary, baseline_seconds=0.3)))
+    assert value(found, "npumon_scrape_collector_success", collector="profiles") == 1
+    assert value(found, "npumon_profile_render_skipped", reason="family") == 1
+    assert value(found, "npu_step_duration_baseline_seconds", workload="llama") == 0.3
+    assert value(found, "npumon_captures_total", result="ok") == 0
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_nan_and_inf_are_never_samples(bad: float) -> None:
+    summary = replace(GOOD, step=replace(STEP, p99_seconds=bad))
+    found = samples(scrape(snapshot(summary, baseline_seconds=bad, last_success_timestamp=bad)))
+    assert all(math.isfinite(v) for v in found.values())
+    assert value(found, "npu_step_duration_seconds", workload="llama", stat="p99") is None
+    assert value(found, "npu_step_duration_seconds", workload="llama", stat="p50") == 0.3
+    assert value(found, "npumon_profile_render_skipped", reason="non_finite") == 3
+    assert value(found, "npumon_profile_render_skipped", reason="family") == 0
+
+
+def test_a_clean_view_skips_nothing() -> None:
+    found = samples(scrape(snapshot(GOOD)))
+    assert value(found, "npumon_profile_render_skipped", reason="family") == 0
+    assert value(found, "npumon_profile_render_skipped", reason="non_finite") == 0
+    assert value(found, "npu_op_time_ratio", workload="llama", op_type="MatMul",
+                 core_type="ai_core") == 0.5
+
+
+@pytest.mark.integration
+def test_a_mistyped_summary_never_makes_metrics_a_500_over_http() -> None:
+    registry = CollectorRegistry(auto_describe=False)
+    snap = snapshot(MISTYPED["op type as a number"], last_success_timestamp=math.nan)
+    registry.register(NpuCollector(lambda: snap, "test"))
+    server = serve(registry, "127.0.0.1:0", None, lambda: True)
+    try:
+        base = f"http://127.0.0.1:{server.port}"
+        found = samples(get(f"{base}/metrics"))  # urlopen raises on a 500
+        get(f"{base}/healthz")
+    finally:
+        server.shutdown()
+    assert value(found, "npumon_scrape_collector_success", collector="profiles") == 1
+    assert value(found, "npu_step_duration_seconds", workload="llama", stat="p99") == 0.32
+    assert value(found, "npumon_profile_render_skipped", reason="family") == 1
+    assert value(found, "npumon_profile_render_skipped", reason="non_finite") == 1
