@@ -153,6 +153,9 @@ class Agent:
         return self._scheduler is not None and self._scheduler.running
 
     def stop(self) -> None:
+        """No more jobs; a capture in flight is killed and the profiling state saved."""
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=False)
             self._scheduler = None
+        if self.profiler is not None:
+            self.profiler.stop()

@@ -71,13 +71,14 @@ class Supervisor:
                 return False
             self._warn_restart_only(config)
             old = self.agent
-            old.stop()
+            old.stop()  # first: its profiler saves the state the new one loads
             try:
                 new = self._make_agent(config, previous=old)
                 new.start()
             except Exception:  # an agent that cannot start must not leave the node unmonitored
                 log.exception("event=reload_failed action=restarted_previous_config")
-                old.start()
+                self.agent = self._make_agent(old.config, previous=old)
+                self.agent.start()
                 self.reload_successful = False
                 return False
             self.agent = new

@@ -92,21 +92,25 @@ def test_a_bad_config_keeps_the_running_one(caplog: pytest.LogCaptureFixture) ->
     assert s.version() is not version  # the cached exposition must show the failure
 
 
-def test_an_agent_that_cannot_start_brings_the_old_one_back() -> None:
+def test_an_agent_that_cannot_start_brings_the_previous_config_back() -> None:
     loader, now = Loader(), [100.0]
     made: list[Config] = []
 
     def make(c: Config, previous: FakeAgent | None = None) -> FakeAgent:
         made.append(c)
-        if len(made) > 1:
+        if len(made) == 2:  # the reloaded config's agent
             raise OSError("state directory not writable")
         return FakeAgent(c, previous)
 
-    s = Supervisor(config(), loader, make_agent=make, clock=lambda: now[0])  # type: ignore[arg-type]
+    first = config()
+    s = Supervisor(first, loader, make_agent=make, clock=lambda: now[0])  # type: ignore[arg-type]
     s.start()
     old = s.agent
+    loader.next = config(collectors={"disabled": ["ecc"]})
     assert s.reload() is False
-    assert s.agent is old and old.events == ["start", "stop", "start"]  # type: ignore[attr-defined]
+    assert old.events == ["start", "stop"]  # type: ignore[attr-defined]
+    assert s.agent is not old and s.agent.config is first  # the previous config, running again
+    assert s.agent.events == ["start"]  # type: ignore[attr-defined]
     assert s.reload_successful is False
 
 

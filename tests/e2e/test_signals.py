@@ -82,8 +82,10 @@ def test_sigterm_during_a_hung_npu_smi_exits_promptly_and_leaves_no_child(
 ) -> None:
     config, log = tmp_path / "npumon.yaml", tmp_path / "npumon.log"
     marker = f"--hang-seconds={3600 + (hash(str(tmp_path)) % 1000)}"  # names our children only
+    (tmp_path / "profiles").mkdir()
     data = {"npu_smi": {"command": fake_npu_smi(NODE, "--hang-on=info", marker),
                         "timeout": "60s"},
+            "profiling": {"ingest": {"paths": [str(tmp_path / "profiles")]}},
             "state_directory": str(tmp_path)}  # fmt: skip
     config.write_text(yaml.safe_dump(data))
     with log.open("wb") as out:
@@ -93,6 +95,8 @@ def test_sigterm_during_a_hung_npu_smi_exits_promptly_and_leaves_no_child(
     try:
         reported_port(log, process=process)
         wait_for(lambda: bool(_hung_children(marker)), 30, "npu-smi hanging")
+        state = tmp_path / "profiling" / "profiling-state.json"
+        assert not state.exists()  # nothing captured or ingested yet: written at the stop
         started = time.monotonic()
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
@@ -102,6 +106,7 @@ def test_sigterm_during_a_hung_npu_smi_exits_promptly_and_leaves_no_child(
         assert took < 10.0, f"exit took {took:.1f} s"
         assert process.returncode == 0
         wait_for(lambda: not _hung_children(marker), 5, "npu-smi children gone")
+        assert state.is_file()  # the profiling state saved on the way out
     finally:
         stop(process)
         for child in _hung_children(marker):
