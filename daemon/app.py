@@ -16,6 +16,7 @@ from npumon.daemon import __version__
 from npumon.daemon.config import Config
 from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.runner import run_command
+from npumon.daemon.sources.hccn_tool import HccnSources, HccnTool, nic_chips
 from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources, Runner
 from npumon.daemon.store import SnapshotStore
 from npumon.exporters.collector import NpuCollector
@@ -56,6 +57,12 @@ class Agent:
             identity_due=self._identity_due, clock=clock,
             initial=previous.sources.results() if previous is not None else None,
         )
+        # hccn_tool: RoCE NIC ports of the chips npu-smi lists (off where it is not installed)
+        hccn = config.hccn_tool
+        self.hccn = HccnSources(
+            HccnTool(hccn.command, hccn.timeout, runner), self.store.publish_hccn_tool,
+            lambda: nic_chips(self.sources.results()), clock=clock,
+        )
         self.profiler: Profiler | None = None
         if config.profiling.active():
             self.profiler = Profiler(config, self.store)
@@ -77,6 +84,7 @@ class Agent:
     def collect_once(self) -> bytes:
         """Run every source once (and analyse what is under profiling.ingest.paths)."""
         self.sources.poll_all()
+        self.hccn.poll_all()
         if self.profiler is not None:
             self.profiler.ingest_once()
         return generate_latest(self.registry)
@@ -117,6 +125,10 @@ class Agent:
             # health runs on the table clock; it queries every chip once per health interval
             # and chips the table shows as not OK on every tick.
             (self.sources.poll_health, intervals.table, 1.5),
+        ]
+        jobs += [  # hccn_tool: one call in flight across both jobs
+            (self.hccn.poll_hccn_tool, self.config.hccn_tool.interval, 2.5),
+            (self.hccn.poll_hccn_tool_identity, self.config.hccn_tool.identity_interval, 2.0),
         ]
         if self.config.textfile.path is not None:
             jobs.append((self.write_textfile, intervals.table, 2.0))

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from npumon.daemon.config import Throttle as ThrottleConfig
+from npumon.daemon.model.network import HccnResults
+from npumon.daemon.model.network_view import read_network
 from npumon.daemon.model.npu_smi import InfoTable, NpuSmiResults
 from npumon.daemon.model.profile import ProfilingView
 from npumon.daemon.model.reading import ThrottleRule, read_chips
@@ -42,6 +44,7 @@ class SnapshotStore:
         self._clock = clock
         self._lock = threading.Lock()
         self._npu_smi = NpuSmiResults()
+        self._hccn = HccnResults()
         self._profiling: frozenset[ChipId] = frozenset()
         self._sources: dict[str, SourceStatus] = {}
         self._latest = EMPTY_SNAPSHOT
@@ -61,6 +64,7 @@ class SnapshotStore:
         """
         with self._lock:
             self._npu_smi = previous._npu_smi  # noqa: SLF001 (same class)
+            self._hccn = previous._hccn  # noqa: SLF001
             self._sources = dict(previous._sources)  # noqa: SLF001
             self._publish(merge=True)
 
@@ -68,6 +72,13 @@ class SnapshotStore:
         """One npu-smi source run: its results (all tiers' latest) and its status, together."""
         with self._lock:
             self._npu_smi = results
+            self._sources[status.source] = status
+            self._publish(merge=True)
+
+    def publish_hccn_tool(self, results: HccnResults, status: SourceStatus) -> None:
+        """One hccn_tool run: every port's latest results and the run's status, together."""
+        with self._lock:
+            self._hccn = results
             self._sources[status.source] = status
             self._publish(merge=True)
 
@@ -107,6 +118,8 @@ class SnapshotStore:
             chips=chips,
             sources=tuple(self._sources[name] for name in sorted(self._sources)),
             has_table=self._npu_smi.table is not None,
+            network=read_network(self._hccn, self._npu_smi.interconnect,
+                                 ((c.npu, c.chip) for c in chips)) if merge else before.network,
         )
 
     def _throttle_rule(self, model: str | None) -> ThrottleRule:
