@@ -188,31 +188,12 @@ class HccnSources:
         }
         try:
             for key, where, per_port in self._targets():
-                for name, value in self._read_port(run, where, per_port):
+                for name, parse, args in _queries(where, per_port):
+                    value = self._ask(run, parse, *args)
                     if value is not None:
                         fresh[name][key] = value
         finally:  # an aborted pass keeps what it read, and nothing older
             self._results = replace(self._results, **fresh)
-
-    def _read_port(
-        self, run: SourceRun, where: tuple[str, ...], per_port: bool
-    ) -> list[tuple[str, Any]]:
-        if per_port:  # 950: `hccn_tool -g -<query> -i N -u U -p P`
-            return [
-                ("link", self._ask(run, hccn_tool.parse_link, "-g", "-link", *where)),
-                ("speed", self._ask(run, hccn_950.parse_speed_table, "-g", "-speed", *where)),
-                ("link_stats", self._ask(run, hccn_950.parse_link_stat_table, "-g", "-link_stat",
-                                         *where)),
-                ("counters", self._ask(run, hccn_tool.parse_stat, "-g", "-stat", *where)),
-            ]
-        return [
-            ("link", self._ask(run, hccn_tool.parse_link, *where, "-link", "-g")),
-            ("speed", self._ask(run, hccn_tool.parse_speed, *where, "-speed", "-g")),
-            ("link_stats", self._ask(run, hccn_tool.parse_link_stat, *where, "-link_stat", "-g")),
-            ("counters", self._ask(run, hccn_tool.parse_stat, *where, "-stat", "-g")),
-            ("optical", self._ask(run, optical.parse_optical, *where, "-optical", "-g")),
-            ("health", self._ask(run, hccn_tool.parse_net_health, *where, "-net_health", "-g")),
-        ]
 
     def _poll_identity(self, run: SourceRun) -> None:
         """Slow-changing: the last known values are kept for what is not re-read."""
@@ -246,3 +227,24 @@ class HccnSources:
                 raise
 
         return self._unsupported.attempt(run, call, *args)
+
+
+def _queries(
+    where: tuple[str, ...], per_port: bool
+) -> list[tuple[str, Callable[[str], Any], tuple[str, ...]]]:
+    """(results field, parser, argv after the tool) of the queries each port gets per poll."""
+    if per_port:  # 950: `hccn_tool -g -<query> -i N -u U -p P`
+        return [
+            ("link", hccn_tool.parse_link, ("-g", "-link", *where)),
+            ("speed", hccn_950.parse_speed_table, ("-g", "-speed", *where)),
+            ("link_stats", hccn_950.parse_link_stat_table, ("-g", "-link_stat", *where)),
+            ("counters", hccn_tool.parse_stat, ("-g", "-stat", *where)),
+        ]
+    return [
+        ("link", hccn_tool.parse_link, (*where, "-link", "-g")),
+        ("speed", hccn_tool.parse_speed, (*where, "-speed", "-g")),
+        ("link_stats", hccn_tool.parse_link_stat, (*where, "-link_stat", "-g")),
+        ("counters", hccn_tool.parse_stat, (*where, "-stat", "-g")),
+        ("optical", optical.parse_optical, (*where, "-optical", "-g")),
+        ("health", hccn_tool.parse_net_health, (*where, "-net_health", "-g")),
+    ]
