@@ -44,6 +44,8 @@ POLLING: dict[str, Any] = {"poll": 0.5, "tolerate": (OSError,)}
 SLOWER_STEP_SECONDS = 0.15
 
 # 8 x 910B: NPU 3 overheats and clocks down, NPU 5 is in Alarm, NPU 6 holds HBM but idles.
+# Network: NPU 0's link is down while it is in use, NPU 2's port flaps, NPU 4 counts FCS errors,
+# NPU 1's optical RX power is below its low threshold, NPU 5 gets a PFC storm, NPU 7 HCCS CRCs.
 # The epoch lies 10 minutes back so the overheat ramp is over when the test starts.
 SCENARIO_910B = """
 family: 910b
@@ -58,6 +60,14 @@ events:
   - {{kind: overheat, npu: 3, temperature_celsius: 96, throttled_mhz: 1100, load_percent: 96}}
   - {{kind: alarm, npu: 5, health: Alarm, error_codes: [A4025021]}}
   - {{kind: idle, npu: 6}}
+network:
+  events:
+    - {{kind: link_down, npu: 0}}
+    - {{kind: flap, npu: 2, period_seconds: 20}}
+    - {{kind: crc_errors, npu: 4, per_second: 3}}
+    - {{kind: optical_rx_low, npu: 1, ramp_seconds: 60, rx_power_mw: 0.05}}
+    - {{kind: pfc_storm, npu: 5, per_second: 50000}}
+    - {{kind: hccs_crc_errors, npu: 7, per_second: 0.5}}
 """
 
 
@@ -97,6 +107,9 @@ def node_config(tmp: Path, name: str, scenario: str | Path) -> Path:
                     "intervals": {"table": "1s", "detail": "1s", "health": "1s"}},
         "state_directory": str(tmp / f"state-{name}"),
     }
+    if name != "n310p":  # an inference node has no hccn_tool: the source stays off there
+        config["hccn_tool"] = {"command": [str(BIN / "npumon-sim-hccn-tool"), "--scenario",
+                                           str(scenario)], "interval": "3s"}
     if any(where == name for where, _ in JOBS.values()):
         config["profiling"] = profiling(tmp, name)
     path = tmp / f"{name}.yaml"
@@ -265,6 +278,13 @@ def test_expected_alerts_reach_pending(prometheus: str) -> None:
         {"alertname": "NpuWorkloadBottleneck", "instance": n910b, "workload": "input",
          "kind": "input_pipeline"},
         {"alertname": "NpuStepTimeRegression", "instance": na3, "workload": "slowing"},
+        {"alertname": "NpuNetworkLinkDownOnAllocatedChip", "instance": n910b, "npu": "0"},
+        {"alertname": "NpuNetworkLinkFlapping", "instance": n910b, "npu": "2"},
+        {"alertname": "NpuNetworkErrors", "instance": n910b, "npu": "4"},
+        {"alertname": "NpuOpticalRxPowerOutOfRange", "instance": n910b, "npu": "1", "lane": "0"},
+        {"alertname": "NpuNetworkPfcStorm", "instance": n910b, "npu": "5"},
+        {"alertname": "NpuHccsCrcErrors", "instance": n910b, "npu": "7", "link": "6"},
+        {"alertname": "NpuSioCrcErrors", "instance": na3, "npu": "4", "chip": "1"},
     ]
     wait_for(lambda: all(has(pending(prometheus), **e) for e in expected), 30, "alerts pending",
              **POLLING)
@@ -274,6 +294,12 @@ def test_expected_alerts_reach_pending(prometheus: str) -> None:
                    and a["npu"] == "3" for a in alerts)
     # Busy, allocated chips do not count as low utilization.
     assert not has(alerts, alertname="NpuAllocatedChipLowUtilization", instance=n910b, npu="0")
+    # Healthy ports and links raise nothing; the 310P node has no hccn_tool and is not failing.
+    assert not has(alerts, alertname="NpuNetworkLinkDownOnAllocatedChip", npu="3")
+    assert not has(alerts, alertname="NpuOpticalRxPowerOutOfRange", npu="2")
+    assert not has(alerts, alertname="NpuHccsCrcErrors", npu="0")
+    assert not any(a["alertname"] == "NpumonSourceFailing" and a["source"].startswith("hccn")
+                   for a in alerts)
     # Steady jobs are no regression; every capture succeeded or saw its job end.
     assert not has(alerts, alertname="NpuStepTimeRegression", workload="convert")
     assert not has(alerts, alertname="NpuStepTimeRegression", workload="input")
