@@ -45,7 +45,7 @@ ROCE_ERRORS = (
     ("retransmissions", "roce_new_pkt_rty_num"), ("cnp_received", "roce_rx_cnp_pkt_num"),
     ("cnp_sent", "roce_tx_cnp_pkt_num"), ("out_of_order", "roce_out_of_order_num"),
     ("unexpected_ack", "roce_unexpected_ack_num"), ("verification", "roce_verification_err_num"),
-    ("qp_status", "roce_qp_status_err_num"),
+    ("qp_status", "roce_qp_status_err_num"), ("ecn_marked", "roce_ecn_db_num"),
 )  # fmt: skip
 
 

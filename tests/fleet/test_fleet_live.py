@@ -104,12 +104,14 @@ def profiling(tmp: Path, node: str) -> dict[str, Any]:
 def node_config(tmp: Path, name: str, scenario: str | Path) -> Path:
     config: dict[str, Any] = {
         "npu_smi": {"command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", str(scenario)],
-                    "intervals": {"table": "1s", "detail": "1s", "health": "1s"}},
+                    # a full health pass asks 7 queries per chip (health, ecc, memory, hccs,
+                    # hccs-bw, pcie-err, sio-info): every 5 s, not every second, on 3 nodes
+                    "intervals": {"table": "1s", "detail": "1s", "health": "5s"}},
         "state_directory": str(tmp / f"state-{name}"),
     }
     if name != "n310p":  # an inference node has no hccn_tool: the source stays off there
         config["hccn_tool"] = {"command": [str(BIN / "npumon-sim-hccn-tool"), "--scenario",
-                                           str(scenario)], "interval": "3s"}
+                                           str(scenario)], "interval": "5s"}
     if any(where == name for where, _ in JOBS.values()):
         config["profiling"] = profiling(tmp, name)
     path = tmp / f"{name}.yaml"
@@ -286,9 +288,11 @@ def test_expected_alerts_reach_pending(prometheus: str) -> None:
         {"alertname": "NpuHccsCrcErrors", "instance": n910b, "npu": "7", "link": "6"},
         {"alertname": "NpuSioCrcErrors", "instance": na3, "npu": "4", "chip": "1"},
     ]
-    wait_for(lambda: all(has(pending(prometheus), **e) for e in expected), 30, "alerts pending",
-             **POLLING)
+    with contextlib.suppress(AssertionError):  # the assertion below names what is missing
+        wait_for(lambda: all(has(pending(prometheus), **e) for e in expected), 30,
+                 "alerts pending", **POLLING)
     alerts = pending(prometheus)
+    assert [e for e in expected if not has(alerts, **e)] == [], "not pending"
     # NPU 3 of the A3 node idles with only the firmware's HBM: not allocated, so not an alert.
     assert not any(a["alertname"].startswith("NpuAllocatedChip") and a["instance"] == na3
                    and a["npu"] == "3" for a in alerts)
