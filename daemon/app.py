@@ -62,6 +62,7 @@ class Agent:
         self.hccn = HccnSources(
             HccnTool(hccn.command, hccn.timeout, runner), self.store.publish_hccn_tool,
             lambda: nic_chips(self.sources.results()), clock=clock,
+            identity_due=lambda: self._run_now(self.hccn.poll_hccn_tool_identity.__name__),
         )
         self.profiler: Profiler | None = None
         if config.profiling.active():
@@ -76,11 +77,12 @@ class Agent:
 
     def _identity_due(self) -> None:
         """A new chip: run the identity job now rather than at its next hourly slot."""
+        self._run_now(self.sources.poll_identity.__name__)
+
+    def _run_now(self, job_id: str) -> None:
         scheduler = self._scheduler
         if scheduler is not None and scheduler.running:
-            scheduler.modify_job(
-                self.sources.poll_identity.__name__, next_run_time=datetime.now().astimezone()
-            )
+            scheduler.modify_job(job_id, next_run_time=datetime.now().astimezone())
     def collect_once(self) -> bytes:
         """Run every source once (and analyse what is under profiling.ingest.paths)."""
         self.sources.poll_all()

@@ -100,6 +100,11 @@ def render_network(snap: NodeSnapshot) -> Iterator[Metric]:
                "(success and init are healthy).", (*PORT, "state")),
         ports, lambda p: [] if p.health_state is None else
         [(s, 1 if s == p.health_state else 0) for s in NET_HEALTH_STATES])
+    yield _network_info(ports)
+
+
+def _network_info(ports: Iterable[PortReading]) -> Metric:
+    """npu_network_info: always the three labels ("" when unknown), so label sets never vary."""
     info = _gauge("npu_network_info", "The port's IP and the switch port it is cabled to (LLDP).",
                   (*PORT, "ip", "peer_switch", "peer_port"))
     for p in ports:
@@ -107,7 +112,7 @@ def render_network(snap: NodeSnapshot) -> Iterator[Metric]:
             labels = dict(p.info)
             info.add_metric([*_ids(p), *(labels.get(k, "") for k in
                                          ("ip", "peer_switch", "peer_port"))], 1.0)
-    yield info
+    return info
 
 
 def render_optical(snap: NodeSnapshot) -> Iterator[Metric]:

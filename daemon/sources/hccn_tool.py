@@ -37,6 +37,7 @@ T = TypeVar("T")
 SOURCES = ("hccn_tool", "hccn_tool_identity")
 DEFAULT_COMMAND = ("/usr/local/Ascend/driver/tools/hccn_tool",)
 Publish = Callable[[HccnResults, SourceStatus], None]
+IDENTITY_WAIT = 600.0  # seconds an identity run waits for a port poll in progress
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +101,7 @@ class HccnSources:
 
     def __init__(
         self, tool: HccnTool, publish: Publish, chips: Callable[[], list[NicChip]], *,
-        retry_unsupported_after: float = 3600.0,
+        retry_unsupported_after: float = 3600.0, identity_due: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
     ) -> None:  # fmt: skip
         self._tool = tool
@@ -114,6 +115,10 @@ class HccnSources:
         self.trackers = {name: SourceTracker(name, clock, monotonic) for name in SOURCES}
         self._results = HccnResults()
         self._ports: dict[tuple[int, int], DevInfo] = {}  # 950 port lists, from -dev_info
+        # a chip the identity job has not read yet (npu-smi learned its physical ID after the
+        # identity job's first run) asks for an identity run now, not in an hour
+        self.identity_due = identity_due
+        self._identified: set[tuple[int, int]] = set()
 
     def poll_hccn_tool(self) -> None:
         self._run("hccn_tool", self._poll)
@@ -133,7 +138,11 @@ class HccnSources:
 
     def _run(self, name: str, body: Callable[[SourceRun], None]) -> None:
         """One job run; nothing is published when there is no chip to ask or no hccn_tool."""
-        if self.is_off() or not self._chips() or not self._busy.acquire(blocking=False):
+        if self.is_off() or not self._chips():
+            return
+        # One call in flight: a port poll that finds the tool busy is skipped (the next comes
+        # soon); an identity run, often asked for by a poll in progress, waits for it.
+        if not self._busy.acquire(timeout=IDENTITY_WAIT if name == SOURCES[1] else 0):
             return
         try:
             missing: list[bool] = []
@@ -183,6 +192,8 @@ class HccnSources:
         return found
 
     def _poll(self, run: SourceRun) -> None:
+        if not self._identified.issuperset((c.npu, c.chip) for c in self._chips()):
+            self.identity_due()
         fresh: dict[str, dict[PortKey, Any]] = {
             name: {} for name in ("link", "speed", "link_stats", "counters", "optical", "health")
         }
@@ -198,8 +209,9 @@ class HccnSources:
     def _poll_identity(self, run: SourceRun) -> None:
         """Slow-changing: the last known values are kept for what is not re-read."""
         address, lldp = dict(self._results.address), dict(self._results.lldp)
+        chips = self._chips()
         try:
-            for c in self._chips():
+            for c in chips:
                 if c.per_port:
                     ports = self._ask(run, hccn_950.parse_dev_info, "-g", "-dev_info",
                                       "-i", str(c.device))
@@ -211,6 +223,7 @@ class HccnSources:
                 address.update({key: found} if found is not None else {})
                 neighbour = self._ask(run, hccn_tool.parse_lldp, *where, "-lldp", "-g")
                 lldp.update({key: neighbour} if neighbour is not None else {})
+            self._identified = {(c.npu, c.chip) for c in chips}
         finally:
             self._results = replace(self._results, address=address, lldp=lldp)
 

@@ -178,3 +178,20 @@ def test_nic_chips_use_the_physical_id_module() -> None:
     results = NpuSmiResults(table=parse_info(TABLE), mapping=mapping)
     assert nic_chips(results) == [NicChip(0, 0, 0, False), NicChip(1, 0, 1, False)]
     assert nic_chips(NpuSmiResults()) == []
+
+
+def test_a_chip_the_identity_job_has_not_read_asks_for_an_identity_run() -> None:
+    clock = Clock()
+    runner = HccnRunner([4, 5], PORT_ANSWERS)
+    chips = TWO[:1]
+    polls, _, _ = hccn_sources(runner, clock, chips)
+    due: list[bool] = []
+    polls.identity_due = lambda: due.append(True)
+    polls.poll_hccn_tool()  # identity has not run at all yet
+    assert due == [True]
+    polls.poll_hccn_tool_identity()
+    polls.poll_hccn_tool()
+    assert due == [True]  # every chip read: not due
+    chips.append(TWO[1])  # npu-smi learned another chip's physical ID
+    polls.poll_hccn_tool()
+    assert due == [True, True]
