@@ -81,7 +81,8 @@ class Throttle(_Model):
 
 
 class Web(_Model):
-    listen_address: str = ":9732"
+    # [host]:port; an IPv6 host in brackets
+    listen_address: str = Field(default=":9732", pattern=r"^(\[[0-9A-Fa-f:.]+\]|[^:\[\]]*):\d+$")
     config_file: Path | None = None
     max_requests: int = Field(default=40, ge=1, le=10000)
 
@@ -96,6 +97,7 @@ class Node(_Model):
 
 class Logging(_Model):
     level: str = Field(default="info", pattern=r"^(debug|info|warning|error)$")
+    format: Literal["logfmt", "json"] = "logfmt"
 
 
 CollectorName = Literal[
@@ -211,12 +213,33 @@ class ConfigError(Exception):
         super().__init__(f"{source}: " + "; ".join(problems))
 
 
+_HINTS = {
+    "web.listen_address": "expected [host]:port, e.g. ':9732', '127.0.0.1:9732' or '[::]:9732'",
+}
+_FRIENDLY = {
+    "extra_forbidden": "unknown key",
+    "tuple_type": "expected a list, e.g. [npu-smi] or [/usr/local/bin/npu-smi, --flag]",
+    "list_type": "expected a list, e.g. [a, b]",
+    "int_parsing": "expected a whole number",
+    "int_type": "expected a whole number",
+    "float_parsing": "expected a number",
+    "float_type": "expected a number",
+    "bool_parsing": "expected true or false",
+    "bool_type": "expected true or false",
+    "dict_type": "expected a mapping (key: value lines)",
+    "model_type": "expected a mapping (key: value lines)",
+}
+
+
 def _problems(error: ValidationError) -> list[str]:
+    """One line per problem: the dotted path, what was expected, and what was found."""
     out = []
     for item in error.errors():
         path = ".".join(str(part) for part in item["loc"]) or "(top level)"
-        message = "unknown key" if item["type"] == "extra_forbidden" else item["msg"]
+        message = _HINTS.get(path) or _FRIENDLY.get(item["type"]) or item["msg"]
         message = message.removeprefix("Value error, ")
+        if item["type"] not in ("extra_forbidden", "missing") and "got" not in message:
+            message += f", got {item.get('input')!r}"
         out.append(f"{path}: {message}")
     return out
 
