@@ -70,14 +70,14 @@ demo: $(STAMP)
 	else \
 	  nohup $(BIN)/npumon run --config config/demo.yaml --web.listen-address :$(PORT) \
 	    > $(DEMO)/npumon.log 2>&1 & echo $$! > $(DEMO)/npumon.pid; \
-	  $(BIN)/python -m npumon.daemon.waitfor http://127.0.0.1:$(PORT)/metrics 20 \
-	    || { echo "the demo daemon did not come up; see $(DEMO)/npumon.log"; tail -n 20 $(DEMO)/npumon.log; exit 1; }; \
+	  $(BIN)/python -m npumon.daemon.waitfor $$(cat $(DEMO)/npumon.pid) $(DEMO)/npumon.log $(PORT) 20 \
+	    || { rm -f $(DEMO)/npumon.pid; exit 1; }; \
 	fi
 	@echo ""
 	@echo "npumon demo is running against the simulated 8x910B node (pid $$(cat $(DEMO)/npumon.pid))."
 	@echo "  metrics:  http://127.0.0.1:$(PORT)/metrics"
 	@echo "  landing:  http://127.0.0.1:$(PORT)/"
-	@echo "  health:   http://127.0.0.1:$(PORT)/healthz"
+	@echo "  health:   http://127.0.0.1:$(PORT)/-/healthy   (PORT=... picks another port)"
 	@echo "  log:      $(DEMO)/npumon.log"
 	@echo "  training: simulated job pid $$(cat $(DEMO)/train.pid), profiled every 2 minutes"
 	@echo "            (npu_step_duration_seconds, npu_profile_bottleneck{workload=\"demo-train\"})"
