@@ -513,3 +513,19 @@ def test_image_and_scheduling_values() -> None:
     assert container(documents)["args"][-1] == "--web.max-requests=8"
     minimal = pod_spec(render(VALUE_SETS["minimal"]))
     assert "priorityClassName" not in minimal and "tolerations" not in minimal
+
+
+@pytest.mark.parametrize("doc", ["README.md", "deploy/README.md", "deploy/helm/npumon/README.md"])
+def test_documented_install_command_renders(doc: str) -> None:
+    """The `helm install` command of each README, its --set flags parsed by Helm's strvals."""
+    text = (ROOT / doc).read_text().replace("\\\n", " ")
+    [command] = [line.split() for line in text.splitlines()
+                 if line.startswith("helm install npumon deploy/helm/npumon")]
+    assert command[command.index("-n") + 1] == "npumon" and "--create-namespace" in command
+    values: dict[str, Any] = {}
+    for flag, expression in zip(command, command[1:], strict=False):
+        if flag == "--set":
+            for key, value in helm.parse_set_string(expression).items():
+                values.setdefault(key, {}).update(value)
+    monitor = one(render(values), "ServiceMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
