@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 DEMO   := .demo
 PORT   ?= 9732
 
-.PHONY: all demo demo-stop test test-fast lint typecheck imports bench tools clean
+.PHONY: all demo demo-stop test test-fast lint typecheck imports bench tools generate clean
 
 all: test
 
@@ -52,6 +52,12 @@ test: $(STAMP) tools lint typecheck imports
 # `make test` runs those too, plus lint, mypy and the import contracts.
 test-fast: $(STAMP) tools
 	$(BIN)/python -m pytest -q -m "not integration and not fleet"
+
+# The Helm chart's copies of the rules and dashboards, and deploy/kubernetes/npumon.yaml (the
+# chart rendered), after a change to config/prometheus/npumon-rules.yml, grafana/dashboards or
+# the chart. tests/fleet/test_helm_chart.py fails while they are out of date.
+generate: $(STAMP)
+	$(BIN)/python deploy/helm/generate.py
 
 bench: $(STAMP)
 	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

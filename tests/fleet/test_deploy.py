@@ -1,8 +1,8 @@
-"""Deployment files: YAML syntax, files the compose file mounts, generated manifests in sync."""
+"""Deployment files: YAML syntax, files the compose file mounts, the systemd unit. The Helm chart
+and deploy/kubernetes (the chart rendered) are tested in test_helm_chart.py."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,9 +14,11 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 BIN = Path(sys.executable).parent
+CHART_TEMPLATES = DEPLOY / "helm" / "npumon" / "templates"  # Go templates, not YAML until rendered
 YAML_FILES = sorted(
-    [*DEPLOY.rglob("*.yaml"), *DEPLOY.rglob("*.yml"), *(ROOT / "grafana").rglob("*.yml"),
-     *(ROOT / "config" / "prometheus").glob("*.yml")]
+    [p for p in [*DEPLOY.rglob("*.yaml"), *DEPLOY.rglob("*.yml")]
+     if not p.is_relative_to(CHART_TEMPLATES)]
+    + [*(ROOT / "grafana").rglob("*.yml"), *(ROOT / "config" / "prometheus").glob("*.yml")]
 )
 SIM_CONFIGS = sorted((DEPLOY / "compose").glob("sim-*.yaml"))
 
@@ -89,44 +91,15 @@ def test_compose_prometheus_config_is_valid() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.integration
-def test_generated_kubernetes_manifests_are_in_sync() -> None:
-    result = run(sys.executable, DEPLOY / "kubernetes" / "generate.py", "--check")
-    assert result.returncode == 0, result.stderr
-
-
-def test_prometheusrule_carries_the_rules_file() -> None:
-    rule = yaml.safe_load((DEPLOY / "kubernetes" / "prometheusrule.yaml").read_text())
-    rules = yaml.safe_load((ROOT / "config" / "prometheus" / "npumon-rules.yml").read_text())
-    assert rule["kind"] == "PrometheusRule"
-    assert rule["spec"]["groups"] == rules["groups"]
-
-
-def test_dashboards_configmap_carries_every_dashboard() -> None:
-    configmap = yaml.safe_load((DEPLOY / "kubernetes" / "grafana-dashboards.yaml").read_text())
-    dashboards = {p.name: p for p in (ROOT / "grafana" / "dashboards").glob("*.json")}
-    assert set(configmap["data"]) == set(dashboards)
-    for name, text in configmap["data"].items():
-        assert json.loads(text) == json.loads(dashboards[name].read_text())
-
-
 def test_kustomization_lists_every_manifest() -> None:
     folder = DEPLOY / "kubernetes"
     listed = set(yaml.safe_load((folder / "kustomization.yaml").read_text())["resources"])
     assert listed == {p.name for p in folder.glob("*.yaml")} - {"kustomization.yaml"}
-
-
-def test_daemonset_mounts_what_npu_smi_needs() -> None:
-    daemonset = yaml.safe_load((DEPLOY / "kubernetes" / "daemonset.yaml").read_text())
-    pod = daemonset["spec"]["template"]["spec"]
-    host_paths = {v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
-    assert {"/usr/local/Ascend/driver", "/usr/local/bin/npu-smi", "/dev"} <= host_paths
-    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    keys = {e["key"] for t in terms["nodeSelectorTerms"] for e in t["matchExpressions"]}
-    assert keys == {"accelerator"}
-    container = pod["containers"][0]
-    assert {"requests", "limits"} <= set(container["resources"])
-    assert container["ports"][0]["containerPort"] == 9732
+    namespace = yaml.safe_load((folder / "namespace.yaml").read_text())
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    namespaces = {d["metadata"]["namespace"] for d in
+                  yaml.safe_load_all((folder / "npumon.yaml").read_text()) if d is not None}
+    assert namespaces == {namespace["metadata"]["name"]}
 
 
 def test_systemd_unit_keeps_the_npu_devices_visible() -> None:
