@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from npumon.daemon import __version__
 from npumon.daemon.config import Config
+from npumon.daemon.faults import load_fault_table
 from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.runner import run_command
 from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources, Runner
@@ -46,6 +47,7 @@ class Agent:
             config.throttle,
             max_processes_per_chip=config.npu_smi.max_processes_per_chip,
             cann_version=config.node.cann_version,
+            fault_level=load_fault_table(config.faults.code_table).level_of,
             clock=clock,
         )
         if previous is not None:

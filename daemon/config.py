@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from npumon.daemon.faults import load_fault_table
 from npumon.daemon.model.profile import AnalysisLimits, Thresholds
 
 _DURATION = re.compile(r"(?P<num>\d+(\.\d+)?)(?P<unit>ms|s|m|h|d)\Z")
@@ -93,6 +94,18 @@ class Textfile(_Model):
 
 class Node(_Model):
     cann_version: str | None = None
+
+
+class Faults(_Model):
+    # the device plugin's faultCode.json on the node (it may be customised); None: the shipped one
+    code_table: Path | None = None
+
+    @field_validator("code_table")
+    @classmethod
+    def _readable_table(cls, path: Path | None) -> Path | None:
+        if path is not None:
+            load_fault_table(path)  # FaultTableError is a ValueError: reported with its path
+        return path
 
 
 class Logging(_Model):
@@ -202,6 +215,7 @@ class Config(_Model):
     logging: Logging = Logging()
     profiling: Profiling = Profiling()
     collectors: Collectors = Collectors()
+    faults: Faults = Faults()
 
 
 class ConfigError(Exception):

@@ -10,7 +10,7 @@ from dataclasses import replace
 from npumon.daemon.config import Throttle as ThrottleConfig
 from npumon.daemon.model.npu_smi import InfoTable, NpuSmiResults
 from npumon.daemon.model.profile import ProfilingView
-from npumon.daemon.model.reading import ThrottleRule, read_chips
+from npumon.daemon.model.reading import FaultLevel, ThrottleRule, read_chips
 from npumon.daemon.model.snapshot import (
     EMPTY_SNAPSHOT,
     ChipId,
@@ -34,11 +34,13 @@ class SnapshotStore:
         *,
         max_processes_per_chip: int = 8,
         cann_version: str | None = None,
+        fault_level: FaultLevel = lambda code: "unknown",
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._throttle = throttle
         self._max_processes = max_processes_per_chip
         self._cann_version = cann_version
+        self._fault_level = fault_level
         self._clock = clock
         self._lock = threading.Lock()
         self._npu_smi = NpuSmiResults()
@@ -98,6 +100,7 @@ class SnapshotStore:
             chips = read_chips(
                 self._npu_smi, self._throttle_rule,
                 max_processes=self._max_processes, profiling=self._profiling,
+                fault_level=self._fault_level,
             )
             self.merges += 1
         self._latest = replace(

@@ -52,7 +52,7 @@ class ChipReading:
     chip: int
     identity: tuple[tuple[str, str], ...] = ()  # known npu_chip_info labels, (name, value)
     health_state: str = "unknown"  # one of HEALTH_STATES
-    error_codes: tuple[str, ...] = ()
+    error_codes: tuple[tuple[str, str], ...] = ()  # (code as printed, fault-table level)
     aicore_ratio: float | None = None
     aivector_ratio: float | None = None
     aicube_ratio: float | None = None
@@ -93,6 +93,8 @@ class ThrottleRule:
 
 
 ThrottleRules = Callable[[str | None], ThrottleRule]
+FaultLevel = Callable[[str], str]
+"""A health error code's handling level in the fault table (`daemon/faults`), else unknown."""
 """The rule for a chip model name (exact name, longest prefix, default)."""
 
 _NO_USAGE = ChipUsage(chip=0)
@@ -136,6 +138,7 @@ def read_chips(
     *,
     max_processes: int,
     profiling: frozenset[ChipId] = frozenset(),
+    fault_level: FaultLevel = lambda code: "unknown",
 ) -> tuple[ChipReading, ...]:
     """One reading per chip of the latest table (no table: no chips, never stale ones)."""
     if results.table is None:
@@ -158,13 +161,19 @@ def read_chips(
             rules(t.name),
             max_processes=max_processes,
             profiling=(t.npu, t.chip) in profiling,
+            fault_level=fault_level,
         )
         for t in results.table.chips
     )
 
 
 def read_chip(
-    parts: ChipParts, rule: ThrottleRule, *, max_processes: int, profiling: bool = False
+    parts: ChipParts,
+    rule: ThrottleRule,
+    *,
+    max_processes: int,
+    profiling: bool = False,
+    fault_level: FaultLevel = lambda code: "unknown",
 ) -> ChipReading:
     """The merged reading of one chip: the most specific or freshest tier first, per field."""
     t, u = parts.table, parts.usage or _NO_USAGE
@@ -175,7 +184,8 @@ def read_chip(
         chip=t.chip,
         identity=_identity(parts),
         health_state=health_state(first(parts.health.status if parts.health else None, t.health)),
-        error_codes=tuple(dict.fromkeys(parts.health.error_codes if parts.health else ())),
+        error_codes=tuple((code, fault_level(code)) for code in dict.fromkeys(
+            parts.health.error_codes if parts.health else ())),
         aicore_ratio=first(u.aicore_ratio, c.aicore_ratio, t.aicore_ratio),
         # 310P calls its vector unit "Vectorcore"; it is the same thing as AI Vector.
         aivector_ratio=first(u.aivector_ratio, u.vectorcore_ratio),
