@@ -30,18 +30,22 @@ tools:
 	@promtool --version 2>&1 | head -n 1
 
 lint: $(STAMP)
-	$(BIN)/ruff check daemon exporters simulator tests bench
+	$(BIN)/ruff check daemon exporters simulator podresources tests bench
 
 # mypy resolves npumon.* through a tree of symlinks (the editable install uses an import hook
 # that mypy cannot follow).
-typecheck: $(STAMP) .mypy-src/npumon
-	MYPYPATH=.mypy-src $(BIN)/mypy -p npumon.daemon -p npumon.exporters -p npumon.simulator
+typecheck: $(STAMP) .mypy-src/npumon .mypy-src/npumon/podresources
+	MYPYPATH=.mypy-src $(BIN)/mypy -p npumon.daemon -p npumon.exporters -p npumon.simulator \
+	  -p npumon.podresources
 
 .mypy-src/npumon:
 	@mkdir -p .mypy-src/npumon && for d in daemon exporters simulator; do ln -sfn ../../$$d .mypy-src/npumon/$$d; done
 
+.mypy-src/npumon/podresources: .mypy-src/npumon
+	@ln -sfn ../../podresources $@
+
 # The layering (docs/architecture.md, "Import rules") as import-linter contracts: .importlinter
-imports: $(STAMP) .mypy-src/npumon
+imports: $(STAMP) .mypy-src/npumon .mypy-src/npumon/podresources
 	PYTHONPATH=.mypy-src $(BIN)/lint-imports --no-cache
 
 test: $(STAMP) tools lint typecheck imports
