@@ -86,7 +86,7 @@ def serve(socket: Path, pods: Pods, hang: Callable[[], float] = lambda: 0.0) -> 
     server.add_generic_rpc_handlers((handler,))
     if socket.exists():
         socket.unlink()  # a socket left by a killed run
-    server.add_insecure_port(f"unix://{socket}")
+    server.add_insecure_port(f"unix://{socket.absolute()}")
     server.start()
     return server
 

@@ -25,7 +25,7 @@ _REASONS = {
 
 def list_devices(socket: Path, timeout: float) -> list[DeviceRow]:
     """Every container's devices, as plain rows; SourceFailure names what went wrong."""
-    with grpc.insecure_channel(f"unix://{socket}") as channel:
+    with grpc.insecure_channel(f"unix://{socket.absolute()}") as channel:
         call = channel.unary_unary(
             LIST_METHOD,
             request_serializer=ListPodResourcesRequest.SerializeToString,
