@@ -137,6 +137,8 @@ class SnapshotStore:
         problems += [("unmapped_device", d) for d in found.unmapped]
         for kind, text in problems:
             if text not in self._seen_problems:
+                if len(self._seen_problems) >= 10_000:  # bounded under endless pod churn
+                    self._seen_problems.clear()
                 self._seen_problems.add(text)
                 self._problems[kind] += 1
                 log.warning("event=attribution_%s detail=%r", kind, text)
