@@ -30,18 +30,22 @@ tools:
 	@promtool --version 2>&1 | head -n 1
 
 lint: $(STAMP)
-	$(BIN)/ruff check daemon exporters simulator tests bench
+	$(BIN)/ruff check daemon exporters simulator podresources tests bench
 
 # mypy resolves npumon.* through a tree of symlinks (the editable install uses an import hook
 # that mypy cannot follow).
-typecheck: $(STAMP) .mypy-src/npumon
-	MYPYPATH=.mypy-src $(BIN)/mypy -p npumon.daemon -p npumon.exporters -p npumon.simulator
+typecheck: $(STAMP) .mypy-src/npumon .mypy-src/npumon/podresources
+	MYPYPATH=.mypy-src $(BIN)/mypy -p npumon.daemon -p npumon.exporters -p npumon.simulator \
+	  -p npumon.podresources
 
 .mypy-src/npumon:
 	@mkdir -p .mypy-src/npumon && for d in daemon exporters simulator; do ln -sfn ../../$$d .mypy-src/npumon/$$d; done
 
+.mypy-src/npumon/podresources: .mypy-src/npumon
+	@ln -sfn ../../podresources $@
+
 # The layering (docs/architecture.md, "Import rules") as import-linter contracts: .importlinter
-imports: $(STAMP) .mypy-src/npumon
+imports: $(STAMP) .mypy-src/npumon .mypy-src/npumon/podresources
 	PYTHONPATH=.mypy-src $(BIN)/lint-imports --no-cache
 
 test: $(STAMP) tools lint typecheck imports
@@ -71,6 +75,11 @@ demo: $(STAMP)
 	  PROFILING_MODE=dynamic nohup $(BIN)/npumon-sim-train --profile conversion_bound \
 	    --step-seconds 0.5 > $(DEMO)/train.log 2>&1 & echo $$! > $(DEMO)/train.pid; \
 	fi
+	@# a fake kubelet (pod-resources on a unix socket) with the scenario's pods
+	@if [ -f $(DEMO)/kubelet.pid ] && kill -0 $$(cat $(DEMO)/kubelet.pid) 2>/dev/null; then :; else \
+	  nohup $(BIN)/npumon-sim-kubelet --scenario 910b-8 --socket $(DEMO)/kubelet.sock \
+	    > $(DEMO)/kubelet.log 2>&1 & echo $$! > $(DEMO)/kubelet.pid; \
+	fi
 	@if [ -f $(DEMO)/npumon.pid ] && kill -0 $$(cat $(DEMO)/npumon.pid) 2>/dev/null; then \
 	  echo "demo already running (pid $$(cat $(DEMO)/npumon.pid)); 'make demo-stop' stops it"; \
 	else \
@@ -87,12 +96,14 @@ demo: $(STAMP)
 	@echo "  log:      $(DEMO)/npumon.log"
 	@echo "  training: simulated job pid $$(cat $(DEMO)/train.pid), profiled every 2 minutes"
 	@echo "            (npu_step_duration_seconds, npu_profile_bottleneck{workload=\"demo-train\"})"
+	@echo "  pods:     fake kubelet pid $$(cat $(DEMO)/kubelet.pid) (npu_chip_allocation_info)"
 	@echo "  one shot: $(BIN)/npumon collect --once --config config/demo.yaml"
 	@echo "  stop:     make demo-stop"
 
 demo-stop:
 	@if [ -f $(DEMO)/npumon.pid ]; then kill $$(cat $(DEMO)/npumon.pid) 2>/dev/null || true; rm -f $(DEMO)/npumon.pid; echo stopped; fi
 	@if [ -f $(DEMO)/train.pid ]; then kill $$(cat $(DEMO)/train.pid) 2>/dev/null || true; rm -f $(DEMO)/train.pid; fi
+	@if [ -f $(DEMO)/kubelet.pid ]; then kill $$(cat $(DEMO)/kubelet.pid) 2>/dev/null || true; rm -f $(DEMO)/kubelet.pid; fi
 
 clean:
 	rm -rf $(VENV) $(DEMO) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info

@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -14,9 +15,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from npumon.daemon import __version__
 from npumon.daemon.config import Config
+from npumon.daemon.containers import ContainerResolver
 from npumon.daemon.faults import load_fault_table
 from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.runner import run_command
+from npumon.daemon.sources.kubelet import PodResourcesSource
 from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources, Runner
 from npumon.daemon.store import SnapshotStore
 from npumon.exporters.collector import NpuCollector
@@ -40,8 +43,10 @@ class Agent:
         runner: Runner = run_command,
         clock: Callable[[], float] = time.time,
         previous: Agent | None = None,
+        proc_root: Path = Path("/proc"),
     ) -> None:
-        """``previous``: the agent a reload replaces; its results are served until new ones."""
+        """``previous``: the agent a reload replaces; its results are served until new ones.
+        ``proc_root``: where the owners of npu-smi's processes are read (tests: a fake one)."""
         self.config = config
         self.store = SnapshotStore(
             config.throttle,
@@ -55,8 +60,13 @@ class Agent:
         smi = NpuSmi(config.npu_smi.command, config.npu_smi.timeout, runner)
         self.sources = NpuSmiSources(
             smi, self.store.publish_npu_smi, health_interval=config.npu_smi.intervals.health,
-            identity_due=self._identity_due, clock=clock,
+            identity_due=self._identity_due, clock=clock, containers=ContainerResolver(proc_root),
             initial=previous.sources.results() if previous is not None else None,
+        )
+        kube = config.kubernetes
+        self.pod_resources = PodResourcesSource(
+            kube.pod_resources_socket, kube.timeout, kube.resource_prefixes,
+            self.store.publish_pod_resources, clock=clock,
         )
         self.profiler: Profiler | None = None
         if config.profiling.active():
@@ -79,6 +89,7 @@ class Agent:
     def collect_once(self) -> bytes:
         """Run every source once (and analyse what is under profiling.ingest.paths)."""
         self.sources.poll_all()
+        self.pod_resources.poll()
         if self.profiler is not None:
             self.profiler.ingest_once()
         return generate_latest(self.registry)
@@ -122,6 +133,8 @@ class Agent:
         ]
         if self.config.textfile.path is not None:
             jobs.append((self.write_textfile, intervals.table, 2.0))
+        # kubelet pod-resources: a stat per run while the socket is absent (grpc not loaded)
+        jobs.append((self.pod_resources.poll, self.config.kubernetes.interval, 0.2))
         for func, every, offset in jobs:
             scheduler.add_job(
                 func, IntervalTrigger(seconds=every), id=func.__name__,

@@ -115,9 +115,22 @@ class Logging(_Model):
 
 CollectorName = Literal[
     "identity", "health", "utilization", "power", "memory", "clocks", "ecc", "processes",
+    "kubernetes",
     "profiling", "sources", "node", "profiles",
 ]
 """The exporters' collectors (a test keeps this equal to exporters.collector.COLLECTOR_NAMES)."""
+
+
+class Kubernetes(_Model):
+    """The kubelet pod-resources source (off while the socket does not exist)."""
+
+    pod_resources_socket: Path = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
+    interval: Duration = 30.0
+    timeout: Duration = 5.0
+    # prefixes, not names: vNPU resource names carry the template (huawei.com/Ascend910-2c)
+    resource_prefixes: tuple[str, ...] = Field(
+        default=("huawei.com/Ascend", "huawei.com/npu"), min_length=1
+    )
 
 
 class Collectors(_Model):
@@ -216,6 +229,7 @@ class Config(_Model):
     profiling: Profiling = Profiling()
     collectors: Collectors = Collectors()
     faults: Faults = Faults()
+    kubernetes: Kubernetes = Kubernetes()
 
 
 class ConfigError(Exception):

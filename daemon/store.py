@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 
 from npumon.daemon.config import Throttle as ThrottleConfig
+from npumon.daemon.model.attribution import Attribution, attribute
+from npumon.daemon.model.kubelet import PodResourcesResults
 from npumon.daemon.model.npu_smi import InfoTable, NpuSmiResults
 from npumon.daemon.model.profile import ProfilingView
 from npumon.daemon.model.reading import FaultLevel, ThrottleRule, read_chips
@@ -18,6 +22,8 @@ from npumon.daemon.model.snapshot import (
     NodeSnapshot,
     SourceStatus,
 )
+
+log = logging.getLogger(__name__)
 
 
 class SnapshotStore:
@@ -44,6 +50,9 @@ class SnapshotStore:
         self._clock = clock
         self._lock = threading.Lock()
         self._npu_smi = NpuSmiResults()
+        self._pods: PodResourcesResults | None = None  # None: no pod-resources (or it failed)
+        self._problems: Counter[str] = Counter()
+        self._seen_problems: set[str] = set()
         self._profiling: frozenset[ChipId] = frozenset()
         self._sources: dict[str, SourceStatus] = {}
         self._latest = EMPTY_SNAPSHOT
@@ -63,6 +72,7 @@ class SnapshotStore:
         """
         with self._lock:
             self._npu_smi = previous._npu_smi  # noqa: SLF001 (same class)
+            self._pods = previous._pods  # noqa: SLF001
             self._sources = dict(previous._sources)  # noqa: SLF001
             self._publish(merge=True)
 
@@ -70,6 +80,15 @@ class SnapshotStore:
         """One npu-smi source run: its results (all tiers' latest) and its status, together."""
         with self._lock:
             self._npu_smi = results
+            self._sources[status.source] = status
+            self._publish(merge=True)
+
+    def publish_pod_resources(
+        self, results: PodResourcesResults | None, status: SourceStatus
+    ) -> None:
+        """One kubelet pod-resources run: who holds which devices (None: unknown) and status."""
+        with self._lock:
+            self._pods = results
             self._sources[status.source] = status
             self._publish(merge=True)
 
@@ -101,6 +120,7 @@ class SnapshotStore:
                 self._npu_smi, self._throttle_rule,
                 max_processes=self._max_processes, profiling=self._profiling,
                 fault_level=self._fault_level,
+                owners=self._attribute(),
             )
             self.merges += 1
         self._latest = replace(
@@ -110,7 +130,22 @@ class SnapshotStore:
             chips=chips,
             sources=tuple(self._sources[name] for name in sorted(self._sources)),
             has_table=self._npu_smi.table is not None,
+            attribution_problems=tuple(sorted(self._problems.items())),
         )
+
+    def _attribute(self) -> Attribution:
+        """Owners of chips and processes; each new conflict or unmapped device logged once."""
+        found = attribute(self._npu_smi, self._pods)
+        problems = [("conflict", c) for c in found.conflicts]
+        problems += [("unmapped_device", d) for d in found.unmapped]
+        for kind, text in problems:
+            if text not in self._seen_problems:
+                if len(self._seen_problems) >= 10_000:  # bounded under endless pod churn
+                    self._seen_problems.clear()
+                self._seen_problems.add(text)
+                self._problems[kind] += 1
+                log.warning("event=attribution_%s detail=%r", kind, text)
+        return found
 
     def _throttle_rule(self, model: str | None) -> ThrottleRule:
         limits = self._throttle.limits_for(model)

@@ -26,6 +26,7 @@ from npumon.exporters.chip_clocks import render_clocks, render_ecc
 from npumon.exporters.chip_health import render_health, render_identity
 from npumon.exporters.chip_load import render_power, render_profiling, render_utilization
 from npumon.exporters.chip_memory import render_memory, render_processes
+from npumon.exporters.kubernetes import render_kubernetes
 from npumon.exporters.profiles import render_profiles
 from npumon.exporters.spec import Renderer
 
@@ -40,6 +41,7 @@ COLLECTORS: tuple[tuple[str, Renderer], ...] = (
     ("clocks", render_clocks),  # npu_aicore_*frequency_hertz, npu_throttled
     ("ecc", render_ecc),  # npu_*_ecc_errors_total
     ("processes", render_processes),  # npu_process_hbm_used_bytes
+    ("kubernetes", render_kubernetes),  # npu_chip_allocation_info, npu_chip_allocated
     ("profiling", render_profiling),  # npu_profiling_active
     ("sources", render_sources),  # npumon_source_*
     ("node", render_node),  # npumon_chips, npumon_snapshot_timestamp_seconds

@@ -45,6 +45,8 @@ class NodeSnapshot:
     sources: tuple[SourceStatus, ...]
     has_table: bool = False  # False until the first successful `npu-smi info`
     profiling: ProfilingView | None = None  # None when profiling and ingest are both off
+    # since start, per kind (conflict, unmapped_device): attribution problems (model/attribution)
+    attribution_problems: tuple[tuple[str, int], ...] = ()
 
 
 EMPTY_SNAPSHOT = NodeSnapshot(taken_at=0.0, node=NodeIdentity(), chips=(), sources=())

@@ -21,8 +21,11 @@ _DURATION = re.compile(
 
 
 def exposition(node: str) -> str:
-    config = parse_config({"npu_smi": {"command": fake_npu_smi(node), "timeout": "20s"}})
-    agent = Agent(config, clock=lambda: FROZEN_TIME)
+    config = parse_config({"npu_smi": {"command": fake_npu_smi(node), "timeout": "20s"},
+                           # no kubelet here, whatever the machine running the tests has
+                           "kubernetes": {"pod_resources_socket": "/nonexistent/kubelet.sock"}})
+    # an empty /proc: the fixture's PIDs may be live processes of this machine
+    agent = Agent(config, clock=lambda: FROZEN_TIME, proc_root=NODES / "no-proc")
     return agent.collect_once().decode()
 
 

@@ -37,6 +37,7 @@ CONTRACT = frozenset({
     "npumon_source_last_success_timestamp_seconds", "npumon_source_failures_total",
     "npumon_captures_total", "npumon_capture_last_success_timestamp_seconds",
     "npumon_capture_duration_seconds", "npumon_build_info",
+    "npu_chip_allocation_info", "npu_chip_allocated", "npumon_attribution_problems_total",
 })
 
 
