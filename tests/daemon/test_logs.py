@@ -47,13 +47,16 @@ class SimulatedNode:
         self.scenario = load_scenario(str(scenario))
         self.now = 1_000_000.0
         self.calls = 0
+        self._state: tuple[float, object] = (-1.0, None)  # the node at `now`, built once a tick
 
     def clock(self) -> float:
         return self.now
 
     def __call__(self, argv: Sequence[str], timeout: float, **_: object) -> CommandResult:
         self.calls += 1
-        result = render(list(argv[1:]), node_state(self.scenario, self.now))
+        if self._state[0] != self.now:
+            self._state = (self.now, node_state(self.scenario, self.now))
+        result = render(list(argv[1:]), self._state[1])  # type: ignore[arg-type]
         return CommandResult(tuple(argv), result.stdout, result.stderr, result.exit_code, 0.0)
 
 
