@@ -44,7 +44,8 @@ STEP_SECONDS = 0.05
 POLLING: dict[str, Any] = {"poll": 0.5, "tolerate": (OSError,)}
 SLOWER_STEP_SECONDS = 0.15
 
-# 8 x 910B: NPU 3 overheats and clocks down, NPU 5 is in Alarm, NPU 6 holds HBM but idles,
+# 8 x 910B: NPU 3 overheats and clocks down, NPU 5 is in Alarm (a restart_npu and a not_handle
+# code), NPU 6 holds HBM but idles,
 # NPU 7 is held by a pod that never uses it. A fake kubelet (npumon-sim-kubelet) serves the pods.
 # The epoch lies 10 minutes back so the overheat ramp is over when the test starts.
 SCENARIO_910B = """
@@ -58,7 +59,7 @@ processes:
   - {{npu: 6, pid: 31337, name: jupyter-lab, hbm_mb: 20480}}
 events:
   - {{kind: overheat, npu: 3, temperature_celsius: 96, throttled_mhz: 1100, load_percent: 96}}
-  - {{kind: alarm, npu: 5, health: Alarm, error_codes: [A4025021]}}
+  - {{kind: alarm, npu: 5, health: Alarm, error_codes: [A4025021, 8C03A000]}}
   - {{kind: idle, npu: 6}}
   - {{kind: idle, npu: 7}}
 kubernetes:
@@ -276,7 +277,9 @@ def test_expected_alerts_reach_pending(prometheus: str) -> None:
         {"alertname": "NpuThermalThrottling", "instance": n910b, "npu": "3"},
         {"alertname": "NpuTemperatureNearLimit", "instance": n910b, "npu": "3"},
         {"alertname": "NpuHealthCritical", "instance": n910b, "npu": "5"},
-        {"alertname": "NpuErrorCodePresent", "instance": n910b, "npu": "5"},
+        # the fault table: 8C03A000 is restart_npu (pages), A4025021 not_handle (silent)
+        {"alertname": "NpuFaultNeedsChipAction", "instance": n910b, "npu": "5",
+         "code": "8C03A000", "level": "restart_npu", "severity": "critical"},
         {"alertname": "NpuAllocatedChipLowUtilization", "instance": n910b, "npu": "6"},
         {"alertname": "NpuAllocatedChipIdle", "instance": n910b, "npu": "6"},
         {"alertname": "NpuAllocatedChipLowUtilization", "instance": n910b, "npu": "6",
@@ -301,6 +304,7 @@ def test_expected_alerts_reach_pending(prometheus: str) -> None:
     assert [a["npu"] for a in alerts if a["alertname"] == "NpuAllocatedChipUnused"] == ["7"]
     # Busy, allocated chips do not count as low utilization.
     assert not has(alerts, alertname="NpuAllocatedChipLowUtilization", instance=n910b, npu="0")
+    assert not any(a.get("code") == "A4025021" for a in alerts)  # not_handle never alerts
     # Steady jobs are no regression; every capture succeeded or saw its job end.
     assert not has(alerts, alertname="NpuStepTimeRegression", workload="convert")
     assert not has(alerts, alertname="NpuStepTimeRegression", workload="input")
