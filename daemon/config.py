@@ -96,6 +96,11 @@ class Node(_Model):
     cann_version: str | None = None
 
 
+class Compat(_Model):
+    # also serve Huawei npu-exporter's names, units and labels (exporters/compat.py)
+    npu_exporter_names: bool = False
+
+
 class Faults(_Model):
     # the device plugin's faultCode.json on the node (it may be customised); None: the shipped one
     code_table: Path | None = None
@@ -116,7 +121,7 @@ class Logging(_Model):
 CollectorName = Literal[
     "identity", "health", "utilization", "power", "memory", "clocks", "ecc", "processes",
     "kubernetes",
-    "profiling", "sources", "node", "profiles",
+    "profiling", "sources", "node", "profiles", "npu_exporter_compat",
 ]
 """The exporters' collectors (a test keeps this equal to exporters.collector.COLLECTOR_NAMES)."""
 
@@ -229,6 +234,7 @@ class Config(_Model):
     profiling: Profiling = Profiling()
     collectors: Collectors = Collectors()
     faults: Faults = Faults()
+    compat: Compat = Compat()
     kubernetes: Kubernetes = Kubernetes()
 
 
