@@ -3,8 +3,10 @@ and deploy/kubernetes (the chart rendered) are tested in test_helm_chart.py."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+IMAGE = f"npumon:{VERSION}"  # the one image name, everywhere
 BIN = Path(sys.executable).parent
 CHART_TEMPLATES = DEPLOY / "helm" / "npumon" / "templates"  # Go templates, not YAML until rendered
 YAML_FILES = sorted(
@@ -54,7 +58,7 @@ def test_compose_mounts_files_that_exist() -> None:
 
 def test_compose_runs_three_families_on_their_configs() -> None:
     services = compose()["services"]
-    nodes = {name: s for name, s in services.items() if s.get("image") == "npumon:dev"}
+    nodes = {name: s for name, s in services.items() if s.get("image") == IMAGE}
     assert len(nodes) == 3
     configs = set()
     for service in nodes.values():
@@ -71,7 +75,7 @@ def test_compose_prometheus_scrapes_every_node() -> None:
     config = yaml.safe_load((DEPLOY / "prometheus.yml").read_text())
     targets = {t for job in config["scrape_configs"] if job["job_name"] == "npumon"
                for group in job["static_configs"] for t in group["targets"]}
-    nodes = {name for name, s in services.items() if s.get("image") == "npumon:dev"}
+    nodes = {name for name, s in services.items() if s.get("image") == IMAGE}
     assert targets == {f"{name}:9732" for name in nodes}
 
 
@@ -127,3 +131,14 @@ def test_systemd_unit_has_exactly_the_documented_capabilities() -> None:
                        "AmbientCapabilities": ""}
     documented = (DEPLOY.parent / "docs" / "privileges.md").read_text()
     assert all(cap in documented for cap in unit["CapabilityBoundingSet"].split())
+
+
+def test_one_image_name_everywhere() -> None:
+    files = [ROOT / "README.md", DEPLOY / "docker-compose.yml",
+             DEPLOY / "kubernetes" / "npumon.yaml", DEPLOY / "helm" / "npumon" / "values.yaml"]
+    for path in files:
+        names = set(re.findall(r"\bnpumon:(?:latest|dev|\d[\w.-]*)", path.read_text()))
+        assert names <= {IMAGE}, (path, names)
+    readme = (ROOT / "README.md").read_text()
+    assert f"docker build -t {IMAGE} ." in readme and f" {IMAGE}\n" in readme
+    assert "--pid=host" in readme and "npumon:latest" not in readme
