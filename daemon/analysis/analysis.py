@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from npumon.daemon.analysis import comm, layout, ops, peers, steptime
+from npumon.daemon.analysis import comm, layout, ops, peers, sqlite_tables, steptime
 from npumon.daemon.analysis.diagnosis import Evidence, diagnose
 from npumon.daemon.analysis.limits import check_sizes
 from npumon.daemon.analysis.readers import (
@@ -17,8 +17,8 @@ from npumon.daemon.analysis.readers import (
 from npumon.daemon.analysis.steps import read_graph_steps, read_torch_steps
 from npumon.daemon.model.profile import (
     AnalysisLimits,
-    Bottleneck,
     AnalysisReport,
+    Bottleneck,
     ProfileSummary,
     Thresholds,
 )
@@ -58,8 +58,22 @@ def _kernel_facts(paths: tuple[Path, ...], t: Thresholds, notes: list[str]) -> o
     return ops.kernel_facts(frame, t, inferred)
 
 
+def _db_facts(path: Path, t: Thresholds) -> ops.OpFacts:
+    frame = sqlite_tables.read_tasks(path)
+    inferred = not frame["op_type"].notna().any()
+    if inferred:  # Level0: no op types, guess them from the kernel names
+        frame = frame.assign(op_type=frame["name"].astype("object").map(ops.infer_op_type))
+    return ops.kernel_facts(frame, t, inferred)
+
+
 def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected) -> None:
     kernel = statistic = None
+    if layout.DB in unit.tables and layout.KERNEL not in unit.tables:
+        try:
+            kernel = _db_facts(unit.tables[layout.DB][0], t)
+            c.sources.append(str(unit.tables[layout.DB][0]))
+        except TableError as exc:
+            c.problems.append(str(exc))
     if layout.KERNEL in unit.tables:
         try:
             kernel = _kernel_facts(unit.tables[layout.KERNEL], t, c.problems)
@@ -91,6 +105,12 @@ def _unit_steps(unit: layout.ProfileUnit, c: _Collected) -> None:
             rows = steptime.torch_rows(read_torch_steps(path, c.problems))
             c.torch_ranks.append((unit.name, rows))
             c.sources.append(str(path))
+        elif layout.ANALYSIS_DB in unit.tables:  # export_type=db: the same step table
+            path = unit.tables[layout.ANALYSIS_DB][0]
+            rows = steptime.torch_rows(sqlite_tables.read_steps(path))
+            if rows:
+                c.torch_ranks.append((unit.name, rows))
+                c.sources.append(str(path))
         if layout.STEP_TRACE in unit.tables:
             paths = unit.tables[layout.STEP_TRACE]
             by_device = steptime.graph_rows(read_graph_steps(paths, c.problems))
