@@ -19,6 +19,7 @@ from npumon.daemon.model.profile import (
     AnalysisLimits,
     AnalysisReport,
     Bottleneck,
+    CommShare,
     ProfileSummary,
     Thresholds,
 )
@@ -204,6 +205,14 @@ def analyze_path(
         c.dp_of[unit.name] = peers.dp_ranks(unit.root)
     if not c.sources:
         raise NoProfileData(f"{path}: no readable profiler table:\n  " + "\n  ".join(c.problems))
+    summary = _summary(c, units, thresholds, top_n, workload or path.resolve().name)
+    return AnalysisReport(summary, tuple(c.sources), tuple(c.problems))
+
+
+def _summary(
+    c: _Collected, units: tuple[layout.ProfileUnit, ...], thresholds: Thresholds, top_n: int,
+    workload: str,
+) -> ProfileSummary:
     facts = ops.merge_facts(c.facts) if c.facts else None
     steps = _steps(c, thresholds)
     groups = peers.peer_groups(steps.ranks, c.dp_of)
@@ -211,8 +220,8 @@ def analyze_path(
     comm_times, links = comm.read(c.comm_files, c.problems)
     mode = _mode(c, units)
     evidence = _evidence(facts, steps, mode, rank_findings + comm.slow_links(links, thresholds))
-    summary = ProfileSummary(
-        workload=workload or path.resolve().name,
+    return ProfileSummary(
+        workload=workload,
         layout="+".join(sorted({u.layout for u in units})),
         capture_time_seconds=_capture_time(units, c.sources),
         step=steps.step,
@@ -230,13 +239,21 @@ def analyze_path(
         rank_spread=spreads,
         bottlenecks=diagnose(evidence, thresholds),
         mode=mode,
-        communication=ops.comm_shares(facts, c.step_total_us(c.kernel_units)) if facts else (),
+        communication=_comm_shares(facts, c.step_total_us(c.kernel_units)) if facts else (),
         comm_times=comm_times,
         links=links,
         peer_groups=groups if len(groups) > 1 or len(steps.ranks) > 1 else (),
         ai_cpu_op_types=_ai_cpu_names(facts),
     )
-    return AnalysisReport(summary, tuple(c.sources), tuple(c.problems))
+
+
+def _comm_shares(facts: ops.OpFacts, step_total_us: float | None) -> tuple[CommShare, ...]:
+    """Communication task time by collective; ratio over the step time those tasks ran in."""
+    ranked = sorted(facts.comm.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    return tuple(
+        CommShare(kind, us / 1e6, us / step_total_us if step_total_us else None, n)
+        for kind, (us, n) in ranked
+    )
 
 
 def _conversion_seconds(facts: ops.OpFacts | None) -> float | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from npumon.daemon.analysis.collectives import collective_of, is_communication
-from npumon.daemon.model.profile import CORE_TYPES, CommShare, CoreShare, OpShare, Thresholds
+from npumon.daemon.model.profile import CORE_TYPES, CoreShare, OpShare, Thresholds
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -249,15 +249,6 @@ def merge_facts(facts: list[OpFacts]) -> OpFacts:
         small_count=sum(f.small_count for f in facts),
         op_count=sum(f.op_count for f in facts),
         inferred=any(f.inferred for f in facts),
-    )
-
-
-def comm_shares(facts: OpFacts, step_total_us: float | None) -> tuple[CommShare, ...]:
-    """Communication task time by collective; ratio over the step time those tasks ran in."""
-    ranked = sorted(facts.comm.items(), key=lambda kv: (-kv[1][0], kv[0]))
-    return tuple(
-        CommShare(kind, us / 1e6, us / step_total_us if step_total_us else None, n)
-        for kind, (us, n) in ranked
     )
 
 
