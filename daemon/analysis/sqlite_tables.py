@@ -41,8 +41,9 @@ _ABSENT = ("N/A", "", None)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    try:  # read-only: the worker runs as root and must never change a profile
-        return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:  # read-only, and immutable: a WAL-mode export gets no -shm/-wal file beside it (the
+        # worker runs as root and must never change a profile; exports are finished files)
+        return sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
     except sqlite3.Error as exc:
         raise TableError(f"{path}: cannot open the database ({exc})") from exc
 

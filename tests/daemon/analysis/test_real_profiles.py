@@ -180,7 +180,7 @@ def test_slow_link_against_the_expected_bandwidth() -> None:
 def test_db_export_matches_its_own_database() -> None:
     root = TREES / "db_level1" / "rank0_ascend_pt" / OUT
     summary = analyze_path(TREES / "db_level1").summary
-    db = sqlite3.connect(root / "ascend_pytorch_profiler_0.db")
+    db = sqlite3.connect(f"file:{root / 'ascend_pytorch_profiler_0.db'}?mode=ro", uri=True)
     compute_us = db.execute("SELECT SUM(t.endNs - t.startNs) / 1000.0 FROM TASK t JOIN "
                             "COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId").fetchone()[0]
     comm_us, comm_n = db.execute(
@@ -189,8 +189,9 @@ def test_db_export_matches_its_own_database() -> None:
         "SELECT s.value, SUM(t.endNs - t.startNs) FROM TASK t JOIN COMPUTE_TASK_INFO c ON "
         "c.globalTaskId = t.globalTaskId JOIN STRING_IDS s ON s.id = c.opType GROUP BY 1 "
         "ORDER BY 2 DESC LIMIT 1").fetchone()
-    steps = sqlite3.connect(root / "analysis.db").execute(
+    steps = sqlite3.connect(f"file:{root / 'analysis.db'}?mode=ro", uri=True).execute(
         "SELECT computing, communication_not_overlapped, free FROM StepTraceTime").fetchone()
+    assert sorted(p.name for p in root.iterdir()) == ["analysis.db", "ascend_pytorch_profiler_0.db"]
     assert summary.op_total_seconds == pytest.approx(compute_us / 1e6)
     assert summary.communication[0].seconds == pytest.approx(comm_us / 1e6)
     assert summary.communication[0].count == comm_n
