@@ -168,22 +168,24 @@ def _link_bandwidth(view: ProfilingView, skips: _Skips) -> Family:
 
 # a node has at most 16 chips (Atlas 900 A3 SuperPoD node): one workload's ranks on it
 MAX_RANKS = 16
+RANK_STATS = {"computing": "computing", "fp_bp": "computing", "communication": "communication",
+              "free": "free"}
 LINK_TYPES = frozenset({"HCCS", "PCIE", "RDMA", "SDMA", "SIO", "LOCAL"})
 
 
 def _rank_step(view: ProfilingView, skips: _Skips) -> Family:
     ranks = _gauge("npu_rank_step_duration_seconds",
                    "Per rank of the workload on this node: mean step time (stat=mean) and its "
-                   "computing, communication and free parts; the slowest ranks are kept, at most "
-                   f"{MAX_RANKS}.", "workload", "rank", "stat")
+                   "computing (graph mode: FP to BP), communication and free parts; the slowest "
+                   f"ranks are kept, at most {MAX_RANKS}.", "workload", "rank", "stat")
     for w in view.workloads:
         kept = sorted(w.summary.ranks if w.summary is not None else (),
                       key=lambda r: -r.step_seconds)[:MAX_RANKS]
         for r in kept:
             skips.add(ranks, (w.workload, r.rank, "mean"), r.step_seconds)
             for p in r.phases:
-                if p.phase in ("computing", "communication", "free"):
-                    skips.add(ranks, (w.workload, r.rank, p.phase), p.seconds)
+                if p.phase in RANK_STATS:
+                    skips.add(ranks, (w.workload, r.rank, RANK_STATS[p.phase]), p.seconds)
     return ranks
 
 
