@@ -33,7 +33,6 @@ BOTTLENECK_KINDS = (
     "pipeline_imbalance",
     "slow_link",
 )
-MODES = ("eager", "graph")  # how the framework ran the model: advice differs
 
 # What enters from JSON (the worker's report, the state file) is taken as written: strict types
 # (no "0.5" for a float, no true for a count) and finite floats (NaN and inf are refused at
@@ -173,7 +172,7 @@ class ProfileSummary:
     rank_spread: tuple[RankSpread, ...]
     bottlenecks: tuple[Bottleneck, ...]
     # added later: defaults keep summaries in older state files readable
-    mode: str | None = None  # eager or graph (MODES); None when unknown
+    mode: str | None = None  # eager or graph (advice differs); None when unknown
     communication: tuple[CommShare, ...] = ()  # HCCL task time by collective
     comm_times: CommTimes | None = None
     links: tuple[LinkStat, ...] = ()
@@ -216,7 +215,6 @@ class Thresholds(BaseModel):
     small_ops_ratio: NonNegative = 0.50  # share of ops shorter than small_op_us
     rank_spread_ratio: NonNegative = 0.05  # msprof-analyze slow-rank rule, among dp peers
     pipeline_imbalance_ratio: NonNegative = 0.10  # compute gap between pipeline stages / step
-    comm_wait_ratio: NonNegative = 0.50  # communication waiting over its elapse (with slow link)
     slow_link_ratio: NonNegative = 0.60  # measured / expected bandwidth of a link type
     slow_link_min_mb: NonNegative = 1.0  # a link type must move this much to be judged
     link_expected_gbps: dict[str, float] = Field(  # GB/s a link type should reach on big messages
