@@ -63,8 +63,20 @@ test-fast: $(STAMP) tools
 generate: $(STAMP)
 	$(BIN)/python deploy/helm/generate.py
 
-bench: $(STAMP)
-	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+# The peer comparison runs in .venv-bench, which has the `bench` extra (msprof-analyze);
+# the other benches run in the test venv.
+BENCH_VENV := .venv-bench
+$(BENCH_VENV)/.installed-stamp: pyproject.toml
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[bench]'
+	touch $@
+
+bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
+	@for script in bench/*_bench.py; do \
+	  if [ "$$script" = bench/peer_bench.py ]; then py=$(BENCH_VENV)/bin/python; else py=$(BIN)/python; fi; \
+	  echo "== $$script"; $$py $$script || exit 1; done
 
 # The demo: an 8x910B simulated node (load that moves, a chip that overheats and clocks down,
 # a chip that turns Alarm, an idle-but-allocated chip), served on :$(PORT).

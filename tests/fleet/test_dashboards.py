@@ -33,6 +33,8 @@ CONTRACT = frozenset({
     "npu_profiling_active", "npu_step_duration_seconds", "npu_step_phase_seconds",
     "npu_step_phase_ratio", "npu_op_time_ratio", "npu_core_type_time_ratio",
     "npu_profile_bottleneck", "npu_step_duration_baseline_seconds",
+    "npu_communication_time_ratio", "npu_communication_wait_ratio",
+    "npu_communication_link_bandwidth_bytes_per_second", "npu_rank_step_duration_seconds",
     "npumon_source_up", "npumon_source_duration_seconds",
     "npumon_source_last_success_timestamp_seconds", "npumon_source_failures_total",
     "npumon_captures_total", "npumon_capture_last_success_timestamp_seconds",
