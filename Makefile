@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 DEMO   := .demo
 PORT   ?= 9732
 
-.PHONY: all demo demo-stop test test-fast lint typecheck imports bench tools clean
+.PHONY: all demo demo-stop test test-fast lint typecheck imports bench tools generate clean
 
 all: test
 
@@ -30,18 +30,22 @@ tools:
 	@promtool --version 2>&1 | head -n 1
 
 lint: $(STAMP)
-	$(BIN)/ruff check daemon exporters simulator tests bench
+	$(BIN)/ruff check daemon exporters simulator podresources tests bench
 
 # mypy resolves npumon.* through a tree of symlinks (the editable install uses an import hook
 # that mypy cannot follow).
-typecheck: $(STAMP) .mypy-src/npumon
-	MYPYPATH=.mypy-src $(BIN)/mypy -p npumon.daemon -p npumon.exporters -p npumon.simulator
+typecheck: $(STAMP) .mypy-src/npumon .mypy-src/npumon/podresources
+	MYPYPATH=.mypy-src $(BIN)/mypy -p npumon.daemon -p npumon.exporters -p npumon.simulator \
+	  -p npumon.podresources
 
 .mypy-src/npumon:
 	@mkdir -p .mypy-src/npumon && for d in daemon exporters simulator; do ln -sfn ../../$$d .mypy-src/npumon/$$d; done
 
+.mypy-src/npumon/podresources: .mypy-src/npumon
+	@ln -sfn ../../podresources $@
+
 # The layering (docs/architecture.md, "Import rules") as import-linter contracts: .importlinter
-imports: $(STAMP) .mypy-src/npumon
+imports: $(STAMP) .mypy-src/npumon .mypy-src/npumon/podresources
 	PYTHONPATH=.mypy-src $(BIN)/lint-imports --no-cache
 
 test: $(STAMP) tools lint typecheck imports
@@ -53,8 +57,26 @@ test: $(STAMP) tools lint typecheck imports
 test-fast: $(STAMP) tools
 	$(BIN)/python -m pytest -q -m "not integration and not fleet"
 
-bench: $(STAMP)
-	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+# The Helm chart's copies of the rules and dashboards, and deploy/kubernetes/npumon.yaml (the
+# chart rendered), after a change to config/prometheus/npumon-rules.yml, grafana/dashboards or
+# the chart. tests/fleet/test_helm_chart.py fails while they are out of date.
+generate: $(STAMP)
+	$(BIN)/python deploy/helm/generate.py
+
+
+# The peer comparison runs in .venv-bench, which has the `bench` extra (msprof-analyze);
+# the other benches run in the test venv.
+BENCH_VENV := .venv-bench
+$(BENCH_VENV)/.installed-stamp: pyproject.toml
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[bench]'
+	touch $@
+
+bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
+	@for script in bench/*_bench.py; do \
+	  if [ "$$script" = bench/peer_bench.py ]; then py=$(BENCH_VENV)/bin/python; else py=$(BIN)/python; fi; \
+	  echo "== $$script"; $$py $$script || exit 1; done
 
 # The demo: an 8x910B simulated node (load that moves, a chip that overheats and clocks down,
 # a chip that turns Alarm, an idle-but-allocated chip), served on :$(PORT).
@@ -65,28 +87,35 @@ demo: $(STAMP)
 	  PROFILING_MODE=dynamic nohup $(BIN)/npumon-sim-train --profile conversion_bound \
 	    --step-seconds 0.5 > $(DEMO)/train.log 2>&1 & echo $$! > $(DEMO)/train.pid; \
 	fi
+	@# a fake kubelet (pod-resources on a unix socket) with the scenario's pods
+	@if [ -f $(DEMO)/kubelet.pid ] && kill -0 $$(cat $(DEMO)/kubelet.pid) 2>/dev/null; then :; else \
+	  nohup $(BIN)/npumon-sim-kubelet --scenario 910b-8 --socket $(DEMO)/kubelet.sock \
+	    > $(DEMO)/kubelet.log 2>&1 & echo $$! > $(DEMO)/kubelet.pid; \
+	fi
 	@if [ -f $(DEMO)/npumon.pid ] && kill -0 $$(cat $(DEMO)/npumon.pid) 2>/dev/null; then \
 	  echo "demo already running (pid $$(cat $(DEMO)/npumon.pid)); 'make demo-stop' stops it"; \
 	else \
 	  nohup $(BIN)/npumon run --config config/demo.yaml --web.listen-address :$(PORT) \
 	    > $(DEMO)/npumon.log 2>&1 & echo $$! > $(DEMO)/npumon.pid; \
-	  $(BIN)/python -m npumon.daemon.waitfor http://127.0.0.1:$(PORT)/metrics 20 \
-	    || { echo "the demo daemon did not come up; see $(DEMO)/npumon.log"; tail -n 20 $(DEMO)/npumon.log; exit 1; }; \
+	  $(BIN)/python -m npumon.daemon.waitfor $$(cat $(DEMO)/npumon.pid) $(DEMO)/npumon.log $(PORT) 20 \
+	    || { rm -f $(DEMO)/npumon.pid; exit 1; }; \
 	fi
 	@echo ""
 	@echo "npumon demo is running against the simulated 8x910B node (pid $$(cat $(DEMO)/npumon.pid))."
 	@echo "  metrics:  http://127.0.0.1:$(PORT)/metrics"
 	@echo "  landing:  http://127.0.0.1:$(PORT)/"
-	@echo "  health:   http://127.0.0.1:$(PORT)/healthz"
+	@echo "  health:   http://127.0.0.1:$(PORT)/-/healthy   (PORT=... picks another port)"
 	@echo "  log:      $(DEMO)/npumon.log"
 	@echo "  training: simulated job pid $$(cat $(DEMO)/train.pid), profiled every 2 minutes"
 	@echo "            (npu_step_duration_seconds, npu_profile_bottleneck{workload=\"demo-train\"})"
+	@echo "  pods:     fake kubelet pid $$(cat $(DEMO)/kubelet.pid) (npu_chip_allocation_info)"
 	@echo "  one shot: $(BIN)/npumon collect --once --config config/demo.yaml"
 	@echo "  stop:     make demo-stop"
 
 demo-stop:
 	@if [ -f $(DEMO)/npumon.pid ]; then kill $$(cat $(DEMO)/npumon.pid) 2>/dev/null || true; rm -f $(DEMO)/npumon.pid; echo stopped; fi
 	@if [ -f $(DEMO)/train.pid ]; then kill $$(cat $(DEMO)/train.pid) 2>/dev/null || true; rm -f $(DEMO)/train.pid; fi
+	@if [ -f $(DEMO)/kubelet.pid ]; then kill $$(cat $(DEMO)/kubelet.pid) 2>/dev/null || true; rm -f $(DEMO)/kubelet.pid; fi
 
 clean:
 	rm -rf $(VENV) $(DEMO) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info

@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -14,9 +15,12 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from npumon.daemon import __version__
 from npumon.daemon.config import Config
+from npumon.daemon.containers import ContainerResolver
+from npumon.daemon.faults import load_fault_table
 from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.runner import run_command
 from npumon.daemon.sources.hccn_tool import HccnSources, HccnTool, nic_chips
+from npumon.daemon.sources.kubelet import PodResourcesSource
 from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources, Runner
 from npumon.daemon.store import SnapshotStore
 from npumon.exporters.collector import NpuCollector
@@ -40,13 +44,16 @@ class Agent:
         runner: Runner = run_command,
         clock: Callable[[], float] = time.time,
         previous: Agent | None = None,
+        proc_root: Path = Path("/proc"),
     ) -> None:
-        """``previous``: the agent a reload replaces; its results are served until new ones."""
+        """``previous``: the agent a reload replaces; its results are served until new ones.
+        ``proc_root``: where the owners of npu-smi's processes are read (tests: a fake one)."""
         self.config = config
         self.store = SnapshotStore(
             config.throttle,
             max_processes_per_chip=config.npu_smi.max_processes_per_chip,
             cann_version=config.node.cann_version,
+            fault_level=load_fault_table(config.faults.code_table).level_of,
             clock=clock,
         )
         if previous is not None:
@@ -54,7 +61,7 @@ class Agent:
         smi = NpuSmi(config.npu_smi.command, config.npu_smi.timeout, runner)
         self.sources = NpuSmiSources(
             smi, self.store.publish_npu_smi, health_interval=config.npu_smi.intervals.health,
-            identity_due=self._identity_due, clock=clock,
+            identity_due=self._identity_due, clock=clock, containers=ContainerResolver(proc_root),
             initial=previous.sources.results() if previous is not None else None,
         )
         # hccn_tool: RoCE NIC ports of the chips npu-smi lists (off where it is not installed)
@@ -64,13 +71,20 @@ class Agent:
             lambda: nic_chips(self.sources.results()), clock=clock,
             identity_due=lambda: self._run_now(self.hccn.poll_hccn_tool_identity.__name__),
         )
+        kube = config.kubernetes
+        self.pod_resources = PodResourcesSource(
+            kube.pod_resources_socket, kube.timeout, kube.resource_prefixes,
+            self.store.publish_pod_resources, clock=clock,
+        )
         self.profiler: Profiler | None = None
         if config.profiling.active():
             self.profiler = Profiler(config, self.store)
             self.profiler.start()  # last summaries and baselines from the state directory
         # the profiles collector only when profiling is on: no empty collector otherwise
         disabled = {*config.collectors.disabled, *(() if self.profiler else ("profiles",))}
-        self.collector = NpuCollector(self.store.latest, __version__, disabled=disabled)
+        enabled = ("npu_exporter_compat",) if config.compat.npu_exporter_names else ()
+        self.collector = NpuCollector(self.store.latest, __version__, disabled=disabled,
+                                      enabled=enabled)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)
         self._scheduler: BackgroundScheduler | None = None
@@ -83,10 +97,12 @@ class Agent:
         scheduler = self._scheduler
         if scheduler is not None and scheduler.running:
             scheduler.modify_job(job_id, next_run_time=datetime.now().astimezone())
+
     def collect_once(self) -> bytes:
         """Run every source once (and analyse what is under profiling.ingest.paths)."""
         self.sources.poll_all()
         self.hccn.poll_all()
+        self.pod_resources.poll()
         if self.profiler is not None:
             self.profiler.ingest_once()
         return generate_latest(self.registry)
@@ -134,6 +150,8 @@ class Agent:
         ]
         if self.config.textfile.path is not None:
             jobs.append((self.write_textfile, intervals.table, 2.0))
+        # kubelet pod-resources: a stat per run while the socket is absent (grpc not loaded)
+        jobs.append((self.pod_resources.poll, self.config.kubernetes.interval, 0.2))
         for func, every, offset in jobs:
             scheduler.add_job(
                 func, IntervalTrigger(seconds=every), id=func.__name__,

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from npumon.daemon import __version__
 from npumon.daemon.analysis.report import add_arguments as add_analyze_arguments
 from npumon.daemon.analysis.report import run as run_analyze
-from npumon.daemon.config import Config, ConfigError, load_config
+from npumon.daemon.config import Config, ConfigError, load_config, parse_config
+from npumon.daemon.logs import setup_logging
 
 if TYPE_CHECKING:
     from npumon.daemon.supervisor import Supervisor
@@ -26,7 +27,12 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="npumon", description=__doc__)
     parser.add_argument("--version", action="version", version=f"npumon {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run the agent and serve /metrics")
+    logs = argparse.ArgumentParser(add_help=False)
+    logs.add_argument("--log.level", dest="log_level",
+                      choices=("debug", "info", "warning", "error"), help="override logging.level")
+    logs.add_argument("--log.format", dest="log_format", choices=("logfmt", "json"),
+                      help="override logging.format")
+    run = sub.add_parser("run", help="run the agent and serve /metrics", parents=[logs])
     run.add_argument("--config", type=Path, help="YAML config file (default: all defaults)")
     run.add_argument("--web.listen-address", dest="listen_address",
                      help="override web.listen_address, e.g. ':9732' or '127.0.0.1:9732'")
@@ -34,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="override web.config_file: an exporter-toolkit web-config.yml")
     run.add_argument("--web.max-requests", dest="max_requests", type=int,
                      help="override web.max_requests: in-flight requests before a 503")
-    collect = sub.add_parser("collect", help="run every source once and print the exposition")
+    collect = sub.add_parser("collect", help="run every source once and print the exposition",
+                             parents=[logs])
     collect.add_argument("--once", action="store_true", required=True,
                          help="required: collect once and exit")
     collect.add_argument("--config", type=Path)
@@ -48,13 +55,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def _load(path: Path | None) -> Config:
     return load_config(path) if path is not None else Config()
-
-
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=level.upper(), stream=sys.stderr,
-        format="%(asctime)s level=%(levelname)s logger=%(name)s %(message)s",
-    )
 
 
 def _check_config(path: Path) -> int:
@@ -74,11 +74,15 @@ def _check_config(path: Path) -> int:
 
 
 def _with_flags(config: Config, args: argparse.Namespace) -> Config:
-    """Command-line flags win over the config file's web section, also after a reload."""
-    flags = {"listen_address": args.listen_address, "config_file": args.web_config_file,
-             "max_requests": args.max_requests}
-    web = config.web.model_copy(update={k: v for k, v in flags.items() if v is not None})
-    return config.model_copy(update={"web": web})
+    """Command-line flags win over the config file (web and logging), also after a reload."""
+    web_flags = {"listen_address": getattr(args, "listen_address", None),
+                 "config_file": getattr(args, "web_config_file", None),
+                 "max_requests": getattr(args, "max_requests", None)}
+    log_flags = {"level": args.log_level, "format": args.log_format}
+    data = config.model_dump()
+    data["web"].update({k: v for k, v in web_flags.items() if v is not None})
+    data["logging"].update({k: v for k, v in log_flags.items() if v is not None})
+    return parse_config(data, "the command line")  # flags are validated like the file
 
 
 def _collect(config: Config) -> int:
@@ -106,9 +110,15 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
     supervisor = Supervisor(config, load)
     signals = _SignalPipe((signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
     address = config.web.listen_address
-    server = serve(supervisor.registry, address, config.web.config_file, supervisor.healthy,
-                   version=__version__, status=supervisor.status_line,
-                   render_version=supervisor.version, max_requests=config.web.max_requests)
+    try:
+        server = serve(supervisor.registry, address, config.web.config_file, supervisor.healthy,
+                       version=__version__, status=supervisor.status_line,
+                       render_version=supervisor.version, max_requests=config.web.max_requests)
+    except (OSError, ValueError) as error:  # a taken port, an address this host does not have
+        supervisor.stop()
+        print(f"npumon: cannot listen on {address!r}: {getattr(error, 'strerror', None) or error}"
+              "; pick another with --web.listen-address (or web.listen_address)", file=sys.stderr)
+        return 1
     supervisor.start()
     log.info("event=listening address=%s port=%d tls=%s max_requests=%d", address, server.port,
              server.tls, config.web.max_requests)
@@ -168,10 +178,15 @@ def main(argv: list[str] | None = None) -> int:
         for problem in error.problems:
             print(f"  {problem}", file=sys.stderr)
         return 1
-    _setup_logging(config.logging.level)
+    try:
+        config = _with_flags(config, args)
+    except ConfigError as error:
+        print(f"npumon: invalid {error.source}: " + "; ".join(error.problems), file=sys.stderr)
+        return 1
+    setup_logging(config.logging.level, config.logging.format)
     if args.command == "collect":
         return _collect(config)
-    return _run(_with_flags(config, args), lambda: _with_flags(_load(args.config), args))
+    return _run(config, lambda: _with_flags(_load(args.config), args))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from npumon.daemon.faults import load_fault_table
 from npumon.daemon.model.profile import AnalysisLimits, Thresholds
 
 _DURATION = re.compile(r"(?P<num>\d+(\.\d+)?)(?P<unit>ms|s|m|h|d)\Z")
@@ -92,7 +93,8 @@ class Throttle(_Model):
 
 
 class Web(_Model):
-    listen_address: str = ":9732"
+    # [host]:port; an IPv6 host in brackets
+    listen_address: str = Field(default=":9732", pattern=r"^(\[[0-9A-Fa-f:.]+\]|[^:\[\]]*):\d+$")
     config_file: Path | None = None
     max_requests: int = Field(default=40, ge=1, le=10000)
 
@@ -105,16 +107,46 @@ class Node(_Model):
     cann_version: str | None = None
 
 
+class Compat(_Model):
+    # also serve Huawei npu-exporter's names, units and labels (exporters/compat.py)
+    npu_exporter_names: bool = False
+
+
+class Faults(_Model):
+    # the device plugin's faultCode.json on the node (it may be customised); None: the shipped one
+    code_table: Path | None = None
+
+    @field_validator("code_table")
+    @classmethod
+    def _readable_table(cls, path: Path | None) -> Path | None:
+        if path is not None:
+            load_fault_table(path)  # FaultTableError is a ValueError: reported with its path
+        return path
+
+
 class Logging(_Model):
     level: str = Field(default="info", pattern=r"^(debug|info|warning|error)$")
+    format: Literal["logfmt", "json"] = "logfmt"
 
 
 CollectorName = Literal[
     "identity", "health", "utilization", "power", "memory", "clocks", "ecc",
-    "network", "optical", "interconnect",
-    "processes", "profiling", "sources", "node", "profiles",
+    "network", "optical", "interconnect", "processes", "kubernetes",
+    "profiling", "sources", "node", "profiles", "npu_exporter_compat",
 ]
 """The exporters' collectors (a test keeps this equal to exporters.collector.COLLECTOR_NAMES)."""
+
+
+class Kubernetes(_Model):
+    """The kubelet pod-resources source (off while the socket does not exist)."""
+
+    pod_resources_socket: Path = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
+    interval: Duration = 30.0
+    timeout: Duration = 5.0
+    # prefixes, not names: vNPU resource names carry the template (huawei.com/Ascend910-2c)
+    resource_prefixes: tuple[str, ...] = Field(
+        default=("huawei.com/Ascend", "huawei.com/npu"), min_length=1
+    )
 
 
 class Collectors(_Model):
@@ -213,6 +245,9 @@ class Config(_Model):
     logging: Logging = Logging()
     profiling: Profiling = Profiling()
     collectors: Collectors = Collectors()
+    faults: Faults = Faults()
+    compat: Compat = Compat()
+    kubernetes: Kubernetes = Kubernetes()
 
 
 class ConfigError(Exception):
@@ -224,12 +259,33 @@ class ConfigError(Exception):
         super().__init__(f"{source}: " + "; ".join(problems))
 
 
+_HINTS = {
+    "web.listen_address": "expected [host]:port, e.g. ':9732', '127.0.0.1:9732' or '[::]:9732'",
+}
+_FRIENDLY = {
+    "extra_forbidden": "unknown key",
+    "tuple_type": "expected a list, e.g. [npu-smi] or [/usr/local/bin/npu-smi, --flag]",
+    "list_type": "expected a list, e.g. [a, b]",
+    "int_parsing": "expected a whole number",
+    "int_type": "expected a whole number",
+    "float_parsing": "expected a number",
+    "float_type": "expected a number",
+    "bool_parsing": "expected true or false",
+    "bool_type": "expected true or false",
+    "dict_type": "expected a mapping (key: value lines)",
+    "model_type": "expected a mapping (key: value lines)",
+}
+
+
 def _problems(error: ValidationError) -> list[str]:
+    """One line per problem: the dotted path, what was expected, and what was found."""
     out = []
     for item in error.errors():
         path = ".".join(str(part) for part in item["loc"]) or "(top level)"
-        message = "unknown key" if item["type"] == "extra_forbidden" else item["msg"]
+        message = _HINTS.get(path) or _FRIENDLY.get(item["type"]) or item["msg"]
         message = message.removeprefix("Value error, ")
+        if item["type"] not in ("extra_forbidden", "missing") and "got" not in message:
+            message += f", got {item.get('input')!r}"
         out.append(f"{path}: {message}")
     return out
 

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 
 from npumon.daemon.config import Throttle as ThrottleConfig
+from npumon.daemon.model.attribution import Attribution, attribute
+from npumon.daemon.model.kubelet import PodResourcesResults
 from npumon.daemon.model.network import HccnResults
 from npumon.daemon.model.network_view import read_network
 from npumon.daemon.model.npu_smi import InfoTable, NpuSmiResults
 from npumon.daemon.model.profile import ProfilingView
-from npumon.daemon.model.reading import ThrottleRule, read_chips
+from npumon.daemon.model.reading import FaultLevel, ThrottleRule, read_chips
 from npumon.daemon.model.snapshot import (
     EMPTY_SNAPSHOT,
     ChipId,
@@ -20,6 +24,8 @@ from npumon.daemon.model.snapshot import (
     NodeSnapshot,
     SourceStatus,
 )
+
+log = logging.getLogger(__name__)
 
 
 class SnapshotStore:
@@ -36,15 +42,20 @@ class SnapshotStore:
         *,
         max_processes_per_chip: int = 8,
         cann_version: str | None = None,
+        fault_level: FaultLevel = lambda code: "unknown",
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._throttle = throttle
         self._max_processes = max_processes_per_chip
         self._cann_version = cann_version
+        self._fault_level = fault_level
         self._clock = clock
         self._lock = threading.Lock()
         self._npu_smi = NpuSmiResults()
         self._hccn = HccnResults()
+        self._pods: PodResourcesResults | None = None  # None: no pod-resources (or it failed)
+        self._problems: Counter[str] = Counter()
+        self._seen_problems: set[str] = set()
         self._profiling: frozenset[ChipId] = frozenset()
         self._sources: dict[str, SourceStatus] = {}
         self._latest = EMPTY_SNAPSHOT
@@ -65,6 +76,7 @@ class SnapshotStore:
         with self._lock:
             self._npu_smi = previous._npu_smi  # noqa: SLF001 (same class)
             self._hccn = previous._hccn  # noqa: SLF001
+            self._pods = previous._pods  # noqa: SLF001
             self._sources = dict(previous._sources)  # noqa: SLF001
             self._publish(merge=True)
 
@@ -79,6 +91,15 @@ class SnapshotStore:
         """One hccn_tool run: every port's latest results and the run's status, together."""
         with self._lock:
             self._hccn = results
+            self._sources[status.source] = status
+            self._publish(merge=True)
+
+    def publish_pod_resources(
+        self, results: PodResourcesResults | None, status: SourceStatus
+    ) -> None:
+        """One kubelet pod-resources run: who holds which devices (None: unknown) and status."""
+        with self._lock:
+            self._pods = results
             self._sources[status.source] = status
             self._publish(merge=True)
 
@@ -109,6 +130,8 @@ class SnapshotStore:
             chips = read_chips(
                 self._npu_smi, self._throttle_rule,
                 max_processes=self._max_processes, profiling=self._profiling,
+                fault_level=self._fault_level,
+                owners=self._attribute(),
             )
             self.merges += 1
         self._latest = replace(
@@ -120,7 +143,22 @@ class SnapshotStore:
             has_table=self._npu_smi.table is not None,
             network=read_network(self._hccn, self._npu_smi.interconnect,
                                  ((c.npu, c.chip) for c in chips)) if merge else before.network,
+            attribution_problems=tuple(sorted(self._problems.items())),
         )
+
+    def _attribute(self) -> Attribution:
+        """Owners of chips and processes; each new conflict or unmapped device logged once."""
+        found = attribute(self._npu_smi, self._pods)
+        problems = [("conflict", c) for c in found.conflicts]
+        problems += [("unmapped_device", d) for d in found.unmapped]
+        for kind, text in problems:
+            if text not in self._seen_problems:
+                if len(self._seen_problems) >= 10_000:  # bounded under endless pod churn
+                    self._seen_problems.clear()
+                self._seen_problems.add(text)
+                self._problems[kind] += 1
+                log.warning("event=attribution_%s detail=%r", kind, text)
+        return found
 
     def _throttle_rule(self, model: str | None) -> ThrottleRule:
         limits = self._throttle.limits_for(model)

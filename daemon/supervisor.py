@@ -16,6 +16,7 @@ from prometheus_client.core import Metric
 
 from npumon.daemon.app import Agent
 from npumon.daemon.config import Config, ConfigError
+from npumon.daemon.logs import set_level
 from npumon.daemon.runner import terminate_all
 from npumon.exporters.builtin import render_reload
 
@@ -82,7 +83,7 @@ class Supervisor:
                 self.reload_successful = False
                 return False
             self.agent = new
-            logging.getLogger().setLevel(config.logging.level.upper())
+            set_level(config.logging.level)
             self.reload_successful, self.reload_success_timestamp = True, self._clock()
             log.info("event=reloaded")
             return True

@@ -27,8 +27,9 @@ HEALTH: tuple[Family, ...] = (
     ),
     Members(
         "npu_error_code_info",
-        "1 per error code the chip reports now (hex, as the driver prints it).",
-        "code", "error_codes",
+        "1 per error code the chip reports now (hex, as the driver prints it), with the handling"
+        " level the fault table gives it (not_handle ... separate_npu, or unknown).",
+        ("code", "level"), "error_codes",
     ),
 )
 

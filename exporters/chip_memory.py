@@ -9,6 +9,7 @@ from prometheus_client.core import Metric
 
 from npumon.daemon.model.reading import ChipReading
 from npumon.daemon.model.snapshot import NodeSnapshot
+from npumon.exporters.kubernetes import owner_labels
 from npumon.exporters.spec import CHIP_LABELS, SAMPLED, Family, Gauge, ids, render_table, sample
 
 MEMORY: tuple[Family, ...] = (
@@ -31,6 +32,8 @@ class Processes:
     """One sample per process on a chip (the store keeps the largest, up to the config cap).
 
     npu_process_hbm_used_bytes{npu="0",chip="0",pid="4242",process_name="python3"} 1.2e+09
+
+    Owner labels where known: namespace, pod, container (Kubernetes), else user, slurm_job_id.
     """
 
     name: str
@@ -45,6 +48,7 @@ class Processes:
                     labels["process_name"] = p.name
                 if p.container_id:
                     labels["container_id"] = p.container_id
+                labels |= owner_labels(p.owner)
                 family.samples.append(sample(self.name, labels, float(p.hbm_used_bytes)))
         return family
 

@@ -26,6 +26,8 @@ from npumon.exporters.chip_clocks import render_clocks, render_ecc
 from npumon.exporters.chip_health import render_health, render_identity
 from npumon.exporters.chip_load import render_power, render_profiling, render_utilization
 from npumon.exporters.chip_memory import render_memory, render_processes
+from npumon.exporters.compat import render_compat
+from npumon.exporters.kubernetes import render_kubernetes
 from npumon.exporters.network import render_interconnect, render_network, render_optical
 from npumon.exporters.profiles import render_profiles
 from npumon.exporters.spec import Renderer
@@ -44,14 +46,17 @@ COLLECTORS: tuple[tuple[str, Renderer], ...] = (
     ("optical", render_optical),  # npu_optical_* (hccn_tool -optical)
     ("interconnect", render_interconnect),  # npu_hccs_*, npu_pcie_*, npu_sio_* (npu-smi)
     ("processes", render_processes),  # npu_process_hbm_used_bytes
+    ("kubernetes", render_kubernetes),  # npu_chip_allocation_info, npu_chip_allocated
     ("profiling", render_profiling),  # npu_profiling_active
     ("sources", render_sources),  # npumon_source_*
     ("node", render_node),  # npumon_chips, npumon_snapshot_timestamp_seconds
     ("profiles", render_profiles),  # npu_step_*, npu_op_*, npu_profile_*, npumon_capture*
+    ("npu_exporter_compat", render_compat),  # off unless compat.npu_exporter_names is true
 )
 """Every collector, in exposition order; names are the values of `collectors.disabled`."""
 
 COLLECTOR_NAMES = tuple(name for name, _ in COLLECTORS)
+OFF_BY_DEFAULT = frozenset({"npu_exporter_compat"})  # like node_exporter's default-off ones
 SNAPSHOT = "snapshot"  # the collector label when reading the snapshot itself fails
 
 
@@ -64,7 +69,8 @@ class NpuCollector:
     """A prometheus_client custom collector: fresh families from an immutable snapshot.
 
     ``latest`` is the store's zero-argument ``latest`` method; it must return at once (it never
-    runs npu-smi). ``disabled`` names collectors to leave out; ``timer`` times each render.
+    runs npu-smi). ``disabled`` names collectors to leave out, ``enabled`` the default-off ones to
+    run (OFF_BY_DEFAULT); ``timer`` times each render.
     """
 
     def __init__(
@@ -73,15 +79,19 @@ class NpuCollector:
         version: str,
         *,
         disabled: Collection[str] = (),
+        enabled: Collection[str] = (),
         timer: Callable[[], float] = time.perf_counter,
     ) -> None:
-        unknown = unknown_collectors(disabled)
+        unknown = unknown_collectors([*disabled, *enabled])
         if unknown:
             raise ValueError(f"unknown collectors {unknown}; known: {', '.join(COLLECTOR_NAMES)}")
         self._latest = latest
         self._version = version
         self._timer = timer
-        self._collectors = tuple((n, r) for n, r in COLLECTORS if n not in disabled)
+        self._collectors = tuple(
+            (n, r) for n, r in COLLECTORS
+            if n not in disabled and (n not in OFF_BY_DEFAULT or n in enabled)
+        )
         self._last_error: dict[str, str] = {}
         self._lock = threading.Lock()  # concurrent scrapes share the last-error memory
 

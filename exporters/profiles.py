@@ -93,8 +93,10 @@ def _baseline(view: ProfilingView, skips: _Skips) -> Family:
 
 
 def _op_ratio(view: ProfilingView, skips: _Skips) -> Family:
-    ops = _gauge("npu_op_time_ratio", "Share of operator time of an op type (top N + other).",
-                 "workload", "op_type", "core_type")
+    ops = _gauge("npu_op_time_ratio",
+                 "Share of compute operator time of an op type (top N + other): communication "
+                 "(HCCL) tasks, waits and idle are never operator time, so the share is the same "
+                 "whichever tables the profile has.", "workload", "op_type", "core_type")
     for w in view.workloads:
         merged: dict[tuple[str, str], float] = {}
         for o in w.summary.op_time_ratio if w.summary is not None else ():
@@ -106,7 +108,8 @@ def _op_ratio(view: ProfilingView, skips: _Skips) -> Family:
 
 
 def _core_ratio(view: ProfilingView, skips: _Skips) -> Family:
-    cores = _gauge("npu_core_type_time_ratio", "Share of operator time by core type.",
+    cores = _gauge("npu_core_type_time_ratio",
+                   "Share of compute operator time by core type (every kind the tables name).",
                    "workload", "core_type")
     for w in view.workloads:
         merged: dict[str, float] = {}
@@ -127,6 +130,63 @@ def _bottlenecks(view: ProfilingView, skips: _Skips) -> Family:
             for kind in BOTTLENECK_KINDS:
                 skips.add(found, (w.workload, kind), 1.0 if kind in kinds else 0.0)
     return found
+
+
+def _comm_ratio(view: ProfilingView, skips: _Skips) -> Family:
+    comm = _gauge("npu_communication_time_ratio",
+                  "Communication (HCCL) task time of a collective over the step time of the ranks "
+                  "whose tasks were read; overlapped time included, so the sum may exceed the "
+                  "not-overlapped phase.", "workload", "collective")
+    for w in view.workloads:
+        for c in w.summary.communication if w.summary is not None else ():
+            if c.ratio is not None:
+                skips.add(comm, (w.workload, c.collective), c.ratio)
+    return comm
+
+
+def _comm_wait(view: ProfilingView, skips: _Skips) -> Family:
+    wait = _gauge("npu_communication_wait_ratio",
+                  "Share of communication time spent waiting for peers (communication.json: "
+                  "wait / (wait + transit)); high with a slow rank.", "workload")
+    for w in view.workloads:
+        t = w.summary.comm_times if w.summary is not None else None
+        if t is not None and t.wait_seconds + t.transit_seconds > 0:
+            skips.add(wait, (w.workload,), t.wait_seconds / (t.wait_seconds + t.transit_seconds))
+    return wait
+
+
+def _link_bandwidth(view: ProfilingView, skips: _Skips) -> Family:
+    links = _gauge("npu_communication_link_bandwidth_bytes_per_second",
+                   "Bytes per second moved over a link type (HCCS, PCIE, RDMA, SDMA, SIO) by "
+                   "the collectives of the capture.", "workload", "link_type")
+    for w in view.workloads:
+        for link in w.summary.links if w.summary is not None else ():
+            if link.bandwidth_bytes_per_second is not None and link.link_type in LINK_TYPES:
+                skips.add(links, (w.workload, link.link_type), link.bandwidth_bytes_per_second)
+    return links
+
+
+# a node has at most 16 chips (Atlas 900 A3 SuperPoD node): one workload's ranks on it
+MAX_RANKS = 16
+RANK_STATS = {"computing": "computing", "fp_bp": "computing", "communication": "communication",
+              "free": "free"}
+LINK_TYPES = frozenset({"HCCS", "PCIE", "RDMA", "SDMA", "SIO", "LOCAL"})
+
+
+def _rank_step(view: ProfilingView, skips: _Skips) -> Family:
+    ranks = _gauge("npu_rank_step_duration_seconds",
+                   "Per rank of the workload on this node: mean step time (stat=mean) and its "
+                   "computing (graph mode: FP to BP), communication and free parts; the slowest "
+                   f"ranks are kept, at most {MAX_RANKS}.", "workload", "rank", "stat")
+    for w in view.workloads:
+        kept = sorted(w.summary.ranks if w.summary is not None else (),
+                      key=lambda r: -r.step_seconds)[:MAX_RANKS]
+        for r in kept:
+            skips.add(ranks, (w.workload, r.rank, "mean"), r.step_seconds)
+            for p in r.phases:
+                if p.phase in RANK_STATS:
+                    skips.add(ranks, (w.workload, r.rank, RANK_STATS[p.phase]), p.seconds)
+    return ranks
 
 
 def _captures(view: ProfilingView, skips: _Skips) -> Family:
@@ -179,6 +239,10 @@ FAMILIES: tuple[tuple[str, Builder], ...] = (
     ("npu_op_time_ratio", _op_ratio),
     ("npu_core_type_time_ratio", _core_ratio),
     ("npu_profile_bottleneck", _bottlenecks),
+    ("npu_communication_time_ratio", _comm_ratio),
+    ("npu_communication_wait_ratio", _comm_wait),
+    ("npu_communication_link_bandwidth_bytes_per_second", _link_bandwidth),
+    ("npu_rank_step_duration_seconds", _rank_step),
     ("npumon_captures", _captures),
     ("npumon_capture_last_success_timestamp_seconds", _last_success),
     ("npumon_capture_duration_seconds", _capture_duration),

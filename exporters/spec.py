@@ -115,24 +115,25 @@ class StateSet:
 
 @dataclass(frozen=True)
 class Members:
-    """1 per value of a tuple ``field`` (e.g. each active error code).
+    """1 per member of a tuple ``field``; a member is one label value or a tuple of them.
 
-    npu_error_code_info{npu="0",chip="0",code="80E01801"} 1
+    npu_error_code_info{npu="0",chip="0",code="8C03A000",level="restart_npu"} 1
     """
 
     name: str
     help: str
-    label: str
+    labels: tuple[str, ...]
     field: str
 
     def __post_init__(self) -> None:
         _check(self.field)
 
     def render(self, chips: Sequence[ChipReading]) -> Metric:
-        family = _gauge(self.name, self.help, self.label)
+        family = _gauge(self.name, self.help, *self.labels)
         for c in chips:
-            for value in getattr(c, self.field):
-                family.add_metric([*ids(c), str(value)], 1.0)
+            for member in getattr(c, self.field):
+                values = member if isinstance(member, tuple) else (member,)
+                family.add_metric([*ids(c), *(str(v) for v in values)], 1.0)
         return family
 
 

@@ -132,6 +132,28 @@ class NetworkEventSpec(_EventSpec):
 
 class NetworkSpec(_Model):
     events: tuple[NetworkEventSpec, ...] = ()
+# ---------------------------------------------------------------- kubernetes (npumon-sim-kubelet)
+class ContainerSpec(_Model):
+    """A container and the device IDs the kubelet handed it (free text: malformed ones too)."""
+
+    name: str = Field(min_length=1)
+    resource: str = "huawei.com/Ascend910"
+    devices: tuple[str, ...] = ()
+
+
+class PodSpec(_EventSpec):
+    """A pod present from ``start`` to ``end`` (seconds after the epoch, looped by the period)."""
+
+    namespace: str = "default"
+    name: str = Field(min_length=1)
+    containers: tuple[ContainerSpec, ...] = Field(min_length=1)
+
+
+class KubernetesSpec(_Model):
+    """What the fake kubelet's pod-resources `List` answers; read by npumon-sim-kubelet only."""
+
+    pods: tuple[PodSpec, ...] = ()
+    hang_seconds: float = Field(default=0.0, ge=0)  # every List blocks this long first
 
 
 class ScenarioSpec(_Model):
@@ -145,6 +167,7 @@ class ScenarioSpec(_Model):
     processes: tuple[ProcessSpec, ...] = ()
     events: tuple[EventSpec, ...] = ()
     network: NetworkSpec = Field(default_factory=NetworkSpec)
+    kubernetes: KubernetesSpec | None = None
 
     @model_validator(mode="after")
     def _ids_exist(self) -> ScenarioSpec:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from npumon.daemon.analysis import layout, ops, steptime
+from npumon.daemon.analysis import comm, layout, ops, peers, sqlite_tables, steptime
 from npumon.daemon.analysis.diagnosis import Evidence, diagnose
 from npumon.daemon.analysis.limits import check_sizes
 from npumon.daemon.analysis.readers import (
@@ -18,6 +18,8 @@ from npumon.daemon.analysis.steps import read_graph_steps, read_torch_steps
 from npumon.daemon.model.profile import (
     AnalysisLimits,
     AnalysisReport,
+    Bottleneck,
+    CommShare,
     ProfileSummary,
     Thresholds,
 )
@@ -36,6 +38,14 @@ class _Collected:
     facts: list[ops.OpFacts]
     torch_ranks: list[tuple[str, list[steptime.StepRow]]]
     graph_ranks: list[tuple[str, list[steptime.StepRow]]]
+    kernel_units: list[str]  # units whose per-task table was read (communication comes from it)
+    comm_files: list[Path]
+    dp_of: dict[str, tuple[int, ...] | None]
+
+    def step_total_us(self, units: list[str]) -> float | None:
+        """All captured steps of these units (warm-up included: the tasks ran in them too)."""
+        rows = [r for name, rs in self.torch_ranks + self.graph_ranks if name in units for r in rs]
+        return sum(r.total_us for r in rows) or None
 
 
 def _kernel_facts(paths: tuple[Path, ...], t: Thresholds, notes: list[str]) -> ops.OpFacts:
@@ -49,8 +59,22 @@ def _kernel_facts(paths: tuple[Path, ...], t: Thresholds, notes: list[str]) -> o
     return ops.kernel_facts(frame, t, inferred)
 
 
+def _db_facts(path: Path, t: Thresholds) -> ops.OpFacts:
+    frame = sqlite_tables.read_tasks(path)
+    inferred = not frame["op_type"].notna().any()
+    if inferred:  # Level0: no op types, guess them from the kernel names
+        frame = frame.assign(op_type=frame["name"].astype("object").map(ops.infer_op_type))
+    return ops.kernel_facts(frame, t, inferred)
+
+
 def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected) -> None:
     kernel = statistic = None
+    if layout.DB in unit.tables and layout.KERNEL not in unit.tables:
+        try:
+            kernel = _db_facts(unit.tables[layout.DB][0], t)
+            c.sources.append(str(unit.tables[layout.DB][0]))
+        except TableError as exc:
+            c.problems.append(str(exc))
     if layout.KERNEL in unit.tables:
         try:
             kernel = _kernel_facts(unit.tables[layout.KERNEL], t, c.problems)
@@ -66,21 +90,13 @@ def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected) -> None:
         except TableError as exc:
             c.problems.append(str(exc))
     if statistic is not None and kernel is not None:
-        # op_statistic for time by type; the per-task table for what needs single tasks
-        c.facts.append(
-            replace(
-                statistic,
-                ai_cpu_us=kernel.ai_cpu_us,
-                ai_cpu_count=kernel.ai_cpu_count,
-                dynamic_count=kernel.dynamic_count,
-                small_count=kernel.small_count,
-                op_count=kernel.op_count,
-            )
-        )
+        c.facts.append(ops.combine(statistic, kernel))
     elif statistic is not None:
         c.facts.append(statistic)
     elif kernel is not None:
         c.facts.append(kernel)
+    if kernel is not None:
+        c.kernel_units.append(unit.name)
 
 
 def _unit_steps(unit: layout.ProfileUnit, c: _Collected) -> None:
@@ -90,6 +106,12 @@ def _unit_steps(unit: layout.ProfileUnit, c: _Collected) -> None:
             rows = steptime.torch_rows(read_torch_steps(path, c.problems))
             c.torch_ranks.append((unit.name, rows))
             c.sources.append(str(path))
+        elif layout.ANALYSIS_DB in unit.tables:  # export_type=db: the same step table
+            path = unit.tables[layout.ANALYSIS_DB][0]
+            rows = steptime.torch_rows(sqlite_tables.read_steps(path))
+            if rows:
+                c.torch_ranks.append((unit.name, rows))
+                c.sources.append(str(path))
         if layout.STEP_TRACE in unit.tables:
             paths = unit.tables[layout.STEP_TRACE]
             by_device = steptime.graph_rows(read_graph_steps(paths, c.problems))
@@ -109,10 +131,13 @@ def _capture_time(units: tuple[layout.ProfileUnit, ...], sources: list[str]) -> 
     return float(max(times)) if times else None
 
 
-def _evidence(facts: ops.OpFacts | None, steps: steptime.StepResult) -> Evidence:
+def _evidence(
+    facts: ops.OpFacts | None, steps: steptime.StepResult, mode: str | None,
+    findings: tuple[Bottleneck, ...],
+) -> Evidence:
     ratios = {p.phase: p.ratio for p in steps.phases if p.ratio is not None}
     if facts is None or facts.total_us <= 0:
-        return Evidence(phase_ratios=ratios)
+        return Evidence(phase_ratios=ratios, mode=mode, findings=findings)
     total = facts.total_us
     return Evidence(
         phase_ratios=ratios,
@@ -121,9 +146,26 @@ def _evidence(facts: ops.OpFacts | None, steps: steptime.StepResult) -> Evidence
         conv_matmul_ratio=ops.conv_matmul_ratio(facts),
         softmax_ratio=ops.softmax_ratio(facts),
         ai_cpu_ratio=None if facts.ai_cpu_us is None else facts.ai_cpu_us / total,
+        ai_cpu_tasks=facts.ai_cpu_count,
+        ai_cpu_ops=_ai_cpu_names(facts),
         dynamic_shape_ops=facts.dynamic_count,
+        static_ops=facts.static_count,
         small_ops_ratio=facts.small_count / facts.op_count if facts.op_count else None,
+        mode=mode,
+        findings=findings,
     )
+
+
+def _ai_cpu_names(facts: ops.OpFacts | None) -> tuple[str, ...]:
+    found = facts.ai_cpu_ops if facts is not None and facts.ai_cpu_ops else {}
+    return tuple(sorted(found, key=lambda k: (-found[k][0], k)))
+
+
+def _mode(c: _Collected, units: tuple[layout.ProfileUnit, ...]) -> str | None:
+    """graph when the profile holds graph iterations (GE), eager for torch_npu's step tables."""
+    if c.graph_ranks:
+        return "graph"
+    return "eager" if any(u.layout == "torch_npu" for u in units) else None
 
 
 def _steps(c: _Collected, t: Thresholds) -> steptime.StepResult:
@@ -150,20 +192,36 @@ def analyze_path(
         check_sizes(units, limits)
     if not units:
         raise NoProfileData(
-            f"{path}: no profiler tables found (looked for ASCEND_PROFILER_OUTPUT/, "
-            "PROF_*/mindstudio_profiler_output/ and PROF_*/device_N/summary/)"
+            f"{path}: no profiler tables found (looked for ASCEND_PROFILER_OUTPUT/ with CSVs or "
+            "ascend_pytorch_profiler_N.db, PROF_*/mindstudio_profiler_output/, PROF_*/msprof_*.db "
+            "and PROF_*/device_N/summary/)"
         )
-    c = _Collected([], [], [], [], [])
+    c = _Collected([], [], [], [], [], [], [], {})
     for unit in units:
         c.problems.extend(unit.notes)
         _unit_ops(unit, thresholds, c)
         _unit_steps(unit, c)
+        c.comm_files.extend(unit.tables.get(layout.COMMUNICATION, ()))
+        c.dp_of[unit.name] = peers.dp_ranks(unit.root)
     if not c.sources:
         raise NoProfileData(f"{path}: no readable profiler table:\n  " + "\n  ".join(c.problems))
+    summary = _summary(c, units, thresholds, top_n, workload or path.resolve().name)
+    return AnalysisReport(summary, tuple(c.sources), tuple(c.problems))
+
+
+def _summary(
+    c: _Collected, units: tuple[layout.ProfileUnit, ...], thresholds: Thresholds, top_n: int,
+    workload: str,
+) -> ProfileSummary:
     facts = ops.merge_facts(c.facts) if c.facts else None
     steps = _steps(c, thresholds)
-    summary = ProfileSummary(
-        workload=workload or path.resolve().name,
+    groups = peers.peer_groups(steps.ranks, c.dp_of)
+    spreads, rank_findings = peers.judge(steps.ranks, groups, thresholds)
+    comm_times, links = comm.read(c.comm_files, c.problems)
+    mode = _mode(c, units)
+    evidence = _evidence(facts, steps, mode, rank_findings + comm.slow_links(links, thresholds))
+    return ProfileSummary(
+        workload=workload,
         layout="+".join(sorted({u.layout for u in units})),
         capture_time_seconds=_capture_time(units, c.sources),
         step=steps.step,
@@ -178,10 +236,24 @@ def analyze_path(
         dynamic_shape_op_count=facts.dynamic_count if facts else None,
         op_types_inferred=facts.inferred if facts else False,
         ranks=steps.ranks,
-        rank_spread=steps.spread,
-        bottlenecks=diagnose(_evidence(facts, steps), thresholds),
+        rank_spread=spreads,
+        bottlenecks=diagnose(evidence, thresholds),
+        mode=mode,
+        communication=_comm_shares(facts, c.step_total_us(c.kernel_units)) if facts else (),
+        comm_times=comm_times,
+        links=links,
+        peer_groups=groups if len(groups) > 1 or len(steps.ranks) > 1 else (),
+        ai_cpu_op_types=_ai_cpu_names(facts),
     )
-    return AnalysisReport(summary, tuple(c.sources), tuple(c.problems))
+
+
+def _comm_shares(facts: ops.OpFacts, step_total_us: float | None) -> tuple[CommShare, ...]:
+    """Communication task time by collective; ratio over the step time those tasks ran in."""
+    ranked = sorted(facts.comm.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    return tuple(
+        CommShare(kind, us / 1e6, us / step_total_us if step_total_us else None, n)
+        for kind, (us, n) in ranked
+    )
 
 
 def _conversion_seconds(facts: ops.OpFacts | None) -> float | None:

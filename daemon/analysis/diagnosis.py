@@ -18,8 +18,13 @@ class Evidence:
     conv_matmul_ratio: float | None = None
     softmax_ratio: float | None = None
     ai_cpu_ratio: float | None = None
+    ai_cpu_tasks: int | None = None  # AI CPU tasks of at least ai_cpu_min_op_us
+    ai_cpu_ops: tuple[str, ...] = ()  # their op types, most time first
     dynamic_shape_ops: int | None = None
+    static_ops: int | None = None  # None when the table does not say
     small_ops_ratio: float | None = None
+    mode: str | None = None  # eager or graph
+    findings: tuple[Bottleneck, ...] = ()  # judged elsewhere: ranks (peers.py), links (comm.py)
 
 
 ADVICE = {
@@ -48,16 +53,47 @@ ADVICE = {
     "is already set (the default on Atlas A2), binary kernels report `dynamic` and this can be "
     "ignored.",
     "small_ops": "Most operators are very short, so launch overhead dominates. Fuse operators, "
-    "increase the batch size, enable TASK_QUEUE_ENABLE=2 or capture the model as a graph.",
+    "increase the batch size, enable TASK_QUEUE_ENABLE=2 or capture the model as a graph "
+    "(torchair / aclgraph).",
+    "slow_rank": "One rank computes longer than the ranks doing the same work (its data-parallel "
+    "peers) and the others wait for it in communication. Compare its kernels with a fast peer's "
+    "(msprof-analyze compare), check its chip (clocks, temperature, ECC), its host (CPU binding, "
+    "other processes) and its share of the data (uneven sequence lengths).",
+    "pipeline_imbalance": "Pipeline stages do different amounts of work, so the lighter stages "
+    "wait. Rebalance the layers between stages (e.g. Megatron's decoder first/last pipeline "
+    "num layers, or moving the embedding/loss), or use virtual pipeline stages to shrink bubbles.",
+    "slow_link": "A link type moves data well below its expected bandwidth. Check the link "
+    "(hccn_tool -link / -net_health, HCCS errors), the message sizes (many small packets never "
+    "reach full bandwidth: bucket them), and HCCL settings (HCCL_BUFFSIZE, algorithm).",
+}
+# graph mode (GE: MindSpore, TF, torchair): the framework already runs graphs
+GRAPH_ADVICE = {
+    "small_ops": "Most operators are very short. In graph mode launch is per graph, so look at "
+    "fusion: check that the graph fusion passes are on (no fusion switch turned off), let GE fuse "
+    "elementwise chains, and increase the batch size.",
+    "host_bound": "The device is idle inside the iteration: the host feeds graphs too slowly. "
+    "Sink more iterations per launch (iterations_per_loop / dataset sink mode), remove host-side "
+    "work and syncs between iterations, bind CPU cores.",
 }
 
 
-def _over(kind: str, value: float | None, threshold: float, detail: str) -> Bottleneck | None:
+def advice(kind: str, mode: str | None) -> str:
+    """The advice for a finding, fitted to the mode when it matters."""
+    if mode == "graph" and kind in GRAPH_ADVICE:
+        return GRAPH_ADVICE[kind]
+    return ADVICE[kind]
+
+
+def finding(kind: str, detail: str, value: float, threshold: float, mode: str | None = None
+            ) -> Bottleneck:
+    return Bottleneck(kind, detail, advice(kind, mode), value, threshold)
+
+
+def _over(kind: str, value: float | None, threshold: float, detail: str,
+          mode: str | None = None) -> Bottleneck | None:
     if value is None or value <= threshold:
         return None
-    return Bottleneck(
-        kind, detail.format(value=value, threshold=threshold), ADVICE[kind], value, threshold
-    )
+    return finding(kind, detail.format(value=value, threshold=threshold), value, threshold, mode)
 
 
 def _input_pipeline(e: Evidence, t: Thresholds) -> Bottleneck | None:
@@ -73,12 +109,31 @@ def _input_pipeline(e: Evidence, t: Thresholds) -> Bottleneck | None:
     )
 
 
+def _busy_tier(computing: float | None, t: Thresholds) -> str:
+    if computing is None:
+        return ""
+    tier = ("good" if computing > t.device_busy_good
+            else "room to improve" if computing >= t.device_busy_low else "low")
+    return (f"; the device computes {computing:.0%} of the step ({tier}: checklist > "
+            f"{t.device_busy_good:.0%} good, < {t.device_busy_low:.0%} low)")
+
+
 def _host_bound(e: Evidence, t: Thresholds) -> Bottleneck | None:
+    """Free inside the step: launch-bound. Waiting for data shows as Preparing (before the
+    step's first task) and is the input_pipeline finding; its share is quoted here to tell."""
+    prep = e.phase_ratios.get("preparing")
+    told = ("" if prep is None else
+            f"; Preparing (waiting for the next batch before the step) is only {prep:.0%}, so "
+            "the data loader is not the cause" if prep <= t.input_pipeline_ratio else
+            f"; Preparing is also {prep:.0%}: see input_pipeline first")
     return _over(
         "host_bound",
         e.phase_ratios.get("free"),
         t.free_ratio,
-        "the device is free {value:.0%} of the step (threshold {threshold:.0%})",
+        "the device is free {value:.0%} of the step (threshold {threshold:.0%})"
+        + told.replace("{", "{{").replace("}", "}}")
+        + _busy_tier(e.phase_ratios.get("computing"), t),
+        e.mode,
     )
 
 
@@ -108,12 +163,19 @@ def _format_conversion(e: Evidence, t: Thresholds) -> Bottleneck | None:
 
 
 def _ai_cpu(e: Evidence, t: Thresholds) -> Bottleneck | None:
-    return _over(
+    """msprof-analyze's AICPU check: any AI CPU task of >= 20 us, named."""
+    count = e.ai_cpu_tasks
+    if count is None or count < t.ai_cpu_min_tasks:
+        return None
+    share = "" if e.ai_cpu_ratio is None else f", {e.ai_cpu_ratio:.1%} of operator time"
+    severe = (" (above the checklist's "f"{t.ai_cpu_ratio:.0%}: severe)"
+              if e.ai_cpu_ratio is not None and e.ai_cpu_ratio > t.ai_cpu_ratio else "")
+    names = ", ".join(e.ai_cpu_ops[:8]) or "unnamed"
+    return finding(
         "ai_cpu_fallback",
-        e.ai_cpu_ratio,
-        t.ai_cpu_ratio,
-        f"AI CPU operators of >= {t.ai_cpu_min_op_us:g} us take {{value:.0%}} of "
-        "operator time (threshold {threshold:.0%})",
+        f"{count} AI CPU task(s) of >= {t.ai_cpu_min_op_us:g} us ({names}){share}{severe}",
+        float(count),
+        float(t.ai_cpu_min_tasks),
     )
 
 
@@ -133,13 +195,15 @@ def _compute_bound(e: Evidence, t: Thresholds) -> Bottleneck | None:
 
 
 def _dynamic_shape(e: Evidence, t: Thresholds) -> Bottleneck | None:
+    """Only a dynamic profile: dynamic tasks and no static one (msprof-analyze's rule). Binary
+    kernels (jit_compile=False) report dynamic beside static MatMuls: that is not a finding."""
     count = e.dynamic_shape_ops
-    if count is None or count < t.dynamic_shape_min_ops:
+    if count is None or count < t.dynamic_shape_min_ops or count == 0 or (e.static_ops or 0) > 0:
         return None
-    return Bottleneck(
+    return finding(
         "dynamic_shape",
-        f"{count} operator tasks ran with dynamic shapes",
-        ADVICE["dynamic_shape"],
+        f"all {count} operator tasks ran with dynamic shapes (rule: fires only when no operator "
+        "ran static)",
         float(count),
         float(t.dynamic_shape_min_ops),
     )
@@ -152,6 +216,7 @@ def _small_ops(e: Evidence, t: Thresholds) -> Bottleneck | None:
         t.small_ops_ratio,
         f"{{value:.0%}} of operators run shorter than {t.small_op_us:g} us "
         "(threshold {threshold:.0%})",
+        e.mode,
     )
 
 
@@ -174,5 +239,5 @@ def diagnose(
     evidence: Evidence, thresholds: Thresholds = DEFAULT_THRESHOLDS
 ) -> tuple[Bottleneck, ...]:
     """Every rule that fires, in a fixed order."""
-    found = (rule(evidence, thresholds) for rule in RULES)
-    return tuple(b for b in found if b is not None)
+    found = [rule(evidence, thresholds) for rule in RULES]
+    return tuple(b for b in found if b is not None) + evidence.findings

@@ -12,11 +12,16 @@ KERNEL = "kernel"  # kernel_details.csv / op_summary_*.csv
 OP_STATISTIC = "op_statistic"
 STEP_TRACE_TIME = "step_trace_time"  # torch_npu per-step breakdown
 STEP_TRACE = "step_trace"  # graph-mode iterations (msprof)
+COMMUNICATION = "communication"  # torch_npu communication.json
+DB = "db"  # export_type=db: ascend_pytorch_profiler_N.db / msprof_*.db (sqlite_tables.py)
+ANALYSIS_DB = "analysis_db"  # torch_npu analysis.db: StepTraceTime, CommAnalyzer* tables
 
 _TORCH_FILES = {
     KERNEL: "kernel_details.csv",
     OP_STATISTIC: "op_statistic.csv",
     STEP_TRACE_TIME: "step_trace_time.csv",
+    COMMUNICATION: "communication.json",
+    ANALYSIS_DB: "analysis.db",
 }
 _MSPROF_NAME = re.compile(
     r"^(?P<kind>op_summary|op_statistic|step_trace)(?:_slice_(?P<slice>\d+))?_(?P<ts>\d+)\.csv$"
@@ -88,14 +93,20 @@ def _units_at(path: Path) -> list[ProfileUnit]:
         path = path.parent
     torch_dir = path / "ASCEND_PROFILER_OUTPUT"
     if torch_dir.is_dir():
-        tables: Mapping[str, tuple[Path, ...]] = {
+        tables: dict[str, tuple[Path, ...]] = {
             k: (torch_dir / n,) for k, n in _TORCH_FILES.items() if (torch_dir / n).is_file()
         }
+        dbs = sorted(torch_dir.glob("ascend_pytorch_profiler*.db"))
+        if dbs:
+            tables[DB] = (dbs[-1],)
         if tables:
             return [ProfileUnit(_torch_rank(path), "torch_npu", path, tables, _torch_end(path))]
     msprof_dir = path / "mindstudio_profiler_output"
-    if msprof_dir.is_dir():
-        tables, notes = _msprof_tables(msprof_dir)
+    msprof_dbs = sorted(path.glob("msprof_*.db")) + sorted(msprof_dir.glob("msprof_*.db"))
+    if msprof_dir.is_dir() or msprof_dbs:
+        tables, notes = _msprof_tables(msprof_dir) if msprof_dir.is_dir() else ({}, ())
+        if msprof_dbs and not tables:  # an export_type=db capture: no CSVs
+            tables = {DB: (msprof_dbs[-1],)}
         if tables:
             return [ProfileUnit(_unit_name(path), "msprof", path, tables, _prof_end(path), notes)]
     units = []

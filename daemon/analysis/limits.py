@@ -15,7 +15,7 @@ class TooLarge(Exception):
 
 
 def _cap(kind: str, limits: AnalysisLimits) -> tuple[int, str]:
-    if kind == layout.KERNEL:
+    if kind in (layout.KERNEL, layout.DB):
         return int(limits.kernel_table), "kernel_table"
     if kind == layout.OP_STATISTIC:
         return int(limits.op_statistic_table), "op_statistic_table"

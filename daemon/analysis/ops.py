@@ -1,12 +1,17 @@
-"""Operator time by type and core type, AI CPU, format conversions, dynamic shapes, small ops."""
+"""Operator time by type and core type, AI CPU, format conversions, dynamic shapes, small ops.
+
+One model whichever tables exist: compute operators by (op type, core type); communication
+(HCCL) tasks apart, by collective (``collectives.py``); waits and idle are never operator time
+(text tables do not list them as operators, db exports keep them in other tables)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from npumon.daemon.analysis.collectives import collective_of, is_communication
 from npumon.daemon.model.profile import CORE_TYPES, CoreShare, OpShare, Thresholds
 
 if TYPE_CHECKING:
@@ -19,7 +24,10 @@ FORMAT_CONVERSION_OPS = frozenset(
 )
 COPY_OPS = frozenset({"TensorMove", "Identity", "MemcpyAsync", "ViewCopy"})
 RESHAPE_TRANSPOSE_OPS = frozenset({"Reshape", "Transpose", "TransposeD", "ConfusionTransposeD"})
-_CONV_MATMUL = re.compile(r"^(Conv|MatMul|BatchMatMul|GroupedMatmul|QuantBatchMatmul|Gemm)", re.I)
+# compute-bound work of the checklist: Conv/MatMul, and FlashAttention (two MatMuls + softmax)
+_CONV_MATMUL = re.compile(
+    r"^(Conv|MatMul|BatchMatMul|GroupedMatmul|QuantBatchMatmul|Gemm|FlashAttention)", re.I
+)
 _SOFTMAX = re.compile(r"softmax", re.I)
 _CORE_NAMES = {
     "AI_CORE": "ai_core",
@@ -30,6 +38,7 @@ _CORE_NAMES = {
     "MIX": "mix",
     "HCCL": "communication",
     "COMMUNICATION": "communication",
+    "DSA_SQE": "dsa_sqe",
 }
 UNKNOWN = "unknown"
 
@@ -54,14 +63,20 @@ def infer_op_type(name: object) -> str:
     return re.sub(r"_?\d+$", "", base) or UNKNOWN
 
 
+Groups = dict[tuple[str, str], tuple[float, int]]
+ByName = dict[str, tuple[float, int]]
+
+
 @dataclass(frozen=True, slots=True)
 class OpFacts:
-    """Operator totals of one or more tables, in microseconds, keyed by (op_type, core label)."""
+    """Totals of one or more tables, in microseconds: compute operators keyed by (op_type, core
+    label), communication by collective, AI CPU tasks of at least the threshold by op type."""
 
-    groups: dict[tuple[str, str], tuple[float, int]]
-    ai_cpu_us: float | None
-    ai_cpu_count: int | None
-    dynamic_count: int | None
+    groups: Groups
+    comm: ByName
+    ai_cpu_ops: ByName | None  # None when the table has no core type column
+    dynamic_count: int | None  # None when the table has no OP State column
+    static_count: int | None
     small_count: int
     op_count: int
     inferred: bool
@@ -70,23 +85,42 @@ class OpFacts:
     def total_us(self) -> float:
         return sum(us for us, _ in self.groups.values())
 
+    @property
+    def comm_us(self) -> float:
+        return sum(us for us, _ in self.comm.values())
 
-def _group(
-    frame: pd.DataFrame, value: str, count: str | None
-) -> dict[tuple[str, str], tuple[float, int]]:
-    """Group on the raw (categorical) columns, then label the few groups: cheap on 1M rows."""
+    @property
+    def ai_cpu_us(self) -> float | None:
+        return None if self.ai_cpu_ops is None else sum(u for u, _ in self.ai_cpu_ops.values())
+
+    @property
+    def ai_cpu_count(self) -> int | None:
+        return None if self.ai_cpu_ops is None else sum(n for _, n in self.ai_cpu_ops.values())
+
+
+def _add(into: dict[object, tuple[float, int]], key: object, us: float, n: int) -> None:
+    old_us, old_n = into.get(key, (0.0, 0))
+    into[key] = (old_us + us, old_n + n)
+
+
+def _group(frame: pd.DataFrame, value: str, count: str | None) -> tuple[Groups, ByName]:
+    """Group on the raw (categorical) columns, then label the few groups: cheap on 1M rows.
+    Communication groups go to the second dict, by collective."""
     keys = ["op_type", "core_type"] if "core_type" in frame else ["op_type"]
     agg = frame.groupby(keys, sort=False, observed=True, dropna=False)
     sums = agg[value].sum()
     counts = agg[count].sum() if count else agg.size()
-    groups: dict[tuple[str, str], tuple[float, int]] = {}
+    groups: dict[object, tuple[float, int]] = {}
+    comm: dict[object, tuple[float, int]] = {}
     # positional: NaN keys (no core type) cannot be looked up by label
     for key, us, n in zip(sums.index, sums.to_numpy(), counts.to_numpy(), strict=True):
         op_type, core = key if isinstance(key, tuple) else (key, None)
         label = (op_type if isinstance(op_type, str) else UNKNOWN, core_type_label(core))
-        old_us, old_count = groups.get(label, (0.0, 0))
-        groups[label] = (old_us + float(us), old_count + int(n))
-    return groups
+        if is_communication(*label):
+            _add(comm, collective_of(label[0]), float(us), int(n))
+        else:
+            _add(groups, label, float(us), int(n))
+    return groups, comm  # type: ignore[return-value]
 
 
 def _equals(column: pd.Series, text: str) -> pd.Series:
@@ -99,24 +133,51 @@ def _equals(column: pd.Series, text: str) -> pd.Series:
     return column.astype("object").str.strip().str.lower() == text
 
 
+def _matching(column: pd.Series, test: Callable[[str], bool]) -> pd.Series:
+    """Rows whose value passes ``test``, judged once per category of a categorical column."""
+    import pandas as pd
+
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.isin([c for c in column.cat.categories if test(str(c))])
+    return column.astype("object").map(lambda v: isinstance(v, str) and test(v)).astype(bool)
+
+
+def _comm_rows(frame: pd.DataFrame) -> pd.Series:
+    by_type = _matching(frame["op_type"], lambda t: is_communication(t, ""))
+    if "core_type" not in frame:
+        return by_type
+    return by_type | _matching(frame["core_type"], lambda c: core_type_label(c) == "communication")
+
+
+def _ai_cpu_ops(frame: pd.DataFrame, value: str, count: str | None, mask: pd.Series) -> ByName:
+    hits = frame[mask]
+    sums = hits.groupby("op_type", observed=True)[value].sum()
+    counts = hits.groupby("op_type", observed=True)[count].sum() if count else hits.groupby(
+        "op_type", observed=True).size()
+    return {str(k): (float(sums[k]), int(counts[k])) for k in sums.index}
+
+
 def kernel_facts(frame: pd.DataFrame, thresholds: Thresholds, inferred: bool) -> OpFacts:
     """From kernel_details / op_summary rows (one row per task)."""
     duration = frame["duration_us"]
-    ai_cpu_us: float | None = None
-    ai_cpu_count: int | None = None
+    compute = ~_comm_rows(frame)
+    ai_cpu: ByName | None = None
     if "core_type" in frame and frame["core_type"].notna().any():
         mask = _equals(frame["core_type"], "ai_cpu") & (duration >= thresholds.ai_cpu_min_op_us)
-        ai_cpu_us, ai_cpu_count = float(duration[mask].sum()), int(mask.sum())
-    dynamic = None
+        ai_cpu = _ai_cpu_ops(frame, "duration_us", None, mask)
+    dynamic = static = None
     if "op_state" in frame:
-        dynamic = int(_equals(frame["op_state"], "dynamic").sum())
+        dynamic = int((_equals(frame["op_state"], "dynamic") & compute).sum())
+        static = int((_equals(frame["op_state"], "static") & compute).sum())
+    groups, comm = _group(frame, "duration_us", None)
     return OpFacts(
-        groups=_group(frame, "duration_us", None),
-        ai_cpu_us=ai_cpu_us,
-        ai_cpu_count=ai_cpu_count,
+        groups=groups,
+        comm=comm,
+        ai_cpu_ops=ai_cpu,
         dynamic_count=dynamic,
-        small_count=int((duration < thresholds.small_op_us).sum()),
-        op_count=int(duration.notna().sum()),
+        static_count=static,
+        small_count=int(((duration < thresholds.small_op_us) & compute).sum()),
+        op_count=int((duration.notna() & compute).sum()),
         inferred=inferred,
     )
 
@@ -125,42 +186,66 @@ def statistic_facts(frame: pd.DataFrame, thresholds: Thresholds) -> OpFacts:
     """From op_statistic (one row per op type); AI CPU and small ops judged by average time."""
     counts = frame["count"].fillna(0) if "count" in frame else None
     avg = frame.get("avg_us")
-    ai_cpu_us = ai_cpu_count = None
+    ai_cpu: ByName | None = None
     small = 0
     if avg is not None and counts is not None:
         mask = _equals(frame["core_type"], "ai_cpu") & (avg >= thresholds.ai_cpu_min_op_us)
-        ai_cpu_us, ai_cpu_count = float(frame["total_us"][mask].sum()), int(counts[mask].sum())
-        small = int(counts[avg < thresholds.small_op_us].sum())
+        ai_cpu = _ai_cpu_ops(frame, "total_us", "count", mask)
+        small = int(counts[(avg < thresholds.small_op_us) & ~_comm_rows(frame)].sum())
+    groups, comm = _group(frame, "total_us", "count" if counts is not None else None)
     return OpFacts(
-        groups=_group(frame, "total_us", "count" if counts is not None else None),
-        ai_cpu_us=ai_cpu_us,
-        ai_cpu_count=ai_cpu_count,
+        groups=groups,
+        comm=comm,
+        ai_cpu_ops=ai_cpu,
         dynamic_count=None,
+        static_count=None,
         small_count=small,
-        op_count=int(counts.sum()) if counts is not None else len(frame),
+        op_count=sum(n for _, n in groups.values()),
         inferred=False,
     )
 
 
-def _sum_optional(values: Iterable[float | int | None]) -> float | None:
+def combine(statistic: OpFacts, kernel: OpFacts) -> OpFacts:
+    """op_statistic for compute time by type; the per-task table for communication and what
+    needs single tasks (AI CPU tasks, op states, small tasks)."""
+    return OpFacts(
+        groups=statistic.groups,
+        comm=kernel.comm or statistic.comm,
+        ai_cpu_ops=kernel.ai_cpu_ops if kernel.ai_cpu_ops is not None else statistic.ai_cpu_ops,
+        dynamic_count=kernel.dynamic_count,
+        static_count=kernel.static_count,
+        small_count=kernel.small_count,
+        op_count=kernel.op_count,
+        inferred=False,
+    )
+
+
+def _sum_optional(values: Iterable[int | None]) -> int | None:
     known = [v for v in values if v is not None]
     return sum(known) if known else None
 
 
+def _merge_names(parts: Iterable[ByName]) -> ByName:
+    merged: dict[object, tuple[float, int]] = {}
+    for part in parts:
+        for key, (us, n) in part.items():
+            _add(merged, key, us, n)
+    return merged  # type: ignore[return-value]
+
+
 def merge_facts(facts: list[OpFacts]) -> OpFacts:
     """Several ranks' operator tables as one."""
-    groups: dict[tuple[str, str], tuple[float, int]] = {}
+    groups: dict[object, tuple[float, int]] = {}
     for fact in facts:
         for key, (us, count) in fact.groups.items():
-            old_us, old_count = groups.get(key, (0.0, 0))
-            groups[key] = (old_us + us, old_count + count)
-    ai_cpu_count = _sum_optional(f.ai_cpu_count for f in facts)
-    dynamic = _sum_optional(f.dynamic_count for f in facts)
+            _add(groups, key, us, count)
+    ai_cpu = [f.ai_cpu_ops for f in facts if f.ai_cpu_ops is not None]
     return OpFacts(
-        groups=groups,
-        ai_cpu_us=_sum_optional(f.ai_cpu_us for f in facts),
-        ai_cpu_count=None if ai_cpu_count is None else int(ai_cpu_count),
-        dynamic_count=None if dynamic is None else int(dynamic),
+        groups=groups,  # type: ignore[arg-type]
+        comm=_merge_names(f.comm for f in facts),
+        ai_cpu_ops=_merge_names(ai_cpu) if ai_cpu else None,
+        dynamic_count=_sum_optional(f.dynamic_count for f in facts),
+        static_count=_sum_optional(f.static_count for f in facts),
         small_count=sum(f.small_count for f in facts),
         op_count=sum(f.op_count for f in facts),
         inferred=any(f.inferred for f in facts),
@@ -184,13 +269,13 @@ def top_ops(facts: OpFacts, top_n: int) -> tuple[OpShare, ...]:
 
 
 def core_shares(facts: OpFacts) -> tuple[CoreShare, ...]:
+    """Compute operator time by core type: every kind the tables name (known ones first)."""
     total = facts.total_us
     if total <= 0:
         return ()
     by_core = dict.fromkeys(CORE_TYPES, 0.0)
     for (_, core), (us, _) in facts.groups.items():
-        if core in by_core:
-            by_core[core] += us
+        by_core[core] = by_core.get(core, 0.0) + us
     return tuple(CoreShare(c, us / 1e6, us / total) for c, us in by_core.items() if us > 0)
 
 

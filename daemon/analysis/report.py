@@ -55,7 +55,7 @@ def _ranks(s: ProfileSummary) -> list[str]:
         device = "-" if r.device_id is None else str(r.device_id)
         lines.append(f"  {r.rank:<12}{device:>7}{r.steps:>6}{_ms(r.step_seconds):>13}{cells}")
     for sp in s.rank_spread:
-        mark = "  <-- above threshold (slow rank?)" if sp.flagged else ""
+        mark = "  <-- above threshold among peers" if sp.flagged else ""
         lines.append(
             f"  spread of {sp.phase}: {_pct(sp.spread_ratio)} of the step "
             f"(max {sp.slowest_rank}, min {sp.fastest_rank}){mark}"
@@ -89,6 +89,28 @@ def _ops(s: ProfileSummary) -> list[str]:
     return lines
 
 
+def _communication(s: ProfileSummary) -> list[str]:
+    lines = []
+    if s.communication:
+        kinds = ", ".join(f"{c.collective} {_ms(c.seconds)} ms ({_pct(c.ratio)} of step time)"
+                          for c in s.communication)
+        lines.append(f"Communication tasks (HCCL, not operator time): {kinds}")
+    if s.comm_times is not None:
+        t = s.comm_times
+        lines.append(f"  communication.json: elapse {_ms(t.elapse_seconds)} ms = transit "
+                     f"{_ms(t.transit_seconds)} + wait {_ms(t.wait_seconds)} + idle "
+                     f"{_ms(t.idle_seconds)} ms (all ranks read)")
+    for link in s.links:
+        bw = link.bandwidth_bytes_per_second
+        lines.append(f"  {link.link_type:<6} {link.transit_bytes / 1e6:>10.1f} MB in "
+                     f"{_ms(link.transit_seconds)} ms: "
+                     f"{'-' if bw is None else f'{bw / 1e9:.1f} GB/s'}")
+    if len(s.peer_groups) > 1:
+        groups = "; ".join(", ".join(g) for g in s.peer_groups)
+        lines.append(f"Peer groups (data-parallel, from profiler_metadata.json): {groups}")
+    return [""] + lines if lines else []
+
+
 def _diagnosis(s: ProfileSummary) -> list[str]:
     if not s.bottlenecks:
         return ["", "Diagnosis: no rule fired."]
@@ -102,8 +124,10 @@ def _diagnosis(s: ProfileSummary) -> list[str]:
 def format_report(report: AnalysisReport) -> str:
     """A readable report: step time, per-rank breakdown, top operators, diagnoses, problems."""
     s = report.summary
-    lines = [f"Profile: {s.workload}  (layout {s.layout}, {len(report.sources)} table(s) read)"]
-    lines += _steps(s) + _ranks(s) + _ops(s) + _diagnosis(s)
+    mode = f", {s.mode} mode" if s.mode else ""
+    lines = [f"Profile: {s.workload}  (layout {s.layout}{mode}, {len(report.sources)} table(s) "
+             "read)"]
+    lines += _steps(s) + _ranks(s) + _ops(s) + _communication(s) + _diagnosis(s)
     if report.problems:
         lines += ["", "Problems:"] + [f"  {p}" for p in report.problems]
     return "\n".join(lines) + "\n"

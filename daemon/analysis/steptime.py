@@ -69,7 +69,7 @@ def _phase_stats(rows: Sequence[StepRow], names: Sequence[str]) -> tuple[PhaseSt
     return tuple(stats)
 
 
-def _spread(ranks: Sequence[RankBreakdown], t: Thresholds) -> tuple[RankSpread, ...]:
+def spread(ranks: Sequence[RankBreakdown], t: Thresholds) -> tuple[RankSpread, ...]:
     if len(ranks) < 2:
         return ()
     mean_step = sum(r.step_seconds for r in ranks) / len(ranks)
@@ -87,30 +87,29 @@ def _spread(ranks: Sequence[RankBreakdown], t: Thresholds) -> tuple[RankSpread, 
 def analyse_rows(
     ranks: Sequence[tuple[str, list[StepRow]]], names: Sequence[str], t: Thresholds
 ) -> StepResult:
-    """Per-rank means, then workload step = slowest rank per step (ranks wait for each other)."""
-    breakdowns, all_rows = [], []
-    per_key: dict[object, float] = {}
+    """Per-rank means; the workload's step and phases are those of its slowest rank (the others
+    wait for it), so the phase line adds up to the step line."""
+    breakdowns, kept = [], []
     for rank, raw in ranks:
         rows = skip_warmup(raw, t.warmup_steps)
         if not rows:
             continue
-        all_rows.extend(rows)
-        for index, row in enumerate(rows):
-            key = row.key if row.key is not None else ("row", index)
-            per_key[key] = max(per_key.get(key, 0.0), row.total_us)
+        kept.append(rows)
         mean_total = sum(r.total_us for r in rows) / len(rows)
         breakdowns.append(
             RankBreakdown(
                 rank, rows[0].device_id, len(rows), mean_total / 1e6, _phase_stats(rows, names)
             )
         )
-    if not all_rows:
+    if not kept:
         return StepResult(None, (), (), ())
+    slowest = max(range(len(kept)), key=lambda i: (breakdowns[i].step_seconds, -i))
+    rows = kept[slowest]
     return StepResult(
-        _stats(list(per_key.values())),
-        _phase_stats(all_rows, names),
+        _stats([r.total_us for r in rows]),
+        _phase_stats(rows, names),
         tuple(breakdowns),
-        _spread(breakdowns, t),
+        spread(breakdowns, t),
     )
 
 

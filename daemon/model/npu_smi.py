@@ -46,8 +46,13 @@ class TableProcess:
     name: str | None  # empty in containers that cannot resolve host PIDs -> None
     memory_bytes: int | None
     container_pid: int | None = None  # 26.0 "Process id in container" column (NA on host)
-    # never set by the parser: the table source adds it from /proc/<pid>/cgroup
+    # never set by the parser: the table source adds these from /proc/<pid> (daemon/containers.py)
     container_id: str | None = None
+    pod_uid: str | None = None  # from the kubelet's pod<UID> cgroup
+    hostname: str | None = None  # HOSTNAME in its environment (the pod name, in a pod)
+    visible_devices: tuple[int, ...] | None = None  # ASCEND_VISIBLE_DEVICES, parsed
+    user: str | None = None
+    slurm_job_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,8 @@ PHASES = (
     "free",
     "preparing",
 )
-CORE_TYPES = ("ai_core", "ai_vector_core", "ai_cpu", "mix", "communication")
+# compute core types listed first; any other kind a table names (e.g. a new chip's) follows
+CORE_TYPES = ("ai_core", "ai_vector_core", "ai_cpu", "mix", "dsa_sqe")
 BOTTLENECK_KINDS = (
     "input_pipeline",
     "host_bound",
@@ -28,6 +29,9 @@ BOTTLENECK_KINDS = (
     "compute_bound",
     "dynamic_shape",
     "small_ops",
+    "slow_rank",
+    "pipeline_imbalance",
+    "slow_link",
 )
 
 # What enters from JSON (the worker's report, the state file) is taken as written: strict types
@@ -68,6 +72,39 @@ class OpShare:
     seconds: float
     ratio: float
     count: int
+
+
+@with_config(FINITE)
+@dataclass(frozen=True, slots=True)
+class CommShare:
+    """Communication task time of one collective; ratio over the step time (None: no steps)."""
+
+    collective: str
+    seconds: float
+    ratio: float | None
+    count: int
+
+
+@with_config(FINITE)
+@dataclass(frozen=True, slots=True)
+class LinkStat:
+    """Transfers over one link type (HCCS, PCIE, RDMA, SDMA, SIO) from communication.json."""
+
+    link_type: str
+    transit_bytes: float
+    transit_seconds: float
+    bandwidth_bytes_per_second: float | None  # None: nothing moved
+
+
+@with_config(FINITE)
+@dataclass(frozen=True, slots=True)
+class CommTimes:
+    """communication.json's totals over all ranks read: transfer vs waiting, seconds."""
+
+    elapse_seconds: float
+    transit_seconds: float
+    wait_seconds: float
+    idle_seconds: float
 
 
 @with_config(FINITE)
@@ -134,6 +171,13 @@ class ProfileSummary:
     ranks: tuple[RankBreakdown, ...]
     rank_spread: tuple[RankSpread, ...]
     bottlenecks: tuple[Bottleneck, ...]
+    # added later: defaults keep summaries in older state files readable
+    mode: str | None = None  # eager or graph (advice differs); None when unknown
+    communication: tuple[CommShare, ...] = ()  # HCCL task time by collective
+    comm_times: CommTimes | None = None
+    links: tuple[LinkStat, ...] = ()
+    peer_groups: tuple[tuple[str, ...], ...] = ()  # ranks compared with each other (dp groups)
+    ai_cpu_op_types: tuple[str, ...] = ()  # AI CPU op types with tasks >= ai_cpu_min_op_us
 
 
 @with_config(FINITE)
@@ -164,11 +208,18 @@ class Thresholds(BaseModel):
     conv_matmul_ratio: NonNegative = 0.60
     softmax_ratio: NonNegative = 0.15
     ai_cpu_min_op_us: NonNegative = 20.0  # msprof-analyze's AI CPU check: tasks of at least 20 us
-    ai_cpu_ratio: NonNegative = 0.05  # AI CPU time (such tasks) over op time
-    dynamic_shape_min_ops: int = Field(default=1, ge=0)  # msprof-analyze: any dynamic-shape op
+    ai_cpu_ratio: NonNegative = 0.05  # AI CPU time (such tasks) over op time: named as severe
+    ai_cpu_min_tasks: int = Field(default=1, ge=1)  # msprof-analyze: any such task is a finding
+    dynamic_shape_min_ops: int = Field(default=1, ge=0)  # dynamic tasks, and none static
     small_op_us: NonNegative = 10.0
     small_ops_ratio: NonNegative = 0.50  # share of ops shorter than small_op_us
-    rank_spread_ratio: NonNegative = 0.05  # msprof-analyze slow-rank rule
+    rank_spread_ratio: NonNegative = 0.05  # msprof-analyze slow-rank rule, among dp peers
+    pipeline_imbalance_ratio: NonNegative = 0.10  # compute gap between pipeline stages / step
+    slow_link_ratio: NonNegative = 0.60  # measured / expected bandwidth of a link type
+    slow_link_min_mb: NonNegative = 1.0  # a link type must move this much to be judged
+    link_expected_gbps: dict[str, float] = Field(  # GB/s a link type should reach on big messages
+        default_factory=lambda: {"HCCS": 18.0, "RDMA": 12.5, "PCIE": 20.0, "SIO": 18.0}
+    )
     regression_ratio: NonNegative = 0.05  # p99 step time above baseline
     device_busy_good: NonNegative = 0.80  # AI Core busy > 80 % fine, 50-80 % room, < 50 % low
     device_busy_low: NonNegative = 0.50

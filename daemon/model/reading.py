@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from npumon.daemon.model.attribution import NO_ATTRIBUTION, Attribution
+from npumon.daemon.model.kubelet import ChipOwner, ProcessOwner
 from npumon.daemon.model.npu_smi import (
     BoardReport,
     ChipCommon,
@@ -42,6 +44,7 @@ class ProcessReading:
     hbm_used_bytes: int
     name: str | None = None
     container_id: str | None = None
+    owner: ProcessOwner = ProcessOwner()  # pod, or user and Slurm job (model/attribution.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +55,7 @@ class ChipReading:
     chip: int
     identity: tuple[tuple[str, str], ...] = ()  # known npu_chip_info labels, (name, value)
     health_state: str = "unknown"  # one of HEALTH_STATES
-    error_codes: tuple[str, ...] = ()
+    error_codes: tuple[tuple[str, str], ...] = ()  # (code as printed, fault-table level)
     aicore_ratio: float | None = None
     aivector_ratio: float | None = None
     aicube_ratio: float | None = None
@@ -80,6 +83,8 @@ class ChipReading:
     memory_ecc_double_bit_errors: int | None = None
     processes: tuple[ProcessReading, ...] = ()  # largest first, capped by the config
     profiling_active: bool = False
+    owners: tuple[ChipOwner, ...] = ()  # containers holding it (kubelet pod-resources)
+    allocated: bool | None = None  # held by a container; None: no pod-resources on the node
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +98,8 @@ class ThrottleRule:
 
 
 ThrottleRules = Callable[[str | None], ThrottleRule]
+FaultLevel = Callable[[str], str]
+"""A health error code's handling level in the fault table (`daemon/faults`), else unknown."""
 """The rule for a chip model name (exact name, longest prefix, default)."""
 
 _NO_USAGE = ChipUsage(chip=0)
@@ -136,6 +143,8 @@ def read_chips(
     *,
     max_processes: int,
     profiling: frozenset[ChipId] = frozenset(),
+    fault_level: FaultLevel = lambda code: "unknown",
+    owners: Attribution = NO_ATTRIBUTION,
 ) -> tuple[ChipReading, ...]:
     """One reading per chip of the latest table (no table: no chips, never stale ones)."""
     if results.table is None:
@@ -158,13 +167,21 @@ def read_chips(
             rules(t.name),
             max_processes=max_processes,
             profiling=(t.npu, t.chip) in profiling,
+            fault_level=fault_level,
+            owners=owners,
         )
         for t in results.table.chips
     )
 
 
 def read_chip(
-    parts: ChipParts, rule: ThrottleRule, *, max_processes: int, profiling: bool = False
+    parts: ChipParts,
+    rule: ThrottleRule,
+    *,
+    max_processes: int,
+    profiling: bool = False,
+    fault_level: FaultLevel = lambda code: "unknown",
+    owners: Attribution = NO_ATTRIBUTION,
 ) -> ChipReading:
     """The merged reading of one chip: the most specific or freshest tier first, per field."""
     t, u = parts.table, parts.usage or _NO_USAGE
@@ -175,7 +192,8 @@ def read_chip(
         chip=t.chip,
         identity=_identity(parts),
         health_state=health_state(first(parts.health.status if parts.health else None, t.health)),
-        error_codes=tuple(dict.fromkeys(parts.health.error_codes if parts.health else ())),
+        error_codes=tuple((code, fault_level(code)) for code in dict.fromkeys(
+            parts.health.error_codes if parts.health else ())),
         aicore_ratio=first(u.aicore_ratio, c.aicore_ratio, t.aicore_ratio),
         # 310P calls its vector unit "Vectorcore"; it is the same thing as AI Vector.
         aivector_ratio=first(u.aivector_ratio, u.vectorcore_ratio),
@@ -206,8 +224,10 @@ def read_chip(
         memory_ecc_double_bit_errors=first(
             e.ddr_double_bit_aggregate_total, e.ddr_double_bit_errors
         ),
-        processes=largest_processes(parts.processes, max_processes),
+        processes=largest_processes(parts.processes, max_processes, owners),
         profiling_active=profiling,
+        owners=owners.owners((t.npu, t.chip)),
+        allocated=owners.allocated((t.npu, t.chip)),
     )
     return _with_throttle(reading, rule, profiling)
 
@@ -235,7 +255,7 @@ def _processes_of(rows: Iterable[TableProcess], chip: ChipId) -> tuple[TableProc
 
 
 def largest_processes(
-    rows: Iterable[TableProcess], limit: int
+    rows: Iterable[TableProcess], limit: int, owners: Attribution = NO_ATTRIBUTION
 ) -> tuple[ProcessReading, ...]:
     """The ``limit`` processes holding the most memory, one per pid (a repeated row once)."""
     known = sorted(
@@ -246,8 +266,9 @@ def largest_processes(
     for p in known:
         if len(unique) >= limit:
             break
-        unique.setdefault(p.pid, ProcessReading(p.pid, p.memory_bytes or 0, p.name or None,
-                                                p.container_id or None))
+        unique.setdefault(p.pid, ProcessReading(
+            p.pid, p.memory_bytes or 0, p.name or None, p.container_id or None,
+            owners.processes.get(p.pid, ProcessOwner())))
     return tuple(unique.values())
 
 

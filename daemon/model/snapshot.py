@@ -47,6 +47,8 @@ class NodeSnapshot:
     has_table: bool = False  # False until the first successful `npu-smi info`
     profiling: ProfilingView | None = None  # None when profiling and ingest are both off
     network: NetworkView = EMPTY_NETWORK  # NIC ports (hccn_tool), HCCS/PCIe/SIO (npu-smi)
+    # since start, per kind (conflict, unmapped_device): attribution problems (model/attribution)
+    attribution_problems: tuple[tuple[str, int], ...] = ()
 
 
 EMPTY_SNAPSHOT = NodeSnapshot(taken_at=0.0, node=NodeIdentity(), chips=(), sources=())

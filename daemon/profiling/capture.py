@@ -132,8 +132,8 @@ class Capturer:
 
 
 def _finish(outcome: CaptureOutcome, seconds: float, now: float) -> CaptureOutcome:
-    level = logging.INFO if outcome.result in ("ok", "skipped_busy") else logging.WARNING
-    log.log(level, "event=capture workload=%s result=%s seconds=%.3f message=%r",
-            outcome.workload, outcome.result, seconds, outcome.message)
+    # debug: the profiler logs a workload's result when it changes, not every capture
+    log.debug("event=capture workload=%s result=%s seconds=%.3f message=%r",
+              outcome.workload, outcome.result, seconds, outcome.message)
     return CaptureOutcome(outcome.workload, outcome.result, outcome.message, outcome.report,
                           seconds, now)

@@ -46,6 +46,8 @@ class Profiler:
         self.capturer = Capturer(self.settings, self.captures_dir, self.host)
         self.counts: Counter[str] = Counter()
         self._last_attempt: dict[str, float] = {}
+        self._last_result: dict[str, str] = {}  # per workload: log a result when it changes
+        self._regressed: set[str] = set()
         self._lock = threading.Lock()  # one capture (or ingest analysis) per node at a time
 
     def start(self) -> None:
@@ -65,7 +67,7 @@ class Profiler:
             saved = self.state.save()
         finally:
             self._lock.release()
-        log.info("event=profiler_stopped state_saved=%s", saved)
+        log.debug("event=profiler_stopped state_saved=%s", saved)
         return saved
 
     def workloads(self) -> tuple[Workload, ...]:
@@ -159,19 +161,35 @@ class Profiler:
 
     def _record(self, outcome: CaptureOutcome) -> None:
         self.counts[outcome.result] += 1
+        self._log_change(outcome)
         report = outcome.report
         if outcome.result == "ok" and report is not None:
             summary = report.summary
             baseline = self.state.record(summary, outcome.ended_at, outcome.seconds)
             step = summary.step
-            if step is not None and is_regression(
+            regressed = step is not None and is_regression(
                 step.p99_seconds, baseline, self.settings.thresholds
-            ):
+            )
+            if regressed and summary.workload not in self._regressed and step is not None:
                 log.warning("event=step_regression workload=%s p99_seconds=%.6f "
                             "baseline_seconds=%.6f", summary.workload, step.p99_seconds,
                             baseline or 0.0)
+            (self._regressed.add if regressed else self._regressed.discard)(summary.workload)
         self.state.save()
         self.publish()
+
+    def _log_change(self, outcome: CaptureOutcome) -> None:
+        """One line when a workload's capture result changes, not one per capture."""
+        before = self._last_result.get(outcome.workload)
+        self._last_result[outcome.workload] = outcome.result
+        if outcome.result == before:
+            return
+        good = outcome.result in ("ok", "skipped_busy")
+        if good and before is None:
+            return  # the first capture went fine: nothing to tell
+        log.log(logging.INFO if good else logging.WARNING,
+                "event=capture_result_changed workload=%s result=%s before=%s message=%r",
+                outcome.workload, outcome.result, before, outcome.message)
 
     def view(self) -> ProfilingView:
         profiles = tuple(

@@ -92,3 +92,15 @@ def test_check_config_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "2 problem(s)" in err
     assert "npu_smi.timout: unknown key" in err
     assert "web.listen_address:" in err
+
+
+def test_type_errors_say_what_was_expected_and_what_was_found() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"npu_smi": {"command": "npu-smi"}, "web": {"max_requests": "lots",
+                      "listen_address": "nohost:abc"}})  # fmt: skip
+    problems = caught.value.problems
+    assert ("npu_smi.command: expected a list, e.g. [npu-smi] or [/usr/local/bin/npu-smi, "
+            "--flag], got 'npu-smi'") in problems
+    assert "web.max_requests: expected a whole number, got 'lots'" in problems
+    assert any(p.startswith("web.listen_address: expected [host]:port") and
+               p.endswith("got 'nohost:abc'") for p in problems)  # fmt: skip

@@ -21,11 +21,16 @@ _DURATION = re.compile(
 
 
 def exposition(node: str) -> str:
-    settings: dict[str, object] = {"npu_smi": {"command": fake_npu_smi(node), "timeout": "20s"}}
+    settings: dict[str, object] = {
+        "npu_smi": {"command": fake_npu_smi(node), "timeout": "20s"},
+        # no kubelet here, whatever the machine running the tests has
+        "kubernetes": {"pod_resources_socket": "/nonexistent/kubelet.sock"},
+    }
     if has_hccn_tool(node):
         settings["hccn_tool"] = {"command": fake_hccn_tool(node), "timeout": "20s"}
     config = parse_config(settings)
-    agent = Agent(config, clock=lambda: FROZEN_TIME)
+    # an empty /proc: the fixture's PIDs may be live processes of this machine
+    agent = Agent(config, clock=lambda: FROZEN_TIME, proc_root=NODES / "no-proc")
     return agent.collect_once().decode()
 
 

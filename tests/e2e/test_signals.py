@@ -111,3 +111,20 @@ def test_sigterm_during_a_hung_npu_smi_exits_promptly_and_leaves_no_child(
         stop(process)
         for child in _hung_children(marker):
             child.kill()
+
+
+def test_a_taken_port_is_one_clear_line_and_exit_1(tmp_path: Path) -> None:
+    import socket
+
+    config = tmp_path / "npumon.yaml"
+    write_config(config)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([NPUMON, "run", "--config", str(config), "--web.listen-address",
+                               f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"npumon: cannot listen on '127.0.0.1:{port}': Address already in use; pick another with"
+        " --web.listen-address (or web.listen_address)"]

@@ -27,7 +27,7 @@ from npumon.daemon.model.npu_smi import ChipEcc, HealthReport
 from npumon.daemon.model.reading import ChipParts
 from npumon.daemon.model.snapshot import NodeSnapshot, SourceStatus
 from npumon.exporters import collector
-from npumon.exporters.collector import COLLECTOR_NAMES, COLLECTORS, NpuCollector
+from npumon.exporters.collector import COLLECTOR_NAMES, COLLECTORS, OFF_BY_DEFAULT, NpuCollector
 from tests.helpers.exposition import promtool_problems
 
 ID = {"npu": "0", "chip": "0"}
@@ -122,8 +122,9 @@ def test_health_state_is_one_hot_with_error_codes() -> None:
     got = samples(render(node(chip)))
     states = {dict(k[1])["state"]: v for k, v in got.items() if k[0] == "npu_health_state"}
     assert states == {"ok": 0.0, "warning": 0.0, "alarm": 1.0, "critical": 0.0, "unknown": 0.0}
-    codes = {dict(k[1])["code"] for k in got if k[0] == "npu_error_code_info"}
-    assert codes == {"80E01801", "80E18402"}
+    codes = {(dict(k[1])["code"], dict(k[1])["level"]) for k in got
+             if k[0] == "npu_error_code_info"}  # fmt: skip
+    assert codes == {("80E01801", "unknown"), ("80E18402", "unknown")}  # no table given here
 
 
 @pytest.mark.parametrize(
@@ -269,7 +270,7 @@ def test_each_collector_reports_its_own_render_time() -> None:
     got = samples(render(node(chip_910b()), timer=lambda: next(ticks)))
     durations = {dict(k[1])["collector"]: v for k, v in got.items()
                  if k[0] == "npumon_scrape_collector_duration_seconds"}  # fmt: skip
-    assert set(durations) == {"snapshot", *COLLECTOR_NAMES}
+    assert set(durations) == {"snapshot", *COLLECTOR_NAMES} - OFF_BY_DEFAULT
     assert set(durations.values()) == {1.0}  # one timer tick from start to end of each
 
 

@@ -96,3 +96,35 @@ def test_a_mistyped_summary_never_makes_metrics_a_500_over_http() -> None:
     assert value(found, "npu_step_duration_seconds", workload="llama", stat="p99") == 0.32
     assert value(found, "npumon_profile_render_skipped", reason="family") == 1
     assert value(found, "npumon_profile_render_skipped", reason="non_finite") == 1
+
+
+def test_ranks_and_communication_families_from_a_real_export() -> None:
+    """The PP2 x DP2 export's analysis, rendered: per-rank step figures in their own family,
+    communication apart, the new kinds present."""
+    from pathlib import Path
+
+    from npumon.daemon.analysis.analysis import analyze_path
+
+    tree = Path(__file__).resolve().parents[1] / "fixtures" / "msprof" / "trees"
+    summary = replace(analyze_path(tree / "pp2dp2_level2").summary, workload="llama")
+    found = samples(scrape(snapshot(summary)))
+    rank2 = next(r for r in summary.ranks if r.rank == "rank2")
+    assert value(found, "npu_rank_step_duration_seconds", workload="llama", rank="rank2",
+                 stat="mean") == pytest.approx(rank2.step_seconds)
+    computing = next(p.seconds for p in rank2.phases if p.phase == "computing")
+    assert value(found, "npu_rank_step_duration_seconds", workload="llama", rank="rank2",
+                 stat="computing") == pytest.approx(computing)
+    assert value(found, "npu_profile_bottleneck", workload="llama",
+                 kind="pipeline_imbalance") == 1
+    assert value(found, "npu_profile_bottleneck", workload="llama", kind="slow_rank") == 0
+    hccs = next(x for x in summary.links if x.link_type == "HCCS")
+    assert value(found, "npu_communication_link_bandwidth_bytes_per_second", workload="llama",
+                 link_type="HCCS") == pytest.approx(hccs.bandwidth_bytes_per_second)
+    level1 = replace(analyze_path(tree / "text_level1").summary, workload="llama")
+    found = samples(scrape(snapshot(level1)))
+    assert value(found, "npu_communication_time_ratio", workload="llama",
+                 collective="all_reduce") == pytest.approx(level1.communication[0].ratio)
+    times = level1.comm_times
+    assert times is not None
+    assert value(found, "npu_communication_wait_ratio", workload="llama") == pytest.approx(
+        times.wait_seconds / (times.wait_seconds + times.transit_seconds))

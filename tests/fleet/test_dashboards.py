@@ -33,6 +33,8 @@ CONTRACT = frozenset({
     "npu_profiling_active", "npu_step_duration_seconds", "npu_step_phase_seconds",
     "npu_step_phase_ratio", "npu_op_time_ratio", "npu_core_type_time_ratio",
     "npu_profile_bottleneck", "npu_step_duration_baseline_seconds",
+    "npu_communication_time_ratio", "npu_communication_wait_ratio",
+    "npu_communication_link_bandwidth_bytes_per_second", "npu_rank_step_duration_seconds",
     "npumon_source_up", "npumon_source_duration_seconds",
     "npumon_source_last_success_timestamp_seconds", "npumon_source_failures_total",
     "npumon_captures_total", "npumon_capture_last_success_timestamp_seconds",
@@ -45,6 +47,7 @@ CONTRACT = frozenset({
     "npu_network_pause_frames_total", "npu_roce_errors_total",
     "npu_optical_rx_power_watts", "npu_optical_rx_power_threshold_watts",
     "npu_hccs_crc_errors_total", "npu_sio_crc_errors_total", "npu_pcie_errors_total",
+    "npu_chip_allocation_info", "npu_chip_allocated", "npumon_attribution_problems_total",
 })
 
 

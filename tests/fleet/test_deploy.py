@@ -1,10 +1,12 @@
-"""Deployment files: YAML syntax, files the compose file mounts, generated manifests in sync."""
+"""Deployment files: YAML syntax, files the compose file mounts, the systemd unit. The Helm chart
+and deploy/kubernetes (the chart rendered) are tested in test_helm_chart.py."""
 
 from __future__ import annotations
 
-import json
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +15,14 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+IMAGE = f"npumon:{VERSION}"  # the one image name, everywhere
 BIN = Path(sys.executable).parent
+CHART_TEMPLATES = DEPLOY / "helm" / "npumon" / "templates"  # Go templates, not YAML until rendered
 YAML_FILES = sorted(
-    [*DEPLOY.rglob("*.yaml"), *DEPLOY.rglob("*.yml"), *(ROOT / "grafana").rglob("*.yml"),
-     *(ROOT / "config" / "prometheus").glob("*.yml")]
+    [p for p in [*DEPLOY.rglob("*.yaml"), *DEPLOY.rglob("*.yml")]
+     if not p.is_relative_to(CHART_TEMPLATES)]
+    + [*(ROOT / "grafana").rglob("*.yml"), *(ROOT / "config" / "prometheus").glob("*.yml")]
 )
 SIM_CONFIGS = sorted((DEPLOY / "compose").glob("sim-*.yaml"))
 
@@ -52,7 +58,7 @@ def test_compose_mounts_files_that_exist() -> None:
 
 def test_compose_runs_three_families_on_their_configs() -> None:
     services = compose()["services"]
-    nodes = {name: s for name, s in services.items() if s.get("image") == "npumon:dev"}
+    nodes = {name: s for name, s in services.items() if s.get("image") == IMAGE}
     assert len(nodes) == 3
     configs = set()
     for service in nodes.values():
@@ -69,7 +75,7 @@ def test_compose_prometheus_scrapes_every_node() -> None:
     config = yaml.safe_load((DEPLOY / "prometheus.yml").read_text())
     targets = {t for job in config["scrape_configs"] if job["job_name"] == "npumon"
                for group in job["static_configs"] for t in group["targets"]}
-    nodes = {name for name, s in services.items() if s.get("image") == "npumon:dev"}
+    nodes = {name for name, s in services.items() if s.get("image") == IMAGE}
     assert targets == {f"{name}:9732" for name in nodes}
 
 
@@ -89,44 +95,15 @@ def test_compose_prometheus_config_is_valid() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.integration
-def test_generated_kubernetes_manifests_are_in_sync() -> None:
-    result = run(sys.executable, DEPLOY / "kubernetes" / "generate.py", "--check")
-    assert result.returncode == 0, result.stderr
-
-
-def test_prometheusrule_carries_the_rules_file() -> None:
-    rule = yaml.safe_load((DEPLOY / "kubernetes" / "prometheusrule.yaml").read_text())
-    rules = yaml.safe_load((ROOT / "config" / "prometheus" / "npumon-rules.yml").read_text())
-    assert rule["kind"] == "PrometheusRule"
-    assert rule["spec"]["groups"] == rules["groups"]
-
-
-def test_dashboards_configmap_carries_every_dashboard() -> None:
-    configmap = yaml.safe_load((DEPLOY / "kubernetes" / "grafana-dashboards.yaml").read_text())
-    dashboards = {p.name: p for p in (ROOT / "grafana" / "dashboards").glob("*.json")}
-    assert set(configmap["data"]) == set(dashboards)
-    for name, text in configmap["data"].items():
-        assert json.loads(text) == json.loads(dashboards[name].read_text())
-
-
 def test_kustomization_lists_every_manifest() -> None:
     folder = DEPLOY / "kubernetes"
     listed = set(yaml.safe_load((folder / "kustomization.yaml").read_text())["resources"])
     assert listed == {p.name for p in folder.glob("*.yaml")} - {"kustomization.yaml"}
-
-
-def test_daemonset_mounts_what_npu_smi_needs() -> None:
-    daemonset = yaml.safe_load((DEPLOY / "kubernetes" / "daemonset.yaml").read_text())
-    pod = daemonset["spec"]["template"]["spec"]
-    host_paths = {v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
-    assert {"/usr/local/Ascend/driver", "/usr/local/bin/npu-smi", "/dev"} <= host_paths
-    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    keys = {e["key"] for t in terms["nodeSelectorTerms"] for e in t["matchExpressions"]}
-    assert keys == {"accelerator"}
-    container = pod["containers"][0]
-    assert {"requests", "limits"} <= set(container["resources"])
-    assert container["ports"][0]["containerPort"] == 9732
+    namespace = yaml.safe_load((folder / "namespace.yaml").read_text())
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    namespaces = {d["metadata"]["namespace"] for d in
+                  yaml.safe_load_all((folder / "npumon.yaml").read_text()) if d is not None}
+    assert namespaces == {namespace["metadata"]["name"]}
 
 
 def test_systemd_unit_keeps_the_npu_devices_visible() -> None:
@@ -154,3 +131,14 @@ def test_systemd_unit_has_exactly_the_documented_capabilities() -> None:
                        "AmbientCapabilities": ""}
     documented = (DEPLOY.parent / "docs" / "privileges.md").read_text()
     assert all(cap in documented for cap in unit["CapabilityBoundingSet"].split())
+
+
+def test_one_image_name_everywhere() -> None:
+    files = [ROOT / "README.md", DEPLOY / "docker-compose.yml",
+             DEPLOY / "kubernetes" / "npumon.yaml", DEPLOY / "helm" / "npumon" / "values.yaml"]
+    for path in files:
+        names = set(re.findall(r"\bnpumon:(?:latest|dev|\d[\w.-]*)", path.read_text()))
+        assert names <= {IMAGE}, (path, names)
+    readme = (ROOT / "README.md").read_text()
+    assert f"docker build -t {IMAGE} ." in readme and f" {IMAGE}\n" in readme
+    assert "--pid=host" in readme and "npumon:latest" not in readme

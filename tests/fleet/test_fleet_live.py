@@ -32,7 +32,8 @@ BIN = Path(sys.executable).parent
 PROMETHEUS = shutil.which("prometheus")
 RULES = ROOT / "config" / "prometheus" / "npumon-rules.yml"
 DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
-VARIABLES = {"$instance": ".*", "$npu": ".*", "$workload": ".*", "$__range": "2m"}
+VARIABLES = {"$instance": ".*", "$npu": ".*", "$workload": ".*", "$namespace": ".*",
+             "$pod": ".*", "$__range": "2m"}
 
 # Profiled training jobs (npumon-sim-train), by workload name: the node whose daemon profiles
 # it and the simulated workload kind. "slowing" later restarts with a longer step (a regression).
@@ -43,7 +44,9 @@ STEP_SECONDS = 0.05
 POLLING: dict[str, Any] = {"poll": 0.5, "tolerate": (OSError,)}
 SLOWER_STEP_SECONDS = 0.15
 
-# 8 x 910B: NPU 3 overheats and clocks down, NPU 5 is in Alarm, NPU 6 holds HBM but idles.
+# 8 x 910B: NPU 3 overheats and clocks down, NPU 5 is in Alarm (a restart_npu and a not_handle
+# code), NPU 6 holds HBM but idles,
+# NPU 7 is held by a pod that never uses it. A fake kubelet (npumon-sim-kubelet) serves the pods.
 # Network: NPU 0's link is down while it is in use, NPU 2's port flaps, NPU 4 counts FCS errors,
 # NPU 1's optical RX power is below its low threshold, NPU 5 gets a PFC storm, NPU 7 HCCS CRCs.
 # The epoch lies 10 minutes back so the overheat ramp is over when the test starts.
@@ -58,8 +61,19 @@ processes:
   - {{npu: 6, pid: 31337, name: jupyter-lab, hbm_mb: 20480}}
 events:
   - {{kind: overheat, npu: 3, temperature_celsius: 96, throttled_mhz: 1100, load_percent: 96}}
-  - {{kind: alarm, npu: 5, health: Alarm, error_codes: [A4025021]}}
+  - {{kind: alarm, npu: 5, health: Alarm, error_codes: [A4025021, 8C03A000]}}
   - {{kind: idle, npu: 6}}
+  - {{kind: idle, npu: 7}}
+kubernetes:
+  pods:
+    - {{namespace: ml, name: train-0, containers: [{{name: trainer,
+        devices: [Ascend910-0, Ascend910-1, Ascend910-2, Ascend910-3]}}]}}
+    - {{namespace: serving, name: vllm-0, containers: [{{name: engine,
+        devices: [Ascend910-4, Ascend910-5]}}]}}
+    - {{namespace: research, name: notebook, containers: [{{name: jupyter,
+        devices: [Ascend910-6]}}]}}
+    - {{namespace: research, name: idle-notebook, containers: [{{name: jupyter,
+        devices: [Ascend910-7]}}]}}
 network:
   events:
     - {{kind: link_down, npu: 0}}
@@ -110,6 +124,9 @@ def node_config(tmp: Path, name: str, scenario: str | Path) -> Path:
                     # hccs-bw, pcie-err, sio-info): every 5 s, not every second, on 3 nodes
                     "intervals": {"table": "1s", "detail": "1s", "health": "5s"}},
         "state_directory": str(tmp / f"state-{name}"),
+        # only n910b has a kubelet: the others judge allocation by memory
+        "kubernetes": {"pod_resources_socket": str(tmp / f"kubelet-{name}.sock"),
+                       "interval": "1s"},
     }
     if name == "n910b":  # the 310P node has no hccn_tool (the source stays off there); the A3
         # node leaves it off too, to keep the machine's load down (its ports: tests/simulator)
@@ -124,9 +141,12 @@ def node_config(tmp: Path, name: str, scenario: str | Path) -> Path:
 
 def start_nodes(procs: Processes, tmp: Path) -> list[int]:
     busy = "\n".join(f"  - {{npu: {n}, pid: {19330 + n}, name: python3, hbm_mb: 58472}}"
-                     for n in (0, 1, 2, 3, 4, 5, 7))
+                     for n in (0, 1, 2, 3, 4, 5))
     scenario = tmp / "910b-test.yaml"
     scenario.write_text(SCENARIO_910B.format(epoch=time.time() - 600, processes=busy))
+    procs.start([str(BIN / "npumon-sim-kubelet"), "--scenario", str(scenario),
+                 "--socket", str(tmp / "kubelet-n910b.sock")], tmp / "kubelet.log")
+    wait_for((tmp / "kubelet-n910b.sock").exists, 10, "the fake kubelet's socket")
     nodes: dict[str, str | Path] = {"n910b": scenario, "na3": "a3-8x2", "n310p": "310p-duo"}
     started = {}
     for name, scen in nodes.items():  # port 0: each daemon logs the port it got
@@ -293,9 +313,17 @@ def test_expected_alerts_reach_pending(prometheus: str) -> None:
         {"alertname": "NpuThermalThrottling", "instance": n910b, "npu": "3"},
         {"alertname": "NpuTemperatureNearLimit", "instance": n910b, "npu": "3"},
         {"alertname": "NpuHealthCritical", "instance": n910b, "npu": "5"},
-        {"alertname": "NpuErrorCodePresent", "instance": n910b, "npu": "5"},
+        # the fault table: 8C03A000 is restart_npu (pages), A4025021 not_handle (silent)
+        {"alertname": "NpuFaultNeedsChipAction", "instance": n910b, "npu": "5",
+         "code": "8C03A000", "level": "restart_npu", "severity": "critical"},
         {"alertname": "NpuAllocatedChipLowUtilization", "instance": n910b, "npu": "6"},
         {"alertname": "NpuAllocatedChipIdle", "instance": n910b, "npu": "6"},
+        {"alertname": "NpuAllocatedChipLowUtilization", "instance": n910b, "npu": "6",
+         "namespace": "research", "pod": "notebook"},
+        {"alertname": "NpuAllocatedChipUnused", "instance": n910b, "npu": "7",
+         "namespace": "research", "pod": "idle-notebook", "container": "jupyter"},
+        {"alertname": "NpuThermalThrottling", "instance": n910b, "npu": "3",
+         "namespace": "ml", "pod": "train-0"},
         {"alertname": "NpuWorkloadBottleneck", "instance": n910b, "workload": "convert",
          "kind": "format_conversion"},
         {"alertname": "NpuWorkloadBottleneck", "instance": n910b, "workload": "input",
@@ -317,6 +345,8 @@ def test_expected_alerts_reach_pending(prometheus: str) -> None:
     # NPU 3 of the A3 node idles with only the firmware's HBM: not allocated, so not an alert.
     assert not any(a["alertname"].startswith("NpuAllocatedChip") and a["instance"] == na3
                    and a["npu"] == "3" for a in alerts)
+    # A chip whose pod runs a process is not "unused"; only the idle notebook's chip is.
+    assert [a["npu"] for a in alerts if a["alertname"] == "NpuAllocatedChipUnused"] == ["7"]
     # Busy, allocated chips do not count as low utilization.
     assert not has(alerts, alertname="NpuAllocatedChipLowUtilization", instance=n910b, npu="0")
     # Healthy ports and links raise nothing; the 310P node has no hccn_tool and is not failing.
@@ -325,6 +355,7 @@ def test_expected_alerts_reach_pending(prometheus: str) -> None:
     assert not has(alerts, alertname="NpuHccsCrcErrors", npu="0")
     assert not any(a["alertname"] == "NpumonSourceFailing" and a["source"].startswith("hccn")
                    for a in alerts)
+    assert not any(a.get("code") == "A4025021" for a in alerts)  # not_handle never alerts
     # Steady jobs are no regression; every capture succeeded or saw its job end.
     assert not has(alerts, alertname="NpuStepTimeRegression", workload="convert")
     assert not has(alerts, alertname="NpuStepTimeRegression", workload="input")

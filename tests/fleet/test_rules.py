@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +76,26 @@ def test_unallocated_idle_chips_are_asserted_silent() -> None:
         if low <= silent and "npu_profiling_active" in series:
             return
     pytest.fail("no silent case for idle-unallocated and profiled chips")
+
+
+def test_every_alert_has_a_runbook_that_exists() -> None:
+    headings = {line[3:].strip() for line in
+                (ROOT / "docs" / "runbooks.md").read_text().splitlines() if line.startswith("## ")}
+    for rule in alert_rules():
+        url = rule["annotations"].get("runbook_url", "")
+        assert url == f"docs/runbooks.md#{rule['alert'].lower()}", rule["alert"]
+        assert rule["alert"].lower() in headings, f"no runbook for {rule['alert']}"
+    check = subprocess.run([sys.executable, str(ROOT / "deploy" / "runbook_urls.py"), "--check"],
+                           capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0, check.stdout  # the promtool cases expect it too
+
+
+def test_fault_levels_map_to_severities_as_documented() -> None:
+    by_name = {rule["alert"]: rule for rule in alert_rules()}
+    chip, job = by_name["NpuFaultNeedsChipAction"], by_name["NpuFaultNeedsJobAction"]
+    assert chip["labels"]["severity"] == "critical" and job["labels"]["severity"] == "warning"
+    levels = {"separate_npu", "pre_separate_npu", "restart_npu", "free_restart_npu",
+              "restart_business", "restart_request", "sub_health", "unknown"}
+    named = set(re.findall(r"[a-z_]+", chip["expr"].split('level=~"')[1].split('"')[0]))
+    named |= set(re.findall(r"[a-z_]+", job["expr"].split('level=~"')[1].split('"')[0]))
+    assert named == levels  # every level but not_handle alerts, once

@@ -34,3 +34,17 @@ def test_analyze_dir_top_3_json(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["analyze", str(tmp_path), "--top", "3"]) == 0
     text = capsys.readouterr().out
     assert "FlashAttentionScore " in text and "RmsNormGrad" not in text  # 3rd in, 5th out
+
+
+def test_the_example_profile_in_the_repository_analyses() -> None:
+    """README's `npumon analyze examples/profile`: a real export, every table read."""
+    from tests.support import ROOT
+
+    example = ROOT / "examples" / "profile"
+    for name in ("kernel_details.csv", "op_statistic.csv", "step_trace_time.csv"):
+        copy = example / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / name
+        assert copy.read_bytes() in {p.read_bytes() for p in
+                                     (ROOT / "tests" / "fixtures" / "msprof").glob("*.csv")}
+    from npumon.daemon.cli import main
+
+    assert main(["analyze", str(example), "--json"]) == 0

@@ -130,3 +130,17 @@ def test_a_repeated_pid_and_an_unknown_size_are_not_series() -> None:
     assert [(p.pid, p.hbm_used_bytes) for p in reading.processes] == [
         (101, 7 * MIB), (100, 5 * MIB),
     ]  # fmt: skip
+
+
+def test_error_codes_carry_their_fault_table_level_once_each() -> None:
+    from npumon.daemon.faults import load_fault_table
+    from npumon.daemon.model.npu_smi import HealthReport
+
+    # the real 910A alarm sample's codes, one of them printed twice
+    health = HealthReport(status="Alarm", error_codes=("A4025021", "8C03A000", "8C084E00",
+                                                       "8C03A000"))  # fmt: skip
+    reading = read_chip(ChipParts(table=CHIP, health=health), rule(None), max_processes=8,
+                        fault_level=load_fault_table().level_of)  # fmt: skip
+    assert reading.error_codes == (("A4025021", "not_handle"), ("8C03A000", "restart_npu"),
+                                   ("8C084E00", "free_restart_npu"))  # fmt: skip
+    assert reading.health_state == "alarm"

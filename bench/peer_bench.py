@@ -1,0 +1,175 @@
+"""npumon and Huawei's msprof-analyze side by side on the same directories.
+
+Real public exports (tests/fixtures/msprof/trees) and synthetic 100k-row torch_npu exports. Each
+run is a child process under a timeout (its process group is killed; the cell then reads
+"> T s (killed)"); runs of the two tools alternate, and the table prints the medians of wall
+time and peak RSS, then the findings of each. msprof-analyze comes from the `bench` extra
+(`make bench` installs it into .venv-bench); without it the peer's column says so.
+
+    python bench/peer_bench.py [--runs 3] [--timeout 600] [--rows 100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from analysis_bench import KERNEL_HEADER, write_table  # noqa: E402
+
+TREES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "msprof" / "trees"
+REAL = ("text_level0", "text_level1", "pp2dp2_level2", "db_level1")
+# msprof-analyze advisor rows (its "type" column) -> what npumon calls the same issue
+PEER_KINDS = {
+    "慢卡分析": "slow_rank",  # slow rank: "computing" or "communication has a problem"
+    "慢链路分析": "slow_link",
+    "动态shape": "dynamic_shape",
+    "AICPU": "ai_cpu_fallback",
+    "包分析": "small_packets",  # packet analysis: transfers too small
+    "环境变量": "env_vars",
+    "算子性能分析": "operator_pmu",  # AI Core / Vector operator PMU bottlenecks
+    "整网耗时": "overall_summary",
+}
+# npumon kinds that answer each peer kind
+ANSWERS = {
+    "slow_rank": {"slow_rank", "pipeline_imbalance", "communication"},
+    "slow_link": {"slow_link"},
+    "dynamic_shape": {"dynamic_shape"},
+    "ai_cpu_fallback": {"ai_cpu_fallback"},
+}
+
+
+class Run:
+    def __init__(self, seconds: float, rss_mb: float, killed: bool, output: str) -> None:
+        self.seconds, self.rss_mb, self.killed, self.output = seconds, rss_mb, killed, output
+
+
+def run(argv: Sequence[str], cwd: Path, timeout: float) -> Run:
+    """One child in its own process group: wall time, peak RSS (wait4), killed on timeout."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as out:
+        child = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+        killed = False
+        while True:
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - started > timeout:
+                os.killpg(child.pid, signal.SIGKILL)
+                _, status, usage = os.wait4(child.pid, 0)
+                killed = True
+                break
+            time.sleep(0.02)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read().decode("utf-8", errors="replace")
+    return Run(time.perf_counter() - started, usage.ru_maxrss / 1024, killed, text)
+
+
+def npumon_argv(path: Path) -> list[str]:
+    return [sys.executable, "-m", "npumon.daemon.cli", "analyze", "--json", str(path)]
+
+
+def peer_argv(path: Path, out: Path) -> list[str] | None:
+    tool = shutil.which("msprof-analyze", path=str(Path(sys.executable).parent))
+    return None if tool is None else [tool, "advisor", "all", "-d", str(path), "-o", str(out)]
+
+
+def npumon_findings(output: str) -> set[str]:
+    try:
+        start = output.index("{")
+        report = json.loads(output[start:])
+    except ValueError:
+        return {"(no report)"}
+    return {b["kind"] for b in report["summary"]["bottlenecks"]}
+
+
+def peer_findings(output: str) -> set[str]:
+    """Rows of the advisor's table that carry advice, or say a problem was found."""
+    found = set()
+    for line in output.splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) < 6 or not cells[1].isdigit():
+            continue
+        kind = next((v for k, v in PEER_KINDS.items() if k in cells[2]), cells[2])
+        problem = "有问题" in cells[3]  # "... has a problem"
+        if cells[4] or problem:
+            detail = "(computing)" if "计算" in cells[3] else "(communication)" if problem else ""
+            found.add(kind + detail)
+    return found
+
+
+def synthetic(root: Path, rows: int) -> Path:
+    """SYNTHETIC: one rank, `rows` kernel_details rows (analysis_bench's generator) + one step."""
+    out = root / f"synthetic_{rows}" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    write_table(out / "kernel_details.csv", KERNEL_HEADER, range(rows), step=True)
+    info = TREES / "text_level1" / "rank0_ascend_pt" / "profiler_info_0.json"
+    shutil.copyfile(info, out.parent / info.name)  # the peer wants a torch_npu profile's metadata
+    (out / "step_trace_time.csv").write_text(
+        "Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,"
+        "Communication(Not Overlapped and Exclude Receive),Preparing\n"
+        "13,800000,100000,50000,150000,100000,1000000,0,100000,2000\n")
+    return out.parents[1]
+
+
+def cell(runs: list[Run], timeout: float) -> str:
+    if any(r.killed for r in runs):
+        return f"> {timeout:g} s (killed)"
+    return (f"{statistics.median(r.seconds for r in runs):.2f} s / "
+            f"{statistics.median(r.rss_mb for r in runs):.0f} MB")
+
+
+def compare(name: str, path: Path, args: argparse.Namespace, work: Path) -> list[str]:
+    ours, theirs = [], []
+    for index in range(args.runs):  # alternate: neither tool always runs on a warm cache
+        ours.append(run(npumon_argv(path), work, args.timeout))
+        copy = work / f"peer_{name}_{index}"
+        shutil.copytree(path, copy)  # the peer writes into the directory it analyses
+        argv = peer_argv(copy, work / f"peer_out_{name}_{index}")
+        if argv is not None:
+            theirs.append(run(argv, copy, args.timeout))
+    ours_found = npumon_findings(ours[-1].output)
+    theirs_found = peer_findings(theirs[-1].output) if theirs else {"(msprof-analyze missing)"}
+    if theirs and theirs[-1].killed:
+        theirs_found = {"(killed)"}
+    return [name, cell(ours, args.timeout), cell(theirs, args.timeout) if theirs else "-",
+            ", ".join(sorted(ours_found)) or "-", ", ".join(sorted(theirs_found)) or "-"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--rows", type=int, default=100_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="npumon-peer-bench-") as tmp:
+        work = Path(tmp)
+        dirs = [(n, TREES / n) for n in REAL] + [(f"synthetic {args.rows:,} rows",
+                                                   synthetic(work, args.rows))]
+        table = [["directory", "npumon (median)", "msprof-analyze (median)", "npumon finds",
+                  "msprof-analyze finds"]]
+        for name, path in dirs:
+            table.append(compare(name.replace(" ", "_").replace(",", ""), path, args, work))
+            table[-1][0] = name
+            print(" | ".join(table[-1]), flush=True)
+    widths = [max(len(r[i]) for r in table) for i in range(5)]
+    print(f"\n{args.runs} alternated run(s) each, timeout {args.timeout:g} s, wall / peak RSS:")
+    for row in table:
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""The kubelet pod-resources source: which container holds which NPU device, on its own interval.
+
+Off while the socket has never existed on this node: no status, no `npumon_source_*` series, and
+grpc is not even imported. Once the socket has been seen, every run is reported: a missing
+socket, a timeout or an error marks the source down (`npumon_source_up 0`) with its reason, and
+the store then knows no owners (no stale ones), so allocation falls back to the memory rule.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from npumon.daemon.model.kubelet import PodResourcesResults
+from npumon.daemon.model.snapshot import SourceStatus
+from npumon.daemon.parsers.pod_resources import DeviceRow, parse_pod_resources
+from npumon.daemon.sources.wrapper import SourceFailure, SourceRun, SourceTracker
+
+log = logging.getLogger(__name__)
+SOURCE = "kubelet_pod_resources"
+Publish = Callable[[PodResourcesResults | None, SourceStatus], None]
+Lister = Callable[[Path, float], list[DeviceRow]]
+
+
+def _grpc_lister(socket: Path, timeout: float) -> list[DeviceRow]:
+    from npumon.daemon.sources.kubelet_client import list_devices  # grpc only when needed
+
+    return list_devices(socket, timeout)
+
+
+class PodResourcesSource:
+    """One scheduler job (`poll`); never runs twice at once."""
+
+    def __init__(
+        self,
+        socket: Path,
+        timeout: float,
+        prefixes: Iterable[str],
+        publish: Publish,
+        *,
+        lister: Lister = _grpc_lister,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.socket = socket
+        self._timeout = timeout
+        self._prefixes = tuple(prefixes)
+        self._publish = publish
+        self._lister = lister
+        self.tracker = SourceTracker(SOURCE, clock, monotonic)
+        self.seen = False  # the socket existed once: from then on every run is reported
+        self._busy = threading.Lock()
+        self._malformed_logged: set[str] = set()
+
+    def poll(self) -> None:
+        if not self.seen and not self.socket.exists():
+            return  # off: this node has no kubelet (yet)
+        self.seen = True
+        if not self._busy.acquire(blocking=False):
+            return
+        try:
+            found: list[PodResourcesResults] = []
+            status = self.tracker.run(lambda run: found.append(self._list(run)))
+            self._publish(found[0] if found and status.up else None, status)
+        finally:
+            self._busy.release()
+
+    def _list(self, run: SourceRun) -> PodResourcesResults:
+        if not self.socket.exists():
+            raise SourceFailure("socket_missing", f"{self.socket} is gone; is the kubelet up?")
+        results = parse_pod_resources(self._lister(self.socket, self._timeout), self._prefixes)
+        for device_id in results.malformed:
+            run.refused(SourceFailure("malformed_device_id", device_id))
+            if device_id not in self._malformed_logged and len(self._malformed_logged) < 1000:
+                self._malformed_logged.add(device_id)
+                log.warning("source=%s event=malformed_device_id device_id=%r", SOURCE, device_id)
+        return results

@@ -1,0 +1,49 @@
+"""The gRPC call itself: `List` on the kubelet's pod-resources socket (v1 API).
+
+Imported only once the socket exists (daemon/sources/kubelet.py), so a node without Kubernetes
+never loads grpc or protobuf. The stubs are in ``npumon.podresources`` (generated, committed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grpc
+
+from npumon.daemon.parsers.pod_resources import DeviceRow
+from npumon.daemon.sources.wrapper import SourceFailure
+from npumon.podresources import LIST_METHOD
+from npumon.podresources.api_pb2 import ListPodResourcesRequest, ListPodResourcesResponse
+
+_REASONS = {
+    grpc.StatusCode.DEADLINE_EXCEEDED: "timeout",
+    grpc.StatusCode.UNAVAILABLE: "unavailable",
+    grpc.StatusCode.UNIMPLEMENTED: "unimplemented",
+    grpc.StatusCode.PERMISSION_DENIED: "permission_denied",
+}
+
+
+def list_devices(socket: Path, timeout: float) -> list[DeviceRow]:
+    """Every container's devices, as plain rows; SourceFailure names what went wrong."""
+    with grpc.insecure_channel(f"unix://{socket.absolute()}") as channel:
+        call = channel.unary_unary(
+            LIST_METHOD,
+            request_serializer=ListPodResourcesRequest.SerializeToString,
+            response_deserializer=ListPodResourcesResponse.FromString,
+        )
+        try:
+            answer: ListPodResourcesResponse = call(ListPodResourcesRequest(), timeout=timeout)
+        except grpc.RpcError as error:
+            code = error.code() if isinstance(error, grpc.Call) else None
+            reason = _REASONS.get(code, "rpc_error") if code is not None else "rpc_error"
+            detail = error.details() if isinstance(error, grpc.Call) else str(error)
+            raise SourceFailure(
+                reason, f"pod-resources List on {socket} failed: {code} {detail}; is the kubelet "
+                "running, and does npumon run as root with the socket's directory mounted?",
+            ) from None
+    return [
+        (pod.namespace, pod.name, container.name, devices.resource_name, tuple(devices.device_ids))
+        for pod in answer.pod_resources
+        for container in pod.containers
+        for devices in container.devices
+    ]

@@ -1,0 +1,136 @@
+"""npu-exporter's names, units and labels for the metrics both exporters have (opt-in).
+
+`compat.npu_exporter_names: true` adds these families beside npumon's own, so dashboards built
+for Huawei's npu-exporter (its Grafana boards, HAMi-WebUI) keep working during a migration.
+Labels follow its set L1: ``id`` (the physical chip ID), ``model_name``, ``vdie_id``,
+``pcie_bus_info``, ``namespace``, ``pod_name``, ``container_name`` (empty when unknown;
+``not_displayed_for_multi_pod`` for a shared chip). Units are npu-exporter's: percent, MB, MHz.
+No sample timestamps (npumon never sets them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from npumon.daemon.model.reading import ChipReading
+from npumon.daemon.model.snapshot import NodeSnapshot
+
+L1 = ("id", "model_name", "vdie_id", "pcie_bus_info", "namespace", "pod_name", "container_name")
+MB = 1024 * 1024
+_HEALTH = {"ok": 1.0, "warning": 0.0, "alarm": 0.0, "critical": 0.0, "unknown": -1.0}
+
+Pick = Callable[[ChipReading], float | None]
+
+
+def _percent(field: str) -> Pick:
+    return lambda c: None if getattr(c, field) is None else 100.0 * getattr(c, field)
+
+
+def _mb(field: str) -> Pick:
+    return lambda c: None if getattr(c, field) is None else getattr(c, field) / MB
+
+
+def _mhz(field: str) -> Pick:
+    return lambda c: None if getattr(c, field) is None else getattr(c, field) / 1e6
+
+
+def _same(field: str) -> Pick:
+    return lambda c: getattr(c, field)
+
+
+CHIP: tuple[tuple[str, str, Pick], ...] = (
+    ("npu_chip_info_health_status", "1 healthy, 0 unhealthy, -1 unknown.",
+     lambda c: _HEALTH[c.health_state]),
+    ("npu_chip_info_temperature", "Chip temperature (C).", _same("temperature_celsius")),
+    ("npu_chip_info_power", "Chip power (W).", _same("power_watts")),
+    ("npu_chip_info_aicore_current_freq", "AI Core clock (MHz).", _mhz("aicore_frequency_hertz")),
+    ("npu_chip_info_utilization", "AI Core utilization (%).", _percent("aicore_ratio")),
+    ("npu_chip_info_vector_utilization", "AI Vector utilization (%).", _percent("aivector_ratio")),
+    ("npu_chip_info_cube_utilization", "AI Cube utilization (%).", _percent("aicube_ratio")),
+    ("npu_chip_info_overall_utilization", "NPU utilization (%).", _percent("utilization_ratio")),
+    ("npu_chip_info_used_memory", "DDR used (MB).", _mb("memory_used_bytes")),
+    ("npu_chip_info_total_memory", "DDR total (MB).", _mb("memory_total_bytes")),
+    ("npu_chip_info_hbm_used_memory", "HBM used (MB).", _mb("hbm_used_bytes")),
+    ("npu_chip_info_hbm_total_memory", "HBM total (MB).", _mb("hbm_total_bytes")),
+    ("npu_chip_info_hbm_temperature", "HBM temperature (C).", _same("hbm_temperature_celsius")),
+    ("npu_chip_info_hbm_bandwidth_utilization", "HBM bandwidth utilization (%).",
+     _percent("hbm_bandwidth_ratio")),
+    ("npu_chip_info_hbm_ecc_total_single_bit_error_cnt", "HBM single-bit ECC errors.",
+     _same("hbm_ecc_single_bit_errors")),
+    ("npu_chip_info_hbm_ecc_total_double_bit_error_cnt", "HBM double-bit ECC errors.",
+     _same("hbm_ecc_double_bit_errors")),
+    ("npu_chip_info_process_info_num", "Processes on the chip.", lambda c: len(c.processes)),
+)
+CONTAINER: tuple[tuple[str, str, Pick], ...] = (
+    ("container_npu_utilization", "AI Core utilization of a chip a container holds (%).",
+     _percent("aicore_ratio")),
+    ("container_npu_used_memory", "HBM used on a chip a container holds (MB).",
+     _mb("hbm_used_bytes")),
+    ("container_npu_total_memory", "HBM total of a chip a container holds (MB).",
+     _mb("hbm_total_bytes")),
+)
+COMPAT = "npu-exporter compatible name (compat.npu_exporter_names); npumon's own: see README."
+
+
+def l1(c: ChipReading) -> list[str]:
+    """The label values of npu-exporter's set L1 for a chip."""
+    identity = dict(c.identity)
+    owners = {(o.namespace, o.pod, o.container) for o in c.owners}
+    if len(owners) > 1:
+        owner = ("not_displayed_for_multi_pod",) * 3
+    else:
+        owner = next(iter(owners), ("", "", ""))
+    return [identity.get("phy_id", identity.get("logic_id", str(c.npu))),
+            identity.get("name", ""), identity.get("vdie_id", ""), identity.get("bus_id", ""),
+            *owner]
+
+
+def render_compat(snap: NodeSnapshot) -> Iterator[Metric]:
+    """npu-exporter's families from the same readings.
+
+    npu_chip_info_utilization{id="0",model_name="910B3",...,pod_name="train-0"} 87
+    """
+    yield from _chip_families(snap, CHIP, held_only=False)
+    yield from _chip_families(snap, CONTAINER, held_only=True)
+    yield from _identity_families(snap)
+
+
+def _chip_families(snap: NodeSnapshot, table: tuple[tuple[str, str, Pick], ...],
+                   held_only: bool) -> Iterator[Metric]:
+    for name, doc, pick in table:
+        family = GaugeMetricFamily(name, f"{doc} {COMPAT}", labels=L1)
+        for c in snap.chips:
+            value = pick(c)
+            if value is not None and (c.owners or not held_only):
+                family.add_metric(l1(c), float(value))
+        yield family
+
+
+def _identity_families(snap: NodeSnapshot) -> Iterator[Metric]:
+    machine = GaugeMetricFamily("machine_npu_nums", f"NPU chips on the node. {COMPAT}")
+    if snap.has_table:
+        machine.add_metric([], float(len(snap.chips)))
+    yield machine
+    base = GaugeMetricFamily("node_base_info", f"Driver version (always 1). {COMPAT}",
+                             labels=("exporterVersion", "driverVersion"))
+    if snap.node.driver_version:
+        base.add_metric(["npumon", snap.node.driver_version], 1.0)
+    yield base
+    codes = GaugeMetricFamily("npu_chip_info_error_code",
+                              f"The first active fault code, as a decimal number. {COMPAT}",
+                              labels=L1)
+    processes = GaugeMetricFamily("npu_chip_info_process_info",
+                                  f"Device memory of a process (MB). {COMPAT}",
+                                  labels=(*L1, "process_id", "container_id"))
+    for c in snap.chips:
+        first = next((int(code, 16) for code, _ in c.error_codes
+                      if all(ch in "0123456789abcdefABCDEF" for ch in code)), None)
+        if first is not None:
+            codes.add_metric(l1(c), float(first))
+        for p in c.processes:
+            processes.add_metric([*l1(c), str(p.pid), p.container_id or ""],
+                                 p.hbm_used_bytes / MB)
+    yield codes
+    yield processes

@@ -1,0 +1,126 @@
+"""Log volume and formats: a healthy node's day in log lines, logfmt and JSON lines."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from npumon.daemon.app import Agent
+from npumon.daemon.config import parse_config
+from npumon.daemon.logs import setup_logging
+from npumon.daemon.runner import CommandResult
+from npumon.simulator.loader import load_scenario
+from npumon.simulator.render import render
+from npumon.simulator.state import node_state
+
+HEALTHY_A3 = """\
+family: a3
+npu_smi_version: "25.2.0"
+seed: 7
+load: {base_percent: 70, amplitude_percent: 20, sine_period_seconds: 600}
+processes:
+  - {npu: 0, chip: 0, pid: 632268, name: python3.1, hbm_mb: 40960}
+"""
+DAY = 86_400
+
+
+@pytest.fixture
+def captured() -> Iterator[io.StringIO]:
+    stream = io.StringIO()
+    setup_logging("info", "logfmt", stream)
+    try:
+        yield stream
+    finally:
+        setup_logging("warning", "logfmt")  # leave nothing chatty behind for other tests
+
+
+class SimulatedNode:
+    """npu-smi answered in-process by the simulator at the injected time (no subprocess)."""
+
+    def __init__(self, scenario: Path) -> None:
+        self.scenario = load_scenario(str(scenario))
+        self.now = 1_000_000.0
+        self.calls = 0
+        self._state: tuple[float, object] = (-1.0, None)  # the node at `now`, built once a tick
+
+    def clock(self) -> float:
+        return self.now
+
+    def __call__(self, argv: Sequence[str], timeout: float, **_: object) -> CommandResult:
+        self.calls += 1
+        if self._state[0] != self.now:
+            self._state = (self.now, node_state(self.scenario, self.now))
+        result = render(list(argv[1:]), self._state[1])  # type: ignore[arg-type]
+        return CommandResult(tuple(argv), result.stdout, result.stderr, result.exit_code, 0.0)
+
+
+@pytest.mark.integration  # ~110,000 simulated npu-smi calls in-process (about a minute)
+def test_a_healthy_16_chip_node_logs_fewer_than_50_lines_a_day(
+    captured: io.StringIO, tmp_path: Path
+) -> None:
+    scenario = tmp_path / "healthy.yaml"
+    scenario.write_text(HEALTHY_A3)
+    (tmp_path / "profiles").mkdir()
+    node = SimulatedNode(scenario)
+    config = parse_config({
+        "npu_smi": {"command": ["npu-smi"]}, "state_directory": str(tmp_path),
+        "profiling": {"enabled": True, "ingest": {"paths": [str(tmp_path / "profiles")]}},
+    })
+    agent = Agent(config, runner=node, clock=node.clock)
+    intervals = config.npu_smi.intervals
+    jobs = [(agent.sources.poll_table, intervals.table), (agent.sources.poll_health,
+            intervals.table), (agent.sources.poll_detail, intervals.detail),
+            (agent.sources.poll_identity, intervals.identity)]  # fmt: skip
+    assert agent.profiler is not None
+    jobs += [(agent.profiler.tick, 15.0), (agent.profiler.ingest_once,
+                                           config.profiling.ingest.interval)]  # fmt: skip
+    agent.sources.poll_all()
+    start_up = len(captured.getvalue().splitlines())
+    started = time.monotonic()
+    for second in range(0, DAY, 5):
+        node.now += 5
+        for job, every in jobs:
+            if second % int(every) == 0:
+                job()
+    lines = captured.getvalue().splitlines()[start_up:]
+    seconds = time.monotonic() - started
+    print(f"a simulated day: {len(lines)} log lines after start-up, {node.calls} npu-smi calls,"
+          f" {seconds:.0f} s of test time")
+    assert len(agent.store.latest().chips) == 16 and node.calls > 100_000
+    assert len(lines) < 50, "\n".join(lines[:20])
+
+
+def test_logfmt_lines_carry_time_level_logger(captured: io.StringIO) -> None:
+    logging.getLogger("npumon.test").warning("event=source_failed source=npu_smi_table")
+    line = captured.getvalue().strip()
+    assert line.startswith("ts=") and " level=warning logger=npumon.test " in line
+    assert line.endswith("event=source_failed source=npu_smi_table")
+
+
+def test_json_lines_turn_key_value_messages_into_fields() -> None:
+    stream = io.StringIO()
+    setup_logging("info", "json", stream)
+    try:
+        logging.getLogger("npumon.test").info("event=reloaded path='/etc/npumon/npumon.yaml'")
+        logging.getLogger("npumon.test").info("a free text message")
+    finally:
+        setup_logging("warning", "logfmt")
+    first, second = (json.loads(line) for line in stream.getvalue().splitlines())
+    assert first["event"] == "reloaded" and first["path"] == "/etc/npumon/npumon.yaml"
+    assert first["level"] == "info" and first["logger"] == "npumon.test"
+    assert second["msg"] == "a free text message"
+
+
+def test_third_party_loggers_pass_only_warnings_unless_debug(captured: io.StringIO) -> None:
+    logging.getLogger("apscheduler.executors.default").info('Running job "poll_table"')
+    logging.getLogger("uvicorn.error").info("Started server process")
+    assert captured.getvalue() == ""
+    setup_logging("debug", "logfmt", captured)
+    logging.getLogger("apscheduler.executors.default").debug("Running job")
+    assert "Running job" in captured.getvalue()
