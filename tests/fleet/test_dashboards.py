@@ -189,3 +189,12 @@ def test_captures_panel_lists_every_capture_result() -> None:
     for panel in panels:
         described = set(re.findall(r"[a-z_]+", panel["description"]))
         assert set(CAPTURE_RESULTS) - described == set(), panel["title"]
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_a_cluster_variable_narrows_the_nodes(path: Path) -> None:
+    variables = {v["name"]: v for v in json.loads(path.read_text())["templating"]["list"]}
+    cluster = variables["cluster"]
+    assert cluster["definition"] == "label_values(npumon_build_info, cluster)"
+    assert cluster["includeAll"] and cluster["allValue"] == ".*"  # All: targets without one too
+    assert 'cluster=~"$cluster"' in variables["instance"]["definition"]

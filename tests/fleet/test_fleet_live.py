@@ -32,7 +32,8 @@ BIN = Path(sys.executable).parent
 PROMETHEUS = shutil.which("prometheus")
 RULES = ROOT / "config" / "prometheus" / "npumon-rules.yml"
 DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
-VARIABLES = {"$instance": ".*", "$npu": ".*", "$workload": ".*", "$namespace": ".*",
+VARIABLES = {"$cluster": ".*", "$instance": ".*", "$npu": ".*", "$workload": ".*",
+             "$namespace": ".*",
              "$pod": ".*", "$__range": "2m"}
 
 # Profiled training jobs (npumon-sim-train), by workload name: the node whose daemon profiles
