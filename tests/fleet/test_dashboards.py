@@ -48,6 +48,12 @@ CONTRACT = frozenset({
     "npu_optical_rx_power_watts", "npu_optical_rx_power_threshold_watts",
     "npu_hccs_crc_errors_total", "npu_sio_crc_errors_total", "npu_pcie_errors_total",
     "npu_chip_allocation_info", "npu_chip_allocated", "npumon_attribution_problems_total",
+    # more per-chip figures and npumon's own health
+    "npu_hugepages_used_pages", "npu_hugepages_total_pages", "npu_aicore_cores",
+    "npu_memory_ecc_errors_total", "npumon_chips", "npumon_snapshot_timestamp_seconds",
+    "npumon_scrape_collector_success", "npumon_scrape_collector_duration_seconds",
+    "npumon_config_last_reload_successful", "npumon_values_rejected_total",
+    "npumon_state_errors_total", "npumon_profile_render_skipped",
 })
 
 
