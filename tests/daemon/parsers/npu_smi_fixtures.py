@@ -20,6 +20,7 @@ from npumon.daemon.model.npu_smi import (
     PowerReport,
     TempReport,
     UsagesReport,
+    VnpuReport,
 )
 from npumon.daemon.parsers.board import parse_board
 from npumon.daemon.parsers.detail import (
@@ -35,6 +36,7 @@ from npumon.daemon.parsers.health import parse_health
 from npumon.daemon.parsers.interconnect import parse_hccs, parse_hccs_bw, parse_pcie_err, parse_sio
 from npumon.daemon.parsers.mapping import parse_list, parse_mapping
 from npumon.daemon.parsers.table import parse_info
+from npumon.daemon.parsers.vnpu import parse_info_vnpu, parse_vnpu_mode
 from tests import support
 
 FIXTURES = support.FIXTURES / "npu-smi"
@@ -61,6 +63,8 @@ PARSERS: list[tuple[str, Callable[[str], Any], type]] = [
     ("info_t_hccs_*", parse_hccs, HccsReport),
     ("info_t_pcie_err_*", parse_pcie_err, ErrorCounts),
     ("info_t_sio_info_*", parse_sio, ErrorCounts),
+    ("info_t_vnpu_mode_*", parse_vnpu_mode, str),
+    ("info_vnpu_*", parse_info_vnpu, VnpuReport),
     ("info_m_*", parse_mapping, ChipMapping),
     ("info_l_*", parse_list, NpuList),
     ("info_*", parse_info, InfoTable),
