@@ -58,7 +58,7 @@ def test_compose_mounts_files_that_exist() -> None:
 
 def test_compose_runs_three_families_on_their_configs() -> None:
     services = compose()["services"]
-    nodes = {name: s for name, s in services.items() if s.get("image") == IMAGE}
+    nodes = {name: s for name, s in services.items() if is_node(s)}
     assert len(nodes) == 3
     configs = set()
     for service in nodes.values():
@@ -75,8 +75,24 @@ def test_compose_prometheus_scrapes_every_node() -> None:
     config = yaml.safe_load((DEPLOY / "prometheus.yml").read_text())
     targets = {t for job in config["scrape_configs"] if job["job_name"] == "npumon"
                for group in job["static_configs"] for t in group["targets"]}
-    nodes = {name for name, s in services.items() if s.get("image") == IMAGE}
+    nodes = {name for name, s in services.items() if is_node(s)}
     assert targets == {f"{name}:9732" for name in nodes}
+
+
+def is_node(service: dict[str, Any]) -> bool:
+    return bool(service.get("image") == IMAGE and service.get("entrypoint") == ["npumon"])
+
+
+def test_the_910b_node_reads_pods_from_its_fake_kubelet() -> None:
+    services = compose()["services"]
+    kubelet, node = services["kubelet-910b"], services["npumon-910b"]
+    assert kubelet["entrypoint"] == ["npumon-sim-kubelet"]
+    socket = kubelet["command"][kubelet["command"].index("--socket") + 1]
+    shared = {v.split(":")[0] for v in kubelet["volumes"]} & {v.split(":")[0] for v in
+                                                               node["volumes"]}  # fmt: skip
+    assert shared == {"kubelet-910b"}
+    config = yaml.safe_load((DEPLOY / "compose" / "sim-910b.yaml").read_text())
+    assert config["kubernetes"]["pod_resources_socket"] == socket
 
 
 @pytest.mark.parametrize("path", SIM_CONFIGS, ids=lambda p: p.name)
