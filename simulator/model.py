@@ -116,6 +116,7 @@ class Scenario(NamedTuple):
     chip_loads: tuple[ChipLoad, ...]
     processes: tuple[Process, ...]
     events: tuple[Event, ...]
+    npus: int | None = None  # families.family_of: more NPUs than the family's own
 
     def elapsed(self, t: float) -> float:
         """Seconds since the epoch, looped when the scenario has a period."""
@@ -145,4 +146,5 @@ def scenario_from_dict(data: dict[str, Any]) -> Scenario:
         chip_loads=tuple(ChipLoad(**c) for c in data["chip_loads"]),
         processes=tuple(Process(**p) for p in data["processes"]),
         events=tuple(_event(e) for e in data["events"]),
+        npus=None if data.get("npus") is None else int(data["npus"]),
     )
