@@ -86,7 +86,7 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	  > $(BENCH_OUT)/machine_before.json
 	@start=$$(date +%s); \
 	if [ -f bench/calls_bench.py ]; then echo "== bench/calls_bench.py"; \
-	  timeout 120 $(BIN)/python bench/calls_bench.py --minutes 30 --json $(BENCH_OUT)/calls.json || echo "calls_bench FAILED"; fi; \
+	  timeout 120 $(BIN)/python bench/calls_bench.py --minutes 60 --json $(BENCH_OUT)/calls.json || echo "calls_bench FAILED"; fi; \
 	echo "== bench/simulator_bench.py"; \
 	timeout 120 $(BIN)/python bench/simulator_bench.py --runs 5 --json $(BENCH_OUT)/simulator.json || echo "FAILED: simulator"; \
 	echo "== bench/daemon_bench.py"; \
@@ -101,7 +101,7 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	echo "== bench/analysis_bench.py"; \
 	timeout 420 $(BIN)/python bench/analysis_bench.py --runs 3 --json $(BENCH_OUT)/analysis.json || echo "FAILED: analysis"; \
 	echo "== bench/peer_bench.py"; \
-	timeout 300 $(BENCH_VENV)/bin/python bench/peer_bench.py --runs 1 --timeout 45 \
+	timeout 300 $(BENCH_VENV)/bin/python bench/peer_bench.py --runs 3 --timeout 45 \
 	  --json $(BENCH_OUT)/peer.json || echo "FAILED: peer"; \
 	echo "$$(( $$(date +%s) - start )) s" > $(BENCH_OUT)/wall.txt
 	$(BIN)/python bench/results.py $(BENCH_OUT) --output bench/RESULTS.md
