@@ -19,6 +19,7 @@ from npumon.daemon.containers import ContainerResolver
 from npumon.daemon.faults import load_fault_table
 from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.runner import run_command
+from npumon.daemon.sources.hccn_tool import HccnSources, HccnTool, nic_chips
 from npumon.daemon.sources.kubelet import PodResourcesSource
 from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources, Runner
 from npumon.daemon.store import SnapshotStore
@@ -63,6 +64,13 @@ class Agent:
             identity_due=self._identity_due, clock=clock, containers=ContainerResolver(proc_root),
             initial=previous.sources.results() if previous is not None else None,
         )
+        # hccn_tool: RoCE NIC ports of the chips npu-smi lists (off where it is not installed)
+        hccn = config.hccn_tool
+        self.hccn = HccnSources(
+            HccnTool(hccn.command, hccn.timeout, runner), self.store.publish_hccn_tool,
+            lambda: nic_chips(self.sources.results()), clock=clock,
+            identity_due=lambda: self._run_now(self.hccn.poll_hccn_tool_identity.__name__),
+        )
         kube = config.kubernetes
         self.pod_resources = PodResourcesSource(
             kube.pod_resources_socket, kube.timeout, kube.resource_prefixes,
@@ -83,14 +91,17 @@ class Agent:
 
     def _identity_due(self) -> None:
         """A new chip: run the identity job now rather than at its next hourly slot."""
+        self._run_now(self.sources.poll_identity.__name__)
+
+    def _run_now(self, job_id: str) -> None:
         scheduler = self._scheduler
         if scheduler is not None and scheduler.running:
-            scheduler.modify_job(
-                self.sources.poll_identity.__name__, next_run_time=datetime.now().astimezone()
-            )
+            scheduler.modify_job(job_id, next_run_time=datetime.now().astimezone())
+
     def collect_once(self) -> bytes:
         """Run every source once (and analyse what is under profiling.ingest.paths)."""
         self.sources.poll_all()
+        self.hccn.poll_all()
         self.pod_resources.poll()
         if self.profiler is not None:
             self.profiler.ingest_once()
@@ -132,6 +143,10 @@ class Agent:
             # health runs on the table clock; it queries every chip once per health interval
             # and chips the table shows as not OK on every tick.
             (self.sources.poll_health, intervals.table, 1.5),
+        ]
+        jobs += [  # hccn_tool: one call in flight across both jobs
+            (self.hccn.poll_hccn_tool, self.config.hccn_tool.interval, 2.5),
+            (self.hccn.poll_hccn_tool_identity, self.config.hccn_tool.identity_interval, 2.0),
         ]
         if self.config.textfile.path is not None:
             jobs.append((self.write_textfile, intervals.table, 2.0))

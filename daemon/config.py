@@ -60,6 +60,17 @@ class NpuSmi(_Model):
     max_processes_per_chip: int = Field(default=8, ge=0, le=64)
 
 
+class HccnTool(_Model):
+    """The hccn_tool source (RoCE NIC ports and optics); off by itself where it is not installed."""
+
+    command: tuple[str, ...] = Field(
+        default=("/usr/local/Ascend/driver/tools/hccn_tool",), min_length=1
+    )
+    interval: Duration = 30.0
+    identity_interval: Duration = 3600.0  # -ip, -lldp, the 950 port list
+    timeout: Duration = 10.0
+
+
 class Limits(_Model):
     temperature_celsius: float = Field(default=85.0, gt=0)
     power_watts: float = Field(default=400.0, gt=0)
@@ -119,8 +130,8 @@ class Logging(_Model):
 
 
 CollectorName = Literal[
-    "identity", "health", "utilization", "power", "memory", "clocks", "ecc", "processes",
-    "kubernetes",
+    "identity", "health", "utilization", "power", "memory", "clocks", "ecc",
+    "network", "optical", "interconnect", "processes", "kubernetes",
     "profiling", "sources", "node", "profiles", "npu_exporter_compat",
 ]
 """The exporters' collectors (a test keeps this equal to exporters.collector.COLLECTOR_NAMES)."""
@@ -225,6 +236,7 @@ class Profiling(_Model):
 
 class Config(_Model):
     npu_smi: NpuSmi = NpuSmi()
+    hccn_tool: HccnTool = HccnTool()
     throttle: Throttle = Throttle()
     web: Web = Web()
     textfile: Textfile = Textfile()

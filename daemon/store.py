@@ -12,6 +12,8 @@ from dataclasses import replace
 from npumon.daemon.config import Throttle as ThrottleConfig
 from npumon.daemon.model.attribution import Attribution, attribute
 from npumon.daemon.model.kubelet import PodResourcesResults
+from npumon.daemon.model.network import HccnResults
+from npumon.daemon.model.network_view import read_network
 from npumon.daemon.model.npu_smi import InfoTable, NpuSmiResults
 from npumon.daemon.model.profile import ProfilingView
 from npumon.daemon.model.reading import FaultLevel, ThrottleRule, read_chips
@@ -50,6 +52,7 @@ class SnapshotStore:
         self._clock = clock
         self._lock = threading.Lock()
         self._npu_smi = NpuSmiResults()
+        self._hccn = HccnResults()
         self._pods: PodResourcesResults | None = None  # None: no pod-resources (or it failed)
         self._problems: Counter[str] = Counter()
         self._seen_problems: set[str] = set()
@@ -72,6 +75,7 @@ class SnapshotStore:
         """
         with self._lock:
             self._npu_smi = previous._npu_smi  # noqa: SLF001 (same class)
+            self._hccn = previous._hccn  # noqa: SLF001
             self._pods = previous._pods  # noqa: SLF001
             self._sources = dict(previous._sources)  # noqa: SLF001
             self._publish(merge=True)
@@ -80,6 +84,13 @@ class SnapshotStore:
         """One npu-smi source run: its results (all tiers' latest) and its status, together."""
         with self._lock:
             self._npu_smi = results
+            self._sources[status.source] = status
+            self._publish(merge=True)
+
+    def publish_hccn_tool(self, results: HccnResults, status: SourceStatus) -> None:
+        """One hccn_tool run: every port's latest results and the run's status, together."""
+        with self._lock:
+            self._hccn = results
             self._sources[status.source] = status
             self._publish(merge=True)
 
@@ -130,6 +141,8 @@ class SnapshotStore:
             chips=chips,
             sources=tuple(self._sources[name] for name in sorted(self._sources)),
             has_table=self._npu_smi.table is not None,
+            network=read_network(self._hccn, self._npu_smi.interconnect,
+                                 ((c.npu, c.chip) for c in chips)) if merge else before.network,
             attribution_problems=tuple(sorted(self._problems.items())),
         )
 

@@ -28,6 +28,7 @@ from npumon.exporters.chip_load import render_power, render_profiling, render_ut
 from npumon.exporters.chip_memory import render_memory, render_processes
 from npumon.exporters.compat import render_compat
 from npumon.exporters.kubernetes import render_kubernetes
+from npumon.exporters.network import render_interconnect, render_network, render_optical
 from npumon.exporters.profiles import render_profiles
 from npumon.exporters.spec import Renderer
 
@@ -41,6 +42,9 @@ COLLECTORS: tuple[tuple[str, Renderer], ...] = (
     ("memory", render_memory),  # npu_hbm_*, npu_memory_*, npu_hugepages_*
     ("clocks", render_clocks),  # npu_aicore_*frequency_hertz, npu_throttled
     ("ecc", render_ecc),  # npu_*_ecc_errors_total
+    ("network", render_network),  # npu_network_*, npu_roce_errors_total (hccn_tool)
+    ("optical", render_optical),  # npu_optical_* (hccn_tool -optical)
+    ("interconnect", render_interconnect),  # npu_hccs_*, npu_pcie_*, npu_sio_* (npu-smi)
     ("processes", render_processes),  # npu_process_hbm_used_bytes
     ("kubernetes", render_kubernetes),  # npu_chip_allocation_info, npu_chip_allocated
     ("profiling", render_profiling),  # npu_profiling_active

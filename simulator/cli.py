@@ -7,6 +7,7 @@ import os
 import sys
 import time
 
+from npumon.simulator import render_interconnect
 from npumon.simulator.loader import SCENARIO_ENV, load_scenario
 from npumon.simulator.model import ScenarioError
 from npumon.simulator.render import render
@@ -49,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ScenarioError, ValueError) as exc:
         print(f"npumon-sim-npu-smi: {exc}", file=sys.stderr)
         return 2
-    result = render(args.argv, node_state(scenario, t))
+    node = node_state(scenario, t)
+    result = render_interconnect.answer(args.argv, scenario, node, t) or render(args.argv, node)
     if result.hang_seconds:
         # a hung npu-smi blocks in the driver; the caller's timeout must kill us
         time.sleep(result.hang_seconds)

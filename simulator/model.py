@@ -90,6 +90,20 @@ class DcmiFail(NamedTuple):
 Event = Overheat | Alarm | Disappear | Idle | Hang | DcmiFail
 
 
+class NetEvent(NamedTuple):
+    """A `network.events` entry: what the simulated hccn_tool shows (scenario.py says each)."""
+
+    kind: str  # flap, link_down, crc_errors, pfc_storm, optical_rx_low
+    start: float
+    end: float | None
+    npu: int
+    chip: int | None
+    per_second: float
+    period_seconds: float
+    ramp_seconds: float
+    rx_power_mw: float
+
+
 def active(event: Event, elapsed_seconds: float) -> bool:
     """Whether the event is on at this many seconds after the epoch."""
     return event.start <= elapsed_seconds and (event.end is None or elapsed_seconds < event.end)
@@ -116,6 +130,7 @@ class Scenario(NamedTuple):
     chip_loads: tuple[ChipLoad, ...]
     processes: tuple[Process, ...]
     events: tuple[Event, ...]
+    network: tuple[NetEvent, ...] = ()  # the `network` section (hccn_tool)
     npus: int | None = None  # families.family_of: more NPUs than the family's own
 
     def elapsed(self, t: float) -> float:
@@ -146,5 +161,6 @@ def scenario_from_dict(data: dict[str, Any]) -> Scenario:
         chip_loads=tuple(ChipLoad(**c) for c in data["chip_loads"]),
         processes=tuple(Process(**p) for p in data["processes"]),
         events=tuple(_event(e) for e in data["events"]),
+        network=tuple(NetEvent(**e) for e in data.get("network", {}).get("events", ())),
         npus=None if data.get("npus") is None else int(data["npus"]),
     )

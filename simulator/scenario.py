@@ -108,6 +108,30 @@ EventSpec = Annotated[
 ]
 
 
+# ---------------------------------------------------------------- network (hccn_tool) section
+class NetworkEventSpec(_EventSpec):
+    """What the simulated hccn_tool shows for one chip's RoCE port (simulator/hccn.py):
+
+    flap: the link goes down for the first half of every ``period_seconds`` (carrier changes);
+    link_down: down for the whole window; crc_errors: FCS/bad packets at ``per_second``;
+    pfc_storm: PFC pause frames received at ``per_second``; optical_rx_low: lane 0's RX power
+    sinks linearly over ``ramp_seconds`` to ``rx_power_mw`` (below the module's low threshold);
+    hccs_crc_errors / sio_crc_errors: CRC errors at ``per_second`` on the chip's last HCCS link
+    (npu-smi -t hccs) or its die-to-die link (-t sio-info, A3).
+    """
+
+    kind: Literal["flap", "link_down", "crc_errors", "pfc_storm", "optical_rx_low",
+                  "hccs_crc_errors", "sio_crc_errors"]
+    npu: int = Field(ge=0)
+    chip: int | None = Field(default=None, ge=0)
+    per_second: float = Field(default=5.0, ge=0)
+    period_seconds: float = Field(default=20.0, gt=0)
+    ramp_seconds: float = Field(default=60.0, gt=0)
+    rx_power_mw: float = Field(default=0.05, ge=0)
+
+
+class NetworkSpec(_Model):
+    events: tuple[NetworkEventSpec, ...] = ()
 # ---------------------------------------------------------------- kubernetes (npumon-sim-kubelet)
 class ContainerSpec(_Model):
     """A container and the device IDs the kubelet handed it (free text: malformed ones too)."""
@@ -142,6 +166,7 @@ class ScenarioSpec(_Model):
     chip_loads: tuple[ChipLoadSpec, ...] = ()
     processes: tuple[ProcessSpec, ...] = ()
     events: tuple[EventSpec, ...] = ()
+    network: NetworkSpec = Field(default_factory=NetworkSpec)
     kubernetes: KubernetesSpec | None = None
     # more NPUs than the family's own (bench/daemon_bench.py's 64-chip node): IDs 0..npus-1
     npus: int | None = Field(default=None, ge=1, le=256)
@@ -150,7 +175,7 @@ class ScenarioSpec(_Model):
     def _ids_exist(self) -> ScenarioSpec:
         """Every NPU / chip a scenario names must exist in its family."""
         fam = family_of(self.family, self.npus)
-        refs = [*self.chip_loads, *self.processes, *self.events]
+        refs = [*self.chip_loads, *self.processes, *self.events, *self.network.events]
         for ref in refs:
             npu, chip = getattr(ref, "npu", None), getattr(ref, "chip", None)
             if npu is not None and npu not in fam.npu_ids:

@@ -26,9 +26,9 @@ def _scratch() -> Path:
 
 
 @cache
-def _commands_file(node: str) -> Path:
-    commands = yaml.safe_load((NODES / node / "node.yaml").read_text())["commands"]
-    path = _scratch() / f"{node}.json"
+def _commands_file(node: str, section: str = "commands") -> Path:
+    commands = yaml.safe_load((NODES / node / "node.yaml").read_text())[section]
+    path = _scratch() / f"{node}.{section}.json"
     path.write_text(json.dumps(commands))
     return path
 
@@ -41,3 +41,14 @@ def fake_npu_smi(node: str, *options: str) -> list[str]:
     """
     return [sys.executable, "-S", str(FAKE_NPU_SMI), "--node", str(NODES / node),
             "--commands", str(_commands_file(node)), *options]
+
+
+def has_hccn_tool(node: str) -> bool:
+    """Does the fixture node replay hccn_tool too (a ``hccn_tool`` section in node.yaml)?"""
+    return "hccn_tool" in yaml.safe_load((NODES / node / "node.yaml").read_text())
+
+
+def fake_hccn_tool(node: str, *options: str) -> list[str]:
+    """The hccn_tool.command argv prefix that replays the node's ``hccn_tool`` section."""
+    return [sys.executable, "-S", str(FAKE_NPU_SMI), "--node", str(NODES / node),
+            "--commands", str(_commands_file(node, "hccn_tool")), *options]

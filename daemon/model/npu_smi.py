@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from npumon.daemon.model.network import ChipInterconnect
+
 
 # ---------------------------------------------------------------- npu-smi info (the table)
 @dataclass(frozen=True, slots=True)
@@ -275,3 +277,5 @@ class NpuSmiResults:
     chip_board: Mapping[tuple[int, int], BoardReport] = field(default_factory=dict)
     card_board: Mapping[int, BoardReport] = field(default_factory=dict)
     mapping: ChipMapping | None = None
+    # -t hccs / hccs-bw / pcie-err / sio-info, read by the health tier (model/network.py)
+    interconnect: Mapping[tuple[int, int], ChipInterconnect] = field(default_factory=dict)

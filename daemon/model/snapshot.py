@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from npumon.daemon.model.network_view import EMPTY_NETWORK, NetworkView
 from npumon.daemon.model.profile import ProfilingView
 from npumon.daemon.model.reading import ChipId, ChipReading
 
@@ -45,6 +46,7 @@ class NodeSnapshot:
     sources: tuple[SourceStatus, ...]
     has_table: bool = False  # False until the first successful `npu-smi info`
     profiling: ProfilingView | None = None  # None when profiling and ingest are both off
+    network: NetworkView = EMPTY_NETWORK  # NIC ports (hccn_tool), HCCS/PCIe/SIO (npu-smi)
     # since start, per kind (conflict, unmapped_device): attribution problems (model/attribution)
     attribution_problems: tuple[tuple[str, int], ...] = ()
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from npumon.daemon.containers import ContainerResolver
+from npumon.daemon.model.network import ChipInterconnect
 from npumon.daemon.model.npu_smi import (
     BoardReport,
     ChipCommon,
@@ -25,6 +26,7 @@ from npumon.daemon.model.npu_smi import (
 )
 from npumon.daemon.model.snapshot import ChipId, SourceStatus
 from npumon.daemon.parsers import board, detail, health, mapping, table
+from npumon.daemon.sources.interconnect import poll_interconnect
 from npumon.daemon.sources.query import NpuSmi, Runner, Unsupported
 from npumon.daemon.sources.wrapper import SourceFailure, SourceRun, SourceTracker
 
@@ -86,6 +88,7 @@ class NpuSmiSources:
         self._ecc: dict[ChipId, ChipEcc] = dict(start.ecc)
         self._memory: dict[ChipId, MemoryReport] = dict(start.memory)
         self._mapping: ChipMapping | None = start.mapping
+        self._interconnect: dict[ChipId, ChipInterconnect] = dict(start.interconnect)
         self._card_board: dict[int, BoardReport] = dict(start.card_board)
         self._chip_board: dict[ChipId, BoardReport] = dict(start.chip_board)
         self._identity_npus: set[int] = {npu for npu, _ in start.chip_board} | set(start.card_board)
@@ -130,6 +133,7 @@ class NpuSmiSources:
             table=self._table, usage=self._usage, common=self._common,
             health=self._health, ecc=self._ecc, memory=self._memory,
             chip_board=self._chip_board, card_board=self._card_board, mapping=self._mapping,
+            interconnect=self._interconnect,
         )  # fmt: skip
 
     def _publish(self, status: SourceStatus) -> None:
@@ -193,13 +197,22 @@ class NpuSmiSources:
                     reports[(npu, chip)] = report
         except SourceFailure:
             if full:  # this pass was to re-read them: the old ones are no longer current
-                self._ecc, self._memory = {}, {}
+                self._ecc, self._memory, self._interconnect = {}, {}, {}
             raise
         finally:
             self._health = reports
         if full:
             self._last_full_health = now
+            self._interconnect = {}  # re-read below, after ECC and memory
             self._ecc_and_memory(run, _chips(current))
+            self._links(run, _chips(current))
+
+    def _links(self, run: SourceRun, chips: list[ChipId]) -> None:
+        links: dict[ChipId, ChipInterconnect] = {}
+        try:
+            poll_interconnect(self._ask, run, chips, links)
+        finally:  # an aborted pass keeps what it read, and nothing older
+            self._interconnect = links
 
     def _ecc_and_memory(self, run: SourceRun, chips: list[ChipId]) -> None:
         eccs: dict[ChipId, ChipEcc] = {}

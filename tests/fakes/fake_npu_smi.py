@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""A test fake of npu-smi: replays real captures chosen by argv from a node folder's node.yaml.
+"""A test fake of npu-smi (and hccn_tool): replays real captures chosen by argv from a node
+folder's node.yaml.
 
-  fake_npu_smi.py --node DIR [--commands FILE] [--hang-on ARGS --hang-seconds S]
+  fake_npu_smi.py --node DIR [--section NAME] [--commands FILE] [--hang-on ARGS --hang-seconds S]
                   [--fail-on ARGS --exit-code N] [--garbage-on ARGS]
                   [--flood-on ARGS --flood-bytes N]
                   [--linger-on ARGS --linger-seconds S --linger-pidfile FILE] info [...]
 
 node.yaml maps an argv (``info -t usages -i {npu}``; ``{npu}``/``{chip}`` match a number) to a
-fixture file relative to the node folder. An argv with no entry gets npu-smi's own
-"does not support" text and exit code 255. Not the simulator: no state, no time, no layouts.
+fixture file relative to the node folder; ``--section hccn_tool`` reads the node's ``hccn_tool``
+mapping instead (``-i {npu} -link -g``), where the first matching pattern answers. An argv
+with no entry gets npu-smi's own "does not support" text and exit code 255. Not the simulator:
+no state, no time, no layouts.
 
 ``--flood-on``: the fixture, then process rows until ``--flood-bytes`` were written (a driver
 that loops). ``--linger-on``: the fixture and exit 0, but a helper started in its own session
@@ -37,10 +40,10 @@ def _matches(pattern: str, argv: str) -> bool:
     return re.fullmatch(regex, argv) is not None
 
 
-def _node_commands(node: Path) -> dict[str, str]:
+def _node_commands(node: Path, section: str) -> dict[str, str]:
     import yaml  # only without --commands: yaml is not importable under python -S
 
-    commands: dict[str, str] = yaml.safe_load((node / "node.yaml").read_text())["commands"]
+    commands: dict[str, str] = yaml.safe_load((node / "node.yaml").read_text())[section]
     return commands
 
 
@@ -63,6 +66,7 @@ def _linger(seconds: float, pidfile: Path | None) -> None:
 def _options() -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser()
     parser.add_argument("--node", type=Path, required=True)
+    parser.add_argument("--section", default="commands")
     parser.add_argument("--commands", type=Path, default=None,
                         help="a JSON file of node.yaml's commands")
     parser.add_argument("--hang-on", default=None)
@@ -90,7 +94,7 @@ def main() -> int:
         sys.stdout.write("| \x00\x01 garbage || 12 / / NA |\n+==+\n| 0  x |\n")
         return 0
     commands = (json.loads(options.commands.read_text()) if options.commands
-                else _node_commands(options.node))
+                else _node_commands(options.node, options.section))
     for pattern, fixture in commands.items():
         if _matches(pattern, argv):
             sys.stdout.write((options.node / fixture).read_text())

@@ -39,6 +39,14 @@ CONTRACT = frozenset({
     "npumon_source_last_success_timestamp_seconds", "npumon_source_failures_total",
     "npumon_captures_total", "npumon_capture_last_success_timestamp_seconds",
     "npumon_capture_duration_seconds", "npumon_build_info",
+    # interconnect (hccn_tool, npu-smi -t hccs / sio-info / pcie-err)
+    "npu_network_up", "npu_network_speed_bytes", "npu_network_info",
+    "npu_network_health_state", "npu_network_carrier_up_changes_total",
+    "npu_network_receive_bytes_total", "npu_network_transmit_bytes_total",
+    "npu_network_receive_errors_total", "npu_network_transmit_errors_total",
+    "npu_network_pause_frames_total", "npu_roce_errors_total",
+    "npu_optical_rx_power_watts", "npu_optical_rx_power_threshold_watts",
+    "npu_hccs_crc_errors_total", "npu_sio_crc_errors_total", "npu_pcie_errors_total",
     "npu_chip_allocation_info", "npu_chip_allocated", "npumon_attribution_problems_total",
 })
 

@@ -47,6 +47,8 @@ SLOWER_STEP_SECONDS = 0.15
 # 8 x 910B: NPU 3 overheats and clocks down, NPU 5 is in Alarm (a restart_npu and a not_handle
 # code), NPU 6 holds HBM but idles,
 # NPU 7 is held by a pod that never uses it. A fake kubelet (npumon-sim-kubelet) serves the pods.
+# Network: NPU 0's link is down while it is in use, NPU 2's port flaps, NPU 4 counts FCS errors,
+# NPU 1's optical RX power is below its low threshold, NPU 5 gets a PFC storm, NPU 7 HCCS CRCs.
 # The epoch lies 10 minutes back so the overheat ramp is over when the test starts.
 SCENARIO_910B = """
 family: 910b
@@ -72,6 +74,16 @@ kubernetes:
         devices: [Ascend910-6]}}]}}
     - {{namespace: research, name: idle-notebook, containers: [{{name: jupyter,
         devices: [Ascend910-7]}}]}}
+network:
+  events:
+    - {{kind: link_down, npu: 0}}
+    - {{kind: flap, npu: 2, period_seconds: 20}}
+    - {{kind: crc_errors, npu: 4, per_second: 30}}
+    # (rates far above the alert thresholds: a 5m rate() of a series a minute old, updated by
+    # polls tens of seconds apart on a loaded machine, reads a fraction of the true rate)
+    - {{kind: optical_rx_low, npu: 1, ramp_seconds: 60, rx_power_mw: 0.05}}
+    - {{kind: pfc_storm, npu: 5, per_second: 500000}}
+    - {{kind: hccs_crc_errors, npu: 7, per_second: 0.5}}
 """
 
 
@@ -108,12 +120,18 @@ def profiling(tmp: Path, node: str) -> dict[str, Any]:
 def node_config(tmp: Path, name: str, scenario: str | Path) -> Path:
     config: dict[str, Any] = {
         "npu_smi": {"command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", str(scenario)],
-                    "intervals": {"table": "1s", "detail": "1s", "health": "1s"}},
+                    # a full health pass asks 7 queries per chip (health, ecc, memory, hccs,
+                    # hccs-bw, pcie-err, sio-info): every 5 s, not every second, on 3 nodes
+                    "intervals": {"table": "1s", "detail": "1s", "health": "5s"}},
         "state_directory": str(tmp / f"state-{name}"),
         # only n910b has a kubelet: the others judge allocation by memory
         "kubernetes": {"pod_resources_socket": str(tmp / f"kubelet-{name}.sock"),
                        "interval": "1s"},
     }
+    if name == "n910b":  # the 310P node has no hccn_tool (the source stays off there); the A3
+        # node leaves it off too, to keep the machine's load down (its ports: tests/simulator)
+        config["hccn_tool"] = {"command": [str(BIN / "npumon-sim-hccn-tool"), "--scenario",
+                                           str(scenario)], "interval": "5s"}
     if any(where == name for where, _ in JOBS.values()):
         config["profiling"] = profiling(tmp, name)
     path = tmp / f"{name}.yaml"
@@ -181,6 +199,23 @@ def slow_down(procs: Processes, tmp: Path, url: str, job: subprocess.Popen[bytes
     procs.stop(slower)
 
 
+# Counters read by per-chip passes (hccn_tool: 6 calls per chip; the health tier's full pass: 7
+# per chip, 104 calls on the A3 node) need two passes before rate() and increase() answer; on a
+# loaded machine a pass takes tens of seconds, so the fixture waits for them (seconds when idle).
+LINK_COUNTERS = (
+    "npu_network_carrier_up_changes_total", "npu_network_receive_errors_total",
+    "npu_network_pause_frames_total", "npu_hccs_crc_errors_total", "npu_sio_crc_errors_total",
+)
+
+
+def wait_for_link_counters(url: str) -> None:
+    """Two passes of every link counter, and the ports' identity."""
+    grown = [f"count(increase({name}[1h]) > 0)" for name in LINK_COUNTERS]
+    grown.append("count(npu_network_info)")  # the hccn_tool identity job (-ip, -lldp)
+    wait_for(lambda: all(query(url, expr) for expr in grown), 240,
+             "two passes of the link counters", **POLLING)
+
+
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     assert PROMETHEUS is not None, "prometheus is not installed: `make tools` installs it"
@@ -198,6 +233,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         wait_for(lambda: query(url, 'count(up{job="npumon"} == 1)') == [3.0], 60,
                  "3 targets up", **POLLING)
         slow_down(procs, tmp, url, jobs["slowing"])
+        wait_for_link_counters(url)
         yield url
     finally:
         stragglers = procs.close()
@@ -293,10 +329,19 @@ def test_expected_alerts_reach_pending(prometheus: str) -> None:
         {"alertname": "NpuWorkloadBottleneck", "instance": n910b, "workload": "input",
          "kind": "input_pipeline"},
         {"alertname": "NpuStepTimeRegression", "instance": na3, "workload": "slowing"},
+        {"alertname": "NpuNetworkLinkDownOnAllocatedChip", "instance": n910b, "npu": "0"},
+        {"alertname": "NpuNetworkLinkFlapping", "instance": n910b, "npu": "2"},
+        {"alertname": "NpuNetworkErrors", "instance": n910b, "npu": "4"},
+        {"alertname": "NpuOpticalRxPowerOutOfRange", "instance": n910b, "npu": "1", "lane": "0"},
+        {"alertname": "NpuNetworkPfcStorm", "instance": n910b, "npu": "5"},
+        {"alertname": "NpuHccsCrcErrors", "instance": n910b, "npu": "7", "link": "6"},
+        {"alertname": "NpuSioCrcErrors", "instance": na3, "npu": "4", "chip": "1"},
     ]
-    wait_for(lambda: all(has(pending(prometheus), **e) for e in expected), 30, "alerts pending",
-             **POLLING)
+    with contextlib.suppress(AssertionError):  # the assertion below names what is missing
+        wait_for(lambda: all(has(pending(prometheus), **e) for e in expected), 30,
+                 "alerts pending", **POLLING)
     alerts = pending(prometheus)
+    assert [e for e in expected if not has(alerts, **e)] == [], "not pending"
     # NPU 3 of the A3 node idles with only the firmware's HBM: not allocated, so not an alert.
     assert not any(a["alertname"].startswith("NpuAllocatedChip") and a["instance"] == na3
                    and a["npu"] == "3" for a in alerts)
@@ -304,6 +349,12 @@ def test_expected_alerts_reach_pending(prometheus: str) -> None:
     assert [a["npu"] for a in alerts if a["alertname"] == "NpuAllocatedChipUnused"] == ["7"]
     # Busy, allocated chips do not count as low utilization.
     assert not has(alerts, alertname="NpuAllocatedChipLowUtilization", instance=n910b, npu="0")
+    # Healthy ports and links raise nothing; the 310P node has no hccn_tool and is not failing.
+    assert not has(alerts, alertname="NpuNetworkLinkDownOnAllocatedChip", npu="3")
+    assert not has(alerts, alertname="NpuOpticalRxPowerOutOfRange", npu="2")
+    assert not has(alerts, alertname="NpuHccsCrcErrors", npu="0")
+    assert not any(a["alertname"] == "NpumonSourceFailing" and a["source"].startswith("hccn")
+                   for a in alerts)
     assert not any(a.get("code") == "A4025021" for a in alerts)  # not_handle never alerts
     # Steady jobs are no regression; every capture succeeded or saw its job end.
     assert not has(alerts, alertname="NpuStepTimeRegression", workload="convert")

@@ -31,8 +31,12 @@ def documented() -> dict[str, int]:
 def series(scenario: str, folder: Path) -> int:
     config = folder / f"{scenario}.yaml"
     sim = Path(sys.executable).parent / "npumon-sim-npu-smi"
+    hccn = Path(sys.executable).parent / "npumon-sim-hccn-tool"
+    # hccn_tool on the training nodes; the 310P inference node has none (the source is off)
+    nic = "" if scenario == "310p-duo" else (
+        f'hccn_tool:\n  command: ["{hccn}", "--scenario", "{scenario}"]\n')
     config.write_text(f'npu_smi:\n  command: ["{sim}", "--scenario", "{scenario}"]\n'
-                      f"state_directory: {folder}\n")
+                      f"{nic}state_directory: {folder}\n")
     done = subprocess.run(
         [str(Path(sys.executable).parent / "npumon"), "collect", "--once", "--config",
          str(config)], capture_output=True, text=True, timeout=120,

@@ -6,6 +6,7 @@ import fnmatch
 from collections.abc import Callable
 from typing import Any
 
+from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsReport
 from npumon.daemon.model.npu_smi import (
     BoardReport,
     ChipMapping,
@@ -31,6 +32,7 @@ from npumon.daemon.parsers.detail import (
 )
 from npumon.daemon.parsers.failure import classify_failure
 from npumon.daemon.parsers.health import parse_health
+from npumon.daemon.parsers.interconnect import parse_hccs, parse_hccs_bw, parse_pcie_err, parse_sio
 from npumon.daemon.parsers.mapping import parse_list, parse_mapping
 from npumon.daemon.parsers.table import parse_info
 from tests import support
@@ -55,6 +57,10 @@ PARSERS: list[tuple[str, Callable[[str], Any], type]] = [
     ("info_t_ecc_*", parse_ecc, EccReport),
     ("info_t_health_*", parse_health, HealthReport),
     ("info_t_board_*", parse_board, BoardReport),
+    ("info_t_hccs_bw_*", parse_hccs_bw, HccsBandwidth),
+    ("info_t_hccs_*", parse_hccs, HccsReport),
+    ("info_t_pcie_err_*", parse_pcie_err, ErrorCounts),
+    ("info_t_sio_info_*", parse_sio, ErrorCounts),
     ("info_m_*", parse_mapping, ChipMapping),
     ("info_l_*", parse_list, NpuList),
     ("info_*", parse_info, InfoTable),

@@ -151,6 +151,7 @@ def test_an_aborted_pass_serves_nothing_older_than_itself() -> None:
     assert published[-1].usage == {}  # nothing from the pass before
     polls.poll_health()
     assert published[-1].health == {} and published[-1].ecc == {}
-    # (-t ecc and -t memory have no answer here: refused in the first pass, not asked since)
-    assert status(store, "npu_smi_health") == (False, {"not_supported": 16, "timeout": 1})
+    # (-t ecc, -t memory and the four interconnect queries have no answer here: refused in the
+    # first pass, 8 x 6, not asked since)
+    assert status(store, "npu_smi_health") == (False, {"not_supported": 48, "timeout": 1})
     assert _timed_run(store, "npu_smi_health") == (5.0, False)

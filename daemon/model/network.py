@@ -1,0 +1,194 @@
+"""Frozen results of the interconnect parsers: hccn_tool (RoCE NIC ports, optics) and npu-smi's
+HCCS, PCIe and SIO queries, in base units (bytes, bits -> bytes per second, watts, volts).
+
+``None`` means the tool did not give the value; a consumer never turns it into 0. Counters are
+as printed: they restart at 0 on a driver reload and on `hccn_tool -stat -c`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+PortKey = tuple[int, int, int]
+"""(npu, chip, port): the identity of every per-port series; port 0 on single-port chips."""
+
+NET_HEALTH_STATES = (
+    "success", "socket_fail", "receive_timeout", "unreachable", "time_exceeded", "fault",
+    "init", "thread_error", "detect_ip_set", "unknown",
+)  # fmt: skip
+"""`hccn_tool -net_health -g` texts (driver codes 0..9) in lower_snake_case; others: unknown."""
+
+
+# ---------------------------------------------------------------- hccn_tool, 910/910B/A3 forms
+@dataclass(frozen=True, slots=True)
+class LinkStatus:
+    """`-link -g`: `link status: UP|DOWN`."""
+
+    up: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LinkSpeed:
+    """`-speed -g` (`Speed: 100000 Mb/s`) or the 950 box table (`400 G`); None: Unknown!."""
+
+    bytes_per_second: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class LinkStats:
+    """`-link_stat -g`: link up/down counts since the driver loaded, and the records shown."""
+
+    up_count: int | None
+    down_count: int | None  # older drivers print no `link down count` line
+    records: tuple[tuple[str, bool], ...] = ()  # (time as printed, up?) newest first
+
+
+@dataclass(frozen=True, slots=True)
+class PortCounters:
+    """`-stat -g`: every `key:value` counter as printed (mac_*, roce_*, nic_*, or the 950 UB
+    keys); the meaning of each key is `model/network_view.py`'s."""
+
+    values: tuple[tuple[str, int], ...]
+
+    def get(self, key: str) -> int | None:
+        return next((v for k, v in self.values if k == key), None)
+
+
+@dataclass(frozen=True, slots=True)
+class OpticalReport:
+    """`-optical -g`: the module's readings and its own alarm thresholds."""
+
+    present: bool | None  # `present : present` / `not present`
+    temperature_celsius: float | None = None
+    supply_voltage_volts: float | None = None
+    tx_power_watts: tuple[tuple[int, float], ...] = ()  # (lane, W); lane-less keys are lane 0
+    rx_power_watts: tuple[tuple[int, float], ...] = ()
+    tx_bias_amperes: tuple[tuple[int, float], ...] = ()
+    # (quantity, bound, value): quantity temperature_celsius / supply_voltage_volts /
+    # tx_power_watts / rx_power_watts, bound high / low
+    thresholds: tuple[tuple[str, str, float], ...] = ()
+    vendor: str | None = None
+    part_number: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NetHealth:
+    """`-net_health -g`: the text as printed and its NET_HEALTH_STATES value."""
+
+    text: str
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class NetAddress:
+    """`-ip -g`: (address, netmask) pairs; empty when the port has no IP."""
+
+    addresses: tuple[tuple[str, str | None], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LldpNeighbour:
+    """`-lldp -g`: the switch port the NIC is cabled to, as the switch announces it."""
+
+    tlvs: tuple[tuple[str, tuple[str, ...]], ...]  # (TLV name, its value lines)
+    peer_switch: str | None  # System Name, else the Chassis ID
+    peer_port: str | None  # Port ID (Ifname)
+
+
+# ---------------------------------------------------------------- hccn_tool, 950 only forms
+@dataclass(frozen=True, slots=True)
+class DevPort:
+    """One row of the 950 `-dev_info -g` port table."""
+
+    udie: int
+    port: int
+    speed_bytes_per_second: float | None
+    port_type: str  # UB or ETH
+    up: bool
+    media: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class DevInfo:
+    ports: tuple[DevPort, ...]
+    interfaces: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (name, addresses)
+
+
+@dataclass(frozen=True, slots=True)
+class Bandwidth:
+    """`-bandwidth -g` / `-peak_bw -g`: MB/sec (10^6 bytes) as bytes per second."""
+
+    tx_bytes_per_second: float
+    rx_bytes_per_second: float
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValues:
+    """Outputs npumon reads a few keys of (`-port_info`, `-fec`, `-tls`): every pair, in order."""
+
+    pairs: tuple[tuple[str, str], ...]
+
+    def get(self, key: str) -> str | None:
+        return next((v for k, v in self.pairs if k == key), None)
+
+
+# ---------------------------------------------------------------- npu-smi interconnect queries
+@dataclass(frozen=True, slots=True)
+class HccsLink:
+    """One HCCS port of `npu-smi info -t hccs` (the lists hold one entry per port)."""
+
+    link: int
+    healthy: bool | None = None
+    lanes: int | None = None
+    speed_bytes_per_second: float | None = None
+    tx_packets: int | None = None
+    tx_octets: int | None = None  # not *_bytes: a counter, not a size (plausible.py)
+    rx_packets: int | None = None
+    rx_octets: int | None = None
+    retries: int | None = None
+    crc_errors: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HccsReport:
+    links: tuple[HccsLink, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HccsBandwidth:
+    """`npu-smi info -t hccs-bw`: per link (tx, rx) bytes per second (printed GB/s)."""
+
+    links: tuple[tuple[int, float, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorCounts:
+    """`-t pcie-err` (kind -> count) or `-t sio-info` (direction -> CRC errors)."""
+
+    counts: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ChipInterconnect:
+    """What the npu-smi health tier read about one chip's links (None: not read/unsupported)."""
+
+    hccs: HccsReport | None = None
+    hccs_bw: HccsBandwidth | None = None
+    pcie: ErrorCounts | None = None
+    sio: ErrorCounts | None = None
+
+
+# ---------------------------------------------------------------- what the hccn_tool source holds
+@dataclass(frozen=True, slots=True)
+class HccnResults:
+    """The latest result of every hccn_tool query, keyed by port, as the source published them."""
+
+    link: Mapping[PortKey, LinkStatus] = field(default_factory=dict)
+    speed: Mapping[PortKey, LinkSpeed] = field(default_factory=dict)
+    link_stats: Mapping[PortKey, LinkStats] = field(default_factory=dict)
+    counters: Mapping[PortKey, PortCounters] = field(default_factory=dict)
+    optical: Mapping[PortKey, OpticalReport] = field(default_factory=dict)
+    health: Mapping[PortKey, NetHealth] = field(default_factory=dict)
+    address: Mapping[PortKey, NetAddress] = field(default_factory=dict)
+    lldp: Mapping[PortKey, LldpNeighbour] = field(default_factory=dict)

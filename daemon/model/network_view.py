@@ -1,0 +1,166 @@
+"""Per-port and per-chip link readings, merged once from hccn_tool and npu-smi's interconnect
+queries: which `-stat` key feeds which metric lives here, next to the field it fills.
+
+Only chips of the latest npu-smi table are kept (a chip that vanished has no stale ports).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from npumon.daemon.model.network import (
+    ChipInterconnect,
+    HccnResults,
+    HccsLink,
+    OpticalReport,
+    PortCounters,
+    PortKey,
+)
+
+ChipId = tuple[int, int]
+Counts = tuple[tuple[str, int], ...]
+
+# (label value, -stat keys in precedence order): the MAC counters see all traffic (RoCE too);
+# the nic_* ones, all a trimmed output may show, only the host network path.
+TRAFFIC = {
+    "receive_bytes": ("mac_rx_total_oct_num", "nic_rx_all_oct_num"),
+    "transmit_bytes": ("mac_tx_total_oct_num", "nic_tx_all_oct_num"),
+    "receive_packets": ("mac_rx_total_pkt_num", "nic_rx_all_pkg_num"),
+    "transmit_packets": ("mac_tx_total_pkt_num", "nic_tx_all_pkg_num"),
+}
+RECEIVE_ERRORS = (
+    ("bad", "mac_rx_bad_pkt_num"), ("fcs", "mac_rx_fcs_err_pkt_num"),
+    ("crc", "crc_error_sum"), ("length", "length_err_cnt_rx"), ("out", "out_err_cnt_rx"),
+)  # fmt: skip  (crc, length, out: the 950 UB port counters)
+TRANSMIT_ERRORS = (
+    ("bad", "mac_tx_bad_pkt_num"), ("length", "length_err_cnt_tx"), ("out", "out_err_cnt_tx"),
+)  # fmt: skip
+PAUSE = (
+    ("receive", "mac", "mac_rx_mac_pause_num"), ("transmit", "mac", "mac_tx_mac_pause_num"),
+    ("receive", "pfc", "mac_rx_pfc_pkt_num"), ("transmit", "pfc", "mac_tx_pfc_pkt_num"),
+)  # fmt: skip
+ROCE_ERRORS = (
+    ("rx_error_packets", "roce_rx_err_pkt_num"), ("tx_error_packets", "roce_tx_err_pkt_num"),
+    ("retransmissions", "roce_new_pkt_rty_num"), ("cnp_received", "roce_rx_cnp_pkt_num"),
+    ("cnp_sent", "roce_tx_cnp_pkt_num"), ("out_of_order", "roce_out_of_order_num"),
+    ("unexpected_ack", "roce_unexpected_ack_num"), ("verification", "roce_verification_err_num"),
+    ("qp_status", "roce_qp_status_err_num"), ("ecn_marked", "roce_ecn_db_num"),
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class PortReading:
+    """Everything known about one NIC port; a field per family, None/() when unknown."""
+
+    npu: int
+    chip: int
+    port: int
+    up: bool | None = None
+    speed_bytes_per_second: float | None = None
+    carrier_up_changes: int | None = None
+    carrier_down_changes: int | None = None
+    traffic: Counts = ()  # (TRAFFIC key, value)
+    receive_errors: Counts = ()  # (kind, value)
+    transmit_errors: Counts = ()
+    pause_frames: tuple[tuple[str, str, int], ...] = ()  # (direction, kind, value)
+    pfc_frames: tuple[tuple[str, str, int], ...] = ()  # (direction, priority, value)
+    roce_errors: Counts = ()
+    health_state: str | None = None  # a NET_HEALTH_STATES value
+    optical: OpticalReport | None = None
+    info: tuple[tuple[str, str], ...] = ()  # npu_network_info labels: ip, peer_switch, peer_port
+
+
+@dataclass(frozen=True, slots=True)
+class ChipLinks:
+    """One chip's HCCS links, PCIe and SIO error counters (npu-smi's health tier)."""
+
+    npu: int
+    chip: int
+    hccs: tuple[HccsLink, ...] = ()
+    hccs_bandwidth: tuple[tuple[int, float, float], ...] = ()  # (link, tx, rx) bytes/s
+    pcie_errors: Counts = ()  # (kind, count)
+    sio_crc_errors: Counts = ()  # (direction, count)
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkView:
+    ports: tuple[PortReading, ...] = ()
+    chips: tuple[ChipLinks, ...] = ()
+
+
+EMPTY_NETWORK = NetworkView()
+
+
+def _known(counters: PortCounters, pairs: Iterable[tuple[str, str]]) -> Counts:
+    return tuple((label, v) for label, key in pairs if (v := counters.get(key)) is not None)
+
+
+def _first(counters: PortCounters, keys: Iterable[str]) -> int | None:
+    return next((v for key in keys if (v := counters.get(key)) is not None), None)
+
+
+def _from_counters(c: PortCounters) -> dict[str, object]:
+    pfc = tuple(
+        (direction, str(priority), v)
+        for direction, short in (("receive", "rx"), ("transmit", "tx"))
+        for priority in range(8)
+        if (v := c.get(f"mac_{short}_pfc_pri{priority}_pkt_num")) is not None
+    )
+    return {
+        "traffic": tuple(
+            (k, v) for k, keys in TRAFFIC.items() if (v := _first(c, keys)) is not None
+        ),
+        "receive_errors": _known(c, RECEIVE_ERRORS),
+        "transmit_errors": _known(c, TRANSMIT_ERRORS),
+        "pause_frames": tuple((d, k, v) for d, k, key in PAUSE if (v := c.get(key)) is not None),
+        "pfc_frames": pfc,
+        "roce_errors": _known(c, ROCE_ERRORS),
+    }
+
+
+def read_port(key: PortKey, r: HccnResults) -> PortReading:
+    link, speed, stats = r.link.get(key), r.speed.get(key), r.link_stats.get(key)
+    health, address, lldp = r.health.get(key), r.address.get(key), r.lldp.get(key)
+    counters = r.counters.get(key)
+    info = {
+        "ip": address.addresses[0][0] if address and address.addresses else None,
+        "peer_switch": lldp.peer_switch if lldp else None,
+        "peer_port": lldp.peer_port if lldp else None,
+    }
+    return PortReading(
+        npu=key[0], chip=key[1], port=key[2],
+        up=link.up if link else None,
+        speed_bytes_per_second=speed.bytes_per_second if speed else None,
+        carrier_up_changes=stats.up_count if stats else None,
+        carrier_down_changes=stats.down_count if stats else None,
+        health_state=health.state if health else None,
+        optical=r.optical.get(key),
+        info=tuple((k, v) for k, v in info.items() if v) if (address or lldp) else (),
+        **(_from_counters(counters) if counters else {}),  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def read_chip_links(npu: int, chip: int, parts: ChipInterconnect) -> ChipLinks:
+    return ChipLinks(
+        npu=npu, chip=chip,
+        hccs=parts.hccs.links if parts.hccs else (),
+        hccs_bandwidth=parts.hccs_bw.links if parts.hccs_bw else (),
+        pcie_errors=parts.pcie.counts if parts.pcie else (),
+        sio_crc_errors=parts.sio.counts if parts.sio else (),
+    )  # fmt: skip
+
+
+def read_network(
+    hccn: HccnResults, interconnect: Mapping[ChipId, ChipInterconnect], chips: Iterable[ChipId]
+) -> NetworkView:
+    """Ports and chip links of the chips in ``chips`` (the latest table), sorted."""
+    current = set(chips)
+    keys = {k for results in (hccn.link, hccn.speed, hccn.link_stats, hccn.counters,
+                              hccn.optical, hccn.health, hccn.address, hccn.lldp)
+            for k in results if (k[0], k[1]) in current}
+    return NetworkView(
+        ports=tuple(read_port(k, hccn) for k in sorted(keys)),
+        chips=tuple(read_chip_links(n, c, interconnect[(n, c)])
+                    for n, c in sorted(interconnect) if (n, c) in current),
+    )

@@ -1,0 +1,156 @@
+"""Parsers for the Ascend 950 per-port forms, `hccn_tool -g -<query> -i <npu> [-u <udie> -p
+<port>]`: box tables (`-speed`, `-link_stat`, `-dev_info`), `key: value` (`-port_info`) and the
+two bandwidth lines (`-bandwidth`, `-peak_bw`, also the 910B `-bandwidth` print format).
+
+Only documentation examples of these exist (and one SYNTHETIC test string); columns are found
+by header name, with the position npu-exporter reads as the fallback, so either header works.
+"""
+
+from __future__ import annotations
+
+import re
+
+from npumon.daemon.model.network import Bandwidth, DevInfo, DevPort, KeyValues, LinkSpeed, LinkStats
+from npumon.daemon.parsers import values
+from npumon.daemon.parsers.errors import ParseError
+from npumon.daemon.parsers.hccn_tool import lines
+
+Row = tuple[int, str, list[str]]  # (line number, line, cells)
+GBIT = 1e9 / 8  # bytes per second in one Gb/s
+MB = 1_000_000
+_BANDWIDTH = re.compile(
+    r"(?P<peak>Peak )?Bandwidth (?P<dir>TX|RX):\s*(?P<num>\d{1,12}(?:\.\d{1,6})?) MB/sec\Z"
+)
+_SPEED_CELL = re.compile(r"(?P<num>\d{1,6})\s*(?P<unit>G|M)\Z")
+
+
+def box_tables(text: str) -> list[tuple[list[str], list[Row]]]:
+    """Every `+---+` box as (header cells, data rows). Two borders in a row (or the first one)
+    open a new box whose first row is its header; a border between data rows only separates
+    them, and a row whose first cell is empty (more addresses of one interface) is its own row."""
+    tables: list[tuple[list[str], list[Row]]] = []
+    after_border = True
+    for line_no, line in lines(text):
+        stripped = line.strip()
+        if stripped.startswith("+"):
+            if after_border:
+                tables.append(([], []))
+            after_border = True
+            continue
+        after_border = False
+        if not (stripped.startswith("|") and stripped.endswith("|")) or not tables:
+            raise ParseError("expected a table row or border", line_no, line)
+        cells = [c.strip() for c in stripped[1:-1].split("|")]
+        header, rows = tables[-1]
+        if not header:
+            header.extend(cells)
+        elif len(cells) != len(header):
+            raise ParseError(f"expected {len(header)} cells, got {len(cells)}", line_no, line)
+        else:
+            rows.append((line_no, line, cells))
+    return [table for table in tables if table[0]]
+
+
+def _column(header: list[str], names: tuple[str, ...], position: int) -> int:
+    folded = ["".join(h.lower().split()) for h in header]
+    for name in names:
+        if name in folded:
+            return folded.index(name)
+    return position
+
+
+def _speed(cell: str, line_no: int, line: str) -> float | None:
+    """`400 G` (the -speed table) or `400` (Gbps, -dev_info) as bytes per second."""
+    if values.is_absent(cell):
+        return None
+    match = _SPEED_CELL.match(cell) or _SPEED_CELL.match(cell + " G")
+    if match is None:
+        raise ParseError(f"expected a speed like '400 G', got {cell!r}", line_no, line)
+    return int(match["num"]) * GBIT / (1000 if match["unit"] == "M" else 1)
+
+
+def parse_speed_table(text: str) -> LinkSpeed:
+    """The one-row `-speed` table: NPU, UDie, Port, Speed (`400 G`), Cap, Width, Status."""
+    tables = box_tables(text)
+    if len(tables) != 1 or len(tables[0][1]) != 1:
+        raise ParseError("expected one table with one port row", 0, "")
+    header, [(line_no, line, cells)] = tables[0]
+    return LinkSpeed(_speed(cells[_column(header, ("speed",), 3)], line_no, line))
+
+
+def parse_link_stat_table(text: str) -> LinkStats:
+    """`link up count :    2`, `link down count :  2`, then a table of LINK_UP/LINK_DOWN rows."""
+    counts: dict[str, int | None] = {}
+    table_text: list[str] = []
+    for line_no, line in lines(text):
+        key, sep, value = line.partition(":")
+        key = " ".join(key.split()).lower()
+        if key in ("link up count", "link down count") and sep:
+            counts[key] = values.parse_int(value, line_no=line_no, line=line)
+        elif line.strip()[:1] in ("+", "|"):
+            table_text.append(line)
+        else:
+            raise ParseError("expected a count line or the records table", line_no, line)
+    if "link up count" not in counts:
+        raise ParseError("no 'link up count' line", 0, "")
+    records: list[tuple[str, bool]] = []
+    for header, rows in box_tables("\n".join(table_text)):
+        status, stamp = _column(header, ("link_status",), 3), _column(header, ("time_stamp",), 4)
+        records.extend((cells[stamp], cells[status] == "LINK_UP") for _, _, cells in rows)
+    return LinkStats(counts["link up count"], counts.get("link down count"), tuple(records))
+
+
+def parse_dev_info(text: str) -> DevInfo:
+    """The port table (UDie, Port, Speed, Port Type, Link Status, Media) and the interfaces."""
+    tables = box_tables(text)
+    if not tables:
+        raise ParseError("no port table", 0, "")
+    header, rows = tables[0]
+    if len(header) < 5:
+        raise ParseError("the port table has fewer than 5 columns", 0, "")
+    ports = []
+    for line_no, line, cells in rows:
+        udie = values.parse_int(cells[0], line_no=line_no, line=line)
+        port = values.parse_int(cells[1], line_no=line_no, line=line)
+        if udie is None or port is None or cells[4] not in ("UP", "DOWN"):
+            raise ParseError("a port row needs UDie, Port and UP/DOWN", line_no, line)
+        ports.append(DevPort(udie, port, _speed(cells[2], line_no, line), cells[3],
+                             cells[4] == "UP", cells[5] if len(cells) > 5 else None))
+    interfaces: list[tuple[str, list[str]]] = []
+    for header, rows in tables[1:]:
+        if _column(header, ("interfacename",), -1) != 0:
+            continue
+        for _, _, cells in rows:
+            if cells[0]:
+                interfaces.append((cells[0], []))
+            if interfaces and cells[1]:
+                interfaces[-1][1].append(cells[1])
+    return DevInfo(tuple(ports), tuple((n, tuple(a)) for n, a in interfaces))
+
+
+def parse_bandwidth(text: str) -> Bandwidth:
+    """`Bandwidth TX:     0.00 MB/sec` and `... RX:` (also `Peak Bandwidth ...`)."""
+    found: dict[str, float] = {}
+    for line_no, line in lines(text):
+        match = _BANDWIDTH.match(line.strip())
+        if match is None or match["dir"] in found:
+            raise ParseError("expected 'Bandwidth TX|RX: <n> MB/sec' once each", line_no, line)
+        found[match["dir"]] = float(match["num"]) * MB
+    if set(found) != {"TX", "RX"}:
+        raise ParseError("expected a TX and an RX line", 0, "")
+    return Bandwidth(tx_bytes_per_second=found["TX"], rx_bytes_per_second=found["RX"])
+
+
+def parse_port_info(text: str) -> KeyValues:
+    """`key: value` lines under `=== SECTION ===` banners (a key may repeat per section)."""
+    pairs: list[tuple[str, str]] = []
+    for line_no, line in lines(text):
+        if line.strip().startswith("="):
+            continue
+        key, sep, value = line.partition(":")
+        if not sep or not key.strip() or " " in key.strip():
+            raise ParseError("expected 'key: value'", line_no, line)
+        pairs.append((key.strip(), value.strip()))
+    if not pairs:
+        raise ParseError("no 'key: value' line", 0, "")
+    return KeyValues(tuple(pairs))

@@ -1,0 +1,191 @@
+"""Every hccn_tool fixture parsed, its values asserted (tests/fixtures/hccn_tool/SOURCES.md).
+
+Most files are documentation examples or trimmed test fixtures, not untouched captures; the
+test names say so: `doc`, `trimmed`, `elided`, `grep` (a filtered output) and `SYNTHETIC`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from npumon.daemon.model.network import NetAddress
+from npumon.daemon.parsers.errors import ParseError
+from npumon.daemon.parsers.hccn_tool import net_health_state, parse_link, parse_speed
+from tests.daemon.parsers.hccn_fixtures import FIXTURES, PARSERS, names, parse
+
+MW = 1e-3
+
+
+def test_every_fixture_has_a_parser_and_a_provenance_row() -> None:
+    sources = (FIXTURES / "SOURCES.md").read_text(encoding="utf-8")
+    assert len(names()) == 34
+    for name in names():
+        assert name.split("__")[0] in PARSERS, name
+        assert f"\n| {name} |" in sources, name
+
+
+def test_link_doc_up_and_950_doc_down() -> None:
+    assert parse("link-g__mind-cluster-faultdiag-doc.txt").up is True
+    assert parse("link-g-u-p__driver-950-doc.txt").up is False
+
+
+def test_net_health_docs_and_fixture() -> None:
+    assert parse("net_health-g__mind-cluster-faultdiag-doc.txt").state == "init"
+    assert parse("net_health-g__mind-cluster-resumable-doc-fault.txt").state == "fault"
+    assert parse("net_health-g__mind-cluster-resumable-doc-success.txt").state == "success"
+    socket = parse("net_health-g__mind-cluster-faultdiag-kg-before.txt")
+    assert (socket.text, socket.state) == ("Socket failed", "socket_fail")  # old or edited text
+    assert net_health_state("Detect ip set") == "detect_ip_set"
+    assert net_health_state("Something new") == "unknown"
+
+
+def test_link_stat_fixtures_newest_first_without_down_count() -> None:
+    before = parse("link_stat-g__mind-cluster-faultdiag-kg-before.txt")
+    assert (before.up_count, before.down_count) == (2, None)  # no `link down count` line
+    assert before.records[0] == ("Tue Aug 1 14:43:40 2022", True)
+    after = parse("link_stat-g__mind-cluster-faultdiag-kg-after.txt")
+    assert after.records[0] == ("Tue Aug 1 14:44:40 2022", False) and len(after.records) == 4
+    dev1 = parse("link_stat-g__mind-cluster-faultdiag-modelarts-dev1.txt")
+    assert dev1.up_count == 2 and [up for _, up in dev1.records] == [True, False, True]
+    doc = parse("link_stat-g__mind-cluster-faultdiag-doc.txt")  # `[device 0]` prefix
+    assert doc.up_count == 2 and doc.records[-1] == ("Tue Jun 6 16:31:55 2023", True)
+
+
+def test_link_stat_950_doc_table() -> None:
+    stats = parse("link_stat-g-u-p__driver-950-doc.txt")
+    assert (stats.up_count, stats.down_count) == (2, 2)
+    assert stats.records[0] == ("Mon Feb 9 21:45:51 2026", True)
+    assert [up for _, up in stats.records] == [True, False, True, False]
+
+
+def test_stat_doc_elided_keeps_only_printed_counters() -> None:
+    stat = parse("stat-g__mind-cluster-faultdiag-doc.txt")  # elided with `...` lines
+    assert stat.get("nic_rx_all_oct_num") == 482237805
+    assert stat.get("nic_tx_all_pkg_num") == 122404
+    assert stat.get("mac_tx_mac_pause_num") == 0 and stat.get("roce_qp_status_err_num") == 0
+    assert stat.get("mac_rx_total_oct_num") is None  # elided, never 0
+    assert len(stat.values) == 8
+
+
+def test_stat_trimmed_fixtures() -> None:
+    zero = parse("stat-g__mind-cluster-faultdiag-kg-before.txt")
+    assert zero.values == (("roce_rx_err_pkt_num", 0), ("roce_tx_err_pkt_num", 0))
+    dev6 = parse("stat-g__mind-cluster-faultdiag-modelarts-dev6.txt")
+    assert dev6.values == (("roce_rx_err_pkt_num", 13), ("roce_tx_err_pkt_num", 77))
+
+
+def test_stat_950_doc_ub_counters() -> None:
+    stat = parse("stat-g-u-p__driver-950-doc.txt")  # `key: value`, space after the colon
+    assert stat.get("port_id") == 4 and stat.get("crc_error_sum") == 0
+    assert stat.get("retry_req_sum") == 0 and len(stat.values) == 42
+
+
+def test_optical_fixture_four_lanes_and_thresholds() -> None:
+    o = parse("optical-g__mind-cluster-faultdiag-kg-before.txt")
+    assert o.present is False  # as printed, although it shows live readings (see SOURCES.md)
+    assert o.temperature_celsius == 47.0
+    assert o.supply_voltage_volts == pytest.approx(3.2629)
+    assert dict(o.rx_power_watts) == pytest.approx(
+        {0: 1.0189 * MW, 1: 0.0054 * MW, 2: 0.9907 * MW, 3: 1.0213 * MW})
+    assert dict(o.tx_power_watts)[0] == pytest.approx(4.4035 * MW)
+    assert dict(o.tx_bias_amperes)[3] == pytest.approx(7.924e-3)
+    thresholds = {(q, b): v for q, b, v in o.thresholds}
+    assert thresholds[("rx_power_watts", "low")] == pytest.approx(0.1445 * MW)
+    assert thresholds[("temperature_celsius", "high")] == 70.0
+    assert thresholds[("supply_voltage_volts", "low")] == pytest.approx(3.135)
+    assert (o.vendor, o.part_number) == ("Hisense", "LMQ8611-PC+")
+
+
+def test_optical_doc_elided_laneless_keys_are_lane_0() -> None:
+    o = parse("optical-g__mind-cluster-faultdiag-doc.txt")
+    assert o.present is False and o.temperature_celsius is None  # elided
+    assert o.rx_power_watts == ((0, pytest.approx(1.0189 * MW)),)
+    assert len(o.thresholds) == 8
+
+
+def test_ip_fixtures_and_docs() -> None:
+    assert parse("ip-g__mind-cluster-faultdiag-kg-before-dev0.txt").addresses == (
+        ("192.161.200.10", "255.255.255.0"),)
+    assert parse("ip-g__arthurchiao-blog.txt").addresses == (("29.1.112.213", "255.255.0.0"),)
+    assert parse("ip-g__mind-cluster-faultdiag-doc.txt").addresses[0][0] == "10.xx.xx.10"  # masked
+    assert parse("ip-g__mind-cluster-faultdiag-kg-before-dev2-empty.txt") == NetAddress(())
+    eight = parse("ip-g-8dev__deepseekv3-deploy-guide.txt")  # 8 outputs concatenated
+    assert [a for a, _ in eight.addresses] == [f"11.12.165.{n}" for n in range(80, 88)]
+
+
+def test_lldp_blog_elided() -> None:
+    n = parse("lldp-g__arthurchiao-blog.txt")
+    assert n.peer_port == "400GE1/1/20:2"
+    assert n.peer_switch is None  # the Chassis ID MAC is elided (`MAC: ...`), no System Name
+    tlvs = dict(n.tlvs)
+    assert tlvs["System Description TLV"][-1] == "Huarong DX511"  # unindented, blank lines
+    assert tlvs["Maximum Frame Size TLV"] == ("9216",)
+
+
+def test_lldp_grep_filtered_lines_keep_the_first_port() -> None:
+    n = parse("lldp-g-grep-ifname-8dev__deepseekv3-deploy-guide.txt")
+    assert n.peer_port == "400GE1/1/5:1" and len(dict(n.tlvs)[""]) == 8
+
+
+def test_speed_950_doc_table() -> None:
+    assert parse("speed-g-u-p__driver-950-doc.txt").bytes_per_second == 400e9 / 8
+
+
+def test_dev_info_950_doc_and_synthetic() -> None:
+    doc = parse("dev_info-g__driver-950-doc.txt")
+    assert [(p.udie, p.port, p.up) for p in doc.ports] == [(0, 4, True), (0, 5, True), (0, 6, True)]
+    assert doc.ports[0].speed_bytes_per_second == 400e9 / 8 and doc.ports[0].port_type == "UB"
+    assert dict(doc.interfaces)["ipourma0"][-1] == "::10:0:dfdf:20"
+    assert dict(doc.interfaces)["end0v0"] == ("192.168.2.199",)
+    synthetic = parse("dev_info-g__mind-cluster-test-SYNTHETIC.txt")  # other header names
+    assert [(p.port, p.port_type, p.up) for p in synthetic.ports] == [
+        (4, "ETH", False), (5, "ETH", True), (8, "UB", False), (9, "UB", True)]
+    assert synthetic.ports[2].media == "Optical"
+
+
+def test_bandwidth_and_peak_950_docs() -> None:
+    bw = parse("bandwidth-g-u-p__driver-950-doc.txt")
+    assert (bw.tx_bytes_per_second, bw.rx_bytes_per_second) == (0.0, pytest.approx(266.84e6))
+    peak = parse("peak_bw-g-u-p__driver-950-doc.txt")
+    assert (peak.tx_bytes_per_second, peak.rx_bytes_per_second) == (0.0, 0.0)
+
+
+def test_port_info_950_doc() -> None:
+    info = parse("port_info-g-u-p__driver-950-doc.txt")
+    assert info.get("port_enable") == "on" and info.get("fec_err") == "0x841876"
+    assert info.get("fec") == "FEC RS"  # the first section's, the key repeats below
+
+
+def test_fec_doc_and_fixture() -> None:
+    assert parse("fec-g__mind-cluster-faultdiag-doc.txt").get("fec mode") == "rs FEC mode"
+    assert parse("fec-g__mind-cluster-faultdiag-kg-before.txt").get("fec mode") == "no FEC mode"
+
+
+def test_tls_grep_lines() -> None:
+    one = parse("tls-g-grep-switch__mind-cluster-faultdiag-doc.txt")
+    assert one[0].pairs == (("dev", "0"), ("switch", "0"), ("preset", "1"), ("days", "60"))
+    assert [t.get("dev") for t in parse("tls-g-grep-switch-8dev__deepseekv3-deploy-guide.txt")] \
+        == [str(n) for n in range(8)]
+
+
+# The -speed 910 form has no public capture: its parser follows the print format only.
+@pytest.mark.parametrize(("line", "expected"), [
+    ("Speed: 100000 Mb/s\n", 100000 * 1e6 / 8),
+    ("Speed: 200000 Mb/s", 200000 * 1e6 / 8),
+    ("Speed: Unknown!\n", None),
+])
+def test_speed_print_format(line: str, expected: float | None) -> None:
+    assert parse_speed(line).bytes_per_second == expected
+
+
+@pytest.mark.parametrize("bad", ["Speed: 100 Gb/s", "Speed: fast", "", "Speed: 1\nSpeed: 2"])
+def test_speed_anything_else_is_a_parse_error(bad: str) -> None:
+    with pytest.raises(ParseError):
+        parse_speed(bad)
+
+
+@pytest.mark.parametrize("bad", ["link status: up", "link status: UP\nlink status: UP",
+                                 "status: UP", ""])
+def test_link_anything_else_is_a_parse_error(bad: str) -> None:
+    with pytest.raises(ParseError):
+        parse_link(bad)

@@ -1,0 +1,118 @@
+"""The simulated hccn_tool and npu-smi interconnect queries parse back through the daemon's
+parsers, and the scenario's `network` section drives them: a port that flaps, CRC errors that
+climb, an optical module whose RX power sinks below its low threshold, a link down on an
+allocated chip, a PFC storm, HCCS and SIO CRC errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from npumon.daemon.parsers import hccn_tool, interconnect, optical
+from npumon.simulator import render_interconnect
+from npumon.simulator.hccn import answer, main
+from npumon.simulator.loader import load_scenario
+from npumon.simulator.state import node_state
+
+SC = load_scenario("910b-8")
+A3 = load_scenario("a3-8x2")
+
+
+def hccn(t: float, device: int, query: str) -> str:
+    result = answer(["-i", str(device), query, "-g"], SC, t)
+    assert result.exit_code == 0, result.stderr
+    return result.stdout
+
+
+def smi(sc_name: str, t: float, *argv: str) -> str:
+    sc = load_scenario(sc_name)
+    result = render_interconnect.answer(["info", *argv], sc, node_state(sc, t), t)
+    assert result is not None and result.exit_code == 0, result
+    return result.stdout
+
+
+def test_a_flapping_port_goes_down_half_of_each_period_and_counts_carrier_changes() -> None:
+    assert hccn_tool.parse_link(hccn(50, 2, "-link")).up is True  # before the flap
+    assert hccn_tool.parse_link(hccn(65, 2, "-link")).up is False  # 60 s + 5 s: down half
+    assert hccn_tool.parse_link(hccn(75, 2, "-link")).up is True
+    stats = hccn_tool.parse_link_stat(hccn(250, 2, "-link_stat"))
+    assert (stats.up_count, stats.down_count) == (7, 6)  # 6 flaps in 60..180 s, plus boot
+    assert stats.records[0][1] is True  # newest first: up again at 170 s
+    quiet = hccn_tool.parse_link_stat(hccn(250, 3, "-link_stat"))
+    assert (quiet.up_count, quiet.down_count, quiet.records) == (1, 0, ())
+
+
+def test_crc_errors_climb_on_one_chip_only() -> None:
+    early = hccn_tool.parse_stat(hccn(100, 4, "-stat"))
+    later = hccn_tool.parse_stat(hccn(200, 4, "-stat"))
+    assert early.get("mac_rx_fcs_err_pkt_num") == 300
+    assert later.get("mac_rx_fcs_err_pkt_num") == 600
+    assert later.get("roce_new_pkt_rty_num") == 1200
+    assert hccn_tool.parse_stat(hccn(200, 3, "-stat")).get("mac_rx_fcs_err_pkt_num") == 0
+
+
+def test_optical_rx_power_sinks_below_the_modules_own_low_threshold() -> None:
+    before = optical.parse_optical(hccn(90, 1, "-optical"))
+    after = optical.parse_optical(hccn(250, 1, "-optical"))
+    low = next(v for q, b, v in after.thresholds if (q, b) == ("rx_power_watts", "low"))
+    assert dict(before.rx_power_watts)[0] > low
+    assert dict(after.rx_power_watts)[0] == pytest.approx(0.05e-3)
+    assert dict(after.rx_power_watts)[0] < low
+    assert after.present is True and len(after.rx_power_watts) == 4
+
+
+def test_link_down_on_the_allocated_chip_and_net_health_follows() -> None:
+    assert hccn_tool.parse_link(hccn(350, 0, "-link")).up is False
+    assert hccn_tool.parse_net_health(hccn(350, 0, "-net_health")).state == "fault"
+    assert hccn_tool.parse_link(hccn(450, 0, "-link")).up is True
+    assert hccn_tool.parse_net_health(hccn(450, 0, "-net_health")).state == "success"
+
+
+def test_a_pfc_storm_on_priority_3() -> None:
+    stat = hccn_tool.parse_stat(hccn(250, 5, "-stat"))
+    assert stat.get("mac_rx_pfc_pkt_num") == 50000 * 50
+    assert stat.get("mac_rx_pfc_pri3_pkt_num") == 50000 * 50
+    assert hccn_tool.parse_stat(hccn(100, 5, "-stat")).get("mac_rx_pfc_pkt_num") == 0
+
+
+def test_identity_speed_and_unknown_devices() -> None:
+    assert hccn_tool.parse_ip(hccn(10, 3, "-ip")).addresses == (("10.0.0.103", "255.255.255.0"),)
+    neighbour = hccn_tool.parse_lldp(hccn(10, 5, "-lldp"))
+    assert (neighbour.peer_switch, neighbour.peer_port) == ("leaf-sim-1", "400GE1/2/6:1")
+    assert hccn_tool.parse_speed(hccn(10, 0, "-speed")).bytes_per_second == 200000 * 1e6 / 8
+    assert answer(["-i", "99", "-link", "-g"], SC, 10).stderr == "The device is not exist!\n"
+    assert answer(["-i", "0", "-tls", "-g"], SC, 10).exit_code != 0
+
+
+def test_a3_ports_are_asked_by_phy_id_and_310p_has_no_nic() -> None:
+    # A3: Phy-ID = 2 * npu + die; NPU 1 die 0 (Phy-ID 2) flaps from 120 s
+    assert hccn_tool.parse_link(answer(["-i", "2", "-link", "-g"], A3, 125).stdout).up is False
+    p310 = answer(["-i", "0", "-link", "-g"], load_scenario("310p-duo"), 10)
+    assert p310.exit_code != 0 and "not supported" in p310.stderr
+
+
+def test_npu_smi_hccs_and_sio_from_the_scenario() -> None:
+    links = interconnect.parse_hccs(smi("910b-8", 100, "-t", "hccs", "-i", "7", "-c", "0")).links
+    assert len(links) == 7 and links[6].crc_errors == 50 and links[6].healthy is False
+    assert links[0].crc_errors == 0 and links[0].lanes == 4
+    bw = interconnect.parse_hccs_bw(smi("910b-8", 100, "-t", "hccs-bw", "-i", "0", "-c", "0"))
+    assert len(bw.links) == 7
+    sio = interconnect.parse_sio(smi("a3-8x2", 100, "-t", "sio-info", "-i", "4", "-c", "1"))
+    assert dict(sio.counts) == {"transmit": 33, "receive": 100}
+    pcie = interconnect.parse_pcie_err(smi("310p-duo", 100, "-t", "pcie-err", "-i", "0"))
+    assert set(dict(pcie.counts)) == {"pcs_rx", "phy_lane", "dl_lcrc", "dl_dcrc"}
+    no_sio = render_interconnect.answer(["info", "-t", "sio-info", "-i", "0"], SC,
+                                        node_state(SC, 10), 10)
+    assert no_sio is not None and no_sio.exit_code != 0  # SIO is an A3/950 die-to-die link
+
+
+@pytest.mark.integration
+def test_the_console_script_runs_as_hccn_tool(tmp_path: Path) -> None:
+    tool = Path(sys.executable).parent / "npumon-sim-hccn-tool"
+    done = subprocess.run([str(tool), "--scenario", "910b-8", "--time", "350", "-i", "0",
+                           "-link", "-g"], capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stdout) == (0, "link status: DOWN\n")
+    assert main(["--scenario", "no-such-scenario", "-i", "0", "-link", "-g"]) == 2
