@@ -175,8 +175,9 @@ class Node:
             "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))],
             "bytes": len(body), "samples": len(samples),
             "process_series": sum(s.startswith("npu_process") for s in samples),
-            "network_series": sum(s.startswith(("npu_network", "npu_link", "npu_roce",
-                                                "npu_optical", "npu_hccs")) for s in samples),
+            "network_series": sum(s.startswith(("npu_network", "npu_roce", "npu_optical",
+                                                "npu_hccs", "npu_sio", "npu_pcie"))
+                                  for s in samples),
             "profiling_series": sum(s.startswith(("npu_profile", "npu_step", "npumon_capture",
                                                   "npu_profiling")) for s in samples),
             "capture_workload": capture[1] if capture else None,

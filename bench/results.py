@@ -71,7 +71,8 @@ def polling(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
     daemon, calls = _load(folder, "daemon") or {}, _load(folder, "calls")
     nodes = daemon.get("nodes", {})
     seconds = next((n["seconds"] for n in nodes.values()), 0)
-    t = Table(f"1. Polling (defaults, profiling on, {seconds:.0f} s per node)")
+    hccn = ", simulated hccn_tool on" if daemon.get("hccn_tool_source") else ""
+    t = Table(f"1. Polling (defaults, profiling on{hccn}, {seconds:.0f} s per node)")
     for chips in ("8", "16"):
         n = nodes.get(chips)
         if n is None:
@@ -81,7 +82,8 @@ def polling(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
         t.row(f"daemon CPU (excl. children), {chips} chips", f"{cpu:.2f} % of a core",
               "< 1 % of a core", cpu < 1.0,
               f"The daemon itself used {cpu:.2f} % of a core at {chips} chips. Its work per "
-              "table interval is parsing npu-smi's text and rebuilding the snapshot in "
+              "table interval is parsing npu-smi's (and hccn_tool's) text and rebuilding the "
+              "snapshot in "
               "Python; three daemons and their simulated npu-smi shared the 2 cores during the "
               "run, so the figure carries some contention. Fix: parse only the queries that "
               "changed and profile the hot path (py-spy) at 16 chips.")
