@@ -103,7 +103,9 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	echo "== bench/peer_bench.py"; \
 	timeout 300 $(BENCH_VENV)/bin/python bench/peer_bench.py --runs 3 --timeout 45 \
 	  --json $(BENCH_OUT)/peer.json || echo "FAILED: peer"; \
-	echo "$$(( $$(date +%s) - start )) s" > $(BENCH_OUT)/wall.txt
+	echo "$$(( $$(date +%s) - start )) s" > $(BENCH_OUT)/wall.txt; \
+	$(BIN)/python -c 'import json, os; print(json.dumps({"load_average": os.getloadavg()}))' \
+	  > $(BENCH_OUT)/machine_after.json
 	$(BIN)/python bench/results.py $(BENCH_OUT) --output bench/RESULTS.md
 
 # The demo: an 8x910B simulated node (load that moves, a chip that overheats and clocks down,
