@@ -73,10 +73,40 @@ $(BENCH_VENV)/.installed-stamp: pyproject.toml
 	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[bench]'
 	touch $@
 
+# Every bench script, bounded (each under `timeout`; the whole run under 15 minutes on 2 cores),
+# loopback only; each writes its figures as JSON into $(BENCH_OUT), and bench/results.py
+# rewrites bench/RESULTS.md from them. Durations: BENCH_POLL_S (polling window, 2 min),
+# BENCH_LOAD_S (per load scenario).
+BENCH_OUT    ?= .bench-out
+BENCH_POLL_S ?= 120
+BENCH_LOAD_S ?= 30
 bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
-	@for script in bench/*_bench.py; do \
-	  if [ "$$script" = bench/peer_bench.py ]; then py=$(BENCH_VENV)/bin/python; else py=$(BIN)/python; fi; \
-	  echo "== $$script"; $$py $$script || exit 1; done
+	@rm -rf $(BENCH_OUT) && mkdir -p $(BENCH_OUT)
+	@$(BIN)/python -c 'import json, os; print(json.dumps({"load_average": os.getloadavg()}))' \
+	  > $(BENCH_OUT)/machine_before.json
+	@start=$$(date +%s); \
+	if [ -f bench/calls_bench.py ]; then echo "== bench/calls_bench.py"; \
+	  timeout 120 $(BIN)/python bench/calls_bench.py --minutes 60 --json $(BENCH_OUT)/calls.json || echo "calls_bench FAILED"; fi; \
+	echo "== bench/simulator_bench.py"; \
+	timeout 120 $(BIN)/python bench/simulator_bench.py --runs 5 --json $(BENCH_OUT)/simulator.json || echo "FAILED: simulator"; \
+	echo "== bench/daemon_bench.py"; \
+	timeout 360 $(BIN)/python bench/daemon_bench.py --seconds $(BENCH_POLL_S) \
+	  --json $(BENCH_OUT)/daemon.json || echo "FAILED: daemon"; \
+	echo "== bench/load_bench.py (1 client)"; \
+	timeout 240 $(BIN)/python bench/load_bench.py --seconds $(BENCH_LOAD_S) --scrapers 1 --slow 0 \
+	  --scenario plain --scenario tls_auth --scenario npu_smi_hang --json $(BENCH_OUT)/load_1.json || echo "FAILED: load_1"; \
+	echo "== bench/load_bench.py (100 clients)"; \
+	timeout 240 $(BIN)/python bench/load_bench.py --seconds $(BENCH_LOAD_S) --scrapers 100 \
+	  --scenario plain --scenario tls_auth --scenario npu_smi_hang --json $(BENCH_OUT)/load_100.json || echo "FAILED: load_100"; \
+	echo "== bench/analysis_bench.py"; \
+	timeout 420 $(BIN)/python bench/analysis_bench.py --runs 3 --json $(BENCH_OUT)/analysis.json || echo "FAILED: analysis"; \
+	echo "== bench/peer_bench.py"; \
+	timeout 300 $(BENCH_VENV)/bin/python bench/peer_bench.py --runs 3 --timeout 45 \
+	  --json $(BENCH_OUT)/peer.json || echo "FAILED: peer"; \
+	echo "$$(( $$(date +%s) - start )) s" > $(BENCH_OUT)/wall.txt; \
+	$(BIN)/python -c 'import json, os; print(json.dumps({"load_average": os.getloadavg()}))' \
+	  > $(BENCH_OUT)/machine_after.json
+	$(BIN)/python bench/results.py $(BENCH_OUT) --output bench/RESULTS.md
 
 # The demo: an 8x910B simulated node (load that moves, a chip that overheats and clocks down,
 # a chip that turns Alarm, an idle-but-allocated chip), served on :$(PORT).

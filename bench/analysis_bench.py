@@ -1,6 +1,12 @@
-"""Time `analyze_path` on a synthetic 1,000,000-row kernel_details and op_summary; print s and RSS.
+"""Time `analyze_path` on synthetic kernel_details, sliced op_summary and a 4-rank export.
 
-Budget: < 3 s and < 600 MB peak each. Each analysis runs in its own child
+Sizes 100k and 1M rows (--rows); the 4-rank export (kernel_details of rows/4 and a
+step_trace_time table per rank) at the largest size. Against each: a naive baseline in its own
+child (`pandas.read_csv` of the same CSVs + a groupby of duration by op type). npumon and the
+baseline alternate, --runs times each (medians printed).
+
+Budget: 1M rows < 1 s and < 600 MB peak, at least 3x faster than the naive baseline. Each
+analysis runs in its own child
 process, so the peak RSS is the analysis's own (interpreter + pandas + data). The child reads
 its own peak (RUSAGE_SELF) and that of its CSV worker processes (RUSAGE_CHILDREN, the largest
 one); since the workers run side by side, the reported peak is the sum
@@ -10,9 +16,11 @@ one); since the workers run side by side, the reported peak is the sum
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -81,30 +89,71 @@ def write_table(path: Path, header: str, rows: range, step: bool) -> None:
         handle.write("".join(chunk))
 
 
-def build(root: Path) -> tuple[Path, Path]:
+def build(root: Path, rows: int = ROWS) -> tuple[Path, Path]:
     torch_root = root / "host_1234_20251127120000000_ascend_pt"
     (torch_root / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
     write_table(
         torch_root / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv",
         KERNEL_HEADER,
-        range(ROWS),
+        range(rows),
         step=True,
     )
     prof = root / "PROF_000001_20251127120000000_ABCDEFGHIJKLMNOP"
     out = prof / "mindstudio_profiler_output"
     out.mkdir(parents=True)
-    half = ROWS // 2  # two slices, as msprof writes large tables
+    half = rows // 2  # two slices, as msprof writes large tables
     write_table(out / "op_summary_slice_0_20251127120001.csv", SUMMARY_HEADER, range(half), False)
     write_table(
-        out / "op_summary_slice_1_20251127120002.csv", SUMMARY_HEADER, range(half, ROWS), False
+        out / "op_summary_slice_1_20251127120002.csv", SUMMARY_HEADER, range(half, rows), False
     )
     return torch_root, prof
 
 
-def measure(path: Path) -> tuple[float, float, str]:
+STEP_TRACE = (
+    "Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,"
+    "Communication(Not Overlapped and Exclude Receive),Preparing\n"
+)
+
+
+def build_ranks(root: Path, rows: int, ranks: int = 4) -> Path:
+    """A 4-rank torch_npu export: kernel_details of rows/ranks rows and a step table per rank."""
+    cluster = root / f"cluster_{rows}"
+    per_rank = rows // ranks
+    for rank in range(ranks):
+        out = cluster / f"rank{rank}_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+        out.mkdir(parents=True)
+        write_table(out / "kernel_details.csv", KERNEL_HEADER,
+                    range(rank * per_rank, (rank + 1) * per_rank), step=True)
+        steps = "".join(f"{13 + s},{800000 + 1000 * rank},100000,50000,150000,100000,1000000,0,"
+                        f"100000,2000\n" for s in range(4))
+        (out / "step_trace_time.csv").write_text(STEP_TRACE + steps)
+    return cluster
+
+
+def naive_child(path: Path) -> None:
+    """What a user would write: read every CSV, group duration by op type."""
+    import pandas as pd
+
+    started = time.perf_counter()
+    frames = []
+    for csv in sorted(path.rglob("*.csv")):
+        if csv.name.startswith(("kernel_details", "op_summary")):
+            frame = pd.read_csv(csv)
+            frames.append(frame.rename(columns={"Task Duration(us)": "Duration(us)",
+                                                "OP Type": "Type"}))
+    table = pd.concat(frames, ignore_index=True)
+    top = table.groupby("Type")["Duration(us)"].sum().sort_values(ascending=False)
+    elapsed = time.perf_counter() - started
+    print(f"top op {top.index[0]} {top.iloc[0] / top.sum():.3f}")
+    print(f"naive {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    print(f"{elapsed:.3f} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}")
+
+
+def measure(path: Path, naive: bool = False) -> tuple[float, float, str]:
     """(seconds of analyze_path, peak RSS in MB including its workers) of one child process."""
     child = subprocess.Popen(
-        [sys.executable, __file__, "--child", str(path)], stdout=subprocess.PIPE, text=True
+        [sys.executable, __file__, "--naive-child" if naive else "--child", str(path)],
+        stdout=subprocess.PIPE, text=True,
     )
     deadline = time.monotonic() + CHILD_TIMEOUT_S
     while True:
@@ -125,6 +174,8 @@ def measure(path: Path) -> tuple[float, float, str]:
 
 
 def child(path: Path) -> None:
+    import pandas  # noqa: F401  (imported before the clock starts, as in naive_child)
+
     from npumon.daemon.analysis import chunks
     from npumon.daemon.analysis.analysis import analyze_path
 
@@ -143,22 +194,50 @@ def child(path: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--naive-child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--rows", type=int, nargs="+", default=[100_000, ROWS])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
     if args.child:
         child(args.child)
         return 0
+    if args.naive_child:
+        naive_child(args.naive_child)
+        return 0
+    results = []
     with tempfile.TemporaryDirectory(prefix="npumon-analysis-bench-") as tmp:
-        started = time.perf_counter()
-        torch_root, prof = build(Path(tmp))
-        print(f"generated 2 x {ROWS:,} rows in {time.perf_counter() - started:.1f} s")
-        for label, path in (("kernel_details", torch_root), ("op_summary (2 slices)", prof)):
-            seconds, rss_mb, detail = measure(path)
-            print(f"  {detail}")
-            verdict = "OK" if seconds < 3.0 and rss_mb < 600 else "OVER BUDGET"
-            print(
-                f"{label:<24} {ROWS:,} rows: {seconds:.2f} s, peak RSS {rss_mb:.0f} MB "
-                f"(budget 3 s, 600 MB) {verdict}"
-            )
+        for rows in args.rows:
+            root = Path(tmp) / str(rows)
+            root.mkdir()
+            started = time.perf_counter()
+            torch_root, prof = build(root, rows)
+            cases = [("kernel_details", torch_root), ("op_summary (2 slices)", prof)]
+            if rows == max(args.rows):
+                cases.append(("4 ranks (kernel_details + step table)", build_ranks(root, rows)))
+            print(f"generated {rows:,} rows per case in {time.perf_counter() - started:.1f} s")
+            for label, path in cases:
+                ours, theirs = [], []
+                for _ in range(args.runs):  # alternated: neither always on a warm page cache
+                    ours.append(measure(path))
+                    theirs.append(measure(path, naive=True))
+                row = {
+                    "case": label, "rows": rows,
+                    "npumon_s": statistics.median(r[0] for r in ours),
+                    "npumon_mb": statistics.median(r[1] for r in ours),
+                    "naive_s": statistics.median(r[0] for r in theirs),
+                    "naive_mb": statistics.median(r[1] for r in theirs),
+                    "detail": ours[-1][2],
+                }
+                row["speedup"] = row["naive_s"] / row["npumon_s"]
+                results.append(row)
+                print(f"{label:<40} {rows:>9,} rows: npumon {row['npumon_s']:.2f} s "
+                      f"{row['npumon_mb']:.0f} MB | naive {row['naive_s']:.2f} s "
+                      f"{row['naive_mb']:.0f} MB | {row['speedup']:.1f}x  ({row['detail']})",
+                      flush=True)
+    print("budget at 1M rows: < 1 s, < 600 MB, >= 3x the naive baseline")
+    if args.json:
+        args.json.write_text(json.dumps({"runs": args.runs, "cases": results}, indent=1))
     return 0
 
 

@@ -8,14 +8,16 @@ simulated hour. The scheduler is replayed by hand at the default intervals: tabl
 hccn_tool every 30 s and its identity job at start and hourly. Queries a chip does not offer
 ("not supported") are asked again hourly, as in the daemon, and are counted when asked.
 
-Usage: python bench/calls_bench.py [--minutes 60]
+Usage: python bench/calls_bench.py [--minutes 60] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
 from npumon.daemon.config import Config
 from npumon.daemon.runner import CommandResult
@@ -86,7 +88,9 @@ def simulate(scenario: str, minutes: int) -> tuple[Counter[str], Counter[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--minutes", type=int, default=60)
-    minutes = parser.parse_args().minutes
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args()
+    minutes, figures = args.minutes, {}
     for label, scenario in (("8 chips (910B, 8x1)", "910b-8"), ("16 chips (A3, 8x2)", "a3-8x2")):
         first, rest = simulate(scenario, minutes)
         per_minute = {k: v / (minutes - 1) for k, v in rest.items()}
@@ -94,11 +98,14 @@ def main() -> None:
         net = sum(v for k, v in per_minute.items() if k.startswith("hccn_tool"))
         print(f"== {label}: calls per minute, averaged over minutes 2..{minutes}")
         print(f"   npu-smi {smi:6.1f}   hccn_tool {net:6.1f}   total {smi + net:6.1f}")
+        figures[label] = {"npu_smi": smi, "hccn_tool": net}
         print(f"   first minute (identity, every query tried once): "
               f"npu-smi {sum(v for k, v in first.items() if k.startswith('npu-smi'))}, "
               f"hccn_tool {sum(v for k, v in first.items() if k.startswith('hccn_tool'))}")
         for name, rate in sorted(per_minute.items(), key=lambda kv: -kv[1]):
             print(f"   {rate:6.2f}/min  {name}")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1))
 
 
 if __name__ == "__main__":

@@ -1,16 +1,24 @@
 """Daemon budgets (docs/architecture.md, "Budgets") on the simulator: printed, never asserted.
 
-1. polling a 16-chip node (A3: 8 NPUs x 2 dies) every 5 s: CPU of the daemon process itself,
-   excluding its npu-smi children (npu-smi's own cost is reported separately);
-2. idle RSS of the daemon after that run;
-3. scrape latency (p50/p99 over many HTTP scrapes) of that 16-chip node while npu-smi hangs.
+1. polling 8 chips (910B) and 16 chips (A3: 8 NPUs x 2 dies) at the default intervals, with
+   profiling on at its defaults (a simulated training job, attached with the simulated msprof):
+   CPU of the daemon process itself, excluding its children (npu-smi, msprof: reported apart),
+   RSS, and whether pandas is mapped into the daemon (the analysis runs in a worker process);
+2. one client's scrapes (p50/p99, exposition size) of those nodes and of a 64-chip node (a
+   scenario written here: A3 with 32 NPUs), with process and profiling series (network series
+   too where the hccn_tool source exists);
+3. duty cycle: the capture's duration over the profiling interval, per workload;
+4. scrape latency (p50/p99 over many HTTP scrapes) of a 16-chip node while npu-smi hangs.
 
-Usage: python bench/daemon_bench.py [--seconds 60]
+The daemons run side by side (one window of wall time for all of them). Stops by itself.
+
+Usage: python bench/daemon_bench.py [--seconds 120] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import statistics
@@ -20,6 +28,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -34,14 +43,45 @@ events:
 """
 
 
-def _config(folder: Path, scenario: str, timeout: str) -> Path:
+BIG_SCENARIO = """\
+# 64 chips: an A3 node with 32 NPUs x 2 dies (the simulator's `npus` override), busy
+family: a3
+npus: 32
+period: 600
+seed: 64
+load: {base_percent: 70, amplitude_percent: 20, sine_period_seconds: 240}
+processes:
+%s
+"""
+
+
+def _has_hccn_tool() -> bool:
+    from npumon.daemon.config import Config
+
+    return "hccn_tool" in Config.model_fields and (BIN / "npumon-sim-hccn-tool").exists()
+
+
+def _config(folder: Path, scenario: str, timeout: str, device: int | None = None) -> Path:
+    """The daemon's config: the simulated npu-smi (and hccn_tool where that source exists);
+    with `device`, profiling on at its defaults for the simulated job `--device <device>`."""
     path = folder / "npumon.yaml"
-    path.write_text(
+    text = (
         "npu_smi:\n"
         f"  command: [\"{BIN / 'npumon-sim-npu-smi'}\", \"--scenario\", \"{scenario}\"]\n"
         f"  timeout: {timeout}\n"
         f"state_directory: {folder / 'state'}\n"
     )
+    if _has_hccn_tool():
+        text += (f"hccn_tool:\n  command: [\"{BIN / 'npumon-sim-hccn-tool'}\", \"--scenario\","
+                 f" \"{scenario}\"]\n")
+    if device is not None:
+        text += (
+            "profiling:\n  enabled: true\n  discover: false\n  targets:\n"
+            f"    - {{workload: train-{device}, cmdline: 'npumon-sim-train .*--device {device}$',"
+            f" npus: [{device % 8}]}}\n"
+            f"  msprof: {{command: [\"{BIN / 'npumon-sim-msprof'}\"]}}\n"
+        )
+    path.write_text(text)
     return path
 
 
@@ -57,7 +97,7 @@ def _start(config: Path, sim_time: str | None) -> tuple[subprocess.Popen[bytes],
              "127.0.0.1:0"],
             env=env, stdout=subprocess.DEVNULL, stderr=out, start_new_session=True,
         )
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline and daemon.poll() is None:
         found = LISTENING.search(log.read_text(errors="replace"))
         if found:
@@ -84,33 +124,116 @@ def _wait_for_chips(port: int, chips: int, deadline_s: float) -> None:
         except OSError:
             pass
         time.sleep(0.2)
-    raise SystemExit("the daemon never served the 16 chips")
+    raise SystemExit(f"the daemon never served the {chips} chips")
 
 
-def polling_cost(folder: Path, seconds: float) -> None:
-    config = _config(folder, "a3-8x2", "10s")
-    daemon, port = _start(config, None)
+def _pandas_mapped(pid: int) -> bool:
+    """pandas' compiled modules mapped into the process: pandas was imported."""
     try:
-        _wait_for_chips(port, 16, 60)
-        proc = psutil.Process(daemon.pid)
-        before, wall = proc.cpu_times(), time.monotonic()
-        time.sleep(seconds)  # measuring a running daemon over wall time
-        after, elapsed = proc.cpu_times(), time.monotonic() - wall
-        own = (after.user + after.system) - (before.user + before.system)
-        children = (after.children_user + after.children_system) - (
-            before.children_user + before.children_system)
-        print(f"polling 16 chips, table every 5 s, for {elapsed:.0f} s:")
-        print(f"  daemon's own CPU     {own:.2f} s = {100 * own / elapsed:.2f} % of one core"
-              "  (budget < 1 %)")
-        share = 100 * children / elapsed
-        print(f"  npu-smi (simulator)  {children:.2f} s = {share:.2f} % of one core")
-        print(f"  daemon RSS           {proc.memory_info().rss / 2**20:.1f} MB  (budget < 60 MB)")
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+    return "/pandas/" in maps
+
+
+class Node:
+    """One daemon (profiling on, its own simulated training job) on one simulated node."""
+
+    def __init__(self, folder: Path, label: str, scenario: str, chips: int, device: int) -> None:
+        folder.mkdir()
+        self.label, self.chips, self.folder = label, chips, folder
+        self.train = subprocess.Popen(
+            [str(BIN / "npumon-sim-train"), "--profile", "conversion_bound", "--step-seconds",
+             "0.5", "--device", str(device)],
+            env={**os.environ, "PROFILING_MODE": "dynamic"}, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True,
+        )
+        self.daemon, self.port = _start(_config(folder, scenario, "10s", device), None)
+        self.proc = psutil.Process(self.daemon.pid)
+
+    def stop(self) -> None:
+        for child in (self.daemon, self.train):
+            child.terminate()
+            try:
+                child.wait(10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait(10)
+
+    def scrapes(self, count: int) -> dict[str, Any]:
+        latencies, body = [], b""
+        for _ in range(count):
+            latency, body = _scrape(self.port)
+            latencies.append(latency)
+        latencies.sort()
+        text = body.decode()
+        samples = [line for line in text.splitlines() if line and not line.startswith("#")]
+        capture = re.search(
+            r'^npumon_capture_duration_seconds\{[^}]*workload="([^"]+)"[^}]*\} (\S+)', text, re.M)
+        return {
+            "p50_ms": 1000 * statistics.median(latencies),
+            "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))],
+            "bytes": len(body), "samples": len(samples),
+            "process_series": sum(s.startswith("npu_process") for s in samples),
+            "network_series": sum(s.startswith(("npu_network", "npu_roce", "npu_optical",
+                                                "npu_hccs", "npu_sio", "npu_pcie"))
+                                  for s in samples),
+            "profiling_series": sum(s.startswith(("npu_profile", "npu_step", "npumon_capture",
+                                                  "npu_profiling")) for s in samples),
+            "capture_workload": capture[1] if capture else None,
+            "capture_seconds": float(capture[2]) if capture else None,
+        }
+
+
+def run_nodes(folder: Path, seconds: float, scrapes: int) -> dict[str, Any]:
+    big = folder / "big64.yaml"
+    big.write_text(BIG_SCENARIO % "\n".join(
+        f"  - {{npu: {n}, chip: {c}, pid: {10000 + 2 * n + c}, name: python3, hbm_mb: 40960}}"
+        for n in range(32) for c in range(2)))
+    nodes = [Node(folder / "n8", "8 chips (910B)", "910b-8", 8, 1),
+             Node(folder / "n16", "16 chips (A3 8x2)", "a3-8x2", 16, 2),
+             Node(folder / "n64", "64 chips (A3 32x2, bench scenario)", str(big), 64, 3)]
+    results: dict[str, Any] = {}
+    try:
+        for node in nodes:
+            _wait_for_chips(node.port, node.chips, 90)
+        before = {n.label: (n.proc.cpu_times(), time.monotonic()) for n in nodes}
+        time.sleep(seconds)  # measuring running daemons over wall time
+        for node in nodes:
+            (b, wall), a = before[node.label], node.proc.cpu_times()
+            elapsed = time.monotonic() - wall
+            own = (a.user + a.system) - (b.user + b.system)
+            children = (a.children_user + a.children_system) - (
+                b.children_user + b.children_system)
+            figures: dict[str, Any] = {
+                "chips": node.chips, "seconds": elapsed,
+                "own_cpu_percent": 100 * own / elapsed,
+                "children_cpu_percent": 100 * children / elapsed,
+                "rss_mb": node.proc.memory_info().rss / 2**20,
+                "pandas_loaded": _pandas_mapped(node.daemon.pid),
+            }
+            figures.update(node.scrapes(scrapes))
+            results[str(node.chips)] = figures
+            print(f"{node.label}, defaults + profiling, for {elapsed:.0f} s:")
+            print(f"  daemon's own CPU {figures['own_cpu_percent']:.2f} % of one core"
+                  f"  (budget < 1 %)   children (npu-smi, msprof) "
+                  f"{figures['children_cpu_percent']:.2f} %")
+            print(f"  RSS {figures['rss_mb']:.1f} MB (budget < 60 MB)  pandas loaded: "
+                  f"{figures['pandas_loaded']}")
+            print(f"  1 client, {scrapes} scrapes: p50 {figures['p50_ms']:.2f} ms  p99 "
+                  f"{figures['p99_ms']:.2f} ms  {figures['bytes']} bytes, "
+                  f"{figures['samples']} samples ({figures['process_series']} process, "
+                  f"{figures['network_series']} network, {figures['profiling_series']} "
+                  "profiling)")
+            print(f"  capture: {figures['capture_workload']} {figures['capture_seconds']} s",
+                  flush=True)
     finally:
-        daemon.terminate()
-        daemon.wait(10)
+        for node in nodes:
+            node.stop()
+    return results
 
 
-def scrape_16_chips_hung(folder: Path, scrapes: int) -> None:
+def scrape_16_chips_hung(folder: Path, scrapes: int) -> dict[str, float]:
     """In-process: a 16-chip snapshot is published, then every call hangs; scrape over HTTP."""
     from npumon.daemon.config import parse_config
     from npumon.daemon.supervisor import Supervisor
@@ -140,6 +263,8 @@ def scrape_16_chips_hung(folder: Path, scrapes: int) -> None:
               f" {len(body)} bytes each):")
         print(f"  p50 {1000 * statistics.median(latencies):.2f} ms  p99 {1000 * p99:.2f} ms"
               "  (budget p99 < 5 ms)")
+        return {"p50_ms": 1000 * statistics.median(latencies), "p99_ms": 1000 * p99,
+                "bytes": len(body), "scrapes": len(latencies)}
     finally:
         supervisor.stop()
         server.shutdown()
@@ -147,12 +272,23 @@ def scrape_16_chips_hung(folder: Path, scrapes: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--scrapes", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=120.0)
+    parser.add_argument("--scrapes", type=int, default=300, help="per node, one client")
+    parser.add_argument("--hung-scrapes", type=int, default=1000)
+    parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
+    from npumon.daemon.config import Config
+
+    profiling = Config().profiling
     with tempfile.TemporaryDirectory() as tmp:
-        polling_cost(Path(tmp), args.seconds)
-        scrape_16_chips_hung(Path(tmp), args.scrapes)
+        nodes = run_nodes(Path(tmp), args.seconds, args.scrapes)
+        hung = scrape_16_chips_hung(Path(tmp), args.hung_scrapes)
+    figures = {"nodes": nodes, "hung_16": hung, "hccn_tool_source": _has_hccn_tool(),
+               "profiling_interval_s": profiling.interval,
+               "profiling_duration_s": profiling.duration, "profiling_steps": profiling.steps,
+               "load_average": os.getloadavg()}
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1))
 
 
 if __name__ == "__main__":

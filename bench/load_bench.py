@@ -7,7 +7,7 @@ errors (other statuses, resets, 5 s timeouts), the daemon's RSS and threads befo
 Scenarios: plain, TLS + basic auth, npu-smi hanging on every call, and the default
 --web.max-requests 40. Stops by itself; the last line is ``RESULT {json}``.
 
-Usage: python bench/load_bench.py [--seconds 60] [--short] [--scenario NAME ...]
+Usage: python bench/load_bench.py [--seconds 60] [--short] [--scenario NAME ...] [--json PATH]
 """
 
 from __future__ import annotations
@@ -234,6 +234,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--short", action="store_true", help="5 s, 20 scrapers, 50 slow")
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
+    parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
     # the client's own asyncio warns for each write to a connection the deadline just cut
     logging.getLogger("asyncio").setLevel(logging.ERROR)
@@ -241,6 +242,10 @@ def main(argv: list[str] | None = None) -> None:
         args.seconds, args.scrapers, args.slow, args.warmup = 5.0, 20, 50, 2.0
     results = {name: run_scenario(name, args) for name in args.scenario or SCENARIOS}
     print("RESULT " + json.dumps(results))
+    if args.json:
+        args.json.write_text(json.dumps({"scrapers": args.scrapers, "seconds": args.seconds,
+                                         "interval_s": args.interval, "slow": args.slow,
+                                         "scenarios": results}, indent=1))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ run is a child process under a timeout (its process group is killed; the cell th
 time and peak RSS, then the findings of each. msprof-analyze comes from the `bench` extra
 (`make bench` installs it into .venv-bench); without it the peer's column says so.
 
-    python bench/peer_bench.py [--runs 3] [--timeout 600] [--rows 100000]
+    python bench/peer_bench.py [--runs 3] [--timeout 600] [--rows 100000] [--json PATH]
 """
 
 from __future__ import annotations
@@ -153,6 +153,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--json", type=Path, help="write the table here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="npumon-peer-bench-") as tmp:
         work = Path(tmp)
@@ -168,6 +169,9 @@ def main() -> int:
     print(f"\n{args.runs} alternated run(s) each, timeout {args.timeout:g} s, wall / peak RSS:")
     for row in table:
         print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
+    if args.json:
+        args.json.write_text(json.dumps({"runs": args.runs, "timeout_s": args.timeout,
+                                         "table": table}, indent=1))
     return 0
 
 

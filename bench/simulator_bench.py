@@ -16,6 +16,7 @@ editable-install finder's import is ~13 ms; `python -S -c pass` ~13 ms).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import resource
@@ -93,6 +94,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--scenario", default="910b-8")
+    parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
     sim = ["--scenario", args.scenario, "--time", "200", *NPU_SMI_ARGV]
     py = sys.executable
@@ -105,9 +107,13 @@ def main() -> None:
     ]
     print(f"median over {args.runs} runs; load average {os.getloadavg()[0]:.2f}")
     print(f"{'case':45} {'wall ms':>8} {'cpu ms':>8}")
+    figures = {}
     for name, cmd, cold in cases:
         wall, cpu = _median(cmd, args.runs, cold)
+        figures[name] = {"wall_ms": wall, "cpu_ms": cpu}
         print(f"{name:45} {wall:8.1f} {cpu:8.1f}")
+    if args.json:
+        args.json.write_text(json.dumps({"runs": args.runs, "cases": figures}, indent=1))
     print("\n-X importtime, warm cache, cumulative ms:")
     for module, micros in _importtime([SCRIPT, *sim]).items():
         print(f"  {module:45} {micros / 1000:8.1f}")

@@ -104,3 +104,13 @@ FAMILIES: dict[str, Family] = {
         bus_numbers=(0x01, 0x03, 0x81, 0x84),
     ),
 }
+
+
+def family_of(key: str, npus: int | None = None) -> Family:
+    """The family, or for a scenario that sets `npus` (the 64-chip bench node) the same family
+    with NPU IDs 0..npus-1 (bus numbers reused in turn)."""
+    fam = FAMILIES[key]
+    if npus is None or npus == len(fam.npu_ids):
+        return fam
+    buses = tuple(fam.bus_numbers[i % len(fam.bus_numbers)] for i in range(npus))
+    return fam._replace(npu_ids=tuple(range(npus)), bus_numbers=buses)

@@ -131,6 +131,7 @@ class Scenario(NamedTuple):
     processes: tuple[Process, ...]
     events: tuple[Event, ...]
     network: tuple[NetEvent, ...] = ()  # the `network` section (hccn_tool)
+    npus: int | None = None  # families.family_of: more NPUs than the family's own
 
     def elapsed(self, t: float) -> float:
         """Seconds since the epoch, looped when the scenario has a period."""
@@ -161,4 +162,5 @@ def scenario_from_dict(data: dict[str, Any]) -> Scenario:
         processes=tuple(Process(**p) for p in data["processes"]),
         events=tuple(_event(e) for e in data["events"]),
         network=tuple(NetEvent(**e) for e in data.get("network", {}).get("events", ())),
+        npus=None if data.get("npus") is None else int(data["npus"]),
     )

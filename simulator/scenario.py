@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from npumon.simulator.families import FAMILIES
+from npumon.simulator.families import family_of
 from npumon.simulator.model import Scenario, ScenarioError, scenario_from_dict
 
 __all__ = ["ScenarioError", "ScenarioSpec", "parse_scenario", "validate"]
@@ -168,11 +168,13 @@ class ScenarioSpec(_Model):
     events: tuple[EventSpec, ...] = ()
     network: NetworkSpec = Field(default_factory=NetworkSpec)
     kubernetes: KubernetesSpec | None = None
+    # more NPUs than the family's own (bench/daemon_bench.py's 64-chip node): IDs 0..npus-1
+    npus: int | None = Field(default=None, ge=1, le=256)
 
     @model_validator(mode="after")
     def _ids_exist(self) -> ScenarioSpec:
         """Every NPU / chip a scenario names must exist in its family."""
-        fam = FAMILIES[self.family]
+        fam = family_of(self.family, self.npus)
         refs = [*self.chip_loads, *self.processes, *self.events, *self.network.events]
         for ref in refs:
             npu, chip = getattr(ref, "npu", None), getattr(ref, "chip", None)

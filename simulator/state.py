@@ -11,7 +11,7 @@ import math
 import random
 from typing import NamedTuple
 
-from npumon.simulator.families import FAMILIES, Family
+from npumon.simulator.families import Family, family_of
 from npumon.simulator.model import (
     Alarm,
     DcmiFail,
@@ -240,7 +240,7 @@ def _card(sc: Scenario, fam: Family, npu: int, el: float) -> SimCard:
 
 def node_state(scenario: Scenario, t: float) -> SimNode:
     """The whole node as npu-smi would report it at wall-clock time t (seconds)."""
-    fam = FAMILIES[scenario.family]
+    fam = family_of(scenario.family, scenario.npus)
     el = scenario.elapsed(t)
     on = [e for e in scenario.events if active(e, el)]
     gone = {e.npu for e in on if isinstance(e, Disappear)}
