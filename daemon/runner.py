@@ -49,7 +49,8 @@ class CommandRunner(Protocol):
     ) -> CommandResult: ...
 
 
-def _kill(pgid: int) -> None:
+def kill_group(pgid: int) -> None:
+    """SIGKILL a whole process group (gone already: nothing to do)."""
     # npu-smi may fork helpers; killing only the child would leave them holding the pipes.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
@@ -100,7 +101,7 @@ class ProcessGroups:
             self._closed = self._closed or refuse_new
             groups = sorted(self._live)
             for pgid in groups:
-                _kill(pgid)
+                kill_group(pgid)
             self._killed.update(groups)
         return len(groups)
 
@@ -207,7 +208,7 @@ def _finish(process: subprocess.Popen[bytes], groups: ProcessGroups) -> bool:
     """Kill what is left of the group, then unregister it, then reap the leader: in that
     order, so the group id is never recycled while it is registered. True when
     terminate_all had killed it."""
-    _kill(process.pid)
+    kill_group(process.pid)
     killed = groups.remove(process.pid)
     for stream in (process.stdin, process.stdout, process.stderr):
         if stream is not None:

@@ -93,6 +93,9 @@ def export(
     result = runner([*resolve_command(command), "--export=on", f"--output={prof_dir}"], timeout)
     if result.timed_out:
         raise CaptureError("timeout", f"msprof export of {prof_dir.name} took over {timeout:g}s")
+    if result.cancelled:
+        raise CaptureError("failed", f"msprof export of {prof_dir.name} stopped: npumon is "
+                                     "stopping")
     if result.exit_code != 0:
         tail = ((result.stderr or result.stdout).strip().splitlines() or [""])[-1][:300]
         raise CaptureError("failed", f"msprof export of {prof_dir.name}: exit "

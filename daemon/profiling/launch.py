@@ -38,6 +38,8 @@ def analyse_in_worker(
     result = runner(argv, timeout, stdin=job_adapter().dump_json(job).decode())
     if result.timed_out:
         return WorkerOutcome(None, "timeout", f"analysis of {job.path} took over {timeout:g}s")
+    if result.cancelled:
+        return WorkerOutcome(None, "failed", f"analysis of {job.path} stopped: npumon is stopping")
     if result.exit_code != 0:
         tail = (result.stderr.strip().splitlines() or [""])[-1][:300]
         reason = "skipped_too_large" if result.exit_code == WORKER_EXIT_TOO_LARGE else "failed"
