@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from npumon.daemon.faults import code_value
 from npumon.daemon.model.reading import ChipReading
 from npumon.daemon.model.snapshot import NodeSnapshot
 
@@ -125,8 +126,8 @@ def _identity_families(snap: NodeSnapshot) -> Iterator[Metric]:
                                   f"Device memory of a process (MB). {COMPAT}",
                                   labels=(*L1, "process_id", "container_id"))
     for c in snap.chips:
-        first = next((int(code, 16) for code, _ in c.error_codes
-                      if all(ch in "0123456789abcdefABCDEF" for ch in code)), None)
+        values = (code_value(code) for code, _ in c.error_codes)
+        first = next((v for v in values if v is not None), None)
         if first is not None:
             codes.add_metric(l1(c), float(first))
         for p in c.processes:
