@@ -9,7 +9,7 @@ import time
 
 from npumon.simulator import render_interconnect
 from npumon.simulator.loader import SCENARIO_ENV, load_scenario
-from npumon.simulator.model import ScenarioError
+from npumon.simulator.model import Scenario, ScenarioError
 from npumon.simulator.render import render
 from npumon.simulator.state import node_state
 
@@ -42,24 +42,34 @@ def _now(option: float | None) -> float:
     return float(env) if env else time.time()
 
 
+def load_at(prog: str, scenario: str | None, at: float | None) -> tuple[Scenario, float] | None:
+    """The scenario and the simulated time, or None after saying why on stderr (exit 2)."""
+    try:
+        return load_scenario(scenario), _now(at)
+    except (ScenarioError, ValueError) as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return None
+
+
+def emit(stdout: str, stderr: str, exit_code: int, hang_seconds: float = 0.0) -> int:
+    """Print a simulated tool's answer; a hung driver first blocks (the caller must kill us)."""
+    if hang_seconds:
+        time.sleep(hang_seconds)
+    sys.stdout.write(stdout)
+    sys.stderr.write(stderr)
+    sys.stdout.flush()
+    return exit_code
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        scenario = load_scenario(args.scenario)
-        t = _now(args.time)
-    except (ScenarioError, ValueError) as exc:
-        print(f"npumon-sim-npu-smi: {exc}", file=sys.stderr)
+    loaded = load_at("npumon-sim-npu-smi", args.scenario, args.time)
+    if loaded is None:
         return 2
+    scenario, t = loaded
     node = node_state(scenario, t)
     result = render_interconnect.answer(args.argv, scenario, node, t) or render(args.argv, node)
-    if result.hang_seconds:
-        # a hung npu-smi blocks in the driver; the caller's timeout must kill us
-        time.sleep(result.hang_seconds)
-    sys.stdout.write(result.stdout)
-    sys.stderr.write(result.stderr)
-    sys.stdout.flush()
-    return result.exit_code
-
+    return emit(result.stdout, result.stderr, result.exit_code, result.hang_seconds)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -8,10 +8,10 @@ import argparse
 import sys
 import time
 
-from npumon.simulator.cli import TIME_ENV, _now
+from npumon.simulator.cli import TIME_ENV, emit, load_at
 from npumon.simulator.hccn_state import MAX_RECORDS, SimPort, sim_ports
-from npumon.simulator.loader import SCENARIO_ENV, load_scenario
-from npumon.simulator.model import Scenario, ScenarioError
+from npumon.simulator.loader import SCENARIO_ENV
+from npumon.simulator.model import Scenario
 from npumon.simulator.render import SimResult, _matches
 from npumon.simulator.state import node_state
 
@@ -139,23 +139,14 @@ def _options(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     args, rest = _options(argv)
-    args.argv = rest
-    try:
-        scenario = load_scenario(args.scenario)
-        t = _now(args.time)
-    except (ScenarioError, ValueError) as exc:
-        print(f"npumon-sim-hccn-tool: {exc}", file=sys.stderr)
+    loaded = load_at("npumon-sim-hccn-tool", args.scenario, args.time)
+    if loaded is None:
         return 2
-    result = answer(list(args.argv), scenario, t)
-    hang = max((h.seconds for h in node_state(scenario, t).hangs if _matches(h.argv, args.argv)),
+    scenario, t = loaded
+    result = answer(rest, scenario, t)
+    hang = max((h.seconds for h in node_state(scenario, t).hangs if _matches(h.argv, rest)),
                default=0.0)
-    if hang:
-        time.sleep(hang)  # a hung driver: the caller's timeout must kill us
-    sys.stdout.write(result.stdout)
-    sys.stderr.write(result.stderr)
-    sys.stdout.flush()
-    return result.exit_code
-
+    return emit(result.stdout, result.stderr, result.exit_code, hang)
 
 if __name__ == "__main__":
     sys.exit(main())
