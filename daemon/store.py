@@ -8,6 +8,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TypeVar
 
 from npumon.daemon.config import Throttle as ThrottleConfig
 from npumon.daemon.model.attribution import Attribution, attribute
@@ -26,6 +27,7 @@ from npumon.daemon.model.snapshot import (
 )
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 
 class SnapshotStore:
@@ -33,7 +35,11 @@ class SnapshotStore:
 
     Readers take a reference to an immutable NodeSnapshot and never wait on a writer. Chip
     readings are merged (`daemon/reading.py`) only when npu-smi results or the set of profiled
-    chips change; a source-status or profile update reuses them.
+    chips change; a source-status or profile update reuses them. A part of the new snapshot
+    equal to the same part of the previous one is the previous object (``is``), so the exporter
+    can keep what it rendered from it (the network families are most of an exposition and
+    change only when hccn_tool or the interconnect queries run). Each ``listeners`` callable is
+    called, outside the lock, after every publish; it must return at once.
     """
 
     def __init__(
@@ -59,6 +65,7 @@ class SnapshotStore:
         self._profiling: frozenset[ChipId] = frozenset()
         self._sources: dict[str, SourceStatus] = {}
         self._latest = EMPTY_SNAPSHOT
+        self.listeners: list[Callable[[], None]] = []
         self.merges = 0  # chip merges since start (a test checks one per source run)
 
     def latest(self) -> NodeSnapshot:
@@ -79,6 +86,7 @@ class SnapshotStore:
             self._pods = previous._pods  # noqa: SLF001
             self._sources = dict(previous._sources)  # noqa: SLF001
             self._publish(merge=True)
+        self._notify()
 
     def publish_npu_smi(self, results: NpuSmiResults, status: SourceStatus) -> None:
         """One npu-smi source run: its results (all tiers' latest) and its status, together."""
@@ -86,6 +94,7 @@ class SnapshotStore:
             self._npu_smi = results
             self._sources[status.source] = status
             self._publish(merge=True)
+        self._notify()
 
     def publish_hccn_tool(self, results: HccnResults, status: SourceStatus) -> None:
         """One hccn_tool run: every port's latest results and the run's status, together."""
@@ -93,6 +102,7 @@ class SnapshotStore:
             self._hccn = results
             self._sources[status.source] = status
             self._publish(merge=True)
+        self._notify()
 
     def publish_pod_resources(
         self, results: PodResourcesResults | None, status: SourceStatus
@@ -102,11 +112,13 @@ class SnapshotStore:
             self._pods = results
             self._sources[status.source] = status
             self._publish(merge=True)
+        self._notify()
 
     def publish_status(self, status: SourceStatus) -> None:
         with self._lock:
             self._sources[status.source] = status
             self._publish(merge=False)
+        self._notify()
 
     def set_profiling(self, chips: frozenset[ChipId]) -> None:
         """Chips under a profiler capture now (their AI Core reads 0, throttling unjudged)."""
@@ -114,6 +126,7 @@ class SnapshotStore:
             changed = chips != self._profiling
             self._profiling = chips
             self._publish(merge=changed)
+        self._notify()
 
     def profiling(self) -> frozenset[ChipId]:
         return self._profiling
@@ -122,6 +135,14 @@ class SnapshotStore:
         """Profile summaries and capture self-metrics (rendered by exporters' profiles group)."""
         with self._lock:
             self._latest = replace(self._latest, taken_at=self._clock(), profiling=view)
+        self._notify()
+
+    def _notify(self) -> None:
+        for listener in list(self.listeners):
+            try:
+                listener()
+            except Exception:  # a listener is the exporter's business; the poll goes on
+                log.exception("event=publish_listener_failed")
 
     def _publish(self, *, merge: bool) -> None:
         before = self._latest
@@ -134,15 +155,21 @@ class SnapshotStore:
                 owners=self._attribute(),
             )
             self.merges += 1
+        network = before.network
+        if merge:
+            fresh = read_network(self._hccn, self._npu_smi.interconnect,
+                                 ((c.npu, c.chip) for c in chips))
+            network = replace(fresh, ports=_same(fresh.ports, network.ports),
+                              chips=_same(fresh.chips, network.chips))
         self._latest = replace(
             before,
             taken_at=self._clock(),
-            node=self._node_identity(),
-            chips=chips,
-            sources=tuple(self._sources[name] for name in sorted(self._sources)),
+            node=_same(self._node_identity(), before.node),
+            chips=_same(chips, before.chips),
+            sources=_same(tuple(self._sources[name] for name in sorted(self._sources)),
+                          before.sources),
             has_table=self._npu_smi.table is not None,
-            network=read_network(self._hccn, self._npu_smi.interconnect,
-                                 ((c.npu, c.chip) for c in chips)) if merge else before.network,
+            network=_same(network, before.network),
             attribution_problems=tuple(sorted(self._problems.items())),
         )
 
@@ -176,3 +203,8 @@ class SnapshotStore:
             driver_version=table.version if table else None,
             cann_version=self._cann_version,
         )
+
+
+def _same(new: _T, old: _T) -> _T:
+    """``old`` when equal to ``new``: an unchanged part keeps its identity across publishes."""
+    return old if new == old else new

@@ -11,8 +11,15 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 
-from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
+from prometheus_client import (
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.core import Metric
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
 from npumon.daemon.app import Agent
 from npumon.daemon.config import Config, ConfigError
@@ -46,11 +53,17 @@ class Supervisor:
         self.reload_success_timestamp = clock()
         self._generation = object()
         self._version: tuple[object, object] = (None, None)
+        self._listeners: list[Callable[[], None]] = []
+        self._attach(self.agent)
+        # what follows the agent's families: the reload outcome, process_* and python_*
+        self._rest = CollectorRegistry(auto_describe=False)
+        self._rest.register(_Reload(self))
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Current(self))
-        ProcessCollector(registry=self.registry)
-        PlatformCollector(registry=self.registry)
-        GCCollector(registry=self.registry)
+        for collector in (ProcessCollector(registry=self.registry),
+                          PlatformCollector(registry=self.registry),
+                          GCCollector(registry=self.registry)):
+            self._rest.register(collector)
 
     @property
     def config(self) -> Config:
@@ -62,31 +75,39 @@ class Supervisor:
     def reload(self) -> bool:
         """Re-read the config; on success run a new agent with it, else keep the running one."""
         with self._lock:
-            self._generation = object()  # the reload metrics changed: re-render
             try:
-                config = self._load()
-            except ConfigError as error:
-                log.error("event=reload_failed source=%s problems=%r action=kept_running_config",
-                          error.source, error.problems)
-                self.reload_successful = False
-                return False
-            self._warn_restart_only(config)
-            old = self.agent
-            old.stop()  # first: its profiler saves the state the new one loads
-            try:
-                new = self._make_agent(config, previous=old)
-                new.start()
-            except Exception:  # an agent that cannot start must not leave the node unmonitored
-                log.exception("event=reload_failed action=restarted_previous_config")
-                self.agent = self._make_agent(old.config, previous=old)
-                self.agent.start()
-                self.reload_successful = False
-                return False
-            self.agent = new
-            set_level(config.logging.level)
-            self.reload_successful, self.reload_success_timestamp = True, self._clock()
-            log.info("event=reloaded")
-            return True
+                done = self._reload()
+            finally:
+                self._generation = object()  # the reload metrics changed: re-render
+                self._attach(self.agent)
+        self._changed()
+        return done
+
+    def _reload(self) -> bool:
+        try:
+            config = self._load()
+        except ConfigError as error:
+            log.error("event=reload_failed source=%s problems=%r action=kept_running_config",
+                      error.source, error.problems)
+            self.reload_successful = False
+            return False
+        self._warn_restart_only(config)
+        old = self.agent
+        old.stop()  # first: its profiler saves the state the new one loads
+        try:
+            new = self._make_agent(config, previous=old)
+            new.start()
+        except Exception:  # an agent that cannot start must not leave the node unmonitored
+            log.exception("event=reload_failed action=restarted_previous_config")
+            self.agent = self._make_agent(old.config, previous=old)
+            self.agent.start()
+            self.reload_successful = False
+            return False
+        self.agent = new
+        set_level(config.logging.level)
+        self.reload_successful, self.reload_success_timestamp = True, self._clock()
+        log.info("event=reloaded")
+        return True
 
     def stop(self) -> None:
         """The daemon is ending: stop the agent and kill every child still running.
@@ -114,11 +135,44 @@ class Supervisor:
             current = self._version = (snapshot, self._generation)
         return current
 
+    def exposition(self, openmetrics: bool = False) -> bytes:
+        """The /metrics body: the agent's families (each collector's text kept while its inputs
+        are unchanged), then the reload outcome, process_* and python_* (formatted each time)."""
+        encode = generate_openmetrics if openmetrics else generate_latest
+        return self.agent.collector.exposition(openmetrics) + encode(self._rest)
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (it must return at once) whenever the exposition may have changed:
+        after each publish of the current agent's store, and after each reload."""
+        self._listeners.append(listener)
+
+    def _attach(self, agent: Agent) -> None:
+        if self._changed not in agent.store.listeners:
+            agent.store.listeners.append(self._changed)
+
+    def _changed(self) -> None:
+        for listener in list(self._listeners):
+            listener()
+
     def _warn_restart_only(self, config: Config) -> None:
         before, after = self.agent.config.web, config.web
         for name in RESTART_ONLY:
             if getattr(before, name, None) != getattr(after, name, None):
                 log.warning("event=reload_ignored setting=web.%s reason=needs_a_restart", name)
+
+
+class _Reload:
+    """npumon_config_last_reload_*."""
+
+    def __init__(self, supervisor: Supervisor) -> None:
+        self._supervisor = supervisor
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        s = self._supervisor
+        yield from render_reload(s.reload_successful, s.reload_success_timestamp)
 
 
 class _Current:

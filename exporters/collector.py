@@ -12,8 +12,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
+from operator import attrgetter
+from typing import cast
 
+from prometheus_client import CollectorRegistry
+from prometheus_client import exposition as text_format
 from prometheus_client.core import Metric
+from prometheus_client.openmetrics import exposition as openmetrics_format
 
 from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.exporters.builtin import (
@@ -34,28 +39,30 @@ from npumon.exporters.spec import Renderer
 
 log = logging.getLogger(__name__)
 
-COLLECTORS: tuple[tuple[str, Renderer], ...] = (
-    ("identity", render_identity),  # npu_chip_info, npu_node_info
-    ("health", render_health),  # npu_health_state, npu_error_code_info
-    ("utilization", render_utilization),  # npu_*_utilization_ratio
-    ("power", render_power),  # npu_power_watts, npu_*temperature_celsius
-    ("memory", render_memory),  # npu_hbm_*, npu_memory_*, npu_hugepages_*
-    ("clocks", render_clocks),  # npu_aicore_*frequency_hertz, npu_throttled
-    ("ecc", render_ecc),  # npu_*_ecc_errors_total
-    ("network", render_network),  # npu_network_*, npu_roce_errors_total (hccn_tool)
-    ("optical", render_optical),  # npu_optical_* (hccn_tool -optical)
-    ("interconnect", render_interconnect),  # npu_hccs_*, npu_pcie_*, npu_sio_* (npu-smi)
-    ("processes", render_processes),  # npu_process_hbm_used_bytes
-    ("kubernetes", render_kubernetes),  # npu_chip_allocation_info, npu_chip_allocated
-    ("profiling", render_profiling),  # npu_profiling_active
-    ("sources", render_sources),  # npumon_source_*
-    ("node", render_node),  # npumon_chips, npumon_snapshot_timestamp_seconds
-    ("profiles", render_profiles),  # npu_step_*, npu_op_*, npu_profile_*, npumon_capture*
-    ("npu_exporter_compat", render_compat),  # off unless compat.npu_exporter_names is true
+CHIPS = ("chips",)
+COLLECTORS: tuple[tuple[str, Renderer, tuple[str, ...]], ...] = (
+    # (name, renderer, inputs: the snapshot parts it reads; "" for the whole snapshot)
+    ("identity", render_identity, ("chips", "node")),  # npu_chip_info, npu_node_info
+    ("health", render_health, CHIPS),  # npu_health_state, npu_error_code_info
+    ("utilization", render_utilization, CHIPS),  # npu_*_utilization_ratio
+    ("power", render_power, CHIPS),  # npu_power_watts, npu_*temperature_celsius
+    ("memory", render_memory, CHIPS),  # npu_hbm_*, npu_memory_*, npu_hugepages_*
+    ("clocks", render_clocks, CHIPS),  # npu_aicore_*frequency_hertz, npu_throttled
+    ("ecc", render_ecc, CHIPS),  # npu_*_ecc_errors_total
+    ("network", render_network, ("network.ports",)),  # npu_network_*, npu_roce_errors_total
+    ("optical", render_optical, ("network.ports",)),  # npu_optical_* (hccn_tool -optical)
+    ("interconnect", render_interconnect, ("network.chips",)),  # npu_hccs_*, npu_pcie_*, npu_sio_*
+    ("processes", render_processes, CHIPS),  # npu_process_hbm_used_bytes
+    ("kubernetes", render_kubernetes, ("chips", "attribution_problems")),  # npu_chip_allocation_*
+    ("profiling", render_profiling, CHIPS),  # npu_profiling_active
+    ("sources", render_sources, ("sources",)),  # npumon_source_*
+    ("node", render_node, ("",)),  # npumon_chips, npumon_snapshot_timestamp_seconds
+    ("profiles", render_profiles, ("profiling",)),  # npu_step_*, npu_op_*, npu_profile_*, ...
+    ("npu_exporter_compat", render_compat, ("chips", "has_table", "node")),  # off by default
 )
 """Every collector, in exposition order; names are the values of `collectors.disabled`."""
 
-COLLECTOR_NAMES = tuple(name for name, _ in COLLECTORS)
+COLLECTOR_NAMES = tuple(name for name, _, _ in COLLECTORS)
 OFF_BY_DEFAULT = frozenset({"npu_exporter_compat"})  # like node_exporter's default-off ones
 SNAPSHOT = "snapshot"  # the collector label when reading the snapshot itself fails
 
@@ -89,9 +96,11 @@ class NpuCollector:
         self._version = version
         self._timer = timer
         self._collectors = tuple(
-            (n, r) for n, r in COLLECTORS
+            (n, r, _inputs(i)) for n, r, i in COLLECTORS
             if n not in disabled and (n not in OFF_BY_DEFAULT or n in enabled)
         )
+        # (name, OpenMetrics?) -> (the inputs rendered, their text, render seconds)
+        self._chunks: dict[tuple[str, bool], tuple[tuple[object, ...], bytes, float]] = {}
         self._last_error: dict[str, str] = {}
         self._lock = threading.Lock()  # concurrent scrapes share the last-error memory
 
@@ -110,7 +119,7 @@ class NpuCollector:
             snap = None
         results.append((SNAPSHOT, self._timer() - started, snap is not None))
         if snap is not None:
-            for name, render in self._collectors:
+            for name, render, _ in self._collectors:
                 started = self._timer()
                 try:
                     families = [f for f in render(snap) if f.samples]
@@ -123,6 +132,46 @@ class NpuCollector:
         yield render_build_info(self._version)
         yield from render_collector_results(results)
 
+    def exposition(self, openmetrics: bool = False) -> bytes:
+        """What ``collect()`` yields, as exposition text (no ``# EOF``), formatted by
+        prometheus_client. A collector's text is reused while the snapshot parts it reads (its
+        inputs in COLLECTORS) are the same objects: the store keeps an unchanged part's identity,
+        so a table poll re-formats the chip families but not the network ones."""
+        encode = _encoder(openmetrics)
+        parts: list[bytes] = []
+        results: list[tuple[str, float, bool]] = []
+        started = self._timer()
+        try:
+            snap: NodeSnapshot | None = self._latest()
+        except Exception as exc:  # as in collect(): still serve the self-metrics
+            self._log_failure(SNAPSHOT, exc)
+            snap = None
+        results.append((SNAPSHOT, self._timer() - started, snap is not None))
+        if snap is not None:
+            for name, render, inputs in self._collectors:
+                key, now = (name, openmetrics), inputs(snap)
+                with self._lock:
+                    cached = self._chunks.get(key)
+                if cached is not None and _same_objects(cached[0], now):
+                    parts.append(cached[1])
+                    results.append((name, cached[2], True))
+                    continue
+                started = self._timer()
+                try:
+                    text = encode([f for f in render(snap) if f.samples])
+                except Exception as exc:  # the per-collector error boundary, as in collect()
+                    self._log_failure(name, exc)
+                    results.append((name, self._timer() - started, False))
+                    continue
+                took = self._timer() - started
+                with self._lock:
+                    self._chunks[key] = (now, text, took)
+                parts.append(text)
+                results.append((name, took, True))
+        parts.append(encode([render_build_info(self._version),
+                             *render_collector_results(results)]))
+        return b"".join(parts)
+
     def _log_failure(self, collector: str, exc: Exception) -> None:
         text = f"{type(exc).__name__}: {exc}"
         with self._lock:
@@ -133,3 +182,41 @@ class NpuCollector:
             log.debug("event=render_failed collector=%s error=%r", collector, text)
         else:
             log.error("event=render_failed collector=%s error=%r", collector, text, exc_info=exc)
+
+
+class _Families:
+    """The ``collect()`` prometheus_client's encoders call, over families already rendered."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self._families = families
+
+    def collect(self) -> list[Metric]:
+        return self._families
+
+
+def _encoder(openmetrics: bool) -> Callable[[list[Metric]], bytes]:
+    """prometheus_client's formatting of ``families`` (OpenMetrics without its ``# EOF``)."""
+    def text(families: list[Metric]) -> bytes:
+        return text_format.generate_latest(cast(CollectorRegistry, _Families(families)))
+
+    def om(families: list[Metric]) -> bytes:
+        body: bytes = openmetrics_format.generate_latest(  # type: ignore[no-untyped-call]
+            _Families(families))
+        return body.removesuffix(b"# EOF\n")
+
+    return om if openmetrics else text
+
+
+def _inputs(paths: tuple[str, ...]) -> Callable[[NodeSnapshot], tuple[object, ...]]:
+    """The snapshot parts named by ``paths`` ("network.ports"; "" is the snapshot itself)."""
+    getters: tuple[Callable[[NodeSnapshot], object], ...] = tuple(
+        attrgetter(path) if path else _whole for path in paths)
+    return lambda snap: tuple(get(snap) for get in getters)
+
+
+def _whole(snap: NodeSnapshot) -> object:
+    return snap
+
+
+def _same_objects(before: tuple[object, ...], now: tuple[object, ...]) -> bool:
+    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))

@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 from npumon.exporters.auth import BasicAuth
@@ -24,6 +23,9 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 TEXT = "text/plain; charset=utf-8"
 LIVENESS_PATH = "/-/healthy"  # unauthenticated, says nothing but "OK": for Kubernetes probes
 RENDER_THREADS = 2  # collectors run here, off the event loop; the cache makes most scrapes free
+# gzip level 1: a 16-chip exposition (230 KB) takes 1.0 ms and 27 KB, level 6 3.8 ms and 22 KB
+GZIP_LEVEL = 1
+Exposition = Callable[[bool], bytes]  # OpenMetrics? -> the body
 
 
 def gzip_wanted(accept_encoding: str) -> bool:
@@ -47,10 +49,10 @@ class EdgeApp:
     """Every path but LIVENESS_PATH needs auth when users are configured; at most
     ``max_requests`` requests are in flight, the rest get a 503 at once."""
 
-    def __init__(self, registry: CollectorRegistry, web: LiveWebConfig, *, max_requests: int,
+    def __init__(self, exposition: Exposition, web: LiveWebConfig, *, max_requests: int,
                  healthy: Callable[[], bool], status: Callable[[], str] | None, version: str,
                  cache: RenderCache | None) -> None:
-        self._registry, self._web, self._max = registry, web, max_requests
+        self._exposition, self._web, self._max = exposition, web, max_requests
         self._healthy, self._status_fn, self._version, self._cache = healthy, status, version, cache
         self._in_flight = 0
         self._bcrypt = ThreadPoolExecutor(1, thread_name_prefix="npumon-bcrypt")
@@ -110,13 +112,14 @@ class EdgeApp:
 
     async def _metrics(self, send: Send, headers: dict[str, str],
                        extra: tuple[tuple[bytes, bytes], ...]) -> None:
-        encoder, content_type = choose_encoder(headers.get("accept", ""))
+        _, content_type = choose_encoder(headers.get("accept", ""))
+        openmetrics = content_type.startswith("application/openmetrics-text")
         zipped = gzip_wanted(headers.get("accept-encoding", ""))
         key = (content_type, zipped)
 
         def render() -> bytes:
-            body: bytes = encoder(self._registry)
-            return gzip.compress(body, compresslevel=6) if zipped else body
+            body = self._exposition(openmetrics)
+            return gzip.compress(body, compresslevel=GZIP_LEVEL) if zipped else body
 
         cache = self._cache
         try:

@@ -14,11 +14,12 @@ from typing import Any, ClassVar
 
 import h11
 import uvicorn
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from npumon.exporters.edge import EdgeApp
-from npumon.exporters.rendercache import RenderCache
+from npumon.exporters.edge import EdgeApp, Exposition
+from npumon.exporters.rendercache import Prerenderer, RenderCache
 from npumon.exporters.webconfig import WebConfig
 from npumon.exporters.weblive import LiveWebConfig
 
@@ -106,8 +107,9 @@ class Server:
     """A running server: ``port`` (the bound one, useful with port 0) and ``shutdown()``."""
 
     def __init__(self, server: uvicorn.Server, sock: socket.socket, app: EdgeApp,
-                 tls: bool) -> None:
+                 tls: bool, prerenderer: Prerenderer | None) -> None:
         self._server, self._sock, self._app = server, sock, app
+        self._prerenderer = prerenderer
         self.host, self.port = str(sock.getsockname()[0]), int(sock.getsockname()[1])
         self.tls = tls
         self._thread = threading.Thread(
@@ -121,6 +123,8 @@ class Server:
         self._thread.join(timeout=SHUTDOWN_SECONDS + 3.0)
         self._sock.close()
         self._app.close()
+        if self._prerenderer is not None:
+            self._prerenderer.close()
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -167,6 +171,8 @@ def serve(
     version: str = "",
     status: Callable[[], str] | None = None,
     render_version: Callable[[], object] | None = None,
+    exposition: Exposition | None = None,
+    subscribe: Callable[[Callable[[], None]], None] | None = None,
     max_requests: int = MAX_REQUESTS,
     header_timeout: float = HEADER_TIMEOUT_SECONDS,
 ) -> Server:
@@ -177,7 +183,10 @@ def serve(
     ``status`` is an optional one-line text on the data sources, shown on the landing page and
     as the 503 reason. Neither, nor a scrape, may block: they read in-memory state only.
     ``render_version`` (the store's ``latest``) lets scrapes of an unchanged snapshot reuse
-    the last exposition. Raises WebConfigError when the web config file is broken.
+    the last exposition; with ``subscribe`` too (it registers a callback run after each
+    publish), a thread renders each new snapshot before it is scraped. ``exposition`` renders
+    the body (OpenMetrics or not); by default prometheus_client's encoders over ``registry``.
+    Raises WebConfigError when the web config file is broken.
     """
     if isinstance(web_config, WebConfig | None):
         web = LiveWebConfig(None, web_config)
@@ -189,10 +198,19 @@ def serve(
         # connections were +150 MB of RSS. A TLS record is at most 16 KB, so 32 KB loses
         # nothing. (A class attribute of the stdlib; npumon runs no other asyncio TLS.)
         asyncio.sslproto.SSLProtocol.max_size = TLS_READ_BUFFER
+    if exposition is None:
+        def exposition(openmetrics: bool) -> bytes:
+            return (generate_openmetrics if openmetrics else generate_latest)(registry)
+    cache = RenderCache(render_version) if render_version else None
+    prerenderer = None
+    if cache is not None and subscribe is not None:
+        prerenderer = Prerenderer(cache)
+        subscribe(prerenderer.changed)
     app = EdgeApp(
-        registry, web, max_requests=max_requests, healthy=healthy, status=status,
-        version=version, cache=RenderCache(render_version) if render_version else None,
+        exposition, web, max_requests=max_requests, healthy=healthy, status=status,
+        version=version, cache=cache,
     )
     protocol = type("NpumonProtocol", (_Protocol,), {"header_timeout": header_timeout})
     sock = _bind(*parse_listen_address(address))
-    return Server(uvicorn.Server(_uvicorn_config(app, tls, protocol)), sock, app, tls is not None)
+    return Server(uvicorn.Server(_uvicorn_config(app, tls, protocol)), sock, app, tls is not None,
+                  prerenderer)

@@ -1,9 +1,19 @@
-"""The last exposition per format, reused while the snapshot it was rendered from is unchanged."""
+"""The last exposition per format, reused while the snapshot it was rendered from is unchanged,
+and rendered again ahead of the next scrape when a new snapshot is published."""
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, bool]  # (content type, gzip)
+# A format nobody scraped for this long is no longer rendered ahead (Prometheus scrapes every
+# 15 s to 5 min; a curl by hand should not cost a render per publish for an hour).
+PRERENDER_WINDOW_SECONDS = 600.0
 
 
 class RenderCache:
@@ -11,22 +21,50 @@ class RenderCache:
 
     ``version`` returns the immutable snapshot the collector renders (compared with ``is``), so
     repeated scrapes of an unchanged snapshot (a hung npu-smi, several Prometheus replicas) cost
-    a dictionary lookup instead of formatting every sample again.
+    a dictionary lookup instead of formatting every sample again. ``refresh()`` renders the
+    formats scraped in the last PRERENDER_WINDOW_SECONDS for the current version, so that the
+    first scrape after a publish does not pay for the render either (Prerenderer calls it).
     """
 
-    def __init__(self, version: Callable[[], object]) -> None:
+    def __init__(self, version: Callable[[], object],
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._version = version
+        self._clock = clock
         self._lock = threading.Lock()
         self._render_lock = threading.Lock()
-        self._entries: dict[tuple[str, bool], tuple[object, bytes]] = {}
+        self._entries: dict[Key, tuple[object, bytes]] = {}
+        self._renders: dict[Key, tuple[Callable[[], bytes], float]] = {}  # (render, last asked)
 
-    def peek(self, key: tuple[str, bool]) -> bytes | None:
+    def peek(self, key: Key) -> bytes | None:
         """The cached body when it is still current, else None (never renders)."""
-        return self._lookup(key, self._version())
+        body = self._lookup(key, self._version())
+        if body is not None:
+            with self._lock:
+                if key in self._renders:
+                    self._renders[key] = (self._renders[key][0], self._clock())
+        return body
 
-    def get(self, key: tuple[str, bool], render: Callable[[], bytes]) -> bytes:
+    def get(self, key: Key, render: Callable[[], bytes]) -> bytes:
         """The cached body when current, else ``render()``'s, which is kept. One render at a
         time: scrapes that missed while another rendered the same snapshot reuse its body."""
+        with self._lock:
+            self._renders[key] = (render, self._clock())
+        return self._get(key, render)
+
+    def refresh(self) -> int:
+        """Render the recently scraped formats of the current version; how many were rendered."""
+        now = self._clock()
+        with self._lock:
+            wanted = [(key, render) for key, (render, asked) in self._renders.items()
+                      if now - asked <= PRERENDER_WINDOW_SECONDS]
+        rendered = 0
+        for key, render in wanted:
+            if self._lookup(key, self._version()) is None:
+                self._get(key, render)
+                rendered += 1
+        return rendered
+
+    def _get(self, key: Key, render: Callable[[], bytes]) -> bytes:
         version = self._version()
         body = self._lookup(key, version)
         if body is not None:
@@ -39,7 +77,39 @@ class RenderCache:
                     self._entries[key] = (version, body)
         return body
 
-    def _lookup(self, key: tuple[str, bool], version: object) -> bytes | None:
+    def _lookup(self, key: Key, version: object) -> bytes | None:
         with self._lock:
             hit = self._entries.get(key)
         return hit[1] if hit is not None and hit[0] is version else None
+
+
+class Prerenderer:
+    """A thread that calls ``cache.refresh()`` after each ``changed()`` (a publish), so scrapes
+    find the new snapshot already rendered. Publishes that arrive while it renders are folded
+    into one more refresh, never queued one by one."""
+
+    def __init__(self, cache: RenderCache) -> None:
+        self._cache = cache
+        self._wake = threading.Event()
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="npumon-prerender", daemon=True)
+        self._thread.start()
+
+    def changed(self) -> None:
+        self._wake.set()
+
+    def close(self) -> None:
+        self._stop = True
+        self._wake.set()
+        self._thread.join(timeout=5.0)
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            if self._stop:
+                return
+            try:
+                self._cache.refresh()
+            except Exception:  # a failing render is the scrape's to report (a 500), not ours
+                log.debug("event=prerender_failed", exc_info=True)

@@ -59,7 +59,7 @@ def supervisor(loader: Loader, now: list[float]) -> Supervisor:
 
 
 def exposition(s: Supervisor) -> dict[Any, float]:
-    return samples(generate_latest(s.registry))
+    return samples(s.exposition())  # what /metrics serves
 
 
 def test_a_good_reload_swaps_the_agent_and_says_so() -> None:
@@ -134,3 +134,30 @@ def test_process_and_python_families_are_on_metrics_only() -> None:
     textfile = names(samples(generate_latest(s.agent.registry)))
     assert "npumon_build_info" in textfile
     assert not any(n.startswith(("process_", "python_", "npumon_config_")) for n in textfile)
+
+
+def test_metrics_body_has_the_registrys_series_in_both_formats() -> None:
+    from prometheus_client.openmetrics.exposition import generate_latest as openmetrics
+
+    s = supervisor(Loader(), [1.0])
+    assert names(samples(s.exposition())) == names(samples(generate_latest(s.registry)))
+    body = s.exposition(openmetrics=True).decode()
+    assert body.endswith("# EOF\n") and body.count("# EOF") == 1
+    lines = {line.split(" ")[0] for line in body.splitlines() if not line.startswith("#")}
+    reference = openmetrics(s.registry).decode().splitlines()
+    assert lines == {line.split(" ")[0] for line in reference if not line.startswith("#")}
+
+
+def test_subscribers_hear_of_every_publish_and_reload() -> None:
+    from npumon.daemon.model.snapshot import SourceStatus
+
+    loader, heard = Loader(), []
+    s = supervisor(loader, [1.0])
+    s.subscribe(lambda: heard.append("changed"))
+    s.agent.store.publish_status(SourceStatus("npu_smi_table", True, 0.1, 1.0, 0))
+    assert heard == ["changed"]
+    loader.next = config(collectors={"disabled": ["sources"]})
+    assert s.reload() is True
+    assert heard == ["changed"] * 2
+    s.agent.store.publish_status(SourceStatus("npu_smi_table", True, 0.1, 2.0, 0))  # the new one
+    assert heard == ["changed"] * 3

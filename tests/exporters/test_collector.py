@@ -184,7 +184,7 @@ def _boom(snap: NodeSnapshot) -> list[Metric]:
 def test_failing_collector_is_contained_reported_and_logged_once(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(collector, "COLLECTORS", (*COLLECTORS, ("boom", _boom)))
+    monkeypatch.setattr(collector, "COLLECTORS", (*COLLECTORS, ("boom", _boom, ("",))))
     registry = CollectorRegistry()
     snap = node(chip_910b())
     registry.register(NpuCollector(lambda: snap, "1.2.3"))
@@ -276,3 +276,55 @@ def test_each_collector_reports_its_own_render_time() -> None:
 
 def test_config_knows_exactly_the_collectors() -> None:
     assert get_args(CollectorName) == COLLECTOR_NAMES
+
+
+def _without_durations(body: bytes) -> list[str]:
+    return [line for line in body.decode().splitlines()
+            if not line.startswith("npumon_scrape_collector_duration_seconds")]
+
+
+@pytest.mark.parametrize("openmetrics", [False, True])
+def test_exposition_is_prometheus_clients_formatting_of_collect(openmetrics: bool) -> None:
+    from prometheus_client import generate_latest
+    from prometheus_client.openmetrics.exposition import generate_latest as generate_om
+
+    snap = node(*chips_a3())
+    npu = NpuCollector(lambda: snap, "1.2.3", enabled=["npu_exporter_compat"])
+    registry = CollectorRegistry()
+    registry.register(npu)
+    reference = (generate_om if openmetrics else generate_latest)(registry)
+    body = npu.exposition(openmetrics) + (b"# EOF\n" if openmetrics else b"")
+    assert _without_durations(body) == _without_durations(reference)
+    assert _without_durations(npu.exposition(openmetrics)) == _without_durations(
+        body.removesuffix(b"# EOF\n"))  # the second time from kept text, the same
+
+
+def test_exposition_formats_a_collector_again_only_when_its_inputs_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+
+    def counting(name: str, render: collector.Renderer) -> collector.Renderer:
+        def wrapped(snap: NodeSnapshot) -> list[Metric]:
+            calls.append(name)
+            return list(render(snap))
+        return wrapped
+
+    monkeypatch.setattr(collector, "COLLECTORS", tuple(
+        (n, counting(n, r), i) for n, r, i in COLLECTORS))
+    current = [node(chip_910b())]
+    npu = NpuCollector(lambda: current[0], "1")
+    first = npu.exposition()
+    assert calls.count("network") == calls.count("memory") == 1
+    current[0] = replace(current[0], taken_at=current[0].taken_at + 5)  # same chips, network
+    second = npu.exposition()
+    assert calls.count("network") == calls.count("memory") == 1  # kept
+    assert calls.count("node") == 2  # its input is the whole snapshot
+    assert b"npumon_snapshot_timestamp_seconds" in second and first != second
+    parts = chip_910b()
+    hotter = replace(parts, table=replace(parts.table, power_watts=90.0))
+    current[0] = replace(current[0], chips=(merged(hotter),))
+    third = samples(npu.exposition())
+    assert calls.count("power") == 2 and calls.count("network") == 1
+    assert third[key("npu_power_watts", **ID)] == 90.0
+    assert third[key("npumon_scrape_collector_success", collector="network")] == 1.0

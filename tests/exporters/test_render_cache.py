@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+
 from npumon.exporters.http import RenderCache
+from npumon.exporters.rendercache import Prerenderer
 
 
 def test_reuses_the_body_while_the_snapshot_is_the_same_object() -> None:
@@ -28,3 +32,69 @@ def test_equal_but_distinct_snapshots_are_not_confused() -> None:
     bodies = iter([b"a", b"b"])
     assert cache.get(("x", False), lambda: next(bodies)) == b"a"
     assert cache.get(("x", False), lambda: next(bodies)) == b"b"
+
+
+def test_refresh_renders_the_recently_scraped_formats_of_a_new_snapshot() -> None:
+    from npumon.exporters.rendercache import PRERENDER_WINDOW_SECONDS
+
+    snapshot, now = [object()], [0.0]
+    renders: list[tuple[str, bool]] = []
+
+    def renderer(key: tuple[str, bool]) -> Callable[[], bytes]:
+        def render() -> bytes:
+            renders.append(key)
+            return repr((key, len(renders))).encode()
+        return render
+
+    cache = RenderCache(lambda: snapshot[0], clock=lambda: now[0])
+    text, om = ("text/plain", True), ("application/openmetrics-text", False)
+    cache.get(text, renderer(text))
+    now[0] = 100.0
+    cache.get(om, renderer(om))
+    assert cache.refresh() == 0  # both current
+    snapshot[0] = object()
+    assert cache.refresh() == 2 and renders[-2:] == [text, om]
+    body = cache.peek(text)
+    assert body is not None and cache.get(text, renderer(text)) == body  # no scrape renders
+    assert len(renders) == 4
+    now[0] = 100.0 + PRERENDER_WINDOW_SECONDS + 1  # both were last asked at 100 s
+    snapshot[0] = object()
+    assert cache.refresh() == 0  # nobody scraped either format lately
+    cache.get(om, renderer(om))  # Prometheus is back (OpenMetrics); the text client is not
+    snapshot[0] = object()
+    assert cache.refresh() == 1 and renders[-1] == om
+
+
+def test_the_prerenderer_renders_after_each_change_and_folds_a_burst() -> None:
+    snapshot = [object()]
+    rendering, release = threading.Event(), threading.Event()
+    renders: list[object] = []
+
+    def render() -> bytes:
+        renders.append(snapshot[0])
+        rendering.set()
+        assert release.wait(10)
+        return b"body"
+
+    cache = RenderCache(lambda: snapshot[0])
+    release.set()
+    cache.get(("t", False), render)
+    release.clear()
+    rendering.clear()
+    prerenderer = Prerenderer(cache)
+    try:
+        snapshot[0] = object()
+        prerenderer.changed()
+        assert rendering.wait(10)  # it renders the new snapshot (and waits on release)
+        for _ in range(5):  # a burst of publishes while it renders
+            snapshot[0] = object()
+            prerenderer.changed()
+        rendering.clear()
+        release.set()
+        assert rendering.wait(10)  # one more render, for the newest snapshot
+        latest = snapshot[0]
+        prerenderer.close()
+        assert renders[-1] is latest and len(renders) == 3
+    finally:
+        release.set()
+        prerenderer.close()
