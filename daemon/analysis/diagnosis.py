@@ -65,6 +65,14 @@ ADVICE = {
     "slow_link": "A link type moves data well below its expected bandwidth. Check the link "
     "(hccn_tool -link / -net_health, HCCS errors), the message sizes (many small packets never "
     "reach full bandwidth: bucket them), and HCCL settings (HCCL_BUFFSIZE, algorithm).",
+    "small_packets": "Many communication operations move small messages, so launch and "
+    "handshake costs dominate and the host may become the bottleneck. In data parallelism "
+    "increase the batch size or gradient accumulation (fewer, larger all-reduces; bigger "
+    "gradient buckets); with ZeRO-3 use ZeRO-2/1 if memory allows; use fused (affinity) "
+    "optimizers, which issue fewer collectives.",
+    "env_vars": "Environment variables the profiler recorded differ from the recommended "
+    "settings (msprof-analyze's environment check); each is named with its reason. Set them in "
+    "the job's launch script and capture again.",
 }
 # graph mode (GE: MindSpore, TF, torchair): the framework already runs graphs
 GRAPH_ADVICE = {

@@ -203,3 +203,105 @@ def test_db_export_matches_its_own_database() -> None:
     by_type = {o.op_type: o.ratio for o in text.op_time_ratio}
     for share in summary.op_time_ratio[:5]:
         assert share.ratio == pytest.approx(by_type[share.op_type], abs=0.02)
+
+
+# msprof-analyze's environment check, restated from its rule table (the values it flags)
+def _peer_env_flags(env: dict[str, str]) -> set[str]:
+    def num(v: str) -> int | None:
+        return int(v) if v.strip().lstrip("-").isdigit() else None
+    flags = {
+        "ASCEND_GLOBAL_LOG_LEVEL": lambda v: v != "" and num(v) != 3,
+        "HCCL_RDMA_TC": lambda v: v != "",
+        "HCCL_RDMA_SL": lambda v: v != "",
+        "ACLNN_CACHE_LIMIT": lambda v: v == "" or (num(v) or 0) < 10000,
+        "HOST_CACHE_CAPACITY": lambda v: v == "" or num(v) == 0,
+        "PYTORCH_NPU_ALLOC_CONF": lambda v: "expandable_segments:True" not in v,
+        "ASCEND_LAUNCH_BLOCKING": lambda v: num(v) == 1,
+        "HCCL_ALGO": lambda v: v != "",
+    }
+    return {k for k, v in env.items() if k in flags and flags[k](v)}
+
+
+def _env(rank: Path) -> dict[str, str]:
+    return json.loads((rank / "profiler_metadata.json").read_text())["ENV_VARIABLES"]
+
+
+def _all_ranks(tree: str) -> list[Path]:
+    return sorted((TREES / tree).glob("rank*_ascend_pt"))
+
+
+@pytest.mark.parametrize("tree", ["text_level0", "text_level1", "pp2dp2_level2"])
+def test_env_vars_from_profiler_metadata(tree: str) -> None:
+    flagged = set().union(*(_peer_env_flags(_env(r)) for r in _all_ranks(tree)))
+    assert flagged  # every real export here leaves some recommended variable unset
+    found = [b for b in analyze_path(TREES / tree).summary.bottlenecks if b.kind == "env_vars"]
+    assert len(found) == 1 and found[0].value == len(flagged)
+    for name in flagged:
+        assert name in found[0].detail
+    for name in set(_env(_all_ranks(tree)[0])) - flagged:
+        assert name not in found[0].detail
+
+
+def test_env_vars_launch_blocking_and_log_level(tmp_path: Path) -> None:
+    """SYNTHETIC edit of a real export's metadata: debugging settings left on, on one rank."""
+    shutil.copytree(TREES / "text_level1", tmp_path / "t")
+    meta = tmp_path / "t" / "rank1_ascend_pt" / "profiler_metadata.json"
+    data = json.loads(meta.read_text())
+    data["ENV_VARIABLES"].update(ASCEND_LAUNCH_BLOCKING="1", ASCEND_GLOBAL_LOG_LEVEL="1",
+                                 ACLNN_CACHE_LIMIT="100000", HOST_CACHE_CAPACITY="20",
+                                 PYTORCH_NPU_ALLOC_CONF="expandable_segments:True")
+    meta.write_text(json.dumps(data))
+    (tmp_path / "t" / "rank0_ascend_pt" / "profiler_metadata.json").write_text(json.dumps(data))
+    found = next(b for b in analyze_path(tmp_path / "t").summary.bottlenecks
+                 if b.kind == "env_vars")
+    assert found.value == 2
+    assert "ASCEND_LAUNCH_BLOCKING=1" in found.detail
+    assert "ASCEND_GLOBAL_LOG_LEVEL=1" in found.detail
+    assert "ACLNN_CACHE_LIMIT" not in found.detail
+    assert "export ASCEND_LAUNCH_BLOCKING=0" in found.advice
+    data["ENV_VARIABLES"].update(ASCEND_LAUNCH_BLOCKING="", ASCEND_GLOBAL_LOG_LEVEL="3")
+    meta.write_text(json.dumps(data))  # rank1 fixed, rank0 still blocking: named by rank
+    found = next(b for b in analyze_path(tmp_path / "t").summary.bottlenecks
+                 if b.kind == "env_vars")
+    assert "ASCEND_LAUNCH_BLOCKING=1 on rank0:" in found.detail
+
+
+def test_no_metadata_no_env_finding() -> None:
+    kinds = {b.kind for b in analyze_path(TREES / "db_level1").summary.bottlenecks}
+    assert "env_vars" not in kinds
+
+
+def _packets(tree: str, link: str, min_mb: float) -> tuple[int, int]:
+    """(ops that moved data over `link`, those under min_mb), every op entry but the total."""
+    ops = small = 0
+    for rank in _all_ranks(tree):
+        for step in json.loads((rank / OUT / "communication.json").read_text()).values():
+            for group in step.values():
+                for name, op in (group or {}).items():
+                    mb = op["Communication Bandwidth Info"].get(link, {}).get("Transit Size(MB)", 0)
+                    if name != "Total Op Info" and mb > 0:
+                        ops += 1
+                        small += mb < min_mb
+    return ops, small
+
+
+def test_small_packets_from_communication_json() -> None:
+    ops, small = _packets("pp2dp2_level2", "SDMA", 16.0)
+    assert small / ops > 0.2
+    found = [b for b in analyze_path(TREES / "pp2dp2_level2").summary.bottlenecks
+             if b.kind == "small_packets"]
+    assert len(found) == 1 and found[0].value == pytest.approx(small / ops)
+    assert found[0].detail.startswith(f"{small} of {ops} SDMA transfers")
+    assert _packets("pp2dp2_level2", "RDMA", 1.0) == (0, 0)  # one node: no RDMA to judge
+
+
+def test_small_packets_quiet_on_large_all_reduces() -> None:
+    ops, small = _packets("text_level1", "SDMA", 16.0)
+    assert ops and small / ops <= 0.2
+    kinds = {b.kind for b in analyze_path(TREES / "text_level1").summary.bottlenecks}
+    assert "small_packets" not in kinds
+    # the same transfers judged against a 64 MB minimum: the smaller all-reduces count
+    ops, small = _packets("text_level1", "SDMA", 64.0)
+    strict = analyze_path(TREES / "text_level1", Thresholds(small_packet_sdma_mb=64.0)).summary
+    found = [b for b in strict.bottlenecks if b.kind == "small_packets"]
+    assert small / ops > 0.2 and found[0].value == pytest.approx(small / ops)
