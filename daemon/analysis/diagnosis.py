@@ -56,9 +56,12 @@ ADVICE = {
     "increase the batch size, enable TASK_QUEUE_ENABLE=2 or capture the model as a graph "
     "(torchair / aclgraph).",
     "slow_rank": "One rank computes longer than the ranks doing the same work (its data-parallel "
-    "peers) and the others wait for it in communication. Compare its kernels with a fast peer's "
-    "(msprof-analyze compare), check its chip (clocks, temperature, ECC), its host (CPU binding, "
-    "other processes) and its share of the data (uneven sequence lengths).",
+    "peers), or reaches the collectives later than them, and the others wait for it in "
+    "communication. If it computes longer, compare its kernels with a fast peer's (msprof-analyze "
+    "compare) and check its chip (clocks, temperature, ECC); if it only arrives late, check its "
+    "host (CPU binding, other processes, host syncs, its data loader) and the timeline around the "
+    "first collective of the step. Either way check its share of the data (uneven sequence "
+    "lengths).",
     "pipeline_imbalance": "Pipeline stages do different amounts of work, so the lighter stages "
     "wait. Rebalance the layers between stages (e.g. Megatron's decoder first/last pipeline "
     "num layers, or moving the embedding/loss), or use virtual pipeline stages to shrink bubbles.",

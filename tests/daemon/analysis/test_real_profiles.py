@@ -305,3 +305,22 @@ def test_small_packets_quiet_on_large_all_reduces() -> None:
     strict = analyze_path(TREES / "text_level1", Thresholds(small_packet_sdma_mb=64.0)).summary
     found = [b for b in strict.bottlenecks if b.kind == "small_packets"]
     assert small / ops > 0.2 and found[0].value == pytest.approx(small / ops)
+
+
+def test_level0_slow_rank_by_communication() -> None:
+    """text_level0: both ranks compute alike, rank0 spends longer in communication: it waits for
+    rank1 (msprof-analyze's slow rank "communication" on the same export)."""
+    rows = {r.name.split("_")[0]: _csv(r / OUT / "step_trace_time.csv")[0]
+            for r in _all_ranks("text_level0")}
+    comm = {k: float(v["Communication(Not Overlapped)"]) for k, v in rows.items()}
+    steps = [float(v["Computing"]) + comm[k] + float(v["Free"]) for k, v in rows.items()]
+    gap = (comm["rank0"] - comm["rank1"]) / (sum(steps) / len(steps))
+    assert gap > 0.05
+    found = [b for b in analyze_path(TREES / "text_level0").summary.bottlenecks
+             if b.kind == "slow_rank"]
+    assert len(found) == 1 and found[0].value == pytest.approx(gap)
+    assert found[0].detail.startswith("rank1 reaches the collectives late")
+    assert f"{(comm['rank0'] - comm['rank1']) / 1e3:.1f} ms more" in found[0].detail
+    # text_level1's ranks differ by less: no finding (msprof-analyze: none either)
+    kinds = {b.kind for b in analyze_path(TREES / "text_level1").summary.bottlenecks}
+    assert "slow_rank" not in kinds
