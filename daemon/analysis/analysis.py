@@ -11,6 +11,7 @@ from npumon.daemon.analysis import (
     layout,
     ops,
     peers,
+    pmu,
     sqlite_tables,
     steptime,
 )
@@ -21,6 +22,7 @@ from npumon.daemon.analysis.readers import (
     read_kernel_names,
     read_kernels,
     read_op_statistic,
+    read_pmu,
 )
 from npumon.daemon.analysis.steps import read_graph_steps, read_torch_steps
 from npumon.daemon.model.profile import (
@@ -50,6 +52,7 @@ class _Collected:
     comm_files: list[Path]
     dp_of: dict[str, tuple[int, ...] | None]
     env: list[tuple[str, dict[str, str] | None]]  # per unit: profiler_metadata's variables
+    vector: list[pmu.VectorRows]  # per kernel table with PMU columns
 
     def step_total_us(self, units: list[str]) -> float | None:
         """All captured steps of these units (warm-up included: the tasks ran in them too)."""
@@ -88,6 +91,9 @@ def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected) -> None:
         try:
             kernel = _kernel_facts(unit.tables[layout.KERNEL], t, c.problems)
             c.sources.extend(str(p) for p in unit.tables[layout.KERNEL])
+            table = read_pmu(unit.tables[layout.KERNEL])
+            if table is not None:
+                c.vector.append(pmu.vector_rows(table.frame))
         except TableError as exc:
             c.problems.append(str(exc))
     if layout.OP_STATISTIC in unit.tables:
@@ -205,7 +211,7 @@ def analyze_path(
             "ascend_pytorch_profiler_N.db, PROF_*/mindstudio_profiler_output/, PROF_*/msprof_*.db "
             "and PROF_*/device_N/summary/)"
         )
-    c = _Collected([], [], [], [], [], [], [], {}, [])
+    c = _Collected([], [], [], [], [], [], [], {}, [], [])
     for unit in units:
         c.problems.extend(unit.notes)
         _unit_ops(unit, thresholds, c)
@@ -231,7 +237,7 @@ def _summary(
     mode = _mode(c, units)
     judged = (rank_findings + comm.slow_links(communication.links, thresholds)
               + comm.small_packets(communication.packets, thresholds)
-              + environment.judge(c.env, thresholds))
+              + environment.judge(c.env, thresholds) + pmu.judge(c.vector, thresholds))
     evidence = _evidence(facts, steps, mode, judged)
     return ProfileSummary(
         workload=workload,

@@ -73,6 +73,13 @@ ADVICE = {
     "increase the batch size or gradient accumulation (fewer, larger all-reduces; bigger "
     "gradient buckets); with ZeRO-3 use ZeRO-2/1 if memory allows; use fused (affinity) "
     "optimizers, which issue fewer collectives.",
+    "operator_pmu": "Vector operators that take a noticeable share of operator time run "
+    "with poor pipe utilisation (the PMU ratios of kernel_details, aic_metrics=PipeUtilization). "
+    "For those with headroom (no unit busy), look at their shapes and block dim (too few cores, "
+    "unaligned or tiny tiles) and fuse them with neighbours; for bound ones, reduce the work of "
+    "the bounding unit: mte2/mte3 (memory traffic: fewer copies, TransData, better formats) or "
+    "vec (fewer elementwise passes, fused operators). msprof-analyze's advisor lists the same "
+    "operators per shape.",
     "env_vars": "Environment variables the profiler recorded differ from the recommended "
     "settings (msprof-analyze's environment check); each is named with its reason. Set them in "
     "the job's launch script and capture again.",

@@ -324,3 +324,58 @@ def test_level0_slow_rank_by_communication() -> None:
     # text_level1's ranks differ by less: no finding (msprof-analyze: none either)
     kinds = {b.kind for b in analyze_path(TREES / "text_level1").summary.bottlenecks}
     assert "slow_rank" not in kinds
+
+
+def _vector_groups(tree: str) -> dict[tuple[str, str, str], tuple[float, float, float, float]]:
+    """msprof-analyze's vector operator selection, restated with csv: op types of >= 1 % of all
+    operator time; (name, shapes) -> (duration, mean vec, mte2, mte3)."""
+    rows = _kernels(tree)
+    total = sum(float(r["Duration(us)"]) for r in rows)
+    vector = [r for r in rows if r["Accelerator Core"] in ("AI_VECTOR_CORE", "MIX_AIV")
+              and r["Input Shapes"] and r["Output Shapes"]]
+    by_type: dict[str, float] = {}
+    for r in vector:
+        by_type[r["Type"]] = by_type.get(r["Type"], 0.0) + float(r["Duration(us)"])
+    groups: dict[tuple[str, str, str], list[dict[str, str]]] = {}
+    for r in vector:
+        if by_type[r["Type"]] / total >= 0.01:
+            groups.setdefault((r["Name"], r["Input Shapes"], r["Output Shapes"]), []).append(r)
+    def mean(rs: list[dict[str, str]], col: str) -> float:
+        return sum(float(r[col]) for r in rs) / len(rs)
+    return {k: (sum(float(r["Duration(us)"]) for r in rs), mean(rs, "aiv_vec_ratio"),
+                mean(rs, "aiv_mte2_ratio"), mean(rs, "aiv_mte3_ratio"))
+            for k, rs in groups.items()}
+
+
+def test_operator_pmu_vector_operators_level1() -> None:
+    groups = _vector_groups("text_level1")
+    bound = {k for k, (_, v, m2, m3) in groups.items()
+             if v + m2 + m3 >= 0.9 or max(v, m2, m3) >= 0.7}
+    room = {k: max(0.7 - v, 0.7 - m2, 0.7 - m3) for k, (_, v, m2, m3) in groups.items()
+            if k not in bound}
+    found = [b for b in analyze_path(TREES / "text_level1").summary.bottlenecks
+             if b.kind == "operator_pmu"]
+    assert len(found) == 1 and found[0].value == len(groups)
+    assert f"{len(room)} with headroom" in found[0].detail
+    assert f"{len(bound)} bound" in found[0].detail
+    (name, shapes, _), most = max(room.items(), key=lambda kv: kv[1])
+    assert f"up to {most:.0%} below 70%" in found[0].detail
+    assert f"most: {name} [{shapes.strip(chr(34))}]" in found[0].detail
+    longest = max(bound, key=lambda k: groups[k][0])
+    assert f"longest: {longest[0]} [" in found[0].detail
+
+
+def test_operator_pmu_needs_the_pmu_columns() -> None:
+    """Level0 tables have no PMU or shape columns, op_statistic-only exports no per-task rows."""
+    assert "aiv_vec_ratio" not in _kernels("text_level0")[0]
+    for tree in ("text_level0", "pp2dp2_level2"):
+        kinds = {b.kind for b in analyze_path(TREES / tree).summary.bottlenecks}
+        assert "operator_pmu" not in kinds
+
+
+def test_operator_pmu_thresholds_move_the_lists() -> None:
+    groups = _vector_groups("text_level1")
+    loose = Thresholds(pmu_vector_unit_ratio=0.0)  # every unit "bound": nothing has headroom
+    found = next(b for b in analyze_path(TREES / "text_level1", loose).summary.bottlenecks
+                 if b.kind == "operator_pmu")
+    assert "with headroom" not in found.detail and f"{len(groups)} bound" in found.detail
