@@ -379,3 +379,17 @@ def test_operator_pmu_thresholds_move_the_lists() -> None:
     found = next(b for b in analyze_path(TREES / "text_level1", loose).summary.bottlenecks
                  if b.kind == "operator_pmu")
     assert "with headroom" not in found.detail and f"{len(groups)} bound" in found.detail
+
+
+def test_level0_dynamic_shape_unknown_not_all_dynamic() -> None:
+    """msprof-analyze reports dynamic shapes on text_level0 because its text reader assumes the
+    OP State column and finds no "static" value; the Level0 table has no such column, so npumon
+    says unknown. On text_level1, where every row says dynamic, both report it."""
+    assert "OP State" not in _kernels("text_level0")[0]
+    level0 = analyze_path(TREES / "text_level0").summary
+    assert level0.dynamic_shape_op_count is None
+    assert "dynamic_shape" not in {b.kind for b in level0.bottlenecks}
+    states = {r["OP State"] for r in _kernels("text_level1")}
+    assert "static" not in states
+    level1 = analyze_path(TREES / "text_level1").summary
+    assert "dynamic_shape" in {b.kind for b in level1.bottlenecks}
