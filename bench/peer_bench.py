@@ -42,11 +42,21 @@ PEER_KINDS = {
 }
 # npumon kinds that answer each peer kind
 ANSWERS = {
-    "slow_rank": {"slow_rank", "pipeline_imbalance", "communication"},
+    "slow_rank": {"slow_rank", "pipeline_imbalance"},
     "slow_link": {"slow_link"},
     "dynamic_shape": {"dynamic_shape"},
     "ai_cpu_fallback": {"ai_cpu_fallback"},
+    "small_packets": {"small_packets"},
+    "env_vars": {"env_vars"},
+    "operator_pmu": {"operator_pmu"},
 }
+
+
+def unanswered(ours: set[str], theirs: set[str]) -> set[str]:
+    """The peer's findings no npumon finding answers ("slow_rank(computing)" -> "slow_rank")."""
+    return {kind for kind in theirs
+            if not kind.startswith("(")
+            and not ANSWERS.get(kind.split("(")[0], {kind.split("(")[0]}) & ours}
 
 
 class Run:
@@ -145,7 +155,8 @@ def compare(name: str, path: Path, args: argparse.Namespace, work: Path) -> list
     if theirs and theirs[-1].killed:
         theirs_found = {"(killed)"}
     return [name, cell(ours, args.timeout), cell(theirs, args.timeout) if theirs else "-",
-            ", ".join(sorted(ours_found)) or "-", ", ".join(sorted(theirs_found)) or "-"]
+            ", ".join(sorted(ours_found)) or "-", ", ".join(sorted(theirs_found)) or "-",
+            ", ".join(sorted(unanswered(ours_found, theirs_found))) or "-"]
 
 
 def main() -> int:
@@ -160,12 +171,12 @@ def main() -> int:
         dirs = [(n, TREES / n) for n in REAL] + [(f"synthetic {args.rows:,} rows",
                                                    synthetic(work, args.rows))]
         table = [["directory", "npumon (median)", "msprof-analyze (median)", "npumon finds",
-                  "msprof-analyze finds"]]
+                  "msprof-analyze finds", "npumon misses"]]
         for name, path in dirs:
             table.append(compare(name.replace(" ", "_").replace(",", ""), path, args, work))
             table[-1][0] = name
             print(" | ".join(table[-1]), flush=True)
-    widths = [max(len(r[i]) for r in table) for i in range(5)]
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     print(f"\n{args.runs} alternated run(s) each, timeout {args.timeout:g} s, wall / peak RSS:")
     for row in table:
         print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |")

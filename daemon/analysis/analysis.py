@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from npumon.daemon.analysis import comm, layout, ops, peers, sqlite_tables, steptime
+from npumon.daemon.analysis import (
+    comm,
+    environment,
+    layout,
+    ops,
+    peers,
+    pmu,
+    sqlite_tables,
+    steptime,
+)
 from npumon.daemon.analysis.diagnosis import Evidence, diagnose
 from npumon.daemon.analysis.limits import check_sizes
 from npumon.daemon.analysis.readers import (
@@ -13,6 +22,7 @@ from npumon.daemon.analysis.readers import (
     read_kernel_names,
     read_kernels,
     read_op_statistic,
+    read_pmu,
 )
 from npumon.daemon.analysis.steps import read_graph_steps, read_torch_steps
 from npumon.daemon.model.profile import (
@@ -41,6 +51,8 @@ class _Collected:
     kernel_units: list[str]  # units whose per-task table was read (communication comes from it)
     comm_files: list[Path]
     dp_of: dict[str, tuple[int, ...] | None]
+    env: list[tuple[str, dict[str, str] | None]]  # per unit: profiler_metadata's variables
+    vector: list[pmu.VectorRows]  # per kernel table with PMU columns
 
     def step_total_us(self, units: list[str]) -> float | None:
         """All captured steps of these units (warm-up included: the tasks ran in them too)."""
@@ -79,6 +91,9 @@ def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected) -> None:
         try:
             kernel = _kernel_facts(unit.tables[layout.KERNEL], t, c.problems)
             c.sources.extend(str(p) for p in unit.tables[layout.KERNEL])
+            table = read_pmu(unit.tables[layout.KERNEL])
+            if table is not None:
+                c.vector.append(pmu.vector_rows(table.frame))
         except TableError as exc:
             c.problems.append(str(exc))
     if layout.OP_STATISTIC in unit.tables:
@@ -196,13 +211,14 @@ def analyze_path(
             "ascend_pytorch_profiler_N.db, PROF_*/mindstudio_profiler_output/, PROF_*/msprof_*.db "
             "and PROF_*/device_N/summary/)"
         )
-    c = _Collected([], [], [], [], [], [], [], {})
+    c = _Collected([], [], [], [], [], [], [], {}, [], [])
     for unit in units:
         c.problems.extend(unit.notes)
         _unit_ops(unit, thresholds, c)
         _unit_steps(unit, c)
         c.comm_files.extend(unit.tables.get(layout.COMMUNICATION, ()))
         c.dp_of[unit.name] = peers.dp_ranks(unit.root)
+        c.env.append((unit.name, environment.recorded(unit.root)))
     if not c.sources:
         raise NoProfileData(f"{path}: no readable profiler table:\n  " + "\n  ".join(c.problems))
     summary = _summary(c, units, thresholds, top_n, workload or path.resolve().name)
@@ -217,9 +233,12 @@ def _summary(
     steps = _steps(c, thresholds)
     groups = peers.peer_groups(steps.ranks, c.dp_of)
     spreads, rank_findings = peers.judge(steps.ranks, groups, thresholds)
-    comm_times, links = comm.read(c.comm_files, c.problems)
+    communication = comm.read(c.comm_files, thresholds, c.problems)
     mode = _mode(c, units)
-    evidence = _evidence(facts, steps, mode, rank_findings + comm.slow_links(links, thresholds))
+    judged = (rank_findings + comm.slow_links(communication.links, thresholds)
+              + comm.small_packets(communication.packets, thresholds)
+              + environment.judge(c.env, thresholds) + pmu.judge(c.vector, thresholds))
+    evidence = _evidence(facts, steps, mode, judged)
     return ProfileSummary(
         workload=workload,
         layout="+".join(sorted({u.layout for u in units})),
@@ -240,8 +259,8 @@ def _summary(
         bottlenecks=diagnose(evidence, thresholds),
         mode=mode,
         communication=_comm_shares(facts, c.step_total_us(c.kernel_units)) if facts else (),
-        comm_times=comm_times,
-        links=links,
+        comm_times=communication.times,
+        links=communication.links,
         peer_groups=groups if len(groups) > 1 or len(steps.ranks) > 1 else (),
         ai_cpu_op_types=_ai_cpu_names(facts),
     )

@@ -6,12 +6,18 @@ each op has ``Communication Time Info`` (Elapse, Transit, Wait, Idle in ms) and 
 Bandwidth Info`` per link type (Transit Size(MB), Transit Time(ms), Bandwidth(GB/s) = MB/ms).
 Only ``Total Op Info`` is summed (the per-op entries add up to it). communication_matrix.json
 (per src-dst link) is not read: the per-link-type totals here answer the same question.
+
+The per-op entries count for one thing: packet sizes. msprof-analyze's packet analysis counts, per
+transport (SDMA, RDMA), the ops that moved anything and those that moved less than a minimum
+size; ``small_packets`` is npumon's rule for the same figures (over every rank read, where the peer
+reads the first file only, and without the ``Total Op Info`` entry, which it counts as an op).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from npumon.daemon.analysis.diagnosis import finding
@@ -20,16 +26,47 @@ from npumon.daemon.model.profile import Bottleneck, CommTimes, LinkStat, Thresho
 FILE = "communication.json"
 _TIMES = {"elapse": "Elapse Time(ms)", "transit": "Transit Time(ms)",
           "wait": "Wait Time(ms)", "idle": "Idle Time(ms)"}
+TOTAL = "Total Op Info"
+PACKET_LINKS = ("SDMA", "RDMA")  # the transports msprof-analyze's packet analysis judges
 
 
-def _totals(data: object) -> Iterator[dict[str, object]]:
+@dataclass(frozen=True, slots=True)
+class PacketStat:
+    """Communication ops (per op entry, every step and rank) that moved data over a transport,
+    and those of them that moved less than its small-packet size."""
+
+    link_type: str
+    ops: int
+    small_ops: int
+    small_ms: float  # transit time of the small ones
+    min_mb: float
+
+
+def _groups(data: object) -> Iterator[dict[str, object]]:
+    """{op name: op} of each step's collective and p2p groups (p2p may be [] when empty)."""
     if not isinstance(data, dict):
         return
     for step in data.values():
         for kind in step.values() if isinstance(step, dict) else ():
-            total = kind.get("Total Op Info") if isinstance(kind, dict) else None
-            if isinstance(total, dict):
-                yield total
+            if isinstance(kind, dict):
+                yield kind
+
+
+def _totals(data: object) -> Iterator[dict[str, object]]:
+    for group in _groups(data):
+        total = group.get(TOTAL)
+        if isinstance(total, dict):
+            yield total
+
+
+def _op_sizes(data: object, link: str) -> Iterator[tuple[float, float]]:
+    """(Transit Size(MB), Transit Time(ms)) over `link` of every op entry but the total."""
+    for group in _groups(data):
+        for name, op in group.items():
+            bandwidth = op.get("Communication Bandwidth Info") if isinstance(op, dict) else None
+            if name != TOTAL and isinstance(bandwidth, dict):
+                block = bandwidth.get(link)
+                yield _num(block, "Transit Size(MB)"), _num(block, "Transit Time(ms)")
 
 
 def _num(block: object, key: str) -> float:
@@ -37,10 +74,19 @@ def _num(block: object, key: str) -> float:
     return float(value) if isinstance(value, int | float) and value == value else 0.0
 
 
-def read(paths: Sequence[Path], notes: list[str]) -> tuple[CommTimes | None, tuple[LinkStat, ...]]:
-    """Sums over every file (rank) given; (None, ()) when none could be read."""
+@dataclass(frozen=True, slots=True)
+class CommRead:
+    times: CommTimes | None  # None when no file could be read
+    links: tuple[LinkStat, ...]
+    packets: tuple[PacketStat, ...]  # the transports some op moved data over
+
+
+def read(paths: Sequence[Path], t: Thresholds, notes: list[str]) -> CommRead:
+    """Sums over every file (rank) given."""
     times = dict.fromkeys(_TIMES, 0.0)
     links: dict[str, list[float]] = {}
+    min_mb = {"SDMA": t.small_packet_sdma_mb, "RDMA": t.small_packet_rdma_mb}
+    packets = {link: [0, 0, 0.0] for link in PACKET_LINKS}
     read_any = False
     for path in paths:
         try:
@@ -58,14 +104,26 @@ def read(paths: Sequence[Path], notes: list[str]) -> tuple[CommTimes | None, tup
                 size_time = links.setdefault(str(link).upper(), [0.0, 0.0])
                 size_time[0] += _num(block, "Transit Size(MB)")
                 size_time[1] += _num(block, "Transit Time(ms)")
+        for link, counts in packets.items():
+            for mb, ms in _op_sizes(data, link):
+                if mb > 0:
+                    counts[0] += 1
+                    if mb < min_mb[link]:
+                        counts[1] += 1
+                        counts[2] += ms
     if not read_any:
-        return None, ()
+        return CommRead(None, (), ())
     stats = tuple(
         LinkStat(link, mb * 1e6, ms / 1e3, mb / ms * 1e9 if ms > 0 and mb > 0 else None)
         for link, (mb, ms) in sorted(links.items())
         if mb > 0 or ms > 0
     )
-    return CommTimes(times["elapse"], times["transit"], times["wait"], times["idle"]), stats
+    return CommRead(
+        CommTimes(times["elapse"], times["transit"], times["wait"], times["idle"]),
+        stats,
+        tuple(PacketStat(link, int(n), int(small), float(ms), min_mb[link])
+              for link, (n, small, ms) in packets.items() if n),
+    )
 
 
 def slow_links(links: Sequence[LinkStat], t: Thresholds) -> tuple[Bottleneck, ...]:
@@ -89,3 +147,17 @@ def slow_links(links: Sequence[LinkStat], t: Thresholds) -> tuple[Bottleneck, ..
                 t.slow_link_ratio,
             ))
     return tuple(found)
+
+
+def small_packets(packets: Sequence[PacketStat], t: Thresholds) -> tuple[Bottleneck, ...]:
+    """msprof-analyze's packet rule: over small_packet_ratio of a transport's ops move less than
+    its minimum size (SDMA 16 MB, RDMA 1 MB); one finding naming every transport over it."""
+    over = [p for p in packets if p.ops and p.small_ops / p.ops > t.small_packet_ratio]
+    if not over:
+        return ()
+    worst = max(p.small_ops / p.ops for p in over)
+    detail = "; ".join(
+        f"{p.small_ops} of {p.ops} {p.link_type} transfers ({p.small_ops / p.ops:.0%}) move less "
+        f"than {p.min_mb:g} MB, {p.small_ms:.2f} ms of transfer" for p in over)
+    return (finding("small_packets", f"{detail} (threshold {t.small_packet_ratio:.0%})", worst,
+                    t.small_packet_ratio),)

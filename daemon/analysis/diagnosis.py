@@ -56,15 +56,33 @@ ADVICE = {
     "increase the batch size, enable TASK_QUEUE_ENABLE=2 or capture the model as a graph "
     "(torchair / aclgraph).",
     "slow_rank": "One rank computes longer than the ranks doing the same work (its data-parallel "
-    "peers) and the others wait for it in communication. Compare its kernels with a fast peer's "
-    "(msprof-analyze compare), check its chip (clocks, temperature, ECC), its host (CPU binding, "
-    "other processes) and its share of the data (uneven sequence lengths).",
+    "peers), or reaches the collectives later than them, and the others wait for it in "
+    "communication. If it computes longer, compare its kernels with a fast peer's (msprof-analyze "
+    "compare) and check its chip (clocks, temperature, ECC); if it only arrives late, check its "
+    "host (CPU binding, other processes, host syncs, its data loader) and the timeline around the "
+    "first collective of the step. Either way check its share of the data (uneven sequence "
+    "lengths).",
     "pipeline_imbalance": "Pipeline stages do different amounts of work, so the lighter stages "
     "wait. Rebalance the layers between stages (e.g. Megatron's decoder first/last pipeline "
     "num layers, or moving the embedding/loss), or use virtual pipeline stages to shrink bubbles.",
     "slow_link": "A link type moves data well below its expected bandwidth. Check the link "
     "(hccn_tool -link / -net_health, HCCS errors), the message sizes (many small packets never "
     "reach full bandwidth: bucket them), and HCCL settings (HCCL_BUFFSIZE, algorithm).",
+    "small_packets": "Many communication operations move small messages, so launch and "
+    "handshake costs dominate and the host may become the bottleneck. In data parallelism "
+    "increase the batch size or gradient accumulation (fewer, larger all-reduces; bigger "
+    "gradient buckets); with ZeRO-3 use ZeRO-2/1 if memory allows; use fused (affinity) "
+    "optimizers, which issue fewer collectives.",
+    "operator_pmu": "Vector operators that take a noticeable share of operator time run "
+    "with poor pipe utilisation (the PMU ratios of kernel_details, aic_metrics=PipeUtilization). "
+    "For those with headroom (no unit busy), look at their shapes and block dim (too few cores, "
+    "unaligned or tiny tiles) and fuse them with neighbours; for bound ones, reduce the work of "
+    "the bounding unit: mte2/mte3 (memory traffic: fewer copies, TransData, better formats) or "
+    "vec (fewer elementwise passes, fused operators). msprof-analyze's advisor lists the same "
+    "operators per shape.",
+    "env_vars": "Environment variables the profiler recorded differ from the recommended "
+    "settings (msprof-analyze's environment check); each is named with its reason. Set them in "
+    "the job's launch script and capture again.",
 }
 # graph mode (GE: MindSpore, TF, torchair): the framework already runs graphs
 GRAPH_ADVICE = {

@@ -6,6 +6,10 @@ jobs add ``parallel_group_info``: ``{"group_name_3": {"group_name": "dp", "globa
 ...}}``. Ranks of one ``dp`` group (``dp_cp`` with context parallelism) run the same layers on
 other data: they are peers. Ranks of different pipeline stages run other layers, so a gap between
 them is a pipeline imbalance, never a slow rank. Without metadata every rank is a peer.
+
+A slow rank shows two ways: it computes longer than its peers, or (msprof-analyze's
+"communication" slow rank) its peers compute alike but spend longer in communication than it does:
+they wait in the collectives for the rank that reaches them last.
 """
 
 from __future__ import annotations
@@ -76,6 +80,8 @@ def judge(
                 widest[s.phase] = s
     spreads = tuple(widest.values())
     found = [_slow_rank(s) for s in spreads if s.phase in ("computing", "fp_bp") and s.flagged]
+    if not found:
+        found = [f for group in groups if (f := _late_rank([by_name[n] for n in group], t))]
     imbalance = _pipeline(ranks, groups, by_name, t)
     return spreads, tuple(found) + ((imbalance,) if imbalance else ())
 
@@ -87,6 +93,31 @@ def _slow_rank(s: RankSpread) -> Bottleneck:
         f"data-parallel peer {s.fastest_rank}; the peers wait for it",
         s.spread_ratio,
         0.0,
+    )
+
+
+def _late_rank(group: Sequence[RankBreakdown], t: Thresholds) -> Bottleneck | None:
+    """msprof-analyze's slow rank by communication: peers that compute alike but one spends far
+    longer in communication, i.e. waits in the collectives for the peer that spends the least
+    there (it reaches them late for a reason outside its compute: host, input, step start)."""
+    by_phase = {s.phase: s for s in spread(group, t)}
+    comm = by_phase.get("communication")
+    if comm is None or not comm.flagged:
+        return None
+    compute = by_phase.get("computing") or by_phase.get("fp_bp")
+    seconds = {r.rank: p.seconds for r in group for p in r.phases if p.phase == "communication"}
+    gap = seconds[comm.slowest_rank] - seconds[comm.fastest_rank]
+    alike = ("" if compute is None else
+             f" while their compute differs by only {compute.spread_ratio:.1%} of the step")
+    return finding(
+        "slow_rank",
+        f"{comm.fastest_rank} reaches the collectives late: its data-parallel peer "
+        f"{comm.slowest_rank} spends {gap * 1e3:.1f} ms more per step in communication "
+        f"({comm.spread_ratio:.0%} of the step, threshold {t.rank_spread_ratio:.0%}){alike}, "
+        f"waiting for it; the delay lies outside {comm.fastest_rank}'s device compute (host "
+        "launch, input, the start of its step)",
+        comm.spread_ratio,
+        t.rank_spread_ratio,
     )
 
 

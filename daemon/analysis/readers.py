@@ -37,7 +37,15 @@ OP_STAT_ALIASES: dict[str, tuple[str, ...]] = {
     "total_us": ("Total Time(us)",),
     "avg_us": ("Avg Time(us)",),
 }
-_CATEGORIES = ("name", "op_type", "core_type", "op_state")
+# the PMU columns of a Level1+ kernel_details (aic_metrics=PipeUtilization) for operator_pmu
+PMU_RATIOS = ("aiv_vec_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio")
+PMU_ALIASES: dict[str, tuple[str, ...]] = {
+    **{k: KERNEL_ALIASES[k] for k in ("name", "op_type", "core_type", "duration_us")},
+    "input_shapes": ("Input Shapes",),
+    "output_shapes": ("Output Shapes",),
+    **{r: (r,) for r in PMU_RATIOS},
+}
+_CATEGORIES = ("name", "op_type", "core_type", "op_state", "input_shapes", "output_shapes")
 
 
 class TableError(Exception):
@@ -196,3 +204,18 @@ def read_op_statistic(paths: Sequence[Path]) -> Table:
         frames.append(frame)
         notes.extend(file_notes)
     return Table(concat_frames(frames), tuple(notes))
+
+
+def read_pmu(paths: Sequence[Path]) -> Table | None:
+    """name, op_type, core_type, duration_us, shapes and the vector PMU ratios of every row;
+    None when a table lacks the PMU or shape columns (Level0, or no PipeUtilization metrics)."""
+    frames, notes = [], []
+    for path in paths:
+        head = read_head(path)
+        columns = _columns(path, head, PMU_ALIASES, ("duration_us",))
+        if len(columns) < len(PMU_ALIASES):
+            return None
+        frame, file_notes = _read_frame(path, columns, ("duration_us", *PMU_RATIOS), head)
+        frames.append(frame)
+        notes.extend(file_notes)
+    return Table(concat_frames(frames), tuple(notes)) if frames else None

@@ -32,6 +32,9 @@ BOTTLENECK_KINDS = (
     "slow_rank",
     "pipeline_imbalance",
     "slow_link",
+    "small_packets",
+    "env_vars",
+    "operator_pmu",
 )
 
 # What enters from JSON (the worker's report, the state file) is taken as written: strict types
@@ -220,6 +223,16 @@ class Thresholds(BaseModel):
     link_expected_gbps: dict[str, float] = Field(  # GB/s a link type should reach on big messages
         default_factory=lambda: {"HCCS": 18.0, "RDMA": 12.5, "PCIE": 20.0, "SIO": 18.0}
     )
+    # msprof-analyze's packet analysis (rules/packet.yaml): a transport's transfers under its
+    # size are small; over small_packet_ratio of them small is a finding
+    small_packet_sdma_mb: NonNegative = 16.0
+    small_packet_rdma_mb: NonNegative = 1.0
+    small_packet_ratio: NonNegative = 0.20
+    # msprof-analyze's vector operator PMU rules (rules/aicore_performance.yaml)
+    operator_pmu_min_share: NonNegative = 0.01  # op types of at least this share of op time
+    pmu_vector_total_ratio: NonNegative = 0.90  # vec + mte2 + mte3: vec_mte2_mte3 bound
+    pmu_vector_unit_ratio: NonNegative = 0.70  # one unit's ratio: bound; below it: headroom
+    aclnn_cache_limit_min: int = Field(default=10000, ge=0)  # env_vars: ACLNN_CACHE_LIMIT below
     regression_ratio: NonNegative = 0.05  # p99 step time above baseline
     device_busy_good: NonNegative = 0.80  # AI Core busy > 80 % fine, 50-80 % room, < 50 % low
     device_busy_low: NonNegative = 0.50

@@ -203,3 +203,193 @@ def test_db_export_matches_its_own_database() -> None:
     by_type = {o.op_type: o.ratio for o in text.op_time_ratio}
     for share in summary.op_time_ratio[:5]:
         assert share.ratio == pytest.approx(by_type[share.op_type], abs=0.02)
+
+
+# msprof-analyze's environment check, restated from its rule table (the values it flags)
+def _peer_env_flags(env: dict[str, str]) -> set[str]:
+    def num(v: str) -> int | None:
+        return int(v) if v.strip().lstrip("-").isdigit() else None
+    flags = {
+        "ASCEND_GLOBAL_LOG_LEVEL": lambda v: v != "" and num(v) != 3,
+        "HCCL_RDMA_TC": lambda v: v != "",
+        "HCCL_RDMA_SL": lambda v: v != "",
+        "ACLNN_CACHE_LIMIT": lambda v: v == "" or (num(v) or 0) < 10000,
+        "HOST_CACHE_CAPACITY": lambda v: v == "" or num(v) == 0,
+        "PYTORCH_NPU_ALLOC_CONF": lambda v: "expandable_segments:True" not in v,
+        "ASCEND_LAUNCH_BLOCKING": lambda v: num(v) == 1,
+        "HCCL_ALGO": lambda v: v != "",
+    }
+    return {k for k, v in env.items() if k in flags and flags[k](v)}
+
+
+def _env(rank: Path) -> dict[str, str]:
+    return json.loads((rank / "profiler_metadata.json").read_text())["ENV_VARIABLES"]
+
+
+def _all_ranks(tree: str) -> list[Path]:
+    return sorted((TREES / tree).glob("rank*_ascend_pt"))
+
+
+@pytest.mark.parametrize("tree", ["text_level0", "text_level1", "pp2dp2_level2"])
+def test_env_vars_from_profiler_metadata(tree: str) -> None:
+    flagged = set().union(*(_peer_env_flags(_env(r)) for r in _all_ranks(tree)))
+    assert flagged  # every real export here leaves some recommended variable unset
+    found = [b for b in analyze_path(TREES / tree).summary.bottlenecks if b.kind == "env_vars"]
+    assert len(found) == 1 and found[0].value == len(flagged)
+    for name in flagged:
+        assert name in found[0].detail
+    for name in set(_env(_all_ranks(tree)[0])) - flagged:
+        assert name not in found[0].detail
+
+
+def test_env_vars_launch_blocking_and_log_level(tmp_path: Path) -> None:
+    """SYNTHETIC edit of a real export's metadata: debugging settings left on, on one rank."""
+    shutil.copytree(TREES / "text_level1", tmp_path / "t")
+    meta = tmp_path / "t" / "rank1_ascend_pt" / "profiler_metadata.json"
+    data = json.loads(meta.read_text())
+    data["ENV_VARIABLES"].update(ASCEND_LAUNCH_BLOCKING="1", ASCEND_GLOBAL_LOG_LEVEL="1",
+                                 ACLNN_CACHE_LIMIT="100000", HOST_CACHE_CAPACITY="20",
+                                 PYTORCH_NPU_ALLOC_CONF="expandable_segments:True")
+    meta.write_text(json.dumps(data))
+    (tmp_path / "t" / "rank0_ascend_pt" / "profiler_metadata.json").write_text(json.dumps(data))
+    found = next(b for b in analyze_path(tmp_path / "t").summary.bottlenecks
+                 if b.kind == "env_vars")
+    assert found.value == 2
+    assert "ASCEND_LAUNCH_BLOCKING=1" in found.detail
+    assert "ASCEND_GLOBAL_LOG_LEVEL=1" in found.detail
+    assert "ACLNN_CACHE_LIMIT" not in found.detail
+    assert "export ASCEND_LAUNCH_BLOCKING=0" in found.advice
+    data["ENV_VARIABLES"].update(ASCEND_LAUNCH_BLOCKING="", ASCEND_GLOBAL_LOG_LEVEL="3")
+    meta.write_text(json.dumps(data))  # rank1 fixed, rank0 still blocking: named by rank
+    found = next(b for b in analyze_path(tmp_path / "t").summary.bottlenecks
+                 if b.kind == "env_vars")
+    assert "ASCEND_LAUNCH_BLOCKING=1 on rank0:" in found.detail
+
+
+def test_no_metadata_no_env_finding() -> None:
+    kinds = {b.kind for b in analyze_path(TREES / "db_level1").summary.bottlenecks}
+    assert "env_vars" not in kinds
+
+
+def _packets(tree: str, link: str, min_mb: float) -> tuple[int, int]:
+    """(ops that moved data over `link`, those under min_mb), every op entry but the total."""
+    ops = small = 0
+    for rank in _all_ranks(tree):
+        for step in json.loads((rank / OUT / "communication.json").read_text()).values():
+            for group in step.values():
+                for name, op in (group or {}).items():
+                    mb = op["Communication Bandwidth Info"].get(link, {}).get("Transit Size(MB)", 0)
+                    if name != "Total Op Info" and mb > 0:
+                        ops += 1
+                        small += mb < min_mb
+    return ops, small
+
+
+def test_small_packets_from_communication_json() -> None:
+    ops, small = _packets("pp2dp2_level2", "SDMA", 16.0)
+    assert small / ops > 0.2
+    found = [b for b in analyze_path(TREES / "pp2dp2_level2").summary.bottlenecks
+             if b.kind == "small_packets"]
+    assert len(found) == 1 and found[0].value == pytest.approx(small / ops)
+    assert found[0].detail.startswith(f"{small} of {ops} SDMA transfers")
+    assert _packets("pp2dp2_level2", "RDMA", 1.0) == (0, 0)  # one node: no RDMA to judge
+
+
+def test_small_packets_quiet_on_large_all_reduces() -> None:
+    ops, small = _packets("text_level1", "SDMA", 16.0)
+    assert ops and small / ops <= 0.2
+    kinds = {b.kind for b in analyze_path(TREES / "text_level1").summary.bottlenecks}
+    assert "small_packets" not in kinds
+    # the same transfers judged against a 64 MB minimum: the smaller all-reduces count
+    ops, small = _packets("text_level1", "SDMA", 64.0)
+    strict = analyze_path(TREES / "text_level1", Thresholds(small_packet_sdma_mb=64.0)).summary
+    found = [b for b in strict.bottlenecks if b.kind == "small_packets"]
+    assert small / ops > 0.2 and found[0].value == pytest.approx(small / ops)
+
+
+def test_level0_slow_rank_by_communication() -> None:
+    """text_level0: both ranks compute alike, rank0 spends longer in communication: it waits for
+    rank1 (msprof-analyze's slow rank "communication" on the same export)."""
+    rows = {r.name.split("_")[0]: _csv(r / OUT / "step_trace_time.csv")[0]
+            for r in _all_ranks("text_level0")}
+    comm = {k: float(v["Communication(Not Overlapped)"]) for k, v in rows.items()}
+    steps = [float(v["Computing"]) + comm[k] + float(v["Free"]) for k, v in rows.items()]
+    gap = (comm["rank0"] - comm["rank1"]) / (sum(steps) / len(steps))
+    assert gap > 0.05
+    found = [b for b in analyze_path(TREES / "text_level0").summary.bottlenecks
+             if b.kind == "slow_rank"]
+    assert len(found) == 1 and found[0].value == pytest.approx(gap)
+    assert found[0].detail.startswith("rank1 reaches the collectives late")
+    assert f"{(comm['rank0'] - comm['rank1']) / 1e3:.1f} ms more" in found[0].detail
+    # text_level1's ranks differ by less: no finding (msprof-analyze: none either)
+    kinds = {b.kind for b in analyze_path(TREES / "text_level1").summary.bottlenecks}
+    assert "slow_rank" not in kinds
+
+
+def _vector_groups(tree: str) -> dict[tuple[str, str, str], tuple[float, float, float, float]]:
+    """msprof-analyze's vector operator selection, restated with csv: op types of >= 1 % of all
+    operator time; (name, shapes) -> (duration, mean vec, mte2, mte3)."""
+    rows = _kernels(tree)
+    total = sum(float(r["Duration(us)"]) for r in rows)
+    vector = [r for r in rows if r["Accelerator Core"] in ("AI_VECTOR_CORE", "MIX_AIV")
+              and r["Input Shapes"] and r["Output Shapes"]]
+    by_type: dict[str, float] = {}
+    for r in vector:
+        by_type[r["Type"]] = by_type.get(r["Type"], 0.0) + float(r["Duration(us)"])
+    groups: dict[tuple[str, str, str], list[dict[str, str]]] = {}
+    for r in vector:
+        if by_type[r["Type"]] / total >= 0.01:
+            groups.setdefault((r["Name"], r["Input Shapes"], r["Output Shapes"]), []).append(r)
+    def mean(rs: list[dict[str, str]], col: str) -> float:
+        return sum(float(r[col]) for r in rs) / len(rs)
+    return {k: (sum(float(r["Duration(us)"]) for r in rs), mean(rs, "aiv_vec_ratio"),
+                mean(rs, "aiv_mte2_ratio"), mean(rs, "aiv_mte3_ratio"))
+            for k, rs in groups.items()}
+
+
+def test_operator_pmu_vector_operators_level1() -> None:
+    groups = _vector_groups("text_level1")
+    bound = {k for k, (_, v, m2, m3) in groups.items()
+             if v + m2 + m3 >= 0.9 or max(v, m2, m3) >= 0.7}
+    room = {k: max(0.7 - v, 0.7 - m2, 0.7 - m3) for k, (_, v, m2, m3) in groups.items()
+            if k not in bound}
+    found = [b for b in analyze_path(TREES / "text_level1").summary.bottlenecks
+             if b.kind == "operator_pmu"]
+    assert len(found) == 1 and found[0].value == len(groups)
+    assert f"{len(room)} with headroom" in found[0].detail
+    assert f"{len(bound)} bound" in found[0].detail
+    (name, shapes, _), most = max(room.items(), key=lambda kv: kv[1])
+    assert f"up to {most:.0%} below 70%" in found[0].detail
+    assert f"most: {name} [{shapes.strip(chr(34))}]" in found[0].detail
+    longest = max(bound, key=lambda k: groups[k][0])
+    assert f"longest: {longest[0]} [" in found[0].detail
+
+
+def test_operator_pmu_needs_the_pmu_columns() -> None:
+    """Level0 tables have no PMU or shape columns, op_statistic-only exports no per-task rows."""
+    assert "aiv_vec_ratio" not in _kernels("text_level0")[0]
+    for tree in ("text_level0", "pp2dp2_level2"):
+        kinds = {b.kind for b in analyze_path(TREES / tree).summary.bottlenecks}
+        assert "operator_pmu" not in kinds
+
+
+def test_operator_pmu_thresholds_move_the_lists() -> None:
+    groups = _vector_groups("text_level1")
+    loose = Thresholds(pmu_vector_unit_ratio=0.0)  # every unit "bound": nothing has headroom
+    found = next(b for b in analyze_path(TREES / "text_level1", loose).summary.bottlenecks
+                 if b.kind == "operator_pmu")
+    assert "with headroom" not in found.detail and f"{len(groups)} bound" in found.detail
+
+
+def test_level0_dynamic_shape_unknown_not_all_dynamic() -> None:
+    """msprof-analyze reports dynamic shapes on text_level0 because its text reader assumes the
+    OP State column and finds no "static" value; the Level0 table has no such column, so npumon
+    says unknown. On text_level1, where every row says dynamic, both report it."""
+    assert "OP State" not in _kernels("text_level0")[0]
+    level0 = analyze_path(TREES / "text_level0").summary
+    assert level0.dynamic_shape_op_count is None
+    assert "dynamic_shape" not in {b.kind for b in level0.bottlenecks}
+    states = {r["OP State"] for r in _kernels("text_level1")}
+    assert "static" not in states
+    level1 = analyze_path(TREES / "text_level1").summary
+    assert "dynamic_shape" in {b.kind for b in level1.bottlenecks}

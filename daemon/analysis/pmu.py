@@ -1,0 +1,120 @@
+"""Vector operators judged by their PMU ratios (kernel_details with aic_metrics=PipeUtilization).
+
+msprof-analyze's "Vector Operator Perf Analysis" (advisor's AI Core performance checker, rules
+aicore_performance.yaml), restated: of the vector operators (Accelerator Core AI_VECTOR_CORE or
+MIX_AIV) whose op type takes at least operator_pmu_min_share of all operator time, each (name,
+input shapes, output shapes) is judged on its mean aiv_vec_ratio, aiv_mte2_ratio and
+aiv_mte3_ratio: bound when vec + mte2 + mte3 >= pmu_vector_total_ratio (vec_mte2_mte3) or one unit
+>= pmu_vector_unit_ratio (mte2, then mte3, then vec); otherwise it has headroom, the most any
+unit is below pmu_vector_unit_ratio. ``operator_pmu`` names the ones with the most headroom and
+the longest bound ones. The checker's cube (MatMul) and FlashAttention parts judge shape affinity
+(inner axes divisible by 256 / 128) and are not restated here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from npumon.daemon.analysis.diagnosis import finding
+from npumon.daemon.analysis.readers import PMU_RATIOS
+from npumon.daemon.model.profile import Bottleneck, Thresholds
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+VECTOR_CORES = ("AI_VECTOR_CORE", "MIX_AIV")
+_KEY = ["name", "input_shapes", "output_shapes"]
+SHOWN = 3  # operators named per list in the finding
+SHAPES_SHOWN = 60  # characters of the input shapes quoted (a foreach op lists dozens)
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRows:
+    """One table's operator time and its vector rows (shapes known)."""
+
+    total_us: float
+    rows: pd.DataFrame
+
+
+@dataclass(frozen=True, slots=True)
+class VectorOp:
+    name: str
+    shapes: str
+    duration_us: float
+    ratios: tuple[float, float, float]  # vec, mte2, mte3 (means)
+    bound: str  # "" when it has headroom
+    headroom: float
+
+
+def vector_rows(frame: pd.DataFrame) -> VectorRows:
+    core = frame["core_type"].astype("object").astype(str).str.upper()
+    keep = core.isin(VECTOR_CORES) & frame["input_shapes"].notna() & frame["output_shapes"].notna()
+    return VectorRows(float(frame["duration_us"].sum()), frame.loc[keep])
+
+
+def classify(vec: float, mte2: float, mte3: float, t: Thresholds) -> tuple[str, float]:
+    unit = t.pmu_vector_unit_ratio
+    if vec + mte2 + mte3 >= t.pmu_vector_total_ratio:
+        return "vec_mte2_mte3", 0.0
+    for name, value in (("mte2", mte2), ("mte3", mte3), ("vec", vec)):
+        if value >= unit:
+            return name, 0.0
+    return "", max(unit - vec, unit - mte2, unit - mte3)
+
+
+def vector_ops(parts: Sequence[VectorRows], t: Thresholds) -> list[VectorOp]:
+    import pandas as pd
+
+    total = sum(p.total_us for p in parts)
+    frames = [p.rows for p in parts if len(p.rows)]
+    if total <= 0 or not frames:
+        return []
+    rows = pd.concat(frames, ignore_index=True)
+    for column in ("op_type", *_KEY):
+        rows[column] = rows[column].astype("object").astype(str)
+    by_type = rows.groupby("op_type")["duration_us"].sum()
+    heavy = by_type[(by_type / total >= t.operator_pmu_min_share) | (by_type >= 1e6)].index
+    rows = rows[rows["op_type"].isin(heavy)]
+    grouped = rows.groupby(_KEY, sort=False).agg(
+        duration_us=("duration_us", "sum"), **{r: (r, "mean") for r in PMU_RATIOS}
+    ).dropna().reset_index()
+    found = []
+    for g in grouped.to_dict("records"):
+        ratios = (float(g["aiv_vec_ratio"]), float(g["aiv_mte2_ratio"]),
+                  float(g["aiv_mte3_ratio"]))
+        bound, headroom = classify(*ratios, t)
+        found.append(VectorOp(str(g["name"]), str(g["input_shapes"]).strip('"'),
+                              float(g["duration_us"]), ratios, bound, headroom))
+    return found
+
+
+def _line(op: VectorOp) -> str:
+    vec, mte2, mte3 = op.ratios
+    shapes = op.shapes if len(op.shapes) <= SHAPES_SHOWN else op.shapes[:SHAPES_SHOWN] + "..."
+    return (f"{op.name} [{shapes}] {op.duration_us:.0f} us, vec {vec:.2f} mte2 {mte2:.2f} "
+            f"mte3 {mte3:.2f}")
+
+
+def judge(parts: Sequence[VectorRows], t: Thresholds) -> tuple[Bottleneck, ...]:
+    ops = vector_ops(parts, t)
+    if not ops:
+        return ()
+    room = sorted((o for o in ops if not o.bound), key=lambda o: (-o.headroom, o.name))
+    bound = sorted((o for o in ops if o.bound), key=lambda o: (-o.duration_us, o.name))
+    lists = []
+    if room:
+        lists.append(f"{len(room)} with headroom (a PMU unit up to {room[0].headroom:.0%} below "
+                     f"{t.pmu_vector_unit_ratio:.0%}), most: "
+                     + "; ".join(f"{_line(o)}, {o.headroom:.0%}" for o in room[:SHOWN]))
+    if bound:
+        lists.append(f"{len(bound)} bound, longest: "
+                     + "; ".join(f"{_line(o)}, {o.bound} bound" for o in bound[:SHOWN]))
+    return (finding(
+        "operator_pmu",
+        f"{len(ops)} vector operator shape(s) of op types over "
+        f"{t.operator_pmu_min_share:.0%} of operator time, by PMU ratios: " + ". ".join(lists),
+        float(len(ops)),
+        0.0,
+    ),)
