@@ -1,11 +1,13 @@
 """Load on the HTTP edge of a real daemon over loopback: printed, asserted only by its test.
 
 Per scenario: a daemon on a simulated 16-chip node (port 0), then for ``--seconds`` many
-scrapers (keep-alive, gzip, each every ``--interval``) while ``--slow`` connections trickle
-header lines (reopened when the header deadline cuts them). Prints scrape p50/p99, 503s,
-errors (other statuses, resets, 5 s timeouts), the daemon's RSS and threads before/after.
-Scenarios: plain, TLS + basic auth, npu-smi hanging on every call, and the default
---web.max-requests 40. Stops by itself; the last line is ``RESULT {json}``.
+scrapers (keep-alive, gzip, each every ``--interval``) while ``--slow`` connections, from a
+process of their own, trickle header lines (reopened when the header deadline cuts them).
+Prints scrape p50/p99, 503s, errors (other statuses, resets, 5 s timeouts), the daemon's
+threads and RSS before, right after and SETTLE_SECONDS after. Scenarios: plain, TLS + basic
+auth, npu-smi hanging on every call, and the default --web.max-requests 40 (its first round
+is every scraper at once on a cold render cache, so there is a surplus to refuse). Stops by
+itself; the last line is ``RESULT {json}``.
 
 Usage: python bench/load_bench.py [--seconds 60] [--short] [--scenario NAME ...] [--json PATH]
 """
@@ -17,6 +19,8 @@ import asyncio
 import base64
 import json
 import logging
+import multiprocessing
+import multiprocessing.sharedctypes
 import os
 import random
 import ssl
@@ -35,6 +39,7 @@ from daemon_bench import HANG_SCENARIO, LISTENING
 BIN = Path(sys.executable).parent
 PASSWORD = "bench-pw"
 CLIENT_TIMEOUT = 5.0
+SETTLE_SECONDS = 5.0  # after the load, before the second RSS reading (freed memory returned)
 SCENARIOS = {  # name: (max_requests or None for the default, TLS + auth, npu-smi hangs)
     "plain": (200, False, False),
     "tls_auth": (200, True, False),
@@ -111,10 +116,12 @@ async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
 
 
 async def _scraper(port: int, tls: ssl.SSLContext | None, request: bytes, until: float,
-                   interval: float, tally: Tally) -> None:
+                   interval: float, tally: Tally, first_at: float | None) -> None:
+    """Scrapes every ``interval`` s; the first at ``first_at`` (all scrapers at once: a burst
+    on a cold render cache) or at a random phase (out of step, as in a fleet)."""
     conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
     loop = asyncio.get_running_loop()
-    next_at = loop.time() + random.uniform(0, interval)  # scrapers out of step, as in a fleet
+    next_at = first_at if first_at is not None else loop.time() + random.uniform(0, interval)
     while (now := loop.time()) < until:
         await asyncio.sleep(max(0.0, next_at - now))
         next_at += interval
@@ -165,20 +172,42 @@ def _client_tls(tls: bool) -> ssl.SSLContext | None:
     return context
 
 
-async def _load(port: int, tls: bool, args: argparse.Namespace) -> Tally:
+async def _slow_only(port: int, tls: bool, seconds: float, count: int) -> int:
+    tally, context = Tally(), _client_tls(tls)
+    until = asyncio.get_running_loop().time() + seconds
+    await asyncio.gather(*(_slow_header(port, context, until, tally) for _ in range(count)))
+    return tally.cut
+
+
+def _slow_process(port: int, tls: bool, seconds: float, count: int,
+                  cut: multiprocessing.sharedctypes.Synchronized[int]) -> None:
+    """The slow-header connections from their own process, as an attacker's would be: their
+    handshakes and reconnections do not queue the scrapers' requests in one event loop."""
+    logging.getLogger("asyncio").setLevel(logging.ERROR)
+    cut.value = asyncio.run(_slow_only(port, tls, seconds, count))
+
+
+async def _load(port: int, tls: bool, args: argparse.Namespace, burst: bool) -> Tally:
     tally, context = Tally(), _client_tls(tls)
     headers = b"Accept-Encoding: gzip\r\n"
     if tls:
         headers += b"Authorization: Basic " + base64.b64encode(f"prom:{PASSWORD}".encode())
         headers += b"\r\n"
     request = b"GET /metrics HTTP/1.1\r\nHost: bench\r\n" + headers + b"\r\n"
-    until = asyncio.get_running_loop().time() + args.seconds
-    slow = [_slow_header(port, context, until, tally) for _ in range(args.slow)]
-    slow_tasks = [asyncio.create_task(s) for s in slow]
-    await asyncio.sleep(min(2.0, args.seconds / 4))  # let the slow connections open first
-    await asyncio.gather(*(_scraper(port, context, request, until, args.interval, tally)
+    head_start = min(2.0, args.seconds / 4)  # let the slow connections open first
+    cut = multiprocessing.Value("i", 0)
+    slow = multiprocessing.Process(target=_slow_process, daemon=True,
+                                   args=(port, tls, args.seconds + head_start, args.slow, cut))
+    slow.start()
+    await asyncio.sleep(head_start)
+    now = asyncio.get_running_loop().time()
+    until, first_at = now + args.seconds, (now + 0.2 if burst else None)
+    await asyncio.gather(*(_scraper(port, context, request, until, args.interval, tally, first_at)
                            for _ in range(args.scrapers)))
-    await asyncio.gather(*slow_tasks)
+    await asyncio.get_running_loop().run_in_executor(None, slow.join, 30.0)
+    if slow.is_alive():
+        slow.kill()
+    tally.cut = cut.value
     return tally
 
 
@@ -195,8 +224,12 @@ def run_scenario(name: str, args: argparse.Namespace) -> dict[str, float]:
             proc = psutil.Process(daemon.pid)
             time.sleep(args.warmup)  # first polls, first snapshot: a real daemon, real time
             rss0, threads0 = proc.memory_info().rss / 2**20, proc.num_threads()
-            tally = asyncio.run(_load(port, tls, args))
+            # the default limit's run opens with every scraper at once on a cold render cache:
+            # the first render keeps up to 40 in flight, the surplus must get its 503 at once
+            tally = asyncio.run(_load(port, tls, args, burst=max_requests is None))
             rss1, threads1 = proc.memory_info().rss / 2**20, proc.num_threads()
+            time.sleep(SETTLE_SECONDS)  # a real daemon returning freed memory: real time
+            rss2 = proc.memory_info().rss / 2**20
         finally:
             daemon.terminate()
             daemon.wait(10)
@@ -205,7 +238,8 @@ def run_scenario(name: str, args: argparse.Namespace) -> dict[str, float]:
         "p99_ms": _pct(tally.latencies, 0.99), "max_ms": _pct(tally.latencies, 1.0),
         "busy_503": len(tally.busy), "busy_p99_ms": _pct(tally.busy, 0.99),
         "errors": tally.errors, "slow_cut": tally.cut, "rss_before_mb": rss0,
-        "rss_after_mb": rss1, "threads_before": threads0, "threads_after": threads1,
+        "rss_after_mb": rss1, "rss_settled_mb": rss2, "threads_before": threads0,
+        "threads_after": threads1,
     }
     _print(name, max_requests, args, result)
     return result
@@ -221,7 +255,9 @@ def _print(name: str, max_requests: int | None, args: argparse.Namespace,
     print(f"  503 {r['busy_503']:.0f} (p99 {r['busy_p99_ms']:.2f} ms)  errors/timeouts "
           f"{r['errors']:.0f}  slow connections cut by the header deadline {r['slow_cut']:.0f}")
     print(f"  daemon RSS {r['rss_before_mb']:.1f} -> {r['rss_after_mb']:.1f} MB"
-          f" ({r['rss_after_mb'] - r['rss_before_mb']:+.1f} MB)  threads "
+          f" ({r['rss_after_mb'] - r['rss_before_mb']:+.1f} MB), {SETTLE_SECONDS:g} s later "
+          f"{r['rss_settled_mb']:.1f} MB ({r['rss_settled_mb'] - r['rss_before_mb']:+.1f} MB)"
+          "  threads "
           f"{r['threads_before']:.0f} -> {r['threads_after']:.0f}", flush=True)
 
 

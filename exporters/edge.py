@@ -47,7 +47,11 @@ def gzip_wanted(accept_encoding: str) -> bool:
 
 class EdgeApp:
     """Every path but LIVENESS_PATH needs auth when users are configured; at most
-    ``max_requests`` requests are in flight, the rest get a 503 at once."""
+    ``max_requests`` authorised /metrics requests are in flight (rendering or being handed to
+    the connection), the rest get a 503 at once. As node_exporter's --web.max-requests, the
+    limit is inside auth: a flood of bad credentials waits on bcrypt and gets its 401, but
+    cannot take the slots of a scraper whose credentials are cached, and /healthz and the
+    landing page never count."""
 
     def __init__(self, exposition: Exposition, web: LiveWebConfig, *, max_requests: int,
                  healthy: Callable[[], bool], status: Callable[[], str] | None, version: str,
@@ -75,14 +79,7 @@ class EdgeApp:
         if active is None:  # the web config file is broken: fail closed (exporter-toolkit too)
             await _send(send, 500, b"Internal Server Error\n", TEXT, ())
             return
-        if self._in_flight >= self._max:
-            await _send(send, 503, b"Too many requests in flight\n", TEXT, active.headers)
-            return
-        self._in_flight += 1
-        try:
-            await self._handle(scope, send, active.auth, active.headers)
-        finally:
-            self._in_flight -= 1
+        await self._handle(scope, send, active.auth, active.headers)
 
     async def _handle(self, scope: Scope, send: Send, auth: BasicAuth | None,
                       extra: tuple[tuple[bytes, bytes], ...]) -> None:
@@ -93,7 +90,14 @@ class EdgeApp:
             return
         path = scope["path"]
         if path == "/metrics":
-            await self._metrics(send, headers, extra)
+            if self._in_flight >= self._max:
+                await _send(send, 503, b"Too many requests in flight\n", TEXT, extra)
+                return
+            self._in_flight += 1
+            try:
+                await self._metrics(send, headers, extra)
+            finally:
+                self._in_flight -= 1
         elif path == "/healthz":
             ok, reason = self._health()
             text = "ok\n" if ok else f"unhealthy: {reason}\n"

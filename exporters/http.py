@@ -19,6 +19,7 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from npumon.exporters.edge import EdgeApp, Exposition
+from npumon.exporters.memtrim import Trimmer
 from npumon.exporters.rendercache import Prerenderer, RenderCache
 from npumon.exporters.webconfig import WebConfig
 from npumon.exporters.weblive import LiveWebConfig
@@ -33,7 +34,7 @@ HEADER_TIMEOUT_SECONDS = 10.0  # from connect (or the last response) to the end 
 BACKLOG = 2048  # the kernel's accept queue (the kernel caps it at net.core.somaxconn)
 TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\n"
              b"connection: close\r\n\r\n")
-TLS_READ_BUFFER = 32 * 1024  # per TLS connection (asyncio's default is 256 KB)
+TLS_READ_BUFFER = 4 * 1024  # per TLS connection (asyncio default 256 KB)
 KEEP_ALIVE_SECONDS = 30  # an idle keep-alive connection is closed after this
 SHUTDOWN_SECONDS = 2  # grace for requests in flight at shutdown
 
@@ -56,6 +57,7 @@ class _Protocol(H11Protocol):
     response) is disconnected, however slowly it keeps sending."""
 
     header_timeout: ClassVar[float] = HEADER_TIMEOUT_SECONDS
+    trimmer: ClassVar[Trimmer | None] = None
     _deadline: asyncio.TimerHandle | None = None
     _header_bytes = 0
 
@@ -85,6 +87,8 @@ class _Protocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
+        if self.trimmer is not None:
+            self.trimmer.closed()
 
     def _arm(self) -> None:
         self._disarm()
@@ -107,9 +111,9 @@ class Server:
     """A running server: ``port`` (the bound one, useful with port 0) and ``shutdown()``."""
 
     def __init__(self, server: uvicorn.Server, sock: socket.socket, app: EdgeApp,
-                 tls: bool, prerenderer: Prerenderer | None) -> None:
+                 tls: bool, prerenderer: Prerenderer | None, trimmer: Trimmer) -> None:
         self._server, self._sock, self._app = server, sock, app
-        self._prerenderer = prerenderer
+        self._prerenderer, self._trimmer = prerenderer, trimmer
         self.host, self.port = str(sock.getsockname()[0]), int(sock.getsockname()[1])
         self.tls = tls
         self._thread = threading.Thread(
@@ -125,6 +129,7 @@ class Server:
         self._app.close()
         if self._prerenderer is not None:
             self._prerenderer.close()
+        self._trimmer.close()
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -210,7 +215,11 @@ def serve(
         exposition, web, max_requests=max_requests, healthy=healthy, status=status,
         version=version, cache=cache,
     )
-    protocol = type("NpumonProtocol", (_Protocol,), {"header_timeout": header_timeout})
+    trimmer = Trimmer()
+    protocol = type("NpumonProtocol", (_Protocol,),
+                    {"header_timeout": header_timeout, "trimmer": trimmer})
     sock = _bind(*parse_listen_address(address))
-    return Server(uvicorn.Server(_uvicorn_config(app, tls, protocol)), sock, app, tls is not None,
-                  prerenderer)
+    server = Server(uvicorn.Server(_uvicorn_config(app, tls, protocol)), sock, app,
+                    tls is not None, prerenderer, trimmer)
+    trimmer.start()
+    return server

@@ -248,8 +248,33 @@ def test_requests_beyond_max_requests_get_a_fast_503() -> None:
         started = time.monotonic()
         status, _, _ = _get(server, "/metrics")
         assert status == 503 and time.monotonic() - started < 1.0
+        # only /metrics counts (node_exporter's limit wraps its metrics handler)
+        assert _get(server, "/healthz")[0] == 200 and _get(server, "/")[0] == 200
         blocking.release.set()
         assert [f.result(10)[0] for f in held] == [200, 200]
+    finally:
+        blocking.release.set()
+        pool.shutdown()
+        server.shutdown()
+
+
+def test_the_limit_is_inside_auth(tmp_path: Path) -> None:
+    hashed = bcrypt.hashpw(b"pw", bcrypt.gensalt(rounds=4)).decode()
+    config = parse_web_config({"basic_auth_users": {"prom": hashed}}, base=tmp_path)
+    blocking = _Blocking()
+    registry = CollectorRegistry()
+    registry.register(blocking)  # type: ignore[arg-type]
+    server = serve(registry, "127.0.0.1:0", config, lambda: True, max_requests=1)
+    pool = ThreadPoolExecutor(1)
+    try:
+        held = pool.submit(_get, server, "/metrics", _auth("prom", "pw"))
+        assert blocking.entered.acquire(timeout=5)
+        # a bad credential is refused as such, whether or not the slots are taken
+        assert _get(server, "/metrics", _auth("prom", "guess"))[0] == 401
+        assert _get(server, "/metrics")[0] == 401
+        assert _get(server, "/metrics", _auth("prom", "pw"))[0] == 503
+        blocking.release.set()
+        assert held.result(10)[0] == 200
     finally:
         blocking.release.set()
         pool.shutdown()
