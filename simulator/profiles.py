@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-KINDS = ("balanced", "input_bound", "conversion_bound", "aicpu_fallback", "communication_bound")
+KINDS = ("balanced", "input_bound", "conversion_bound", "aicpu_fallback", "communication_bound",
+         "slow_link")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,11 @@ class Profile:
     data_aug: float  # graph mode: gap before the iteration, share of the iteration time
     refresh: float  # graph mode: BP end to iteration end (gradient update, all-reduce)
     reduce_pairs: int  # graph mode: all-reduce segments per iteration
+    # torch_npu communication.json (torch_comm.py): the bandwidth the all-reduce reaches over
+    # HCCS (the daemon's expected figure is 18 GB/s, slow_link under 60 % of it) and the share
+    # of the collective's elapsed time spent waiting for peers
+    hccs_gbps: float = 20.0
+    comm_wait: float = 0.10
 
 
 _BF16_2 = "DT_BF16;DT_BF16"
@@ -94,7 +100,12 @@ PROFILES: dict[str, Profile] = {
         "aicpu_fallback", _BASE + _AI_CPU, 0.86, 0.07, 0.07, 0.01, 0.05, 0.12, 2
     ),
     "communication_bound": Profile(
-        "communication_bound", _BASE, 0.50, 0.42, 0.08, 0.01, 0.03, 0.40, 4
+        "communication_bound", _BASE, 0.50, 0.42, 0.08, 0.01, 0.03, 0.40, 4, 19.0, 0.40
+    ),
+    # a degraded HCCS link: the all-reduce moves 3 GB/s (17 % of the expected 18), so the step
+    # spends a communication-bound share in it
+    "slow_link": Profile(
+        "slow_link", _BASE, 0.62, 0.30, 0.08, 0.01, 0.03, 0.30, 2, 3.0, 0.10
     ),
 }
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from npumon.simulator import tables
+from npumon.simulator import tables, torch_comm
 from npumon.simulator.prof_dir import CaptureMeta, write_raw
 from npumon.simulator.profiles import Step
 
@@ -124,9 +124,12 @@ def _profiler_info(plan: Plan, steps: Sequence[Step], rank: int, end_seconds: fl
 
 
 def write_ascend_pt(plan: Plan, steps: Sequence[Step], meta: CaptureMeta, rank: int | None,
-                    hostname: str) -> Path:
+                    hostname: str, world_size: int = 1,
+                    environ: Mapping[str, str] | None = None) -> Path:
     """``<prof_dir>/<host>_<pid>_<ms stamp>_ascend_pt/``: complete once ASCEND_PROFILER_OUTPUT
-    appears (renamed into place last), as a half-written profile must never look finished."""
+    appears (renamed into place last), as a half-written profile must never look finished.
+    profiler_metadata.json records ``environ``'s variables (torch_comm.ENV_NAMES) and a data
+    parallel group of ``world_size`` ranks; communication.json the steps' all-reduces."""
     name = f"{hostname}_{meta.pid}_{tables.stamp(meta.start_seconds, 17)}_ascend_pt"
     final = plan.prof_dir / name
     partial = plan.prof_dir / f".{name}.partial"
@@ -136,6 +139,9 @@ def write_ascend_pt(plan: Plan, steps: Sequence[Step], meta: CaptureMeta, rank: 
     info_name = "profiler_info.json" if rank is None else f"profiler_info_{rank}.json"
     (partial / info_name).write_text(
         _profiler_info(plan, steps, rank or 0, meta.stop_seconds), encoding="utf-8"
+    )
+    (partial / "profiler_metadata.json").write_text(
+        json.dumps(torch_comm.metadata(rank or 0, world_size, environ), indent=4), encoding="utf-8"
     )
     (partial / "FRAMEWORK").mkdir()
     write_raw(partial, meta, 1)  # the CANN raw data torch_npu exports from
@@ -151,6 +157,11 @@ def write_ascend_pt(plan: Plan, steps: Sequence[Step], meta: CaptureMeta, rank: 
              tables.step_trace_time_rows(steps, dev)),
         ):
             tables.write_csv(tables_dir / file, header, rows)
+        group = str(10**18 + meta.seed % 10**18)  # HCCL's group name: a hash of its ranks
+        (tables_dir / "communication.json").write_text(
+            json.dumps(torch_comm.communication(steps, meta.kind, group), indent=4),
+            encoding="utf-8",
+        )
     partial.rename(final)
     if plan.analyse:
         (final / f"{OUTPUT_DIR}.partial").rename(final / OUTPUT_DIR)

@@ -50,6 +50,8 @@ class Job:
         self.log = log
         self.pid = os.getpid()
         self.rank = int(os.environ["RANK"]) if os.environ.get("RANK", "").isdigit() else None
+        world = os.environ.get("WORLD_SIZE", "")
+        self.world_size = int(world) if world.isdigit() and int(world) > (self.rank or 0) else 1
         self.stopping = False
         self.watcher = (
             ConfigWatcher(args.dynamic_config_dir, self.rank or 0, log)
@@ -85,7 +87,8 @@ class Job:
         steps = simulate(meta.kind, meta.first_step, meta.steps, meta.step_seconds,
                          meta.start_seconds, meta.seed)
         try:
-            path = write_ascend_pt(plan, steps, meta, self.rank, socket.gethostname())
+            path = write_ascend_pt(plan, steps, meta, self.rank, socket.gethostname(),
+                                   self.world_size, os.environ)
         except OSError as error:
             print(f"[ERROR] dynamic_profile: cannot write the profile: {error}", file=self.log)
             return

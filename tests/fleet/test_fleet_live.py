@@ -38,8 +38,11 @@ VARIABLES = {"$cluster": ".*", "$instance": ".*", "$npu": ".*", "$workload": ".*
 
 # Profiled training jobs (npumon-sim-train), by workload name: the node whose daemon profiles
 # it and the simulated workload kind. "slowing" later restarts with a longer step (a regression).
+# "links" is captured through its torch_npu config file, not msprof: only torch_npu exports have
+# communication.json, so only it gives the link bandwidth (its HCCS is slow: slow_link).
 JOBS = {"convert": ("n910b", "conversion_bound"), "input": ("n910b", "input_bound"),
-        "slowing": ("na3", "balanced")}
+        "slowing": ("na3", "balanced"), "links": ("n910b", "slow_link")}
+TORCH_CONFIG = {"links"}
 STEP_SECONDS = 0.05
 # a live Prometheus (each check is a query) is polled every 0.5 s; OSError: not up yet
 POLLING: dict[str, Any] = {"poll": 0.5, "tolerate": (OSError,)}
@@ -94,10 +97,17 @@ def train_bin(tmp: Path) -> Path:
     return tmp / "jobs" / "npumon-sim-train"
 
 
+def config_dir(tmp: Path, name: str) -> Path:
+    """Where a TORCH_CONFIG job polls profiler_config.json (dynamic_profile.init's directory)."""
+    return tmp / f"dynamic-profile-{name}"
+
+
 def start_job(procs: Processes, tmp: Path, name: str,
               step_seconds: float) -> subprocess.Popen[bytes]:
     """A training job started with PROFILING_MODE=dynamic, so msprof can attach to it."""
     argv = [str(train_bin(tmp)), "--profile", JOBS[name][1], "--step-seconds", f"{step_seconds:g}"]
+    if name in TORCH_CONFIG:
+        argv += ["--dynamic-config-dir", str(config_dir(tmp, name))]
     job = procs.start(argv, tmp / f"job-{name}.log", {"PROFILING_MODE": "dynamic"})
     socket_file = tmp / "home" / f"dynamic_profiling_socket_{job.pid}"
     wait_for(socket_file.exists, 10, f"job {name} up")
@@ -108,7 +118,9 @@ def profiling(tmp: Path, node: str) -> dict[str, Any]:
     """Captures back to back (interval 1 s; each takes seconds here), and a baseline from the
     first capture on (default: three), so a regression can show within the test's minute."""
     # the command line is `python3 <script> ...`: the script path follows the interpreter
-    targets = [{"workload": name, "cmdline": f" {re.escape(str(train_bin(tmp)))} --profile {kind} "}
+    targets = [{"workload": name, "cmdline": f" {re.escape(str(train_bin(tmp)))} --profile {kind} ",
+                **({"mode": "torch_npu_config", "config_dir": str(config_dir(tmp, name))}
+                   if name in TORCH_CONFIG else {})}
                for name, (where, kind) in JOBS.items() if where == node]
     return {
         "enabled": True, "interval": "1s", "duration": "500ms", "discover": False,
@@ -290,6 +302,20 @@ def test_every_dashboard_query_parses_and_returns_data(prometheus: str) -> None:
     with contextlib.suppress(AssertionError):  # the assertion below names what is missing
         wait_for(all_answer, 30, "every dashboard query to answer", **POLLING)
     assert empty == [], "no data for:\n" + "\n".join(f"{w}: {e}" for w, e in empty)
+
+
+def test_the_torch_npu_job_shows_its_slow_link(prometheus: str) -> None:
+    """communication.json of the simulated torch_npu capture reaches Prometheus: HCCS at the
+    scenario's 3 GB/s, diagnosed slow_link; the msprof-attached jobs have no link figures."""
+    hccs = 'npu_communication_link_bandwidth_bytes_per_second{workload="links", link_type="HCCS"}'
+    slow = 'npu_profile_bottleneck{workload="links", kind="slow_link"}'
+    wait_for(lambda: bool(query(prometheus, hccs)), 30, "the link bandwidth of links", **POLLING)
+    assert query(prometheus, hccs) == [pytest.approx(3e9)]
+    assert query(prometheus, slow) == [1.0]
+    assert query(prometheus, 'npu_profile_bottleneck{kind="slow_link"} == 1') == [1.0]
+    assert {s["metric"]["workload"] for s in api_query(
+        prometheus, "npu_communication_link_bandwidth_bytes_per_second")["data"]["result"]} \
+        == {"links"}
 
 
 def pending(url: str) -> list[dict[str, str]]:

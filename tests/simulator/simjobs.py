@@ -25,6 +25,7 @@ DIAGNOSES = {
     "conversion_bound": {"format_conversion"},
     "aicpu_fallback": {"ai_cpu_fallback"},
     "communication_bound": {"communication"},
+    "slow_link": {"communication", "slow_link"},
 }
 # the kinds the msprof tests profile, and the diagnoses they look at
 MSPROF_KINDS = ("aicpu_fallback", "balanced", "conversion_bound", "input_bound")
