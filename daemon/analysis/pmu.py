@@ -7,7 +7,8 @@ input shapes, output shapes) is judged on its mean aiv_vec_ratio, aiv_mte2_ratio
 aiv_mte3_ratio: bound when vec + mte2 + mte3 >= pmu_vector_total_ratio (vec_mte2_mte3) or one unit
 >= pmu_vector_unit_ratio (mte2, then mte3, then vec); otherwise it has headroom, the most any
 unit is below pmu_vector_unit_ratio. ``operator_pmu`` names the ones with the most headroom and
-the longest bound ones. The checker's cube (MatMul) and FlashAttention parts judge shape affinity
+the longest bound ones. Unlike the peer it fires only when some operator has headroom: a
+profile whose vector operators are all bound uses its units fully, which is no finding. The checker's cube (MatMul) and FlashAttention parts judge shape affinity
 (inner axes divisible by 256 / 128) and are not restated here.
 """
 
@@ -99,7 +100,7 @@ def _line(op: VectorOp) -> str:
 
 def judge(parts: Sequence[VectorRows], t: Thresholds) -> tuple[Bottleneck, ...]:
     ops = vector_ops(parts, t)
-    if not ops:
+    if all(o.bound for o in ops):  # none, or every one saturates a unit
         return ()
     room = sorted((o for o in ops if not o.bound), key=lambda o: (-o.headroom, o.name))
     bound = sorted((o for o in ops if o.bound), key=lambda o: (-o.duration_us, o.name))

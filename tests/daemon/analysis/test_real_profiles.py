@@ -375,10 +375,14 @@ def test_operator_pmu_needs_the_pmu_columns() -> None:
 
 def test_operator_pmu_thresholds_move_the_lists() -> None:
     groups = _vector_groups("text_level1")
-    loose = Thresholds(pmu_vector_unit_ratio=0.0)  # every unit "bound": nothing has headroom
-    found = next(b for b in analyze_path(TREES / "text_level1", loose).summary.bottlenecks
+    strict = Thresholds(pmu_vector_unit_ratio=1.0, pmu_vector_total_ratio=3.1)  # none bound
+    found = next(b for b in analyze_path(TREES / "text_level1", strict).summary.bottlenecks
                  if b.kind == "operator_pmu")
-    assert "with headroom" not in found.detail and f"{len(groups)} bound" in found.detail
+    assert "bound" not in found.detail and f"{len(groups)} with headroom" in found.detail
+    # every unit "bound": nothing has headroom, and an all-bound profile is no finding
+    loose = Thresholds(pmu_vector_unit_ratio=0.0)
+    kinds = {b.kind for b in analyze_path(TREES / "text_level1", loose).summary.bottlenecks}
+    assert "operator_pmu" not in kinds
 
 
 def test_level0_dynamic_shape_unknown_not_all_dynamic() -> None:
