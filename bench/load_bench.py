@@ -117,14 +117,23 @@ async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
 
 async def _scraper(port: int, tls: ssl.SSLContext | None, request: bytes, until: float,
                    interval: float, tally: Tally, first_at: float | None) -> None:
-    """Scrapes every ``interval`` s; the first at ``first_at`` (all scrapers at once: a burst
-    on a cold render cache) or at a random phase (out of step, as in a fleet)."""
+    """Scrapes every ``interval`` s at a random phase (out of step, as in a fleet). With
+    ``first_at``, the connection is opened beforehand and the first request is sent at that
+    instant by every scraper at once (a burst on a cold render cache); then out of step."""
     conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
     loop = asyncio.get_running_loop()
-    next_at = first_at if first_at is not None else loop.time() + random.uniform(0, interval)
+    next_at = loop.time() + random.uniform(0, interval)
+    if first_at is not None:
+        try:
+            conn = await asyncio.wait_for(
+                asyncio.open_connection("127.0.0.1", port, ssl=tls), CLIENT_TIMEOUT)
+        except (OSError, TimeoutError):
+            tally.errors += 1
+        next_at = first_at
     while (now := loop.time()) < until:
         await asyncio.sleep(max(0.0, next_at - now))
-        next_at += interval
+        next_at = (next_at + random.uniform(0, interval) if next_at == first_at
+                   else next_at + interval)
         started = loop.time()
         try:
             if conn is None:
@@ -201,7 +210,7 @@ async def _load(port: int, tls: bool, args: argparse.Namespace, burst: bool) -> 
     slow.start()
     await asyncio.sleep(head_start)
     now = asyncio.get_running_loop().time()
-    until, first_at = now + args.seconds, (now + 0.2 if burst else None)
+    until, first_at = now + args.seconds, (now + 1.0 if burst else None)
     await asyncio.gather(*(_scraper(port, context, request, until, args.interval, tally, first_at)
                            for _ in range(args.scrapers)))
     await asyncio.get_running_loop().run_in_executor(None, slow.join, 30.0)
@@ -225,7 +234,7 @@ def run_scenario(name: str, args: argparse.Namespace) -> dict[str, float]:
             time.sleep(args.warmup)  # first polls, first snapshot: a real daemon, real time
             rss0, threads0 = proc.memory_info().rss / 2**20, proc.num_threads()
             # the default limit's run opens with every scraper at once on a cold render cache:
-            # the first render keeps up to 40 in flight, the surplus must get its 503 at once
+            # up to 40 wait for the first render, the surplus must get its 503 at once
             tally = asyncio.run(_load(port, tls, args, burst=max_requests is None))
             rss1, threads1 = proc.memory_info().rss / 2**20, proc.num_threads()
             time.sleep(SETTLE_SECONDS)  # a real daemon returning freed memory: real time

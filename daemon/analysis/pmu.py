@@ -8,8 +8,9 @@ aiv_mte3_ratio: bound when vec + mte2 + mte3 >= pmu_vector_total_ratio (vec_mte2
 >= pmu_vector_unit_ratio (mte2, then mte3, then vec); otherwise it has headroom, the most any
 unit is below pmu_vector_unit_ratio. ``operator_pmu`` names the ones with the most headroom and
 the longest bound ones. Unlike the peer it fires only when some operator has headroom: a
-profile whose vector operators are all bound uses its units fully, which is no finding. The checker's cube (MatMul) and FlashAttention parts judge shape affinity
-(inner axes divisible by 256 / 128) and are not restated here.
+profile whose vector operators are all bound uses its units fully, which is no finding. The
+checker's cube (MatMul) and FlashAttention parts judge shape affinity (inner axes divisible by
+256 / 128) and are not restated here.
 """
 
 from __future__ import annotations
