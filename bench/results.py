@@ -117,19 +117,16 @@ def scrapes(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
     hang_p99 = (one or {}).get("scenarios", {}).get("npu_smi_hang", {}).get("p99_ms")
     children = daemon.get("nodes", {}).get("16", {}).get("children_cpu_percent")
     note = (
-        "Scrapes are served from a render cache while the snapshot is unchanged. The tail (and, "
-        "in the polling run where npu-smi and hccn_tool publish many times a minute, the median "
-        "too) comes with new snapshots: the first scrape after each publish (every table "
-        "interval, and again when detail, health or profiling results land) renders the "
-        "exposition in Python, and it runs on 2 cores shared with the simulators (npu-smi is a "
-        "Python process per call; with msprof they took "
+        "Every publish is rendered ahead of the scrapes (exporters/rendercache.py Prerenderer; "
+        "a collector's text is kept while the snapshot parts it reads are unchanged), so a "
+        "scrape is a cache lookup unless it lands while that render runs, when it waits for "
+        "it. The tail is those scrapes plus the machine: 2 cores shared with the simulators "
+        "(npu-smi is a Python process per call; with msprof they took "
         + (f"{children:.1f} % of a core at 16 chips" if children is not None else "see section 1")
-        + "), in the polling run the other daemons, and the machine's other work (load average "
-        f"{load:.1f} at the start). The same client against a hung npu-smi, where no new "
-        "snapshot is published, stays at p99 "
-        + (f"{hang_p99:.2f} ms" if hang_p99 is not None else "(not measured)")
-        + ". Affected by the machine's load. Fix: render the exposition eagerly in the poller "
-        "right after a snapshot is published, so no scrape pays for a render.")
+        + "), in the polling run the other daemons, and other work (load average "
+        f"{load:.1f} at the start). The same client against a hung npu-smi (no new snapshots) "
+        "stays at p99 " + (f"{hang_p99:.2f} ms" if hang_p99 is not None else "(not measured)")
+        + ".")
     for chips, n in sorted(daemon.get("nodes", {}).items(), key=lambda kv: int(kv[0])):
         t.row(f"1 client, {chips} chips: size", f"{n['bytes']:,} bytes, {n['samples']:,} samples "
               f"({n['process_series']} process, {n['network_series']} network, "
@@ -143,57 +140,59 @@ def scrapes(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
         t.row(label, f"{_ms(hung['p50_ms'])} / {_ms(hung['p99_ms'])}", "p99 < 5 ms",
               hung["p99_ms"] < 5, note)
     names = {"plain": "plain", "tls_auth": "TLS + basic auth", "npu_smi_hang": "npu-smi hanging",
-             "default_40": "default --web.max-requests 40"}
-    for data, clients, budget in ((one, 1, 5.0), (hundred, 100, 50.0)):
+             "default_40": "default --web.max-requests 40, first round all at once"}
+    for data, clients in ((one, 1), (hundred, 100)):
         if data is None:
-            t.row(f"{clients} client(s), 16 chips", NA, f"p99 < {budget:g} ms", False)
+            t.row(f"{clients} client(s), 16 chips", NA, "-", False)
             continue
         for name, r in data["scenarios"].items():
-            who = "1 client" if clients == 1 else f"{clients} clients"
-            slow = f" + {data['slow']} slow-header connections" if data["slow"] else ""
-            label = (f"{who}, each every {1000 * data['interval_s']:.0f} ms{slow}, 16 chips, "
-                     f"{names.get(name, name)}: p50 / p99")
-            extra = (f" ({r['ok']:.0f} ok, {r['busy_503']:.0f} 503, {r['errors']:.0f} errors; "
-                     f"RSS {r['rss_before_mb']:.0f} -> {r['rss_after_mb']:.0f} MB)")
-            ok = r["p99_ms"] < budget and r["errors"] == 0
-            why = note
-            if name == "tls_auth":
-                why += (" Under TLS + auth each new connection also pays a TLS handshake and "
-                        "the first check of a credential one bcrypt (cost 10, tens of ms here); "
-                        "checks are cached after that.")
-            if clients == 100:
-                asked = data["scrapers"] / data["interval_s"]
-                got = r["ok"] / data["seconds"]
-                why = (f"{data['scrapers']} clients asking {asked:.0f} scrapes a second got "
-                       f"{got:.0f} a second, on 2 cores shared with the load generator itself "
-                       "(asyncio, 600 connections, in Python on the same machine), the "
-                       "simulated npu-smi and the machine's other work (load average "
-                       f"{load:.1f} at the start). uvicorn parses HTTP with h11 (pure Python)")
-                if name == "tls_auth":
-                    why += (" and runs TLS through asyncio's SSL protocol (Python per record). "
-                            f"The median stays at {r['p50_ms']:.2f} ms; the tail is likely the "
-                            f"handshakes: {r['slow_cut']:.0f} slow-header connections were cut "
-                            "by the header deadline and reopened, each a TLS handshake on the "
-                            "same event loop (plain's reopenings cost no handshake). RSS grew "
-                            f"{r['rss_after_mb'] - r['rss_before_mb']:.0f} MB under TLS "
-                            "(likely SSL buffers per open connection). Not isolated in this run. "
-                            "Fix: "
-                            "TLS terminated in front (kube-rbac-proxy, as npu-exporter "
-                            "deployments do) or uvloop (C transport); confirm with the load "
-                            "generator on another machine.")
-                elif name == "npu_smi_hang":
-                    why += (". The hang scenario is slower than plain although it publishes "
-                            "no new snapshots; this run does not isolate why. Candidates: every "
-                            "npu-smi timeout (10 s) kills the hung process and starts a new "
-                            "Python process on the shared cores, and each failure is published "
-                            "(a new snapshot to render). Fix: find out with py-spy during the "
-                            "run before changing anything.")
-                else:
-                    why += ". Fix: httptools and uvloop (C) for the HTTP edge."
-            t.row(label, f"{_ms(r['p50_ms'])} / {_ms(r['p99_ms'])}{extra}",
-                  f"p99 < {budget:g} ms, no errors", ok, why)
+            _load_rows(t, data, clients, name, names.get(name, name), r, load, note)
     misses += t.misses
     return t.render()
+
+
+def _load_rows(t: Table, data: dict[str, Any], clients: int, name: str, title: str,
+               r: dict[str, float], load: float, note: str) -> None:
+    who = "1 client" if clients == 1 else f"{clients} clients"
+    slow = f" + {data['slow']} slow-header connections" if data["slow"] else ""
+    label = f"{who}, each every {1000 * data['interval_s']:.0f} ms{slow}, 16 chips, {title}"
+    settled = r.get("rss_settled_mb", r["rss_after_mb"])
+    growth = settled - r["rss_before_mb"]
+    extra = (f" ({r['ok']:.0f} ok, {r['busy_503']:.0f} 503, {r['errors']:.0f} errors; RSS "
+             f"{r['rss_before_mb']:.0f} -> {r['rss_after_mb']:.0f} MB at the end, "
+             f"{settled:.0f} MB 5 s later)")
+    if clients == 1:
+        budget, ok = "p99 < 5 ms, no errors", r["p99_ms"] < 5 and r["errors"] == 0
+        why = note
+        if name == "tls_auth":
+            why += (" Under TLS + auth a new connection also pays a handshake and the first "
+                    "check of a credential one bcrypt (cost 10); checks are cached after that.")
+    elif name == "default_40":
+        budget = "surplus: 503 with p99 < 10 ms; no errors or timeouts"
+        ok = r["errors"] == 0 and (r["busy_503"] == 0 or r["busy_p99_ms"] < 10)
+        why = (f"{r['busy_503']:.0f} requests of the opening burst got a 503 with p99 "
+               f"{r['busy_p99_ms']:.1f} ms, on 2 cores shared with the load generator (100 "
+               "scrapers sending at one instant, then 500 slow connections) and other work "
+               f"(load average {load:.1f} at the start): the 503 is written on the event loop "
+               "behind the burst's other requests.")
+    else:
+        budget = "p99 < 50 ms, no errors, RSS growth < 20 MB"
+        ok = r["p99_ms"] < 50 and r["errors"] == 0 and growth < 20
+        asked = data["scrapers"] / data["interval_s"]
+        got = r["ok"] / data["seconds"]
+        why = (f"{data['scrapers']} clients asking {asked:.0f} scrapes a second got {got:.0f} a "
+               "second on 2 cores shared with the load generator (Python asyncio; the slow "
+               "connections from a second process), the simulated npu-smi and other work (load "
+               f"average {load:.1f} at the start); RSS grew {growth:.1f} MB (5 s after the load)."
+               " uvicorn parses HTTP with h11 (pure Python).")
+        if name == "tls_auth":
+            why += (f" Under TLS the {r['slow_cut']:.0f} slow-header connections cut by the "
+                    "header deadline reopen together, each a TLS handshake through asyncio's "
+                    "SSL protocol (Python per record) on the event loop the scrapes share; the "
+                    "issue's latency target is for plain HTTP. TLS terminated in front "
+                    "(kube-rbac-proxy) takes the handshakes off the daemon.")
+    t.row(f"{label}: p50 / p99", f"{_ms(r['p50_ms'])} / {_ms(r['p99_ms'])}{extra}", budget,
+          ok, why)
 
 
 def analysis(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
