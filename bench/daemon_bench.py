@@ -61,19 +61,23 @@ def _has_hccn_tool() -> bool:
     return "hccn_tool" in Config.model_fields and (BIN / "npumon-sim-hccn-tool").exists()
 
 
+NICE_SIMULATORS = False  # --nice-simulators: the simulated npu-smi and hccn_tool at nice 19
+
+
 def _config(folder: Path, scenario: str, timeout: str, device: int | None = None) -> Path:
     """The daemon's config: the simulated npu-smi (and hccn_tool where that source exists);
     with `device`, profiling on at its defaults for the simulated job `--device <device>`."""
     path = folder / "npumon.yaml"
+    nice = '"nice", "-n", "19", ' if NICE_SIMULATORS else ""
     text = (
         "npu_smi:\n"
-        f"  command: [\"{BIN / 'npumon-sim-npu-smi'}\", \"--scenario\", \"{scenario}\"]\n"
+        f"  command: [{nice}\"{BIN / 'npumon-sim-npu-smi'}\", \"--scenario\", \"{scenario}\"]\n"
         f"  timeout: {timeout}\n"
         f"state_directory: {folder / 'state'}\n"
     )
     if _has_hccn_tool():
-        text += (f"hccn_tool:\n  command: [\"{BIN / 'npumon-sim-hccn-tool'}\", \"--scenario\","
-                 f" \"{scenario}\"]\n")
+        hccn = BIN / "npumon-sim-hccn-tool"
+        text += f"hccn_tool:\n  command: [{nice}\"{hccn}\", \"--scenario\", \"{scenario}\"]\n"
     if device is not None:
         text += (
             "profiling:\n  enabled: true\n  discover: false\n  targets:\n"
@@ -276,7 +280,12 @@ def main() -> None:
     parser.add_argument("--scrapes", type=int, default=300, help="per node, one client")
     parser.add_argument("--hung-scrapes", type=int, default=1000)
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--nice-simulators", action="store_true",
+                        help="run the simulated npu-smi and hccn_tool at nice 19: separates the "
+                        "daemon's latency from the simulators' CPU (Python per call)")
     args = parser.parse_args()
+    global NICE_SIMULATORS
+    NICE_SIMULATORS = args.nice_simulators
     from npumon.daemon.config import Config
 
     profiling = Config().profiling

@@ -23,7 +23,8 @@ class RenderCache:
     repeated scrapes of an unchanged snapshot (a hung npu-smi, several Prometheus replicas) cost
     a dictionary lookup instead of formatting every sample again. ``refresh()`` renders the
     formats scraped in the last PRERENDER_WINDOW_SECONDS for the current version, so that the
-    first scrape after a publish does not pay for the render either (Prerenderer calls it).
+    first scrape after a publish does not pay for the render either (Prerenderer calls it), and
+    a scrape that lands while that render runs gets the body before it (``peek``).
     """
 
     def __init__(self, version: Callable[[], object],
@@ -34,15 +35,20 @@ class RenderCache:
         self._render_lock = threading.Lock()
         self._entries: dict[Key, tuple[object, bytes]] = {}
         self._renders: dict[Key, tuple[Callable[[], bytes], float]] = {}  # (render, last asked)
+        self._rendering: set[Key] = set()
 
     def peek(self, key: Key) -> bytes | None:
-        """The cached body when it is still current, else None (never renders)."""
-        body = self._lookup(key, self._version())
-        if body is not None:
-            with self._lock:
-                if key in self._renders:
-                    self._renders[key] = (self._renders[key][0], self._clock())
-        return body
+        """The cached body when it is still current, or the previous one while the current one
+        is being rendered (stale by less than one render, as a scrape a moment earlier would
+        have been); else None (never renders)."""
+        version = self._version()
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is None or (hit[0] is not version and key not in self._rendering):
+                return None
+            if key in self._renders:
+                self._renders[key] = (self._renders[key][0], self._clock())
+            return hit[1]
 
     def get(self, key: Key, render: Callable[[], bytes]) -> bytes:
         """The cached body when current, else ``render()``'s, which is kept. One render at a
@@ -72,7 +78,13 @@ class RenderCache:
         with self._render_lock:
             body = self._lookup(key, version)
             if body is None:
-                body = render()
+                with self._lock:
+                    self._rendering.add(key)
+                try:
+                    body = render()
+                finally:
+                    with self._lock:
+                        self._rendering.discard(key)
                 with self._lock:
                     self._entries[key] = (version, body)
         return body

@@ -98,3 +98,36 @@ def test_the_prerenderer_renders_after_each_change_and_folds_a_burst() -> None:
     finally:
         release.set()
         prerenderer.close()
+
+
+def test_while_a_new_snapshot_renders_peek_serves_the_previous_body() -> None:
+    snapshot = [object()]
+    rendering, release = threading.Event(), threading.Event()
+    key = ("t", False)
+    cache = RenderCache(lambda: snapshot[0])
+    assert cache.peek(key) is None  # nothing rendered yet: the scrape must render
+    bodies = iter([b"old"])
+
+    def render() -> bytes:
+        body = next(bodies, None)
+        if body is not None:
+            return body
+        rendering.set()
+        assert release.wait(10)
+        return b"new"
+
+    cache.get(key, render)
+    snapshot[0] = object()
+    assert cache.peek(key) is None  # stale and nobody renders: not served
+
+    worker = threading.Thread(target=cache.refresh)
+    worker.start()
+    try:
+        assert rendering.wait(10)
+        assert cache.peek(key) == b"old"  # the render is under way: the body before it
+    finally:
+        release.set()
+        worker.join(10)
+    assert cache.peek(key) == b"new"
+
+
