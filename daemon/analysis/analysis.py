@@ -50,6 +50,8 @@ class _Collected:
     graph_ranks: list[tuple[str, list[steptime.StepRow]]]
     kernel_units: list[str]  # units whose per-task table was read (communication comes from it)
     comm_files: list[Path]
+    matrix_files: list[Path]  # communication_matrix.json of every rank
+    matrix_only: list[Path]  # those of ranks without communication.json
     dp_of: dict[str, tuple[int, ...] | None]
     env: list[tuple[str, dict[str, str] | None]]  # per unit: profiler_metadata's variables
     vector: list[pmu.VectorRows]  # per kernel table with PMU columns
@@ -211,12 +213,15 @@ def analyze_path(
             "ascend_pytorch_profiler_N.db, PROF_*/mindstudio_profiler_output/, PROF_*/msprof_*.db "
             "and PROF_*/device_N/summary/)"
         )
-    c = _Collected([], [], [], [], [], [], [], {}, [], [])
+    c = _Collected([], [], [], [], [], [], [], [], [], {}, [], [])
     for unit in units:
         c.problems.extend(unit.notes)
         _unit_ops(unit, thresholds, c)
         _unit_steps(unit, c)
         c.comm_files.extend(unit.tables.get(layout.COMMUNICATION, ()))
+        c.matrix_files.extend(unit.tables.get(layout.COMM_MATRIX, ()))
+        if layout.COMMUNICATION not in unit.tables:
+            c.matrix_only.extend(unit.tables.get(layout.COMM_MATRIX, ()))
         c.dp_of[unit.name] = peers.dp_ranks(unit.root)
         c.env.append((unit.name, environment.recorded(unit.root)))
     if not c.sources:
@@ -233,9 +238,11 @@ def _summary(
     steps = _steps(c, thresholds)
     groups = peers.peer_groups(steps.ranks, c.dp_of)
     spreads, rank_findings = peers.judge(steps.ranks, groups, thresholds)
-    communication = comm.read(c.comm_files, thresholds, c.problems)
+    communication = comm.read(c.comm_files, thresholds, c.problems, c.matrix_files,
+                              c.matrix_only)
     mode = _mode(c, units)
-    judged = (rank_findings + comm.slow_links(communication.links, thresholds)
+    judged = (rank_findings
+              + comm.slow_links(communication.links, thresholds, communication.pairs)
               + comm.small_packets(communication.packets, thresholds)
               + environment.judge(c.env, thresholds) + pmu.judge(c.vector, thresholds))
     evidence = _evidence(facts, steps, mode, judged)
