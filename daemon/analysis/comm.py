@@ -227,10 +227,11 @@ def _pairs_clause(slowest: Sequence[PairStat], of: int) -> str:
     return f"; slowest of its {of} rank pair(s) in communication_matrix.json: {named}"
 
 
-def slow_links(links: Sequence[LinkStat], t: Thresholds, pairs: Sequence[PairStat] = ()
-               ) -> tuple[Bottleneck, ...]:
+def slow_links(links: Sequence[LinkStat], t: Thresholds, pairs: Sequence[PairStat] = (),
+               tier: str = "") -> tuple[Bottleneck, ...]:
     """A link type that moved at least slow_link_min_mb at under slow_link_ratio of its
-    expected bandwidth (link_expected_gbps); the matrix's slowest pairs of it named."""
+    expected bandwidth (link_expected_gbps); the matrix's slowest pairs of it named, and
+    ``tier`` (the data-transfer share of the step, diagnosis.transfer_tier) appended."""
     found = []
     for link in links:
         expected = t.link_expected_gbps.get(link.link_type)
@@ -246,14 +247,15 @@ def slow_links(links: Sequence[LinkStat], t: Thresholds, pairs: Sequence[PairSta
                 f"{link.link_type} moved {link.transit_bytes / 1e6:.1f} MB at "
                 f"{link.bandwidth_bytes_per_second / 1e9:.1f} GB/s, {ratio:.0%} of the expected "
                 f"{expected:g} GB/s (threshold {t.slow_link_ratio:.0%})"
-                + _pairs_clause(slowest_pairs(pairs, link.link_type, t), of),
+                + _pairs_clause(slowest_pairs(pairs, link.link_type, t), of) + tier,
                 ratio,
                 t.slow_link_ratio,
             ))
     return tuple(found)
 
 
-def small_packets(packets: Sequence[PacketStat], t: Thresholds) -> tuple[Bottleneck, ...]:
+def small_packets(packets: Sequence[PacketStat], t: Thresholds, tier: str = ""
+                  ) -> tuple[Bottleneck, ...]:
     """msprof-analyze's packet rule: over small_packet_ratio of a transport's ops move less than
     its minimum size (SDMA 16 MB, RDMA 1 MB); one finding naming every transport over it."""
     over = [p for p in packets if p.ops and p.small_ops / p.ops > t.small_packet_ratio]
@@ -263,5 +265,5 @@ def small_packets(packets: Sequence[PacketStat], t: Thresholds) -> tuple[Bottlen
     detail = "; ".join(
         f"{p.small_ops} of {p.ops} {p.link_type} transfers ({p.small_ops / p.ops:.0%}) move less "
         f"than {p.min_mb:g} MB, {p.small_ms:.2f} ms of transfer" for p in over)
-    return (finding("small_packets", f"{detail} (threshold {t.small_packet_ratio:.0%})", worst,
-                    t.small_packet_ratio),)
+    return (finding("small_packets", f"{detail} (threshold {t.small_packet_ratio:.0%}){tier}",
+                    worst, t.small_packet_ratio),)

@@ -205,8 +205,8 @@ def test_slow_link_names_the_slowest_rank_pairs_of_the_matrix() -> None:
     hccs = sorted((mb / ms, src, dst) for (link, src, dst), (mb, ms) in pairs.items()
                   if link == "HCCS")
     named = ", ".join(f"{src}->{dst} {gbps:.1f} GB/s" for gbps, src, dst in hccs[:3])
-    assert slow.detail.endswith(
-        f"slowest of its {len(hccs)} rank pair(s) in communication_matrix.json: {named}")
+    assert (f"; slowest of its {len(hccs)} rank pair(s) in communication_matrix.json: {named}; "
+            in slow.detail)
     assert [src for _, src, _ in hccs[:3]] == ["1", "1", "1"]  # rank1's links are the slowest
 
 
@@ -234,6 +234,26 @@ def test_matrix_gives_the_link_bandwidth_without_communication_json(
     assert hccs.bandwidth_bytes_per_second == pytest.approx(mb / ms * 1e9)
     assert "LOCAL" not in {x.link_type for x in summary.links}
     assert (summary.comm_times is None) == (len(removed) == 2)
+
+
+def test_transfer_share_of_the_step_and_its_checklist_tier() -> None:
+    """text_level1: transit over the step time of both ranks; its communication finding (75 %
+    not overlapped) says the transfer itself is under the checklist's 5 % tier. pp2dp2_level2
+    (CANN 8.3) records almost no Transit Time while its links moved GBs: unknown, no tier."""
+    summary = analyze_path(TREES / "text_level1").summary
+    _, transit_ms, _ = _comm_totals("text_level1")
+    step_us = sum(float(r["Computing"]) + float(r["Communication(Not Overlapped)"])
+                  + float(r["Free"]) for rank in _ranks("text_level1")
+                  for r in _csv(rank / OUT / "step_trace_time.csv"))
+    assert summary.comm_transfer_ratio == pytest.approx(transit_ms * 1e3 / step_us)
+    assert summary.comm_transfer_ratio < Thresholds().communication_notice_ratio
+    (found,) = [b for b in summary.bottlenecks if b.kind == "communication"]
+    assert f"is {transit_ms * 1e3 / step_us:.1%} of the step (fine: " in found.detail
+    other = analyze_path(TREES / "pp2dp2_level2").summary
+    _, transit_ms, links = _comm_totals("pp2dp2_level2")
+    assert transit_ms * 384 < links["HCCS"][1]  # 0.036 ms of transit, 368 ms on HCCS
+    assert other.comm_transfer_ratio is None
+    assert all("data transfer" not in b.detail for b in other.bottlenecks)
 
 
 def test_db_export_matches_its_own_database() -> None:
