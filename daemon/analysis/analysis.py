@@ -15,7 +15,7 @@ from npumon.daemon.analysis import (
     sqlite_tables,
     steptime,
 )
-from npumon.daemon.analysis.diagnosis import Evidence, diagnose
+from npumon.daemon.analysis.diagnosis import Evidence, diagnose, transfer_tier
 from npumon.daemon.analysis.limits import check_sizes
 from npumon.daemon.analysis.readers import (
     TableError,
@@ -35,6 +35,7 @@ from npumon.daemon.model.profile import (
 )
 
 DEFAULT_THRESHOLDS = Thresholds()
+_MAX_PEERS = 384  # links a rank drives at once, at most: an Atlas A3 supernode's NPUs
 
 
 class NoProfileData(Exception):
@@ -50,6 +51,9 @@ class _Collected:
     graph_ranks: list[tuple[str, list[steptime.StepRow]]]
     kernel_units: list[str]  # units whose per-task table was read (communication comes from it)
     comm_files: list[Path]
+    matrix_files: list[Path]  # communication_matrix.json of every rank
+    matrix_only: list[Path]  # those of ranks without communication.json
+    comm_units: list[str]  # units whose communication.json is in comm_files
     dp_of: dict[str, tuple[int, ...] | None]
     env: list[tuple[str, dict[str, str] | None]]  # per unit: profiler_metadata's variables
     vector: list[pmu.VectorRows]  # per kernel table with PMU columns
@@ -148,11 +152,12 @@ def _capture_time(units: tuple[layout.ProfileUnit, ...], sources: list[str]) -> 
 
 def _evidence(
     facts: ops.OpFacts | None, steps: steptime.StepResult, mode: str | None,
-    findings: tuple[Bottleneck, ...],
+    findings: tuple[Bottleneck, ...], transfer: float | None = None,
 ) -> Evidence:
     ratios = {p.phase: p.ratio for p in steps.phases if p.ratio is not None}
     if facts is None or facts.total_us <= 0:
-        return Evidence(phase_ratios=ratios, mode=mode, findings=findings)
+        return Evidence(phase_ratios=ratios, mode=mode, findings=findings,
+                        transfer_ratio=transfer)
     total = facts.total_us
     return Evidence(
         phase_ratios=ratios,
@@ -167,6 +172,7 @@ def _evidence(
         static_ops=facts.static_count,
         small_ops_ratio=facts.small_count / facts.op_count if facts.op_count else None,
         mode=mode,
+        transfer_ratio=transfer,
         findings=findings,
     )
 
@@ -211,12 +217,17 @@ def analyze_path(
             "ascend_pytorch_profiler_N.db, PROF_*/mindstudio_profiler_output/, PROF_*/msprof_*.db "
             "and PROF_*/device_N/summary/)"
         )
-    c = _Collected([], [], [], [], [], [], [], {}, [], [])
+    c = _Collected([], [], [], [], [], [], [], [], [], [], {}, [], [])
     for unit in units:
         c.problems.extend(unit.notes)
         _unit_ops(unit, thresholds, c)
         _unit_steps(unit, c)
         c.comm_files.extend(unit.tables.get(layout.COMMUNICATION, ()))
+        c.matrix_files.extend(unit.tables.get(layout.COMM_MATRIX, ()))
+        if layout.COMMUNICATION in unit.tables:
+            c.comm_units.append(unit.name)
+        else:
+            c.matrix_only.extend(unit.tables.get(layout.COMM_MATRIX, ()))
         c.dp_of[unit.name] = peers.dp_ranks(unit.root)
         c.env.append((unit.name, environment.recorded(unit.root)))
     if not c.sources:
@@ -233,12 +244,16 @@ def _summary(
     steps = _steps(c, thresholds)
     groups = peers.peer_groups(steps.ranks, c.dp_of)
     spreads, rank_findings = peers.judge(steps.ranks, groups, thresholds)
-    communication = comm.read(c.comm_files, thresholds, c.problems)
+    communication = comm.read(c.comm_files, thresholds, c.problems, c.matrix_files,
+                              c.matrix_only)
     mode = _mode(c, units)
-    judged = (rank_findings + comm.slow_links(communication.links, thresholds)
-              + comm.small_packets(communication.packets, thresholds)
+    transfer = _transfer_ratio(communication, c.step_total_us(c.comm_units))
+    tier = transfer_tier(transfer, thresholds)
+    judged = (rank_findings
+              + comm.slow_links(communication.links, thresholds, communication.pairs, tier)
+              + comm.small_packets(communication.packets, thresholds, tier)
               + environment.judge(c.env, thresholds) + pmu.judge(c.vector, thresholds))
-    evidence = _evidence(facts, steps, mode, judged)
+    evidence = _evidence(facts, steps, mode, judged, transfer)
     return ProfileSummary(
         workload=workload,
         layout="+".join(sorted({u.layout for u in units})),
@@ -260,10 +275,26 @@ def _summary(
         mode=mode,
         communication=_comm_shares(facts, c.step_total_us(c.kernel_units)) if facts else (),
         comm_times=communication.times,
+        comm_transfer_ratio=transfer,
         links=communication.links,
         peer_groups=groups if len(groups) > 1 or len(steps.ranks) > 1 else (),
         ai_cpu_op_types=_ai_cpu_names(facts),
     )
+
+
+def _transfer_ratio(read: comm.CommRead, step_total_us: float | None) -> float | None:
+    """communication.json's transit time over the step time of the ranks it came from.
+
+    None when that transit is implausibly short for what its links moved: a rank's transfers
+    last at least the link time of a link type (summed over its peers) over _MAX_PEERS. CANN
+    8.3's Level2 export (pp2dp2_level2) records 0.036 ms of transit against 368 ms of HCCS
+    link time and files the rest as idle: unknown, not "fine"."""
+    if read.times is None or not step_total_us:
+        return None
+    link_seconds = max((x.transit_seconds for x in read.links), default=0.0)
+    if read.times.transit_seconds * _MAX_PEERS < link_seconds:
+        return None
+    return read.times.transit_seconds / (step_total_us / 1e6)
 
 
 def _comm_shares(facts: ops.OpFacts, step_total_us: float | None) -> tuple[CommShare, ...]:

@@ -4,8 +4,15 @@ type, and the slow-link finding.
 Layout: ``{"step13": {"collective" | "p2p": {"<op>@<group>": {...}, "Total Op Info": {...}}}}``;
 each op has ``Communication Time Info`` (Elapse, Transit, Wait, Idle in ms) and ``Communication
 Bandwidth Info`` per link type (Transit Size(MB), Transit Time(ms), Bandwidth(GB/s) = MB/ms).
-Only ``Total Op Info`` is summed (the per-op entries add up to it). communication_matrix.json
-(per src-dst link) is not read: the per-link-type totals here answer the same question.
+Only ``Total Op Info`` is summed (the per-op entries add up to it).
+
+communication_matrix.json, where present, holds the same transfers per src-dst link:
+``{"step50": {"collective" | "p2p": {"<op>-<stat>@<group>": {"<src>-<dst>": {"Transport Type",
+"Transit Size(MB)", "Transit Time(ms)", "Bandwidth(GB/s)", "Op Name"}}}}}``, where ``<stat>`` is
+top1, middle, bottom1..3 (single ops, samples) or total (every op of that kind: the one summed).
+It names the slowest rank pairs of a slow link type in the slow_link finding (at most
+``PAIRS_NAMED``; never a metric label), and gives the per-link-type bandwidth of a rank that has
+no communication.json. Its LOCAL entries (a rank to itself) are not a link and are left out.
 
 The per-op entries count for one thing: packet sizes. msprof-analyze's packet analysis counts, per
 transport (SDMA, RDMA), the ops that moved anything and those that moved less than a minimum
@@ -16,6 +23,7 @@ reads the first file only, and without the ``Total Op Info`` entry, which it cou
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +36,9 @@ _TIMES = {"elapse": "Elapse Time(ms)", "transit": "Transit Time(ms)",
           "wait": "Wait Time(ms)", "idle": "Idle Time(ms)"}
 TOTAL = "Total Op Info"
 PACKET_LINKS = ("SDMA", "RDMA")  # the transports msprof-analyze's packet analysis judges
+MATRIX_FILE = "communication_matrix.json"
+PAIRS_NAMED = 3  # slowest src-dst pairs the slow_link finding names
+_SAMPLE_OP = re.compile(r"-(top\d+|middle|bottom\d+)$")  # matrix entries that repeat single ops
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,24 +86,99 @@ def _num(block: object, key: str) -> float:
 
 
 @dataclass(frozen=True, slots=True)
+class PairStat:
+    """Transfers from one rank to another over one link type (communication_matrix.json, summed
+    over its steps and ops); ranks as the file names them."""
+
+    link_type: str
+    src: str
+    dst: str
+    transit_bytes: float
+    transit_seconds: float
+
+    @property
+    def bandwidth_bytes_per_second(self) -> float | None:
+        if self.transit_bytes <= 0 or self.transit_seconds <= 0:
+            return None
+        return self.transit_bytes / self.transit_seconds
+
+
+def _matrix_ops(group: dict[str, object]) -> Iterator[dict[str, object]]:
+    """The op entries of a matrix group that count each transfer once: the ``-total`` ones when
+    the group has them, else every entry that is not a top/middle/bottom sample."""
+    ops = {str(name).split("@")[0]: op for name, op in group.items() if isinstance(op, dict)}
+    totals = [op for name, op in ops.items() if name.endswith("-total")]
+    yield from totals or [op for name, op in ops.items() if not _SAMPLE_OP.search(name)]
+
+
+def _matrix_pairs(data: object) -> dict[tuple[str, str, str], list[float]]:
+    """{(link type, src, dst): [MB, ms]} of one communication_matrix.json, LOCAL left out."""
+    pairs: dict[tuple[str, str, str], list[float]] = {}
+    for group in _groups(data):
+        for op in _matrix_ops(group):
+            for key, entry in op.items():
+                src, sep, dst = str(key).partition("-")
+                link = entry.get("Transport Type") if isinstance(entry, dict) else None
+                if not sep or not isinstance(link, str) or link.upper() == "LOCAL":
+                    continue
+                acc = pairs.setdefault((link.upper(), src.strip(), dst.strip()), [0.0, 0.0])
+                acc[0] += _num(entry, "Transit Size(MB)")
+                acc[1] += _num(entry, "Transit Time(ms)")
+    return pairs
+
+
+def _link_stats(links: dict[str, list[float]]) -> tuple[LinkStat, ...]:
+    return tuple(
+        LinkStat(link, mb * 1e6, ms / 1e3, mb / ms * 1e9 if ms > 0 and mb > 0 else None)
+        for link, (mb, ms) in sorted(links.items())
+        if mb > 0 or ms > 0
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class CommRead:
-    times: CommTimes | None  # None when no file could be read
+    times: CommTimes | None  # None when no communication.json could be read
     links: tuple[LinkStat, ...]
     packets: tuple[PacketStat, ...]  # the transports some op moved data over
+    pairs: tuple[PairStat, ...] = ()  # from communication_matrix.json, every rank read
 
 
-def read(paths: Sequence[Path], t: Thresholds, notes: list[str]) -> CommRead:
-    """Sums over every file (rank) given."""
-    times = dict.fromkeys(_TIMES, 0.0)
+def _load(path: Path, notes: list[str]) -> object | None:
+    try:
+        data: object = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError) as exc:
+        notes.append(f"{path}: not read ({type(exc).__name__})")
+        return None
+    return data
+
+
+def read(paths: Sequence[Path], t: Thresholds, notes: list[str],
+         matrices: Sequence[Path] = (), matrix_only: Sequence[Path] = ()) -> CommRead:
+    """Sums over every file (rank) given. ``matrices``: every communication_matrix.json (for the
+    pairs); ``matrix_only``: those of them whose rank has no communication.json, whose link
+    totals then stand in for it."""
+    pairs: dict[tuple[str, str, str], list[float]] = {}
     links: dict[str, list[float]] = {}
+    fallback = set(matrix_only)
+    for path in matrices:
+        data = _load(path, notes)
+        for (link, src, dst), (mb, ms) in _matrix_pairs(data).items() if data else ():
+            acc = pairs.setdefault((link, src, dst), [0.0, 0.0])
+            acc[0] += mb
+            acc[1] += ms
+            if path in fallback:
+                link_total = links.setdefault(link, [0.0, 0.0])
+                link_total[0] += mb
+                link_total[1] += ms
+    pair_stats = tuple(PairStat(link, src, dst, mb * 1e6, ms / 1e3)
+                       for (link, src, dst), (mb, ms) in sorted(pairs.items()))
+    times = dict.fromkeys(_TIMES, 0.0)
     min_mb = {"SDMA": t.small_packet_sdma_mb, "RDMA": t.small_packet_rdma_mb}
     packets = {link: [0, 0, 0.0] for link in PACKET_LINKS}
     read_any = False
     for path in paths:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-        except (OSError, ValueError) as exc:
-            notes.append(f"{path}: not read ({type(exc).__name__})")
+        data = _load(path, notes)
+        if data is None:
             continue
         read_any = True
         for total in _totals(data):
@@ -112,23 +198,40 @@ def read(paths: Sequence[Path], t: Thresholds, notes: list[str]) -> CommRead:
                         counts[1] += 1
                         counts[2] += ms
     if not read_any:
-        return CommRead(None, (), ())
-    stats = tuple(
-        LinkStat(link, mb * 1e6, ms / 1e3, mb / ms * 1e9 if ms > 0 and mb > 0 else None)
-        for link, (mb, ms) in sorted(links.items())
-        if mb > 0 or ms > 0
-    )
+        return CommRead(None, _link_stats(links), (), pair_stats)
     return CommRead(
         CommTimes(times["elapse"], times["transit"], times["wait"], times["idle"]),
-        stats,
+        _link_stats(links),
         tuple(PacketStat(link, int(n), int(small), float(ms), min_mb[link])
               for link, (n, small, ms) in packets.items() if n),
+        pair_stats,
     )
 
 
-def slow_links(links: Sequence[LinkStat], t: Thresholds) -> tuple[Bottleneck, ...]:
+def slowest_pairs(pairs: Sequence[PairStat], link_type: str, t: Thresholds
+                  ) -> tuple[PairStat, ...]:
+    """The PAIRS_NAMED slowest src-dst pairs of a link type that moved at least
+    slow_link_min_mb each (a pair that moved a few bytes is slow by nature)."""
+    judged = [p for p in pairs if p.link_type == link_type
+              and p.transit_bytes >= t.slow_link_min_mb * 1e6
+              and p.bandwidth_bytes_per_second is not None]
+    judged.sort(key=lambda p: (p.bandwidth_bytes_per_second or 0.0, p.src, p.dst))
+    return tuple(judged[:PAIRS_NAMED])
+
+
+def _pairs_clause(slowest: Sequence[PairStat], of: int) -> str:
+    if not slowest:
+        return ""
+    named = ", ".join(f"{p.src}->{p.dst} {(p.bandwidth_bytes_per_second or 0.0) / 1e9:.1f} GB/s"
+                      for p in slowest)
+    return f"; slowest of its {of} rank pair(s) in communication_matrix.json: {named}"
+
+
+def slow_links(links: Sequence[LinkStat], t: Thresholds, pairs: Sequence[PairStat] = (),
+               tier: str = "") -> tuple[Bottleneck, ...]:
     """A link type that moved at least slow_link_min_mb at under slow_link_ratio of its
-    expected bandwidth (link_expected_gbps)."""
+    expected bandwidth (link_expected_gbps); the matrix's slowest pairs of it named, and
+    ``tier`` (the data-transfer share of the step, diagnosis.transfer_tier) appended."""
     found = []
     for link in links:
         expected = t.link_expected_gbps.get(link.link_type)
@@ -138,18 +241,21 @@ def slow_links(links: Sequence[LinkStat], t: Thresholds) -> tuple[Bottleneck, ..
             continue
         ratio = link.bandwidth_bytes_per_second / (expected * 1e9)
         if ratio < t.slow_link_ratio:
+            of = sum(1 for p in pairs if p.link_type == link.link_type)
             found.append(finding(
                 "slow_link",
                 f"{link.link_type} moved {link.transit_bytes / 1e6:.1f} MB at "
                 f"{link.bandwidth_bytes_per_second / 1e9:.1f} GB/s, {ratio:.0%} of the expected "
-                f"{expected:g} GB/s (threshold {t.slow_link_ratio:.0%})",
+                f"{expected:g} GB/s (threshold {t.slow_link_ratio:.0%})"
+                + _pairs_clause(slowest_pairs(pairs, link.link_type, t), of) + tier,
                 ratio,
                 t.slow_link_ratio,
             ))
     return tuple(found)
 
 
-def small_packets(packets: Sequence[PacketStat], t: Thresholds) -> tuple[Bottleneck, ...]:
+def small_packets(packets: Sequence[PacketStat], t: Thresholds, tier: str = ""
+                  ) -> tuple[Bottleneck, ...]:
     """msprof-analyze's packet rule: over small_packet_ratio of a transport's ops move less than
     its minimum size (SDMA 16 MB, RDMA 1 MB); one finding naming every transport over it."""
     over = [p for p in packets if p.ops and p.small_ops / p.ops > t.small_packet_ratio]
@@ -159,5 +265,5 @@ def small_packets(packets: Sequence[PacketStat], t: Thresholds) -> tuple[Bottlen
     detail = "; ".join(
         f"{p.small_ops} of {p.ops} {p.link_type} transfers ({p.small_ops / p.ops:.0%}) move less "
         f"than {p.min_mb:g} MB, {p.small_ms:.2f} ms of transfer" for p in over)
-    return (finding("small_packets", f"{detail} (threshold {t.small_packet_ratio:.0%})", worst,
-                    t.small_packet_ratio),)
+    return (finding("small_packets", f"{detail} (threshold {t.small_packet_ratio:.0%}){tier}",
+                    worst, t.small_packet_ratio),)

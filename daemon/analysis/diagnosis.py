@@ -24,6 +24,7 @@ class Evidence:
     static_ops: int | None = None  # None when the table does not say
     small_ops_ratio: float | None = None
     mode: str | None = None  # eager or graph
+    transfer_ratio: float | None = None  # communication.json transit over step time
     findings: tuple[Bottleneck, ...] = ()  # judged elsewhere: ranks (peers.py), links (comm.py)
 
 
@@ -136,6 +137,17 @@ def _busy_tier(computing: float | None, t: Thresholds) -> str:
             f"{t.device_busy_good:.0%} good, < {t.device_busy_low:.0%} low)")
 
 
+def transfer_tier(transfer: float | None, t: Thresholds) -> str:
+    """The checklist's data-transfer tier (transit, not waiting, over the step), as a clause."""
+    if transfer is None:
+        return ""
+    tier = ("severe" if transfer > t.communication_ratio
+            else "attention" if transfer > t.communication_notice_ratio else "fine")
+    return (f"; data transfer (communication.json transit, not waiting) is {transfer:.1%} of the "
+            f"step ({tier}: checklist > {t.communication_notice_ratio:.0%} attention, > "
+            f"{t.communication_ratio:.0%} severe)")
+
+
 def _host_bound(e: Evidence, t: Thresholds) -> Bottleneck | None:
     """Free inside the step: launch-bound. Waiting for data shows as Preparing (before the
     step's first task) and is the input_pipeline finding; its share is quoted here to tell."""
@@ -160,7 +172,8 @@ def _communication(e: Evidence, t: Thresholds) -> Bottleneck | None:
         "communication",
         e.phase_ratios.get("communication"),
         t.communication_ratio,
-        "communication not overlapped is {value:.0%} of the step (threshold {threshold:.0%})",
+        "communication not overlapped is {value:.0%} of the step (threshold {threshold:.0%})"
+        + transfer_tier(e.transfer_ratio, t).replace("{", "{{").replace("}", "}}"),
     )
 
 

@@ -13,6 +13,7 @@ OP_STATISTIC = "op_statistic"
 STEP_TRACE_TIME = "step_trace_time"  # torch_npu per-step breakdown
 STEP_TRACE = "step_trace"  # graph-mode iterations (msprof)
 COMMUNICATION = "communication"  # torch_npu communication.json
+COMM_MATRIX = "comm_matrix"  # torch_npu communication_matrix.json: per src-dst link
 DB = "db"  # export_type=db: ascend_pytorch_profiler_N.db / msprof_*.db (sqlite_tables.py)
 ANALYSIS_DB = "analysis_db"  # torch_npu analysis.db: StepTraceTime, CommAnalyzer* tables
 
@@ -21,6 +22,7 @@ _TORCH_FILES = {
     OP_STATISTIC: "op_statistic.csv",
     STEP_TRACE_TIME: "step_trace_time.csv",
     COMMUNICATION: "communication.json",
+    COMM_MATRIX: "communication_matrix.json",
     ANALYSIS_DB: "analysis.db",
 }
 _MSPROF_NAME = re.compile(

@@ -6,7 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from npumon.daemon.model.profile import AnalysisReport, PhaseStat, ProfileSummary, report_adapter
+from npumon.daemon.analysis.diagnosis import transfer_tier
+from npumon.daemon.model.profile import (
+    AnalysisReport,
+    PhaseStat,
+    ProfileSummary,
+    Thresholds,
+    report_adapter,
+)
 
 _PHASE_TITLES = {
     "computing": "computing",
@@ -100,6 +107,8 @@ def _communication(s: ProfileSummary) -> list[str]:
         lines.append(f"  communication.json: elapse {_ms(t.elapse_seconds)} ms = transit "
                      f"{_ms(t.transit_seconds)} + wait {_ms(t.wait_seconds)} + idle "
                      f"{_ms(t.idle_seconds)} ms (all ranks read)")
+    if s.comm_transfer_ratio is not None:  # `npumon analyze` judges with the default thresholds
+        lines.append("  " + transfer_tier(s.comm_transfer_ratio, Thresholds())[2:])
     for link in s.links:
         bw = link.bandwidth_bytes_per_second
         lines.append(f"  {link.link_type:<6} {link.transit_bytes / 1e6:>10.1f} MB in "

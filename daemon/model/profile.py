@@ -178,6 +178,9 @@ class ProfileSummary:
     mode: str | None = None  # eager or graph (advice differs); None when unknown
     communication: tuple[CommShare, ...] = ()  # HCCL task time by collective
     comm_times: CommTimes | None = None
+    # comm_times' transit over the step time of the ranks it was read from: the checklist's
+    # data-transfer share (> communication_notice_ratio attention, > communication_ratio severe)
+    comm_transfer_ratio: float | None = None
     links: tuple[LinkStat, ...] = ()
     peer_groups: tuple[tuple[str, ...], ...] = ()  # ranks compared with each other (dp groups)
     ai_cpu_op_types: tuple[str, ...] = ()  # AI CPU op types with tasks >= ai_cpu_min_op_us
@@ -206,6 +209,10 @@ class Thresholds(BaseModel):
     input_pipeline_ratio: NonNegative = 0.20  # Data Aug Bound or Preparing over step
     free_ratio: NonNegative = 0.20  # device idle inside the step: host bound
     communication_ratio: NonNegative = 0.20  # communication not overlapped with compute
+    # data transfer (communication.json Transit, not Wait) over step time, the checklist's tiers:
+    # above communication_notice_ratio "attention", above communication_ratio "severe"; stated
+    # in the communication finding, slow_link, small_packets and the report (fires no finding)
+    communication_notice_ratio: NonNegative = 0.05
     format_conversion_ratio: NonNegative = 0.30  # conversions + copies over op time
     reshape_transpose_ratio: NonNegative = 0.20
     conv_matmul_ratio: NonNegative = 0.60

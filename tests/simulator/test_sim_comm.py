@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from npumon.daemon.analysis import environment, peers
 from npumon.daemon.analysis.analysis import analyze_path
+from npumon.daemon.analysis.report import format_report
 from npumon.daemon.model.profile import ProfilingView, Thresholds, WorkloadProfile
 from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT
 from npumon.exporters.collector import NpuCollector
@@ -99,6 +100,17 @@ def test_slow_link_names_hccs_and_its_share_of_the_expected_bandwidth(tmp_path: 
     assert slow.detail.startswith("HCCS moved ") and "at 3.0 GB/s, 17% of the expected 18 GB/s" \
         in slow.detail
     assert {"communication", "slow_link"} <= {b.kind for b in summary.bottlenecks}
+
+
+def test_balanced_job_is_in_the_attention_tier_without_a_finding(tmp_path: Path) -> None:
+    """The balanced job moves data 7.7 % of the step (5-20 %: the checklist's attention tier)
+    with 7 % exposed: the report states the tier, no rule fires."""
+    report = analyze_path(capture(tmp_path, "balanced"))
+    ratio = report.summary.comm_transfer_ratio
+    assert ratio is not None and 0.05 < ratio <= 0.20
+    assert report.summary.bottlenecks == ()
+    assert f"is {ratio:.1%} of the step (attention: checklist > 5% attention" in format_report(
+        report)
 
 
 def test_the_exporter_serves_the_simulated_link_bandwidth_and_wait(tmp_path: Path) -> None:

@@ -142,3 +142,24 @@ def test_ai_cpu_names_the_operators(tmp_path: Path) -> None:
     # 75 us of 5075: 1.5 % of operator time, under the old 5 % share rule, still a finding
     assert "NonZero, IndexPut" in found["ai_cpu_fallback"].detail
     assert analyze_path(path).summary.ai_cpu_op_types == ("NonZero", "IndexPut")
+
+
+@pytest.mark.parametrize(("transfer", "tier"), [
+    (0.03, "fine"), (0.05, "fine"), (0.06, "attention"), (0.20, "attention"), (0.25, "severe")])
+def test_communication_states_the_checklist_transfer_tier(transfer: float, tier: str) -> None:
+    (found,) = diagnose(Evidence(phase_ratios={"communication": 0.4}, transfer_ratio=transfer))
+    assert found.kind == "communication" and found.value == 0.4
+    assert found.detail.endswith(
+        f"data transfer (communication.json transit, not waiting) is {transfer:.1%} of the step "
+        f"({tier}: checklist > 5% attention, > 20% severe)")
+
+
+def test_the_attention_tier_alone_fires_nothing() -> None:
+    """Transfer at 15 % of the step with 10 % of it exposed: stated where communication is
+    reported, not a finding (the simulated balanced job is one such)."""
+    assert diagnose(Evidence(phase_ratios={"communication": 0.1}, transfer_ratio=0.15)) == ()
+    (found,) = diagnose(Evidence(phase_ratios={"communication": 0.4}))
+    assert "data transfer" not in found.detail  # no communication.json: no tier claimed
+    (lower,) = diagnose(Evidence(phase_ratios={"communication": 0.4}, transfer_ratio=0.03),
+                        Thresholds(communication_notice_ratio=0.02))
+    assert "(attention: checklist > 2% attention" in lower.detail

@@ -177,6 +177,85 @@ def test_slow_link_against_the_expected_bandwidth() -> None:
     assert found[0].value == pytest.approx(links["HCCS"][0] / links["HCCS"][1] / 40.0)
 
 
+def _matrix_pairs(rank: Path) -> dict[tuple[str, str, str], list[float]]:
+    """{(link, src, dst): [MB, ms]} of a rank's communication_matrix.json: its "-total" ops (the
+    top1/middle/bottom ones repeat single ops), LOCAL (a rank to itself) left out."""
+    pairs: dict[tuple[str, str, str], list[float]] = {}
+    data = json.loads((rank / OUT / "communication_matrix.json").read_text())
+    for step in data.values():
+        for kind in step.values():
+            for op_name, op in (kind or {}).items():
+                if not op_name.split("@")[0].endswith("-total"):
+                    continue
+                for key, entry in op.items():
+                    if entry["Transport Type"] == "LOCAL":
+                        continue
+                    src, dst = key.split("-")
+                    acc = pairs.setdefault((entry["Transport Type"], src, dst), [0.0, 0.0])
+                    acc[0] += entry["Transit Size(MB)"]
+                    acc[1] += entry["Transit Time(ms)"]
+    return pairs
+
+
+def test_slow_link_names_the_slowest_rank_pairs_of_the_matrix() -> None:
+    strict = Thresholds(link_expected_gbps={"HCCS": 40.0})
+    (slow,) = [b for b in analyze_path(TREES / "text_level1", strict).summary.bottlenecks
+               if b.kind == "slow_link"]
+    pairs = {k: v for rank in _ranks("text_level1") for k, v in _matrix_pairs(rank).items()}
+    hccs = sorted((mb / ms, src, dst) for (link, src, dst), (mb, ms) in pairs.items()
+                  if link == "HCCS")
+    named = ", ".join(f"{src}->{dst} {gbps:.1f} GB/s" for gbps, src, dst in hccs[:3])
+    assert (f"; slowest of its {len(hccs)} rank pair(s) in communication_matrix.json: {named}; "
+            in slow.detail)
+    assert [src for _, src, _ in hccs[:3]] == ["1", "1", "1"]  # rank1's links are the slowest
+
+
+@pytest.mark.parametrize("removed", [("rank0", "rank1"), ("rank1",)])
+def test_matrix_gives_the_link_bandwidth_without_communication_json(
+        tmp_path: Path, removed: tuple[str, ...]) -> None:
+    """SYNTHETIC edit of the real text_level1 export: communication.json deleted from some ranks,
+    whose communication_matrix.json then gives their link totals."""
+    shutil.copytree(TREES / "text_level1", tmp_path / "t")
+    for rank in removed:
+        (tmp_path / "t" / f"{rank}_ascend_pt" / OUT / "communication.json").unlink()
+    summary = analyze_path(tmp_path / "t").summary
+    mb = ms = 0.0
+    for rank in _ranks("text_level1"):
+        if rank.name.split("_")[0] in removed:
+            mb += sum(v[0] for (link, _, _), v in _matrix_pairs(rank).items() if link == "HCCS")
+            ms += sum(v[1] for (link, _, _), v in _matrix_pairs(rank).items() if link == "HCCS")
+        else:
+            block = json.loads((rank / OUT / "communication.json").read_text())[
+                "step50"]["collective"]["Total Op Info"]["Communication Bandwidth Info"]["HCCS"]
+            mb += block["Transit Size(MB)"]
+            ms += block["Transit Time(ms)"]
+    hccs = next(x for x in summary.links if x.link_type == "HCCS")
+    assert hccs.transit_bytes == pytest.approx(mb * 1e6)
+    assert hccs.bandwidth_bytes_per_second == pytest.approx(mb / ms * 1e9)
+    assert "LOCAL" not in {x.link_type for x in summary.links}
+    assert (summary.comm_times is None) == (len(removed) == 2)
+
+
+def test_transfer_share_of_the_step_and_its_checklist_tier() -> None:
+    """text_level1: transit over the step time of both ranks; its communication finding (75 %
+    not overlapped) says the transfer itself is under the checklist's 5 % tier. pp2dp2_level2
+    (CANN 8.3) records almost no Transit Time while its links moved GBs: unknown, no tier."""
+    summary = analyze_path(TREES / "text_level1").summary
+    _, transit_ms, _ = _comm_totals("text_level1")
+    step_us = sum(float(r["Computing"]) + float(r["Communication(Not Overlapped)"])
+                  + float(r["Free"]) for rank in _ranks("text_level1")
+                  for r in _csv(rank / OUT / "step_trace_time.csv"))
+    assert summary.comm_transfer_ratio == pytest.approx(transit_ms * 1e3 / step_us)
+    assert summary.comm_transfer_ratio < Thresholds().communication_notice_ratio
+    (found,) = [b for b in summary.bottlenecks if b.kind == "communication"]
+    assert f"is {transit_ms * 1e3 / step_us:.1%} of the step (fine: " in found.detail
+    other = analyze_path(TREES / "pp2dp2_level2").summary
+    _, transit_ms, links = _comm_totals("pp2dp2_level2")
+    assert transit_ms * 384 < links["HCCS"][1]  # 0.036 ms of transit, 368 ms on HCCS
+    assert other.comm_transfer_ratio is None
+    assert all("data transfer" not in b.detail for b in other.bottlenecks)
+
+
 def test_db_export_matches_its_own_database() -> None:
     root = TREES / "db_level1" / "rank0_ascend_pt" / OUT
     summary = analyze_path(TREES / "db_level1").summary
