@@ -81,7 +81,7 @@ def test_the_prerenderer_renders_after_each_change_and_folds_a_burst() -> None:
     cache.get(("t", False), render)
     release.clear()
     rendering.clear()
-    prerenderer = Prerenderer(cache)
+    prerenderer = Prerenderer(cache, delay=0.0)
     try:
         snapshot[0] = object()
         prerenderer.changed()
@@ -131,3 +131,22 @@ def test_while_a_new_snapshot_renders_peek_serves_the_previous_body() -> None:
     assert cache.peek(key) == b"new"
 
 
+
+
+def test_a_published_snapshot_serves_the_previous_body_for_a_bounded_time() -> None:
+    from npumon.exporters.rendercache import PENDING_MAX_SECONDS
+
+    snapshot, now = [object()], [0.0]
+    key = ("t", False)
+    cache = RenderCache(lambda: snapshot[0], clock=lambda: now[0])
+    cache.get(key, lambda: b"old")
+    snapshot[0] = object()
+    cache.published()  # the prerenderer will render it after its delay
+    assert cache.peek(key) == b"old"
+    now[0] = PENDING_MAX_SECONDS + 0.1  # the prerenderer never came: scrapes render again
+    assert cache.peek(key) is None
+    cache.published()  # pending already: the first publish's time counts
+    assert cache.peek(key) is None
+    assert cache.refresh() == 1 and cache.peek(key) == b"old"  # (the same render, re-run)
+    snapshot[0] = object()
+    assert cache.peek(key) is None  # no publish announced, nothing rendering: not served
