@@ -16,6 +16,8 @@ from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.exporters.collector import COLLECTOR_NAMES, COLLECTORS, NpuCollector
 from tests.support import NODES, fake_hccn_tool, fake_npu_smi, has_hccn_tool
 
+pytestmark = pytest.mark.integration  # runs the fake npu-smi and hccn_tool of fixture nodes
+
 PAIRS = (("a3_interconnect_replay", "910a_24.1rc2_procs"),
          ("910a_24.1rc2_procs", "a3_interconnect_replay"),
          ("310p3duo_25.3rc1", "910b4-1_25.2.2"))
