@@ -175,16 +175,9 @@ class _Reload:
         yield from render_reload(s.reload_successful, s.reload_success_timestamp)
 
 
-class _Current:
+class _Current(_Reload):
     """A collector that renders whichever agent is current, then the reload outcome."""
 
-    def __init__(self, supervisor: Supervisor) -> None:
-        self._supervisor = supervisor
-
-    def describe(self) -> Iterable[Metric]:
-        return []
-
     def collect(self) -> Iterator[Metric]:
-        s = self._supervisor
-        yield from s.agent.collector.collect()
-        yield from render_reload(s.reload_successful, s.reload_success_timestamp)
+        yield from self._supervisor.agent.collector.collect()
+        yield from super().collect()

@@ -9,6 +9,7 @@ import sys
 import tempfile
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -52,3 +53,21 @@ def fake_hccn_tool(node: str, *options: str) -> list[str]:
     """The hccn_tool.command argv prefix that replays the node's ``hccn_tool`` section."""
     return [sys.executable, "-S", str(FAKE_NPU_SMI), "--node", str(NODES / node),
             "--commands", str(_commands_file(node, "hccn_tool")), *options]
+
+
+FROZEN_TIME = 1_764_410_400.0  # 2025-11-29T10:00:00Z: the clock of fixture-node agents
+
+
+def fixture_agent(node: str) -> Any:
+    """An Agent on a fixture node's captures (fake npu-smi, and hccn_tool where it has one), with
+    a frozen clock, no kubelet and an empty /proc (the fixture's PIDs may be live here)."""
+    from npumon.daemon.app import Agent
+    from npumon.daemon.config import parse_config
+
+    settings: dict[str, object] = {
+        "npu_smi": {"command": fake_npu_smi(node), "timeout": "20s"},
+        "kubernetes": {"pod_resources_socket": "/nonexistent/kubelet.sock"},
+    }
+    if has_hccn_tool(node):
+        settings["hccn_tool"] = {"command": fake_hccn_tool(node), "timeout": "20s"}
+    return Agent(parse_config(settings), clock=lambda: FROZEN_TIME, proc_root=NODES / "no-proc")

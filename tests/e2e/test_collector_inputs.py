@@ -10,11 +10,9 @@ from functools import cache
 import pytest
 from prometheus_client import generate_latest
 
-from npumon.daemon.app import Agent
-from npumon.daemon.config import parse_config
 from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.exporters.collector import COLLECTOR_NAMES, COLLECTORS, NpuCollector
-from tests.support import NODES, fake_hccn_tool, fake_npu_smi, has_hccn_tool
+from tests.support import fixture_agent
 
 pytestmark = pytest.mark.integration  # runs the fake npu-smi and hccn_tool of fixture nodes
 
@@ -25,16 +23,10 @@ PAIRS = (("a3_interconnect_replay", "910a_24.1rc2_procs"),
 
 @cache
 def snapshot(node: str) -> NodeSnapshot:
-    settings: dict[str, object] = {
-        "npu_smi": {"command": fake_npu_smi(node), "timeout": "20s"},
-        "kubernetes": {"pod_resources_socket": "/nonexistent/kubelet.sock"},
-    }
-    if has_hccn_tool(node):
-        settings["hccn_tool"] = {"command": fake_hccn_tool(node), "timeout": "20s"}
-    agent = Agent(parse_config(settings), clock=lambda: 1_764_410_400.0,
-                  proc_root=NODES / "no-proc")
+    agent = fixture_agent(node)
     agent.collect_once()
-    return agent.store.latest()
+    latest: NodeSnapshot = agent.store.latest()
+    return latest
 
 
 def with_inputs(base: NodeSnapshot, donor: NodeSnapshot, paths: tuple[str, ...]) -> NodeSnapshot:

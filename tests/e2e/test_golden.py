@@ -8,11 +8,9 @@ import subprocess
 
 import pytest
 
-from npumon.daemon.app import Agent
-from npumon.daemon.config import parse_config
-from tests.support import NODES, fake_hccn_tool, fake_npu_smi, has_hccn_tool
+from tests.support import NODES, fixture_agent
 
-FROZEN_TIME = 1_764_410_400.0  # 2025-11-29T10:00:00Z; last-success timestamps are this
+# last-success timestamps are tests.support.FROZEN_TIME (2025-11-29T10:00:00Z)
 # durations are real wall time; the golden file keeps the series but not the value
 _DURATION = re.compile(
     r"^((?:npumon_source_duration_seconds|npumon_scrape_collector_duration_seconds)\{[^}]*\}) .*$",
@@ -21,17 +19,7 @@ _DURATION = re.compile(
 
 
 def exposition(node: str) -> str:
-    settings: dict[str, object] = {
-        "npu_smi": {"command": fake_npu_smi(node), "timeout": "20s"},
-        # no kubelet here, whatever the machine running the tests has
-        "kubernetes": {"pod_resources_socket": "/nonexistent/kubelet.sock"},
-    }
-    if has_hccn_tool(node):
-        settings["hccn_tool"] = {"command": fake_hccn_tool(node), "timeout": "20s"}
-    config = parse_config(settings)
-    # an empty /proc: the fixture's PIDs may be live processes of this machine
-    agent = Agent(config, clock=lambda: FROZEN_TIME, proc_root=NODES / "no-proc")
-    return agent.collect_once().decode()
+    return str(fixture_agent(node).collect_once().decode())
 
 
 @pytest.mark.parametrize("node", sorted(p.name for p in NODES.iterdir() if p.is_dir()))
