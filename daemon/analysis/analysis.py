@@ -97,7 +97,7 @@ def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected) -> None:
             c.sources.extend(str(p) for p in unit.tables[layout.KERNEL])
             table = read_pmu(unit.tables[layout.KERNEL])
             if table is not None:
-                c.vector.append(pmu.vector_rows(table.frame))
+                c.vector.append(pmu.vector_rows(table.frame, table.notes))
         except TableError as exc:
             c.problems.append(str(exc))
     if layout.OP_STATISTIC in unit.tables:

@@ -86,9 +86,16 @@ def _boundaries(path: Path, start: int, size: int, parts: int) -> list[int]:
     return cuts
 
 
-def read_csv_ranges(path: Path, data_start: int, spec: CsvSpec) -> pd.DataFrame:
-    """The data rows after byte ``data_start``, parsed in parallel when the file is big."""
+def read_csv_ranges(path: Path, data_start: int, spec: CsvSpec,
+                    max_bytes: int | None = None) -> pd.DataFrame:
+    """The data rows after byte ``data_start``, parsed in parallel when the file is big; with
+    ``max_bytes``, only the whole lines of the first ``max_bytes`` (a head of the table)."""
     size = path.stat().st_size
+    if max_bytes is not None and size - data_start > max_bytes:
+        with path.open("rb") as handle:  # end after the line in which the cap falls
+            handle.seek(data_start + max_bytes - 1)
+            handle.readline()
+            size = handle.tell()
     workers = min(os.cpu_count() or 1, MAX_WORKERS)
     if size - data_start < PARALLEL_MIN_BYTES or workers < 2:
         return _read_range(path, data_start, size, spec)

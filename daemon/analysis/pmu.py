@@ -38,6 +38,7 @@ class VectorRows:
 
     total_us: float
     rows: pd.DataFrame
+    notes: tuple[str, ...] = ()  # how much of a big table was judged
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +51,10 @@ class VectorOp:
     headroom: float
 
 
-def vector_rows(frame: pd.DataFrame) -> VectorRows:
+def vector_rows(frame: pd.DataFrame, notes: tuple[str, ...] = ()) -> VectorRows:
     core = frame["core_type"].astype("object").astype(str).str.upper()
     keep = core.isin(VECTOR_CORES) & frame["input_shapes"].notna() & frame["output_shapes"].notna()
-    return VectorRows(float(frame["duration_us"].sum()), frame.loc[keep])
+    return VectorRows(float(frame["duration_us"].sum()), frame.loc[keep], notes)
 
 
 def classify(vec: float, mte2: float, mte3: float, t: Thresholds) -> tuple[str, float]:
@@ -113,10 +114,12 @@ def judge(parts: Sequence[VectorRows], t: Thresholds) -> tuple[Bottleneck, ...]:
     if bound:
         lists.append(f"{len(bound)} bound, longest: "
                      + "; ".join(f"{_line(o)}, {o.bound} bound" for o in bound[:SHOWN]))
+    partial = [note for part in parts for note in part.notes]
     return (finding(
         "operator_pmu",
         f"{len(ops)} vector operator shape(s) of op types over "
-        f"{t.operator_pmu_min_share:.0%} of operator time, by PMU ratios: " + ". ".join(lists),
+        f"{t.operator_pmu_min_share:.0%} of operator time, by PMU ratios: " + ". ".join(lists)
+        + "".join(f" ({note})" for note in partial),
         float(len(ops)),
         0.0,
     ),)

@@ -45,6 +45,7 @@ PMU_ALIASES: dict[str, tuple[str, ...]] = {
     "output_shapes": ("Output Shapes",),
     **{r: (r,) for r in PMU_RATIOS},
 }
+PMU_MAX_BYTES = 8 << 20  # of each kernel table read for operator_pmu (~24,000 tasks)
 _CATEGORIES = ("name", "op_type", "core_type", "op_state", "input_shapes", "output_shapes")
 
 
@@ -135,7 +136,8 @@ def _columns(
 
 
 def _read_frame(
-    path: Path, columns: dict[str, str], numeric: Sequence[str], head: _Head
+    path: Path, columns: dict[str, str], numeric: Sequence[str], head: _Head,
+    max_bytes: int | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     import pandas as pd
 
@@ -143,7 +145,7 @@ def _read_frame(
     dtypes.update({columns[c]: "float64" for c in numeric if c in columns})
     spec = CsvSpec(tuple(head.header), tuple(columns.values()), dtypes, tuple(ABSENT_TOKENS))
     try:
-        frame = read_csv_ranges(path, head.data_start, spec)
+        frame = read_csv_ranges(path, head.data_start, spec, max_bytes)
     except pd.errors.ParserError as exc:  # "Expected 5 fields in line 3, saw 7": no content
         raise TableError(
             f"{path}: unreadable table ({str(exc).splitlines()[0][:200]}); {_REEXPORT}"
@@ -157,7 +159,8 @@ def _read_frame(
     for name in (c for c in numeric if c in frame):  # "inf" parses: treat it as unknown, like NaN
         frame[name] = frame[name].mask(frame[name].abs() == float("inf"))
     notes = []
-    if not head.complete and len(frame):
+    capped = max_bytes is not None and path.stat().st_size - head.data_start > max_bytes
+    if not head.complete and not capped and len(frame):
         frame = frame.iloc[:-1]  # the last line was cut short by a writer still at work
         notes.append(f"{path}: last line incomplete (file still being written?); ignored it")
     return frame, notes
@@ -206,16 +209,24 @@ def read_op_statistic(paths: Sequence[Path]) -> Table:
     return Table(concat_frames(frames), tuple(notes))
 
 
-def read_pmu(paths: Sequence[Path]) -> Table | None:
-    """name, op_type, core_type, duration_us, shapes and the vector PMU ratios of every row;
-    None when a table lacks the PMU or shape columns (Level0, or no PipeUtilization metrics)."""
+def read_pmu(paths: Sequence[Path], max_bytes: int = PMU_MAX_BYTES) -> Table | None:
+    """name, op_type, core_type, duration_us, shapes and the vector PMU ratios of the rows in
+    the first ``max_bytes`` of each table (all of a table up to ~24,000 tasks; beyond, a
+    note says how much was judged); None when a table lacks the PMU or shape columns (Level0,
+    or no PipeUtilization metrics). Operator names and shapes are strings: reading them for
+    every row of a 1,000,000-row table cost more than the rest of the analysis together, and
+    the mean ratios of an operator's shapes are settled long before."""
     frames, notes = [], []
     for path in paths:
         head = read_head(path)
         columns = _columns(path, head, PMU_ALIASES, ("duration_us",))
         if len(columns) < len(PMU_ALIASES):
             return None
-        frame, file_notes = _read_frame(path, columns, ("duration_us", *PMU_RATIOS), head)
+        frame, file_notes = _read_frame(path, columns, ("duration_us", *PMU_RATIOS), head,
+                                        max_bytes)
+        if path.stat().st_size - head.data_start > max_bytes:
+            file_notes.append(f"{path}: operator PMU ratios judged on its first "
+                              f"{len(frame):,} tasks ({max_bytes >> 20} MB)")
         frames.append(frame)
         notes.extend(file_notes)
     return Table(concat_frames(frames), tuple(notes)) if frames else None

@@ -476,3 +476,30 @@ def test_level0_dynamic_shape_unknown_not_all_dynamic() -> None:
     assert "static" not in states
     level1 = analyze_path(TREES / "text_level1").summary
     assert "dynamic_shape" in {b.kind for b in level1.bottlenecks}
+
+
+def test_operator_pmu_reads_a_bounded_head_of_a_big_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    from npumon.daemon.analysis import readers
+
+    (path,) = (TREES / "text_level1" / "rank0_ascend_pt").rglob("kernel_details.csv")
+    rows = len(_kernels_of(path))
+    whole = readers.read_pmu([path])
+    assert whole is not None and len(whole.frame) == rows and whole.notes == ()
+    head = readers.read_pmu([path], max_bytes=16 << 10)
+    assert head is not None and 0 < len(head.frame) < rows
+    data = path.read_bytes()
+    start = readers.read_head(path).data_start
+    # every line that starts inside the first 16 KB after the header, none cut
+    assert len(head.frame) == data[start:start + (16 << 10)].count(b"\n") + 1
+    assert head.notes == (f"{path}: operator PMU ratios judged on its first "
+                          f"{len(head.frame):,} tasks (0 MB)",)
+    monkeypatch.setattr(readers, "PMU_MAX_BYTES", 16 << 10)
+    monkeypatch.setattr(readers.read_pmu, "__defaults__", (16 << 10,))
+    found = [b for b in analyze_path(TREES / "text_level1").summary.bottlenecks
+             if b.kind == "operator_pmu"]
+    assert len(found) == 1 and "judged on its first" in found[0].detail
+
+
+def _kernels_of(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
