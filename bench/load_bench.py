@@ -245,7 +245,8 @@ def run_scenario(name: str, args: argparse.Namespace) -> dict[str, float]:
     result = {
         "ok": len(tally.latencies), "p50_ms": 1000 * statistics.median(tally.latencies or [0]),
         "p99_ms": _pct(tally.latencies, 0.99), "max_ms": _pct(tally.latencies, 1.0),
-        "busy_503": len(tally.busy), "busy_p99_ms": _pct(tally.busy, 0.99),
+        "busy_503": len(tally.busy), "busy_p50_ms": _pct(tally.busy, 0.5),
+        "busy_p99_ms": _pct(tally.busy, 0.99),
         "errors": tally.errors, "slow_cut": tally.cut, "rss_before_mb": rss0,
         "rss_after_mb": rss1, "rss_settled_mb": rss2, "threads_before": threads0,
         "threads_after": threads1,
@@ -261,7 +262,8 @@ def _print(name: str, max_requests: int | None, args: argparse.Namespace,
           f" {args.slow} slow-header connections")
     print(f"  scrapes ok {r['ok']:.0f}  p50 {r['p50_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms"
           f"  max {r['max_ms']:.1f} ms")
-    print(f"  503 {r['busy_503']:.0f} (p99 {r['busy_p99_ms']:.2f} ms)  errors/timeouts "
+    print(f"  503 {r['busy_503']:.0f} (p50 {r['busy_p50_ms']:.2f} ms, p99 "
+          f"{r['busy_p99_ms']:.2f} ms)  errors/timeouts "
           f"{r['errors']:.0f}  slow connections cut by the header deadline {r['slow_cut']:.0f}")
     print(f"  daemon RSS {r['rss_before_mb']:.1f} -> {r['rss_after_mb']:.1f} MB"
           f" ({r['rss_after_mb'] - r['rss_before_mb']:+.1f} MB), {SETTLE_SECONDS:g} s later "

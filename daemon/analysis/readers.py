@@ -45,7 +45,10 @@ PMU_ALIASES: dict[str, tuple[str, ...]] = {
     "output_shapes": ("Output Shapes",),
     **{r: (r,) for r in PMU_RATIOS},
 }
-PMU_MAX_BYTES = 8 << 20  # of each kernel table read for operator_pmu (~24,000 tasks)
+# operator_pmu reads a head of the kernel tables: PMU_MAX_BYTES over all of a profile's tables
+# (~24,000 tasks), at least PMU_MIN_BYTES of each (~3,000)
+PMU_MAX_BYTES = 8 << 20
+PMU_MIN_BYTES = 1 << 20
 _CATEGORIES = ("name", "op_type", "core_type", "op_state", "input_shapes", "output_shapes")
 
 
@@ -226,7 +229,7 @@ def read_pmu(paths: Sequence[Path], max_bytes: int = PMU_MAX_BYTES) -> Table | N
                                         max_bytes)
         if path.stat().st_size - head.data_start > max_bytes:
             file_notes.append(f"{path}: operator PMU ratios judged on its first "
-                              f"{len(frame):,} tasks ({max_bytes >> 20} MB)")
+                              f"{len(frame):,} tasks ({max_bytes / 2**20:g} MB)")
         frames.append(frame)
         notes.extend(file_notes)
     return Table(concat_frames(frames), tuple(notes)) if frames else None

@@ -492,9 +492,12 @@ def test_operator_pmu_reads_a_bounded_head_of_a_big_table(monkeypatch: pytest.Mo
     # every line that starts inside the first 16 KB after the header, none cut
     assert len(head.frame) == data[start:start + (16 << 10)].count(b"\n") + 1
     assert head.notes == (f"{path}: operator PMU ratios judged on its first "
-                          f"{len(head.frame):,} tasks (0 MB)",)
-    monkeypatch.setattr(readers, "PMU_MAX_BYTES", 16 << 10)
-    monkeypatch.setattr(readers.read_pmu, "__defaults__", (16 << 10,))
+                          f"{len(head.frame):,} tasks (0.015625 MB)",)
+    from npumon.daemon.analysis import analysis
+
+    # two ranks' kernel tables share the budget: 16 KB each
+    monkeypatch.setattr(analysis, "PMU_MAX_BYTES", 32 << 10)
+    monkeypatch.setattr(analysis, "PMU_MIN_BYTES", 4 << 10)
     found = [b for b in analyze_path(TREES / "text_level1").summary.bottlenecks
              if b.kind == "operator_pmu"]
     assert len(found) == 1 and "judged on its first" in found[0].detail
