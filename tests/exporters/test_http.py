@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import bcrypt
@@ -24,7 +25,7 @@ from exp_helpers import key, samples
 from prometheus_client import CollectorRegistry
 
 from npumon.exporters.http import Server, parse_listen_address, serve
-from npumon.exporters.webconfig import parse_web_config
+from npumon.exporters.webconfig import WebConfig, parse_web_config
 
 pytestmark = pytest.mark.integration  # real loopback servers, TLS and openssl
 
@@ -235,13 +236,25 @@ class _Blocking:
         return []
 
 
-def test_requests_beyond_max_requests_get_a_fast_503() -> None:
+@contextmanager
+def _blocked(config: WebConfig | None, max_requests: int) -> Iterator[
+        tuple[Server, _Blocking, ThreadPoolExecutor]]:
+    """A server whose renders wait until ``blocking.release`` is set, and a pool to hold them."""
     blocking = _Blocking()
     registry = CollectorRegistry()
     registry.register(blocking)  # type: ignore[arg-type]
-    server = serve(registry, "127.0.0.1:0", None, lambda: True, max_requests=2)
-    pool = ThreadPoolExecutor(2)
+    server = serve(registry, "127.0.0.1:0", config, lambda: True, max_requests=max_requests)
+    pool = ThreadPoolExecutor(max_requests)
     try:
+        yield server, blocking, pool
+    finally:
+        blocking.release.set()
+        pool.shutdown()
+        server.shutdown()
+
+
+def test_requests_beyond_max_requests_get_a_fast_503() -> None:
+    with _blocked(None, 2) as (server, blocking, pool):
         held = [pool.submit(_get, server, "/metrics") for _ in range(2)]
         for _ in range(2):  # both rendering; render threads are 2, so both can enter
             assert blocking.entered.acquire(timeout=5)
@@ -252,21 +265,12 @@ def test_requests_beyond_max_requests_get_a_fast_503() -> None:
         assert _get(server, "/healthz")[0] == 200 and _get(server, "/")[0] == 200
         blocking.release.set()
         assert [f.result(10)[0] for f in held] == [200, 200]
-    finally:
-        blocking.release.set()
-        pool.shutdown()
-        server.shutdown()
 
 
 def test_the_limit_is_inside_auth(tmp_path: Path) -> None:
     hashed = bcrypt.hashpw(b"pw", bcrypt.gensalt(rounds=4)).decode()
     config = parse_web_config({"basic_auth_users": {"prom": hashed}}, base=tmp_path)
-    blocking = _Blocking()
-    registry = CollectorRegistry()
-    registry.register(blocking)  # type: ignore[arg-type]
-    server = serve(registry, "127.0.0.1:0", config, lambda: True, max_requests=1)
-    pool = ThreadPoolExecutor(1)
-    try:
+    with _blocked(config, 1) as (server, blocking, pool):
         held = pool.submit(_get, server, "/metrics", _auth("prom", "pw"))
         assert blocking.entered.acquire(timeout=5)
         # a bad credential is refused as such, whether or not the slots are taken
@@ -275,10 +279,6 @@ def test_the_limit_is_inside_auth(tmp_path: Path) -> None:
         assert _get(server, "/metrics", _auth("prom", "pw"))[0] == 503
         blocking.release.set()
         assert held.result(10)[0] == 200
-    finally:
-        blocking.release.set()
-        pool.shutdown()
-        server.shutdown()
 
 
 def test_head_is_answered_without_a_body(plain: Server) -> None:
