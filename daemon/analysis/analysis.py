@@ -233,8 +233,9 @@ def analyze_path(
             c.comm_units.append(unit.name)
         else:
             c.matrix_only.extend(unit.tables.get(layout.COMM_MATRIX, ()))
-        c.dp_of[unit.name] = peers.dp_ranks(unit.root)
-        c.env.append((unit.name, environment.recorded(unit.root)))
+        meta = layout.metadata(unit.root)
+        c.dp_of[unit.name] = peers.dp_ranks(meta)
+        c.env.append((unit.name, environment.recorded(meta)))
     if not c.sources:
         raise NoProfileData(f"{path}: no readable profiler table:\n  " + "\n  ".join(c.problems))
     summary = _summary(c, units, thresholds, top_n, workload or path.resolve().name)

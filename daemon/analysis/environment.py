@@ -11,10 +11,8 @@ variable a rule flags.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from npumon.daemon.analysis.diagnosis import ADVICE
 from npumon.daemon.model.profile import Bottleneck, Thresholds
@@ -99,13 +97,10 @@ RULES = (
 )
 
 
-def recorded(root: Path) -> dict[str, str] | None:
-    """The variables one unit's profiler_metadata.json records; None without the file or key."""
-    try:
-        data = json.loads((root / FILE).read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
-        return None
-    env = data.get(KEY) if isinstance(data, dict) else None
+def recorded(data: Mapping[str, object] | None) -> dict[str, str] | None:
+    """The variables one unit's profiler_metadata.json (layout.metadata) records; None without
+    the file or key."""
+    env = data.get(KEY) if data else None
     if not isinstance(env, dict):
         return None
     return {str(k): v.strip() for k, v in env.items() if isinstance(v, str)}

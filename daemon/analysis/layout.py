@@ -168,6 +168,18 @@ def _torch_rank(path: Path) -> str:
     return f"rank{match[1]}" if match else path.name
 
 
+METADATA = "profiler_metadata.json"  # torch_npu: ENV_VARIABLES, parallel_group_info, ...
+
+
+def metadata(root: Path) -> dict[str, object] | None:
+    """A torch_npu unit's profiler_metadata.json, read once for every reader of it; None when
+    it is absent, unreadable, or a symlink out of the unit."""
+    file = root / METADATA
+    if not inside(file, root.resolve()):
+        return None
+    return _read_json(file)
+
+
 def _read_json(file: Path) -> dict[str, object] | None:
     """Metadata JSON, tolerating the ``#`` comment lines some tools prepend; None if unreadable."""
     try:

@@ -14,9 +14,7 @@ they wait in the collectives for the rank that reaches them last.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 
 from npumon.daemon.analysis.diagnosis import finding
 from npumon.daemon.analysis.steptime import spread
@@ -25,17 +23,9 @@ from npumon.daemon.model.profile import Bottleneck, RankBreakdown, RankSpread, T
 DP_GROUP_NAMES = ("dp_cp", "dp")  # first found wins: dp_cp spans dp x cp when cp > 1
 
 
-def _read(path: Path) -> dict[str, object] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def dp_ranks(root: Path) -> tuple[int, ...] | None:
-    """The global ranks of this unit's data-parallel group; None when the metadata lacks it."""
-    data = _read(root / "profiler_metadata.json")
+def dp_ranks(data: Mapping[str, object] | None) -> tuple[int, ...] | None:
+    """The global ranks of a unit's data-parallel group from its profiler_metadata.json
+    (layout.metadata); None when the metadata lacks it."""
     groups = data.get("parallel_group_info") if data else None
     if not isinstance(groups, dict):
         return None

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from npumon.daemon.analysis import environment, peers
+from npumon.daemon.analysis import environment, layout, peers
 from npumon.daemon.analysis.analysis import analyze_path
 from npumon.daemon.analysis.report import format_report
 from npumon.daemon.model.profile import ProfilingView, Thresholds, WorkloadProfile
@@ -140,8 +140,8 @@ def test_small_steps_move_small_packets(tmp_path: Path) -> None:
 def test_metadata_holds_the_data_parallel_group_and_the_environment(tmp_path: Path) -> None:
     run = capture(tmp_path, "balanced", rank=2, world_size=4,
                   environ={"ASCEND_LAUNCH_BLOCKING": "1", "UNRELATED": "x"})
-    assert peers.dp_ranks(run) == (0, 1, 2, 3)
-    env = environment.recorded(run)
+    assert peers.dp_ranks(layout.metadata(run)) == (0, 1, 2, 3)
+    env = environment.recorded(layout.metadata(run))
     assert env is not None and set(env) == set(
         json.loads((TREES / "pp2dp2_level2" / "rank_2_ascend_pt" / "profiler_metadata.json")
                    .read_text())["ENV_VARIABLES"])
@@ -152,7 +152,7 @@ def test_metadata_holds_the_data_parallel_group_and_the_environment(tmp_path: Pa
 
 
 def test_default_environment_is_the_recommended_one(tmp_path: Path) -> None:
-    env = environment.recorded(capture(tmp_path, "balanced"))
+    env = environment.recorded(layout.metadata(capture(tmp_path, "balanced")))
     assert env is not None
     assert environment.judge([("rank0", env)], Thresholds()) == ()
-    assert peers.dp_ranks(capture(tmp_path / "one", "balanced")) == (0,)
+    assert peers.dp_ranks(layout.metadata(capture(tmp_path / "one", "balanced"))) == (0,)

@@ -35,3 +35,15 @@ def test_capture_time_from_metadata(tmp_path: Path) -> None:
     assert units["torch_npu"].name == "rank0"
     assert math.isclose(units["msprof"].capture_end_seconds or 0, 1659100610.4224)
 
+
+
+def test_metadata_is_read_inside_the_unit_only(tmp_path: Path) -> None:
+    unit, outside = tmp_path / "node_1_ascend_pt", tmp_path / "secret.json"
+    unit.mkdir()
+    outside.write_text('{"ENV_VARIABLES": {"ASCEND_GLOBAL_LOG_LEVEL": "0"}}')
+    assert layout.metadata(unit) is None  # absent
+    (unit / layout.METADATA).symlink_to(outside)
+    assert layout.metadata(unit) is None  # a symlink out of the unit is not followed
+    (unit / layout.METADATA).unlink()
+    (unit / layout.METADATA).write_text('# a comment line\n{"parallel_group_info": {}}')
+    assert layout.metadata(unit) == {"parallel_group_info": {}}
