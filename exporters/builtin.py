@@ -101,8 +101,9 @@ def render_collector_results(results: Iterable[tuple[str, float, bool]]) -> Iter
     """
     duration = GaugeMetricFamily(
         "npumon_scrape_collector_duration_seconds",
-        "Seconds the collector took to render its families (a scrape of an unchanged snapshot"
-        " reuses the last render, and so these values).",
+        "Seconds the collector took in the last render: formatting its families, or reusing its"
+        " text while the snapshot parts it reads are unchanged (a scrape of an unchanged"
+        " snapshot reuses the whole last render, and so these values).",
         labels=("collector",),
     )
     success = GaugeMetricFamily(

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from operator import attrgetter
-from typing import cast
+from typing import TypeVar, cast
 
 from prometheus_client import CollectorRegistry
 from prometheus_client import exposition as text_format
@@ -38,6 +38,9 @@ from npumon.exporters.profiles import render_profiles
 from npumon.exporters.spec import Renderer
 
 log = logging.getLogger(__name__)
+Inputs = Callable[[NodeSnapshot], tuple[object, ...]]  # the snapshot parts a collector reads
+Result = tuple[str, float, bool]  # (collector, seconds, success)
+_Out = TypeVar("_Out")
 
 CHIPS = ("chips",)
 COLLECTORS: tuple[tuple[str, Renderer, tuple[str, ...]], ...] = (
@@ -99,8 +102,8 @@ class NpuCollector:
             (n, r, _inputs(i)) for n, r, i in COLLECTORS
             if n not in disabled and (n not in OFF_BY_DEFAULT or n in enabled)
         )
-        # (name, OpenMetrics?) -> (the inputs rendered, their text, render seconds)
-        self._chunks: dict[tuple[str, bool], tuple[tuple[object, ...], bytes, float]] = {}
+        # (name, OpenMetrics?) -> (the inputs rendered, their text)
+        self._chunks: dict[tuple[str, bool], tuple[tuple[object, ...], bytes]] = {}
         self._last_error: dict[str, str] = {}
         self._lock = threading.Lock()  # concurrent scrapes share the last-error memory
 
@@ -110,25 +113,10 @@ class NpuCollector:
 
     def collect(self) -> Iterator[Metric]:
         """All families of the enabled collectors; a failing one is dropped and reported."""
-        results: list[tuple[str, float, bool]] = []
-        started = self._timer()
-        try:
-            snap: NodeSnapshot | None = self._latest()
-        except Exception as exc:  # the store is outside this boundary; still serve self-metrics
-            self._log_failure(SNAPSHOT, exc)
-            snap = None
-        results.append((SNAPSHOT, self._timer() - started, snap is not None))
-        if snap is not None:
-            for name, render, _ in self._collectors:
-                started = self._timer()
-                try:
-                    families = [f for f in render(snap) if f.samples]
-                except Exception as exc:  # the per-collector error boundary (STYLE rule 6)
-                    self._log_failure(name, exc)
-                    results.append((name, self._timer() - started, False))
-                    continue
-                results.append((name, self._timer() - started, True))
-                yield from families
+        results: list[Result] = []
+        for families in self._each(results, lambda name, render, inputs, snap: [
+                f for f in render(snap) if f.samples]):
+            yield from families
         yield render_build_info(self._version)
         yield from render_collector_results(results)
 
@@ -138,39 +126,48 @@ class NpuCollector:
         inputs in COLLECTORS) are the same objects: the store keeps an unchanged part's identity,
         so a table poll re-formats the chip families but not the network ones."""
         encode = _encoder(openmetrics)
-        parts: list[bytes] = []
-        results: list[tuple[str, float, bool]] = []
-        started = self._timer()
-        try:
-            snap: NodeSnapshot | None = self._latest()
-        except Exception as exc:  # as in collect(): still serve the self-metrics
-            self._log_failure(SNAPSHOT, exc)
-            snap = None
-        results.append((SNAPSHOT, self._timer() - started, snap is not None))
-        if snap is not None:
-            for name, render, inputs in self._collectors:
-                key, now = (name, openmetrics), inputs(snap)
-                with self._lock:
-                    cached = self._chunks.get(key)
-                if cached is not None and _same_objects(cached[0], now):
-                    parts.append(cached[1])
-                    results.append((name, cached[2], True))
-                    continue
-                started = self._timer()
-                try:
-                    text = encode([f for f in render(snap) if f.samples])
-                except Exception as exc:  # the per-collector error boundary, as in collect()
-                    self._log_failure(name, exc)
-                    results.append((name, self._timer() - started, False))
-                    continue
-                took = self._timer() - started
-                with self._lock:
-                    self._chunks[key] = (now, text, took)
-                parts.append(text)
-                results.append((name, took, True))
+
+        def text(name: str, render: Renderer, inputs: Inputs, snap: NodeSnapshot) -> bytes:
+            key, now = (name, openmetrics), inputs(snap)
+            with self._lock:
+                kept = self._chunks.get(key)
+            if kept is not None and _same_objects(kept[0], now):
+                return kept[1]
+            body = encode([f for f in render(snap) if f.samples])
+            with self._lock:
+                self._chunks[key] = (now, body)
+            return body
+
+        results: list[Result] = []
+        parts = list(self._each(results, text))
         parts.append(encode([render_build_info(self._version),
                              *render_collector_results(results)]))
         return b"".join(parts)
+
+    def _each(self, results: list[Result],
+              work: Callable[[str, Renderer, Inputs, NodeSnapshot], _Out]) -> Iterator[_Out]:
+        """``work`` for each enabled collector on the latest snapshot, inside the per-collector
+        error boundary (STYLE rule 6): a failing one is logged, left out and reported in
+        ``results`` (name, seconds, success), as is reading the snapshot."""
+        started = self._timer()
+        try:
+            snap: NodeSnapshot | None = self._latest()
+        except Exception as exc:  # the store is outside this boundary; still serve self-metrics
+            self._log_failure(SNAPSHOT, exc)
+            snap = None
+        results.append((SNAPSHOT, self._timer() - started, snap is not None))
+        if snap is None:
+            return
+        for name, render, inputs in self._collectors:
+            started = self._timer()
+            try:
+                out = work(name, render, inputs, snap)
+            except Exception as exc:
+                self._log_failure(name, exc)
+                results.append((name, self._timer() - started, False))
+                continue
+            results.append((name, self._timer() - started, True))
+            yield out
 
     def _log_failure(self, collector: str, exc: Exception) -> None:
         text = f"{type(exc).__name__}: {exc}"
@@ -207,7 +204,7 @@ def _encoder(openmetrics: bool) -> Callable[[list[Metric]], bytes]:
     return om if openmetrics else text
 
 
-def _inputs(paths: tuple[str, ...]) -> Callable[[NodeSnapshot], tuple[object, ...]]:
+def _inputs(paths: tuple[str, ...]) -> Inputs:
     """The snapshot parts named by ``paths`` ("network.ports"; "" is the snapshot itself)."""
     getters: tuple[Callable[[NodeSnapshot], object], ...] = tuple(
         attrgetter(path) if path else _whole for path in paths)
