@@ -96,12 +96,6 @@ def _collect(config: Config) -> int:
     return 0 if agent.all_sources_up() else 1
 
 
-# How long a Python thread may hold the GIL while another waits (CPython's default 5 ms). The
-# HTTP thread answers from memory but must take the GIL from the poller threads (parsing,
-# rendering after a publish); at 5 ms a scrape paid up to 5 ms per hand-over.
-GIL_SWITCH_SECONDS = 0.0005
-
-
 def _run(config: Config, load: Callable[[], Config]) -> int:
     from npumon.daemon.supervisor import Supervisor
     from npumon.exporters.http import serve
@@ -113,7 +107,6 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
     except WebConfigError as error:
         print(f"npumon: {error}", file=sys.stderr)
         return 1
-    sys.setswitchinterval(GIL_SWITCH_SECONDS)
     supervisor = Supervisor(config, load)
     signals = _SignalPipe((signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
     address = config.web.listen_address
