@@ -198,26 +198,26 @@ def _captures(view: ProfilingView, skips: _Skips) -> Family:
     return total
 
 
-def _last_success(view: ProfilingView, skips: _Skips) -> Family:
-    last = GaugeMetricFamily(
-        "npumon_capture_last_success_timestamp_seconds",
-        "Unix time in seconds of the workload's last successful capture (kept across restarts).",
-        labels=("workload",))
-    for w in view.workloads:
-        if w.last_success_timestamp is not None:
-            skips.add(last, (w.workload,), w.last_success_timestamp)
-    return last
+def _per_workload(name: str, documentation: str, field: str) -> Builder:
+    """A gauge of one optional WorkloadProfile field, one sample per workload that has it."""
+    def build(view: ProfilingView, skips: _Skips) -> Family:
+        family = GaugeMetricFamily(name, documentation, labels=("workload",))
+        for w in view.workloads:
+            value = getattr(w, field)
+            if value is not None:
+                skips.add(family, (w.workload,), value)
+        return family
+    return build
 
 
-def _capture_duration(view: ProfilingView, skips: _Skips) -> Family:
-    took = GaugeMetricFamily(
-        "npumon_capture_duration_seconds",
-        "Wall time in seconds of the workload's last successful capture, analysis included.",
-        labels=("workload",))
-    for w in view.workloads:
-        if w.capture_duration_seconds is not None:
-            skips.add(took, (w.workload,), w.capture_duration_seconds)
-    return took
+_last_success = _per_workload(
+    "npumon_capture_last_success_timestamp_seconds",
+    "Unix time in seconds of the workload's last successful capture (kept across restarts).",
+    "last_success_timestamp")
+_capture_duration = _per_workload(
+    "npumon_capture_duration_seconds",
+    "Wall time in seconds of the workload's last successful capture, analysis included.",
+    "capture_duration_seconds")
 
 
 def _state_errors(view: ProfilingView, skips: _Skips) -> Family:
