@@ -5,9 +5,10 @@ scrapers (keep-alive, gzip, each every ``--interval``) while ``--slow`` connecti
 process of their own, trickle header lines (reopened when the header deadline cuts them).
 Prints scrape p50/p99, 503s, errors (other statuses, resets, 5 s timeouts), the daemon's
 threads and RSS before, right after and SETTLE_SECONDS after. Scenarios: plain, TLS + basic
-auth, npu-smi hanging on every call, and the default --web.max-requests 40 (its first round
-is every scraper at once on a cold render cache, so there is a surplus to refuse). Stops by
-itself; the last line is ``RESULT {json}``.
+auth, npu-smi hanging on every call, and the default --web.max-requests 40, which opens with
+a burst: a request per scraper at one instant on a cold render cache, so there is a surplus to
+refuse, sent by a tight loop and timed to the first byte of each answer. Stops by itself; the
+last line is ``RESULT {json}``.
 
 Usage: python bench/load_bench.py [--seconds 60] [--short] [--scenario NAME ...] [--json PATH]
 """
@@ -23,6 +24,8 @@ import multiprocessing
 import multiprocessing.sharedctypes
 import os
 import random
+import selectors
+import socket
 import ssl
 import statistics
 import subprocess
@@ -116,24 +119,14 @@ async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
 
 
 async def _scraper(port: int, tls: ssl.SSLContext | None, request: bytes, until: float,
-                   interval: float, tally: Tally, first_at: float | None) -> None:
-    """Scrapes every ``interval`` s at a random phase (out of step, as in a fleet). With
-    ``first_at``, the connection is opened beforehand and the first request is sent at that
-    instant by every scraper at once (a burst on a cold render cache); then out of step."""
+                   interval: float, tally: Tally) -> None:
+    """Scrapes every ``interval`` s at a random phase (out of step, as in a fleet)."""
     conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
     loop = asyncio.get_running_loop()
     next_at = loop.time() + random.uniform(0, interval)
-    if first_at is not None:
-        try:
-            conn = await asyncio.wait_for(
-                asyncio.open_connection("127.0.0.1", port, ssl=tls), CLIENT_TIMEOUT)
-        except (OSError, TimeoutError):
-            tally.errors += 1
-        next_at = first_at
     while (now := loop.time()) < until:
         await asyncio.sleep(max(0.0, next_at - now))
-        next_at = (next_at + random.uniform(0, interval) if next_at == first_at
-                   else next_at + interval)
+        next_at += interval
         started = loop.time()
         try:
             if conn is None:
@@ -153,6 +146,46 @@ async def _scraper(port: int, tls: ssl.SSLContext | None, request: bytes, until:
             tally.errors += 1
     if conn is not None:
         conn[1].close()
+
+
+def _burst(port: int, request: bytes, count: int) -> dict[str, float]:
+    """``count`` requests at one instant on connections opened beforehand: sent by one tight
+    loop and timed from each send() to the first bytes of its answer. (The asyncio scrapers
+    would add their own queueing: a task per request, then reading 100 answers in turn.)"""
+    socks = [socket.create_connection(("127.0.0.1", port), timeout=CLIENT_TIMEOUT)
+             for _ in range(count)]
+    answers: dict[int, tuple[float, bytes]] = {}
+    sent: list[float] = []
+    try:
+        for sock in socks:
+            sock.setblocking(False)
+        time.sleep(1.0)  # a real daemon accepting them: real time, no clock to advance
+        for sock in socks:
+            sock.send(request)
+            sent.append(time.perf_counter())
+        with selectors.DefaultSelector() as selector:
+            for index, sock in enumerate(socks):
+                selector.register(sock, selectors.EVENT_READ, index)
+            deadline = time.perf_counter() + CLIENT_TIMEOUT
+            while len(answers) < count and (left := deadline - time.perf_counter()) > 0:
+                for key, _ in selector.select(left):
+                    answers[key.data] = (time.perf_counter(), key.fileobj.recv(65536))
+                    selector.unregister(key.fileobj)
+    finally:
+        for sock in socks:
+            sock.close()
+    by_status: dict[int, list[float]] = {}
+    for index, (at, data) in answers.items():
+        status = int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/1.1 ") else 0
+        by_status.setdefault(status, []).append(at - sent[index])
+    refused, served = by_status.pop(503, []), by_status.pop(200, [])
+    return {
+        "burst": count, "burst_send_ms": 1000 * (sent[-1] - sent[0]),
+        "burst_503": len(refused), "burst_503_p50_ms": _pct(refused, 0.5),
+        "burst_503_p99_ms": _pct(refused, 0.99), "burst_200": len(served),
+        "burst_200_p99_ms": _pct(served, 0.99),
+        "burst_errors": count - len(refused) - len(served),
+    }
 
 
 async def _slow_header(port: int, tls: ssl.SSLContext | None, until: float,
@@ -196,7 +229,8 @@ def _slow_process(port: int, tls: bool, seconds: float, count: int,
     cut.value = asyncio.run(_slow_only(port, tls, seconds, count))
 
 
-async def _load(port: int, tls: bool, args: argparse.Namespace, burst: bool) -> Tally:
+async def _load(port: int, tls: bool, args: argparse.Namespace,
+                burst: bool) -> tuple[Tally, dict[str, float]]:
     tally, context = Tally(), _client_tls(tls)
     headers = b"Accept-Encoding: gzip\r\n"
     if tls:
@@ -209,15 +243,16 @@ async def _load(port: int, tls: bool, args: argparse.Namespace, burst: bool) -> 
                                    args=(port, tls, args.seconds + head_start, args.slow, cut))
     slow.start()
     await asyncio.sleep(head_start)
-    now = asyncio.get_running_loop().time()
-    until, first_at = now + args.seconds, (now + 1.0 if burst else None)
-    await asyncio.gather(*(_scraper(port, context, request, until, args.interval, tally, first_at)
+    # nothing else on this loop yet: the burst blocks it on purpose
+    opening = _burst(port, request, args.scrapers) if burst else {}
+    until = asyncio.get_running_loop().time() + args.seconds
+    await asyncio.gather(*(_scraper(port, context, request, until, args.interval, tally)
                            for _ in range(args.scrapers)))
     await asyncio.get_running_loop().run_in_executor(None, slow.join, 30.0)
     if slow.is_alive():
         slow.kill()
     tally.cut = cut.value
-    return tally
+    return tally, opening
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -233,9 +268,9 @@ def run_scenario(name: str, args: argparse.Namespace) -> dict[str, float]:
             proc = psutil.Process(daemon.pid)
             time.sleep(args.warmup)  # first polls, first snapshot: a real daemon, real time
             rss0, threads0 = proc.memory_info().rss / 2**20, proc.num_threads()
-            # the default limit's run opens with every scraper at once on a cold render cache:
-            # up to 40 wait for the first render, the surplus must get its 503 at once
-            tally = asyncio.run(_load(port, tls, args, burst=max_requests is None))
+            # the default limit's run opens with a request from every scraper at once on a cold
+            # render cache: 40 wait for the first render, the surplus must get its 503 at once
+            tally, opening = asyncio.run(_load(port, tls, args, burst=max_requests is None))
             rss1, threads1 = proc.memory_info().rss / 2**20, proc.num_threads()
             time.sleep(SETTLE_SECONDS)  # a real daemon returning freed memory: real time
             rss2 = proc.memory_info().rss / 2**20
@@ -249,7 +284,7 @@ def run_scenario(name: str, args: argparse.Namespace) -> dict[str, float]:
         "busy_p99_ms": _pct(tally.busy, 0.99),
         "errors": tally.errors, "slow_cut": tally.cut, "rss_before_mb": rss0,
         "rss_after_mb": rss1, "rss_settled_mb": rss2, "threads_before": threads0,
-        "threads_after": threads1,
+        "threads_after": threads1, **opening,
     }
     _print(name, max_requests, args, result)
     return result
@@ -270,6 +305,12 @@ def _print(name: str, max_requests: int | None, args: argparse.Namespace,
           f"{r['rss_settled_mb']:.1f} MB ({r['rss_settled_mb'] - r['rss_before_mb']:+.1f} MB)"
           "  threads "
           f"{r['threads_before']:.0f} -> {r['threads_after']:.0f}", flush=True)
+    if "burst" in r:
+        print(f"  opening burst: {r['burst']:.0f} requests sent in {r['burst_send_ms']:.2f} ms on"
+              f" a cold cache; 503 {r['burst_503']:.0f} (p50 {r['burst_503_p50_ms']:.2f} ms, p99 "
+              f"{r['burst_503_p99_ms']:.2f} ms), 200 {r['burst_200']:.0f} (p99 "
+              f"{r['burst_200_p99_ms']:.2f} ms), errors/timeouts {r['burst_errors']:.0f}",
+              flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:

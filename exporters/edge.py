@@ -6,26 +6,37 @@ import asyncio
 import gzip
 import html
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from prometheus_client.exposition import choose_encoder
 
 from npumon.exporters.auth import BasicAuth
-from npumon.exporters.rendercache import RenderCache
-from npumon.exporters.weblive import LiveWebConfig
+from npumon.exporters.rendercache import Key, RenderCache
+from npumon.exporters.weblive import Active, LiveWebConfig
 
 log = logging.getLogger(__name__)
 
 Scope = MutableMapping[str, Any]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 TEXT = "text/plain; charset=utf-8"
+TEXT_BYTES = TEXT.encode()
 LIVENESS_PATH = "/-/healthy"  # unauthenticated, says nothing but "OK": for Kubernetes probes
 RENDER_THREADS = 2  # collectors run here, off the event loop; the cache makes most scrapes free
 # gzip level 1: a 16-chip exposition (230 KB) takes 1.0 ms and 27 KB, level 6 3.8 ms and 22 KB
 GZIP_LEVEL = 1
 Exposition = Callable[[bool], bytes]  # OpenMetrics? -> the body
+BUSY = b"Too many requests in flight\n"  # the 503's body
+SLOT = "npumon.slot"  # in scope["extensions"]: this request holds one of the max_requests slots
+
+
+def _variant(headers: Mapping[str, str]) -> tuple[Key, bool]:
+    """The render cache's key (content type, gzip) for these request headers, and whether the
+    body is OpenMetrics."""
+    _, content_type = choose_encoder(headers.get("accept", ""))
+    zipped = gzip_wanted(headers.get("accept-encoding", ""))
+    return (content_type, zipped), content_type.startswith("application/openmetrics-text")
 
 
 def gzip_wanted(accept_encoding: str) -> bool:
@@ -66,9 +77,67 @@ class EdgeApp:
         self._bcrypt.shutdown(wait=False, cancel_futures=True)
         self._render.shutdown(wait=False, cancel_futures=True)
 
+    def full(self) -> bool:
+        """Every slot taken: an authorised /metrics would get a 503 now."""
+        return self._in_flight >= self._max
+
+    def admit(self, scope: Scope) -> None:
+        """Called by the server as it parses a request, before the request's task runs: an
+        authorised /metrics that must wait for a render takes its slot now. A burst parsed in
+        one go is then counted as it arrives, so its surplus is refused while it is read
+        (``refusal``), not after every task ahead of it has run. A request whose body is ready
+        takes its slot in its task, as do undecided ones (an uncached credential: bcrypt
+        first)."""
+        headers = scope["headers"]
+        authorization = next((v for k, v in headers if k == b"authorization"), None)
+        if not self._known_good(scope["method"], scope["path"], authorization):
+            return
+        if self._cache is not None:
+            decoded = {k.decode("latin-1"): v.decode("latin-1") for k, v in headers}
+            if self._cache.peek(_variant(decoded)[0]) is not None:
+                return
+        self._take(scope)
+
+    def refusal(self, method: str, path: str,
+                authorization: bytes | None) -> tuple[tuple[bytes, bytes], ...] | None:
+        """The web config's extra headers for the 503 that this request gets anyway, when every
+        slot is taken and it is a GET/HEAD of /metrics whose credentials are known good without
+        bcrypt; None: let it take the normal path (which refuses it alike, only later)."""
+        if not self.full():
+            return None
+        active = self._known_good(method, path, authorization)
+        return None if active is None else active.headers
+
+    def _known_good(self, method: str, path: str, authorization: bytes | None) -> Active | None:
+        if method not in ("GET", "HEAD") or path != "/metrics":
+            return None
+        active = self._web.current()
+        if active is None or (active.auth is not None and active.auth.cached(
+                None if authorization is None else authorization.decode("latin-1")) is not True):
+            return None
+        return active
+
+    def _take(self, scope: Scope) -> bool:
+        """A slot for this request (True), taken now or when it was parsed; False when full."""
+        extensions = scope.setdefault("extensions", {})
+        if extensions.get(SLOT):
+            return True
+        if self.full():
+            return False
+        self._in_flight += 1
+        extensions[SLOT] = True
+        return True
+
     async def __call__(self, scope: Scope, receive: Any, send: Send) -> None:
         if scope["type"] != "http":
             return
+        try:
+            await self._route(scope, send)
+        finally:
+            if scope.get("extensions", {}).get(SLOT):
+                self._in_flight -= 1
+
+    async def _route(self, scope: Scope, send: Send) -> None:
         if scope["method"] not in ("GET", "HEAD"):
             await _send(send, 405, b"Method Not Allowed\n", TEXT, (), [(b"allow", b"GET, HEAD")])
             return
@@ -90,14 +159,10 @@ class EdgeApp:
             return
         path = scope["path"]
         if path == "/metrics":
-            if self._in_flight >= self._max:
-                await _send(send, 503, b"Too many requests in flight\n", TEXT, extra)
+            if not self._take(scope):
+                await _send(send, 503, BUSY, TEXT, extra)
                 return
-            self._in_flight += 1
-            try:
-                await self._metrics(send, headers, extra)
-            finally:
-                self._in_flight -= 1
+            await self._metrics(send, headers, extra)
         elif path == "/healthz":
             ok, reason = self._health()
             text = "ok\n" if ok else f"unhealthy: {reason}\n"
@@ -116,10 +181,8 @@ class EdgeApp:
 
     async def _metrics(self, send: Send, headers: dict[str, str],
                        extra: tuple[tuple[bytes, bytes], ...]) -> None:
-        _, content_type = choose_encoder(headers.get("accept", ""))
-        openmetrics = content_type.startswith("application/openmetrics-text")
-        zipped = gzip_wanted(headers.get("accept-encoding", ""))
-        key = (content_type, zipped)
+        key, openmetrics = _variant(headers)
+        content_type, zipped = key
 
         def render() -> bytes:
             body = self._exposition(openmetrics)

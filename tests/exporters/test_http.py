@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import http.client
 import shutil
+import socket
 import ssl
 import subprocess
 import threading
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import bcrypt
 import pytest
@@ -24,6 +26,7 @@ from edge_helpers import self_signed as _self_signed
 from exp_helpers import key, samples
 from prometheus_client import CollectorRegistry
 
+from npumon.exporters.edge import EdgeApp
 from npumon.exporters.http import Server, parse_listen_address, serve
 from npumon.exporters.webconfig import WebConfig, parse_web_config
 
@@ -279,6 +282,82 @@ def test_the_limit_is_inside_auth(tmp_path: Path) -> None:
         assert _get(server, "/metrics", _auth("prom", "pw"))[0] == 503
         blocking.release.set()
         assert held.result(10)[0] == 200
+
+
+class _Replies:
+    """Responses read off one raw connection in turn (pipelined ones too): status line,
+    headers, body (content-length; none after a HEAD)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock, self.data = sock, b""
+
+    def next(self, head: bool = False) -> tuple[bytes, dict[bytes, bytes], bytes]:
+        while b"\r\n\r\n" not in self.data:
+            self._more()
+        top, _, self.data = self.data.partition(b"\r\n\r\n")
+        status, *lines = top.split(b"\r\n")
+        headers = {k.strip().lower(): v.strip() for k, _, v in (x.partition(b":") for x in lines)}
+        length = 0 if head else int(headers.get(b"content-length", b"0"))
+        while len(self.data) < length:
+            self._more()
+        body, self.data = self.data[:length], self.data[length:]
+        return status, headers, body
+
+    def _more(self) -> None:
+        chunk = self.sock.recv(4096)
+        assert chunk, f"connection closed after {self.data!r}"
+        self.data += chunk
+
+
+def test_the_surplus_is_refused_as_it_is_read_without_reaching_the_app(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = parse_web_config({"http_server_config": {"headers": {"X-Frame-Options": "deny"}}},
+                              base=tmp_path)
+    routed: list[str] = []
+    route = EdgeApp._route
+
+    async def counting(self: EdgeApp, scope: Any, send: Any) -> None:
+        routed.append(scope["path"])
+        await route(self, scope, send)
+
+    monkeypatch.setattr(EdgeApp, "_route", counting)
+    request = b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n"
+    with _blocked(config, 1) as (server, blocking, pool):
+        held = pool.submit(_get, server, "/metrics")
+        assert blocking.entered.acquire(timeout=5)
+        routed.clear()
+        burst = [raw_connection(server, request) for _ in range(20)]
+        replies = [_Replies(sock) for sock in burst]
+        shed = [reply.next() for reply in replies]
+        assert routed == []  # answered while read: no task, no app
+        # the same 503 as the app's own (which a closing request gets), keep-alive aside
+        closing = raw_connection(
+            server, request.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+        app_status, app_headers, app_body = _Replies(closing).next()
+        assert routed == ["/metrics"] and app_headers.pop(b"connection") == b"close"
+        for status, headers, body in shed:
+            assert (status, body) == (app_status, app_body) == (
+                b"HTTP/1.1 503 Service Unavailable", b"Too many requests in flight\n")
+            assert headers.keys() == app_headers.keys()
+            assert headers[b"x-frame-options"] == b"deny" and headers[b"server"] == b"npumon"
+        # the connection stays usable: HEAD (no body), then a request in two pieces
+        burst[0].sendall(request.replace(b"GET", b"HEAD"))
+        status, headers, body = replies[0].next(head=True)
+        assert status.endswith(b"503 Service Unavailable") and body == b""
+        assert headers[b"content-length"] == str(len(app_body)).encode()
+        burst[1].sendall(request[:20])
+        time.sleep(0.05)  # two reads on the server: a real socket, no clock to advance
+        burst[1].sendall(request[20:])
+        assert replies[1].next()[0].endswith(b"503 Service Unavailable")
+        # two pipelined in one write: uvicorn's path, answered in turn
+        burst[2].sendall(request * 2)
+        assert [replies[2].next()[0][9:12] for _ in range(2)] == [b"503", b"503"]
+        blocking.release.set()
+        assert held.result(10)[0] == 200
+        burst[3].sendall(request)
+        assert replies[3].next()[0].endswith(b"200 OK")  # a slot is free again
+        for sock in [*burst, closing]:
+            sock.close()
 
 
 def test_head_is_answered_without_a_body(plain: Server) -> None:
