@@ -1,7 +1,8 @@
 """Daemon budgets (docs/architecture.md, "Budgets") on the simulator: printed, never asserted.
 
 1. polling 8 chips (910B) and 16 chips (A3: 8 NPUs x 2 dies) at the default intervals, with
-   profiling on at its defaults (a simulated training job, attached with the simulated msprof):
+   profiling on at its defaults (a simulated training job, attached with the simulated msprof)
+   and a scrape every 15 s as Prometheus sends it (OpenMetrics, gzip):
    CPU of the daemon process itself, excluding its children (npu-smi, msprof: reported apart),
    RSS, and whether pandas is mapped into the daemon (the analysis runs in a worker process);
 2. one client's scrapes (p50/p99, exposition size) of those nodes and of a 64-chip node (a
@@ -207,6 +208,31 @@ def _alone(node: Node, nodes: list[Node], scrapes: int) -> dict[str, Any]:
                 os.kill(child.pid, signal.SIGCONT)
 
 
+# What Prometheus sends (OpenMetrics first, gzip) and its common scrape interval: the daemon's
+# CPU is measured while it is scraped as in production, not left alone.
+PROMETHEUS_HEADERS = {
+    "Accept": "application/openmetrics-text;version=1.0.0;q=0.5,"
+              "text/plain;version=0.0.4;q=0.3,*/*;q=0.2",
+    "Accept-Encoding": "gzip",
+}
+SCRAPE_INTERVAL_S = 15.0
+
+
+def _scraped_by_prometheus(nodes: list[Node], seconds: float) -> None:
+    """Every SCRAPE_INTERVAL_S for ``seconds`` (wall time: the daemons run for real), each node
+    scraped as Prometheus does."""
+    started = time.monotonic()
+    tick = started
+    while tick < started + seconds:
+        for node in nodes:
+            request = urllib.request.Request(f"http://127.0.0.1:{node.port}/metrics",
+                                             headers=PROMETHEUS_HEADERS)
+            with urllib.request.urlopen(request, timeout=10) as response:
+                response.read()
+        tick += SCRAPE_INTERVAL_S
+        time.sleep(max(0.0, min(tick, started + seconds) - time.monotonic()))
+
+
 def run_nodes(folder: Path, seconds: float, scrapes: int) -> dict[str, Any]:
     big = folder / "big64.yaml"
     big.write_text(BIG_SCENARIO % "\n".join(
@@ -220,7 +246,7 @@ def run_nodes(folder: Path, seconds: float, scrapes: int) -> dict[str, Any]:
         for node in nodes:
             _wait_for_chips(node.port, node.chips, 90)
         before = {n.label: (n.proc.cpu_times(), time.monotonic()) for n in nodes}
-        time.sleep(seconds)  # measuring running daemons over wall time
+        _scraped_by_prometheus(nodes, seconds)
         figures_of: dict[str, dict[str, Any]] = {}
         for node in nodes:
             (b, wall), a = before[node.label], node.proc.cpu_times()

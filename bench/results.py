@@ -79,12 +79,13 @@ def polling(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
             t.row(f"daemon CPU, {chips} chips", NA, "< 1 % of a core", False)
             continue
         cpu = n["own_cpu_percent"]
-        t.row(f"daemon CPU (excl. children), {chips} chips", f"{cpu:.2f} % of a core",
-              "< 1 % of a core", cpu < 1.0,
+        t.row(f"daemon CPU (excl. children), {chips} chips, scraped every 15 s",
+              f"{cpu:.2f} % of a core", "< 1 % of a core", cpu < 1.0,
               f"The daemon itself used {cpu:.2f} % of a core at {chips} chips. Its work per "
               "table interval is parsing npu-smi's (and hccn_tool's) text and rebuilding the "
-              "snapshot in "
-              "Python; three daemons and their simulated npu-smi shared the 2 cores during the "
+              "snapshot in Python, plus one render of the exposition per scrape (OpenMetrics, "
+              "gzip, as Prometheus asks), just before it is due; three daemons and their "
+              "simulated npu-smi shared the 2 cores during the "
               "run, so the figure carries some contention. Fix: parse only the queries that "
               "changed and profile the hot path (py-spy) at 16 chips.")
         t.row(f"children CPU (npu-smi, msprof simulators), {chips} chips",

@@ -94,7 +94,7 @@ class EdgeApp:
             return
         if self._cache is not None:
             decoded = {k.decode("latin-1"): v.decode("latin-1") for k, v in headers}
-            if self._cache.peek(_variant(decoded)[0]) is not None:
+            if self._cache.ready(_variant(decoded)[0]):
                 return
         self._take(scope)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 from npumon.exporters.http import RenderCache
@@ -62,7 +63,59 @@ def test_refresh_renders_the_recently_scraped_formats_of_a_new_snapshot() -> Non
     assert cache.refresh() == 0  # nobody scraped either format lately
     cache.get(om, renderer(om))  # Prometheus is back (OpenMetrics); the text client is not
     snapshot[0] = object()
-    assert cache.refresh() == 1 and renders[-1] == om
+    # its last gap was 601 s: rendered 1 s before the next expected scrape, not now
+    assert cache.refresh() == 0 and cache.next_due() == 600.0
+    now[0] += 600.0
+    assert cache.refresh() == 1 and renders[-1] == om and cache.next_due() is None
+
+
+def test_a_format_is_rendered_just_before_its_next_expected_scrape() -> None:
+    from npumon.exporters.rendercache import PRERENDER_LEAD_SECONDS as LEAD
+
+    snapshot, now, renders = [object()], [0.0], [0]
+
+    def render() -> bytes:
+        renders[0] += 1
+        return b"body %d" % renders[0]
+
+    key = ("text/plain", True)
+    cache = RenderCache(lambda: snapshot[0], clock=lambda: now[0])
+
+    def scrape(at: float) -> bytes:
+        now[0] = at
+        return cache.peek(key) or cache.get(key, render)
+
+    def publish(at: float) -> int:  # what the prerenderer does: publish, then refresh
+        now[0] = at
+        snapshot[0] = object()
+        cache.published()
+        return cache.refresh()
+
+    for at in (0.0, 15.0, 30.0):  # Prometheus every 15 s
+        scrape(at)
+    # npumon publishes every 5 s: one render per scrape, due 1 s before it, not one per publish
+    assert [publish(at) for at in (32.0, 37.0, 42.0)] == [0, 0, 0]
+    assert cache.next_due() == 45.0 - LEAD - 42.0
+    now[0] = 45.0 - LEAD
+    assert cache.refresh() == 1 and renders[0] == 2  # (the first scrape rendered body 1)
+    assert scrape(45.0) == b"body 2"  # the newest snapshot, already rendered
+    # the scrapers stop: after twice the longest recent gap, nothing is rendered ahead
+    assert publish(50.0) == 0 and cache.next_due() == 59.0 - 50.0
+    assert publish(45.0 + 2 * 15.0 + LEAD + 0.5) == 0 and cache.next_due() is None
+    assert scrape(100.0) == b"body 3"  # a scrape renders, and resumes it
+    assert publish(101.0) == 0 and cache.next_due() == 114.0 - 101.0
+
+
+def test_with_two_scrapers_out_of_phase_the_shortest_gap_counts() -> None:
+    snapshot, now = [object()], [0.0]
+    key = ("text/plain", False)
+    cache = RenderCache(lambda: snapshot[0], clock=lambda: now[0])
+    for at in (0.0, 3.0, 15.0, 18.0, 30.0, 33.0):  # two replicas, 3 s apart, every 15 s
+        now[0] = at
+        if cache.peek(key) is None:
+            cache.get(key, lambda: b"body")
+    now[0], snapshot[0] = 36.0, object()
+    assert cache.refresh() == 1  # the next scrape may come 3 s after the last: render now
 
 
 def test_the_prerenderer_renders_after_each_change_and_folds_a_burst() -> None:
@@ -150,3 +203,32 @@ def test_a_published_snapshot_serves_the_previous_body_for_a_bounded_time() -> N
     assert cache.refresh() == 1 and cache.peek(key) == b"old"  # (the same render, re-run)
     snapshot[0] = object()
     assert cache.peek(key) is None  # no publish announced, nothing rendering: not served
+
+
+def test_the_prerenderer_renders_a_deferred_format_when_it_falls_due() -> None:
+    from npumon.exporters.rendercache import PRERENDER_LEAD_SECONDS as LEAD
+
+    snapshot, offset = [object()], [-(LEAD + 0.3)]
+    renders: list[object] = []
+    rendered = threading.Event()
+
+    def render() -> bytes:
+        renders.append(snapshot[0])
+        rendered.set()
+        return b"body"
+
+    key = ("t", False)
+    # real time (the prerenderer waits on it), shifted: the format was scraped LEAD + 0.3 s ago
+    # and just now, so its next render is due 0.3 s from now
+    cache = RenderCache(lambda: snapshot[0], clock=lambda: time.monotonic() + offset[0])
+    cache.get(key, render)
+    offset[0] = 0.0
+    assert cache.peek(key) == b"body"
+    rendered.clear()
+    prerenderer = Prerenderer(cache, delay=0.0)
+    try:
+        snapshot[0] = object()
+        prerenderer.changed()  # its refresh defers the render; no other publish comes
+        assert rendered.wait(10) and renders[-1] is snapshot[0] and len(renders) == 2
+    finally:
+        prerenderer.close()
