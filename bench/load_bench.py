@@ -43,6 +43,7 @@ BIN = Path(sys.executable).parent
 PASSWORD = "bench-pw"
 CLIENT_TIMEOUT = 5.0
 SETTLE_SECONDS = 5.0  # after the load, before the second RSS reading (freed memory returned)
+SIZES = {"seconds": (60.0, 5.0), "scrapers": (100, 20), "slow": (500, 50), "warmup": (3.0, 2.0)}
 SCENARIOS = {  # name: (max_requests or None for the default, TLS + auth, npu-smi hangs)
     "plain": (200, False, False),
     "tls_auth": (200, True, False),
@@ -315,19 +316,21 @@ def _print(name: str, max_requests: int | None, args: argparse.Namespace,
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--scrapers", type=int, default=100)
-    parser.add_argument("--slow", type=int, default=500)
+    parser.add_argument("--seconds", type=float)
+    parser.add_argument("--scrapers", type=int)
+    parser.add_argument("--slow", type=int)
     parser.add_argument("--interval", type=float, default=0.1, help="per scraper, seconds")
-    parser.add_argument("--warmup", type=float, default=3.0)
-    parser.add_argument("--short", action="store_true", help="5 s, 20 scrapers, 50 slow")
+    parser.add_argument("--warmup", type=float)
+    parser.add_argument("--short", action="store_true",
+                        help="5 s, 20 scrapers, 50 slow (where not given)")
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
     # the client's own asyncio warns for each write to a connection the deadline just cut
     logging.getLogger("asyncio").setLevel(logging.ERROR)
-    if args.short:
-        args.seconds, args.scrapers, args.slow, args.warmup = 5.0, 20, 50, 2.0
+    for name, (full, short) in SIZES.items():  # where not given: the full or the short run's
+        if getattr(args, name) is None:
+            setattr(args, name, short if args.short else full)
     results = {name: run_scenario(name, args) for name in args.scenario or SCENARIOS}
     print("RESULT " + json.dumps(results))
     if args.json:
