@@ -96,8 +96,10 @@ class _Protocol(H11Protocol):
         within a few ms rather than after every request parsed before it (~0.15 ms each
         through a task). Anything else (a partial or pipelined request, an uncached credential,
         "Connection: close") goes on to uvicorn untouched, which refuses it alike, later."""
+        if self.conn.our_state is not h11.IDLE or self.conn.trailing_data[0]:
+            return False  # a response under way, or the start of a request already read
         head = self._head(data)
-        if head is None or self.conn.our_state is not h11.IDLE:
+        if head is None:
             return False
         method, path, authorization = head
         extra = edge.refusal(method, path, authorization)

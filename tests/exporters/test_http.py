@@ -349,6 +349,11 @@ def test_the_surplus_is_refused_as_it_is_read_without_reaching_the_app(
         time.sleep(0.05)  # two reads on the server: a real socket, no clock to advance
         burst[1].sendall(request[20:])
         assert replies[1].next()[0].endswith(b"503 Service Unavailable")
+        # a whole request that only ends one already begun is that one's header, not a scrape
+        burst[4].sendall(b"GET /nowhere HTTP/1.1\r\nX-Pad: ")
+        time.sleep(0.05)  # two reads on the server: a real socket, no clock to advance
+        burst[4].sendall(request)
+        assert replies[4].next()[0].endswith(b"404 Not Found")
         # two pipelined in one write: uvicorn's path, answered in turn
         burst[2].sendall(request * 2)
         assert [replies[2].next()[0][9:12] for _ in range(2)] == [b"503", b"503"]
