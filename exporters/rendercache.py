@@ -86,27 +86,28 @@ class RenderCache:
     def peek(self, key: Key) -> bytes | None:
         """The cached body when it is still current, or the previous one while the current one
         is being rendered (stale by less than one render, as a scrape a moment earlier would
-        have been); else None (never renders)."""
+        have been); else None (never renders). A body served counts as a scrape of the format."""
         version = self._version()
         with self._lock:
-            hit = self._entries.get(key)
-            pending = (self._pending_since is not None
-                       and self._clock() - self._pending_since <= PENDING_MAX_SECONDS)
-            if hit is None or (hit[0] is not version and key not in self._rendering
-                               and not pending):
-                return None
-            if key in self._renders:
+            body = self._servable(key, version)
+            if body is not None and key in self._renders:
                 self._renders[key].ask(self._clock())
-            return hit[1]
+            return body
 
     def ready(self, key: Key) -> bool:
         """``peek`` would serve a body (not counted as a scrape of the format)."""
         version = self._version()
         with self._lock:
-            hit = self._entries.get(key)
-            return hit is not None and (hit[0] is version or key in self._rendering or (
-                self._pending_since is not None
-                and self._clock() - self._pending_since <= PENDING_MAX_SECONDS))
+            return self._servable(key, version) is not None
+
+    def _servable(self, key: Key, version: object) -> bytes | None:
+        hit = self._entries.get(key)  # (under the lock)
+        if hit is None:
+            return None
+        pending = (self._pending_since is not None
+                   and self._clock() - self._pending_since <= PENDING_MAX_SECONDS)
+        fresh = hit[0] is version or key in self._rendering or pending
+        return hit[1] if fresh else None
 
     def get(self, key: Key, render: Callable[[], bytes]) -> bytes:
         """The cached body when current, else ``render()``'s, which is kept. One render at a
