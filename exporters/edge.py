@@ -6,8 +6,9 @@ import asyncio
 import gzip
 import html
 import logging
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client.exposition import choose_encoder
@@ -29,6 +30,23 @@ GZIP_LEVEL = 1
 Exposition = Callable[[bool], bytes]  # OpenMetrics? -> the body
 BUSY = b"Too many requests in flight\n"  # the 503's body
 SLOT = "npumon.slot"  # in scope["extensions"]: this request holds one of the max_requests slots
+JUDGED = "npumon.judged"  # in scope["extensions"]: what ``admit`` found (a _Judged)
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """What ``admit`` found as a /metrics request was parsed, so that its task does not work it
+    out again: the web config it was judged by (its credentials are cached good under it), its
+    decoded headers, the render cache key and whether the body is OpenMetrics."""
+
+    active: Active
+    headers: dict[str, str]
+    key: Key
+    openmetrics: bool
+
+
+def _decoded(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    return {k.decode("latin-1"): v.decode("latin-1") for k, v in raw}
 
 
 def _variant(headers: Mapping[str, str]) -> tuple[Key, bool]:
@@ -88,15 +106,16 @@ class EdgeApp:
         (``refusal``), not after every task ahead of it has run. A request whose body is ready
         takes its slot in its task, as do undecided ones (an uncached credential: bcrypt
         first)."""
-        headers = scope["headers"]
-        authorization = next((v for k, v in headers if k == b"authorization"), None)
-        if not self._known_good(scope["method"], scope["path"], authorization):
+        raw = scope["headers"]
+        authorization = next((v for k, v in raw if k == b"authorization"), None)
+        active = self._known_good(scope["method"], scope["path"], authorization)
+        if active is None:
             return
-        if self._cache is not None:
-            decoded = {k.decode("latin-1"): v.decode("latin-1") for k, v in headers}
-            if self._cache.ready(_variant(decoded)[0]):
-                return
-        self._take(scope)
+        headers = _decoded(raw)
+        judged = scope.setdefault("extensions", {})[JUDGED] = _Judged(
+            active, headers, *_variant(headers))
+        if self._cache is None or not self._cache.ready(judged.key):
+            self._take(scope)
 
     def refusal(self, method: str, path: str,
                 authorization: bytes | None) -> tuple[tuple[bytes, bytes], ...] | None:
@@ -144,16 +163,19 @@ class EdgeApp:
         if scope["path"] == LIVENESS_PATH:
             await _send(send, 200, b"OK\n", TEXT, ())
             return
-        active = self._web.current()
+        judged: _Judged | None = scope.get("extensions", {}).get(JUDGED)
+        active = self._web.current() if judged is None else judged.active
         if active is None:  # the web config file is broken: fail closed (exporter-toolkit too)
             await _send(send, 500, b"Internal Server Error\n", TEXT, ())
             return
-        await self._handle(scope, send, active.auth, active.headers)
+        await self._handle(scope, send, active, judged)
 
-    async def _handle(self, scope: Scope, send: Send, auth: BasicAuth | None,
-                      extra: tuple[tuple[bytes, bytes], ...]) -> None:
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        if auth is not None and not await self._authorized(auth, headers.get("authorization")):
+    async def _handle(self, scope: Scope, send: Send, active: Active,
+                      judged: _Judged | None) -> None:
+        auth, extra = active.auth, active.headers
+        headers = _decoded(scope["headers"]) if judged is None else judged.headers
+        if judged is None and auth is not None and not await self._authorized(
+                auth, headers.get("authorization")):
             challenge = [(k.lower().encode(), v.encode()) for k, v in auth.challenge().items()]
             await _send(send, 401, b"Unauthorized\n", TEXT, extra, challenge)
             return
@@ -162,7 +184,8 @@ class EdgeApp:
             if not self._take(scope):
                 await _send(send, 503, BUSY, TEXT, extra)
                 return
-            await self._metrics(send, headers, extra)
+            await self._metrics(send, _variant(headers) if judged is None else (
+                judged.key, judged.openmetrics), extra)
         elif path == "/healthz":
             ok, reason = self._health()
             text = "ok\n" if ok else f"unhealthy: {reason}\n"
@@ -179,9 +202,9 @@ class EdgeApp:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._bcrypt, auth.check, header)
 
-    async def _metrics(self, send: Send, headers: dict[str, str],
+    async def _metrics(self, send: Send, variant: tuple[Key, bool],
                        extra: tuple[tuple[bytes, bytes], ...]) -> None:
-        key, openmetrics = _variant(headers)
+        key, openmetrics = variant
         content_type, zipped = key
 
         def render() -> bytes:
