@@ -221,6 +221,23 @@ def test_every_selector_uses_the_cluster_and_job_variables(path: Path) -> None:
                 assert selector.has("job", "=~", "$job"), (where, expr)
 
 
+_FALLBACK = re.compile(r"\bor\s+(?:on\s*\(\s*\)\s*)?vector\(")
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_no_target_joins_two_metrics_with_or(path: Path) -> None:
+    """`a or b` keeps b only where a has no series with the same labels (the name aside): one
+    target per metric instead. `or vector(0)` (a fallback for an empty answer) is fine."""
+    joined = []
+    for panel in all_panels(load(path)):
+        for target in panel.get("targets", []):
+            text = _FALLBACK.sub("", target["expr"])
+            text = re.sub(r'"(?:\\.|[^"\\])*"', '""', text)
+            if re.search(r"\bor\b", text) and len(metric_names(target["expr"])) > 1:
+                joined.append(panel["title"])
+    assert joined == []
+
+
 def test_the_job_variable_lists_npumon_jobs_only() -> None:
     for path in DASHBOARDS:
         job = {v["name"]: v for v in load(path)["templating"]["list"]}["job"]

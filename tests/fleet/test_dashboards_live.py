@@ -93,17 +93,30 @@ def ask(prometheus: str) -> Iterator[Any]:
     yield answer
 
 
+def only(expr: str, name: str) -> str:
+    """The expression with every selector but those of `name` selecting nothing."""
+    for other in {s.name for s in selectors(expr) if s.name} - {name}:
+        expr = without(expr, other)
+    return expr
+
+
 def test_every_metric_of_a_target_shows_in_its_answer(ask: Any) -> None:
-    """A metric whose removal leaves the answer as it was contributes nothing: hidden by an
-    `or` across metrics (which matches on labels without the name), or missing in the fleet."""
-    silent = []
+    """A metric whose removal leaves the answer as it was contributes nothing (missing in the
+    fleet, or hidden by an `or`); and what a metric answers on its own (the others removed)
+    must be in the whole answer: `a or b` matches on the labels without the name, so where both
+    have a chip, b's series (its name, or its sum) is not."""
+    silent, lost = [], []
     for target in targets():
         whole = ask(substitute(target.expr))
-        for name in sorted({s.name for s in selectors(target.expr) if s.name}):
-            if target.key(name) in MAY_BE_EMPTY:
-                continue
-            if ask(substitute(without(target.expr, name))) == whole:
-                silent.append(f"{target.dashboard} / {target.title}: {name} in {target.expr}")
+        names = sorted({s.name for s in selectors(target.expr) if s.name})
+        for name in names:
+            where = f"{target.dashboard} / {target.title}: {name} in {target.expr}"
+            if len(names) > 1 and not ask(substitute(only(target.expr, name))) <= whole:
+                lost.append(where)
+            if target.key(name) not in MAY_BE_EMPTY and (
+                    ask(substitute(without(target.expr, name))) == whole):
+                silent.append(where)
+    assert lost == [], "metrics whose own series the answer drops:\n" + "\n".join(lost)
     assert silent == [], "metrics that add nothing to their target:\n" + "\n".join(silent)
 
 
