@@ -153,6 +153,12 @@ class NpuSmiSources:
         except SourceFailure:
             self._table = None  # no chip is served from stale data
             raise
+        if result.processes_cut is not None:
+            run.record(SourceFailure(
+                "truncated",
+                f"'npu-smi info' process list was cut ({result.processes_cut}): every chip is "
+                "served, but no process of this poll; is its output being cut?",
+            ))
         self._table = self._containers.label(result)
         mapped = {(m.npu, m.chip) for m in self._mapping.chips} if self._mapping else set()
         missing = sorted(mapped - set(_chips(result)))
