@@ -96,6 +96,26 @@ def test_a_cut_inside_the_process_section_serves_every_chip_without_processes(
     assert status(store, "npu_smi_table") == (True, {"truncated": 1})
 
 
+def test_a_card_that_leaves_is_missed_without_m_by_the_chips_of_earlier_polls() -> None:
+    lines = TABLE_8.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("| 3     xxx"))
+    without_3 = "".join(lines[:at] + lines[at + 3 :])
+    runner = FakeRunner({"info": TABLE_8})  # no -m answer: the identity tier maps nothing
+    polls, store = sources(runner, Clock())
+    polls.poll_identity()
+    polls.poll_table()
+    assert status(store, "npu_smi_table") == (True, {})
+    runner.answers["info"] = without_3
+    polls.poll_table()
+    assert sorted(c.npu for c in store.latest().chips) == [0, 1, 2, 4, 5, 6, 7]
+    assert status(store, "npu_smi_table") == (False, {"chip_missing": 1})
+    last = next(s for s in store.latest().sources if s.source == "npu_smi_table")
+    assert last.last_error is not None and "(3, 0)" in last.last_error
+    runner.answers["info"] = TABLE_8  # back on the bus: the source is up again
+    polls.poll_table()
+    assert status(store, "npu_smi_table") == (True, {"chip_missing": 1})
+
+
 def test_a_board_without_a_process_section_is_served_whole() -> None:
     table = (NPU_SMI / "info_310b4_1chip_23.0rc3_devboard.txt").read_text()
     polls, store = sources(FakeRunner({"info": table}), Clock())
