@@ -1,8 +1,9 @@
 """The Helm chart deploy/helm/npumon, with Helm's own engine (helm-python-sdk: Helm v4 as a
 library, no helm binary): lint, render, the rendered core manifests against Kubernetes' schemas
 (kubernetes-validate), the ServiceMonitor, PodMonitor and PrometheusRule against the
-prometheus-operator CRD schemas (tests/fixtures/crds, jsonschema), and the chart's copies of the rules and dashboards
-against the repository's files. After changing the rules, a dashboard or the chart: `make generate`.
+prometheus-operator CRD schemas (tests/fixtures/crds, jsonschema), and the chart's copies of the
+rules and dashboards against the repository's files. After changing the rules, a dashboard or
+the chart: `make generate`.
 """
 
 from __future__ import annotations
