@@ -313,3 +313,20 @@ def test_chart_metadata_points_at_the_project() -> None:
     assert icon and (ROOT / icon.group(1)).is_file()
     runbooks = re.fullmatch(rf"{home}/blob/main/(.+)", VALUES["prometheusRule"]["runbookBaseUrl"])
     assert runbooks and (ROOT / runbooks.group(1)).is_file()
+
+
+NEW_VALUES = ("image.registry", "image.digest", "commonLabels", "env", "extraVolumes",
+              "extraVolumeMounts", "npuNodeAffinity.enabled", "affinity", "runtimeClassName",
+              "serviceMonitor.sampleLimit", "serviceMonitor.targetLimit", "podMonitor",
+              "prometheusRule.jobMatcher", "prometheusRule.runbookBaseUrl",
+              "prometheusRule.disabled", "prometheusRule.additionalRuleLabels")
+
+
+def test_the_chart_readme_documents_every_top_level_and_new_value() -> None:
+    readme = (CHART / "README.md").read_text()
+    for key in [*VALUES, *NEW_VALUES]:
+        head, _, last = key.rpartition(".")
+        # `a.b`, or `a.x`, `.b` in one row
+        short = bool(head) and f"`{head}." in readme and f"`.{last}`" in readme
+        assert f"`{key}" in readme or short, key
+
