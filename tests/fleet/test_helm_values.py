@@ -249,6 +249,7 @@ def test_affinity_without_node_affinity_adds_to_it_and_with_one_replaces_it() ->
             {"key": "npu", "operator": "Exists"}]}]}}}
     assert pod_spec(render({"affinity": own}))["affinity"] == own
     assert "affinity" not in pod_spec(render({"npuNodeAffinity": {"enabled": False}}))
+    assert "affinity" not in pod_spec(render({"npuNodeAffinity": None}))
     moved = pod_spec(render({"npuNodeAffinity": {"key": "node.kubernetes.io/npu"}}))
     assert _node_affinity_keys(moved) == {"node.kubernetes.io/npu"}
 
@@ -330,4 +331,31 @@ def test_the_chart_readme_documents_every_top_level_and_new_value() -> None:
         # `a.b`, or `a.x`, `.b` in one row
         short = bool(head) and f"`{head}." in readme and f"`.{last}`" in readme
         assert f"`{key}" in readme or short, key
+
+
+NULLABLE = ("commonLabels", "env", "extraVolumes", "extraVolumeMounts", "npuNodeAffinity",
+            "affinity", "runtimeClassName", "image.registry", "image.digest",
+            "prometheusRule.disabled", "prometheusRule.additionalRuleLabels",
+            "prometheusRule.jobMatcher", "serviceMonitor.sampleLimit", "podMonitor.targetLimit")
+
+
+@pytest.mark.parametrize("key", NULLABLE)
+def test_a_null_value_renders_like_its_empty_default(key: str) -> None:
+    """`--set key=null` (or `key: null` in a values file) deletes the key in Helm."""
+    head, _, last = key.rpartition(".")
+    nulled: dict[str, Any] = {last: None}
+    if head:
+        nulled = {head: nulled}
+    enabled = {"prometheusRule": {"enabled": True}, "podMonitor": {"enabled": True}}
+    for section, values in enabled.items():
+        nulled[section] = {**values, **nulled.get(section, {})}
+    documents = render(nulled)
+    for document in documents:
+        validate(document, K8S_VERSIONS[-1])
+    assert rules_of(documents) == rules_of(render(enabled))
+
+
+def test_an_empty_runbook_base_fails_saying_what_to_set() -> None:
+    with pytest.raises(helm.HelmError, match="runbookBaseUrl is empty"):
+        render({"prometheusRule": {"enabled": True, "runbookBaseUrl": None}})
 
