@@ -23,6 +23,8 @@
 # - The runtime stage runs on the target platform and installs the dependencies there, so pip
 #   picks each compiled one's wheel for that platform (pydantic-core, psutil, bcrypt, PyYAML,
 #   grpcio, protobuf, numpy, pandas: all have manylinux x86_64 and aarch64 wheels).
+# - $BUILDPLATFORM is set by BuildKit (docker buildx, and docker build since Docker 23); the
+#   legacy builder (DOCKER_BUILDKIT=0) leaves it empty and cannot build this file.
 # - The driver path is the same on both (/usr/local/Ascend/driver/lib64), and npu-smi and
 #   libdcmi come from the host's mount, built for the host's own architecture.
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
