@@ -78,11 +78,8 @@ def _kernel_facts(paths: tuple[Path, ...], t: Thresholds, notes: list[str]) -> o
 
 
 def _db_facts(path: Path, t: Thresholds) -> ops.OpFacts:
-    frame = sqlite_tables.read_tasks(path)
-    inferred = not frame["op_type"].notna().any()
-    if inferred:  # Level0: no op types, guess them from the kernel names
-        frame = frame.assign(op_type=frame["name"].astype("object").map(ops.infer_op_type))
-    return ops.kernel_facts(frame, t, inferred)
+    tasks = sqlite_tables.read_tasks(path)
+    return ops.kernel_facts(tasks.frame, t, tasks.inferred)
 
 
 def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected, pmu_bytes: int) -> None:

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from npumon.daemon.analysis.ops import infer_op_type
 from npumon.daemon.analysis.readers import TableError
 from npumon.daemon.analysis.steps import TorchStep
 
@@ -24,18 +26,24 @@ if TYPE_CHECKING:
     import pandas as pd
 
 COMPUTE_SQL = """
-SELECT n.value AS name, o.value AS op_type, k.value AS core_type,
+SELECT n.value AS name, o.value AS op_type, k.value AS core_type, tt.value AS task_type,
        (t.endNs - t.startNs) / 1000.0 AS duration_us
 FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId
 LEFT JOIN STRING_IDS n ON n.id = c.name
 LEFT JOIN STRING_IDS o ON o.id = c.opType
 LEFT JOIN STRING_IDS k ON k.id = c.taskType
+LEFT JOIN STRING_IDS tt ON tt.id = t.taskType
 """
 COMM_SQL = """
 SELECT n.value AS name, n.value AS op_type, 'HCCL' AS core_type,
        (c.endNs - c.startNs) / 1000.0 AS duration_us
 FROM COMMUNICATION_OP c LEFT JOIN STRING_IDS n ON n.id = c.opName
 """
+# Level0 leaves COMPUTE_TASK_INFO's taskType N/A; TASK's own task type still names the core
+# (as the Level1 capture of the same job types them; KERNEL_AICORE also runs a few MIX_AIV ops)
+_CORE_OF_TASK = {"KERNEL_AICORE": "AI_CORE", "KERNEL_AIVEC": "AI_VECTOR_CORE",
+                 "KERNEL_AICPU": "AI_CPU", "KERNEL_MIX_AIC": "MIX_AIC", "KERNEL_MIX_AIV": "MIX_AIV",
+                 "MIX_AIC": "MIX_AIC", "MIX_AIV": "MIX_AIV", "STARS_COMMON": "DSA_SQE"}
 _STEP_COLUMNS = ("step", "computing", "communication_not_overlapped", "free", "preparing")
 _ABSENT = ("N/A", "", None)
 
@@ -52,26 +60,69 @@ def _tables(db: sqlite3.Connection) -> set[str]:
     return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
-def read_tasks(path: Path) -> pd.DataFrame:
+@dataclass(frozen=True, slots=True)
+class Tasks:
     """Compute tasks and collectives as kernel_details rows: name, op_type, core_type,
-    duration_us (op_type missing on Level0, as in the CSV)."""
+    duration_us; ``inferred`` when the compute tasks carry no op type (Level0) and theirs were
+    guessed from the kernel names, as for a text Level0 table (ops.infer_op_type)."""
+
+    frame: pd.DataFrame
+    inferred: bool
+
+
+def _query(path: Path, sql: str) -> pd.DataFrame:
     import pandas as pd
 
     db = _connect(path)
     try:
-        have = _tables(db)
-        if not {"TASK", "COMPUTE_TASK_INFO", "STRING_IDS"} <= have:
-            raise TableError(f"{path}: no TASK / COMPUTE_TASK_INFO tables: not a profiler db "
-                             "export, or the export did not finish")
-        sql = COMPUTE_SQL + (" UNION ALL " + COMM_SQL if "COMMUNICATION_OP" in have else "")
-        frame = pd.read_sql_query(sql, db)
+        return pd.read_sql_query(sql, db)
+    except (sqlite3.Error, pd.errors.DatabaseError) as exc:
+        raise TableError(f"{path}: unreadable database ({exc})") from exc
+    finally:
+        db.close()
+
+
+def _absent(column: pd.Series) -> pd.Series:
+    return column.where(~column.isin(_ABSENT))
+
+
+def read_tasks(path: Path) -> Tasks:
+    """The compute tasks (COMPUTE_TASK_INFO) and collectives (COMMUNICATION_OP) of one db.
+
+    At Level0 every compute task's op type and core type is N/A: the op type is guessed from
+    its name and the core type taken from TASK's task type (KERNEL_AIVEC -> AI_VECTOR_CORE).
+    Collectives keep their own names as op type, so they never count as typed compute rows."""
+    import pandas as pd
+
+    have = _table_names(path)
+    if not {"TASK", "COMPUTE_TASK_INFO", "STRING_IDS"} <= have:
+        raise TableError(f"{path}: no TASK / COMPUTE_TASK_INFO tables: not a profiler db "
+                         "export, or the export did not finish")
+    compute = _query(path, COMPUTE_SQL)
+    for column in ("name", "op_type", "core_type", "task_type"):
+        compute[column] = _absent(compute[column])
+    inferred = bool(len(compute)) and not compute["op_type"].notna().any()
+    if inferred:
+        compute["op_type"] = compute["name"].map(infer_op_type)
+    if not compute["core_type"].notna().any():
+        compute["core_type"] = compute["task_type"].map(_CORE_OF_TASK)
+    frames = [compute.drop(columns="task_type")]
+    if "COMMUNICATION_OP" in have:
+        frames.append(_query(path, COMM_SQL))
+    frame = pd.concat(frames, ignore_index=True)
+    for column in ("name", "op_type", "core_type"):
+        frame[column] = _absent(frame[column]).astype("category")
+    return Tasks(frame, inferred)
+
+
+def _table_names(path: Path) -> set[str]:
+    db = _connect(path)
+    try:
+        return _tables(db)
     except sqlite3.Error as exc:
         raise TableError(f"{path}: unreadable database ({exc})") from exc
     finally:
         db.close()
-    for column in ("name", "op_type", "core_type"):
-        frame[column] = frame[column].where(~frame[column].isin(_ABSENT)).astype("category")
-    return frame
 
 
 def _number(value: object) -> float | None:
