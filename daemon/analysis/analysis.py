@@ -12,6 +12,7 @@ from npumon.daemon.analysis import (
     ops,
     peers,
     pmu,
+    sqlite_comm,
     sqlite_tables,
     steptime,
 )
@@ -141,6 +142,26 @@ def _unit_steps(unit: layout.ProfileUnit, c: _Collected) -> None:
         c.problems.append(str(exc))
 
 
+def _unit_comm(unit: layout.ProfileUnit, c: _Collected) -> None:
+    """communication(_matrix).json, or for a db export the CommAnalyzer tables of analysis.db."""
+    comm_files = unit.tables.get(layout.COMMUNICATION, ())
+    matrix_files = unit.tables.get(layout.COMM_MATRIX, ())
+    if not comm_files and layout.ANALYSIS_DB in unit.tables:
+        db = unit.tables[layout.ANALYSIS_DB][0]
+        try:
+            if sqlite_comm.has_communication(db):
+                comm_files = matrix_files = (db,)
+                c.sources.append(str(db))
+        except TableError as exc:
+            c.problems.append(str(exc))
+    c.comm_files.extend(comm_files)
+    c.matrix_files.extend(matrix_files)
+    if comm_files:
+        c.comm_units.append(unit.name)
+    else:
+        c.matrix_only.extend(matrix_files)
+
+
 def _capture_time(units: tuple[layout.ProfileUnit, ...], sources: list[str]) -> float | None:
     ends = [u.capture_end_seconds for u in units if u.capture_end_seconds is not None]
     if ends:
@@ -224,12 +245,7 @@ def analyze_path(
         c.problems.extend(unit.notes)
         _unit_ops(unit, thresholds, c, pmu_bytes)
         _unit_steps(unit, c)
-        c.comm_files.extend(unit.tables.get(layout.COMMUNICATION, ()))
-        c.matrix_files.extend(unit.tables.get(layout.COMM_MATRIX, ()))
-        if layout.COMMUNICATION in unit.tables:
-            c.comm_units.append(unit.name)
-        else:
-            c.matrix_only.extend(unit.tables.get(layout.COMM_MATRIX, ()))
+        _unit_comm(unit, c)
         meta = layout.metadata(unit.root)
         c.dp_of[unit.name] = peers.dp_ranks(meta)
         c.env.append((unit.name, environment.recorded(meta)))

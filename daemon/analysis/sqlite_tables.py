@@ -48,7 +48,7 @@ _STEP_COLUMNS = ("step", "computing", "communication_not_overlapped", "free", "p
 _ABSENT = ("N/A", "", None)
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def connect(path: Path) -> sqlite3.Connection:
     try:  # read-only, and immutable: a WAL-mode export gets no -shm/-wal file beside it (the
         # worker runs as root and must never change a profile; exports are finished files)
         return sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
@@ -56,7 +56,7 @@ def _connect(path: Path) -> sqlite3.Connection:
         raise TableError(f"{path}: cannot open the database ({exc})") from exc
 
 
-def _tables(db: sqlite3.Connection) -> set[str]:
+def tables(db: sqlite3.Connection) -> set[str]:
     return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
@@ -73,7 +73,7 @@ class Tasks:
 def _query(path: Path, sql: str) -> pd.DataFrame:
     import pandas as pd
 
-    db = _connect(path)
+    db = connect(path)
     try:
         return pd.read_sql_query(sql, db)
     except (sqlite3.Error, pd.errors.DatabaseError) as exc:
@@ -94,7 +94,7 @@ def read_tasks(path: Path) -> Tasks:
     Collectives keep their own names as op type, so they never count as typed compute rows."""
     import pandas as pd
 
-    have = _table_names(path)
+    have = table_names(path)
     if not {"TASK", "COMPUTE_TASK_INFO", "STRING_IDS"} <= have:
         raise TableError(f"{path}: no TASK / COMPUTE_TASK_INFO tables: not a profiler db "
                          "export, or the export did not finish")
@@ -115,10 +115,10 @@ def read_tasks(path: Path) -> Tasks:
     return Tasks(frame, inferred)
 
 
-def _table_names(path: Path) -> set[str]:
-    db = _connect(path)
+def table_names(path: Path) -> set[str]:
+    db = connect(path)
     try:
-        return _tables(db)
+        return tables(db)
     except sqlite3.Error as exc:
         raise TableError(f"{path}: unreadable database ({exc})") from exc
     finally:
@@ -131,9 +131,9 @@ def _number(value: object) -> float | None:
 
 def read_steps(path: Path) -> list[TorchStep]:
     """analysis.db's StepTraceTime rows (microseconds, as the CSV)."""
-    db = _connect(path)
+    db = connect(path)
     try:
-        if "StepTraceTime" not in _tables(db):
+        if "StepTraceTime" not in tables(db):
             return []
         rows: Sequence[tuple[object, ...]] = db.execute(
             f"SELECT {', '.join(_STEP_COLUMNS)} FROM StepTraceTime"
