@@ -89,6 +89,9 @@ def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected, pmu_bytes:
         try:
             kernel = _db_facts(unit.tables[layout.DB][0], t)
             c.sources.append(str(unit.tables[layout.DB][0]))
+            frame = sqlite_tables.read_pmu(unit.tables[layout.DB][0])
+            if frame is not None:
+                c.vector.append(pmu.vector_rows(frame))
         except TableError as exc:
             c.problems.append(str(exc))
     if layout.KERNEL in unit.tables:
@@ -140,6 +143,17 @@ def _unit_steps(unit: layout.ProfileUnit, c: _Collected) -> None:
             c.sources.extend(str(p) for p in paths)
     except TableError as exc:
         c.problems.append(str(exc))
+
+
+def _metadata(unit: layout.ProfileUnit, c: _Collected) -> dict[str, object] | None:
+    """profiler_metadata.json, or for a db export without it the db's META_DATA table."""
+    meta = layout.metadata(unit.root)
+    if meta is None and layout.DB in unit.tables:
+        try:
+            meta = sqlite_tables.read_metadata(unit.tables[layout.DB][0])
+        except TableError as exc:
+            c.problems.append(str(exc))
+    return meta
 
 
 def _unit_comm(unit: layout.ProfileUnit, c: _Collected) -> None:
@@ -246,7 +260,7 @@ def analyze_path(
         _unit_ops(unit, thresholds, c, pmu_bytes)
         _unit_steps(unit, c)
         _unit_comm(unit, c)
-        meta = layout.metadata(unit.root)
+        meta = _metadata(unit, c)
         c.dp_of[unit.name] = peers.dp_ranks(meta)
         c.env.append((unit.name, environment.recorded(meta)))
     if not c.sources:

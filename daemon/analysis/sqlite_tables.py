@@ -12,6 +12,7 @@ from step_trace_time.csv. A db without analysis.db (msprof_*.db) has operators b
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,6 +45,29 @@ FROM COMMUNICATION_OP c LEFT JOIN STRING_IDS n ON n.id = c.opName
 _CORE_OF_TASK = {"KERNEL_AICORE": "AI_CORE", "KERNEL_AIVEC": "AI_VECTOR_CORE",
                  "KERNEL_AICPU": "AI_CPU", "KERNEL_MIX_AIC": "MIX_AIC", "KERNEL_MIX_AIV": "MIX_AIV",
                  "MIX_AIC": "MIX_AIC", "MIX_AIV": "MIX_AIV", "STARS_COMMON": "DSA_SQE"}
+# TASK_PMU_INFO: (globalTaskId, name, value) rows, one per task and metric (aic_metrics=
+# PipeUtilization); 910A names the vector ratios without the aiv_ prefix
+_PMU_SQL = """
+WITH pmu AS (
+  SELECT p.globalTaskId AS id,
+         MAX(CASE WHEN m.value IN ('aiv_vec_ratio', 'vec_ratio') THEN p.value END) AS vec,
+         MAX(CASE WHEN m.value IN ('aiv_mte2_ratio', 'mte2_ratio') THEN p.value END) AS mte2,
+         MAX(CASE WHEN m.value IN ('aiv_mte3_ratio', 'mte3_ratio') THEN p.value END) AS mte3,
+         MAX(CASE WHEN m.value = 'mac_ratio' THEN p.value END) AS mac
+  FROM TASK_PMU_INFO p JOIN STRING_IDS m ON m.id = p.name GROUP BY p.globalTaskId)
+SELECT n.value AS name, o.value AS op_type, k.value AS core_type,
+       (t.endNs - t.startNs) / 1000.0 AS duration_us,
+       i.value AS input_shapes, s.value AS output_shapes,
+       pmu.vec AS aiv_vec_ratio, pmu.mte2 AS aiv_mte2_ratio, pmu.mte3 AS aiv_mte3_ratio,
+       pmu.mac AS mac_ratio
+FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId
+LEFT JOIN pmu ON pmu.id = c.globalTaskId
+LEFT JOIN STRING_IDS n ON n.id = c.name
+LEFT JOIN STRING_IDS o ON o.id = c.opType
+LEFT JOIN STRING_IDS k ON k.id = c.taskType
+LEFT JOIN STRING_IDS i ON i.id = c.inputShapes
+LEFT JOIN STRING_IDS s ON s.id = c.outputShapes
+"""
 _STEP_COLUMNS = ("step", "computing", "communication_not_overlapped", "free", "preparing")
 _ABSENT = ("N/A", "", None)
 
@@ -113,6 +137,49 @@ def read_tasks(path: Path) -> Tasks:
     for column in ("name", "op_type", "core_type"):
         frame[column] = _absent(frame[column]).astype("category")
     return Tasks(frame, inferred)
+
+
+def read_pmu(path: Path) -> pd.DataFrame | None:
+    """Every compute task with its shapes and vector PMU ratios, the columns of readers.read_pmu
+    (mac_ratio only on 910A), and the collectives; None without TASK_PMU_INFO or vector ratios
+    in it (Level0, or other aic_metrics)."""
+    import pandas as pd
+
+    have = table_names(path)
+    if "TASK_PMU_INFO" not in have:
+        return None
+    frame = _query(path, _PMU_SQL)
+    if not frame["aiv_vec_ratio"].notna().any():
+        return None
+    if "COMMUNICATION_OP" in have:  # their time counts in the share of operator time, as in
+        # kernel_details (whose HCCL rows are read with the rest)
+        frame = pd.concat([frame, _query(path, COMM_SQL)], ignore_index=True)
+    if not frame["mac_ratio"].notna().any():
+        frame = frame.drop(columns="mac_ratio")
+    for column in ("name", "op_type", "core_type", "input_shapes", "output_shapes"):
+        frame[column] = _absent(frame[column]).astype("category")
+    return frame
+
+
+def read_metadata(path: Path) -> dict[str, object] | None:
+    """META_DATA's name/value rows as profiler_metadata.json's keys (ENV_VARIABLES,
+    parallel_group_info: JSON text in the db); None without the table."""
+    db = connect(path)
+    try:
+        if "META_DATA" not in tables(db):
+            return None
+        rows = db.execute("SELECT name, value FROM META_DATA").fetchall()
+    except sqlite3.Error as exc:
+        raise TableError(f"{path}: unreadable database ({exc})") from exc
+    finally:
+        db.close()
+    data: dict[str, object] = {}
+    for name, value in rows:
+        try:
+            data[str(name)] = json.loads(value) if isinstance(value, str) else value
+        except ValueError:
+            data[str(name)] = value
+    return data
 
 
 def table_names(path: Path) -> set[str]:

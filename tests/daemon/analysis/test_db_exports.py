@@ -3,13 +3,17 @@ with the text ones: every number asserted is computed here from the database wit
 
 from __future__ import annotations
 
+import csv
+import json
+import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
-from analysis_helpers import FIXTURES
+from analysis_helpers import FIXTURES, rows
 
 from npumon.daemon.analysis.analysis import analyze_path
+from npumon.daemon.analysis.readers import read_pmu
 from npumon.daemon.model.profile import Thresholds
 
 TREES = FIXTURES / "trees"
@@ -122,3 +126,108 @@ def test_level1_db_slow_link_and_small_packets() -> None:
     packets = next(b for b in summary.bottlenecks if b.kind == "small_packets")
     assert f"{len(small)} of {len(sdma)} SDMA transfers" in packets.detail
     assert packets.value == pytest.approx(len(small) / len(sdma))
+
+
+def _pmu_groups(db: sqlite3.Connection) -> dict[tuple[str, str, str], tuple[float, ...]]:
+    """(name, input shapes, output shapes) of the vector tasks whose op type has at least 1 % of
+    all task time (compute and collectives) -> mean vec, mte2, mte3 ratios."""
+    ratio = ("(SELECT p.value FROM TASK_PMU_INFO p JOIN STRING_IDS m ON m.id = p.name WHERE "
+             "p.globalTaskId = c.globalTaskId AND m.value = '{}')")
+    rows = db.execute(
+        "SELECT n.value, i.value, o.value, y.value, t.endNs - t.startNs, "
+        + ", ".join(ratio.format(r) for r in ("aiv_vec_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio"))
+        + " FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId "
+          "JOIN STRING_IDS n ON n.id = c.name JOIN STRING_IDS i ON i.id = c.inputShapes "
+          "JOIN STRING_IDS o ON o.id = c.outputShapes JOIN STRING_IDS y ON y.id = c.opType "
+          "JOIN STRING_IDS k ON k.id = c.taskType "
+          "WHERE k.value IN ('AI_VECTOR_CORE', 'MIX_AIV')").fetchall()
+    total = db.execute("SELECT (SELECT SUM(t.endNs - t.startNs) FROM TASK t JOIN "
+                       "COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId) + (SELECT "
+                       "SUM(endNs - startNs) FROM COMMUNICATION_OP)").fetchone()[0]
+    by_type: dict[str, int] = {}
+    for row in rows:
+        by_type[row[3]] = by_type.get(row[3], 0) + row[4]
+    groups: dict[tuple[str, str, str], list[tuple[float, float, float]]] = {}
+    for name, ins, outs, op_type, _, *ratios in rows:
+        if by_type[op_type] / total >= 0.01:
+            groups.setdefault((name, ins, outs), []).append((ratios[0], ratios[1], ratios[2]))
+    return {k: tuple(sum(r[i] for r in rs) / len(rs) for i in range(3))
+            for k, rs in groups.items()}
+
+
+def test_level1_db_operator_pmu_from_task_pmu_info() -> None:
+    groups = _pmu_groups(_db(LEVEL1 / "ascend_pytorch_profiler_0.db"))
+    bound = {k for k, (v, m2, m3) in groups.items()
+             if v + m2 + m3 >= 0.9 or max(v, m2, m3) >= 0.7}
+    room = {k: max(0.7 - v, 0.7 - m2, 0.7 - m3) for k, (v, m2, m3) in groups.items()
+            if k not in bound}
+    (found,) = [b for b in analyze_path(TREES / "db_level1").summary.bottlenecks
+                if b.kind == "operator_pmu"]
+    assert found.value == len(groups)
+    assert f"{len(room)} with headroom" in found.detail
+    assert f"{len(bound)} bound" in found.detail
+    (name, shapes, _), most = max(room.items(), key=lambda kv: kv[1])
+    assert f"up to {most:.0%} below 70%" in found.detail
+    assert f"most: {name} [{shapes.strip(chr(34))}]" in found.detail
+
+
+def test_level0_db_has_no_pmu_finding() -> None:
+    db = _db(LEVEL0 / "ascend_pytorch_profiler_0.db")
+    assert not db.execute("SELECT name FROM sqlite_master WHERE name = 'TASK_PMU_INFO'").fetchall()
+    kinds = {b.kind for b in analyze_path(TREES / "db_level0").summary.bottlenecks}
+    assert "operator_pmu" not in kinds
+
+
+@pytest.mark.parametrize("tree", ["db_level0", "db_level1"])
+def test_db_env_vars_from_meta_data(tree: str) -> None:
+    """META_DATA's ENV_VARIABLES is profiler_metadata.json's, judged by the same rules."""
+    root = TREES / tree / "rank0_ascend_pt" / OUT
+    (value,) = _db(root / "ascend_pytorch_profiler_0.db").execute(
+        "SELECT value FROM META_DATA WHERE name = 'ENV_VARIABLES'").fetchone()
+    env = json.loads(value)
+    flagged = {k for k in ("ACLNN_CACHE_LIMIT", "HOST_CACHE_CAPACITY", "PYTORCH_NPU_ALLOC_CONF")
+               if env.get(k) == ""}  # unset: each is a finding (test_real_profiles restates all)
+    assert flagged and not any(env.get(k) for k in ("HCCL_RDMA_TC", "ASCEND_LAUNCH_BLOCKING"))
+    (found,) = [b for b in analyze_path(TREES / tree).summary.bottlenecks if b.kind == "env_vars"]
+    assert found.value == len(flagged)
+    for name in flagged:
+        assert f"{name} unset" in found.detail
+    assert "META_DATA" in found.detail
+
+
+def test_910a_pmu_column_names_are_read() -> None:
+    """A real op_summary with 910A's un-prefixed PMU columns (vec_ratio, mte2_ratio, mac_ratio)."""
+    name = "op_summary_old_style_mskpp_test_line.csv"
+    table = read_pmu([FIXTURES / name])
+    assert table is not None
+    header, body = rows(name)
+    (row,) = body
+    frame = table.frame
+    for ours, theirs in (("aiv_vec_ratio", "vec_ratio"), ("aiv_mte2_ratio", "mte2_ratio"),
+                         ("aiv_mte3_ratio", "mte3_ratio"), ("mac_ratio", "mac_ratio")):
+        assert frame[ours].iloc[0] == pytest.approx(float(row[header.index(theirs)]))
+
+
+def test_910a_operator_pmu_fires_on_ai_core_vector_tasks(tmp_path: Path) -> None:
+    """SYNTHETIC 910A table from text_level1's real kernel_details: the PMU columns renamed as
+    910A names them, every task on AI_CORE (910A has no vector cores), the vector tasks with
+    mac_ratio 0 and the cube ones with their aic_mac_ratio. The finding is the 910B one."""
+    shutil.copytree(TREES / "text_level1", tmp_path / "t")
+    for table in (tmp_path / "t").glob(f"*/{OUT}/kernel_details.csv"):
+        with table.open(encoding="utf-8", newline="") as handle:
+            header, *body = list(csv.reader(handle))
+        core, mac = header.index("Accelerator Core"), header.index("aic_mac_ratio")
+        for row in body:
+            if row[core] in ("AI_VECTOR_CORE", "MIX_AIV"):
+                row[core], row[mac] = "AI_CORE", "0"
+        renamed = [h.removeprefix("aiv_") if h.endswith(("vec_ratio", "mte2_ratio", "mte3_ratio"))
+                   and h.startswith("aiv_") else h for h in header]
+        renamed = [h if h != "aic_mac_ratio" else "mac_ratio" for h in renamed]
+        with table.open("w", encoding="utf-8", newline="") as handle:
+            csv.writer(handle).writerows([renamed, *body])
+    real = [b for b in analyze_path(TREES / "text_level1").summary.bottlenecks
+            if b.kind == "operator_pmu"]
+    found = [b for b in analyze_path(tmp_path / "t").summary.bottlenecks
+             if b.kind == "operator_pmu"]
+    assert len(found) == 1 and found[0].value == real[0].value
+    assert found[0].detail == real[0].detail
