@@ -7,11 +7,13 @@ import csv
 import json
 import shutil
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from analysis_helpers import FIXTURES, rows
 
+from npumon.daemon.analysis import sqlite_host
 from npumon.daemon.analysis.analysis import analyze_path
 from npumon.daemon.analysis.readers import read_pmu
 from npumon.daemon.model.profile import Thresholds
@@ -231,3 +233,40 @@ def test_910a_operator_pmu_fires_on_ai_core_vector_tasks(tmp_path: Path) -> None
              if b.kind == "operator_pmu"]
     assert len(found) == 1 and found[0].value == real[0].value
     assert found[0].detail == real[0].detail
+
+
+@pytest.mark.parametrize("root", [LEVEL0, LEVEL1])
+def test_host_side_figures_for_the_diagnosis(root: Path) -> None:
+    """Data loader and on-line compilation time, collective sizes, as the db holds them."""
+    path = root / "ascend_pytorch_profiler_0.db"
+    db = _db(path)
+    names = dict(db.execute("SELECT id, value FROM STRING_IDS").fetchall())
+
+    def total(table: str, wanted: Callable[[str], bool]) -> tuple[int, float]:
+        spans = [(int(e) - int(s)) for s, e, n in db.execute(
+            f"SELECT startNs, endNs, name FROM {table}") if wanted(names[n])]
+        return len(spans), sum(spans) / 1e9
+
+    loader = sqlite_host.dataloader_time(path)
+    assert loader is not None and loader.count == 1  # one step captured
+    assert (loader.count, loader.seconds) == pytest.approx(
+        total("PYTORCH_API", lambda n: n.startswith("enumerate(DataLoader)#")))
+    compiled = sqlite_host.compile_calls(path)
+    assert compiled is not None and compiled.count > 0
+    assert (compiled.count, compiled.seconds) == pytest.approx(
+        total("CANN_API", lambda n: n == "aclopCompileAndExecute"))
+    widths = {"FP32": 4, "FP16": 2, "BFP16": 2, "INT32": 4, "INT64": 8}
+    expected = [(names[n], c * widths[d]) for n, c, d in db.execute(
+        "SELECT opName, count, e.name FROM COMMUNICATION_OP JOIN ENUM_HCCL_DATA_TYPE e ON "
+        "e.id = dataType ORDER BY startNs")]
+    assert [(s.name, s.size_bytes) for s in sqlite_host.collective_sizes(path)] == expected
+
+
+def test_host_side_figures_absent_without_the_tables(tmp_path: Path) -> None:
+    db = sqlite3.connect(tmp_path / "x.db")
+    db.execute("CREATE TABLE TASK (startNs INTEGER)")
+    db.commit()
+    db.close()
+    assert sqlite_host.dataloader_time(tmp_path / "x.db") is None
+    assert sqlite_host.compile_calls(tmp_path / "x.db") is None
+    assert sqlite_host.collective_sizes(tmp_path / "x.db") == ()
