@@ -9,6 +9,7 @@ from npumon.daemon.analysis import (
     comm,
     environment,
     layout,
+    mindspore,
     ops,
     peers,
     pmu,
@@ -111,6 +112,13 @@ def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected, pmu_bytes:
             c.sources.extend(str(p) for p in unit.tables[layout.OP_STATISTIC])
         except TableError as exc:
             c.problems.append(str(exc))
+    if layout.AICORE_TYPE in unit.tables and statistic is None:
+        path = unit.tables[layout.AICORE_TYPE][0]
+        try:
+            statistic = ops.statistic_facts(mindspore.read_op_types(path), t)
+            c.sources.append(str(path))
+        except TableError as exc:
+            c.problems.append(str(exc))
     if statistic is not None and kernel is not None:
         c.facts.append(ops.combine(statistic, kernel))
     elif statistic is not None:
@@ -134,6 +142,11 @@ def _unit_steps(unit: layout.ProfileUnit, c: _Collected) -> None:
             if rows:
                 c.torch_ranks.append((unit.name, rows))
                 c.sources.append(str(path))
+        if layout.STEP_TRACE_RAW in unit.tables:  # MindSpore <= 2.2
+            path = unit.tables[layout.STEP_TRACE_RAW][0]
+            rows = steptime.graph_rows(mindspore.read_steps(path, None)).get(None, [])
+            c.graph_ranks.append((unit.name, rows))
+            c.sources.append(str(path))
         if layout.STEP_TRACE in unit.tables:
             paths = unit.tables[layout.STEP_TRACE]
             by_device = steptime.graph_rows(read_graph_steps(paths, c.problems))
@@ -245,16 +258,18 @@ def analyze_path(
     units = layout.find_units(path)
     if limits is not None:
         check_sizes(units, limits)
+    unread = layout.unread(path)
     if not units:
-        raise NoProfileData(
+        raise NoProfileData("\n".join(unread) or (
             f"{path}: no profiler tables found (looked for ASCEND_PROFILER_OUTPUT/ with CSVs or "
-            "ascend_pytorch_profiler_N.db, PROF_*/mindstudio_profiler_output/, PROF_*/msprof_*.db "
-            "and PROF_*/device_N/summary/)"
-        )
+            "ascend_pytorch_profiler_N.db, PROF_*/mindstudio_profiler_output/, PROF_*/msprof_*.db, "
+            "PROF_*/device_N/summary/ and MindSpore's profiler/ tables)"
+        ))
     c = _Collected([], [], [], [], [], [], [], [], [], [], {}, [], [])
     # operator_pmu reads a head of each kernel table: PMU_MAX_BYTES over all of them
     kernel_tables = sum(len(u.tables.get(layout.KERNEL, ())) for u in units)
     pmu_bytes = max(PMU_MIN_BYTES, PMU_MAX_BYTES // max(kernel_tables, 1))
+    c.problems.extend(unread)
     for unit in units:
         c.problems.extend(unit.notes)
         _unit_ops(unit, thresholds, c, pmu_bytes)
