@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from analysis_bench import KERNEL_HEADER, write_table  # noqa: E402
 
 TREES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "msprof" / "trees"
-REAL = ("text_level0", "text_level1", "pp2dp2_level2", "db_level1")
+REAL = ("text_level0", "text_level1", "pp2dp2_level2", "db_level0", "db_level1",
+        "mindspore22_run1", "mindspore22_run2", "prof_not_exported")
 # msprof-analyze advisor rows (its "type" column) -> what npumon calls the same issue
 PEER_KINDS = {
     "慢卡分析": "slow_rank",  # slow rank: "computing" or "communication has a problem"

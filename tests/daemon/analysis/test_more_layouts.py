@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import csv
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from analysis_helpers import FIXTURES
 
 from npumon.daemon.analysis.analysis import NoProfileData, analyze_path
-from npumon.daemon.model.profile import Thresholds
+from npumon.daemon.model.profile import AnalysisJob, Thresholds, job_adapter, report_adapter
 
 TREES = FIXTURES / "trees"
 
@@ -95,3 +97,16 @@ def test_lone_trace_view_says_what_it_holds(tmp_path: Path) -> None:
         message = str(caught.value)
         assert "torch_npu timeline" in message and "kernel_details.csv" in message
         assert "torch_npu.profiler.profiler.analyse(" in message
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("tree", ["db_level0", "db_level1", "mindspore22_run1"])
+def test_ingest_worker_gives_what_analyze_gives(tree: str) -> None:
+    """The daemon's ingest runs the analysis worker: the same report as `npumon analyze`."""
+    job = AnalysisJob(TREES / tree, "w", 10, Thresholds())
+    done = subprocess.run([sys.executable, "-m", "npumon.daemon.analysis.worker"],
+                          input=job_adapter().dump_json(job), capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = report_adapter().validate_json(done.stdout)
+    assert report == analyze_path(TREES / tree, Thresholds(), 10, "w")
+    assert report.summary.bottlenecks
