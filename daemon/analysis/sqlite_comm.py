@@ -10,12 +10,10 @@ no ``Total Op Info`` entry: it is the sum of the ops, as in the text file.
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
-from npumon.daemon.analysis.readers import TableError
-from npumon.daemon.analysis.sqlite_tables import connect, table_names, tables
+from npumon.daemon.analysis.sqlite_tables import select, table_names
 
 TIME = "CommAnalyzerTime"
 BANDWIDTH = "CommAnalyzerBandwidth"
@@ -37,18 +35,6 @@ def has_communication(path: Path) -> bool:
     return bool({TIME, BANDWIDTH} & table_names(path))
 
 
-def _rows(path: Path, sql: str, table: str) -> list[tuple[object, ...]]:
-    db = connect(path)
-    try:
-        if table not in tables(db):
-            return []
-        return db.execute(sql).fetchall()
-    except sqlite3.Error as exc:
-        raise TableError(f"{path}: unreadable database ({exc})") from exc
-    finally:
-        db.close()
-
-
 def _float(value: object) -> float:
     return float(value) if isinstance(value, int | float) and value == value else 0.0
 
@@ -66,11 +52,11 @@ def communication(path: Path) -> Document:
     """communication.json's shape: ``{step: {type: {op@group | Total Op Info: {Communication Time
     Info, Communication Bandwidth Info: {link: {Transit Size(MB), Transit Time(ms)}}}}}}``."""
     doc: Document = {}
-    for step, kind, op, group, *times in _rows(path, _TIME_SQL, TIME):
+    for step, kind, op, group, *times in select(path, TIME, _TIME_SQL) or ():
         values = dict(zip(_TIME_KEYS, map(_float, times), strict=True))
         for name in (f"{op}@{group}", TOTAL):
             _add(_op(doc, step, kind, name).setdefault("Communication Time Info", {}), values)
-    for step, kind, op, group, link, size, time in _rows(path, _BANDWIDTH_SQL, BANDWIDTH):
+    for step, kind, op, group, link, size, time in select(path, BANDWIDTH, _BANDWIDTH_SQL) or ():
         values = {"Transit Size(MB)": _float(size), "Transit Time(ms)": _float(time)}
         for name in (f"{op}@{group}", TOTAL):
             links = _op(doc, step, kind, name).setdefault("Communication Bandwidth Info", {})
@@ -82,8 +68,8 @@ def matrix(path: Path) -> Document:
     """communication_matrix.json's shape: ``{step: {type: {op-stat@group: {src-dst: {Transport
     Type, Transit Size(MB), Transit Time(ms), Bandwidth(GB/s), Op Name}}}}}``."""
     doc: Document = {}
-    for step, kind, op, group, src, dst, link, size, time, bandwidth, name in _rows(
-            path, _MATRIX_SQL, MATRIX):
+    for step, kind, op, group, src, dst, link, size, time, bandwidth, name in select(
+            path, MATRIX, _MATRIX_SQL) or ():
         _op(doc, step, kind, f"{op}@{group}")[f"{src}-{dst}"] = {
             "Transport Type": link, "Transit Size(MB)": _float(size),
             "Transit Time(ms)": _float(time), "Bandwidth(GB/s)": _float(bandwidth),

@@ -8,12 +8,10 @@ compiled on line, then run); COMMUNICATION_OP each collective's element count an
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from npumon.daemon.analysis.readers import TableError
-from npumon.daemon.analysis.sqlite_tables import connect, tables
+from npumon.daemon.analysis.sqlite_tables import select
 
 DATALOADER_PREFIX = "enumerate(DataLoader)#"  # the top-level range: nested frames repeat it
 COMPILE_API = "aclopCompileAndExecute"
@@ -37,18 +35,6 @@ class CollectiveSize:
     seconds: float
 
 
-def _rows(path: Path, table: str, sql: str, *args: object) -> list[tuple[object, ...]] | None:
-    db = connect(path)
-    try:
-        if table not in tables(db):
-            return None
-        return db.execute(sql, args).fetchall()
-    except sqlite3.Error as exc:
-        raise TableError(f"{path}: unreadable database ({exc})") from exc
-    finally:
-        db.close()
-
-
 def _total(rows: list[tuple[object, ...]] | None) -> ApiTotal | None:
     if rows is None:
         return None
@@ -59,7 +45,7 @@ def _total(rows: list[tuple[object, ...]] | None) -> ApiTotal | None:
 
 def dataloader_time(path: Path) -> ApiTotal | None:
     """The data loader's ``__next__`` ranges of PYTORCH_API; None without the table."""
-    return _total(_rows(path, "PYTORCH_API",
+    return _total(select(path, "PYTORCH_API",
                         "SELECT COUNT(*), SUM(p.endNs - p.startNs) FROM PYTORCH_API p JOIN "
                         "STRING_IDS s ON s.id = p.name WHERE substr(s.value, 1, ?) = ?",
                         len(DATALOADER_PREFIX), DATALOADER_PREFIX))
@@ -67,14 +53,14 @@ def dataloader_time(path: Path) -> ApiTotal | None:
 
 def compile_calls(path: Path) -> ApiTotal | None:
     """CANN_API's aclopCompileAndExecute calls (on-line compilation); None without the table."""
-    return _total(_rows(path, "CANN_API",
+    return _total(select(path, "CANN_API",
                         "SELECT COUNT(*), SUM(c.endNs - c.startNs) FROM CANN_API c JOIN "
                         "STRING_IDS s ON s.id = c.name WHERE s.value = ?", COMPILE_API))
 
 
 def collective_sizes(path: Path) -> tuple[CollectiveSize, ...]:
     """Each collective of COMMUNICATION_OP: count x element size of its data type."""
-    rows = _rows(path, "COMMUNICATION_OP",
+    rows = select(path, "COMMUNICATION_OP",
                  "SELECT n.value, c.count, d.name, c.endNs - c.startNs FROM COMMUNICATION_OP c "
                  "LEFT JOIN STRING_IDS n ON n.id = c.opName "
                  "LEFT JOIN ENUM_HCCL_DATA_TYPE d ON d.id = c.dataType ORDER BY c.startNs")

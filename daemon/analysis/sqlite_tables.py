@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -164,15 +163,9 @@ def read_pmu(path: Path) -> pd.DataFrame | None:
 def read_metadata(path: Path) -> dict[str, object] | None:
     """META_DATA's name/value rows as profiler_metadata.json's keys (ENV_VARIABLES,
     parallel_group_info: JSON text in the db); None without the table."""
-    db = connect(path)
-    try:
-        if "META_DATA" not in tables(db):
-            return None
-        rows = db.execute("SELECT name, value FROM META_DATA").fetchall()
-    except sqlite3.Error as exc:
-        raise TableError(f"{path}: unreadable database ({exc})") from exc
-    finally:
-        db.close()
+    rows = select(path, "META_DATA", "SELECT name, value FROM META_DATA")
+    if rows is None:
+        return None
     data: dict[str, object] = {}
     for name, value in rows:
         try:
@@ -180,6 +173,19 @@ def read_metadata(path: Path) -> dict[str, object] | None:
         except ValueError:
             data[str(name)] = value
     return data
+
+
+def select(path: Path, table: str, sql: str, *args: object) -> list[tuple[object, ...]] | None:
+    """The rows of ``sql`` (on ``table``), None when the db has no such table."""
+    db = connect(path)
+    try:
+        if table not in tables(db):
+            return None
+        return db.execute(sql, args).fetchall()
+    except sqlite3.Error as exc:
+        raise TableError(f"{path}: unreadable database ({exc})") from exc
+    finally:
+        db.close()
 
 
 def table_names(path: Path) -> set[str]:
@@ -198,17 +204,8 @@ def _number(value: object) -> float | None:
 
 def read_steps(path: Path) -> list[TorchStep]:
     """analysis.db's StepTraceTime rows (microseconds, as the CSV)."""
-    db = connect(path)
-    try:
-        if "StepTraceTime" not in tables(db):
-            return []
-        rows: Sequence[tuple[object, ...]] = db.execute(
-            f"SELECT {', '.join(_STEP_COLUMNS)} FROM StepTraceTime"
-        ).fetchall()
-    except sqlite3.Error as exc:
-        raise TableError(f"{path}: unreadable database ({exc})") from exc
-    finally:
-        db.close()
+    rows = select(path, "StepTraceTime",
+                  f"SELECT {', '.join(_STEP_COLUMNS)} FROM StepTraceTime") or []
     steps = []
     for step, computing, comm, free, prep in rows:
         value = _number(computing)
