@@ -7,6 +7,7 @@ time and peak RSS, then the findings of each. msprof-analyze comes from the `ben
 (`make bench` installs it into .venv-bench); without it the peer's column says so.
 
     python bench/peer_bench.py [--runs 3] [--timeout 600] [--rows 100000] [--json PATH]
+                               [--only TREE ...]
 """
 
 from __future__ import annotations
@@ -166,11 +167,14 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--json", type=Path, help="write the table here")
+    parser.add_argument("--only", nargs="+", choices=REAL,
+                        help="these fixture trees only (no synthetic export)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="npumon-peer-bench-") as tmp:
         work = Path(tmp)
-        dirs = [(n, TREES / n) for n in REAL] + [(f"synthetic {args.rows:,} rows",
-                                                   synthetic(work, args.rows))]
+        dirs = [(n, TREES / n) for n in args.only or REAL]
+        if not args.only:
+            dirs.append((f"synthetic {args.rows:,} rows", synthetic(work, args.rows)))
         table = [["directory", "npumon (median)", "msprof-analyze (median)", "npumon finds",
                   "msprof-analyze finds", "npumon misses"]]
         for name, path in dirs:
