@@ -180,9 +180,16 @@ def _mindspore_units(path: Path) -> list[ProfileUnit]:
                     else STEP_TRACE_RAW)
             rank = int(match["r1"] or match["r2"] or match["r3"])
             by_rank.setdefault(rank, {})[kind] = (file,)
-    return [ProfileUnit(f"rank{rank}", "mindspore", path, tables, None)
+    return [ProfileUnit(f"rank{rank}", "mindspore", path, tables, None,
+                        tuple(_hccl_raw_note(path / f"hccl_raw_{rank}.csv")))
             for rank, tables in sorted(by_rank.items())
             if AICORE_TYPE in tables or STEP_TRACE_RAW in tables]
+
+
+def _hccl_raw_note(file: Path) -> Iterator[str]:
+    if file.is_file():
+        yield (f"{file}: MindSpore's per-step communication table is not read (its link sizes "
+               "and bandwidths carry no documented unit): no communication figures for this rank")
 
 
 def _msprof_tables(directory: Path) -> tuple[dict[str, tuple[Path, ...]], tuple[str, ...]]:

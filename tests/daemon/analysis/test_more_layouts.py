@@ -110,3 +110,23 @@ def test_ingest_worker_gives_what_analyze_gives(tree: str) -> None:
     report = report_adapter().validate_json(done.stdout)
     assert report == analyze_path(TREES / tree, Thresholds(), 10, "w")
     assert report.summary.bottlenecks
+
+
+def test_mindspore_22_op_statistic_wins_and_hccl_raw_is_named(tmp_path: Path) -> None:
+    """SYNTHETIC placement: MindSpore copies msprof's op_statistic into profiler/ as
+    op_statistic_N.csv (a real torch_npu op_statistic stands in); it is read in preference to
+    aicore_intermediate_N_type.csv. An hccl_raw_N.csv (the header of MindInsight's
+    cluster_propose/hccl_raw_0.csv, no rows) is not read, and a problem line says so."""
+    root = tmp_path / "profiler"
+    shutil.copytree(TREES / "mindspore22_run2" / "profiler", root)
+    stat = FIXTURES / "op_statistic_torchnpu_2025-01_level1.csv"
+    shutil.copyfile(stat, root / "op_statistic_1.csv")
+    (root / "hccl_raw_1.csv").write_text(
+        "step_num,communication_cost,wait_cost,link_info,communication_operator_cost\n")
+    report = analyze_path(tmp_path)
+    expected = sum(float(r["Total Time(us)"]) for r in _csv(stat))
+    assert report.summary.op_total_seconds == pytest.approx(expected / 1e6)
+    assert str(root / "op_statistic_1.csv") in report.sources
+    assert not any("aicore_intermediate" in s for s in report.sources)
+    (note,) = [p for p in report.problems if "hccl_raw_1.csv" in p]
+    assert "not read" in note
