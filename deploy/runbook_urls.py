@@ -4,7 +4,9 @@
     python3 deploy/runbook_urls.py          # add the missing ones (idempotent)
     python3 deploy/runbook_urls.py --check  # exit 1 when one is missing
 
-The URL is `docs/runbooks.md#<alert name in lower case>`, relative to the repository.
+The URL is `https://github.com/npumon/npumon/blob/main/docs/runbooks.md#<alert name in lower
+case>`: absolute, so Slack and PagerDuty can follow it (the Helm chart swaps the base for
+prometheusRule.runbookBaseUrl).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "config" / "prometheus" / "npumon-rules.yml"
 TESTS = ROOT / "config" / "prometheus" / "npumon-rules.test.yml"
-BASE = "docs/runbooks.md#"
+BASE = "https://github.com/npumon/npumon/blob/main/docs/runbooks.md#"
 
 
 def url(alert: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from promql_names import metric_names
+from promql_names import metric_names, selectors, unwrap_label_values
 
 from npumon.daemon.model.profile import CAPTURE_RESULTS
 
@@ -204,3 +204,60 @@ def test_a_cluster_variable_narrows_the_nodes(path: Path) -> None:
     assert cluster["definition"] == "label_values(npumon_build_info, cluster)"
     assert cluster["includeAll"] and cluster["allValue"] == ".*"  # All: targets without one too
     assert 'cluster=~"$cluster"' in variables["instance"]["definition"]
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_every_selector_uses_the_cluster_and_job_variables(path: Path) -> None:
+    """With instance = All (custom value .*), only the selectors' own matchers narrow them."""
+    dashboard = load(path)
+    queries = [(p["title"], t["expr"]) for p in all_panels(dashboard) for t in p.get("targets", [])]
+    queries += [(f"${v['name']}", unwrap_label_values(v["query"]["query"]))
+                for v in dashboard["templating"]["list"]
+                if v["type"] == "query" and v["name"] != "cluster"]
+    for where, expr in queries:
+        for selector in selectors(expr):
+            assert selector.has("cluster", "=~", "$cluster"), (where, expr)
+            if where != "$job":
+                assert selector.has("job", "=~", "$job"), (where, expr)
+
+
+_FALLBACK = re.compile(r"\bor\s+(?:on\s*\(\s*\)\s*)?vector\(")
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_no_target_joins_two_metrics_with_or(path: Path) -> None:
+    """`a or b` keeps b only where a has no series with the same labels (the name aside): one
+    target per metric instead. `or vector(0)` (a fallback for an empty answer) is fine."""
+    joined = []
+    for panel in all_panels(load(path)):
+        for target in panel.get("targets", []):
+            text = _FALLBACK.sub("", target["expr"])
+            text = re.sub(r'"(?:\\.|[^"\\])*"', '""', text)
+            if re.search(r"\bor\b", text) and len(metric_names(target["expr"])) > 1:
+                joined.append(panel["title"])
+    assert joined == []
+
+
+def test_the_job_variable_lists_npumon_jobs_only() -> None:
+    for path in DASHBOARDS:
+        job = {v["name"]: v for v in load(path)["templating"]["list"]}["job"]
+        assert job["definition"] == 'label_values(npumon_build_info{cluster=~"$cluster"}, job)'
+        assert job["includeAll"] and "allValue" not in job  # All: every npumon job, not .*
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_drill_down_links_carry_cluster_and_job(path: Path) -> None:
+    text = path.read_text()
+    links = re.findall(r'"url": "(/d/[^"]*)"', text)
+    for url in links:
+        assert "${cluster:queryparam}" in url and "${job:queryparam}" in url, url
+    if path.stem == "npumon-fleet":
+        assert links
+
+
+def test_selector_finder() -> None:
+    found = selectors('sum(rate(a{x="}", y=~"$v"}[5m])) / on (i) b + {__name__="c"} * vector(1)')
+    assert [(s.name, s.matchers) for s in found] == [
+        ("a", (("x", "=", '"}"'), ("y", "=~", '"$v"'))), ("b", ()),
+        ("", (("__name__", "=", '"c"'),))]
+    assert found[0].has("y", "=~", "$v") and not found[0].has("x", "=", "{")

@@ -135,14 +135,17 @@ def test_runbook_urls_are_absolute_under_the_base() -> None:
 
 def test_job_matcher_replaces_the_rules_matcher() -> None:
     source = [r["expr"] for r in source_rules()]
+    # the matcher stands once, in npumon_target:up, which NpumonDown reads
     assert SOURCE_MATCHER in next(r["expr"] for r in source_rules()
-                                  if r.get("alert") == "NpumonDown")
+                                  if r.get("record") == "npumon_target:up")
+    assert "npumon_target:up" in next(r["expr"] for r in source_rules()
+                                      if r.get("alert") == "NpumonDown")
     default = rules_of(render({"prometheusRule": {"enabled": True}}))
     assert [r["expr"] for r in default] == source
     rendered = {r.get("alert") or r["record"]: r for r in rules_of(render(
         {"prometheusRule": RULE_VALUES}))}
     assert not [e for r in rendered.values() if SOURCE_MATCHER in (e := r["expr"])]
-    assert 'up{job="ascend-exporter"}' in rendered["NpumonDown"]["expr"]
+    assert rendered["npumon_target:up"]["expr"] == 'up{job="ascend-exporter"}'
     assert sum(r["expr"].count('job="ascend-exporter"') for r in rendered.values()) == sum(
         e.count(SOURCE_MATCHER) for e in source) - rules_matcher_count("NpuNodeWithoutNpumon")
 

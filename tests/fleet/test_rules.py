@@ -16,6 +16,11 @@ ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "config" / "prometheus" / "npumon-rules.yml"
 RULE_TESTS = ROOT / "config" / "prometheus" / "npumon-rules.test.yml"
 PROMTOOL = shutil.which("promtool")
+# The project's docs URL (absolute: Slack and PagerDuty cannot follow a relative link)
+RUNBOOKS = "https://github.com/npumon/npumon/blob/main/docs/runbooks.md"
+# Which jobs are npumon: written once, in the npumon_target:up rule (the file's header tells
+# non-Helm users the sed line; the chart replaces this text with its value)
+JOB_MATCHER = 'job=~"npumon.*"'
 
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:
     assert PROMTOOL is not None, "promtool is not installed: `make tools` installs it"
@@ -83,7 +88,7 @@ def test_every_alert_has_a_runbook_that_exists() -> None:
                 (ROOT / "docs" / "runbooks.md").read_text().splitlines() if line.startswith("## ")}
     for rule in alert_rules():
         url = rule["annotations"].get("runbook_url", "")
-        assert url == f"docs/runbooks.md#{rule['alert'].lower()}", rule["alert"]
+        assert url == f"{RUNBOOKS}#{rule['alert'].lower()}", rule["alert"]
         assert rule["alert"].lower() in headings, f"no runbook for {rule['alert']}"
     check = subprocess.run([sys.executable, str(ROOT / "deploy" / "runbook_urls.py"), "--check"],
                            capture_output=True, text=True, timeout=60)
@@ -99,3 +104,38 @@ def test_fault_levels_map_to_severities_as_documented() -> None:
     named = set(re.findall(r"[a-z_]+", chip["expr"].split('level=~"')[1].split('"')[0]))
     named |= set(re.findall(r"[a-z_]+", job["expr"].split('level=~"')[1].split('"')[0]))
     assert named == levels  # every level but not_handle alerts, once
+
+
+def test_the_job_matcher_is_written_once() -> None:
+    expressions = [rule["expr"] for group in yaml.safe_load(RULES.read_text())["groups"]
+                   for rule in group["rules"]]
+    assert [e for e in expressions if JOB_MATCHER in e] == ['up{job=~"npumon.*"}']
+    assert not [e for e in expressions if "up{" in e.replace(" ", "") and JOB_MATCHER not in e]
+    header = RULES.read_text().split("groups:")[0]
+    assert "sed -i 's/job=~\"npumon\\.\\*\"/job=\"npu-exporter\"/' npumon-rules.yml" in header
+
+
+@pytest.mark.integration
+def test_the_documented_sed_renames_the_job(tmp_path: Path) -> None:
+    """The header's sed line, run on a copy, makes NpumonDown fire for a job named npu-exporter
+    and no longer for one named npumon."""
+    line = next(x for x in RULES.read_text().splitlines() if "sed -i 's/job=" in x)
+    command = line.strip().removeprefix("#").strip()
+    (tmp_path / RULES.name).write_text(RULES.read_text())
+    subprocess.run(command, shell=True, cwd=tmp_path, check=True, timeout=30)
+    renamed = (tmp_path / RULES.name).read_text()
+    assert JOB_MATCHER not in renamed.split("groups:")[1]
+    (tmp_path / "down.test.yml").write_text(yaml.safe_dump({
+        "rule_files": [RULES.name], "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": [
+            {"series": 'up{instance="n1", job="npu-exporter"}', "values": "0x20"},
+            {"series": 'up{instance="n2", job="npumon"}', "values": "0x20"}],
+            "promql_expr_test": [{"expr": 'ALERTS{alertname="NpumonDown"}', "eval_time": "10m",
+                                  "exp_samples": [{"value": 1, "labels": (
+                'ALERTS{alertname="NpumonDown", alertstate="firing", instance="n1",'
+                ' job="npu-exporter", severity="warning"}')}]}],
+        }]}))
+    assert PROMTOOL is not None, "promtool is not installed: `make tools` installs it"
+    result = subprocess.run([PROMTOOL, "test", "rules", "down.test.yml"], capture_output=True,
+                            text=True, timeout=60, cwd=tmp_path, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
