@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 import re
+import types
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -29,14 +31,15 @@ _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 def _duration(value: Any) -> Any:
     """``"15s"``, ``"500ms"``, ``"1h"`` or a bare number of seconds -> float seconds."""
     if isinstance(value, bool):
-        raise ValueError("expected a duration like '15s', got a boolean")
+        raise ValueError("expected a duration like '15s', got true/false")
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, str):
         match = _DURATION.match(value.strip())
         if match:
             return float(match["num"]) * _UNIT_SECONDS[match["unit"]]
-    raise ValueError(f"expected a duration like '500ms', '15s', '10m' or '1h', got {value!r}")
+    raise ValueError("expected a duration like '500ms', '15s', '10m' or '1h', "
+                     f"got {_kind(value)}")
 
 
 Duration = Annotated[float, BeforeValidator(_duration), Field(gt=0)]
@@ -125,7 +128,7 @@ class Faults(_Model):
 
 
 class Logging(_Model):
-    level: str = Field(default="info", pattern=r"^(debug|info|warning|error)$")
+    level: Literal["debug", "info", "warning", "error"] = "info"
     format: Literal["logfmt", "json"] = "logfmt"
 
 
@@ -274,18 +277,75 @@ _FRIENDLY = {
     "bool_type": "expected true or false",
     "dict_type": "expected a mapping (key: value lines)",
     "model_type": "expected a mapping (key: value lines)",
+    "string_type": "expected text",
+    "byte_size": "expected a size such as 256MiB, 2GiB or 500MB",
+    "byte_size_unit": "expected a size such as 256MiB, 2GiB or 500MB",
+    "missing": "required, not given",
 }
 
 
+def _kind(value: Any) -> str:
+    """What a value is, in words: errors never print a config file's content (it may be a
+    secret), only key paths and types."""
+    if isinstance(value, bool):
+        return "true/false"
+    if value is None:
+        return "nothing (an empty value)"
+    names = {str: "text", int: "a whole number", float: "a number", list: "a list",
+             tuple: "a list", dict: "a mapping"}
+    return next((name for kind, name in names.items() if isinstance(value, kind)),
+                type(value).__name__)
+
+
+def _unwrap(annotation: Any) -> list[Any]:
+    """The types one value of ``annotation`` can hold (X | None -> [X, None])."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        return [t for arg in get_args(annotation) for t in _unwrap(arg)]
+    return [annotation]
+
+
+def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys the mapping at ``loc`` may have (empty when it is no model)."""
+    annotations: list[Any] = [Config]
+    for part in loc:
+        inner: list[Any] = []
+        for annotation in annotations:
+            origin, args = get_origin(annotation), get_args(annotation)
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                field = annotation.model_fields.get(str(part))
+                inner += _unwrap(field.annotation) if field is not None else []
+            elif origin is tuple and args:
+                inner += _unwrap(args[0])
+            elif origin is dict and len(args) == 2:
+                inner += _unwrap(args[1])
+        annotations = inner
+    return [name for a in annotations if isinstance(a, type) and issubclass(a, BaseModel)
+            for name in a.model_fields]
+
+
+def _unknown_key(loc: tuple[int | str, ...]) -> str:
+    """``unknown key``, with the closest known key (``intreval`` -> ``interval``)."""
+    close = difflib.get_close_matches(str(loc[-1]), _keys_at(loc[:-1]), n=1, cutoff=0.6)
+    return f"unknown key, did you mean {close[0]}?" if close else "unknown key"
+
+
+def _message(item: Any) -> str:
+    if item["type"] == "literal_error":  # ctx: "'debug', 'info', 'warning' or 'error'"
+        return "expected one of " + ", ".join(re.findall(r"'([^']*)'", item["ctx"]["expected"]))
+    return str(item["msg"]).removeprefix("Value error, ")
+
+
 def _problems(error: ValidationError) -> list[str]:
-    """One line per problem: the dotted path, what was expected, and what was found."""
+    """One line per problem: the dotted path, what was expected, and what kind was found."""
     out = []
     for item in error.errors():
         path = ".".join(str(part) for part in item["loc"]) or "(top level)"
-        message = _HINTS.get(path) or _FRIENDLY.get(item["type"]) or item["msg"]
-        message = message.removeprefix("Value error, ")
-        if item["type"] not in ("extra_forbidden", "missing") and "got" not in message:
-            message += f", got {item.get('input')!r}"
+        if item["type"] == "extra_forbidden":
+            out.append(f"{path}: {_unknown_key(item['loc'])}")
+            continue
+        message = _HINTS.get(path) or _FRIENDLY.get(item["type"]) or _message(item)
+        if item["type"] != "missing" and "got" not in message:
+            message += f", got {_kind(item.get('input'))}"
         out.append(f"{path}: {message}")
     return out
 
@@ -311,5 +371,16 @@ def load_config(path: Path) -> Config:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as error:
-        raise ConfigError(str(path), [f"not valid YAML: {error}"]) from None
+        raise ConfigError(str(path), [_yaml_problem(path, error)]) from None
     return parse_config(data, str(path))
+
+
+def _yaml_problem(path: Path, error: yaml.YAMLError) -> str:
+    """Where and what, without PyYAML's quote of the line (the file may hold a secret)."""
+    mark = getattr(error, "problem_mark", None)
+    where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
+    what = getattr(error, "problem", None) or type(error).__name__
+    context, begun = getattr(error, "context", None), getattr(error, "context_mark", None)
+    if context:
+        what += f" ({context}" + (f" begun on line {begun.line + 1})" if begun else ")")
+    return f"not valid YAML at {where}: {what}"
