@@ -100,6 +100,17 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(fields)
 
 
+class _DropSkippedRuns(logging.Filter):
+    """APScheduler's warning for a run skipped while the last one runs: npumon's scheduler
+    listener logs it itself (daemon/app.py, ``event=run_skipped``, debug)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "maximum number of running instances reached" not in str(record.msg)
+
+
+_DROP_SKIPPED_RUNS = _DropSkippedRuns()
+
+
 def setup_logging(level: str, fmt: LogFormat = "logfmt", stream: IO[str] | None = None) -> None:
     """Configure the root logger once (calling again replaces the handler and the level)."""
     handler = logging.StreamHandler(stream or sys.stderr)
@@ -109,6 +120,7 @@ def setup_logging(level: str, fmt: LogFormat = "logfmt", stream: IO[str] | None 
         root.removeHandler(old)
     root.addHandler(handler)
     logging.captureWarnings(True)  # Python warnings as py.warnings lines, not bare stderr text
+    logging.getLogger("apscheduler.scheduler").addFilter(_DROP_SKIPPED_RUNS)  # once: same object
     set_level(level)
 
 

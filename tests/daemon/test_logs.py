@@ -12,8 +12,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobSubmissionEvent
 
-from npumon.daemon.app import Agent
+from npumon.daemon.app import Agent, _skipped
 from npumon.daemon.config import parse_config
 from npumon.daemon.logs import LogFormat, setup_logging
 from npumon.daemon.runner import CommandResult
@@ -149,9 +150,9 @@ def test_third_party_lines_go_through_the_formatter(fmt: LogFormat) -> None:
         logging.captureWarnings(False)  # an earlier test's capture holds pytest's showwarning
         setup_logging("info", fmt, stream)
         try:
-            logging.getLogger("apscheduler.scheduler").warning(
-                'Execution of job "%s" skipped: maximum number of running instances reached (%d)',
-                "NpuSmiSources.poll_detail (trigger: interval[0:00:10])", 1)
+            logging.getLogger("apscheduler.executors.default").warning(
+                'Run time of job "%s" was missed by %s',
+                "NpuSmiSources.poll_detail (trigger: interval[0:00:10])", "0:00:03")
             logging.getLogger("asyncio").error("Task exception was never retrieved key=value")
             warnings.warn("a deprecated call", DeprecationWarning, stacklevel=1)
         finally:
@@ -161,14 +162,14 @@ def test_third_party_lines_go_through_the_formatter(fmt: LogFormat) -> None:
     assert len(lines) == 3, lines
     if fmt == "json":
         skipped, task, warned = (json.loads(line) for line in lines)
-        assert skipped["logger"] == "apscheduler.scheduler" and skipped["level"] == "warning"
-        assert skipped["msg"].endswith("maximum number of running instances reached (1)")
+        assert skipped["logger"] == "apscheduler.executors.default"
+        assert skipped["level"] == "warning" and skipped["msg"].endswith("was missed by 0:00:03")
         assert task["msg"] == "Task exception was never retrieved key=value" and "key" not in task
         assert warned["logger"] == "py.warnings" and "a deprecated call" in warned["msg"]
         return
-    assert lines[0].endswith(' level=warning logger=apscheduler.scheduler msg="Execution of job '
-                             r'\"NpuSmiSources.poll_detail (trigger: interval[0:00:10])\" '
-                             'skipped: maximum number of running instances reached (1)"')
+    assert lines[0].endswith(' level=warning logger=apscheduler.executors.default msg="Run time '
+                             r'of job \"NpuSmiSources.poll_detail (trigger: interval[0:00:10])\" '
+                             'was missed by 0:00:03"')
     assert lines[1].endswith(' msg="Task exception was never retrieved key=value"')
     assert " logger=py.warnings msg=" in lines[2] and "a deprecated call" in lines[2]
     for line in lines:
@@ -182,3 +183,17 @@ def _logfmt_pairs(line: str) -> list[str]:
         keys.append(match[1])
     assert re.sub(r' ?(\w[\w.]*)=("(?:[^"\\]|\\.)*"|[^\s"=]*)(?= |$)', "", line) == "", line
     return keys
+
+
+def test_a_run_skipped_while_the_last_one_runs_is_npumons_debug_line(
+        captured: io.StringIO) -> None:
+    logging.getLogger("apscheduler.scheduler").warning(
+        'Execution of job "%s" skipped: maximum number of running instances reached (%d)',
+        "NpuSmiSources.poll_health (trigger: interval[0:00:05])", 1)
+    _skipped(JobSubmissionEvent(EVENT_JOB_MAX_INSTANCES, "poll_health", "default", []))
+    assert captured.getvalue() == ""  # not a warning per tick on a busy host
+    setup_logging("debug", "logfmt", captured)
+    _skipped(JobSubmissionEvent(EVENT_JOB_MAX_INSTANCES, "poll_health", "default", []))
+    assert captured.getvalue().rstrip().endswith(
+        "logger=npumon.daemon.app event=run_skipped job=poll_health "
+        "reason=previous_run_still_running")
