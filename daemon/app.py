@@ -30,6 +30,7 @@ from npumon.exporters.textfile import write_textfile
 log = logging.getLogger(__name__)
 PROFILING_EXECUTOR = "profiling"
 Progress = Callable[[str, float], None]  # a collect step's name and the seconds it took
+Job = tuple[Callable[[], object], float, float, str]  # function, every, first after, executor
 CAPTURE_TICK_SECONDS = 15.0
 
 
@@ -142,39 +143,40 @@ class Agent:
     def all_sources_up(self) -> bool:
         return all(status.up for status in self.store.latest().sources)
 
-    def start(self) -> None:
+    def schedule(self) -> list[Job]:
+        """Every job the daemon runs: (function, interval, first run after start, executor)."""
         intervals = self.config.npu_smi.intervals
+        jobs: list[Job] = [
+            (self.sources.poll_table, intervals.table, 0.0, "default"),
+            (self.sources.poll_identity, intervals.identity, 0.5, "default"),
+            (self.sources.poll_detail, intervals.detail, 1.0, "default"),
+            # health runs on the table clock; it queries every chip once per health interval
+            # and chips the table shows as not OK on every tick.
+            (self.sources.poll_health, intervals.table, 1.5, "default"),
+        ]
+        jobs += [  # hccn_tool: one call in flight across both jobs
+            (self.hccn.poll_hccn_tool, self.config.hccn_tool.interval, 2.5, "default"),
+            (self.hccn.poll_hccn_tool_identity, self.config.hccn_tool.identity_interval, 2.0,
+             "default"),
+        ]
+        if self.config.textfile.path is not None:
+            jobs.append((self.write_textfile, intervals.table, 2.0, "default"))
+        # kubelet pod-resources: a stat per run while the socket is absent (grpc not loaded)
+        jobs.append((self.pod_resources.poll, self.config.kubernetes.interval, 0.2, "default"))
+        jobs += [(job, every, offset, PROFILING_EXECUTOR)
+                 for job, every, offset in self._profiling_jobs()]
+        return jobs
+
+    def start(self) -> None:
         # captures and analyses get their own single thread: never on the npu-smi or scrape path
         scheduler = BackgroundScheduler(executors={
             "default": ThreadPoolExecutor(4), PROFILING_EXECUTOR: ThreadPoolExecutor(1),
         })
         now = datetime.now().astimezone()
-        jobs = [
-            (self.sources.poll_table, intervals.table, 0.0),
-            (self.sources.poll_identity, intervals.identity, 0.5),
-            (self.sources.poll_detail, intervals.detail, 1.0),
-            # health runs on the table clock; it queries every chip once per health interval
-            # and chips the table shows as not OK on every tick.
-            (self.sources.poll_health, intervals.table, 1.5),
-        ]
-        jobs += [  # hccn_tool: one call in flight across both jobs
-            (self.hccn.poll_hccn_tool, self.config.hccn_tool.interval, 2.5),
-            (self.hccn.poll_hccn_tool_identity, self.config.hccn_tool.identity_interval, 2.0),
-        ]
-        if self.config.textfile.path is not None:
-            jobs.append((self.write_textfile, intervals.table, 2.0))
-        # kubelet pod-resources: a stat per run while the socket is absent (grpc not loaded)
-        jobs.append((self.pod_resources.poll, self.config.kubernetes.interval, 0.2))
-        for func, every, offset in jobs:
+        for func, every, offset, executor in self.schedule():
             scheduler.add_job(
                 func, IntervalTrigger(seconds=every), id=func.__name__,
-                next_run_time=now + timedelta(seconds=offset),
-                max_instances=1, coalesce=True, misfire_grace_time=None,
-            )
-        for job, every, offset in self._profiling_jobs():
-            scheduler.add_job(
-                job, IntervalTrigger(seconds=every), id=job.__name__,
-                next_run_time=now + timedelta(seconds=offset), executor=PROFILING_EXECUTOR,
+                next_run_time=now + timedelta(seconds=offset), executor=executor,
                 max_instances=1, coalesce=True, misfire_grace_time=None,
             )
         scheduler.add_listener(_skipped, EVENT_JOB_MAX_INSTANCES)
