@@ -4,7 +4,7 @@ run in time order against the 910b-8 simulator in-process and the fake kubelet, 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -12,7 +12,6 @@ import yaml
 
 from npumon.daemon.app import Agent
 from npumon.daemon.config import parse_config
-from npumon.daemon.logs import setup_logging
 from npumon.daemon.runner import CommandResult
 from npumon.simulator import hccn
 from npumon.simulator.kubelet import scenario_pods, serve
@@ -42,16 +41,6 @@ class DemoNode:
         else:
             result = hccn.answer(list(argv[1:]), self.scenario, self.now)
         return CommandResult(tuple(argv), result.stdout, result.stderr, result.exit_code, 0.0)
-
-
-@pytest.fixture
-def captured() -> Iterator[io.StringIO]:
-    stream = io.StringIO()
-    setup_logging("info", "logfmt", stream)
-    try:
-        yield stream
-    finally:
-        setup_logging("warning", "logfmt")
 
 
 def test_the_demo_nodes_first_minute_logs_no_warning(captured: io.StringIO,

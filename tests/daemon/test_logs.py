@@ -8,7 +8,7 @@ import logging
 import re
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -31,16 +31,6 @@ processes:
   - {npu: 0, chip: 0, pid: 632268, name: python3.1, hbm_mb: 40960}
 """
 DAY = 86_400
-
-
-@pytest.fixture
-def captured() -> Iterator[io.StringIO]:
-    stream = io.StringIO()
-    setup_logging("info", "logfmt", stream)
-    try:
-        yield stream
-    finally:
-        setup_logging("warning", "logfmt")  # leave nothing chatty behind for other tests
 
 
 class SimulatedNode:
