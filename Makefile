@@ -4,8 +4,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
-DEMO   := .demo
+DEMO   ?= .demo
 PORT   ?= 9732
+LISTEN ?= :$(PORT)
 
 .PHONY: all demo demo-stop test test-fast lint typecheck imports bench tools generate clean
 
@@ -123,26 +124,34 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	$(BIN)/python bench/results.py $(BENCH_OUT) --output bench/RESULTS.md
 
 # The demo: an 8x910B simulated node (load that moves, a chip that overheats and clocks down,
-# a chip that turns Alarm, an idle-but-allocated chip), served on :$(PORT).
+# a chip that turns Alarm, an idle-but-allocated chip), served on $(LISTEN) (:$(PORT)).
+# Everything lives in $(DEMO) (DEMO=... picks another folder): the config, with its paths
+# made absolute ($(DEMO)/npumon.yaml from config/demo.yaml), the pid files, logs and state.
+# A failed start stops what it started (demo-stop).
+DEMO_DIR = $(abspath $(DEMO))
+DEMO_UNDO = { $(MAKE) --no-print-directory demo-stop DEMO=$(DEMO) >/dev/null; exit 1; }
 demo: $(STAMP)
 	@mkdir -p $(DEMO)
-	@# a simulated training job for the profiler (config/demo.yaml targets it by command line)
+	@sed -e 's#\.demo/#$(DEMO_DIR)/#g' config/demo.yaml > $(DEMO)/npumon.yaml || $(DEMO_UNDO)
+	@# a simulated training job for the profiler: $(DEMO)/npumon.yaml targets it by its
+	@# --dynamic-config-dir, which is this demo's own folder (no other job on the host matches)
 	@if [ -f $(DEMO)/train.pid ] && kill -0 $$(cat $(DEMO)/train.pid) 2>/dev/null; then :; else \
 	  PROFILING_MODE=dynamic nohup $(BIN)/npumon-sim-train --profile conversion_bound \
-	    --step-seconds 0.5 > $(DEMO)/train.log 2>&1 & echo $$! > $(DEMO)/train.pid; \
+	    --step-seconds 0.5 --dynamic-config-dir $(DEMO_DIR)/train \
+	    > $(DEMO)/train.log 2>&1 & echo $$! > $(DEMO)/train.pid; \
 	fi
 	@# a fake kubelet (pod-resources on a unix socket) with the scenario's pods
 	@if [ -f $(DEMO)/kubelet.pid ] && kill -0 $$(cat $(DEMO)/kubelet.pid) 2>/dev/null; then :; else \
-	  nohup $(BIN)/npumon-sim-kubelet --scenario 910b-8 --socket $(DEMO)/kubelet.sock \
+	  nohup $(BIN)/npumon-sim-kubelet --scenario 910b-8 --socket $(DEMO_DIR)/kubelet.sock \
 	    > $(DEMO)/kubelet.log 2>&1 & echo $$! > $(DEMO)/kubelet.pid; \
 	fi
 	@if [ -f $(DEMO)/npumon.pid ] && kill -0 $$(cat $(DEMO)/npumon.pid) 2>/dev/null; then \
 	  echo "demo already running (pid $$(cat $(DEMO)/npumon.pid)); 'make demo-stop' stops it"; \
 	else \
-	  nohup $(BIN)/npumon run --config config/demo.yaml --web.listen-address :$(PORT) \
+	  nohup $(BIN)/npumon run --config $(DEMO)/npumon.yaml --web.listen-address $(LISTEN) \
 	    > $(DEMO)/npumon.log 2>&1 & echo $$! > $(DEMO)/npumon.pid; \
 	  $(BIN)/python -m npumon.daemon.waitfor $$(cat $(DEMO)/npumon.pid) $(DEMO)/npumon.log $(PORT) 20 \
-	    || { rm -f $(DEMO)/npumon.pid; exit 1; }; \
+	    || $(DEMO_UNDO); \
 	fi
 	@echo ""
 	@echo "npumon demo is running against the simulated 8x910B node (pid $$(cat $(DEMO)/npumon.pid))."
@@ -153,13 +162,15 @@ demo: $(STAMP)
 	@echo "  training: simulated job pid $$(cat $(DEMO)/train.pid), profiled every 2 minutes"
 	@echo "            (npu_step_duration_seconds, npu_profile_bottleneck{workload=\"demo-train\"})"
 	@echo "  pods:     fake kubelet pid $$(cat $(DEMO)/kubelet.pid) (npu_chip_allocation_info)"
-	@echo "  one shot: $(BIN)/npumon collect --once --config config/demo.yaml"
+	@echo "  one shot: $(BIN)/npumon collect --once --config $(DEMO)/npumon.yaml"
+	@echo "  reload:   kill -HUP $$(cat $(DEMO)/npumon.pid)   (after editing $(DEMO)/npumon.yaml)"
 	@echo "  stop:     make demo-stop"
 
 demo-stop:
-	@if [ -f $(DEMO)/npumon.pid ]; then kill $$(cat $(DEMO)/npumon.pid) 2>/dev/null || true; rm -f $(DEMO)/npumon.pid; echo stopped; fi
-	@if [ -f $(DEMO)/train.pid ]; then kill $$(cat $(DEMO)/train.pid) 2>/dev/null || true; rm -f $(DEMO)/train.pid; fi
-	@if [ -f $(DEMO)/kubelet.pid ]; then kill $$(cat $(DEMO)/kubelet.pid) 2>/dev/null || true; rm -f $(DEMO)/kubelet.pid; fi
+	@for name in npumon train kubelet; do \
+	  if [ -f $(DEMO)/$$name.pid ]; then kill $$(cat $(DEMO)/$$name.pid) 2>/dev/null || true; \
+	    rm -f $(DEMO)/$$name.pid; fi; \
+	done; echo stopped
 
 clean:
 	rm -rf $(VENV) $(DEMO) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info

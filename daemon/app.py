@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobSubmissionEvent
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
@@ -28,6 +29,8 @@ from npumon.exporters.textfile import write_textfile
 
 log = logging.getLogger(__name__)
 PROFILING_EXECUTOR = "profiling"
+Progress = Callable[[str, float], None]  # a collect step's name and the seconds it took
+Job = tuple[Callable[[], object], float, float, str]  # function, every, first after, executor
 CAPTURE_TICK_SECONDS = 15.0
 
 
@@ -98,13 +101,24 @@ class Agent:
         if scheduler is not None and scheduler.running:
             scheduler.modify_job(job_id, next_run_time=datetime.now().astimezone())
 
-    def collect_once(self) -> bytes:
-        """Run every source once (and analyse what is under profiling.ingest.paths)."""
-        self.sources.poll_all()
-        self.hccn.poll_all()
-        self.pod_resources.poll()
+    def collect_once(self, progress: Progress = lambda step, seconds: None) -> bytes:
+        """Run every source once, in dependency order (and analyse what is under
+        profiling.ingest.paths); ``progress`` hears each step's name and seconds as it ends."""
+        steps: list[tuple[str, Callable[[], object]]] = [
+            ("npu_smi_table", self.sources.poll_table),
+            ("npu_smi_identity", self.sources.poll_identity),
+            ("npu_smi_detail", self.sources.poll_detail),
+            ("npu_smi_health", self.sources.poll_health),
+            ("hccn_tool_identity", self.hccn.poll_hccn_tool_identity),
+            ("hccn_tool", self.hccn.poll_hccn_tool),
+            ("kubelet_pod_resources", self.pod_resources.poll),
+        ]
         if self.profiler is not None:
-            self.profiler.ingest_once()
+            steps.append(("profiling_ingest", self.profiler.ingest_once))
+        for name, step in steps:
+            started = time.monotonic()
+            step()
+            progress(name, time.monotonic() - started)
         return generate_latest(self.registry)
 
     def status_line(self) -> str:
@@ -129,41 +143,43 @@ class Agent:
     def all_sources_up(self) -> bool:
         return all(status.up for status in self.store.latest().sources)
 
-    def start(self) -> None:
+    def schedule(self) -> list[Job]:
+        """Every job the daemon runs: (function, interval, first run after start, executor)."""
         intervals = self.config.npu_smi.intervals
+        jobs: list[Job] = [
+            (self.sources.poll_table, intervals.table, 0.0, "default"),
+            (self.sources.poll_identity, intervals.identity, 0.5, "default"),
+            (self.sources.poll_detail, intervals.detail, 1.0, "default"),
+            # health runs on the table clock; it queries every chip once per health interval
+            # and chips the table shows as not OK on every tick.
+            (self.sources.poll_health, intervals.table, 1.5, "default"),
+        ]
+        jobs += [  # hccn_tool: one call in flight across both jobs
+            (self.hccn.poll_hccn_tool, self.config.hccn_tool.interval, 2.5, "default"),
+            (self.hccn.poll_hccn_tool_identity, self.config.hccn_tool.identity_interval, 2.0,
+             "default"),
+        ]
+        if self.config.textfile.path is not None:
+            jobs.append((self.write_textfile, intervals.table, 2.0, "default"))
+        # kubelet pod-resources: a stat per run while the socket is absent (grpc not loaded)
+        jobs.append((self.pod_resources.poll, self.config.kubernetes.interval, 0.2, "default"))
+        jobs += [(job, every, offset, PROFILING_EXECUTOR)
+                 for job, every, offset in self._profiling_jobs()]
+        return jobs
+
+    def start(self) -> None:
         # captures and analyses get their own single thread: never on the npu-smi or scrape path
         scheduler = BackgroundScheduler(executors={
             "default": ThreadPoolExecutor(4), PROFILING_EXECUTOR: ThreadPoolExecutor(1),
         })
         now = datetime.now().astimezone()
-        jobs = [
-            (self.sources.poll_table, intervals.table, 0.0),
-            (self.sources.poll_identity, intervals.identity, 0.5),
-            (self.sources.poll_detail, intervals.detail, 1.0),
-            # health runs on the table clock; it queries every chip once per health interval
-            # and chips the table shows as not OK on every tick.
-            (self.sources.poll_health, intervals.table, 1.5),
-        ]
-        jobs += [  # hccn_tool: one call in flight across both jobs
-            (self.hccn.poll_hccn_tool, self.config.hccn_tool.interval, 2.5),
-            (self.hccn.poll_hccn_tool_identity, self.config.hccn_tool.identity_interval, 2.0),
-        ]
-        if self.config.textfile.path is not None:
-            jobs.append((self.write_textfile, intervals.table, 2.0))
-        # kubelet pod-resources: a stat per run while the socket is absent (grpc not loaded)
-        jobs.append((self.pod_resources.poll, self.config.kubernetes.interval, 0.2))
-        for func, every, offset in jobs:
+        for func, every, offset, executor in self.schedule():
             scheduler.add_job(
                 func, IntervalTrigger(seconds=every), id=func.__name__,
-                next_run_time=now + timedelta(seconds=offset),
+                next_run_time=now + timedelta(seconds=offset), executor=executor,
                 max_instances=1, coalesce=True, misfire_grace_time=None,
             )
-        for job, every, offset in self._profiling_jobs():
-            scheduler.add_job(
-                job, IntervalTrigger(seconds=every), id=job.__name__,
-                next_run_time=now + timedelta(seconds=offset), executor=PROFILING_EXECUTOR,
-                max_instances=1, coalesce=True, misfire_grace_time=None,
-            )
+        scheduler.add_listener(_skipped, EVENT_JOB_MAX_INSTANCES)
         scheduler.start()
         self._scheduler = scheduler
         log.info("event=started version=%s npu_smi=%r", __version__, self.config.npu_smi.command)
@@ -191,3 +207,14 @@ class Agent:
             self._scheduler = None
         if self.profiler is not None:
             self.profiler.stop()
+
+
+def _skipped(event: JobSubmissionEvent) -> None:
+    """A run due while the job's last one still runs is dropped (max_instances=1, coalesce).
+
+    Nothing is lost but freshness, which npumon_source_duration_seconds and
+    npumon_source_last_success_timestamp_seconds show; a warning per tick (APScheduler's own
+    line, which daemon/logs.py drops) would flood a busy host's log, and a new chip's early
+    identity run meets the scheduled one at every start.
+    """
+    log.debug("event=run_skipped job=%s reason=previous_run_still_running", event.job_id)

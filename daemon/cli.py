@@ -7,9 +7,10 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from npumon.daemon import __version__
 from npumon.daemon.analysis.report import add_arguments as add_analyze_arguments
@@ -85,11 +86,36 @@ def _with_flags(config: Config, args: argparse.Namespace) -> Config:
     return parse_config(data, "the command line")  # flags are validated like the file
 
 
+class _Progress:
+    """`collect --once` on stderr: nothing when it ends within a second, else a line per step
+    (the steps of the first second once it has passed)."""
+
+    def __init__(self, state: Callable[[str], str], *, after: float = 1.0,
+                 clock: Callable[[], float] = time.monotonic,
+                 stream: IO[str] | None = None) -> None:
+        self._state, self._after, self._clock = state, after, clock
+        self._stream = stream or sys.stderr
+        self._started = clock()
+        self._held: list[str] = []
+
+    def __call__(self, step: str, seconds: float) -> None:
+        self._held.append(f"npumon: collect: {step} {self._state(step)} in {seconds:.1f} s")
+        if self._clock() - self._started > self._after:
+            for line in self._held:
+                print(line, file=self._stream, flush=True)
+            self._held.clear()
+
+
 def _collect(config: Config) -> int:
     from npumon.daemon.app import Agent
 
     agent = Agent(config)
-    sys.stdout.write(agent.collect_once().decode())
+
+    def state(step: str) -> str:
+        found = [s.up for s in agent.store.latest().sources if s.source == step]
+        return ("up" if found[0] else "down") if found else "off"
+
+    sys.stdout.write(agent.collect_once(_Progress(state)).decode())
     for status in agent.store.latest().sources:
         if not status.up:
             print(f"npumon: source {status.source} failed: {status.last_error}", file=sys.stderr)

@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from npumon.daemon import config_messages
 from npumon.daemon.faults import load_fault_table
 from npumon.daemon.model.profile import AnalysisLimits, Thresholds
 
@@ -29,14 +30,15 @@ _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 def _duration(value: Any) -> Any:
     """``"15s"``, ``"500ms"``, ``"1h"`` or a bare number of seconds -> float seconds."""
     if isinstance(value, bool):
-        raise ValueError("expected a duration like '15s', got a boolean")
+        raise ValueError("expected a duration like '15s', got true/false")
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, str):
         match = _DURATION.match(value.strip())
         if match:
             return float(match["num"]) * _UNIT_SECONDS[match["unit"]]
-    raise ValueError(f"expected a duration like '500ms', '15s', '10m' or '1h', got {value!r}")
+    raise ValueError("expected a duration like '500ms', '15s', '10m' or '1h', "
+                     f"got {config_messages.kind_of(value)}")
 
 
 Duration = Annotated[float, BeforeValidator(_duration), Field(gt=0)]
@@ -125,7 +127,7 @@ class Faults(_Model):
 
 
 class Logging(_Model):
-    level: str = Field(default="info", pattern=r"^(debug|info|warning|error)$")
+    level: Literal["debug", "info", "warning", "error"] = "info"
     format: Literal["logfmt", "json"] = "logfmt"
 
 
@@ -259,47 +261,17 @@ class ConfigError(Exception):
         super().__init__(f"{source}: " + "; ".join(problems))
 
 
-_HINTS = {
-    "web.listen_address": "expected [host]:port, e.g. ':9732', '127.0.0.1:9732' or '[::]:9732'",
-}
-_FRIENDLY = {
-    "extra_forbidden": "unknown key",
-    "tuple_type": "expected a list, e.g. [npu-smi] or [/usr/local/bin/npu-smi, --flag]",
-    "list_type": "expected a list, e.g. [a, b]",
-    "int_parsing": "expected a whole number",
-    "int_type": "expected a whole number",
-    "float_parsing": "expected a number",
-    "float_type": "expected a number",
-    "bool_parsing": "expected true or false",
-    "bool_type": "expected true or false",
-    "dict_type": "expected a mapping (key: value lines)",
-    "model_type": "expected a mapping (key: value lines)",
-}
-
-
-def _problems(error: ValidationError) -> list[str]:
-    """One line per problem: the dotted path, what was expected, and what was found."""
-    out = []
-    for item in error.errors():
-        path = ".".join(str(part) for part in item["loc"]) or "(top level)"
-        message = _HINTS.get(path) or _FRIENDLY.get(item["type"]) or item["msg"]
-        message = message.removeprefix("Value error, ")
-        if item["type"] not in ("extra_forbidden", "missing") and "got" not in message:
-            message += f", got {item.get('input')!r}"
-        out.append(f"{path}: {message}")
-    return out
-
-
 def parse_config(data: Any, source: str = "<config>") -> Config:
     """Validate already-loaded YAML data (None means an empty file: all defaults)."""
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
-        raise ConfigError(source, [f"(top level): expected a mapping, got {type(data).__name__}"])
+        raise ConfigError(source, ["(top level): expected a mapping (key: value lines), got "
+                                  + config_messages.kind_of(data)])
     try:
         return Config.model_validate(data)
     except ValidationError as error:
-        raise ConfigError(source, _problems(error)) from None
+        raise ConfigError(source, config_messages.problems(error, Config)) from None
 
 
 def load_config(path: Path) -> Config:
@@ -311,5 +283,5 @@ def load_config(path: Path) -> Config:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as error:
-        raise ConfigError(str(path), [f"not valid YAML: {error}"]) from None
+        raise ConfigError(str(path), [config_messages.yaml_problem(path, error)]) from None
     return parse_config(data, str(path))

@@ -3,6 +3,11 @@
 npumon logs a line when something changes (a source fails or recovers, a capture fails, a
 reload); routine success is DEBUG. The scheduler and the HTTP server would otherwise log every
 job run and request, so their loggers only pass warnings unless the level is debug.
+
+npumon's messages are ``key=%s`` templates; each argument is written as a logfmt value (plain
+when it can be, else double-quoted; ``true``/``false``, a command as one string), the way
+go-logfmt encodes them. A third-party message (APScheduler, uvicorn, asyncio, Python warnings)
+is free text: it becomes one ``msg="..."`` value.
 """
 
 from __future__ import annotations
@@ -10,13 +15,56 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shlex
 import sys
 import time
+from pathlib import PurePath
 from typing import IO, Literal
 
 LogFormat = Literal["logfmt", "json"]
-QUIET = ("apscheduler", "uvicorn", "uvicorn.error", "uvicorn.access", "asyncio", "grpc")
-_PAIR = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|\S*)")
+QUIET = ("apscheduler", "uvicorn", "uvicorn.error", "uvicorn.access", "asyncio", "grpc",
+         "py.warnings")
+_PAIR = re.compile(r"(\w+)=(\"(?:[^\"\\]|\\.)*\"|\S*)")
+_PLAIN = re.compile(r"[^\s\"=\\]+")
+
+
+class _Value(str):
+    """An argument already written as a logfmt value: ``%s`` and ``%r`` both print it as is."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def logfmt_value(value: object) -> str:
+    """``a`` plain, ``"a b"`` quoted (JSON escapes), ``true``, a command joined as one string."""
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif value is None:
+        text = "null"
+    elif isinstance(value, tuple | list) and all(isinstance(v, str | PurePath) for v in value):
+        text = shlex.join(str(v) for v in value)
+    elif isinstance(value, BaseException):
+        text = f"{type(value).__name__}: {value}" if str(value) else type(value).__name__
+    else:
+        text = str(value)
+    return text if _PLAIN.fullmatch(text) else json.dumps(text, ensure_ascii=False)
+
+
+def _own(record: logging.LogRecord) -> bool:
+    return record.name == "npumon" or record.name.startswith("npumon.")
+
+
+def _message(record: logging.LogRecord) -> str:
+    """npumon's key=value message with logfmt values; a third-party message as ``msg=...``."""
+    if not _own(record):
+        return "msg=" + json.dumps(record.getMessage(), ensure_ascii=False)
+    args = record.args
+    if isinstance(args, tuple):
+        args = tuple(a if isinstance(a, int | float) and not isinstance(a, bool)
+                     else _Value(logfmt_value(a)) for a in args)
+    return str(record.msg) % args if args else str(record.msg)
 
 
 def _timestamp(record: logging.LogRecord) -> str:
@@ -29,7 +77,7 @@ class LogfmtFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         line = (f"ts={_timestamp(record)} level={record.levelname.lower()} "
-                f"logger={record.name} {record.getMessage()}")
+                f"logger={record.name} {_message(record)}")
         if record.exc_info:
             line += " exception=" + json.dumps(self.formatException(record.exc_info))
         return line
@@ -39,17 +87,28 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line; the message's key=value pairs become fields."""
 
     def format(self, record: logging.LogRecord) -> str:
-        message = record.getMessage()
         fields: dict[str, object] = {"ts": _timestamp(record), "level": record.levelname.lower(),
                                      "logger": record.name}
-        pairs = _PAIR.findall(message)
+        message = _message(record) if _own(record) else record.getMessage()
+        pairs = _PAIR.findall(message) if _own(record) else []
         if pairs and " ".join(f"{k}={v}" for k, v in pairs) == message:
-            fields.update({k: v.strip("'\"") for k, v in pairs})
+            fields.update({k: json.loads(v) if v.startswith('"') else v for k, v in pairs})
         else:
             fields["msg"] = message
         if record.exc_info:
             fields["exception"] = self.formatException(record.exc_info)
         return json.dumps(fields)
+
+
+class _DropSkippedRuns(logging.Filter):
+    """APScheduler's warning for a run skipped while the last one runs: npumon's scheduler
+    listener logs it itself (daemon/app.py, ``event=run_skipped``, debug)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "maximum number of running instances reached" not in str(record.msg)
+
+
+_DROP_SKIPPED_RUNS = _DropSkippedRuns()
 
 
 def setup_logging(level: str, fmt: LogFormat = "logfmt", stream: IO[str] | None = None) -> None:
@@ -60,6 +119,8 @@ def setup_logging(level: str, fmt: LogFormat = "logfmt", stream: IO[str] | None 
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
+    logging.captureWarnings(True)  # Python warnings as py.warnings lines, not bare stderr text
+    logging.getLogger("apscheduler.scheduler").addFilter(_DROP_SKIPPED_RUNS)  # once: same object
     set_level(level)
 
 

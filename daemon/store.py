@@ -28,6 +28,8 @@ from npumon.daemon.model.snapshot import (
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
+# the npu-smi source that reads the physical-ID mapping (a test keeps it equal to the sources')
+IDENTITY_SOURCE = "npu_smi_identity"
 
 
 class SnapshotStore:
@@ -174,17 +176,22 @@ class SnapshotStore:
         )
 
     def _attribute(self) -> Attribution:
-        """Owners of chips and processes; each new conflict or unmapped device logged once."""
+        """Owners of chips and processes; each new conflict or unmapped device logged once.
+
+        A device is unmapped only once the chips' identities are known: until a table and an
+        identity run (the `-m` mapping) are in, every device of a healthy start names no chip.
+        """
         found = attribute(self._npu_smi, self._pods)
         problems = [("conflict", c) for c in found.conflicts]
-        problems += [("unmapped_device", d) for d in found.unmapped]
+        if self._npu_smi.table is not None and IDENTITY_SOURCE in self._sources:
+            problems += [("unmapped_device", d) for d in found.unmapped]
         for kind, text in problems:
             if text not in self._seen_problems:
                 if len(self._seen_problems) >= 10_000:  # bounded under endless pod churn
                     self._seen_problems.clear()
                 self._seen_problems.add(text)
                 self._problems[kind] += 1
-                log.warning("event=attribution_%s detail=%r", kind, text)
+                log.warning("event=attribution_%s detail=%s", kind, text)
         return found
 
     def _throttle_rule(self, model: str | None) -> ThrottleRule:

@@ -87,8 +87,8 @@ class Supervisor:
         try:
             config = self._load()
         except ConfigError as error:
-            log.error("event=reload_failed source=%s problems=%r action=kept_running_config",
-                      error.source, error.problems)
+            log.error("event=reload_failed source=%s problems=%s action=kept_running_config",
+                      error.source, "; ".join(error.problems))
             self.reload_successful = False
             return False
         self._warn_restart_only(config)

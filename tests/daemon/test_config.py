@@ -46,7 +46,7 @@ def test_every_problem_is_listed_with_its_dotted_path() -> None:
     problems = caught.value.problems
     assert any(p.startswith("npu_smi.timeout: expected a duration") for p in problems)
     assert "npu_smi.intervals.bogus: unknown key" in problems
-    assert "web.listen_adress: unknown key" in problems
+    assert "web.listen_adress: unknown key, did you mean listen_address?" in problems
     assert "extra: unknown key" in problems
     assert any(p.startswith("logging.level:") for p in problems)
     assert any(p.startswith("npu_smi.intervals.table:") for p in problems)
@@ -100,7 +100,54 @@ def test_type_errors_say_what_was_expected_and_what_was_found() -> None:
                       "listen_address": "nohost:abc"}})  # fmt: skip
     problems = caught.value.problems
     assert ("npu_smi.command: expected a list, e.g. [npu-smi] or [/usr/local/bin/npu-smi, "
-            "--flag], got 'npu-smi'") in problems
-    assert "web.max_requests: expected a whole number, got 'lots'" in problems
+            "--flag], got text") in problems
+    assert "web.max_requests: expected a whole number, got text" in problems
     assert any(p.startswith("web.listen_address: expected [host]:port") and
-               p.endswith("got 'nohost:abc'") for p in problems)  # fmt: skip
+               p.endswith("got text") for p in problems)  # fmt: skip
+
+
+BAD = """\
+logging:
+  level: loud
+profiling:
+  intreval: 2m
+  disk_quota: lots-of-it
+  targets:
+    - {workload: train, cmdline: train, intervall: 5m}
+throttle:
+  limits:
+    910B: {temprature_celsius: 80}
+web:
+  listen_address: hunter2-secret
+"""
+
+
+def test_check_config_speaks_plain_words_and_never_quotes_the_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "npumon.yaml"
+    bad.write_text(BAD)
+    assert main(["check-config", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        f"{bad}: 6 problem(s)",  # in the order of config/npumon.yaml's sections
+        "  throttle.limits.910B.temprature_celsius: unknown key, did you mean "
+        "temperature_celsius?",
+        "  web.listen_address: expected [host]:port, e.g. ':9732', '127.0.0.1:9732' or "
+        "'[::]:9732', got text",
+        "  logging.level: expected one of debug, info, warning, error, got text",
+        "  profiling.targets.0.intervall: unknown key, did you mean interval?",
+        "  profiling.disk_quota: expected a size such as 256MiB, 2GiB or 500MB, got text",
+        "  profiling.intreval: unknown key, did you mean interval?",
+    ]
+    assert "hunter2" not in err and "lots-of-it" not in err and "loud" not in err
+
+
+def test_yaml_errors_name_the_file_and_line_but_not_its_text(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "npumon.yaml"
+    bad.write_text('web:\n  config_file: "/etc/hunter2\nnpu_smi:\n  timeout: 5s\n')
+    assert main(["check-config", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert f"not valid YAML at {bad}, line 5, column 1: found unexpected end of stream " \
+           "(while scanning a quoted scalar begun on line 2)" in err
+    assert "<unicode string>" not in err and "hunter2" not in err and "^" not in err

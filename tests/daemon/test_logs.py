@@ -5,15 +5,18 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import time
-from collections.abc import Iterator, Sequence
+import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobSubmissionEvent
 
-from npumon.daemon.app import Agent
+from npumon.daemon.app import Agent, _skipped
 from npumon.daemon.config import parse_config
-from npumon.daemon.logs import setup_logging
+from npumon.daemon.logs import LogFormat, setup_logging
 from npumon.daemon.runner import CommandResult
 from npumon.simulator.loader import load_scenario
 from npumon.simulator.render import render
@@ -28,16 +31,6 @@ processes:
   - {npu: 0, chip: 0, pid: 632268, name: python3.1, hbm_mb: 40960}
 """
 DAY = 86_400
-
-
-@pytest.fixture
-def captured() -> Iterator[io.StringIO]:
-    stream = io.StringIO()
-    setup_logging("info", "logfmt", stream)
-    try:
-        yield stream
-    finally:
-        setup_logging("warning", "logfmt")  # leave nothing chatty behind for other tests
 
 
 class SimulatedNode:
@@ -107,12 +100,14 @@ def test_json_lines_turn_key_value_messages_into_fields() -> None:
     stream = io.StringIO()
     setup_logging("info", "json", stream)
     try:
-        logging.getLogger("npumon.test").info("event=reloaded path='/etc/npumon/npumon.yaml'")
+        logging.getLogger("npumon.test").info("event=reloaded path=%s tls=%s message=%r",
+                                              "/etc/npumon/a b.yaml", False, "")
         logging.getLogger("npumon.test").info("a free text message")
     finally:
         setup_logging("warning", "logfmt")
     first, second = (json.loads(line) for line in stream.getvalue().splitlines())
-    assert first["event"] == "reloaded" and first["path"] == "/etc/npumon/npumon.yaml"
+    assert first["event"] == "reloaded" and first["path"] == "/etc/npumon/a b.yaml"
+    assert first["tls"] == "false" and first["message"] == ""
     assert first["level"] == "info" and first["logger"] == "npumon.test"
     assert second["msg"] == "a free text message"
 
@@ -124,3 +119,71 @@ def test_third_party_loggers_pass_only_warnings_unless_debug(captured: io.String
     setup_logging("debug", "logfmt", captured)
     logging.getLogger("apscheduler.executors.default").debug("Running job")
     assert "Running job" in captured.getvalue()
+
+
+def test_values_are_logfmt_values_never_python_reprs(captured: io.StringIO) -> None:
+    log = logging.getLogger("npumon.test")
+    log.info("event=started npu_smi=%r", ("npumon-sim-npu-smi", "--scenario", "910b-8"))
+    log.info("event=listening tls=%s port=%d message=%r path=%s", False, 9732, "", Path("/x"))
+    log.warning("event=failed error=%r detail=%r", ValueError('bad "x"'), "a=b")
+    first, second, third = (line.split(" ", 3)[3] for line in captured.getvalue().splitlines())
+    assert first == 'event=started npu_smi="npumon-sim-npu-smi --scenario 910b-8"'
+    assert second == 'event=listening tls=false port=9732 message="" path=/x'
+    assert third == r'event=failed error="ValueError: bad \"x\"" detail="a=b"'
+
+
+@pytest.mark.parametrize("fmt", ["logfmt", "json"])
+def test_third_party_lines_go_through_the_formatter(fmt: LogFormat) -> None:
+    stream = io.StringIO()
+    with warnings.catch_warnings():  # pytest's own warning capture is put back after
+        warnings.simplefilter("always")
+        logging.captureWarnings(False)  # an earlier test's capture holds pytest's showwarning
+        setup_logging("info", fmt, stream)
+        try:
+            logging.getLogger("apscheduler.executors.default").warning(
+                'Run time of job "%s" was missed by %s',
+                "NpuSmiSources.poll_detail (trigger: interval[0:00:10])", "0:00:03")
+            logging.getLogger("asyncio").error("Task exception was never retrieved key=value")
+            warnings.warn("a deprecated call", DeprecationWarning, stacklevel=1)
+        finally:
+            setup_logging("warning", "logfmt")
+            logging.captureWarnings(False)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 3, lines
+    if fmt == "json":
+        skipped, task, warned = (json.loads(line) for line in lines)
+        assert skipped["logger"] == "apscheduler.executors.default"
+        assert skipped["level"] == "warning" and skipped["msg"].endswith("was missed by 0:00:03")
+        assert task["msg"] == "Task exception was never retrieved key=value" and "key" not in task
+        assert warned["logger"] == "py.warnings" and "a deprecated call" in warned["msg"]
+        return
+    assert lines[0].endswith(' level=warning logger=apscheduler.executors.default msg="Run time '
+                             r'of job \"NpuSmiSources.poll_detail (trigger: interval[0:00:10])\" '
+                             'was missed by 0:00:03"')
+    assert lines[1].endswith(' msg="Task exception was never retrieved key=value"')
+    assert " logger=py.warnings msg=" in lines[2] and "a deprecated call" in lines[2]
+    for line in lines:
+        assert _logfmt_pairs(line)[:3] == ["ts", "level", "logger"]
+
+
+def _logfmt_pairs(line: str) -> list[str]:
+    """The keys of a logfmt line; fails on text that is no key=value pair."""
+    keys = []
+    for match in re.finditer(r' ?(\w[\w.]*)=("(?:[^"\\]|\\.)*"|[^\s"=]*)(?= |$)', line):
+        keys.append(match[1])
+    assert re.sub(r' ?(\w[\w.]*)=("(?:[^"\\]|\\.)*"|[^\s"=]*)(?= |$)', "", line) == "", line
+    return keys
+
+
+def test_a_run_skipped_while_the_last_one_runs_is_npumons_debug_line(
+        captured: io.StringIO) -> None:
+    logging.getLogger("apscheduler.scheduler").warning(
+        'Execution of job "%s" skipped: maximum number of running instances reached (%d)',
+        "NpuSmiSources.poll_health (trigger: interval[0:00:05])", 1)
+    _skipped(JobSubmissionEvent(EVENT_JOB_MAX_INSTANCES, "poll_health", "default", []))
+    assert captured.getvalue() == ""  # not a warning per tick on a busy host
+    setup_logging("debug", "logfmt", captured)
+    _skipped(JobSubmissionEvent(EVENT_JOB_MAX_INSTANCES, "poll_health", "default", []))
+    assert captured.getvalue().rstrip().endswith(
+        "logger=npumon.daemon.app event=run_skipped job=poll_health "
+        "reason=previous_run_still_running")

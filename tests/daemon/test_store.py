@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import pytest
 
+from npumon.daemon.model.kubelet import (
+    ChipOwner,
+    ContainerAllocation,
+    DeviceRef,
+    PodResourcesResults,
+)
 from npumon.daemon.model.network import HccnResults, NetAddress
-from npumon.daemon.model.npu_smi import NpuSmiResults
+from npumon.daemon.model.npu_smi import ChipMapping, MappedChip, NpuSmiResults
 from npumon.daemon.model.snapshot import SourceStatus
 from npumon.daemon.parsers.table import parse_info
-from npumon.daemon.store import SnapshotStore
+from npumon.daemon.sources.npu_smi import SOURCES
+from npumon.daemon.store import IDENTITY_SOURCE, SnapshotStore
 from tests.daemon.model.test_reading import CONFIG
 from tests.daemon.sources.fake_runner import TABLE
 
@@ -56,3 +64,32 @@ def test_listeners_hear_every_publish_and_a_failing_one_stops_nothing(
         store.set_profiles(None)
     assert len(heard) == 4 and heard[0] > 0  # each after its snapshot was in place
     assert caplog.text.count("event=publish_listener_failed") == 4
+
+
+def pods(*devices: int) -> PodResourcesResults:
+    refs = tuple(DeviceRef(f"Ascend910-{d}", d) for d in devices)
+    return PodResourcesResults((ContainerAllocation("ml", "train", "main", "huawei.com/Ascend910",
+                                                    refs),))
+
+
+def test_no_unmapped_device_is_counted_before_the_chip_identities_are_in(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # the demo's start: the kubelet answers at 0.2 s, before the table and the identity run
+    store = SnapshotStore(CONFIG)
+    store.publish_pod_resources(pods(0, 1), SourceStatus("kubelet_pod_resources", True, 0, 1, 0))
+    store.publish_npu_smi(results(), UP)  # a table, but no physical IDs yet (910B: -m has them)
+    assert store.latest().attribution_problems == ()
+    mapping = ChipMapping((MappedChip(0, 0, 0, None), MappedChip(1, 0, 1, None)))
+    identity = SourceStatus(IDENTITY_SOURCE, True, 0.0, 1.0, 0)
+    store.publish_npu_smi(replace(results(), mapping=mapping), identity)
+    assert store.latest().attribution_problems == ()
+    assert {o for c in store.latest().chips for o in c.owners} == {
+        ChipOwner("ml", "train", "main")}
+    store.publish_pod_resources(pods(0, 1, 7), SourceStatus("kubelet_pod_resources", True, 0, 2, 0))
+    assert store.latest().attribution_problems == (("unmapped_device", 1),)  # a real one counts
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
+        'event=attribution_unmapped_device detail=Ascend910-7']
+
+
+def test_the_identity_source_name_is_the_npu_smi_sources_own() -> None:
+    assert IDENTITY_SOURCE in SOURCES

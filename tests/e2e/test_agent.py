@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -245,6 +246,12 @@ def test_collect_once_cli_against_the_simulator() -> None:
     assert value(found, "npu_process_hbm_used_bytes", npu="6", chip="0", pid="31337",
                  process_name="jupyter-lab") == 20480 * MIB
     assert len({labels for name, labels in found if name == "npu_temperature_celsius"}) == 8
+    # it takes seconds: a progress line per step on stderr, the exposition alone on stdout
+    steps = re.findall(r"^npumon: collect: (\S+) (?:up|down|off) in \d+\.\d s$", done.stderr,
+                       re.MULTILINE)
+    assert steps == ["npu_smi_table", "npu_smi_identity", "npu_smi_detail", "npu_smi_health",
+                     "hccn_tool_identity", "hccn_tool", "kubelet_pod_resources",
+                     "profiling_ingest"], done.stderr
 
 
 def test_polling_and_scraping_never_import_pandas(tmp_path: Path) -> None:

@@ -1,0 +1,110 @@
+"""Config problems in plain words: what a key expects, the kind of value found (never the value:
+a config may hold a secret), the closest known key for an unknown one, where YAML broke."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import types
+from pathlib import Path
+from typing import Any, Union, get_args, get_origin
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+_HINTS = {
+    "web.listen_address": "expected [host]:port, e.g. ':9732', '127.0.0.1:9732' or '[::]:9732'",
+}
+_FRIENDLY = {
+    "tuple_type": "expected a list, e.g. [npu-smi] or [/usr/local/bin/npu-smi, --flag]",
+    "list_type": "expected a list, e.g. [a, b]",
+    "int_parsing": "expected a whole number",
+    "int_type": "expected a whole number",
+    "float_parsing": "expected a number",
+    "float_type": "expected a number",
+    "bool_parsing": "expected true or false",
+    "bool_type": "expected true or false",
+    "dict_type": "expected a mapping (key: value lines)",
+    "model_type": "expected a mapping (key: value lines)",
+    "string_type": "expected text",
+    "byte_size": "expected a size such as 256MiB, 2GiB or 500MB",
+    "byte_size_unit": "expected a size such as 256MiB, 2GiB or 500MB",
+    "missing": "required, not given",
+}
+
+
+def kind_of(value: Any) -> str:
+    """What a value is, in words: errors never print a config file's content (it may be a
+    secret), only key paths and types."""
+    if isinstance(value, bool):
+        return "true/false"
+    if value is None:
+        return "nothing (an empty value)"
+    names = {str: "text", int: "a whole number", float: "a number", list: "a list",
+             tuple: "a list", dict: "a mapping"}
+    return next((name for kind, name in names.items() if isinstance(value, kind)),
+                type(value).__name__)
+
+
+def _unwrap(annotation: Any) -> list[Any]:
+    """The types one value of ``annotation`` can hold (X | None -> [X, None])."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        return [t for arg in get_args(annotation) for t in _unwrap(arg)]
+    return [annotation]
+
+
+def _keys_at(root: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    """The keys the mapping at ``loc`` may have (empty when it is no model)."""
+    annotations: list[Any] = [root]
+    for part in loc:
+        inner: list[Any] = []
+        for annotation in annotations:
+            origin, args = get_origin(annotation), get_args(annotation)
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                field = annotation.model_fields.get(str(part))
+                inner += _unwrap(field.annotation) if field is not None else []
+            elif origin is tuple and args:
+                inner += _unwrap(args[0])
+            elif origin is dict and len(args) == 2:
+                inner += _unwrap(args[1])
+        annotations = inner
+    return [name for a in annotations if isinstance(a, type) and issubclass(a, BaseModel)
+            for name in a.model_fields]
+
+
+def _unknown_key(root: type[BaseModel], loc: tuple[int | str, ...]) -> str:
+    """``unknown key``, with the closest known key (``intreval`` -> ``interval``)."""
+    close = difflib.get_close_matches(str(loc[-1]), _keys_at(root, loc[:-1]), n=1, cutoff=0.6)
+    return f"unknown key, did you mean {close[0]}?" if close else "unknown key"
+
+
+def _message(item: Any) -> str:
+    if item["type"] == "literal_error":  # ctx: "'debug', 'info', 'warning' or 'error'"
+        return "expected one of " + ", ".join(re.findall(r"'([^']*)'", item["ctx"]["expected"]))
+    return str(item["msg"]).removeprefix("Value error, ")
+
+
+def problems(error: ValidationError, root: type[BaseModel]) -> list[str]:
+    """One line per problem: the dotted path, what was expected, and what kind was found."""
+    out = []
+    for item in error.errors():
+        path = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        if item["type"] == "extra_forbidden":
+            out.append(f"{path}: {_unknown_key(root, item['loc'])}")
+            continue
+        message = _HINTS.get(path) or _FRIENDLY.get(item["type"]) or _message(item)
+        if item["type"] != "missing" and "got" not in message:
+            message += f", got {kind_of(item.get('input'))}"
+        out.append(f"{path}: {message}")
+    return out
+
+
+def yaml_problem(path: Path, error: yaml.YAMLError) -> str:
+    """Where and what, without PyYAML's quote of the line (the file may hold a secret)."""
+    mark = getattr(error, "problem_mark", None)
+    where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
+    what = getattr(error, "problem", None) or type(error).__name__
+    context, begun = getattr(error, "context", None), getattr(error, "context_mark", None)
+    if context:
+        what += f" ({context}" + (f" begun on line {begun.line + 1})" if begun else ")")
+    return f"not valid YAML at {where}: {what}"
