@@ -248,6 +248,7 @@ def _summary(
 ) -> ProfileSummary:
     facts = ops.merge_facts(c.facts) if c.facts else None
     steps = _steps(c, thresholds)
+    c.problems.extend(steps.left_out)
     groups = peers.peer_groups(steps.ranks, c.dp_of)
     spreads, rank_findings = peers.judge(steps.ranks, groups, thresholds)
     communication = comm.read(c.comm_files, thresholds, c.problems, c.matrix_files,

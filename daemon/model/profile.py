@@ -206,6 +206,9 @@ class Thresholds(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     warmup_steps: int = Field(default=2, ge=0)  # steps <= this are warm-up (compile, lazy init)
+    # a capture's first or last step shorter than this share of the median step is partial (the
+    # capture started or stopped inside it) and left out of the statistics; 0 keeps every step
+    partial_step_ratio: NonNegative = 0.5
     input_pipeline_ratio: NonNegative = 0.20  # Data Aug Bound or Preparing over step
     free_ratio: NonNegative = 0.20  # device idle inside the step: host bound
     communication_ratio: NonNegative = 0.20  # communication not overlapped with compute
