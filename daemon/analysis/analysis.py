@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from npumon.daemon.analysis import (
     comm,
     environment,
+    host,
     layout,
     ops,
     peers,
@@ -59,11 +60,24 @@ class _Collected:
     dp_of: dict[str, tuple[int, ...] | None]
     env: list[tuple[str, dict[str, str] | None]]  # per unit: profiler_metadata's variables
     vector: list[pmu.VectorRows]  # per kernel table with PMU columns
+    # per unit: data loader and on-line compilation time (trace_view.json, api_statistic.csv;
+    # a db reader fills it from PYTORCH_API / CANN_API)
+    host_times: dict[str, host.HostTimes] = field(default_factory=dict)
 
     def step_total_us(self, units: list[str]) -> float | None:
         """All captured steps of these units (warm-up included: the tasks ran in them too)."""
         rows = [r for name, rs in self.torch_ranks + self.graph_ranks if name in units for r in rs]
         return sum(r.total_us for r in rows) or None
+
+    def host_share(self) -> host.HostShare | None:
+        """The host figures over the captured steps of the units that have them."""
+        counted = []
+        for name, times in self.host_times.items():
+            rows = [r for n, rs in self.torch_ranks + self.graph_ranks if n == name for r in rs]
+            total = sum(r.total_us for r in rows)
+            if rows and total > 0:
+                counted.append((times, len(rows), total))
+        return host.share(counted)
 
 
 def _kernel_facts(paths: tuple[Path, ...], t: Thresholds, notes: list[str]) -> ops.OpFacts:
@@ -155,14 +169,21 @@ def _capture_time(units: tuple[layout.ProfileUnit, ...], sources: list[str]) -> 
 def _evidence(
     facts: ops.OpFacts | None, steps: steptime.StepResult, mode: str | None,
     findings: tuple[Bottleneck, ...], transfer: float | None = None,
+    host_share: host.HostShare | None = None,
 ) -> Evidence:
     ratios = {p.phase: p.ratio for p in steps.phases if p.ratio is not None}
+    seconds = {p.phase: p.seconds for p in steps.phases}
+    step_ms = steps.step.mean_seconds * 1e3 if steps.step else None
     if facts is None or facts.total_us <= 0:
-        return Evidence(phase_ratios=ratios, mode=mode, findings=findings,
-                        transfer_ratio=transfer)
+        return Evidence(phase_ratios=ratios, phase_ms={k: v * 1e3 for k, v in seconds.items()},
+                        step_ms=step_ms, mode=mode, findings=findings, transfer_ratio=transfer,
+                        host=host_share)
     total = facts.total_us
     return Evidence(
         phase_ratios=ratios,
+        phase_ms={k: v * 1e3 for k, v in seconds.items()},
+        step_ms=step_ms,
+        host=host_share,
         conversion_ratio=ops.ratio_of(facts, ops.FORMAT_CONVERSION_OPS | ops.COPY_OPS),
         reshape_transpose_ratio=ops.ratio_of(facts, ops.RESHAPE_TRANSPOSE_OPS),
         conv_matmul_ratio=ops.conv_matmul_ratio(facts),
@@ -236,6 +257,9 @@ def analyze_path(
         meta = layout.metadata(unit.root)
         c.dp_of[unit.name] = peers.dp_ranks(meta)
         c.env.append((unit.name, environment.recorded(meta)))
+        times = host.read(unit.root, c.problems)
+        if times is not None:
+            c.host_times[unit.name] = times
     if not c.sources:
         raise NoProfileData(f"{path}: no readable profiler table:\n  " + "\n  ".join(c.problems))
     summary = _summary(c, units, thresholds, top_n, workload or path.resolve().name)
@@ -260,7 +284,7 @@ def _summary(
               + comm.slow_links(communication.links, thresholds, communication.pairs, tier)
               + comm.small_packets(communication.packets, thresholds, tier)
               + environment.judge(c.env, thresholds) + pmu.judge(c.vector, thresholds))
-    evidence = _evidence(facts, steps, mode, judged, transfer)
+    evidence = _evidence(facts, steps, mode, judged, transfer, c.host_share())
     return ProfileSummary(
         workload=workload,
         layout="+".join(sorted({u.layout for u in units})),

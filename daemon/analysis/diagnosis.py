@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from npumon.daemon.analysis.host import HostShare
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
 
@@ -13,6 +14,9 @@ class Evidence:
     """What the rules look at; None where the data does not say."""
 
     phase_ratios: dict[str, float] = field(default_factory=dict)
+    phase_ms: dict[str, float] = field(default_factory=dict)  # mean per step
+    step_ms: float | None = None  # mean step
+    host: HostShare | None = None  # data loader and on-line compilation (host.py)
     conversion_ratio: float | None = None  # conversions + copies
     reshape_transpose_ratio: float | None = None
     conv_matmul_ratio: float | None = None
@@ -32,6 +36,17 @@ ADVICE = {
     "input_pipeline": "The device waits for input between steps. Use more DataLoader workers, "
     "pin_memory and prefetch (or tf.data prefetch / MindData parallel workers); move "
     "augmentation off the critical path or onto the device (DVPP); check storage throughput.",
+    "slow_preparing": "The device waits long before each step's first task (Preparing) and the "
+    "profile does not show why. Open trace_view.json at the start of a step and look at what "
+    "the host does before the first kernel launch: the data loader (enumerate(DataLoader)), "
+    "on-line compilation (AscendCL@aclopCompileAndExecute), operator launch (TASK_QUEUE_ENABLE=2, "
+    "CPU binding with CPU_AFFINITY_CONF) and host syncs (.item(), .cpu()). A capture at Level1 "
+    "with the CANN API layer (api_statistic.csv) lets npumon measure compilation.",
+    "online_compile": "Operators are compiled on line while the job runs (aclopCompileAndExecute: "
+    "msprof-analyze's operator dispatch issue). Put torch_npu.npu.set_compile_mode("
+    "jit_compile=False) and torch_npu.npu.config.allow_internal_format = False at the start of "
+    "the script so that the prebuilt binary kernels are used; with dynamic shapes, pad them to a "
+    "few buckets so that each shape is compiled once.",
     "host_bound": "The device is idle inside the step (Free): the host cannot launch work fast "
     "enough. Set TASK_QUEUE_ENABLE=2, bind CPU cores (CPU_AFFINITY_CONF), remove host syncs "
     "(.item(), .cpu(), prints) from the loop, and consider graph mode (torchair) or larger "
@@ -115,17 +130,98 @@ def _over(kind: str, value: float | None, threshold: float, detail: str,
     return finding(kind, detail.format(value=value, threshold=threshold), value, threshold, mode)
 
 
+def _ms(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.3f} ms"
+
+
+def _per_step(ms: float | None, unit: str = "step") -> str:
+    """`` (X ms per step)``, or nothing when the time is not known."""
+    return "" if ms is None else f" ({ms:.3f} ms per {unit})"
+
+
+def _mean(step_ms: float | None, unit: str = "step") -> str:
+    return "" if step_ms is None else f"mean {unit} {step_ms:.3f} ms; "
+
+
 def _input_pipeline(e: Evidence, t: Thresholds) -> Bottleneck | None:
+    """Graph mode: Data Aug Bound, the device's measured wait for the next batch. Eager mode:
+    the data loader's own time where the profile measured it; Preparing alone holds host
+    launch and compilation too, so it is never taken for the data loader (_slow_preparing)."""
     aug = e.phase_ratios.get("data_aug")
-    prep = e.phase_ratios.get("preparing")
-    value = max((v for v in (aug, prep) if v is not None), default=None)
-    name = "Data Aug Bound" if aug is not None and value == aug else "Preparing"
+    if aug is not None:
+        return _over(
+            "input_pipeline", aug, t.input_pipeline_ratio,
+            "Data Aug Bound (the device waiting for the next batch between iterations) is "
+            f"{{value:.0%}} of the iteration{_per_step(e.phase_ms.get('data_aug'), 'iteration')}"
+            f" ({_mean(e.step_ms, 'iteration')}threshold {{threshold:.0%}})",
+        )
+    loader = e.host.data_loader_ratio if e.host else None
+    if e.host is None or loader is None:
+        return None
     return _over(
-        "input_pipeline",
-        value,
-        t.input_pipeline_ratio,
-        name + " is {value:.0%} of the step (threshold {threshold:.0%})",
+        "input_pipeline", loader, t.data_loader_ratio,
+        f"the data loader (enumerate(DataLoader)...__next__ in trace_view.json) takes "
+        f"{{value:.1%}} of the step{_per_step(e.host.data_loader_ms)} ({_mean(e.step_ms)}"
+        f"threshold {{threshold:.0%}}); Preparing is {_ms(e.phase_ms.get('preparing'))}"
+        + _share(e.phase_ratios.get("preparing")),
     )
+
+
+def _share(ratio: float | None) -> str:
+    return "" if ratio is None else f" ({ratio:.1%} of the step)"
+
+
+def preparing_split(e: Evidence) -> str:
+    """What the profile shows of Preparing: the data loader, on-line compilation, the rest."""
+    prep = e.phase_ms.get("preparing")
+    h = e.host
+    loader = (f"the data loader {_ms(h.data_loader_ms)}{_share(h.data_loader_ratio)}"
+              if h and h.data_loader_ms is not None else
+              "the data loader's time is not in the profile (no trace_view.json)")
+    compile_ = (f"on-line compilation {_ms(h.compile_ms)}{_share(h.compile_ratio)} (host time "
+                "anywhere in the step)" if h and h.compile_ms is not None else
+                "on-line compilation is not in the profile (no api_statistic.csv: Level1+)")
+    measured = [v for v in (h.data_loader_ms if h else None,) if v is not None]
+    rest = (f"; the other {prep - sum(measured):.3f} ms (host launch, syncs, other host work) "
+            "is not measured" if prep is not None and measured else "")
+    return f"{loader}; {compile_}{rest}"
+
+
+def _slow_preparing(e: Evidence, t: Thresholds) -> Bottleneck | None:
+    """Preparing over its threshold with no data loader time that explains it: the figures the
+    profile has, and "cause unknown"."""
+    if e.phase_ratios.get("data_aug") is not None or _input_pipeline(e, t) is not None:
+        return None
+    return _over(
+        "slow_preparing", e.phase_ratios.get("preparing"), t.input_pipeline_ratio,
+        "Preparing (from the step's start to its first device task) is {value:.0%} of the step"
+        f"{_per_step(e.phase_ms.get('preparing'))} ({_mean(e.step_ms)}threshold "
+        "{threshold:.0%}), cause unknown: "
+        + preparing_split(e).replace("{", "{{").replace("}", "}}"),
+    )
+
+
+def _online_compile(e: Evidence, t: Thresholds) -> Bottleneck | None:
+    """msprof-analyze's operator dispatch rule (at least 20 aclopCompileAndExecute calls), or
+    their host time a share of the step the checklist calls severe."""
+    h = e.host
+    if h is None or h.compile_calls is None or h.compile_calls == 0:
+        return None
+    by_count = h.compile_calls >= t.online_compile_min_calls
+    by_time = h.compile_ratio is not None and h.compile_ratio >= t.online_compile_ratio
+    if not (by_count or by_time):
+        return None
+    per_step = "" if h.compile_per_step is None else f"{h.compile_per_step:.3g} per step, "
+    detail = (
+        f"aclopCompileAndExecute (on-line operator compilation): {per_step}up to "
+        f"{h.compile_calls} in one rank's capture, {_ms(h.compile_ms)} of host time per step"
+        f"{_share(h.compile_ratio)} (rule: >= {t.online_compile_min_calls} calls in a rank's "
+        f"capture, msprof-analyze's, or >= {t.online_compile_ratio:.0%} of the step)"
+    )
+    if by_count:
+        return finding("online_compile", detail, float(h.compile_calls),
+                       float(t.online_compile_min_calls))
+    return finding("online_compile", detail, h.compile_ratio or 0.0, t.online_compile_ratio)
 
 
 def _busy_tier(computing: float | None, t: Thresholds) -> str:
@@ -150,17 +246,20 @@ def transfer_tier(transfer: float | None, t: Thresholds) -> str:
 
 def _host_bound(e: Evidence, t: Thresholds) -> Bottleneck | None:
     """Free inside the step: launch-bound. Waiting for data shows as Preparing (before the
-    step's first task) and is the input_pipeline finding; its share is quoted here to tell."""
+    step's first task); its share and the data loader's measured time are quoted to tell."""
     prep = e.phase_ratios.get("preparing")
-    told = ("" if prep is None else
-            f"; Preparing (waiting for the next batch before the step) is only {prep:.0%}, so "
-            "the data loader is not the cause" if prep <= t.input_pipeline_ratio else
-            f"; Preparing is also {prep:.0%}: see input_pipeline first")
+    loader = e.host.data_loader_ratio if e.host else None
+    told = "" if prep is None else f"; Preparing is {prep:.0%} of the step"
+    if prep is not None and loader is not None:
+        told += f" and the data loader {loader:.1%}"
+        told += (", so the data loader is not the cause" if loader <= t.data_loader_ratio
+                 else ": see input_pipeline first")
     return _over(
         "host_bound",
         e.phase_ratios.get("free"),
         t.free_ratio,
-        "the device is free {value:.0%} of the step (threshold {threshold:.0%})"
+        f"the device is free {{value:.0%}} of the step{_per_step(e.phase_ms.get('free'))} "
+        "(threshold {threshold:.0%})"
         + told.replace("{", "{{").replace("}", "}}")
         + _busy_tier(e.phase_ratios.get("computing"), t),
         e.mode,
@@ -253,6 +352,8 @@ def _small_ops(e: Evidence, t: Thresholds) -> Bottleneck | None:
 
 RULES: tuple[Callable[[Evidence, Thresholds], Bottleneck | None], ...] = (
     _input_pipeline,
+    _slow_preparing,
+    _online_compile,
     _host_bound,
     _communication,
     _format_conversion,

@@ -22,6 +22,8 @@ PHASES = (
 CORE_TYPES = ("ai_core", "ai_vector_core", "ai_cpu", "mix", "dsa_sqe")
 BOTTLENECK_KINDS = (
     "input_pipeline",
+    "slow_preparing",
+    "online_compile",
     "host_bound",
     "format_conversion",
     "ai_cpu_fallback",
@@ -209,7 +211,14 @@ class Thresholds(BaseModel):
     # a capture's first or last step shorter than this share of the median step is partial (the
     # capture started or stopped inside it) and left out of the statistics; 0 keeps every step
     partial_step_ratio: NonNegative = 0.5
-    input_pipeline_ratio: NonNegative = 0.20  # Data Aug Bound or Preparing over step
+    input_pipeline_ratio: NonNegative = 0.20  # Data Aug Bound (input_pipeline), Preparing
+    # (slow_preparing) over the step
+    # the data loader's measured time (trace_view.json) over the step: input_pipeline
+    data_loader_ratio: NonNegative = 0.10
+    # on-line operator compilation (aclopCompileAndExecute): msprof-analyze's count over the
+    # capture, or its host time over the step (the peer's high-priority share)
+    online_compile_min_calls: int = Field(default=20, ge=1)
+    online_compile_ratio: NonNegative = 0.05
     free_ratio: NonNegative = 0.20  # device idle inside the step: host bound
     communication_ratio: NonNegative = 0.20  # communication not overlapped with compute
     # data transfer (communication.json Transit, not Wait) over step time, the checklist's tiers:
