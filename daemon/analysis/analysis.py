@@ -283,6 +283,7 @@ def _summary(
     judged = (rank_findings
               + comm.slow_links(communication.links, thresholds, communication.pairs, tier)
               + comm.small_packets(communication.packets, thresholds, tier)
+              + comm.byte_alignment(communication.alignment, thresholds)
               + environment.judge(c.env, thresholds) + pmu.judge(c.vector, thresholds))
     evidence = _evidence(facts, steps, mode, judged, transfer, c.host_share())
     return ProfileSummary(

@@ -89,6 +89,11 @@ ADVICE = {
     "increase the batch size or gradient accumulation (fewer, larger all-reduces; bigger "
     "gradient buckets); with ZeRO-3 use ZeRO-2/1 if memory allows; use fused (affinity) "
     "optimizers, which issue fewer collectives.",
+    "byte_alignment": "Collectives move transfers whose size is not a multiple of 512 bytes, "
+    "which SDMA copies less efficiently (msprof-analyze's byte alignment analysis). Make the "
+    "communicated tensors' sizes multiples of 512 bytes: pad the gradient buckets or flattened "
+    "buffers (DDP bucket_cap_mb, Megatron/DeepSpeed contiguous gradient buffers) and hidden "
+    "sizes, or ask the HCCL engineers about the operator's data layout.",
     "operator_pmu": "Vector operators that take a noticeable share of operator time run "
     "with poor pipe utilisation (the PMU ratios of kernel_details, aic_metrics=PipeUtilization). "
     "For those with headroom (no unit busy), look at their shapes and block dim (too few cores, "

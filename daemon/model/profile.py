@@ -35,6 +35,7 @@ BOTTLENECK_KINDS = (
     "pipeline_imbalance",
     "slow_link",
     "small_packets",
+    "byte_alignment",
     "env_vars",
     "operator_pmu",
 )
@@ -247,6 +248,10 @@ class Thresholds(BaseModel):
     small_packet_sdma_mb: NonNegative = 16.0
     small_packet_rdma_mb: NonNegative = 1.0
     small_packet_ratio: NonNegative = 0.20
+    # msprof-analyze's byte alignment check: SDMA transfers over this size that are not a
+    # multiple of it; byte_alignment fires from this many ops with one
+    byte_alignment_bytes: int = Field(default=512, ge=1)
+    byte_alignment_min_ops: int = Field(default=1, ge=1)
     # msprof-analyze's vector operator PMU rules (rules/aicore_performance.yaml)
     operator_pmu_min_share: NonNegative = 0.01  # op types of at least this share of op time
     pmu_vector_total_ratio: NonNegative = 0.90  # vec + mte2 + mte3: vec_mte2_mte3 bound
