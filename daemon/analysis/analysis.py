@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from npumon.daemon.analysis import (
@@ -63,6 +64,7 @@ class _Collected:
     # per unit: data loader and on-line compilation time (trace_view.json, api_statistic.csv;
     # a db reader fills it from PYTORCH_API / CANN_API)
     host_times: dict[str, host.HostTimes] = field(default_factory=dict)
+    graph_model: dict[str, int] = field(default_factory=dict)  # per unit: the Model ID analysed
 
     def step_total_us(self, units: list[str]) -> float | None:
         """All captured steps of these units (warm-up included: the tasks ran in them too)."""
@@ -99,8 +101,26 @@ def _db_facts(path: Path, t: Thresholds) -> ops.OpFacts:
     return ops.kernel_facts(frame, t, inferred)
 
 
+_LEGACY_IDS = re.compile(r"_\d+_(?P<model>\d+)_(?P<iteration>\d+)\.csv$")
+
+
+def _graph_tables(paths: tuple[Path, ...], model: int | None, warmup: int) -> tuple[Path, ...]:
+    """Of a legacy unit's per-iteration tables (``{kind}_{device}_{model}_{iteration}.csv``),
+    those of the model the steps come from and past its warm-up, as its steps are chosen; the
+    model's warm-up ones when it has no other, every table when none is the model's."""
+    ids = [(p, _LEGACY_IDS.search(p.name)) for p in paths]
+    own = [(p, m) for p, m in ids if m is not None and int(m["model"]) == model]
+    later = tuple(p for p, m in own if int(m["iteration"]) > warmup)
+    return later or tuple(p for p, _ in own) or paths
+
+
 def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected, pmu_bytes: int) -> None:
     kernel = statistic = None
+    if unit.layout == "legacy" and unit.name in c.graph_model:
+        model = c.graph_model[unit.name]
+        unit = replace(unit, tables={
+            k: _graph_tables(v, model, t.warmup_steps) if k in (layout.KERNEL, layout.OP_STATISTIC)
+            else v for k, v in unit.tables.items()})
     if layout.DB in unit.tables and layout.KERNEL not in unit.tables:
         try:
             kernel = _db_facts(unit.tables[layout.DB][0], t)
@@ -149,7 +169,11 @@ def _unit_steps(unit: layout.ProfileUnit, c: _Collected) -> None:
                 c.sources.append(str(path))
         if layout.STEP_TRACE in unit.tables:
             paths = unit.tables[layout.STEP_TRACE]
-            by_device = steptime.graph_rows(read_graph_steps(paths, c.problems))
+            iterations = read_graph_steps(paths, c.problems)
+            model = steptime.chosen_model(iterations)
+            if model is not None:
+                c.graph_model[unit.name] = model
+            by_device = steptime.graph_rows(iterations)
             for device, rows in by_device.items():
                 name = unit.name if len(by_device) == 1 else f"{unit.name}/device{device}"
                 c.graph_ranks.append((name, rows))
@@ -246,8 +270,8 @@ def analyze_path(
     pmu_bytes = max(PMU_MIN_BYTES, PMU_MAX_BYTES // max(kernel_tables, 1))
     for unit in units:
         c.problems.extend(unit.notes)
+        _unit_steps(unit, c)  # first: a legacy unit's op tables follow its steps' model
         _unit_ops(unit, thresholds, c, pmu_bytes)
-        _unit_steps(unit, c)
         c.comm_files.extend(unit.tables.get(layout.COMMUNICATION, ()))
         c.matrix_files.extend(unit.tables.get(layout.COMM_MATRIX, ()))
         if layout.COMMUNICATION in unit.tables:

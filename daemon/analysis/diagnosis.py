@@ -139,13 +139,11 @@ def _ms(value: float | None) -> str:
     return "unknown" if value is None else f"{value:.3f} ms"
 
 
-def _per_step(ms: float | None, unit: str = "step") -> str:
-    """`` (X ms per step)``, or nothing when the time is not known."""
-    return "" if ms is None else f" ({ms:.3f} ms per {unit})"
-
-
-def _mean(step_ms: float | None, unit: str = "step") -> str:
-    return "" if step_ms is None else f"mean {unit} {step_ms:.3f} ms; "
+def _figures(ms: float | None, step_ms: float | None, unit: str = "step") -> str:
+    """``X ms per step, mean step Y ms; `` with what is known (opens a threshold clause)."""
+    parts = ([] if ms is None else [f"{ms:.3f} ms per {unit}"]) + (
+        [] if step_ms is None else [f"mean {unit} {step_ms:.3f} ms"])
+    return ", ".join(parts) + "; " if parts else ""
 
 
 def _input_pipeline(e: Evidence, t: Thresholds) -> Bottleneck | None:
@@ -157,8 +155,9 @@ def _input_pipeline(e: Evidence, t: Thresholds) -> Bottleneck | None:
         return _over(
             "input_pipeline", aug, t.input_pipeline_ratio,
             "Data Aug Bound (the device waiting for the next batch between iterations) is "
-            f"{{value:.0%}} of the iteration{_per_step(e.phase_ms.get('data_aug'), 'iteration')}"
-            f" ({_mean(e.step_ms, 'iteration')}threshold {{threshold:.0%}})",
+            "{value:.0%} of the iteration ("
+            f"{_figures(e.phase_ms.get('data_aug'), e.step_ms, 'iteration')}"
+            "threshold {threshold:.0%})",
         )
     loader = e.host.data_loader_ratio if e.host else None
     if e.host is None or loader is None:
@@ -166,7 +165,7 @@ def _input_pipeline(e: Evidence, t: Thresholds) -> Bottleneck | None:
     return _over(
         "input_pipeline", loader, t.data_loader_ratio,
         f"the data loader (enumerate(DataLoader)...__next__ in trace_view.json) takes "
-        f"{{value:.1%}} of the step{_per_step(e.host.data_loader_ms)} ({_mean(e.step_ms)}"
+        f"{{value:.1%}} of the step ({_figures(e.host.data_loader_ms, e.step_ms)}"
         f"threshold {{threshold:.0%}}); Preparing is {_ms(e.phase_ms.get('preparing'))}"
         + _share(e.phase_ratios.get("preparing")),
     )
@@ -199,8 +198,8 @@ def _slow_preparing(e: Evidence, t: Thresholds) -> Bottleneck | None:
         return None
     return _over(
         "slow_preparing", e.phase_ratios.get("preparing"), t.input_pipeline_ratio,
-        "Preparing (from the step's start to its first device task) is {value:.0%} of the step"
-        f"{_per_step(e.phase_ms.get('preparing'))} ({_mean(e.step_ms)}threshold "
+        "Preparing (from the step's start to its first device task) is {value:.0%} of the step "
+        f"({_figures(e.phase_ms.get('preparing'), e.step_ms)}threshold "
         "{threshold:.0%}), cause unknown: "
         + preparing_split(e).replace("{", "{{").replace("}", "}}"),
     )
@@ -263,8 +262,8 @@ def _host_bound(e: Evidence, t: Thresholds) -> Bottleneck | None:
         "host_bound",
         e.phase_ratios.get("free"),
         t.free_ratio,
-        f"the device is free {{value:.0%}} of the step{_per_step(e.phase_ms.get('free'))} "
-        "(threshold {threshold:.0%})"
+        "the device is free {value:.0%} of the step ("
+        f"{_figures(e.phase_ms.get('free'), None)}threshold {{threshold:.0%}})"
         + told.replace("{", "{{").replace("}", "}}")
         + _busy_tier(e.phase_ratios.get("computing"), t),
         e.mode,

@@ -160,12 +160,17 @@ def torch_rows(steps: Sequence[TorchStep]) -> list[StepRow]:
     ]
 
 
+def chosen_model(iterations: Sequence[GraphIteration]) -> int | None:
+    """The Model ID with the most iterations (the training graph), the lowest on a tie."""
+    counts = Counter(i.model_id for i in iterations)
+    return min(counts, key=lambda m: (-counts[m], -1 if m is None else m), default=None)
+
+
 def graph_rows(iterations: Sequence[GraphIteration]) -> dict[int | None, list[StepRow]]:
     """Rows of the Model ID with the most iterations, by device."""
-    counts = Counter(i.model_id for i in iterations)
-    if not counts:
+    if not iterations:
         return {}
-    model = min(counts, key=lambda m: (-counts[m], -1 if m is None else m))
+    model = chosen_model(iterations)
     by_device: dict[int | None, list[StepRow]] = {}
     for i in sorted(iterations, key=lambda i: i.iteration_id):
         if i.model_id == model:
