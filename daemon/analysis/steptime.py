@@ -111,7 +111,8 @@ def analyse_rows(
 ) -> StepResult:
     """Per-rank means; the workload's step and phases are those of its slowest rank (the others
     wait for it), so the phase line adds up to the step line."""
-    breakdowns, kept, notes = [], [], []
+    breakdowns, kept = [], []
+    notes: list[str] = []
     for rank, raw in ranks:
         whole, cut = partial_edges(raw, t.partial_step_ratio)
         notes.extend(_left_out_note(rank, r, raw, t.partial_step_ratio) for r in cut)

@@ -11,6 +11,17 @@ from npumon.daemon.analysis.diagnosis import Evidence, diagnose
 from npumon.daemon.analysis.host import HostShare
 from npumon.daemon.model.profile import Thresholds
 
+
+def loader(ms: float, ratio: float) -> HostShare:
+    """Host figures of one step with a measured data loader only."""
+    return HostShare(1, ms, ratio, None, None, None, None)
+
+
+def compiled(calls: int, ms: float, ratio: float) -> HostShare:
+    """Host figures of one step with on-line compilation only."""
+    return HostShare(1, None, None, calls, float(calls), ms, ratio)
+
+
 CASES = [
     (
         "input_pipeline",
@@ -20,8 +31,8 @@ CASES = [
     # eager mode: the data loader's measured time, not Preparing
     (
         "input_pipeline",
-        Evidence(phase_ratios={"preparing": 0.1}, host=HostShare(1, 12.0, 0.12, None, None, None, None)),
-        Evidence(phase_ratios={"preparing": 0.1}, host=HostShare(1, 8.0, 0.08, None, None, None, None)),
+        Evidence(phase_ratios={"preparing": 0.1}, host=loader(12.0, 0.12)),
+        Evidence(phase_ratios={"preparing": 0.1}, host=loader(8.0, 0.08)),
     ),
     (
         "slow_preparing",
@@ -30,13 +41,13 @@ CASES = [
     ),
     (
         "online_compile",
-        Evidence(host=HostShare(1, None, None, 20, 20.0, 1.0, 0.01)),
-        Evidence(host=HostShare(1, None, None, 19, 19.0, 1.0, 0.01)),
+        Evidence(host=compiled(20, 1.0, 0.01)),
+        Evidence(host=compiled(19, 1.0, 0.01)),
     ),
     (
         "online_compile",
-        Evidence(host=HostShare(1, None, None, 19, 19.0, 14.0, 0.10)),
-        Evidence(host=HostShare(1, None, None, 19, 19.0, 4.0, 0.04)),
+        Evidence(host=compiled(19, 14.0, 0.10)),
+        Evidence(host=compiled(19, 4.0, 0.04)),
     ),
     ("host_bound", Evidence(phase_ratios={"free": 0.21}), Evidence(phase_ratios={"free": 0.19})),
     (
@@ -141,7 +152,7 @@ def test_small_ops_advice_fits_the_mode() -> None:
 
 
 def test_host_bound_tells_the_data_loader_apart() -> None:
-    small = HostShare(1, 2.0, 0.02, None, None, None, None)
+    small = loader(2.0, 0.02)
     (found,) = diagnose(Evidence(phase_ratios={"free": 0.46, "preparing": 0.02, "computing": 0.4},
                                  host=small))
     assert found.kind == "host_bound"
@@ -150,7 +161,7 @@ def test_host_bound_tells_the_data_loader_apart() -> None:
     (unmeasured,) = diagnose(Evidence(phase_ratios={"free": 0.46, "preparing": 0.02}))
     assert "data loader" not in unmeasured.detail
     big = Evidence(phase_ratios={"free": 0.3, "preparing": 0.3},
-                   host=HostShare(1, 30.0, 0.3, None, None, None, None))
+                   host=loader(30.0, 0.3))
     assert [b.kind for b in diagnose(big)] == ["input_pipeline", "host_bound"]
     assert "see input_pipeline" in diagnose(big)[1].detail
     assert [b.kind for b in diagnose(Evidence(phase_ratios={"free": 0.3, "preparing": 0.3}))] == [
