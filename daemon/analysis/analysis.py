@@ -208,6 +208,7 @@ def _evidence(
         phase_ms={k: v * 1e3 for k, v in seconds.items()},
         step_ms=step_ms,
         host=host_share,
+        op_total_ms=total / 1e3,
         conversion_ratio=ops.ratio_of(facts, ops.FORMAT_CONVERSION_OPS | ops.COPY_OPS),
         reshape_transpose_ratio=ops.ratio_of(facts, ops.RESHAPE_TRANSPOSE_OPS),
         conv_matmul_ratio=ops.conv_matmul_ratio(facts),

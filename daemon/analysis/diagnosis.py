@@ -17,6 +17,7 @@ class Evidence:
     phase_ms: dict[str, float] = field(default_factory=dict)  # mean per step
     step_ms: float | None = None  # mean step
     host: HostShare | None = None  # data loader and on-line compilation (host.py)
+    op_total_ms: float | None = None  # compute operator time of the tables read
     conversion_ratio: float | None = None  # conversions + copies
     reshape_transpose_ratio: float | None = None
     conv_matmul_ratio: float | None = None
@@ -179,9 +180,11 @@ def preparing_split(e: Evidence) -> str:
     """What the profile shows of Preparing: the data loader, on-line compilation, the rest."""
     prep = e.phase_ms.get("preparing")
     h = e.host
-    loader = (f"the data loader {_ms(h.data_loader_ms)}{_share(h.data_loader_ratio)}"
-              if h and h.data_loader_ms is not None else
-              "the data loader's time is not in the profile (no trace_view.json)")
+    loader = ("the data loader's time is not in the profile (no trace_view.json)"
+              if h is None or h.data_loader_ms is None else
+              "no data loader span in trace_view.json (a job without a DataLoader)"
+              if h.data_loader_ms == 0 else
+              f"the data loader {_ms(h.data_loader_ms)}{_share(h.data_loader_ratio)}")
     compile_ = (f"on-line compilation {_ms(h.compile_ms)}{_share(h.compile_ratio)} (host time "
                 "anywhere in the step)" if h and h.compile_ms is not None else
                 "on-line compilation is not in the profile (no api_statistic.csv: Level1+)")
@@ -275,9 +278,17 @@ def _communication(e: Evidence, t: Thresholds) -> Bottleneck | None:
         "communication",
         e.phase_ratios.get("communication"),
         t.communication_ratio,
-        "communication not overlapped is {value:.0%} of the step (threshold {threshold:.0%})"
+        "communication not overlapped is {value:.0%} of the step ("
+        f"{_figures(e.phase_ms.get('communication'), e.step_ms)}threshold {{threshold:.0%}})"
         + transfer_tier(e.transfer_ratio, t).replace("{", "{{").replace("}", "}}"),
     )
+
+
+def _of_ops(e: Evidence, ratio: float | None) -> str:
+    """``X ms of Y ms; ``: a share of operator time as time, when the total is known."""
+    if e.op_total_ms is None or ratio is None:
+        return ""
+    return f"{ratio * e.op_total_ms:.3f} ms of {e.op_total_ms:.3f} ms; "
 
 
 def _format_conversion(e: Evidence, t: Thresholds) -> Bottleneck | None:
@@ -285,14 +296,15 @@ def _format_conversion(e: Evidence, t: Thresholds) -> Bottleneck | None:
         "format_conversion",
         e.conversion_ratio,
         t.format_conversion_ratio,
-        "format conversions and copies take {value:.0%} of operator time "
-        "(threshold {threshold:.0%})",
+        "format conversions and copies take {value:.0%} of operator time ("
+        + _of_ops(e, e.conversion_ratio) + "threshold {threshold:.0%})",
     )
     return found or _over(
         "format_conversion",
         e.reshape_transpose_ratio,
         t.reshape_transpose_ratio,
-        "Reshape/Transpose take {value:.0%} of operator time (threshold {threshold:.0%})",
+        "Reshape/Transpose take {value:.0%} of operator time ("
+        + _of_ops(e, e.reshape_transpose_ratio) + "threshold {threshold:.0%})",
     )
 
 
@@ -318,13 +330,15 @@ def _compute_bound(e: Evidence, t: Thresholds) -> Bottleneck | None:
         "compute_bound",
         e.conv_matmul_ratio,
         t.conv_matmul_ratio,
-        "Conv/MatMul take {value:.0%} of operator time (threshold {threshold:.0%})",
+        "Conv/MatMul take {value:.0%} of operator time ("
+        + _of_ops(e, e.conv_matmul_ratio) + "threshold {threshold:.0%})",
     )
     return found or _over(
         "compute_bound",
         e.softmax_ratio,
         t.softmax_ratio,
-        "Softmax takes {value:.0%} of operator time (threshold {threshold:.0%})",
+        "Softmax takes {value:.0%} of operator time ("
+        + _of_ops(e, e.softmax_ratio) + "threshold {threshold:.0%})",
     )
 
 

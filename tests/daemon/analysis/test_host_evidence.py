@@ -106,3 +106,16 @@ def test_trace_scan_across_chunk_edges(monkeypatch: pytest.MonkeyPatch) -> None:
         times = host.read(trace.parents[1], [])
         assert times is not None and times.data_loader_calls == 1
         assert times.data_loader_us == pytest.approx(_loader_us())
+
+
+def test_a_job_without_a_data_loader(tmp_path: Path) -> None:
+    """A trace with no data loader span (a benchmark feeding tensors it made itself)."""
+    shutil.copytree(TREE, tmp_path / "t")
+    trace = tmp_path / "t" / "rank0_ascend_pt" / OUT / "trace_view.json"
+    events = [e for e in json.loads(trace.read_text())
+              if not str(e.get("name", "")).startswith("enumerate(DataLoader)#")]
+    trace.write_text(json.dumps(events))
+    summary = analyze_path(tmp_path / "t", Thresholds(input_pipeline_ratio=0.10)).summary
+    (found,) = [b for b in summary.bottlenecks if b.kind == "slow_preparing"]
+    assert "no data loader span in trace_view.json" in found.detail
+    assert "input_pipeline" not in {b.kind for b in summary.bottlenecks}
