@@ -13,15 +13,31 @@
 #   --user 9732:<gid of HwHiAiUser> --cap-drop ALL
 # Without root or that group every npu-smi call fails with "dcmi module initialize failed.
 # ret is -8005", which npumon reports as reason="dcmi_init".
-FROM python:3.11-slim AS build
+#
+# Platforms: linux/amd64 and linux/arm64 (most Ascend hosts are aarch64 Kunpeng servers), one
+# multi-platform image: `make image` (docker buildx build --platform linux/amd64,linux/arm64).
+# - The base is the official Python image on Debian bookworm, published for both (glibc 2.36,
+#   which the manylinux wheels of the compiled dependencies need at most).
+# - The build stage runs on the build machine's own platform ($BUILDPLATFORM, no emulation):
+#   it makes only npumon's wheel, which is pure Python (py3-none-any), so one wheel serves both.
+# - The runtime stage runs on the target platform and installs the dependencies there, so pip
+#   picks each compiled one's wheel for that platform (pydantic-core, psutil, bcrypt, PyYAML,
+#   grpcio, protobuf, numpy, pandas: all have manylinux x86_64 and aarch64 wheels).
+# - $BUILDPLATFORM is set by BuildKit (docker buildx, and docker build since Docker 23); the
+#   legacy builder (DOCKER_BUILDKIT=0) leaves it empty and cannot build this file.
+# - The driver path is the same on both (/usr/local/Ascend/driver/lib64), and npu-smi and
+#   libdcmi come from the host's mount, built for the host's own architecture.
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+FROM --platform=$BUILDPLATFORM ${PYTHON_IMAGE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY daemon ./daemon
 COPY exporters ./exporters
 COPY simulator ./simulator
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+COPY podresources ./podresources
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
-FROM python:3.11-slim
+FROM ${PYTHON_IMAGE}
 COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
 COPY config/npumon.yaml /etc/npumon/npumon.yaml

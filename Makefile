@@ -63,6 +63,17 @@ test-fast: $(STAMP) tools
 generate: $(STAMP)
 	$(BIN)/python deploy/helm/generate.py
 
+# The image for amd64 and arm64 hosts (Dockerfile) with docker buildx. A multi-platform image
+# cannot be loaded into the local image store: push it (IMAGE naming your registry,
+# IMAGE_OUTPUT=--push), or build one platform and load it (PLATFORMS=linux/arm64
+# IMAGE_OUTPUT=--load). Without an output it is built and left in the build cache.
+IMAGE        ?= npumon:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+PLATFORMS    ?= linux/amd64,linux/arm64
+IMAGE_OUTPUT ?=
+.PHONY: image
+image:
+	docker buildx build --platform $(PLATFORMS) -t $(IMAGE) $(IMAGE_OUTPUT) .
+
 
 # The peer comparison runs in .venv-bench, which has the `bench` extra (msprof-analyze);
 # the other benches run in the test venv.

@@ -7,6 +7,7 @@ time and peak RSS, then the findings of each. msprof-analyze comes from the `ben
 (`make bench` installs it into .venv-bench); without it the peer's column says so.
 
     python bench/peer_bench.py [--runs 3] [--timeout 600] [--rows 100000] [--json PATH]
+                               [--only TREE ...]
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from analysis_bench import KERNEL_HEADER, write_table  # noqa: E402
 
 TREES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "msprof" / "trees"
-REAL = ("text_level0", "text_level1", "pp2dp2_level2", "db_level1")
+REAL = ("text_level0", "text_level1", "pp2dp2_level2", "db_level0", "db_level1",
+        "mindspore22_run1", "mindspore22_run2", "prof_not_exported")
 # msprof-analyze advisor rows (its "type" column) -> what npumon calls the same issue
 PEER_KINDS = {
     "慢卡分析": "slow_rank",  # slow rank: "computing" or "communication has a problem"
@@ -165,11 +167,14 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--json", type=Path, help="write the table here")
+    parser.add_argument("--only", nargs="+", choices=REAL,
+                        help="these fixture trees only (no synthetic export)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="npumon-peer-bench-") as tmp:
         work = Path(tmp)
-        dirs = [(n, TREES / n) for n in REAL] + [(f"synthetic {args.rows:,} rows",
-                                                   synthetic(work, args.rows))]
+        dirs = [(n, TREES / n) for n in args.only or REAL]
+        if not args.only:
+            dirs.append((f"synthetic {args.rows:,} rows", synthetic(work, args.rows)))
         table = [["directory", "npumon (median)", "msprof-analyze (median)", "npumon finds",
                   "msprof-analyze finds", "npumon misses"]]
         for name, path in dirs:

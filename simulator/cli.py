@@ -25,7 +25,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--scenario",
-        help="scenario YAML path or built-in name (910b-8, a3-8x2, 310p-duo); "
+        help="scenario YAML path or built-in name (910b-8, a3-8x2, 310p-duo, 310b); "
         f"default ${SCENARIO_ENV}",
     )
     parser.add_argument(

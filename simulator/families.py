@@ -26,6 +26,9 @@ class Family(NamedTuple):
     product_name: str
     mcu_id: int
     bus_numbers: tuple[int, ...]  # PCIe bus per NPU
+    # a SoC board (310B): no PCIe (Bus-Id NA), and `npu-smi info` prints no process section,
+    # as the driver's print_total_info does on every 310B and 310 SoC board
+    soc: bool = False
 
     @property
     def a3(self) -> bool:
@@ -33,7 +36,8 @@ class Family(NamedTuple):
 
     @property
     def p310(self) -> bool:
-        return self.key == "310p-duo"
+        """The 310 family's layouts (310P, 310B): the 106-wide table and its detail texts."""
+        return self.key in ("310p-duo", "310b")
 
 
 FAMILIES: dict[str, Family] = {
@@ -102,6 +106,29 @@ FAMILIES: dict[str, Family] = {
         product_name="Atlas 300I Duo",
         mcu_id=2,
         bus_numbers=(0x01, 0x03, 0x81, 0x84),
+    ),
+    "310b": Family(
+        key="310b",
+        npu_ids=(0,),
+        chips_per_npu=1,
+        table_name="310B4",
+        chip_type="Ascend",
+        chip_name="310B4",
+        has_hbm=False,
+        hbm_total_mb=None,
+        ddr_total_mb=(15609,),
+        reserved_mb=3628,
+        rated_mhz=1000,
+        idle_mhz=1000,
+        aicore_count=None,
+        power_idle_watts=7.7,
+        power_max_watts=20.0,
+        temp_idle_celsius=54,
+        pci_device_id="0xD105",
+        product_name="Atlas 200I DK A2",
+        mcu_id=1,
+        bus_numbers=(0,),
+        soc=True,
     ),
 }
 

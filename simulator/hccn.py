@@ -104,7 +104,7 @@ def lldp(p: SimPort) -> str:
 def answer(args: list[str], sc: Scenario, t: float) -> SimResult:
     """What `hccn_tool <args>` prints; argv excludes the program name."""
     node = node_state(sc, t)
-    if sc.family == "310p-duo":  # an inference card: no RoCE NIC
+    if sc.family in ("310p-duo", "310b"):  # inference boards: no RoCE NIC
         return SimResult("", NOT_SUPPORTED, 255)
     if "-i" not in args or args.index("-i") + 1 >= len(args) or "-g" not in args:
         return SimResult("", "Command execute failed!\n", 255)

@@ -94,7 +94,7 @@ def _process_rows(card: SimCard, p310: bool) -> list[str]:
 
 
 def render_info(node: SimNode) -> str:
-    """The summary table and the process table."""
+    """The summary table and, except on a SoC board, the process table."""
     p310 = node.family.p310
     widths = _W310 if p310 else _W910
     ver = node.npu_smi_version
@@ -113,6 +113,8 @@ def render_info(node: SimNode) -> str:
                 lines.append(chip_rule)
             lines += _rows_310(chip, node) if p310 else _rows_910(chip, node)
         lines.append(_rule(widths, "="))
+    if node.family.soc:  # a SoC board prints no process section
+        return "\n".join(lines) + "\n"
     lines += [_rule(widths, "-"), _PROC_310 if p310 else _PROC_910, _rule(widths, "=")]
     for card in node.cards:
         lines += _process_rows(card, p310)

@@ -184,7 +184,7 @@ def _chip(sc: Scenario, fam: Family, npu: int, chip: int, index: int, el: float)
         hbm_temperature_celsius=d.temperature - 3 if hbm else None,
         hugepages_used=0,
         hugepages_total=0,
-        bus_id=f"0000:{bus:02X}:00.0",
+        bus_id="NA" if fam.soc else f"0000:{bus:02X}:00.0",
         aicore_percent=load,
         aivector_percent=round(load * 0.7) if hbm else None,
         aicube_percent=round(load * 0.95) if hbm else None,

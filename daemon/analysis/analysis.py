@@ -11,9 +11,11 @@ from npumon.daemon.analysis import (
     environment,
     host,
     layout,
+    mindspore,
     ops,
     peers,
     pmu,
+    sqlite_comm,
     sqlite_tables,
     steptime,
 )
@@ -94,11 +96,8 @@ def _kernel_facts(paths: tuple[Path, ...], t: Thresholds, notes: list[str]) -> o
 
 
 def _db_facts(path: Path, t: Thresholds) -> ops.OpFacts:
-    frame = sqlite_tables.read_tasks(path)
-    inferred = not frame["op_type"].notna().any()
-    if inferred:  # Level0: no op types, guess them from the kernel names
-        frame = frame.assign(op_type=frame["name"].astype("object").map(ops.infer_op_type))
-    return ops.kernel_facts(frame, t, inferred)
+    tasks = sqlite_tables.read_tasks(path)
+    return ops.kernel_facts(tasks.frame, t, tasks.inferred)
 
 
 _LEGACY_IDS = re.compile(r"_\d+_(?P<model>\d+)_(?P<iteration>\d+)\.csv$")
@@ -125,6 +124,9 @@ def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected, pmu_bytes:
         try:
             kernel = _db_facts(unit.tables[layout.DB][0], t)
             c.sources.append(str(unit.tables[layout.DB][0]))
+            frame = sqlite_tables.read_pmu(unit.tables[layout.DB][0])
+            if frame is not None:
+                c.vector.append(pmu.vector_rows(frame))
         except TableError as exc:
             c.problems.append(str(exc))
     if layout.KERNEL in unit.tables:
@@ -142,6 +144,13 @@ def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected, pmu_bytes:
             statistic = ops.statistic_facts(table.frame, t)
             c.problems.extend(table.notes)
             c.sources.extend(str(p) for p in unit.tables[layout.OP_STATISTIC])
+        except TableError as exc:
+            c.problems.append(str(exc))
+    if layout.AICORE_TYPE in unit.tables and statistic is None:
+        path = unit.tables[layout.AICORE_TYPE][0]
+        try:
+            statistic = ops.statistic_facts(mindspore.read_op_types(path), t)
+            c.sources.append(str(path))
         except TableError as exc:
             c.problems.append(str(exc))
     if statistic is not None and kernel is not None:
@@ -167,6 +176,11 @@ def _unit_steps(unit: layout.ProfileUnit, c: _Collected) -> None:
             if rows:
                 c.torch_ranks.append((unit.name, rows))
                 c.sources.append(str(path))
+        if layout.STEP_TRACE_RAW in unit.tables:  # MindSpore <= 2.2
+            path = unit.tables[layout.STEP_TRACE_RAW][0]
+            rows = steptime.graph_rows(mindspore.read_steps(path, None)).get(None, [])
+            c.graph_ranks.append((unit.name, rows))
+            c.sources.append(str(path))
         if layout.STEP_TRACE in unit.tables:
             paths = unit.tables[layout.STEP_TRACE]
             iterations = read_graph_steps(paths, c.problems)
@@ -180,6 +194,37 @@ def _unit_steps(unit: layout.ProfileUnit, c: _Collected) -> None:
             c.sources.extend(str(p) for p in paths)
     except TableError as exc:
         c.problems.append(str(exc))
+
+
+def _metadata(unit: layout.ProfileUnit, c: _Collected) -> dict[str, object] | None:
+    """profiler_metadata.json, or for a db export without it the db's META_DATA table."""
+    meta = layout.metadata(unit.root)
+    if meta is None and layout.DB in unit.tables:
+        try:
+            meta = sqlite_tables.read_metadata(unit.tables[layout.DB][0])
+        except TableError as exc:
+            c.problems.append(str(exc))
+    return meta
+
+
+def _unit_comm(unit: layout.ProfileUnit, c: _Collected) -> None:
+    """communication(_matrix).json, or for a db export the CommAnalyzer tables of analysis.db."""
+    comm_files = unit.tables.get(layout.COMMUNICATION, ())
+    matrix_files = unit.tables.get(layout.COMM_MATRIX, ())
+    if not comm_files and layout.ANALYSIS_DB in unit.tables:
+        db = unit.tables[layout.ANALYSIS_DB][0]
+        try:
+            if sqlite_comm.has_communication(db):
+                comm_files = matrix_files = (db,)
+                c.sources.append(str(db))
+        except TableError as exc:
+            c.problems.append(str(exc))
+    c.comm_files.extend(comm_files)
+    c.matrix_files.extend(matrix_files)
+    if comm_files:
+        c.comm_units.append(unit.name)
+    else:
+        c.matrix_only.extend(matrix_files)
 
 
 def _capture_time(units: tuple[layout.ProfileUnit, ...], sources: list[str]) -> float | None:
@@ -259,30 +304,29 @@ def analyze_path(
     units = layout.find_units(path)
     if limits is not None:
         check_sizes(units, limits)
+    unread = layout.unread(path)
     if not units:
-        raise NoProfileData(
+        raise NoProfileData("\n".join(unread) or (
             f"{path}: no profiler tables found (looked for ASCEND_PROFILER_OUTPUT/ with CSVs or "
-            "ascend_pytorch_profiler_N.db, PROF_*/mindstudio_profiler_output/, PROF_*/msprof_*.db "
-            "and PROF_*/device_N/summary/)"
-        )
+            "ascend_pytorch_profiler_N.db, PROF_*/mindstudio_profiler_output/, PROF_*/msprof_*.db, "
+            "PROF_*/device_N/summary/ and MindSpore's profiler/ tables)"
+        ))
     c = _Collected([], [], [], [], [], [], [], [], [], [], {}, [], [])
     # operator_pmu reads a head of each kernel table: PMU_MAX_BYTES over all of them
     kernel_tables = sum(len(u.tables.get(layout.KERNEL, ())) for u in units)
     pmu_bytes = max(PMU_MIN_BYTES, PMU_MAX_BYTES // max(kernel_tables, 1))
+    c.problems.extend(unread)
     for unit in units:
         c.problems.extend(unit.notes)
         _unit_steps(unit, c)  # first: a legacy unit's op tables follow its steps' model
         _unit_ops(unit, thresholds, c, pmu_bytes)
-        c.comm_files.extend(unit.tables.get(layout.COMMUNICATION, ()))
-        c.matrix_files.extend(unit.tables.get(layout.COMM_MATRIX, ()))
-        if layout.COMMUNICATION in unit.tables:
-            c.comm_units.append(unit.name)
-        else:
-            c.matrix_only.extend(unit.tables.get(layout.COMM_MATRIX, ()))
-        meta = layout.metadata(unit.root)
+        _unit_comm(unit, c)
+        meta = _metadata(unit, c)
         c.dp_of[unit.name] = peers.dp_ranks(meta)
         c.env.append((unit.name, environment.recorded(meta)))
         times = host.read(unit.root, c.problems)
+        if times is None and layout.DB in unit.tables:
+            times = host.read_db(unit.tables[layout.DB][0])
         if times is not None:
             c.host_times[unit.name] = times
     if not c.sources:

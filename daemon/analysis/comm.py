@@ -12,7 +12,8 @@ communication_matrix.json, where present, holds the same transfers per src-dst l
 top1, middle, bottom1..3 (single ops, samples) or total (every op of that kind: the one summed).
 It names the slowest rank pairs of a slow link type in the slow_link finding (at most
 ``PAIRS_NAMED``; never a metric label), and gives the per-link-type bandwidth of a rank that has
-no communication.json. Its LOCAL entries (a rank to itself) are not a link and are left out.
+no communication.json. An export_type=db unit gives both documents from its analysis.db
+(sqlite_comm.py). Its LOCAL entries (a rank to itself) are not a link and are left out.
 
 The per-op entries count for one thing: packet sizes. msprof-analyze's packet analysis counts, per
 transport (SDMA, RDMA), the ops that moved anything and those that moved less than a minimum
@@ -33,7 +34,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from npumon.daemon.analysis import sqlite_comm
 from npumon.daemon.analysis.diagnosis import finding
+from npumon.daemon.analysis.readers import TableError
 from npumon.daemon.model.profile import Bottleneck, CommTimes, LinkStat, Thresholds
 
 FILE = "communication.json"
@@ -223,9 +226,15 @@ class CommRead:
     alignment: AlignStat | None = None  # None: no op moved SDMA transfers of a known size
 
 
-def _load(path: Path, notes: list[str]) -> object | None:
+def _load(path: Path, notes: list[str], matrix: bool = False) -> object | None:
+    """A communication(_matrix).json, or the same document from an export_type=db analysis.db."""
     try:
+        if path.suffix == ".db":
+            return sqlite_comm.matrix(path) if matrix else sqlite_comm.communication(path)
         data: object = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except TableError as exc:
+        notes.append(str(exc))
+        return None
     except (OSError, ValueError) as exc:
         notes.append(f"{path}: not read ({type(exc).__name__})")
         return None
@@ -241,7 +250,7 @@ def read(paths: Sequence[Path], t: Thresholds, notes: list[str],
     links: dict[str, list[float]] = {}
     fallback = set(matrix_only)
     for path in matrices:
-        data = _load(path, notes)
+        data = _load(path, notes, matrix=True)
         for (link, src, dst), (mb, ms) in _matrix_pairs(data).items() if data else ():
             acc = pairs.setdefault((link, src, dst), [0.0, 0.0])
             acc[0] += mb

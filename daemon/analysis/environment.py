@@ -130,8 +130,8 @@ def judge(units: Sequence[tuple[str, dict[str, str] | None]], t: Thresholds
     names = {name for name, _ in flagged}
     return (Bottleneck(
         "env_vars",
-        f"{len(names)} environment variable(s) recorded in {FILE} against msprof-analyze's "
-        "recommendations: " + "; ".join(items),
+        f"{len(names)} environment variable(s) recorded with the profile ({FILE} or a db "
+        "export's META_DATA) against msprof-analyze's recommendations: " + "; ".join(items),
         ADVICE["env_vars"] + " Here: " + "; ".join(fixes) + ".",
         float(len(names)),
         0.0,

@@ -16,6 +16,8 @@ COMMUNICATION = "communication"  # torch_npu communication.json
 COMM_MATRIX = "comm_matrix"  # torch_npu communication_matrix.json: per src-dst link
 DB = "db"  # export_type=db: ascend_pytorch_profiler_N.db / msprof_*.db (sqlite_tables.py)
 ANALYSIS_DB = "analysis_db"  # torch_npu analysis.db: StepTraceTime, CommAnalyzer* tables
+AICORE_TYPE = "aicore_type"  # MindSpore <= 2.2 aicore_intermediate_N_type.csv (mindspore.py)
+STEP_TRACE_RAW = "step_trace_raw"  # MindSpore <= 2.2 step_trace_raw_N_detail_time.csv
 
 _TORCH_FILES = {
     KERNEL: "kernel_details.csv",
@@ -30,6 +32,10 @@ _MSPROF_NAME = re.compile(
 )
 _LEGACY_NAME = re.compile(r"^(?P<kind>op_summary|op_statistic|step_trace)(?P<ids>(?:_\d+)+)\.csv$")
 _KIND_OF = {"op_summary": KERNEL, "op_statistic": OP_STATISTIC, "step_trace": STEP_TRACE}
+_MINDSPORE_NAME = re.compile(
+    r"^(?:(?P<type>aicore_intermediate)_(?P<r1>\d+)_type|(?P<stat>op_statistic)_(?P<r2>\d+)"
+    r"|(?P<trace>step_trace_raw)_(?P<r3>\d+)_detail_time)\.csv$"
+)
 _RANK_IN_NAME = re.compile(r"rank_?(\d+)", re.IGNORECASE)
 _MAX_DEPTH = 4
 
@@ -102,7 +108,8 @@ def _units_at(path: Path) -> list[ProfileUnit]:
         if dbs:
             tables[DB] = (dbs[-1],)
         if tables:
-            return [ProfileUnit(_torch_rank(path), "torch_npu", path, tables, _torch_end(path))]
+            kind = "mindspore" if path.name.endswith("_ascend_ms") else "torch_npu"
+            return [ProfileUnit(_torch_rank(path), kind, path, tables, _torch_end(path))]
     msprof_dir = path / "mindstudio_profiler_output"
     msprof_dbs = sorted(path.glob("msprof_*.db")) + sorted(msprof_dir.glob("msprof_*.db"))
     if msprof_dir.is_dir() or msprof_dbs:
@@ -111,6 +118,9 @@ def _units_at(path: Path) -> list[ProfileUnit]:
             tables = {DB: (msprof_dbs[-1],)}
         if tables:
             return [ProfileUnit(_unit_name(path), "msprof", path, tables, _prof_end(path), notes)]
+    mindspore = _mindspore_units(path)
+    if mindspore:
+        return mindspore
     units = []
     for device in sorted(path.glob("device_*/summary")):
         tables = _legacy_tables(device)
@@ -118,6 +128,68 @@ def _units_at(path: Path) -> list[ProfileUnit]:
             name = f"{_unit_name(path)}/{device.parent.name}"
             units.append(ProfileUnit(name, "legacy", path, tables, _prof_end(path)))
     return units
+
+
+TRACE_VIEW = "trace_view.json"
+EXPORT_COMMAND = "msprof --export=on --output={}"
+
+
+def unread(path: Path) -> tuple[str, ...]:
+    """What at or under ``path`` holds a profile in a form npumon does not read, each with what
+    to do: a PROF folder never exported (device_N/data or timeline only: the command that
+    exports it), a trace_view.json without the tables exported beside it."""
+    if path.is_file():
+        return (_trace_view_hint(path),) if path.name == TRACE_VIEW else ()
+    return tuple(_unread(path, 0))
+
+
+def _trace_view_hint(file: Path) -> str:
+    return (f"{file}: a torch_npu timeline (Chrome trace: host API ranges, device tasks); npumon "
+            "reads the tables the profiler exports beside it in ASCEND_PROFILER_OUTPUT "
+            "(kernel_details.csv, step_trace_time.csv, op_statistic.csv, communication.json, or "
+            "the export_type=db files), not the timeline: give it the whole *_ascend_pt folder, "
+            "or export the tables again with torch_npu.profiler.profiler.analyse('<that folder>')")
+
+
+def _unread(path: Path, depth: int) -> Iterator[str]:
+    if not path.is_dir() or _units_at(path):
+        return
+    devices = [d for d in path.glob("device_*") if d.is_dir()]
+    if devices and any((d / "data").is_dir() or (d / "timeline").is_dir()
+                       or any(d.glob("info.json*")) for d in devices):
+        yield (f"{path}: a PROF folder that was never exported (raw device_N data or timeline "
+               f"JSON only, no summary tables): run `{EXPORT_COMMAND.format(path)}` and analyse "
+               "it again")
+        return
+    output = path / "ASCEND_PROFILER_OUTPUT" / TRACE_VIEW
+    if output.is_file():
+        yield _trace_view_hint(output)
+        return
+    if depth < _MAX_DEPTH:
+        for child in sorted(p for p in path.iterdir() if p.is_dir() and not p.is_symlink()):
+            yield from _unread(child, depth + 1)
+
+
+def _mindspore_units(path: Path) -> list[ProfileUnit]:
+    """MindSpore <= 2.2 ``profiler/``: one unit per rank id in the file names."""
+    by_rank: dict[int, dict[str, tuple[Path, ...]]] = {}
+    for file in sorted(path.glob("*.csv")):
+        match = _MINDSPORE_NAME.match(file.name)
+        if match and file.is_file():
+            kind = (AICORE_TYPE if match["type"] else OP_STATISTIC if match["stat"]
+                    else STEP_TRACE_RAW)
+            rank = int(match["r1"] or match["r2"] or match["r3"])
+            by_rank.setdefault(rank, {})[kind] = (file,)
+    return [ProfileUnit(f"rank{rank}", "mindspore", path, tables, None,
+                        tuple(_hccl_raw_note(path / f"hccl_raw_{rank}.csv")))
+            for rank, tables in sorted(by_rank.items())
+            if AICORE_TYPE in tables or STEP_TRACE_RAW in tables]
+
+
+def _hccl_raw_note(file: Path) -> Iterator[str]:
+    if file.is_file():
+        yield (f"{file}: MindSpore's per-step communication table is not read (its link sizes "
+               "and bandwidths carry no documented unit): no communication figures for this rank")
 
 
 def _msprof_tables(directory: Path) -> tuple[dict[str, tuple[Path, ...]], tuple[str, ...]]:

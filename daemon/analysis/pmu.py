@@ -2,8 +2,9 @@
 
 msprof-analyze's "Vector Operator Perf Analysis" (advisor's AI Core performance checker, rules
 aicore_performance.yaml), restated: of the vector operators (Accelerator Core AI_VECTOR_CORE or
-MIX_AIV) whose op type takes at least operator_pmu_min_share of all operator time, each (name,
-input shapes, output shapes) is judged on its mean aiv_vec_ratio, aiv_mte2_ratio and
+MIX_AIV; on 910A, whose one AI Core kind does both, the AI_CORE tasks that never used the cube)
+whose op type takes at least operator_pmu_min_share of all operator time, each (name, input
+shapes, output shapes) is judged on its mean aiv_vec_ratio, aiv_mte2_ratio and
 aiv_mte3_ratio: bound when vec + mte2 + mte3 >= pmu_vector_total_ratio (vec_mte2_mte3) or one unit
 >= pmu_vector_unit_ratio (mte2, then mte3, then vec); otherwise it has headroom, the most any
 unit is below pmu_vector_unit_ratio. ``operator_pmu`` names the ones with the most headroom and
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from npumon.daemon.analysis.diagnosis import finding
-from npumon.daemon.analysis.readers import PMU_RATIOS
+from npumon.daemon.analysis.readers import MAC_RATIO, PMU_RATIOS
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
 if TYPE_CHECKING:
@@ -52,8 +53,13 @@ class VectorOp:
 
 
 def vector_rows(frame: pd.DataFrame, notes: tuple[str, ...] = ()) -> VectorRows:
+    """The rows of vector operators: on AI_VECTOR_CORE or MIX_AIV, and on 910A (no vector
+    cores: the table has an un-prefixed mac_ratio) AI_CORE tasks whose mac_ratio is 0."""
     core = frame["core_type"].astype("object").astype(str).str.upper()
-    keep = core.isin(VECTOR_CORES) & frame["input_shapes"].notna() & frame["output_shapes"].notna()
+    vector = core.isin(VECTOR_CORES)
+    if MAC_RATIO in frame:
+        vector |= (core == "AI_CORE") & (frame[MAC_RATIO] == 0)
+    keep = vector & frame["input_shapes"].notna() & frame["output_shapes"].notna()
     return VectorRows(float(frame["duration_us"].sum()), frame.loc[keep], notes)
 
 

@@ -37,14 +37,17 @@ OP_STAT_ALIASES: dict[str, tuple[str, ...]] = {
     "total_us": ("Total Time(us)",),
     "avg_us": ("Avg Time(us)",),
 }
-# the PMU columns of a Level1+ kernel_details (aic_metrics=PipeUtilization) for operator_pmu
+# the PMU columns of a Level1+ kernel_details (aic_metrics=PipeUtilization) for operator_pmu;
+# 910A, whose one AI Core kind runs cube and vector work, names them without the aiv_ prefix
 PMU_RATIOS = ("aiv_vec_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio")
 PMU_ALIASES: dict[str, tuple[str, ...]] = {
     **{k: KERNEL_ALIASES[k] for k in ("name", "op_type", "core_type", "duration_us")},
     "input_shapes": ("Input Shapes",),
     "output_shapes": ("Output Shapes",),
-    **{r: (r,) for r in PMU_RATIOS},
+    **{r: (r, r.removeprefix("aiv_")) for r in PMU_RATIOS},
 }
+# 910A only (910B has aic_mac_ratio): an AI_CORE task that never used the cube did vector work
+MAC_RATIO = "mac_ratio"
 # operator_pmu reads a head of the kernel tables: PMU_MAX_BYTES over all of a profile's tables
 # (~24,000 tasks), at least PMU_MIN_BYTES of each (~3,000)
 PMU_MAX_BYTES = 8 << 20
@@ -216,17 +219,21 @@ def read_pmu(paths: Sequence[Path], max_bytes: int = PMU_MAX_BYTES) -> Table | N
     """name, op_type, core_type, duration_us, shapes and the vector PMU ratios of the rows in
     the first ``max_bytes`` of each table (all of a table up to ~24,000 tasks; beyond, a
     note says how much was judged); None when a table lacks the PMU or shape columns (Level0,
-    or no PipeUtilization metrics). Operator names and shapes are strings: reading them for
-    every row of a 1,000,000-row table cost more than the rest of the analysis together, and
-    the mean ratios of an operator's shapes are settled long before."""
+    or no PipeUtilization metrics); 910A's mac_ratio too where the table has it. Operator names
+    and shapes are strings: reading them for every row of a 1,000,000-row table cost more than
+    the rest of the analysis together, and the mean ratios of an operator's shapes are settled
+    long before."""
     frames, notes = [], []
     for path in paths:
         head = read_head(path)
         columns = _columns(path, head, PMU_ALIASES, ("duration_us",))
         if len(columns) < len(PMU_ALIASES):
             return None
-        frame, file_notes = _read_frame(path, columns, ("duration_us", *PMU_RATIOS), head,
-                                        max_bytes)
+        mac = find_column(head.header, (MAC_RATIO,))
+        if mac is not None:
+            columns[MAC_RATIO] = head.header[mac]
+        frame, file_notes = _read_frame(path, columns, ("duration_us", *PMU_RATIOS, MAC_RATIO),
+                                        head, max_bytes)
         if path.stat().st_size - head.data_start > max_bytes:
             file_notes.append(f"{path}: operator PMU ratios judged on its first "
                               f"{len(frame):,} tasks ({max_bytes / 2**20:g} MB)")

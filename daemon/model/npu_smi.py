@@ -63,11 +63,15 @@ class InfoTable:
     version: str | None  # "Version: 23.0.rc2" (driver version as printed)
     chips: tuple[TableChip, ...]
     processes: tuple[TableProcess, ...]
-    has_process_table: bool  # False when the output had no process section at all
+    has_process_table: bool  # False when the board prints no process section (310B, 310 SoC)
     warnings: tuple[str, ...] = ()  # trailing "[WARNING]..." lines, verbatim
-    # None for a whole table; else what is missing at its end ("no process section", "no
-    # closing border", ...): the output was cut short, and chips after the cut are unknown
+    # None when the chip list is whole; else why it may not be ("the last chip has only one of
+    # its two rows", ...): the output was cut inside the chips, and chips after the cut are unknown
     cut_short: str | None = None
+    # None when the process list is whole or the board prints none; else why it is not ("no
+    # closing border", "no entry for NPU 5"): the cut came after every chip, so the chips stand
+    # and `processes` is empty
+    processes_cut: str | None = None
 
 
 # ---------------------------------------------------------------- -m and -l

@@ -175,9 +175,9 @@ class _Parser:
         self.chips: dict[tuple[int, int], TableChip] = {}
         self.process_layout: tuple[str, ...] | None = None
         self.processes: list[TableProcess] = []
+        self.process_entries = 0  # process rows and "No running processes" lines
         self.warnings: list[str] = []
         self.seen_table = False
-        self.process_entries = 0  # process rows and "No running processes" lines
         self.ends_with_border = False  # the last table line read was a separator
 
     def feed(self, row: _Row) -> None:
@@ -267,27 +267,47 @@ class _Parser:
         self.process_layout = ("ids", *(key for key in rest if key is not None))
 
     def cut_short(self) -> str | None:
-        """What a whole output has at its end and this one lacks: npu-smi always prints the
-        process section (an idle NPU gets "No running processes found") and its border."""
-        if self.pending is not None or self.header1 is not None:
+        """Why the chip list may be incomplete, or None when it is whole.
+
+        The driver prints a header, then each chip's two rows, each chip block closed by a
+        border; then, on some boards only, a process section (docs/architecture.md, "The
+        npu-smi table"). So the chips are whole once a border follows a complete chip block,
+        with or without a process section after it. A cut between two chip blocks looks whole:
+        `-m` and the chips of earlier polls catch it (`chip_missing`).
+        """
+        if self.header1 is not None or self.layout is None:
+            return "the output ends inside the header"
+        if self.pending is not None:
             return "the last chip has only one of its two rows"
+        if not self.chips:
+            return "no chip after the header"
+        if self.process_layout is None and not self.ends_with_border:
+            return "no closing border after the last chip"
+        return None
+
+    def processes_cut(self) -> str | None:
+        """Why the process list is incomplete, or None when it is whole (or the board prints
+        none). A cut between two NPUs' entries looks whole: not every real table has an entry
+        for every NPU (the 910B2C capture lists only NPU 0), so the count cannot be checked."""
         if self.process_layout is None:
-            return "no process section"
+            return None
         if self.process_entries == 0:
             return "a process section without rows"
         return None if self.ends_with_border else "no closing border"
 
     def finish(self) -> InfoTable:
-        if self.layout is None:
+        if not self.seen_table:
             raise ParseError("no npu-smi info table header found", 0, "")
+        processes_cut = self.processes_cut()
         return InfoTable(
             npu_smi_version=self.npu_smi_version,
             version=self.version,
             chips=tuple(self.chips.values()),
-            processes=tuple(self.processes),
+            processes=() if processes_cut else tuple(self.processes),
             has_process_table=self.process_layout is not None,
             warnings=tuple(self.warnings),
             cut_short=self.cut_short(),
+            processes_cut=processes_cut,
         )
 
 

@@ -92,6 +92,9 @@ class NpuSmiSources:
         self._card_board: dict[int, BoardReport] = dict(start.card_board)
         self._chip_board: dict[ChipId, BoardReport] = dict(start.chip_board)
         self._identity_npus: set[int] = {npu for npu, _ in start.chip_board} | set(start.card_board)
+        # every chip a whole table has listed since start: a chip that leaves is missed even
+        # where -m gives nothing (a card that falls off the bus does not come back by itself)
+        self._seen_chips: set[ChipId] = set(_chips(start.table))
 
     def poll_table(self) -> None:
         self._run("npu_smi_table", self._poll_table)
@@ -153,14 +156,23 @@ class NpuSmiSources:
         except SourceFailure:
             self._table = None  # no chip is served from stale data
             raise
+        if result.processes_cut is not None:
+            run.record(SourceFailure(
+                "truncated",
+                f"'npu-smi info' process list was cut ({result.processes_cut}): every chip is "
+                "served, but no process of this poll; is its output being cut?",
+            ))
         self._table = self._containers.label(result)
         mapped = {(m.npu, m.chip) for m in self._mapping.chips} if self._mapping else set()
-        missing = sorted(mapped - set(_chips(result)))
+        listed = set(_chips(result))
+        missing = sorted((mapped | self._seen_chips) - listed)
+        self._seen_chips |= listed
         if missing:
             run.record(SourceFailure(
                 "chip_missing",
-                f"chips (npu, chip) {missing} listed by 'npu-smi info -m' are missing from "
-                "'npu-smi info'; check lspci and dmesg for a card that fell off the bus",
+                f"chips (npu, chip) {missing} listed by 'npu-smi info -m' or by earlier polls "
+                "are missing from 'npu-smi info'; check lspci and dmesg for a card that fell off "
+                "the bus (npumon expects them until it restarts)",
             ))
         if not self._identity_npus.issuperset(_npus(result)):
             self.identity_due()  # a chip appeared: learn who it is now, not in an hour

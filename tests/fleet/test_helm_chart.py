@@ -1,19 +1,17 @@
 """The Helm chart deploy/helm/npumon, with Helm's own engine (helm-python-sdk: Helm v4 as a
 library, no helm binary): lint, render, the rendered core manifests against Kubernetes' schemas
-(kubernetes-validate), the ServiceMonitor and PrometheusRule against the prometheus-operator CRD
-schemas (tests/fixtures/crds, jsonschema), and the chart's copies of the rules and dashboards
-against the repository's files. After changing the rules, a dashboard or the chart: `make generate`.
+(kubernetes-validate), the ServiceMonitor, PodMonitor and PrometheusRule against the
+prometheus-operator CRD schemas (tests/fixtures/crds, jsonschema), and the chart's copies of the
+rules and dashboards against the repository's files. After changing the rules, a dashboard or
+the chart: `make generate`.
 """
 
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import shutil
-from functools import cache
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import helm_python as helm
@@ -21,17 +19,25 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+from chart_render import (
+    CHART,
+    CRD_KINDS,
+    K8S_VERSIONS,
+    REGENERATE,
+    ROOT,
+    by_kind,
+    container,
+    generator,
+    one,
+    pod_spec,
+    render,
+    validate,
+    validate_crd,
+)
 
 from npumon.daemon.config import parse_config
 from npumon.exporters.webconfig import WebConfig, parse_web_config
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "deploy" / "helm" / "npumon"
-CRDS = ROOT / "tests" / "fixtures" / "crds"
-REGENERATE = "run `make generate` (deploy/helm/generate.py) and commit the result"
-# the chart's kubeVersion floor, and the newest Kubernetes kubernetes-validate has schemas for
-K8S_VERSIONS = ("1.25.0", kubernetes_validate.latest_version())
-CRD_KINDS = {"ServiceMonitor": "servicemonitors", "PrometheusRule": "prometheusrules"}
 BCRYPT = "$2b$10$" + "N" * 53
 PROMETHEUS_SELECTOR = [
     {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "obs"}},
@@ -65,7 +71,7 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
     "minimal": {
         "serviceAccount": {"create": False}, "networkPolicy": {"enabled": False},
         "dashboards": {"enabled": False}, "priorityClassName": "", "tolerations": [],
-        "affinity": {}, "env": {}, "updateStrategy": {},
+        "npuNodeAffinity": {"enabled": False}, "env": [], "updateStrategy": {},
         "hostMounts": {"podResources": {"enabled": False}, "npuLog": {"enabled": False},
                        "ascendInstallInfo": {"enabled": False}},
     },
@@ -81,89 +87,6 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "networkPolicy": {"from": [], "egress": [{"ports": [{"port": 53, "protocol": "UDP"}]}]},
     },
 }
-
-
-def render(values: dict[str, Any] | None = None, *, name: str = "npumon",
-           namespace: str = "npumon") -> list[dict[str, Any]]:
-    """The chart's manifests as Helm renders them for an install (NOTES.txt left out)."""
-    return copy.deepcopy(_render(json.dumps(values or {}, sort_keys=True), name, namespace))
-
-
-@cache
-def _render(values: str, name: str, namespace: str) -> list[dict[str, Any]]:
-    with helm.Chart.load(CHART) as chart:
-        rendered = chart.render(json.loads(values), name=name, namespace=namespace,
-                                is_install=True)
-    documents = []
-    for path, text in sorted(rendered.items()):
-        if path.endswith(".yaml"):
-            documents += [d for d in yaml.safe_load_all(text) if d is not None]
-    return documents
-
-
-def by_kind(documents: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [d for d in documents if d["kind"] == kind]
-
-
-def one(documents: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    found = by_kind(documents, kind)
-    assert len(found) == 1, f"{len(found)} {kind}s"
-    return found[0]
-
-
-def pod_spec(documents: list[dict[str, Any]]) -> dict[str, Any]:
-    spec: dict[str, Any] = one(documents, "DaemonSet")["spec"]["template"]["spec"]
-    return spec
-
-
-def container(documents: list[dict[str, Any]]) -> dict[str, Any]:
-    containers = pod_spec(documents)["containers"]
-    assert len(containers) == 1
-    result: dict[str, Any] = containers[0]
-    return result
-
-
-def _strict(schema: Any) -> Any:
-    """The CRD's OpenAPI schema as JSON Schema that rejects unknown fields, as `kubectl apply`
-    (server-side field validation Strict) does, instead of pruning them silently."""
-    if isinstance(schema, list):
-        return [_strict(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    result = {k: _strict(v) for k, v in schema.items()}
-    if ("properties" in result and "additionalProperties" not in result
-            and not result.get("x-kubernetes-preserve-unknown-fields")):
-        result["additionalProperties"] = False
-    return result
-
-
-@cache
-def crd_schema(kind: str) -> dict[str, Any]:
-    crd = yaml.safe_load((CRDS / f"monitoring.coreos.com_{CRD_KINDS[kind]}.yaml").read_text())
-    assert crd["spec"]["names"]["kind"] == kind
-    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
-    schema: dict[str, Any] = _strict(version["schema"]["openAPIV3Schema"])
-    # the API server checks metadata as an ObjectMeta; here: names and string labels
-    schema["properties"]["metadata"] = {
-        "type": "object", "required": ["name", "namespace"],
-        "properties": {"labels": {"type": "object", "additionalProperties": {"type": "string"}},
-                       "annotations": {"type": "object",
-                                       "additionalProperties": {"type": "string"}}}}
-    return schema
-
-
-def validate_crd(document: dict[str, Any]) -> None:
-    assert document["apiVersion"] == "monitoring.coreos.com/v1"
-    jsonschema.Draft7Validator(crd_schema(document["kind"])).validate(document)
-
-
-def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("npumon_chart_generate",
-                                                  ROOT / "deploy" / "helm" / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # --- lint ----------------------------------------------------------------------------------
@@ -213,18 +136,7 @@ def test_rendered_manifests_validate(values: dict[str, Any], version: str) -> No
     documents = render(values)
     assert documents
     for document in documents:
-        where = f"{document['kind']}/{document['metadata']['name']}"
-        if document["kind"] in CRD_KINDS:
-            try:
-                validate_crd(document)
-            except jsonschema.ValidationError as exc:
-                pytest.fail(f"{where}: {exc.json_path}: {exc.message}")
-            continue
-        try:
-            kubernetes_validate.validate(document, version, strict=True)
-        except kubernetes_validate.ValidationError as exc:
-            path = ".".join(str(p) for p in exc.path)
-            pytest.fail(f"{where} against Kubernetes {version}: {path}: {exc.message}")
+        validate(document, version)
 
 
 def test_crd_schemas_catch_mistakes() -> None:
@@ -265,8 +177,16 @@ def test_generate_check_passes() -> None:
 
 
 def test_prometheusrule_carries_the_rules_file() -> None:
+    """With the default values the groups are the rules file's, but for runbook_url, which is
+    the chart's runbookBaseUrl and the file's anchor."""
     rule = one(render({"prometheusRule": {"enabled": True}}), "PrometheusRule")
     rules = yaml.safe_load((ROOT / "config" / "prometheus" / "npumon-rules.yml").read_text())
+    base = yaml.safe_load((CHART / "values.yaml").read_text())["prometheusRule"]["runbookBaseUrl"]
+    for group in rules["groups"]:
+        for each in group["rules"]:
+            if "runbook_url" in each.get("annotations", {}):
+                anchor = each["annotations"]["runbook_url"].rsplit("#", 1)[1]
+                each["annotations"]["runbook_url"] = f"{base}#{anchor}"
     assert rule["spec"] == {"groups": rules["groups"]}, REGENERATE
 
 
@@ -295,7 +215,9 @@ def test_operator_resources_are_switched_by_their_values() -> None:
     kinds = {d["kind"] for d in render()}
     assert not kinds & set(CRD_KINDS)  # the CRDs may be missing: off unless asked for
     kinds = {d["kind"] for d in render(VALUE_SETS["kube-prometheus-stack"])}
-    assert set(CRD_KINDS) <= kinds
+    assert {"ServiceMonitor", "PrometheusRule"} <= kinds and "PodMonitor" not in kinds
+    kinds = {d["kind"] for d in render({"podMonitor": {"enabled": True}})}
+    assert kinds & set(CRD_KINDS) == {"PodMonitor"}
 
 
 def test_kube_prometheus_stack_release_label_and_job_name() -> None:
@@ -488,9 +410,12 @@ def test_network_policy_admits_prometheus_to_the_metrics_port_only() -> None:
     assert policy["egress"] == []  # npumon makes no network calls, not even DNS
     [rule] = policy["ingress"]
     assert rule["ports"] == [{"port": "metrics", "protocol": "TCP"}]
+    # Prometheus pods in any namespace: the Prometheus Operator labels its servers and agents
+    # so (kube-prometheus-stack's among them), wherever they run
     assert rule["from"] == [{
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
-        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}]
+        "namespaceSelector": {},
+        "podSelector": {"matchExpressions": [{"key": "app.kubernetes.io/name", "operator": "In",
+                                              "values": ["prometheus", "prometheus-agent"]}]}}]
     assert container(documents)["ports"][0]["name"] == "metrics"
     custom = one(render(VALUE_SETS["kube-prometheus-stack"]), "NetworkPolicy")["spec"]
     assert custom["ingress"][0]["from"] == PROMETHEUS_SELECTOR

@@ -345,8 +345,11 @@ def test_env_vars_launch_blocking_and_log_level(tmp_path: Path) -> None:
     assert "ASCEND_LAUNCH_BLOCKING=1 on rank0:" in found.detail
 
 
-def test_no_metadata_no_env_finding() -> None:
-    kinds = {b.kind for b in analyze_path(TREES / "db_level1").summary.bottlenecks}
+def test_no_metadata_no_env_finding(tmp_path: Path) -> None:
+    shutil.copytree(TREES / "text_level1", tmp_path / "t")
+    for meta in (tmp_path / "t").glob("*/profiler_metadata.json"):
+        meta.unlink()
+    kinds = {b.kind for b in analyze_path(tmp_path / "t").summary.bottlenecks}
     assert "env_vars" not in kinds
 
 

@@ -76,6 +76,19 @@ def test_310b4_alarm_bus_id_na_and_trailing_spaces() -> None:
     assert chip.temperature_celsius == 65.0
 
 
+def test_310b4_dev_board_23_0_rc3_whole_without_a_process_section() -> None:
+    table = info("info_310b4_1chip_23.0rc3_devboard.txt")
+    assert (table.npu_smi_version, table.version) == ("23.0.rc3", "23.0.rc3")
+    (chip,) = table.chips
+    assert (chip.npu, chip.chip, chip.logic_id, chip.name, chip.health) == (0, 0, 0, "310B4", "OK")
+    assert (chip.power_watts, chip.temperature_celsius, chip.aicore_ratio) == (7.7, 54.0, 0.0)
+    assert chip.bus_id is None
+    assert (chip.hugepages_used, chip.hugepages_total) == (15, 15)
+    assert (chip.memory_used_bytes, chip.memory_total_bytes) == (2166 * MB, 3513 * MB)
+    assert chip.hbm_used_bytes is None and chip.hbm_total_bytes is None
+    assert not table.has_process_table and table.processes == () and table.cut_short is None
+
+
 def test_310p3_power_is_na() -> None:
     table = info("info_310p3_1chip_power_na_25.3rc1.txt")
     (chip,) = table.chips

@@ -4,7 +4,10 @@ clock: no processes, no sleep)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+
+import pytest
 
 from npumon.daemon.model.npu_smi import NpuSmiResults
 from npumon.daemon.runner import CommandResult
@@ -45,25 +48,81 @@ def _cut_after(text: str, line: str, occurrence: int = 1) -> str:
     return "".join(lines[: at + 1])
 
 
-def test_a_table_cut_at_a_line_boundary_is_a_failed_poll_of_its_own() -> None:
-    border = "+======================+"
+def test_a_table_cut_inside_a_chip_block_is_a_failed_poll_of_its_own() -> None:
     runner, clock = FakeRunner({"info": TABLE_8, "info -m": MAP_8}), Clock()
     polls, store = sources(runner, clock)
     polls.poll_identity()
     polls.poll_table()
     assert len(store.latest().chips) == 8
-    # cut after the 5th chip's border: no process section (the reviewer's 11 of 16 chips)
-    runner.answers["info"] = _cut_after(TABLE_8, border, 6)
+    # cut after the 6th chip's first row: the chip list is cut, no chip is served
+    runner.answers["info"] = _cut_after(TABLE_8, "| 5     xxx")
     polls.poll_table()
     assert store.latest().chips == ()
     assert status(store, "npu_smi_table") == (False, {"truncated": 1})
-    # cut inside the process section: every chip is there, but not the closing border
-    runner.answers["info"] = _cut_after(TABLE_8, "| 7       0 ")
-    polls.poll_table()
-    assert store.latest().chips == ()
-    assert status(store, "npu_smi_table") == (False, {"truncated": 2})
     last = next(s for s in store.latest().sources if s.source == "npu_smi_table")
-    assert last.last_error is not None and "no closing border" in last.last_error
+    assert last.last_error is not None and "only one of its two rows" in last.last_error
+
+
+def test_a_cut_between_chip_blocks_is_caught_by_the_chip_list_of_m() -> None:
+    runner, clock = FakeRunner({"info": TABLE_8, "info -m": MAP_8}), Clock()
+    polls, store = sources(runner, clock)
+    polls.poll_identity()
+    # cut after the 5th chip's border: it looks whole (a board that prints no process
+    # section ends there too), and -m names the three chips it lacks
+    runner.answers["info"] = _cut_after(TABLE_8, "+======================+", 6)
+    polls.poll_table()
+    assert sorted(c.npu for c in store.latest().chips) == [0, 1, 2, 3, 4]
+    assert status(store, "npu_smi_table") == (False, {"chip_missing": 1})
+
+
+def test_a_cut_inside_the_process_section_serves_every_chip_without_processes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    runner, clock = FakeRunner({"info": TABLE_8, "info -m": MAP_8}), Clock()
+    polls, store = sources(runner, clock)
+    polls.poll_identity()
+    polls.poll_table()
+    assert sum(len(c.processes) for c in store.latest().chips) == 32
+    runner.answers["info"] = _cut_after(TABLE_8, "| 7       0 ")
+    with caplog.at_level(logging.WARNING):
+        polls.poll_table()
+    chips = store.latest().chips
+    assert len(chips) == 8 and all(c.processes == () for c in chips)
+    assert status(store, "npu_smi_table") == (False, {"truncated": 1})
+    assert "process list was cut (no closing border)" in caplog.text
+    runner.answers["info"] = TABLE_8  # the next whole poll has them again
+    polls.poll_table()
+    assert sum(len(c.processes) for c in store.latest().chips) == 32
+    assert status(store, "npu_smi_table") == (True, {"truncated": 1})
+
+
+def test_a_card_that_leaves_is_missed_without_m_by_the_chips_of_earlier_polls() -> None:
+    lines = TABLE_8.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("| 3     xxx"))
+    without_3 = "".join(lines[:at] + lines[at + 3 :])
+    runner = FakeRunner({"info": TABLE_8})  # no -m answer: the identity tier maps nothing
+    polls, store = sources(runner, Clock())
+    polls.poll_identity()
+    polls.poll_table()
+    assert status(store, "npu_smi_table") == (True, {})
+    runner.answers["info"] = without_3
+    polls.poll_table()
+    assert sorted(c.npu for c in store.latest().chips) == [0, 1, 2, 4, 5, 6, 7]
+    assert status(store, "npu_smi_table") == (False, {"chip_missing": 1})
+    last = next(s for s in store.latest().sources if s.source == "npu_smi_table")
+    assert last.last_error is not None and "(3, 0)" in last.last_error
+    runner.answers["info"] = TABLE_8  # back on the bus: the source is up again
+    polls.poll_table()
+    assert status(store, "npu_smi_table") == (True, {"chip_missing": 1})
+
+
+def test_a_board_without_a_process_section_is_served_whole() -> None:
+    table = (NPU_SMI / "info_310b4_1chip_23.0rc3_devboard.txt").read_text()
+    polls, store = sources(FakeRunner({"info": table}), Clock())
+    polls.poll_table()
+    assert status(store, "npu_smi_table") == (True, {})
+    (chip,) = store.latest().chips
+    assert (chip.npu, chip.chip, chip.processes) == (0, 0, ())
 
 
 def test_a_whole_table_without_a_chip_keeps_the_others_and_says_chip_missing() -> None:

@@ -22,12 +22,33 @@ app.kubernetes.io/name: {{ include "npumon.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
+{{/* The labels of every object: the chart's own, then commonLabels. */}}
 {{- define "npumon.labels" -}}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
-{{ include "npumon.selectorLabels" . }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-app.kubernetes.io/component: exporter
+{{- include "npumon.labelsWith" (list .) }}
+{{- end }}
+
+{{/* The chart's own labels, then the object's labels given after the context, then
+     commonLabels: (list . $extra ...). Where two name the same key the earlier wins, so no
+     value can change the selector labels. */}}
+{{- define "npumon.labelsWith" -}}
+{{- $ctx := first . }}
+{{- $own := dict "helm.sh/chart" (printf "%s-%s" $ctx.Chart.Name $ctx.Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-") "app.kubernetes.io/version" $ctx.Chart.AppVersion "app.kubernetes.io/managed-by" $ctx.Release.Service "app.kubernetes.io/component" "exporter" }}
+{{- $labels := merge (include "npumon.selectorLabels" $ctx | fromYaml) $own }}
+{{- range rest . }}
+{{- $labels = merge $labels (. | default dict) }}
+{{- end }}
+{{- toYaml (merge $labels ($ctx.Values.commonLabels | default dict)) }}
+{{- end }}
+
+{{/* The image reference: [registry/]repository, then @digest, or else :tag (default the
+     chart's appVersion). */}}
+{{- define "npumon.image" -}}
+{{- $image := .Values.image }}
+{{- $name := $image.repository }}
+{{- with $image.registry }}{{ $name = printf "%s/%s" (trimSuffix "/" .) $name }}{{ end }}
+{{- if $image.digest }}{{ printf "%s@%s" $name $image.digest }}
+{{- else }}{{ printf "%s:%s" $name ($image.tag | default .Chart.AppVersion) }}
+{{- end }}
 {{- end }}
 
 {{- define "npumon.serviceAccountName" -}}
@@ -88,5 +109,48 @@ httpGet:
   path: /-/healthy
   port: metrics
   scheme: {{ include "npumon.scheme" . }}
+{{- end }}
+{{- end }}
+
+{{/* The scrape endpoint of the ServiceMonitor and the PodMonitor: (list . $monitor), $monitor
+     being .Values.serviceMonitor or .Values.podMonitor. instance = the node name, so alerts and
+     dashboards name nodes, not pod IPs. */}}
+{{- define "npumon.scrapeEndpoint" -}}
+{{- $ctx := index . 0 }}
+{{- $m := index . 1 }}
+- port: metrics
+  path: /metrics
+  scheme: {{ include "npumon.scheme" $ctx | lower }}
+  interval: {{ $m.interval }}
+  scrapeTimeout: {{ $m.scrapeTimeout }}
+  honorLabels: {{ $m.honorLabels }}
+  {{- with $m.basicAuth }}
+  basicAuth:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $m.tlsConfig }}
+  tlsConfig:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  relabelings:
+    - sourceLabels: [__meta_kubernetes_pod_node_name]
+      targetLabel: instance
+    {{- with $m.relabelings }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- with $m.metricRelabelings }}
+  metricRelabelings:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+
+{{/* The monitor's spec-level limits: a scrape with more samples (sampleLimit) fails whole, up
+     = 0; targetLimit bounds the nodes. 0 or unset: no limit. */}}
+{{- define "npumon.scrapeLimits" -}}
+{{- with .sampleLimit }}
+sampleLimit: {{ int64 . }}
+{{- end }}
+{{- with .targetLimit }}
+targetLimit: {{ int64 . }}
 {{- end }}
 {{- end }}

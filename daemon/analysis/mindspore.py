@@ -1,0 +1,98 @@
+"""MindSpore <= 2.2 ``profiler/`` output: operator time by type and graph-mode steps, per rank.
+
+``aicore_intermediate_{rank}_type.csv``: the AI Core operators by type, ``op_type`` (older:
+``kernel_type``), ``execution_time`` (``total_time``) in ms over the capture,
+``execution_frequency``, ``percent``. ``step_trace_raw_{rank}_detail_time.csv``: one row per
+step in 10 ns ticks (MindInsight divides by 1e5 for ms): ``total``, ``iteration_interval`` (the
+gap before the step: data loading), ``fp_and_bp``, ``tail`` (gradient refresh); a last ``-`` row
+holds the averages and a step of total 0 is none. MindSpore >= 2.3 writes ``*_ascend_ms/`` with
+torch_npu's ASCEND_PROFILER_OUTPUT tables instead (layout.py).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from npumon.daemon.analysis.readers import TableError, find_column
+from npumon.daemon.analysis.steps import GraphIteration
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+TICK_US = 0.01  # step_trace_raw counts 10 ns ticks
+_TYPE = ("op_type", "kernel_type")
+_TIME_MS = ("execution_time", "total_time")
+_COUNT = ("execution_frequency",)
+
+
+def _table(path: Path) -> tuple[list[str], list[list[str]]]:
+    try:
+        with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+            rows = [r for r in csv.reader(handle) if r]
+    except OSError as exc:
+        raise TableError(f"{path}: cannot read ({exc.strerror})") from exc
+    if not rows:
+        raise TableError(f"{path}: the file is empty; re-run the MindSpore profiler's analyse()")
+    return [h.strip() for h in rows[0]], rows[1:]
+
+
+def _float(cells: list[str], index: int | None) -> float | None:
+    if index is None or index >= len(cells):
+        return None
+    try:
+        return float(cells[index])
+    except ValueError:
+        return None
+
+
+def _need(path: Path, header: list[str], names: tuple[str, ...]) -> int:
+    index = find_column(header, names)
+    if index is None:
+        raise TableError(f"{path}: no {names[0]} column (the header has {len(header)} fields): "
+                         "not a MindSpore profiler table")
+    return index
+
+
+def read_op_types(path: Path) -> pd.DataFrame:
+    """aicore_intermediate_*_type.csv as op_statistic rows: op_type, core_type (AI_CORE),
+    count, total_us, avg_us."""
+    import pandas as pd
+
+    header, body = _table(path)
+    kind, time, count = (_need(path, header, n) for n in (_TYPE, _TIME_MS, _COUNT))
+    records = []
+    for cells in body:
+        total_ms, n = _float(cells, time), _float(cells, count)
+        if kind < len(cells) and total_ms is not None:
+            records.append({"op_type": cells[kind].strip(), "core_type": "AI_CORE",
+                            "count": n, "total_us": total_ms * 1e3,
+                            "avg_us": total_ms * 1e3 / n if n else None})
+    columns = ["op_type", "core_type", "count", "total_us", "avg_us"]
+    return pd.DataFrame.from_records(records, columns=columns).astype(
+        {"op_type": "category", "core_type": "category", "count": "float64",
+         "total_us": "float64", "avg_us": "float64"})
+
+
+def read_steps(path: Path, rank: int | None) -> list[GraphIteration]:
+    """step_trace_raw_*_detail_time.csv as graph iterations (microseconds)."""
+    header, body = _table(path)
+    step, total = _need(path, header, ("step_num",)), _need(path, header, ("total",))
+    gap, fp_bp, tail = (find_column(header, (n,)) for n in
+                        ("iteration_interval", "fp_and_bp", "tail"))
+    iterations = []
+    for cells in body:
+        number, ticks = _float(cells, step), _float(cells, total)
+        if number is None or not ticks:  # the average row ("-") and empty steps
+            continue
+        iterations.append(GraphIteration(
+            iteration_id=int(number), model_id=None, device_id=rank,
+            iteration_us=ticks * TICK_US, fp_bp_us=_us(cells, fp_bp),
+            refresh_us=_us(cells, tail), data_aug_us=_us(cells, gap)))
+    return iterations
+
+
+def _us(cells: list[str], index: int | None) -> float | None:
+    ticks = _float(cells, index)
+    return None if ticks is None else ticks * TICK_US
