@@ -373,8 +373,8 @@ def byte_alignment(stat: AlignStat | None, t: Thresholds) -> tuple[Bottleneck, .
         return ()
     named = ", ".join(f"{op} {size:,} B ({ms:.3f} ms)" for op, size, ms in stat.examples)
     detail = (
-        f"{stat.unaligned_ops} of {stat.ops} communication ops (per step and rank, "
-        f"communication.json) move SDMA transfers whose size is not a multiple of "
+        f"{stat.unaligned_ops} of {stat.ops} communication ops (per step and rank) move SDMA "
+        f"transfers whose size is not a multiple of "
         f"{t.byte_alignment_bytes} B: {stat.unaligned_ms:.3f} ms of transfer, "
         f"{stat.unaligned_bytes / 1e6:.1f} MB at {_gbps(stat.unaligned_bytes, stat.unaligned_ms)}"
         f" (aligned transfers: {stat.aligned_bytes / 1e6:.1f} MB at "

@@ -11,7 +11,7 @@ keep the device waiting inside the step, so they tell what Preparing holds:
   Level1 and up; msprof writes ``api_statistic_<ts>.csv``), its call count and total time. The
   peer, msprof-analyze, counts the same API's events in the timeline.
 
-db exports hold the same figures (PYTORCH_API, CANN_API): a reader of them fills HostTimes too.
+db exports hold the same figures in PYTORCH_API and CANN_API (sqlite_host.py): ``read_db``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from npumon.daemon.analysis import sqlite_host
 from npumon.daemon.analysis.layout import inside
 
 TRACE_VIEW = "trace_view.json"
@@ -74,6 +75,19 @@ def read(root: Path, notes: list[str]) -> HostTimes | None:
         data_loader_calls=None if loader is None else loader[1],
         compile_us=None if compile_ is None else compile_[0],
         compile_calls=None if compile_ is None else compile_[1],
+    )
+
+
+def read_db(path: Path) -> HostTimes | None:
+    """The same figures from an export_type=db profiler db; None when it has neither table."""
+    loader, compile_ = sqlite_host.dataloader_time(path), sqlite_host.compile_calls(path)
+    if loader is None and compile_ is None:
+        return None
+    return HostTimes(
+        data_loader_us=None if loader is None else loader.seconds * 1e6,
+        data_loader_calls=None if loader is None else loader.count,
+        compile_us=None if compile_ is None else compile_.seconds * 1e6,
+        compile_calls=None if compile_ is None else compile_.count,
     )
 
 

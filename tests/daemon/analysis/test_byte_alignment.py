@@ -4,6 +4,7 @@ real Level1 export (unaligned all-reduce transfers) and the CANN 8.3 one (all al
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 from analysis_helpers import FIXTURES
@@ -61,3 +62,19 @@ def test_alignment_size_is_configurable(base: int, fires: bool) -> None:
     assert all(s % 32 == 0 for s in sizes) and any(s % 64 for s in sizes)
     summary = analyze_path(TREES / "text_level1", Thresholds(byte_alignment_bytes=base)).summary
     assert ("byte_alignment" in {b.kind for b in summary.bottlenecks}) is fires
+
+
+def test_db_export_reads_the_same_sizes_from_analysis_db() -> None:
+    """export_type=db: CommAnalyzerBandwidth's package_size rows are the size distribution."""
+    db = sqlite3.connect(next((TREES / "db_level1").glob("*/ASCEND_PROFILER_OUTPUT/analysis.db")))
+    rows = db.execute("SELECT hccl_op_name, package_size, count, total_duration FROM "
+                      "CommAnalyzerBandwidth WHERE count > 0 AND transport_type IN "
+                      "('HCCS', 'PCIE', 'SIO')").fetchall()
+    db.close()
+    judged = [(op, round(mb * 1e6), n, ms) for op, mb, n, ms in rows if round(mb * 1e6) > 512]
+    off = [t for t in judged if t[1] % 512]
+    (found,) = [b for b in analyze_path(TREES / "db_level1").summary.bottlenecks
+                if b.kind == "byte_alignment"]
+    assert found.value == len({t[0] for t in off}) == 2
+    assert f"of {len({t[0] for t in judged})} communication ops" in found.detail
+    assert f"{sum(t[3] for t in off):.3f} ms of transfer" in found.detail

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,26 @@ def test_a_job_without_a_data_loader(tmp_path: Path) -> None:
     (found,) = [b for b in summary.bottlenecks if b.kind == "slow_preparing"]
     assert "no data loader span in trace_view.json" in found.detail
     assert "input_pipeline" not in {b.kind for b in summary.bottlenecks}
+
+
+@pytest.mark.parametrize("tree", ["db_level0", "db_level1"])
+def test_db_exports_measure_compilation_and_the_data_loader(tree: str) -> None:
+    """export_type=db: PYTORCH_API's data loader ranges and CANN_API's aclopCompileAndExecute
+    calls, against the step time of STEP_TIME's step (analysis.db's StepTraceTime)."""
+    out = FIXTURES / "trees" / tree / "rank0_ascend_pt" / OUT
+    db = sqlite3.connect(next(out.glob("ascend_pytorch_profiler_*.db")))
+    names = dict(db.execute("SELECT id, value FROM STRING_IDS").fetchall())
+    spans = {table: [(int(e) - int(s), names[n]) for s, e, n in db.execute(
+        f"SELECT startNs, endNs, name FROM {table}")] for table in ("PYTORCH_API", "CANN_API")}
+    db.close()
+    loader_ns = sum(d for d, n in spans["PYTORCH_API"] if n.startswith("enumerate(DataLoader)#"))
+    compile_ns = sum(d for d, n in spans["CANN_API"] if n == "aclopCompileAndExecute")
+    calls = sum(1 for _, n in spans["CANN_API"] if n == "aclopCompileAndExecute")
+    summary = analyze_path(out.parent, Thresholds(input_pipeline_ratio=0.10)).summary
+    assert summary.step is not None and summary.step.count == 1
+    step_ns = summary.step.mean_seconds * 1e9
+    kinds = {b.kind: b for b in summary.bottlenecks}
+    assert kinds["online_compile"].value == pytest.approx(compile_ns / step_ns)
+    assert f"up to {calls} in one rank's capture" in kinds["online_compile"].detail
+    assert "input_pipeline" not in kinds  # the data loader: 3-4 ms of a 120-130 ms step
+    assert f"the data loader {loader_ns / 1e6:.3f} ms" in kinds["slow_preparing"].detail
