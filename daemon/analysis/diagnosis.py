@@ -165,7 +165,8 @@ def _input_pipeline(e: Evidence, t: Thresholds) -> Bottleneck | None:
         return None
     return _over(
         "input_pipeline", loader, t.data_loader_ratio,
-        f"the data loader (enumerate(DataLoader)...__next__ in trace_view.json) takes "
+        "the data loader (its enumerate(DataLoader)...__next__ ranges: trace_view.json or "
+        "PYTORCH_API) takes "
         f"{{value:.1%}} of the step ({_figures(e.host.data_loader_ms, e.step_ms)}"
         f"threshold {{threshold:.0%}}); Preparing is {_ms(e.phase_ms.get('preparing'))}"
         + _share(e.phase_ratios.get("preparing")),
@@ -180,17 +181,18 @@ def preparing_split(e: Evidence) -> str:
     """What the profile shows of Preparing: the data loader, on-line compilation, the rest."""
     prep = e.phase_ms.get("preparing")
     h = e.host
-    loader = ("the data loader's time is not in the profile (no trace_view.json)"
-              if h is None or h.data_loader_ms is None else
-              "no data loader span in trace_view.json (a job without a DataLoader)"
+    loader = ("the data loader's time is not in the profile (no trace_view.json or "
+              "PYTORCH_API table)" if h is None or h.data_loader_ms is None else
+              "no data loader range in the profile (a job without a DataLoader)"
               if h.data_loader_ms == 0 else
               f"the data loader {_ms(h.data_loader_ms)}{_share(h.data_loader_ratio)}")
     compile_ = (f"on-line compilation {_ms(h.compile_ms)}{_share(h.compile_ratio)} (host time "
                 "anywhere in the step)" if h and h.compile_ms is not None else
-                "on-line compilation is not in the profile (no api_statistic.csv: Level1+)")
-    measured = [v for v in (h.data_loader_ms if h else None,) if v is not None]
-    rest = (f"; the other {prep - sum(measured):.3f} ms (host launch, syncs, other host work) "
-            "is not measured" if prep is not None and measured else "")
+                "on-line compilation is not in the profile (no api_statistic.csv or CANN_API "
+                "table: Level1 and up)")
+    loader_ms = h.data_loader_ms if h else None
+    rest = (f"; the other {prep - loader_ms:.3f} ms (host launch, syncs, other host work) is "
+            "not measured" if prep is not None and loader_ms is not None else "")
     return f"{loader}; {compile_}{rest}"
 
 
@@ -209,8 +211,8 @@ def _slow_preparing(e: Evidence, t: Thresholds) -> Bottleneck | None:
 
 
 def _online_compile(e: Evidence, t: Thresholds) -> Bottleneck | None:
-    """msprof-analyze's operator dispatch rule (at least 20 aclopCompileAndExecute calls), or
-    their host time a share of the step the checklist calls severe."""
+    """msprof-analyze's operator dispatch rule (at least 20 aclopCompileAndExecute calls in a
+    rank's capture), or their host time over the share of the step the peer ranks high (5 %)."""
     h = e.host
     if h is None or h.compile_calls is None or h.compile_calls == 0:
         return None
