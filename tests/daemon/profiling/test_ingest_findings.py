@@ -18,6 +18,8 @@ pytestmark = pytest.mark.integration
 TREES = Path(__file__).resolve().parents[2] / "fixtures" / "msprof" / "trees"
 CASES = {  # tree -> a finding each must give
     "text_level1": "byte_alignment",
+    "db_level0": "online_compile",
+    "db_level1": "byte_alignment",
     "synthetic_partial_last_step": "host_bound",
     "synthetic_tf_legacy": "input_pipeline",
 }
