@@ -40,6 +40,8 @@ PEER_KINDS = {
     "包分析": "small_packets",  # packet analysis: transfers too small
     "环境变量": "env_vars",
     "算子性能分析": "operator_pmu",  # AI Core / Vector operator PMU bottlenecks
+    "字节对齐分析": "byte_alignment",  # collective transfers not a multiple of 512 B
+    "算子下发": "online_compile",  # operator dispatch: aclopCompileAndExecute
     "整网耗时": "overall_summary",
 }
 # npumon kinds that answer each peer kind

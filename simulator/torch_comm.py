@@ -69,9 +69,10 @@ def _op(step: Step, profile: Profile, total: bool) -> dict[str, Any]:
     elapse = task.duration_us / 1e3
     wait = elapse * profile.comm_wait
     sync = wait * SYNC_SHARE
-    # whole bytes per packet, as the real files count them; the transfer time follows from them
-    packet_bytes = round(elapse * (1 - profile.comm_wait - IDLE_SHARE) * profile.hccs_gbps
-                         * 1e6 / TRANSFERS)
+    # whole bytes per packet, as the real files count them, in 512-byte multiples (aligned
+    # buckets: byte_alignment judges the others); the transfer time follows from them
+    packet_bytes = 512 * round(elapse * (1 - profile.comm_wait - IDLE_SHARE) * profile.hccs_gbps
+                               * 1e6 / TRANSFERS / 512)
     packet_mb = packet_bytes / 1e6
     size_mb = packet_bytes * TRANSFERS / 1e6
     transit = size_mb / profile.hccs_gbps

@@ -16,6 +16,8 @@ from npumon.simulator.profiles import Step
 
 CONFIG_FILE = "profiler_config.json"
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
+DATA_LOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
+LOADER_SHARE = 0.9  # of Preparing: the simulated jobs wait for their data loader there
 # what dynamic_profile.init() writes when the directory has no config yet: nothing to do
 TEMPLATE: dict[str, Any] = {
     "activities": ["CPU", "NPU"], "prof_dir": "./", "analyse": False, "record_shapes": False,
@@ -123,6 +125,21 @@ def _profiler_info(plan: Plan, steps: Sequence[Step], rank: int, end_seconds: fl
     return json.dumps(info, indent=4)
 
 
+def trace_view(steps: Sequence[Step], pid: int) -> list[dict[str, Any]]:
+    """The host timeline torch_npu writes, only its step spans and each step's batch fetch (the
+    data loader's span at the step's start), fields in torch_npu's order."""
+    events: list[dict[str, Any]] = []
+    for step in steps:
+        start = step.start_us
+        for name, ts, dur in ((f"ProfilerStep#{step.step_id}", start,
+                               step.preparing_us + step.total_us),
+                              (DATA_LOADER, start + 1.0, step.preparing_us * LOADER_SHARE)):
+            events.append({"ph": "X", "name": name, "pid": pid, "tid": pid, "ts": f"{ts:.3f}",
+                           "dur": round(dur, 3), "cat": "cpu_op",
+                           "args": {"Sequence number": -1, "Fwd thread id": 0}})
+    return events
+
+
 def write_ascend_pt(plan: Plan, steps: Sequence[Step], meta: CaptureMeta, rank: int | None,
                     hostname: str, world_size: int = 1,
                     environ: Mapping[str, str] | None = None) -> Path:
@@ -157,6 +174,8 @@ def write_ascend_pt(plan: Plan, steps: Sequence[Step], meta: CaptureMeta, rank: 
              tables.step_trace_time_rows(steps, dev)),
         ):
             tables.write_csv(tables_dir / file, header, rows)
+        (tables_dir / "trace_view.json").write_text(json.dumps(trace_view(steps, meta.pid)),
+                                                    encoding="utf-8")
         group = str(10**18 + meta.seed % 10**18)  # HCCL's group name: a hash of its ranks
         (tables_dir / "communication.json").write_text(
             json.dumps(torch_comm.communication(steps, meta.kind, group), indent=4),

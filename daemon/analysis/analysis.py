@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from npumon.daemon.analysis import (
     comm,
     environment,
+    host,
     layout,
     mindspore,
     ops,
@@ -61,11 +63,25 @@ class _Collected:
     dp_of: dict[str, tuple[int, ...] | None]
     env: list[tuple[str, dict[str, str] | None]]  # per unit: profiler_metadata's variables
     vector: list[pmu.VectorRows]  # per kernel table with PMU columns
+    # per unit: data loader and on-line compilation time (trace_view.json, api_statistic.csv;
+    # a db reader fills it from PYTORCH_API / CANN_API)
+    host_times: dict[str, host.HostTimes] = field(default_factory=dict)
+    graph_model: dict[str, int] = field(default_factory=dict)  # per unit: the Model ID analysed
 
     def step_total_us(self, units: list[str]) -> float | None:
         """All captured steps of these units (warm-up included: the tasks ran in them too)."""
         rows = [r for name, rs in self.torch_ranks + self.graph_ranks if name in units for r in rs]
         return sum(r.total_us for r in rows) or None
+
+    def host_share(self) -> host.HostShare | None:
+        """The host figures over the captured steps of the units that have them."""
+        counted = []
+        for name, times in self.host_times.items():
+            rows = [r for n, rs in self.torch_ranks + self.graph_ranks if n == name for r in rs]
+            total = sum(r.total_us for r in rows)
+            if rows and total > 0:
+                counted.append((times, len(rows), total))
+        return host.share(counted)
 
 
 def _kernel_facts(paths: tuple[Path, ...], t: Thresholds, notes: list[str]) -> ops.OpFacts:
@@ -84,8 +100,26 @@ def _db_facts(path: Path, t: Thresholds) -> ops.OpFacts:
     return ops.kernel_facts(tasks.frame, t, tasks.inferred)
 
 
+_LEGACY_IDS = re.compile(r"_\d+_(?P<model>\d+)_(?P<iteration>\d+)\.csv$")
+
+
+def _graph_tables(paths: tuple[Path, ...], model: int | None, warmup: int) -> tuple[Path, ...]:
+    """Of a legacy unit's per-iteration tables (``{kind}_{device}_{model}_{iteration}.csv``),
+    those of the model the steps come from and past its warm-up, as its steps are chosen; the
+    model's warm-up ones when it has no other, every table when none is the model's."""
+    ids = [(p, _LEGACY_IDS.search(p.name)) for p in paths]
+    own = [(p, m) for p, m in ids if m is not None and int(m["model"]) == model]
+    later = tuple(p for p, m in own if int(m["iteration"]) > warmup)
+    return later or tuple(p for p, _ in own) or paths
+
+
 def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected, pmu_bytes: int) -> None:
     kernel = statistic = None
+    if unit.layout == "legacy" and unit.name in c.graph_model:
+        model = c.graph_model[unit.name]
+        unit = replace(unit, tables={
+            k: _graph_tables(v, model, t.warmup_steps) if k in (layout.KERNEL, layout.OP_STATISTIC)
+            else v for k, v in unit.tables.items()})
     if layout.DB in unit.tables and layout.KERNEL not in unit.tables:
         try:
             kernel = _db_facts(unit.tables[layout.DB][0], t)
@@ -149,7 +183,11 @@ def _unit_steps(unit: layout.ProfileUnit, c: _Collected) -> None:
             c.sources.append(str(path))
         if layout.STEP_TRACE in unit.tables:
             paths = unit.tables[layout.STEP_TRACE]
-            by_device = steptime.graph_rows(read_graph_steps(paths, c.problems))
+            iterations = read_graph_steps(paths, c.problems)
+            model = steptime.chosen_model(iterations)
+            if model is not None:
+                c.graph_model[unit.name] = model
+            by_device = steptime.graph_rows(iterations)
             for device, rows in by_device.items():
                 name = unit.name if len(by_device) == 1 else f"{unit.name}/device{device}"
                 c.graph_ranks.append((name, rows))
@@ -200,14 +238,22 @@ def _capture_time(units: tuple[layout.ProfileUnit, ...], sources: list[str]) -> 
 def _evidence(
     facts: ops.OpFacts | None, steps: steptime.StepResult, mode: str | None,
     findings: tuple[Bottleneck, ...], transfer: float | None = None,
+    host_share: host.HostShare | None = None,
 ) -> Evidence:
     ratios = {p.phase: p.ratio for p in steps.phases if p.ratio is not None}
+    seconds = {p.phase: p.seconds for p in steps.phases}
+    step_ms = steps.step.mean_seconds * 1e3 if steps.step else None
     if facts is None or facts.total_us <= 0:
-        return Evidence(phase_ratios=ratios, mode=mode, findings=findings,
-                        transfer_ratio=transfer)
+        return Evidence(phase_ratios=ratios, phase_ms={k: v * 1e3 for k, v in seconds.items()},
+                        step_ms=step_ms, mode=mode, findings=findings, transfer_ratio=transfer,
+                        host=host_share)
     total = facts.total_us
     return Evidence(
         phase_ratios=ratios,
+        phase_ms={k: v * 1e3 for k, v in seconds.items()},
+        step_ms=step_ms,
+        host=host_share,
+        op_total_ms=total / 1e3,
         conversion_ratio=ops.ratio_of(facts, ops.FORMAT_CONVERSION_OPS | ops.COPY_OPS),
         reshape_transpose_ratio=ops.ratio_of(facts, ops.RESHAPE_TRANSPOSE_OPS),
         conv_matmul_ratio=ops.conv_matmul_ratio(facts),
@@ -272,12 +318,17 @@ def analyze_path(
     c.problems.extend(unread)
     for unit in units:
         c.problems.extend(unit.notes)
+        _unit_steps(unit, c)  # first: a legacy unit's op tables follow its steps' model
         _unit_ops(unit, thresholds, c, pmu_bytes)
-        _unit_steps(unit, c)
         _unit_comm(unit, c)
         meta = _metadata(unit, c)
         c.dp_of[unit.name] = peers.dp_ranks(meta)
         c.env.append((unit.name, environment.recorded(meta)))
+        times = host.read(unit.root, c.problems)
+        if times is None and layout.DB in unit.tables:
+            times = host.read_db(unit.tables[layout.DB][0])
+        if times is not None:
+            c.host_times[unit.name] = times
     if not c.sources:
         raise NoProfileData(f"{path}: no readable profiler table:\n  " + "\n  ".join(c.problems))
     summary = _summary(c, units, thresholds, top_n, workload or path.resolve().name)
@@ -290,6 +341,7 @@ def _summary(
 ) -> ProfileSummary:
     facts = ops.merge_facts(c.facts) if c.facts else None
     steps = _steps(c, thresholds)
+    c.problems.extend(steps.left_out)
     groups = peers.peer_groups(steps.ranks, c.dp_of)
     spreads, rank_findings = peers.judge(steps.ranks, groups, thresholds)
     communication = comm.read(c.comm_files, thresholds, c.problems, c.matrix_files,
@@ -300,8 +352,9 @@ def _summary(
     judged = (rank_findings
               + comm.slow_links(communication.links, thresholds, communication.pairs, tier)
               + comm.small_packets(communication.packets, thresholds, tier)
+              + comm.byte_alignment(communication.alignment, thresholds)
               + environment.judge(c.env, thresholds) + pmu.judge(c.vector, thresholds))
-    evidence = _evidence(facts, steps, mode, judged, transfer)
+    evidence = _evidence(facts, steps, mode, judged, transfer, c.host_share())
     return ProfileSummary(
         workload=workload,
         layout="+".join(sorted({u.layout for u in units})),

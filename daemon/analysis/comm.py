@@ -19,6 +19,11 @@ The per-op entries count for one thing: packet sizes. msprof-analyze's packet an
 transport (SDMA, RDMA), the ops that moved anything and those that moved less than a minimum
 size; ``small_packets`` is npumon's rule for the same figures (over every rank read, where the peer
 reads the first file only, and without the ``Total Op Info`` entry, which it counts as an op).
+
+The per-op ``Size Distribution`` (``{"<MB>": [transfers, ms]}`` per link type, MB = 1e6 bytes)
+gives the sizes of single transfers: msprof-analyze's byte alignment rule flags the ops whose
+SDMA transfers (link types HCCS, PCIE, SIO; RDMA is not judged) over 512 bytes are not a
+multiple of 512 bytes (``byte_alignment``).
 """
 
 from __future__ import annotations
@@ -39,7 +44,9 @@ _TIMES = {"elapse": "Elapse Time(ms)", "transit": "Transit Time(ms)",
           "wait": "Wait Time(ms)", "idle": "Idle Time(ms)"}
 TOTAL = "Total Op Info"
 PACKET_LINKS = ("SDMA", "RDMA")  # the transports msprof-analyze's packet analysis judges
+SDMA_LINKS = ("HCCS", "PCIE", "SIO")  # the link types SDMA transfers go over
 MATRIX_FILE = "communication_matrix.json"
+EXAMPLES_NAMED = 3  # unaligned transfers the byte_alignment finding names
 PAIRS_NAMED = 3  # slowest src-dst pairs the slow_link finding names
 _SAMPLE_OP = re.compile(r"-(top\d+|middle|bottom\d+)$")  # matrix entries that repeat single ops
 
@@ -54,6 +61,75 @@ class PacketStat:
     small_ops: int
     small_ms: float  # transit time of the small ones
     min_mb: float
+
+
+@dataclass(frozen=True, slots=True)
+class AlignStat:
+    """SDMA transfers over the alignment size (every op entry, step and rank): those whose size
+    is not a multiple of it, and the ops that made them."""
+
+    ops: int  # op entries with such transfers
+    unaligned_ops: int
+    unaligned_bytes: float
+    unaligned_ms: float
+    aligned_bytes: float
+    aligned_ms: float
+    examples: tuple[tuple[str, int, float], ...]  # (op, size B, ms), longest first
+
+
+def _distribution(op: object) -> dict[str, object]:
+    """The op's SDMA Size Distribution: over HCCS, PCIE and SIO, else the SDMA entry's own."""
+    bandwidth = op.get("Communication Bandwidth Info") if isinstance(op, dict) else None
+    if not isinstance(bandwidth, dict):
+        return {}
+    merged: dict[str, object] = {}
+    for link in SDMA_LINKS + ("SDMA",):
+        block = bandwidth.get(link)
+        sizes = block.get("Size Distribution") if isinstance(block, dict) else None
+        if isinstance(sizes, dict) and sizes and (link != "SDMA" or not merged):
+            merged.update({f"{link}:{k}": v for k, v in sizes.items()})
+    return merged
+
+
+def _alignment(datas: Sequence[object], t: Thresholds) -> AlignStat | None:
+    ops = unaligned_ops = 0
+    sums = [0.0, 0.0, 0.0, 0.0]  # unaligned bytes, ms; aligned bytes, ms
+    examples: list[tuple[str, int, float]] = []
+    base = t.byte_alignment_bytes
+    for data in datas:
+        for group in _groups(data):
+            for name, op in group.items():
+                judged = off = False
+                for key, entry in _distribution(op).items() if name != TOTAL else ():
+                    size = _bytes(key.partition(":")[2])
+                    count_ms = entry if isinstance(entry, list) and len(entry) == 2 else None
+                    if size is None or count_ms is None or size <= base:
+                        continue
+                    count, ms = _value(count_ms[0]), _value(count_ms[1])
+                    judged = True
+                    if size % base:
+                        off = True
+                        sums[0] += size * count
+                        sums[1] += ms
+                        examples.append((str(name).split("@")[0], size, ms))
+                    else:
+                        sums[2] += size * count
+                        sums[3] += ms
+                ops += judged
+                unaligned_ops += off
+    if not ops:
+        return None
+    examples.sort(key=lambda e: (-e[2], e[0], e[1]))
+    return AlignStat(ops, unaligned_ops, sums[0], sums[1], sums[2], sums[3],
+                     tuple(examples[:EXAMPLES_NAMED]))
+
+
+def _bytes(mb: str) -> int | None:
+    try:
+        value = float(mb) * 1e6
+    except ValueError:
+        return None
+    return round(value) if value == value and abs(value) < 1e18 else None
 
 
 def _groups(data: object) -> Iterator[dict[str, object]]:
@@ -84,7 +160,10 @@ def _op_sizes(data: object, link: str) -> Iterator[tuple[float, float]]:
 
 
 def _num(block: object, key: str) -> float:
-    value = block.get(key) if isinstance(block, dict) else None
+    return _value(block.get(key) if isinstance(block, dict) else None)
+
+
+def _value(value: object) -> float:
     return float(value) if isinstance(value, int | float) and value == value else 0.0
 
 
@@ -144,6 +223,7 @@ class CommRead:
     links: tuple[LinkStat, ...]
     packets: tuple[PacketStat, ...]  # the transports some op moved data over
     pairs: tuple[PairStat, ...] = ()  # from communication_matrix.json, every rank read
+    alignment: AlignStat | None = None  # None: no op moved SDMA transfers of a known size
 
 
 def _load(path: Path, notes: list[str], matrix: bool = False) -> object | None:
@@ -185,11 +265,13 @@ def read(paths: Sequence[Path], t: Thresholds, notes: list[str],
     min_mb = {"SDMA": t.small_packet_sdma_mb, "RDMA": t.small_packet_rdma_mb}
     packets = {link: [0, 0, 0.0] for link in PACKET_LINKS}
     read_any = False
+    loaded = []
     for path in paths:
         data = _load(path, notes)
         if data is None:
             continue
         read_any = True
+        loaded.append(data)
         for total in _totals(data):
             info = total.get("Communication Time Info")
             for name, key in _TIMES.items():
@@ -214,6 +296,7 @@ def read(paths: Sequence[Path], t: Thresholds, notes: list[str],
         tuple(PacketStat(link, int(n), int(small), float(ms), min_mb[link])
               for link, (n, small, ms) in packets.items() if n),
         pair_stats,
+        _alignment(loaded, t),
     )
 
 
@@ -276,3 +359,27 @@ def small_packets(packets: Sequence[PacketStat], t: Thresholds, tier: str = ""
         f"than {p.min_mb:g} MB, {p.small_ms:.2f} ms of transfer" for p in over)
     return (finding("small_packets", f"{detail} (threshold {t.small_packet_ratio:.0%}){tier}",
                     worst, t.small_packet_ratio),)
+
+
+def _gbps(size: float, ms: float) -> str:
+    return f"{size / ms / 1e6:.1f} GB/s" if ms > 0 else "unknown"
+
+
+def byte_alignment(stat: AlignStat | None, t: Thresholds) -> tuple[Bottleneck, ...]:
+    """msprof-analyze's byte alignment rule: communication ops whose SDMA transfers over
+    byte_alignment_bytes are not a multiple of it; their time and bandwidth against the
+    aligned ones'."""
+    if stat is None or stat.unaligned_ops < t.byte_alignment_min_ops:
+        return ()
+    named = ", ".join(f"{op} {size:,} B ({ms:.3f} ms)" for op, size, ms in stat.examples)
+    detail = (
+        f"{stat.unaligned_ops} of {stat.ops} communication ops (per step and rank) move SDMA "
+        f"transfers whose size is not a multiple of "
+        f"{t.byte_alignment_bytes} B: {stat.unaligned_ms:.3f} ms of transfer, "
+        f"{stat.unaligned_bytes / 1e6:.1f} MB at {_gbps(stat.unaligned_bytes, stat.unaligned_ms)}"
+        f" (aligned transfers: {stat.aligned_bytes / 1e6:.1f} MB at "
+        f"{_gbps(stat.aligned_bytes, stat.aligned_ms)}); longest: {named} (rule: msprof-analyze's"
+        f" byte alignment check, at least {t.byte_alignment_min_ops} such op)"
+    )
+    return (finding("byte_alignment", detail, float(stat.unaligned_ops),
+                    float(t.byte_alignment_min_ops)),)

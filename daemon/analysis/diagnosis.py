@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from npumon.daemon.analysis.host import HostShare
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
 
@@ -13,6 +14,10 @@ class Evidence:
     """What the rules look at; None where the data does not say."""
 
     phase_ratios: dict[str, float] = field(default_factory=dict)
+    phase_ms: dict[str, float] = field(default_factory=dict)  # mean per step
+    step_ms: float | None = None  # mean step
+    host: HostShare | None = None  # data loader and on-line compilation (host.py)
+    op_total_ms: float | None = None  # compute operator time of the tables read
     conversion_ratio: float | None = None  # conversions + copies
     reshape_transpose_ratio: float | None = None
     conv_matmul_ratio: float | None = None
@@ -32,6 +37,17 @@ ADVICE = {
     "input_pipeline": "The device waits for input between steps. Use more DataLoader workers, "
     "pin_memory and prefetch (or tf.data prefetch / MindData parallel workers); move "
     "augmentation off the critical path or onto the device (DVPP); check storage throughput.",
+    "slow_preparing": "The device waits long before each step's first task (Preparing) and the "
+    "profile does not show why. Open trace_view.json at the start of a step and look at what "
+    "the host does before the first kernel launch: the data loader (enumerate(DataLoader)), "
+    "on-line compilation (AscendCL@aclopCompileAndExecute), operator launch (TASK_QUEUE_ENABLE=2, "
+    "CPU binding with CPU_AFFINITY_CONF) and host syncs (.item(), .cpu()). A capture at Level1 "
+    "with the CANN API layer (api_statistic.csv) lets npumon measure compilation.",
+    "online_compile": "Operators are compiled on line while the job runs (aclopCompileAndExecute: "
+    "msprof-analyze's operator dispatch issue). Put torch_npu.npu.set_compile_mode("
+    "jit_compile=False) and torch_npu.npu.config.allow_internal_format = False at the start of "
+    "the script so that the prebuilt binary kernels are used; with dynamic shapes, pad them to a "
+    "few buckets so that each shape is compiled once.",
     "host_bound": "The device is idle inside the step (Free): the host cannot launch work fast "
     "enough. Set TASK_QUEUE_ENABLE=2, bind CPU cores (CPU_AFFINITY_CONF), remove host syncs "
     "(.item(), .cpu(), prints) from the loop, and consider graph mode (torchair) or larger "
@@ -74,6 +90,11 @@ ADVICE = {
     "increase the batch size or gradient accumulation (fewer, larger all-reduces; bigger "
     "gradient buckets); with ZeRO-3 use ZeRO-2/1 if memory allows; use fused (affinity) "
     "optimizers, which issue fewer collectives.",
+    "byte_alignment": "Collectives move transfers whose size is not a multiple of 512 bytes, "
+    "which SDMA copies less efficiently (msprof-analyze's byte alignment analysis). Make the "
+    "communicated tensors' sizes multiples of 512 bytes: pad the gradient buckets or flattened "
+    "buffers (DDP bucket_cap_mb, Megatron/DeepSpeed contiguous gradient buffers) and hidden "
+    "sizes, or ask the HCCL engineers about the operator's data layout.",
     "operator_pmu": "Vector operators that take a noticeable share of operator time run "
     "with poor pipe utilisation (the PMU ratios of kernel_details, aic_metrics=PipeUtilization). "
     "For those with headroom (no unit busy), look at their shapes and block dim (too few cores, "
@@ -115,17 +136,101 @@ def _over(kind: str, value: float | None, threshold: float, detail: str,
     return finding(kind, detail.format(value=value, threshold=threshold), value, threshold, mode)
 
 
+def _ms(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.3f} ms"
+
+
+def _figures(ms: float | None, step_ms: float | None, unit: str = "step") -> str:
+    """``X ms per step, mean step Y ms; `` with what is known (opens a threshold clause)."""
+    parts = ([] if ms is None else [f"{ms:.3f} ms per {unit}"]) + (
+        [] if step_ms is None else [f"mean {unit} {step_ms:.3f} ms"])
+    return ", ".join(parts) + "; " if parts else ""
+
+
 def _input_pipeline(e: Evidence, t: Thresholds) -> Bottleneck | None:
+    """Graph mode: Data Aug Bound, the device's measured wait for the next batch. Eager mode:
+    the data loader's own time where the profile measured it; Preparing alone holds host
+    launch and compilation too, so it is never taken for the data loader (_slow_preparing)."""
     aug = e.phase_ratios.get("data_aug")
-    prep = e.phase_ratios.get("preparing")
-    value = max((v for v in (aug, prep) if v is not None), default=None)
-    name = "Data Aug Bound" if aug is not None and value == aug else "Preparing"
+    if aug is not None:
+        return _over(
+            "input_pipeline", aug, t.input_pipeline_ratio,
+            "Data Aug Bound (the device waiting for the next batch between iterations) is "
+            "{value:.0%} of the iteration ("
+            f"{_figures(e.phase_ms.get('data_aug'), e.step_ms, 'iteration')}"
+            "threshold {threshold:.0%})",
+        )
+    loader = e.host.data_loader_ratio if e.host else None
+    if e.host is None or loader is None:
+        return None
     return _over(
-        "input_pipeline",
-        value,
-        t.input_pipeline_ratio,
-        name + " is {value:.0%} of the step (threshold {threshold:.0%})",
+        "input_pipeline", loader, t.data_loader_ratio,
+        "the data loader (its enumerate(DataLoader)...__next__ ranges: trace_view.json or "
+        "PYTORCH_API) takes "
+        f"{{value:.1%}} of the step ({_figures(e.host.data_loader_ms, e.step_ms)}"
+        f"threshold {{threshold:.0%}}); Preparing is {_ms(e.phase_ms.get('preparing'))}"
+        + _share(e.phase_ratios.get("preparing")),
     )
+
+
+def _share(ratio: float | None) -> str:
+    return "" if ratio is None else f" ({ratio:.1%} of the step)"
+
+
+def preparing_split(e: Evidence) -> str:
+    """What the profile shows of Preparing: the data loader, on-line compilation, the rest."""
+    prep = e.phase_ms.get("preparing")
+    h = e.host
+    loader = ("the data loader's time is not in the profile (no trace_view.json or "
+              "PYTORCH_API table)" if h is None or h.data_loader_ms is None else
+              "no data loader range in the profile (a job without a DataLoader)"
+              if h.data_loader_ms == 0 else
+              f"the data loader {_ms(h.data_loader_ms)}{_share(h.data_loader_ratio)}")
+    compile_ = (f"on-line compilation {_ms(h.compile_ms)}{_share(h.compile_ratio)} (host time "
+                "anywhere in the step)" if h and h.compile_ms is not None else
+                "on-line compilation is not in the profile (no api_statistic.csv or CANN_API "
+                "table: Level1 and up)")
+    loader_ms = h.data_loader_ms if h else None
+    rest = (f"; the other {prep - loader_ms:.3f} ms (host launch, syncs, other host work) is "
+            "not measured" if prep is not None and loader_ms is not None else "")
+    return f"{loader}; {compile_}{rest}"
+
+
+def _slow_preparing(e: Evidence, t: Thresholds) -> Bottleneck | None:
+    """Preparing over its threshold with no data loader time that explains it: the figures the
+    profile has, and "cause unknown"."""
+    if e.phase_ratios.get("data_aug") is not None or _input_pipeline(e, t) is not None:
+        return None
+    return _over(
+        "slow_preparing", e.phase_ratios.get("preparing"), t.input_pipeline_ratio,
+        "Preparing (from the step's start to its first device task) is {value:.0%} of the step "
+        f"({_figures(e.phase_ms.get('preparing'), e.step_ms)}threshold "
+        "{threshold:.0%}), cause unknown: "
+        + preparing_split(e).replace("{", "{{").replace("}", "}}"),
+    )
+
+
+def _online_compile(e: Evidence, t: Thresholds) -> Bottleneck | None:
+    """msprof-analyze's operator dispatch rule (at least 20 aclopCompileAndExecute calls in a
+    rank's capture), or their host time over the share of the step the peer ranks high (5 %)."""
+    h = e.host
+    if h is None or h.compile_calls is None or h.compile_calls == 0:
+        return None
+    by_count = h.compile_calls >= t.online_compile_min_calls
+    by_time = h.compile_ratio is not None and h.compile_ratio >= t.online_compile_ratio
+    if not (by_count or by_time):
+        return None
+    per_step = "" if h.compile_per_step is None else f"{h.compile_per_step:.3g} per step, "
+    detail = (
+        f"aclopCompileAndExecute (on-line operator compilation): {per_step}up to "
+        f"{h.compile_calls} in one rank's capture, {_ms(h.compile_ms)} of host time per step"
+        f"{_share(h.compile_ratio)} (rule: >= {t.online_compile_min_calls} calls in a rank's "
+        f"capture, msprof-analyze's, or >= {t.online_compile_ratio:.0%} of the step)"
+    )
+    if by_count:
+        return finding("online_compile", detail, float(h.compile_calls),
+                       float(t.online_compile_min_calls))
+    return finding("online_compile", detail, h.compile_ratio or 0.0, t.online_compile_ratio)
 
 
 def _busy_tier(computing: float | None, t: Thresholds) -> str:
@@ -150,17 +255,20 @@ def transfer_tier(transfer: float | None, t: Thresholds) -> str:
 
 def _host_bound(e: Evidence, t: Thresholds) -> Bottleneck | None:
     """Free inside the step: launch-bound. Waiting for data shows as Preparing (before the
-    step's first task) and is the input_pipeline finding; its share is quoted here to tell."""
+    step's first task); its share and the data loader's measured time are quoted to tell."""
     prep = e.phase_ratios.get("preparing")
-    told = ("" if prep is None else
-            f"; Preparing (waiting for the next batch before the step) is only {prep:.0%}, so "
-            "the data loader is not the cause" if prep <= t.input_pipeline_ratio else
-            f"; Preparing is also {prep:.0%}: see input_pipeline first")
+    loader = e.host.data_loader_ratio if e.host else None
+    told = "" if prep is None else f"; Preparing is {prep:.0%} of the step"
+    if prep is not None and loader is not None:
+        told += f" and the data loader {loader:.1%}"
+        told += (", so the data loader is not the cause" if loader <= t.data_loader_ratio
+                 else ": see input_pipeline first")
     return _over(
         "host_bound",
         e.phase_ratios.get("free"),
         t.free_ratio,
-        "the device is free {value:.0%} of the step (threshold {threshold:.0%})"
+        "the device is free {value:.0%} of the step ("
+        f"{_figures(e.phase_ms.get('free'), None)}threshold {{threshold:.0%}})"
         + told.replace("{", "{{").replace("}", "}}")
         + _busy_tier(e.phase_ratios.get("computing"), t),
         e.mode,
@@ -172,9 +280,17 @@ def _communication(e: Evidence, t: Thresholds) -> Bottleneck | None:
         "communication",
         e.phase_ratios.get("communication"),
         t.communication_ratio,
-        "communication not overlapped is {value:.0%} of the step (threshold {threshold:.0%})"
+        "communication not overlapped is {value:.0%} of the step ("
+        f"{_figures(e.phase_ms.get('communication'), e.step_ms)}threshold {{threshold:.0%}})"
         + transfer_tier(e.transfer_ratio, t).replace("{", "{{").replace("}", "}}"),
     )
+
+
+def _of_ops(e: Evidence, ratio: float | None) -> str:
+    """``X ms of Y ms; ``: a share of operator time as time, when the total is known."""
+    if e.op_total_ms is None or ratio is None:
+        return ""
+    return f"{ratio * e.op_total_ms:.3f} ms of {e.op_total_ms:.3f} ms; "
 
 
 def _format_conversion(e: Evidence, t: Thresholds) -> Bottleneck | None:
@@ -182,14 +298,15 @@ def _format_conversion(e: Evidence, t: Thresholds) -> Bottleneck | None:
         "format_conversion",
         e.conversion_ratio,
         t.format_conversion_ratio,
-        "format conversions and copies take {value:.0%} of operator time "
-        "(threshold {threshold:.0%})",
+        "format conversions and copies take {value:.0%} of operator time ("
+        + _of_ops(e, e.conversion_ratio) + "threshold {threshold:.0%})",
     )
     return found or _over(
         "format_conversion",
         e.reshape_transpose_ratio,
         t.reshape_transpose_ratio,
-        "Reshape/Transpose take {value:.0%} of operator time (threshold {threshold:.0%})",
+        "Reshape/Transpose take {value:.0%} of operator time ("
+        + _of_ops(e, e.reshape_transpose_ratio) + "threshold {threshold:.0%})",
     )
 
 
@@ -215,13 +332,15 @@ def _compute_bound(e: Evidence, t: Thresholds) -> Bottleneck | None:
         "compute_bound",
         e.conv_matmul_ratio,
         t.conv_matmul_ratio,
-        "Conv/MatMul take {value:.0%} of operator time (threshold {threshold:.0%})",
+        "Conv/MatMul take {value:.0%} of operator time ("
+        + _of_ops(e, e.conv_matmul_ratio) + "threshold {threshold:.0%})",
     )
     return found or _over(
         "compute_bound",
         e.softmax_ratio,
         t.softmax_ratio,
-        "Softmax takes {value:.0%} of operator time (threshold {threshold:.0%})",
+        "Softmax takes {value:.0%} of operator time ("
+        + _of_ops(e, e.softmax_ratio) + "threshold {threshold:.0%})",
     )
 
 
@@ -253,6 +372,8 @@ def _small_ops(e: Evidence, t: Thresholds) -> Bottleneck | None:
 
 RULES: tuple[Callable[[Evidence, Thresholds], Bottleneck | None], ...] = (
     _input_pipeline,
+    _slow_preparing,
+    _online_compile,
     _host_bound,
     _communication,
     _format_conversion,

@@ -51,8 +51,18 @@ def core_type_label(raw: object) -> str:
     return _CORE_NAMES.get(text, text.lower())
 
 
+# a GE node name: the op type, then the node's counter (Conv2D1, AxpyV2102, ReduceSum7)
+_GE_NODE = re.compile(r"^(?P<type>.*?[A-Za-z])_?(?P<counter>\d+)$")
+# a task GE adds to a node, named after it: Conv2DBackpropFilter10_MemSet (type MemSet)
+_NODE_TASK = re.compile(r"^[A-Za-z]\w*?\d+_(?P<type>[A-Z][A-Za-z0-9]*)$")
+
+
 def infer_op_type(name: object) -> str:
-    """Level0 tables have no op type: guess it from the kernel name (``aclnnX_Y_Relu`` -> Relu)."""
+    """Level0 tables have no op type: guess it from the kernel name as Level1 types it.
+
+    ``aclnnX_Y_Relu`` -> Relu, ``trans_TransData_3`` -> TransData, ``Conv2DBackpropFilter10_MemSet``
+    -> MemSet; a GE node name drops its counter, except that an op version (a ``V`` and one digit)
+    stays: ``AxpyV2102`` -> AxpyV2, ``TopKV25`` -> TopKV2, ``Conv2D1`` -> Conv2D."""
     if not isinstance(name, str) or not name:
         return UNKNOWN
     base = name.split("/")[0]
@@ -60,7 +70,15 @@ def infer_op_type(name: object) -> str:
         return base.rsplit("_", 1)[-1] or UNKNOWN
     if base.startswith("trans_") and base.count("_") >= 2:
         return base.split("_")[1]
-    return re.sub(r"_?\d+$", "", base) or UNKNOWN
+    task = _NODE_TASK.match(base)
+    if task:
+        return task["type"]
+    node = _GE_NODE.match(base)
+    if node is None:
+        return base
+    if node["type"].endswith("V"):  # the version's digit, then the counter
+        return node["type"] + node["counter"][0]
+    return node["type"]
 
 
 Groups = dict[tuple[str, str], tuple[float, int]]

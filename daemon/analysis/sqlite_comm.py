@@ -3,7 +3,8 @@ communication_matrix.json torch_npu writes for a text export (comm.py reads both
 
 CommAnalyzerTime holds one row per collective (``Communication Time Info``, ms);
 CommAnalyzerBandwidth one row per collective, link type and packet size of its size
-distribution, the op's Transit Size (MB) and Time (ms) over that link repeated on each;
+distribution (package_size MB, count, total_duration ms: the file's ``Size Distribution``), the
+op's Transit Size (MB) and Time (ms) over that link repeated on each;
 CommAnalyzerMatrix one row per matrix op (``allreduce-top1``), group and src-dst pair. The db has
 no ``Total Op Info`` entry: it is the sum of the ops, as in the text file.
 """
@@ -23,6 +24,8 @@ _TIME_SQL = f"""SELECT step, type, hccl_op_name, group_name, elapse_time, transi
 wait_time, idle_time FROM {TIME}"""
 _BANDWIDTH_SQL = f"""SELECT DISTINCT step, type, hccl_op_name, group_name, transport_type,
 transit_size, transit_time FROM {BANDWIDTH}"""
+_SIZES_SQL = f"""SELECT step, type, hccl_op_name, group_name, transport_type, package_size, count,
+total_duration FROM {BANDWIDTH} WHERE count > 0"""
 _MATRIX_SQL = f"""SELECT step, type, hccl_op_name, group_name, src_rank, dst_rank, transport_type,
 transit_size, transit_time, bandwidth, op_name FROM {MATRIX}"""
 _TIME_KEYS = ("Elapse Time(ms)", "Transit Time(ms)", "Wait Time(ms)", "Idle Time(ms)")
@@ -61,6 +64,12 @@ def communication(path: Path) -> Document:
         for name in (f"{op}@{group}", TOTAL):
             links = _op(doc, step, kind, name).setdefault("Communication Bandwidth Info", {})
             _add(links.setdefault(str(link), {}), values)
+    for step, kind, op, group, link, package, count, ms in select(path, BANDWIDTH,
+                                                                   _SIZES_SQL) or ():
+        links = _op(doc, step, kind, f"{op}@{group}").setdefault("Communication Bandwidth Info",
+                                                                  {})
+        sizes = links.setdefault(str(link), {}).setdefault("Size Distribution", {})
+        sizes[str(package)] = [_float(count), _float(ms)]  # MB -> [transfers, ms], as the file
     return doc
 
 

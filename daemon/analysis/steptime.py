@@ -28,6 +28,7 @@ class StepResult:
     phases: tuple[PhaseStat, ...]
     ranks: tuple[RankBreakdown, ...]
     spread: tuple[RankSpread, ...]
+    left_out: tuple[str, ...] = ()  # partial edge steps, one sentence each
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -43,6 +44,27 @@ def skip_warmup(rows: list[StepRow], warmup: int) -> list[StepRow]:
     """Drop steps whose ID is <= warmup (a capture attached later has none); never drop all."""
     kept = [r for r in rows if r.key is None or r.key > warmup]
     return kept or rows
+
+
+def partial_edges(rows: list[StepRow], ratio: float) -> tuple[list[StepRow], list[StepRow]]:
+    """(kept, left out): the first or last step of a capture is partial, and left out, when it is
+    shorter than ``ratio`` times the median of the steps between them (a capture that starts or
+    stops mid-step records only part of that step). Needs three steps to judge."""
+    if len(rows) < 3 or ratio <= 0:
+        return rows, []
+    median = percentile([r.total_us for r in rows[1:-1]], 50)
+    cut = {i for i in (0, len(rows) - 1) if rows[i].total_us < ratio * median}
+    return ([r for i, r in enumerate(rows) if i not in cut],
+            [r for i, r in enumerate(rows) if i in cut])
+
+
+def _left_out_note(rank: str, row: StepRow, rows: list[StepRow], ratio: float) -> str:
+    median = percentile([r.total_us for r in rows[1:-1]], 50)
+    step = "step" if row.key is None else f"step {row.key}"
+    return (f"{rank}: {step} left out of the step statistics: {row.total_us / 1e3:.3f} ms, under "
+            f"{ratio:.0%} of the median step ({median / 1e3:.3f} ms): the capture started or "
+            "stopped inside it (rule: a first or last step shorter than partial_step_ratio of "
+            "the median)")
 
 
 def _stats(totals_us: Sequence[float]) -> StepStats | None:
@@ -90,8 +112,11 @@ def analyse_rows(
     """Per-rank means; the workload's step and phases are those of its slowest rank (the others
     wait for it), so the phase line adds up to the step line."""
     breakdowns, kept = [], []
+    notes: list[str] = []
     for rank, raw in ranks:
-        rows = skip_warmup(raw, t.warmup_steps)
+        whole, cut = partial_edges(raw, t.partial_step_ratio)
+        notes.extend(_left_out_note(rank, r, raw, t.partial_step_ratio) for r in cut)
+        rows = skip_warmup(whole, t.warmup_steps)
         if not rows:
             continue
         kept.append(rows)
@@ -102,7 +127,7 @@ def analyse_rows(
             )
         )
     if not kept:
-        return StepResult(None, (), (), ())
+        return StepResult(None, (), (), (), tuple(notes))
     slowest = max(range(len(kept)), key=lambda i: (breakdowns[i].step_seconds, -i))
     rows = kept[slowest]
     return StepResult(
@@ -110,6 +135,7 @@ def analyse_rows(
         _phase_stats(rows, names),
         tuple(breakdowns),
         spread(breakdowns, t),
+        tuple(notes),
     )
 
 
@@ -135,12 +161,17 @@ def torch_rows(steps: Sequence[TorchStep]) -> list[StepRow]:
     ]
 
 
+def chosen_model(iterations: Sequence[GraphIteration]) -> int | None:
+    """The Model ID with the most iterations (the training graph), the lowest on a tie."""
+    counts = Counter(i.model_id for i in iterations)
+    return min(counts, key=lambda m: (-counts[m], -1 if m is None else m), default=None)
+
+
 def graph_rows(iterations: Sequence[GraphIteration]) -> dict[int | None, list[StepRow]]:
     """Rows of the Model ID with the most iterations, by device."""
-    counts = Counter(i.model_id for i in iterations)
-    if not counts:
+    if not iterations:
         return {}
-    model = min(counts, key=lambda m: (-counts[m], -1 if m is None else m))
+    model = chosen_model(iterations)
     by_device: dict[int | None, list[StepRow]] = {}
     for i in sorted(iterations, key=lambda i: i.iteration_id):
         if i.model_id == model:

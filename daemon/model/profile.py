@@ -22,6 +22,8 @@ PHASES = (
 CORE_TYPES = ("ai_core", "ai_vector_core", "ai_cpu", "mix", "dsa_sqe")
 BOTTLENECK_KINDS = (
     "input_pipeline",
+    "slow_preparing",
+    "online_compile",
     "host_bound",
     "format_conversion",
     "ai_cpu_fallback",
@@ -33,6 +35,7 @@ BOTTLENECK_KINDS = (
     "pipeline_imbalance",
     "slow_link",
     "small_packets",
+    "byte_alignment",
     "env_vars",
     "operator_pmu",
 )
@@ -206,7 +209,17 @@ class Thresholds(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     warmup_steps: int = Field(default=2, ge=0)  # steps <= this are warm-up (compile, lazy init)
-    input_pipeline_ratio: NonNegative = 0.20  # Data Aug Bound or Preparing over step
+    # a capture's first or last step shorter than this share of the median step is partial (the
+    # capture started or stopped inside it) and left out of the statistics; 0 keeps every step
+    partial_step_ratio: NonNegative = 0.5
+    input_pipeline_ratio: NonNegative = 0.20  # Data Aug Bound (input_pipeline), Preparing
+    # (slow_preparing) over the step
+    # the data loader's measured time (trace_view.json) over the step: input_pipeline
+    data_loader_ratio: NonNegative = 0.10
+    # on-line operator compilation (aclopCompileAndExecute): msprof-analyze's count over the
+    # capture, or its host time over the step (the peer's high-priority share)
+    online_compile_min_calls: int = Field(default=20, ge=1)
+    online_compile_ratio: NonNegative = 0.05
     free_ratio: NonNegative = 0.20  # device idle inside the step: host bound
     communication_ratio: NonNegative = 0.20  # communication not overlapped with compute
     # data transfer (communication.json Transit, not Wait) over step time, the checklist's tiers:
@@ -235,6 +248,10 @@ class Thresholds(BaseModel):
     small_packet_sdma_mb: NonNegative = 16.0
     small_packet_rdma_mb: NonNegative = 1.0
     small_packet_ratio: NonNegative = 0.20
+    # msprof-analyze's byte alignment check: SDMA transfers over this size that are not a
+    # multiple of it; byte_alignment fires from this many ops with one
+    byte_alignment_bytes: int = Field(default=512, ge=1)
+    byte_alignment_min_ops: int = Field(default=1, ge=1)
     # msprof-analyze's vector operator PMU rules (rules/aicore_performance.yaml)
     operator_pmu_min_share: NonNegative = 0.01  # op types of at least this share of op time
     pmu_vector_total_ratio: NonNegative = 0.90  # vec + mte2 + mte3: vec_mte2_mte3 bound

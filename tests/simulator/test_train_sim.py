@@ -53,7 +53,8 @@ def test_config_file_trigger_writes_a_finished_profile(tmp_path: Path) -> None:
     assert not list(out.glob(".*"))  # no temp dir left behind
     tables = run / "ASCEND_PROFILER_OUTPUT"
     assert sorted(p.name for p in tables.iterdir()) == [
-        "communication.json", "kernel_details.csv", "op_statistic.csv", "step_trace_time.csv"]
+        "communication.json", "kernel_details.csv", "op_statistic.csv", "step_trace_time.csv",
+        "trace_view.json"]
     assert (run / "profiler_metadata.json").is_file()
     info = json.loads((run / "profiler_info.json").read_text())
     assert info["cann_version"] == "8.3.RC1"

@@ -8,7 +8,19 @@ import pytest
 
 from npumon.daemon.analysis.analysis import analyze_path
 from npumon.daemon.analysis.diagnosis import Evidence, diagnose
+from npumon.daemon.analysis.host import HostShare
 from npumon.daemon.model.profile import Thresholds
+
+
+def loader(ms: float, ratio: float) -> HostShare:
+    """Host figures of one step with a measured data loader only."""
+    return HostShare(1, ms, ratio, None, None, None, None)
+
+
+def compiled(calls: int, ms: float, ratio: float) -> HostShare:
+    """Host figures of one step with on-line compilation only."""
+    return HostShare(1, None, None, calls, float(calls), ms, ratio)
+
 
 CASES = [
     (
@@ -16,10 +28,26 @@ CASES = [
         Evidence(phase_ratios={"data_aug": 0.25}),
         Evidence(phase_ratios={"data_aug": 0.2}),
     ),
+    # eager mode: the data loader's measured time, not Preparing
     (
         "input_pipeline",
+        Evidence(phase_ratios={"preparing": 0.1}, host=loader(12.0, 0.12)),
+        Evidence(phase_ratios={"preparing": 0.1}, host=loader(8.0, 0.08)),
+    ),
+    (
+        "slow_preparing",
         Evidence(phase_ratios={"preparing": 0.3}),
         Evidence(phase_ratios={"preparing": 0.1}),
+    ),
+    (
+        "online_compile",
+        Evidence(host=compiled(20, 1.0, 0.01)),
+        Evidence(host=compiled(19, 1.0, 0.01)),
+    ),
+    (
+        "online_compile",
+        Evidence(host=compiled(19, 14.0, 0.10)),
+        Evidence(host=compiled(19, 4.0, 0.04)),
     ),
     ("host_bound", Evidence(phase_ratios={"free": 0.21}), Evidence(phase_ratios={"free": 0.19})),
     (
@@ -124,14 +152,20 @@ def test_small_ops_advice_fits_the_mode() -> None:
 
 
 def test_host_bound_tells_the_data_loader_apart() -> None:
-    (found,) = diagnose(Evidence(phase_ratios={"free": 0.46, "preparing": 0.02, "computing": 0.4}))
+    small = loader(2.0, 0.02)
+    (found,) = diagnose(Evidence(phase_ratios={"free": 0.46, "preparing": 0.02, "computing": 0.4},
+                                 host=small))
     assert found.kind == "host_bound"
     assert "data loader is not the cause" in found.detail and "40%" in found.detail
-    kinds = [b.kind for b in diagnose(Evidence(phase_ratios={"free": 0.3, "preparing": 0.3}))]
-    assert kinds == ["input_pipeline", "host_bound"]
-    assert "see input_pipeline" in diagnose(
-        Evidence(phase_ratios={"free": 0.3, "preparing": 0.3})
-    )[1].detail
+    # without a measured data loader, nothing is said of it
+    (unmeasured,) = diagnose(Evidence(phase_ratios={"free": 0.46, "preparing": 0.02}))
+    assert "data loader" not in unmeasured.detail
+    big = Evidence(phase_ratios={"free": 0.3, "preparing": 0.3},
+                   host=loader(30.0, 0.3))
+    assert [b.kind for b in diagnose(big)] == ["input_pipeline", "host_bound"]
+    assert "see input_pipeline" in diagnose(big)[1].detail
+    assert [b.kind for b in diagnose(Evidence(phase_ratios={"free": 0.3, "preparing": 0.3}))] == [
+        "slow_preparing", "host_bound"]
 
 
 def test_ai_cpu_names_the_operators(tmp_path: Path) -> None:

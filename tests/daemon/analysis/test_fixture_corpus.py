@@ -17,9 +17,9 @@ READ_BY_TESTS = (  # the globs/lists test_prof_readers.py parametrizes over
     "prof_dir_end_info.json",
 )
 NOT_ANALYSED = {
-    # host-side API statistics: no step or operator time on the device
+    # host-side API statistics and timeline: read (host.py) only beside the device tables of a
+    # unit, for on-line compilation and the data loader; whole ones are in trees/text_level1
     "api_statistic_torchnpu_cann8.3rc1.csv": "host API statistics",
-    # Chrome-trace events: the tables carry the same durations, cheaper to read
     "trace_view_torchnpu_2025-01_level1_excerpt.jsonl": "timeline excerpt",
     # capture metadata of other generations / PROF dir bookkeeping: only end times are used
     "profiler_info_torchnpu_2025-01.json": "capture metadata",

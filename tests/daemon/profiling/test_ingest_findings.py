@@ -1,0 +1,51 @@
+"""`npumon analyze` and ingest give the same findings on the whole exports (real and synthetic)
+that the diagnosis and step rules are tested on. Real analysis workers and a real CLI process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from profiling_helpers import config_for, profiler_for
+
+pytestmark = pytest.mark.integration
+TREES = Path(__file__).resolve().parents[2] / "fixtures" / "msprof" / "trees"
+CASES = {  # tree -> a finding each must give
+    "text_level1": "byte_alignment",
+    "db_level0": "online_compile",
+    "db_level1": "byte_alignment",
+    "synthetic_partial_last_step": "host_bound",
+    "synthetic_tf_legacy": "input_pipeline",
+}
+
+
+def _aged_copy(tree: str, user: Path) -> Path:
+    copy = user / tree.replace("_", "-")
+    shutil.copytree(TREES / tree, copy)
+    stamp = time.time() - 3600
+    for path in [user, *user.rglob("*")]:
+        os.utime(path, (stamp, stamp), follow_symlinks=False)
+    return copy
+
+
+@pytest.mark.parametrize("tree", sorted(CASES))
+def test_analyze_and_ingest_agree(tree: str, tmp_path: Path) -> None:
+    user = tmp_path / "profiles"
+    copy = _aged_copy(tree, user)
+    cli = subprocess.run([sys.executable, "-m", "npumon.daemon", "analyze", "--json", str(copy)],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "HOME": str(tmp_path)})
+    assert cli.returncode == 0, cli.stderr
+    analysed = [(b["kind"], b["detail"]) for b in json.loads(cli.stdout)["summary"]["bottlenecks"]]
+    profiler, _ = profiler_for(config_for(tmp_path, enabled=False, ingest={"paths": [str(user)]}))
+    (outcome,) = profiler.ingest_once()
+    assert outcome.result == "ok" and outcome.report is not None
+    ingested = [(b.kind, b.detail) for b in outcome.report.summary.bottlenecks]
+    assert ingested == analysed
+    assert CASES[tree] in {kind for kind, _ in analysed}
