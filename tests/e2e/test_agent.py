@@ -145,13 +145,16 @@ def samples_of(agent: Agent) -> Samples:
 @pytest.fixture
 def hung_agent() -> Iterator[tuple[Agent, int]]:
     """A running daemon whose `npu-smi info` hangs for 60 s (killed after the 3 s timeout)."""
+    from npumon.daemon.supervisor import Supervisor
+
     agent = agent_for(fake_npu_smi("910b4-1_25.2.2", "--hang-on", "info"), timeout="3s")
-    server = serve(agent.registry, "127.0.0.1:0", None, agent.running)
-    agent.start()
+    supervisor = Supervisor(agent.config, lambda: agent.config, make_agent=lambda _: agent)
+    server = serve(supervisor.exposition, "127.0.0.1:0", None, supervisor.healthy)  # as `run`
+    supervisor.start()
     try:
         yield agent, server.port
     finally:
-        agent.stop()
+        supervisor.stop()
         server.shutdown()
 
 
