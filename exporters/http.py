@@ -129,7 +129,10 @@ def _bind(host: str, port: int) -> socket.socket:
     else:
         info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
         family, target = info[0], (str(info[4][0]), port)
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP. Without
+    # it a response's headers and body leave in two writes and the body waits for the client's
+    # delayed ACK (~40 ms) on every request after the first on a kept-alive connection.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if family == socket.AF_INET6 and target[0] == "::":
         sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import http.client
 import shutil
+import socket
 import ssl
 import subprocess
 import threading
@@ -293,3 +294,33 @@ def test_gzip_honours_q_values(plain: Server, accept: str, zipped: bool) -> None
     assert status == 200
     assert (headers.get("content-encoding") == "gzip") is zipped
     assert b"npu_power_watts" in (gzip.decompress(body) if zipped else body)
+
+
+def test_ten_requests_on_one_kept_alive_connection(
+        plain: Server, capsys: pytest.CaptureFixture[str]) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", plain.port, timeout=10)
+    timings, bodies = [], []
+    try:
+        for _ in range(10):
+            started = time.perf_counter()
+            conn.request("GET", "/metrics", headers={"Accept-Encoding": "gzip"})
+            resp = conn.getresponse()
+            assert resp.status == 200 and resp.getheader("connection") is None  # kept alive
+            bodies.append(gzip.decompress(resp.read()))
+            timings.append(1000 * (time.perf_counter() - started))
+    finally:
+        conn.close()
+    assert len(set(bodies)) == 1  # one snapshot, one body
+    assert samples(bodies[-1])[key("npu_power_watts", npu="0", chip="0")] == pytest.approx(78.2)
+    with capsys.disabled():  # the figures are the bench's; shown with -s
+        print("kept-alive ms:", " ".join(f"{t:.2f}" for t in timings), end=" ")
+
+
+def test_the_listening_socket_is_tcp_so_asyncio_disables_nagle() -> None:
+    from npumon.exporters.http import _bind
+
+    sock = _bind("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP  # accepted sockets inherit it
+    finally:
+        sock.close()
