@@ -112,7 +112,7 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
     address = config.web.listen_address
     try:
         server = serve(supervisor.exposition, address, config.web.config_file, supervisor.healthy,
-                       version=__version__, status=supervisor.status_line,
+                       version=__version__, latest=supervisor.latest,
                        max_requests=config.web.max_requests)
     except (OSError, ValueError) as error:  # a taken port, an address this host does not have
         supervisor.stop()

@@ -17,6 +17,7 @@ from prometheus_client.core import Metric
 from npumon.daemon.app import Agent
 from npumon.daemon.config import Config, ConfigError
 from npumon.daemon.logs import set_level
+from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.daemon.runner import terminate_all
 from npumon.exporters.builtin import render_reload
 from npumon.exporters.rendercache import Exposition
@@ -114,12 +115,13 @@ class Supervisor:
     def healthy(self) -> bool:
         return self.agent.running()
 
-    def status_line(self) -> str:
-        return self.agent.status_line()
+    def latest(self) -> NodeSnapshot:
+        """The current agent's latest snapshot (the landing page's sources and versions)."""
+        return self.agent.store.latest()
 
     def version(self) -> object:
         """Changes whenever the exposition would: a new snapshot, agent or reload outcome."""
-        snapshot = self.agent.store.latest()
+        snapshot = self.latest()
         current = self._version
         if current[0] is not snapshot or current[1] is not self._generation:
             current = self._version = (snapshot, self._generation)

@@ -12,6 +12,7 @@ from typing import Any
 
 from prometheus_client.exposition import choose_encoder
 
+from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT, NodeSnapshot
 from npumon.exporters.auth import BasicAuth
 from npumon.exporters.weblive import LiveWebConfig
 
@@ -27,6 +28,7 @@ RENDER_THREADS = 2  # the exposition runs here, off the event loop
 # gzip level 1: a 16-chip exposition (230 KB) takes 1.0 ms and 27 KB, level 6 3.8 ms and 22 KB
 GZIP_LEVEL = 1
 BUSY = b"Too many requests in flight\n"  # the 503's body
+DOCS = ("README.md", "docs/runbooks.md", "docs/privileges.md")  # in the npumon source
 
 
 def gzip_wanted(accept_encoding: str) -> bool:
@@ -53,10 +55,11 @@ class EdgeApp:
     on bcrypt and gets its 401, and /healthz and the landing page never count)."""
 
     def __init__(self, exposition: Exposition, web: LiveWebConfig, *, max_requests: int,
-                 healthy: Callable[[], bool], status: Callable[[], str] | None,
-                 version: str) -> None:
+                 healthy: Callable[[], bool], latest: Callable[[], NodeSnapshot] | None,
+                 version: str, docs_url: str | None) -> None:
         self._exposition, self._web, self._max = exposition, web, max_requests
-        self._healthy, self._status_fn, self._version = healthy, status, version
+        self._healthy, self._latest, self._version = healthy, latest, version
+        self._docs_url = docs_url
         self._in_flight = 0  # the semaphore: only the event loop thread counts
         self._zipped: dict[bool, tuple[bytes, bytes]] = {}  # per format: a body and its gzip
         self._bcrypt = ThreadPoolExecutor(1, thread_name_prefix="npumon-bcrypt")
@@ -142,27 +145,38 @@ class EdgeApp:
             ok = bool(self._healthy())
         except Exception as exc:  # a broken health callback is an unhealthy answer, not a 500
             return False, f"health check failed: {exc!r}"
-        return ok, "" if ok else self._status() or "not healthy"
+        if ok:
+            return True, ""
+        down = [f"{s.source} down: {s.last_error}" for s in self._snapshot().sources if not s.up]
+        return False, "; ".join(down) or "no source has run yet"
 
-    def _status(self) -> str:
-        if self._status_fn is None:
-            return ""
-        try:
-            return self._status_fn()
-        except Exception as exc:  # the landing page must render even then
-            return f"status unavailable: {exc!r}"
+    def _snapshot(self) -> NodeSnapshot:
+        return EMPTY_SNAPSHOT if self._latest is None else self._latest()
 
     def _landing(self) -> str:
-        ok, _ = self._health()
-        version = html.escape(self._version or "unknown")
-        status = html.escape(self._status() or ("healthy" if ok else "not healthy"))
+        """Version, the node's npu-smi and driver, each source as itself, the links."""
+        snap, (ok, _) = self._snapshot(), self._health()
+        node = snap.node
+        rows = "".join(f"<tr><td>{_e(s.source)}</td><td>{'up' if s.up else 'down'}</td>"
+                       f"<td>{html.escape(s.last_error or '')}</td></tr>" for s in snap.sources)
+        docs = ", ".join(f'<a href="{html.escape(self._docs_url.rstrip("/"))}/{d}">{d}</a>'
+                         if self._docs_url else d for d in DOCS)
         return (
             '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>npumon</title></head>'
-            "<body><h1>npumon</h1><p>Ascend NPU exporter, version "
-            f"{version}</p><p>npu-smi: {status}</p><ul>"
+            f"<body><h1>npumon</h1><p>Ascend NPU exporter, version {_e(self._version)}; "
+            f"{'healthy' if ok else 'not healthy'}.</p>"
+            f"<p>npu-smi {_e(node.npu_smi_version)}, driver {_e(node.driver_version)}</p>"
+            "<table><tr><th>source</th><th>state</th><th>last error</th></tr>"
+            f"{rows or '<tr><td colspan=3>no source has run yet</td></tr>'}</table><ul>"
             '<li><a href="metrics">/metrics</a></li><li><a href="healthz">/healthz</a></li>'
-            "</ul></body></html>\n"
+            '<li><a href="-/healthy">/-/healthy</a> (liveness, no auth)</li></ul>'
+            f"<p>Documentation: {docs}{'' if self._docs_url else ' in the npumon source'}.</p>"
+            "</body></html>\n"
         )
+
+
+def _e(text: str | None) -> str:
+    return html.escape(text or "unknown")
 
 
 async def _send(send: Send, status: int, body: bytes, content_type: str, extra: Headers,

@@ -15,6 +15,7 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.exporters.edge import EdgeApp, Exposition
 from npumon.exporters.webconfig import WebConfig
 from npumon.exporters.weblive import LiveWebConfig
@@ -164,7 +165,8 @@ def serve(
     healthy: Callable[[], bool],
     *,
     version: str = "",
-    status: Callable[[], str] | None = None,
+    latest: Callable[[], NodeSnapshot] | None = None,
+    docs_url: str | None = None,
     max_requests: int = MAX_REQUESTS,
     header_timeout: float = HEADER_TIMEOUT_SECONDS,
 ) -> Server:
@@ -173,18 +175,19 @@ def serve(
     ``exposition(openmetrics)`` is the /metrics body (rendercache.Exposition keeps it per
     snapshot); it runs on a render thread, never on the event loop. ``web_config`` is a
     web-config.yml path (re-read when it changes), a loaded WebConfig (fixed) or None (plain
-    HTTP, no auth). ``healthy`` decides /healthz (200 or 503); ``status`` is an optional
-    one-line text on the data sources, shown on the landing page and as the 503 reason. Neither
-    may block: they read in-memory state only. Raises WebConfigError when the web config file
-    is broken.
+    HTTP, no auth). ``healthy`` decides /healthz (200 or 503); ``latest`` (the store's) gives
+    the sources named on the landing page and in that 503, and the node's npu-smi and driver
+    versions. Neither may block: they read in-memory state only. ``docs_url`` is where the
+    landing page links README.md and docs/ (without it, it names them). Raises WebConfigError
+    when the web config file is broken.
     """
     if isinstance(web_config, WebConfig | None):
         web = LiveWebConfig(None, web_config)
     else:
         web = LiveWebConfig(web_config)
     tls = web.server_context()
-    app = EdgeApp(exposition, web, max_requests=max_requests, healthy=healthy, status=status,
-                  version=version)
+    app = EdgeApp(exposition, web, max_requests=max_requests, healthy=healthy, latest=latest,
+                  version=version, docs_url=docs_url)
     protocol = type("NpumonProtocol", (_Protocol,), {"header_timeout": header_timeout})
     sock = _bind(*parse_listen_address(address))
     return Server(uvicorn.Server(_uvicorn_config(app, tls, protocol)), sock, app, tls is not None)

@@ -34,8 +34,6 @@ class FakeAgent:
     def running(self) -> bool:
         return self.events[-1:] == ["start"]
 
-    def status_line(self) -> str:
-        return "fake"
 
 
 def config(**extra: Any) -> Config:

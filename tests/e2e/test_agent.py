@@ -66,7 +66,8 @@ def test_failed_table_drops_every_chip_and_says_why() -> None:
     assert value(found, "npumon_source_up", source="npu_smi_table") == 0
     assert value(found, "npumon_source_failures_total", source="npu_smi_table",
                  reason="dcmi_init") == 1
-    assert "HwHiAiUser" in agent.status_line()
+    table = next(s for s in agent.store.latest().sources if s.source == "npu_smi_table")
+    assert "HwHiAiUser" in (table.last_error or "")  # what the landing page and /healthz show
 
 
 def test_garbage_is_a_parse_error_not_a_crash() -> None:

@@ -25,6 +25,7 @@ from edge_helpers import self_signed as _self_signed
 from exp_helpers import key, samples
 from prometheus_client import CollectorRegistry
 
+from npumon.daemon.model.snapshot import NodeIdentity, NodeSnapshot, SourceStatus
 from npumon.exporters.http import Server, parse_listen_address, serve
 from npumon.exporters.webconfig import WebConfig, parse_web_config
 
@@ -34,14 +35,8 @@ pytestmark = pytest.mark.integration  # real loopback servers, TLS and openssl
 @pytest.fixture
 def plain() -> Iterator[Server]:
     state = {"healthy": True}
-    server = serve(
-        _exposition(),
-        "127.0.0.1:0",
-        None,
-        lambda: state["healthy"],
-        version="1.2.3",
-        status=lambda: "npu-smi info ok <3s ago>",
-    )
+    server = serve(_exposition(), "127.0.0.1:0", None, lambda: state["healthy"],
+                   version="1.2.3", latest=_node)
     server.state = state  # type: ignore[attr-defined]
     yield server
     server.shutdown()
@@ -68,17 +63,44 @@ def test_metrics_openmetrics_and_gzip(plain: Server) -> None:
     assert b'npu_power_watts{chip="0",npu="0"} 78.2' in text
 
 
+def _node() -> NodeSnapshot:
+    """A node whose table source fails with a message to escape, and an hccn_tool source."""
+    return NodeSnapshot(
+        taken_at=1.0, node=NodeIdentity(npu_smi_version="25.2.2", driver_version="25.2.rc1"),
+        chips=(), sources=(
+            SourceStatus("npu_smi_table", False, 0.1, None, 251, last_error="dcmi <init> failed"),
+            SourceStatus("hccn_tool_stat", True, 0.2, 1.0, 0)))
+
+
 def test_healthz_and_landing(plain: Server) -> None:
     assert _get(plain, "/healthz")[::2] == (200, b"ok\n")
     plain.state["healthy"] = False  # type: ignore[attr-defined]
     status, _, body = _get(plain, "/healthz")
     assert status == 503
-    assert body == b"unhealthy: npu-smi info ok <3s ago>\n"
+    assert body == b"unhealthy: npu_smi_table down: dcmi <init> failed\n"
     status, headers, page = _get(plain, "/")
     assert status == 200 and headers["content-type"].startswith("text/html")
-    assert b'href="metrics"' in page and b'href="healthz"' in page
-    assert b"1.2.3" in page and b"npu-smi info ok &lt;3s ago&gt;" in page  # escaped
+    text = page.decode()
+    for link in ('href="metrics"', 'href="healthz"', 'href="-/healthy"'):
+        assert link in text
+    assert "version 1.2.3" in text and "npu-smi 25.2.2, driver 25.2.rc1" in text
+    # each source as itself, never every one prefixed "npu-smi:"
+    assert "<td>npu_smi_table</td><td>down</td><td>dcmi &lt;init&gt; failed</td>" in text
+    assert "<td>hccn_tool_stat</td><td>up</td>" in text and "npu-smi:" not in text
+    assert "Documentation: README.md, docs/runbooks.md" in text  # no docs URL: named
     assert _get(plain, "/nope")[0] == 404
+
+
+def test_landing_links_the_docs_and_says_what_is_unknown() -> None:
+    server = serve(_exposition(), "127.0.0.1:0", None, lambda: True,
+                   docs_url="https://docs.example/npumon/")
+    try:
+        page = _get(server, "/")[2].decode()
+    finally:
+        server.shutdown()
+    assert '<a href="https://docs.example/npumon/docs/runbooks.md">docs/runbooks.md</a>' in page
+    assert "npu-smi unknown, driver unknown" in page and "no source has run yet" in page
+    assert "version unknown; healthy" in page
 
 
 def test_scrape_is_fast_while_the_source_hangs() -> None:
