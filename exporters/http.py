@@ -105,11 +105,10 @@ class Server:
     def __init__(self, server: uvicorn.Server, sock: socket.socket, app: EdgeApp,
                  tls: bool) -> None:
         self._server, self._sock, self._app = server, sock, app
-        self.host, self.port = str(sock.getsockname()[0]), int(sock.getsockname()[1])
+        self.port = int(sock.getsockname()[1])
         self.tls = tls
-        self._thread = threading.Thread(
-            target=server.run, kwargs={"sockets": [sock]}, name="npumon-http", daemon=True
-        )
+        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
+                                        name="npumon-http", daemon=True)
         self._thread.start()
 
     def shutdown(self) -> None:
@@ -123,10 +122,8 @@ class Server:
 def _bind(host: str, port: int) -> socket.socket:
     if host == "":
         # ':9732' means every address; dual-stack IPv6 covers IPv4 too where the host has it.
-        family, target = (
-            (socket.AF_INET6, ("::", port)) if socket.has_dualstack_ipv6()
-            else (socket.AF_INET, ("0.0.0.0", port))
-        )
+        family, target = ((socket.AF_INET6, ("::", port)) if socket.has_dualstack_ipv6()
+                          else (socket.AF_INET, ("0.0.0.0", port)))
     else:
         info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
         family, target = info[0], (str(info[4][0]), port)
@@ -166,7 +163,6 @@ def serve(
     *,
     version: str = "",
     latest: Callable[[], NodeSnapshot] | None = None,
-    docs_url: str | None = None,
     max_requests: int = MAX_REQUESTS,
     header_timeout: float = HEADER_TIMEOUT_SECONDS,
 ) -> Server:
@@ -177,17 +173,13 @@ def serve(
     web-config.yml path (re-read when it changes), a loaded WebConfig (fixed) or None (plain
     HTTP, no auth). ``healthy`` decides /healthz (200 or 503); ``latest`` (the store's) gives
     the sources named on the landing page and in that 503, and the node's npu-smi and driver
-    versions. Neither may block: they read in-memory state only. ``docs_url`` is where the
-    landing page links README.md and docs/ (without it, it names them). Raises WebConfigError
-    when the web config file is broken.
+    versions. Neither may block: they read in-memory state only. Raises WebConfigError when
+    the web config file is broken.
     """
-    if isinstance(web_config, WebConfig | None):
-        web = LiveWebConfig(None, web_config)
-    else:
-        web = LiveWebConfig(web_config)
+    web = LiveWebConfig(web_config)
     tls = web.server_context()
     app = EdgeApp(exposition, web, max_requests=max_requests, healthy=healthy, latest=latest,
-                  version=version, docs_url=docs_url)
+                  version=version)
     protocol = type("NpumonProtocol", (_Protocol,), {"header_timeout": header_timeout})
     sock = _bind(*parse_listen_address(address))
     return Server(uvicorn.Server(_uvicorn_config(app, tls, protocol)), sock, app, tls is not None)

@@ -33,11 +33,7 @@ class Exposition:
             kept = self._bodies.get(openmetrics)
             if kept is not None and kept[0] is identity:
                 return kept[1]
-            body = self.render(openmetrics)
+            encode = generate_openmetrics if openmetrics else generate_latest
+            body = self._families(openmetrics) + encode(self._registry)
             self._bodies[openmetrics] = (identity, body)  # holds ``identity``: ``is`` stays sound
             return body
-
-    def render(self, openmetrics: bool) -> bytes:
-        """A fresh body, not kept."""
-        encode = generate_openmetrics if openmetrics else generate_latest
-        return self._families(openmetrics) + encode(self._registry)

@@ -20,8 +20,8 @@ from npumon.exporters.weblive import LiveWebConfig
 
 def _edge(exposition: Exposition, config: WebConfig | None = None,
           max_requests: int = 2) -> EdgeApp:
-    return EdgeApp(exposition, LiveWebConfig(None, config), max_requests=max_requests,
-                   healthy=lambda: True, latest=None, version="t", docs_url=None)
+    return EdgeApp(exposition, LiveWebConfig(config), max_requests=max_requests,
+                   healthy=lambda: True, latest=None, version="t")
 
 
 def _scope(path: str = "/metrics", authorization: bytes | None = None) -> dict[str, Any]:
