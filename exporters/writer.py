@@ -59,54 +59,38 @@ def _labels(labels: Mapping[str, str]) -> str:
     """``{a="1",b="2"}``, names sorted as prometheus_client sorts them; "" without labels."""
     if not labels:
         return ""
-    names = label_names(tuple(sorted(labels)))
+    names = _sorted_names(tuple(labels))
     return "{" + ",".join([f'{n}="{_escaped(labels[n])}"' for n in names]) + "}"
 
 
-def _samples(family: Metric, out: list[str]) -> bool:
-    """Append the family's sample lines; False (nothing appended) when one is beyond this
-    writer (a timestamp, an exemplar, a name other than the family's)."""
-    name = family.name + _PLAIN_SUFFIXES[family.type]
+@lru_cache(maxsize=4096)
+def _sorted_names(names: tuple[str, ...]) -> tuple[str, ...]:
+    return label_names(tuple(sorted(names)))
+
+
+def _samples(family: Metric) -> list[str] | None:
+    """The family's sample lines; None when one is beyond this writer (a timestamp, an
+    exemplar, a name other than the family's)."""
+    name = metric_name(family.name + _PLAIN_SUFFIXES[family.type])
     lines = []
     for s in family.samples:
         if s.name != name or s.timestamp is not None or s.exemplar is not None or (
                 s.native_histogram is not None):
-            return False
+            return None
         lines.append(f"{name}{_labels(s.labels)} {_value(s.value)}\n")
-    metric_name(name)
-    out.extend(lines)
-    return True
+    return lines
 
 
-def _text_family(family: Metric, out: list[str]) -> bool:
-    mtype = _TEXT_TYPES.get(family.type)
-    if mtype is None:
-        return False
-    name = metric_name(family.name + _PLAIN_SUFFIXES[family.type])
+def _text_head(family: Metric) -> list[str]:
+    name = family.name + _PLAIN_SUFFIXES[family.type]
     doc = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
-    head = [f"# HELP {name} {doc}\n", f"# TYPE {name} {mtype}\n"]
-    body: list[str] = []
-    if not _samples(family, body):
-        return False
-    out.extend(head)
-    out.extend(body)
-    return True
+    return [f"# HELP {name} {doc}\n", f"# TYPE {name} {_TEXT_TYPES[family.type]}\n"]
 
 
-def _openmetrics_family(family: Metric, out: list[str]) -> bool:
-    if family.type not in _TEXT_TYPES:
-        return False
-    name = metric_name(family.name)
-    doc = _escaped(family.documentation)
-    head = [f"# HELP {name} {doc}\n", f"# TYPE {name} {family.type}\n"]
-    if family.unit:
-        head.append(f"# UNIT {name} {family.unit}\n")
-    body: list[str] = []
-    if not _samples(family, body):
-        return False
-    out.extend(head)
-    out.extend(body)
-    return True
+def _openmetrics_head(family: Metric) -> list[str]:
+    name, doc = metric_name(family.name), _escaped(family.documentation)
+    unit = [f"# UNIT {name} {family.unit}\n"] if family.unit else []
+    return [f"# HELP {name} {doc}\n", f"# TYPE {name} {family.type}\n", *unit]
 
 
 class _Families:
@@ -129,19 +113,23 @@ def _reference_openmetrics(family: Metric) -> str:
     return body.decode().removesuffix("# EOF\n")
 
 
-def _writer(write: Callable[[Metric, list[str]], bool],
+def _writer(head: Callable[[Metric], list[str]],
             reference: Callable[[Metric], str]) -> Callable[[Iterable[Metric]], bytes]:
     def encode(families: Iterable[Metric]) -> bytes:
         out: list[str] = []
         for family in families:
-            if not write(family, out):
+            lines = _samples(family) if family.type in _TEXT_TYPES else None
+            if lines is None:
                 out.append(reference(family))
+            else:
+                out.extend(head(family))
+                out.extend(lines)
         return "".join(out).encode()
 
     return encode
 
 
-text = _writer(_text_family, _reference_text)
+text = _writer(_text_head, _reference_text)
 """Families as text format 0.0.4."""
-openmetrics = _writer(_openmetrics_family, _reference_openmetrics)
+openmetrics = _writer(_openmetrics_head, _reference_openmetrics)
 """Families as OpenMetrics 1.0, without the closing ``# EOF`` (the registry's encoder adds it)."""
