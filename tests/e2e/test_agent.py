@@ -155,7 +155,7 @@ def hung_agent() -> Iterator[tuple[Agent, int]]:
     try:
         yield agent, server.port
     finally:
-        supervisor.stop()
+        agent.stop()  # not supervisor.stop(): its terminate_all() ends child processes for good
         server.shutdown()
 
 
