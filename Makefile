@@ -107,12 +107,15 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	timeout 360 $(BIN)/python bench/daemon_bench.py --seconds $(BENCH_POLL_S) \
 	  --json $(BENCH_OUT)/daemon.json || echo "FAILED: daemon"; \
 	echo "== bench/load_bench.py (1 client)"; \
-	timeout 240 $(BIN)/python bench/load_bench.py --seconds $(BENCH_LOAD_1_S) --scrapers 1 --slow 0 \
+	timeout 240 $(BIN)/python bench/load_bench.py --seconds $(BENCH_LOAD_1_S) --scrapers 1 \
 	  --scenario plain --scenario tls_auth --scenario npu_smi_hang --json $(BENCH_OUT)/load_1.json || echo "FAILED: load_1"; \
 	echo "== bench/load_bench.py (100 clients)"; \
 	timeout 420 $(BIN)/python bench/load_bench.py --seconds $(BENCH_LOAD_S) --scrapers 100 \
 	  --scenario plain --scenario tls_auth --scenario npu_smi_hang --scenario default_40 \
 	  --json $(BENCH_OUT)/load_100.json || echo "FAILED: load_100"; \
+	echo "== bench/readpath_bench.py"; \
+	timeout 240 $(BIN)/python bench/readpath_bench.py --seconds $(BENCH_POLL_S) \
+	  --json $(BENCH_OUT)/readpath.json || echo "FAILED: readpath"; \
 	echo "== bench/analysis_bench.py"; \
 	timeout 420 $(BIN)/python bench/analysis_bench.py --runs 3 --json $(BENCH_OUT)/analysis.json || echo "FAILED: analysis"; \
 	echo "== bench/peer_bench.py"; \

@@ -305,8 +305,7 @@ def scrape_16_chips_hung(folder: Path, scrapes: int) -> dict[str, float]:
     os.environ["NPUMON_SIM_TIME"] = "900"
     supervisor.agent.sources.poll_all()
     os.environ["NPUMON_SIM_TIME"] = "1000"  # from now on npu-smi hangs
-    server = serve(supervisor.registry, "127.0.0.1:0", None, supervisor.healthy,
-                   render_version=supervisor.version)
+    server = serve(supervisor.exposition, "127.0.0.1:0", None, supervisor.healthy)
     supervisor.start()
     try:
         latencies = []

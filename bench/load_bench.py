@@ -1,14 +1,11 @@
 """Load on the HTTP edge of a real daemon over loopback: printed, asserted only by its test.
 
 Per scenario: a daemon on a simulated 16-chip node (port 0), then for ``--seconds`` many
-scrapers (keep-alive, gzip, each every ``--interval``) while ``--slow`` connections, from a
-process of their own, trickle header lines (reopened when the header deadline cuts them).
-Prints scrape p50/p99, 503s, errors (other statuses, resets, 5 s timeouts), the daemon's
-threads and RSS before, right after and SETTLE_SECONDS after. Scenarios: plain, TLS + basic
-auth, npu-smi hanging on every call, and the default --web.max-requests 40, which opens with
-a burst: a request per scraper at one instant on a cold render cache, so there is a surplus to
-refuse, sent by a tight loop and timed to the first byte of each answer. Stops by itself; the
-last line is ``RESULT {json}``.
+scrapers (keep-alive, gzip, each every ``--interval``). Prints scrape p50/p99, 503s, errors
+(other statuses, resets, 5 s timeouts), the daemon's threads and RSS before, right after and
+SETTLE_SECONDS after. Scenarios: plain, TLS + basic auth, npu-smi hanging on every call, and
+the default --web.max-requests 40 (beyond it a 503, with no latency target). Stops by itself;
+the last line is ``RESULT {json}``.
 
 Usage: python bench/load_bench.py [--seconds 60] [--short] [--scenario NAME ...] [--json PATH]
 """
@@ -19,13 +16,8 @@ import argparse
 import asyncio
 import base64
 import json
-import logging
-import multiprocessing
-import multiprocessing.sharedctypes
 import os
 import random
-import selectors
-import socket
 import ssl
 import statistics
 import subprocess
@@ -43,7 +35,7 @@ BIN = Path(sys.executable).parent
 PASSWORD = "bench-pw"
 CLIENT_TIMEOUT = 5.0
 SETTLE_SECONDS = 5.0  # after the load, before the second RSS reading (freed memory returned)
-SIZES = {"seconds": (60.0, 5.0), "scrapers": (100, 20), "slow": (500, 50), "warmup": (3.0, 2.0)}
+SIZES = {"seconds": (60.0, 5.0), "scrapers": (100, 20), "warmup": (3.0, 2.0)}
 SCENARIOS = {  # name: (max_requests or None for the default, TLS + auth, npu-smi hangs)
     "plain": (200, False, False),
     "tls_auth": (200, True, False),
@@ -57,7 +49,6 @@ class Tally:
     latencies: list[float] = field(default_factory=list)
     busy: list[float] = field(default_factory=list)  # 503s
     errors: int = 0
-    cut: int = 0  # slow-header connections closed by the server
 
 
 def _web_config(folder: Path) -> Path:
@@ -149,64 +140,6 @@ async def _scraper(port: int, tls: ssl.SSLContext | None, request: bytes, until:
         conn[1].close()
 
 
-def _burst(port: int, request: bytes, count: int) -> dict[str, float]:
-    """``count`` requests at one instant on connections opened beforehand: sent by one tight
-    loop and timed from each send() to the first bytes of its answer. (The asyncio scrapers
-    would add their own queueing: a task per request, then reading 100 answers in turn.)"""
-    socks = [socket.create_connection(("127.0.0.1", port), timeout=CLIENT_TIMEOUT)
-             for _ in range(count)]
-    answers: dict[int, tuple[float, bytes]] = {}
-    sent: list[float] = []
-    try:
-        for sock in socks:
-            sock.setblocking(False)
-        time.sleep(1.0)  # a real daemon accepting them: real time, no clock to advance
-        for sock in socks:
-            sock.send(request)
-            sent.append(time.perf_counter())
-        with selectors.DefaultSelector() as selector:
-            for index, sock in enumerate(socks):
-                selector.register(sock, selectors.EVENT_READ, index)
-            deadline = time.perf_counter() + CLIENT_TIMEOUT
-            while len(answers) < count and (left := deadline - time.perf_counter()) > 0:
-                for key, _ in selector.select(left):
-                    answers[key.data] = (time.perf_counter(), key.fileobj.recv(65536))
-                    selector.unregister(key.fileobj)
-    finally:
-        for sock in socks:
-            sock.close()
-    by_status: dict[int, list[float]] = {}
-    for index, (at, data) in answers.items():
-        status = int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/1.1 ") else 0
-        by_status.setdefault(status, []).append(at - sent[index])
-    refused, served = by_status.pop(503, []), by_status.pop(200, [])
-    return {
-        "burst": count, "burst_send_ms": 1000 * (sent[-1] - sent[0]),
-        "burst_503": len(refused), "burst_503_p50_ms": _pct(refused, 0.5),
-        "burst_503_p99_ms": _pct(refused, 0.99), "burst_200": len(served),
-        "burst_200_p99_ms": _pct(served, 0.99),
-        "burst_errors": count - len(refused) - len(served),
-    }
-
-
-async def _slow_header(port: int, tls: ssl.SSLContext | None, until: float,
-                       tally: Tally) -> None:
-    loop = asyncio.get_running_loop()
-    while loop.time() < until:
-        try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection("127.0.0.1", port, ssl=tls), CLIENT_TIMEOUT)
-            writer.write(b"GET /metrics HTTP/1.1\r\nHost: bench\r\n")
-            while loop.time() < until and not reader.at_eof():
-                await asyncio.sleep(1.0)  # one header line a second, never the blank line
-                writer.write(b"X-Slow: 1\r\n")
-            if reader.at_eof():
-                tally.cut += 1
-            writer.close()
-        except (OSError, TimeoutError):
-            await asyncio.sleep(0.5)
-
-
 def _client_tls(tls: bool) -> ssl.SSLContext | None:
     if not tls:
         return None
@@ -215,45 +148,17 @@ def _client_tls(tls: bool) -> ssl.SSLContext | None:
     return context
 
 
-async def _slow_only(port: int, tls: bool, seconds: float, count: int) -> int:
-    tally, context = Tally(), _client_tls(tls)
-    until = asyncio.get_running_loop().time() + seconds
-    await asyncio.gather(*(_slow_header(port, context, until, tally) for _ in range(count)))
-    return tally.cut
-
-
-def _slow_process(port: int, tls: bool, seconds: float, count: int,
-                  cut: multiprocessing.sharedctypes.Synchronized[int]) -> None:
-    """The slow-header connections from their own process, as an attacker's would be: their
-    handshakes and reconnections do not queue the scrapers' requests in one event loop."""
-    logging.getLogger("asyncio").setLevel(logging.ERROR)
-    cut.value = asyncio.run(_slow_only(port, tls, seconds, count))
-
-
-async def _load(port: int, tls: bool, args: argparse.Namespace,
-                burst: bool) -> tuple[Tally, dict[str, float]]:
+async def _load(port: int, tls: bool, args: argparse.Namespace) -> Tally:
     tally, context = Tally(), _client_tls(tls)
     headers = b"Accept-Encoding: gzip\r\n"
     if tls:
         headers += b"Authorization: Basic " + base64.b64encode(f"prom:{PASSWORD}".encode())
         headers += b"\r\n"
     request = b"GET /metrics HTTP/1.1\r\nHost: bench\r\n" + headers + b"\r\n"
-    head_start = min(2.0, args.seconds / 4)  # let the slow connections open first
-    cut = multiprocessing.Value("i", 0)
-    slow = multiprocessing.Process(target=_slow_process, daemon=True,
-                                   args=(port, tls, args.seconds + head_start, args.slow, cut))
-    slow.start()
-    await asyncio.sleep(head_start)
-    # nothing else on this loop yet: the burst blocks it on purpose
-    opening = _burst(port, request, args.scrapers) if burst else {}
     until = asyncio.get_running_loop().time() + args.seconds
     await asyncio.gather(*(_scraper(port, context, request, until, args.interval, tally)
                            for _ in range(args.scrapers)))
-    await asyncio.get_running_loop().run_in_executor(None, slow.join, 30.0)
-    if slow.is_alive():
-        slow.kill()
-    tally.cut = cut.value
-    return tally, opening
+    return tally
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -269,9 +174,7 @@ def run_scenario(name: str, args: argparse.Namespace) -> dict[str, float]:
             proc = psutil.Process(daemon.pid)
             time.sleep(args.warmup)  # first polls, first snapshot: a real daemon, real time
             rss0, threads0 = proc.memory_info().rss / 2**20, proc.num_threads()
-            # the default limit's run opens with a request from every scraper at once on a cold
-            # render cache: 40 wait for the first render, the surplus must get its 503 at once
-            tally, opening = asyncio.run(_load(port, tls, args, burst=max_requests is None))
+            tally = asyncio.run(_load(port, tls, args))
             rss1, threads1 = proc.memory_info().rss / 2**20, proc.num_threads()
             time.sleep(SETTLE_SECONDS)  # a real daemon returning freed memory: real time
             rss2 = proc.memory_info().rss / 2**20
@@ -283,9 +186,9 @@ def run_scenario(name: str, args: argparse.Namespace) -> dict[str, float]:
         "p99_ms": _pct(tally.latencies, 0.99), "max_ms": _pct(tally.latencies, 1.0),
         "busy_503": len(tally.busy), "busy_p50_ms": _pct(tally.busy, 0.5),
         "busy_p99_ms": _pct(tally.busy, 0.99),
-        "errors": tally.errors, "slow_cut": tally.cut, "rss_before_mb": rss0,
+        "errors": tally.errors, "rss_before_mb": rss0,
         "rss_after_mb": rss1, "rss_settled_mb": rss2, "threads_before": threads0,
-        "threads_after": threads1, **opening,
+        "threads_after": threads1,
     }
     _print(name, max_requests, args, result)
     return result
@@ -294,40 +197,30 @@ def run_scenario(name: str, args: argparse.Namespace) -> dict[str, float]:
 def _print(name: str, max_requests: int | None, args: argparse.Namespace,
            r: dict[str, float]) -> None:
     print(f"== {name} (--web.max-requests {max_requests or '40, the default'}): "
-          f"{args.scrapers} scrapers every {1000 * args.interval:.0f} ms for {args.seconds:g} s,"
-          f" {args.slow} slow-header connections")
+          f"{args.scrapers} scrapers every {1000 * args.interval:.0f} ms for {args.seconds:g} s")
     print(f"  scrapes ok {r['ok']:.0f}  p50 {r['p50_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms"
           f"  max {r['max_ms']:.1f} ms")
     print(f"  503 {r['busy_503']:.0f} (p50 {r['busy_p50_ms']:.2f} ms, p99 "
           f"{r['busy_p99_ms']:.2f} ms)  errors/timeouts "
-          f"{r['errors']:.0f}  slow connections cut by the header deadline {r['slow_cut']:.0f}")
+          f"{r['errors']:.0f}")
     print(f"  daemon RSS {r['rss_before_mb']:.1f} -> {r['rss_after_mb']:.1f} MB"
           f" ({r['rss_after_mb'] - r['rss_before_mb']:+.1f} MB), {SETTLE_SECONDS:g} s later "
           f"{r['rss_settled_mb']:.1f} MB ({r['rss_settled_mb'] - r['rss_before_mb']:+.1f} MB)"
           "  threads "
           f"{r['threads_before']:.0f} -> {r['threads_after']:.0f}", flush=True)
-    if "burst" in r:
-        print(f"  opening burst: {r['burst']:.0f} requests sent in {r['burst_send_ms']:.2f} ms on"
-              f" a cold cache; 503 {r['burst_503']:.0f} (p50 {r['burst_503_p50_ms']:.2f} ms, p99 "
-              f"{r['burst_503_p99_ms']:.2f} ms), 200 {r['burst_200']:.0f} (p99 "
-              f"{r['burst_200_p99_ms']:.2f} ms), errors/timeouts {r['burst_errors']:.0f}",
-              flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float)
     parser.add_argument("--scrapers", type=int)
-    parser.add_argument("--slow", type=int)
     parser.add_argument("--interval", type=float, default=0.1, help="per scraper, seconds")
     parser.add_argument("--warmup", type=float)
     parser.add_argument("--short", action="store_true",
-                        help="5 s, 20 scrapers, 50 slow (where not given)")
+                        help="5 s, 20 scrapers (where not given)")
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
-    # the client's own asyncio warns for each write to a connection the deadline just cut
-    logging.getLogger("asyncio").setLevel(logging.ERROR)
     for name, (full, short) in SIZES.items():  # where not given: the full or the short run's
         if getattr(args, name) is None:
             setattr(args, name, short if args.short else full)
@@ -335,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
     print("RESULT " + json.dumps(results))
     if args.json:
         args.json.write_text(json.dumps({"scrapers": args.scrapers, "seconds": args.seconds,
-                                         "interval_s": args.interval, "slow": args.slow,
+                                         "interval_s": args.interval,
                                          "scenarios": results}, indent=1))
 
 

@@ -121,15 +121,6 @@ class Agent:
             progress(name, time.monotonic() - started)
         return generate_latest(self.registry)
 
-    def status_line(self) -> str:
-        """One line on the data sources, for the landing page and a failing /healthz."""
-        sources = self.store.latest().sources
-        if not sources:
-            return "no npu-smi poll has finished yet"
-        return "; ".join(
-            f"{s.source} up" if s.up else f"{s.source} DOWN: {s.last_error}" for s in sources
-        )
-
     def write_textfile(self) -> None:
         """The textfile output; a full disk is logged and retried on the next tick."""
         path = self.config.textfile.path

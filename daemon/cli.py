@@ -137,10 +137,9 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
     signals = _SignalPipe((signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
     address = config.web.listen_address
     try:
-        server = serve(supervisor.registry, address, config.web.config_file, supervisor.healthy,
-                       version=__version__, status=supervisor.status_line,
-                       render_version=supervisor.version, exposition=supervisor.exposition,
-                       subscribe=supervisor.subscribe, max_requests=config.web.max_requests)
+        server = serve(supervisor.exposition, address, config.web.config_file, supervisor.healthy,
+                       version=__version__, latest=supervisor.latest,
+                       max_requests=config.web.max_requests)
     except (OSError, ValueError) as error:  # a taken port, an address this host does not have
         supervisor.stop()
         print(f"npumon: cannot listen on {address!r}: {getattr(error, 'strerror', None) or error}"

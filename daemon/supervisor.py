@@ -1,7 +1,7 @@
 """The daemon's lifecycle around one Agent: reload on SIGHUP (a bad config keeps the old), stop.
 
-Part of the wiring, like app.py: it owns the registry /metrics serves, whose collector always
-renders the current agent, plus npumon_config_last_reload_* and process_* / python_*.
+Part of the wiring, like app.py: it owns what /metrics serves, the current agent's families
+followed by one registry's: npumon_config_last_reload_*, process_* and python_*.
 """
 
 from __future__ import annotations
@@ -11,21 +11,16 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 
-from prometheus_client import (
-    CollectorRegistry,
-    GCCollector,
-    PlatformCollector,
-    ProcessCollector,
-    generate_latest,
-)
+from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 from prometheus_client.core import Metric
-from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
 from npumon.daemon.app import Agent
 from npumon.daemon.config import Config, ConfigError
 from npumon.daemon.logs import set_level
+from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.daemon.runner import terminate_all
 from npumon.exporters.builtin import render_reload
+from npumon.exporters.rendercache import Exposition
 
 log = logging.getLogger(__name__)
 
@@ -53,17 +48,15 @@ class Supervisor:
         self.reload_success_timestamp = clock()
         self._generation = object()
         self._version: tuple[object, object] = (None, None)
-        self._listeners: list[Callable[[], None]] = []
-        self._attach(self.agent)
         # what follows the agent's families: the reload outcome, process_* and python_*
-        self._rest = CollectorRegistry(auto_describe=False)
-        self._rest.register(_Reload(self))
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(_Current(self))
-        for collector in (ProcessCollector(registry=self.registry),
-                          PlatformCollector(registry=self.registry),
-                          GCCollector(registry=self.registry)):
-            self._rest.register(collector)
+        self.registry.register(_Reload(self))
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        self.exposition = Exposition(lambda openmetrics: self.agent.collector.exposition(
+            openmetrics), self.registry, self.version)
+        """The /metrics body (``exposition(openmetrics)``), rendered once per ``version()``."""
 
     @property
     def config(self) -> Config:
@@ -79,8 +72,6 @@ class Supervisor:
                 done = self._reload()
             finally:
                 self._generation = object()  # the reload metrics changed: re-render
-                self._attach(self.agent)
-        self._changed()
         return done
 
     def _reload(self) -> bool:
@@ -124,35 +115,17 @@ class Supervisor:
     def healthy(self) -> bool:
         return self.agent.running()
 
-    def status_line(self) -> str:
-        return self.agent.status_line()
+    def latest(self) -> NodeSnapshot:
+        """The current agent's latest snapshot (the landing page's sources and versions)."""
+        return self.agent.store.latest()
 
     def version(self) -> object:
         """Changes whenever the exposition would: a new snapshot, agent or reload outcome."""
-        snapshot = self.agent.store.latest()
+        snapshot = self.latest()
         current = self._version
         if current[0] is not snapshot or current[1] is not self._generation:
             current = self._version = (snapshot, self._generation)
         return current
-
-    def exposition(self, openmetrics: bool = False) -> bytes:
-        """The /metrics body: the agent's families (each collector's text kept while its inputs
-        are unchanged), then the reload outcome, process_* and python_* (formatted each time)."""
-        encode = generate_openmetrics if openmetrics else generate_latest
-        return self.agent.collector.exposition(openmetrics) + encode(self._rest)
-
-    def subscribe(self, listener: Callable[[], None]) -> None:
-        """Call ``listener`` (it must return at once) whenever the exposition may have changed:
-        after each publish of the current agent's store, and after each reload."""
-        self._listeners.append(listener)
-
-    def _attach(self, agent: Agent) -> None:
-        if self._changed not in agent.store.listeners:
-            agent.store.listeners.append(self._changed)
-
-    def _changed(self) -> None:
-        for listener in list(self._listeners):
-            listener()
 
     def _warn_restart_only(self, config: Config) -> None:
         before, after = self.agent.config.web, config.web
@@ -174,10 +147,3 @@ class _Reload:
         s = self._supervisor
         yield from render_reload(s.reload_successful, s.reload_success_timestamp)
 
-
-class _Current(_Reload):
-    """A collector that renders whichever agent is current, then the reload outcome."""
-
-    def collect(self) -> Iterator[Metric]:
-        yield from self._supervisor.agent.collector.collect()
-        yield from super().collect()

@@ -13,12 +13,9 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from operator import attrgetter
-from typing import TypeVar, cast
+from typing import TypeVar
 
-from prometheus_client import CollectorRegistry
-from prometheus_client import exposition as text_format
 from prometheus_client.core import Metric
-from prometheus_client.openmetrics import exposition as openmetrics_format
 
 from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.exporters.builtin import (
@@ -36,6 +33,8 @@ from npumon.exporters.kubernetes import render_kubernetes
 from npumon.exporters.network import render_interconnect, render_network, render_optical
 from npumon.exporters.profiles import render_profiles
 from npumon.exporters.spec import Renderer
+from npumon.exporters.writer import openmetrics as write_openmetrics
+from npumon.exporters.writer import text as write_text
 
 log = logging.getLogger(__name__)
 Inputs = Callable[[NodeSnapshot], tuple[object, ...]]  # the snapshot parts a collector reads
@@ -121,11 +120,11 @@ class NpuCollector:
         yield from render_collector_results(results)
 
     def exposition(self, openmetrics: bool = False) -> bytes:
-        """What ``collect()`` yields, as exposition text (no ``# EOF``), formatted by
-        prometheus_client. A collector's text is reused while the snapshot parts it reads (its
+        """What ``collect()`` yields, as exposition text (no ``# EOF``), written by
+        exporters/writer.py. A collector's text is reused while the snapshot parts it reads (its
         inputs in COLLECTORS) are the same objects: the store keeps an unchanged part's identity,
         so a table poll re-formats the chip families but not the network ones."""
-        encode = _encoder(openmetrics)
+        encode = write_openmetrics if openmetrics else write_text
 
         def text(name: str, render: Renderer, inputs: Inputs, snap: NodeSnapshot) -> bytes:
             key, now = (name, openmetrics), inputs(snap)
@@ -179,29 +178,6 @@ class NpuCollector:
             log.debug("event=render_failed collector=%s error=%r", collector, text)
         else:
             log.error("event=render_failed collector=%s error=%r", collector, text, exc_info=exc)
-
-
-class _Families:
-    """The ``collect()`` prometheus_client's encoders call, over families already rendered."""
-
-    def __init__(self, families: list[Metric]) -> None:
-        self._families = families
-
-    def collect(self) -> list[Metric]:
-        return self._families
-
-
-def _encoder(openmetrics: bool) -> Callable[[list[Metric]], bytes]:
-    """prometheus_client's formatting of ``families`` (OpenMetrics without its ``# EOF``)."""
-    def text(families: list[Metric]) -> bytes:
-        return text_format.generate_latest(cast(CollectorRegistry, _Families(families)))
-
-    def om(families: list[Metric]) -> bytes:
-        body: bytes = openmetrics_format.generate_latest(  # type: ignore[no-untyped-call]
-            _Families(families))
-        return body.removesuffix(b"# EOF\n")
-
-    return om if openmetrics else text
 
 
 def _inputs(paths: tuple[str, ...]) -> Inputs:

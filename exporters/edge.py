@@ -1,4 +1,4 @@
-"""The ASGI app behind the server: auth, bounded in-flight requests, routes, render cache."""
+"""The ASGI app behind the server: auth, then the routes; /metrics bounded in flight."""
 
 from __future__ import annotations
 
@@ -6,55 +6,28 @@ import asyncio
 import gzip
 import html
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client.exposition import choose_encoder
 
+from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT, NodeSnapshot
 from npumon.exporters.auth import BasicAuth
-from npumon.exporters.rendercache import Key, RenderCache
-from npumon.exporters.weblive import Active, LiveWebConfig
+from npumon.exporters.weblive import LiveWebConfig
 
 log = logging.getLogger(__name__)
 
 Scope = MutableMapping[str, Any]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-TEXT = "text/plain; charset=utf-8"
-TEXT_BYTES = TEXT.encode()
-LIVENESS_PATH = "/-/healthy"  # unauthenticated, says nothing but "OK": for Kubernetes probes
-RENDER_THREADS = 2  # collectors run here, off the event loop; the cache makes most scrapes free
-# gzip level 1: a 16-chip exposition (230 KB) takes 1.0 ms and 27 KB, level 6 3.8 ms and 22 KB
-GZIP_LEVEL = 1
+Headers = tuple[tuple[bytes, bytes], ...]
 Exposition = Callable[[bool], bytes]  # OpenMetrics? -> the body
+TEXT = "text/plain; charset=utf-8"
+LIVENESS_PATH = "/-/healthy"  # unauthenticated, says nothing but "OK": for Kubernetes probes
+RENDER_THREADS = 2  # the exposition runs here, off the event loop
+GZIP_LEVEL = 1  # most of level 6's saving at a fraction of its time (bench/RESULTS.md)
 BUSY = b"Too many requests in flight\n"  # the 503's body
-SLOT = "npumon.slot"  # in scope["extensions"]: this request holds one of the max_requests slots
-JUDGED = "npumon.judged"  # in scope["extensions"]: what ``admit`` found (a _Judged)
-
-
-@dataclass(frozen=True)
-class _Judged:
-    """What ``admit`` found as a /metrics request was parsed, so that its task does not work it
-    out again: the web config it was judged by (its credentials are cached good under it), its
-    decoded headers, the render cache key and whether the body is OpenMetrics."""
-
-    active: Active
-    headers: dict[str, str]
-    key: Key
-    openmetrics: bool
-
-
-def _decoded(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
-    return {k.decode("latin-1"): v.decode("latin-1") for k, v in raw}
-
-
-def _variant(headers: Mapping[str, str]) -> tuple[Key, bool]:
-    """The render cache's key (content type, gzip) for these request headers, and whether the
-    body is OpenMetrics."""
-    _, content_type = choose_encoder(headers.get("accept", ""))
-    zipped = gzip_wanted(headers.get("accept-encoding", ""))
-    return (content_type, zipped), content_type.startswith("application/openmetrics-text")
+DOCS = "README.md, docs/runbooks.md (one section per alert) and docs/privileges.md"
 
 
 def gzip_wanted(accept_encoding: str) -> bool:
@@ -62,32 +35,27 @@ def gzip_wanted(accept_encoding: str) -> bool:
     weights: dict[str, float] = {}
     for item in accept_encoding.split(","):
         coding, *params = (part.strip() for part in item.split(";"))
-        q = 1.0
-        for param in params:
-            name, _, value = param.partition("=")
-            if name.strip().lower() == "q":
-                try:
-                    q = float(value)
-                except ValueError:
-                    q = 0.0
-        weights[coding.lower()] = q
+        qs = [v for n, _, v in (p.partition("=") for p in params) if n.strip().lower() == "q"]
+        try:
+            weights[coding.lower()] = float(qs[-1]) if qs else 1.0
+        except ValueError:  # a q-value that is not a number refuses the coding
+            weights[coding.lower()] = 0.0
     return weights.get("gzip", weights.get("*", 0.0)) > 0
 
 
 class EdgeApp:
-    """Every path but LIVENESS_PATH needs auth when users are configured; at most
-    ``max_requests`` authorised /metrics requests are in flight (rendering or being handed to
-    the connection), the rest get a 503 at once. As node_exporter's --web.max-requests, the
-    limit is inside auth: a flood of bad credentials waits on bcrypt and gets its 401, but
-    cannot take the slots of a scraper whose credentials are cached, and /healthz and the
-    landing page never count."""
+    """Every path but LIVENESS_PATH needs auth when users are configured. At most
+    ``max_requests`` authorised /metrics requests are in flight, the next gets a 503 at once
+    (node_exporter's --web.max-requests, inside auth as there: a flood of bad credentials waits
+    on bcrypt and gets its 401, and /healthz and the landing page never count)."""
 
     def __init__(self, exposition: Exposition, web: LiveWebConfig, *, max_requests: int,
-                 healthy: Callable[[], bool], status: Callable[[], str] | None, version: str,
-                 cache: RenderCache | None) -> None:
+                 healthy: Callable[[], bool], latest: Callable[[], NodeSnapshot] | None,
+                 version: str) -> None:
         self._exposition, self._web, self._max = exposition, web, max_requests
-        self._healthy, self._status_fn, self._version, self._cache = healthy, status, version, cache
-        self._in_flight = 0
+        self._healthy, self._latest, self._version = healthy, latest, version
+        self._in_flight = 0  # the semaphore: only the event loop thread counts
+        self._zipped: dict[bool, tuple[bytes, bytes]] = {}  # per format: a body and its gzip
         self._bcrypt = ThreadPoolExecutor(1, thread_name_prefix="npumon-bcrypt")
         self._render = ThreadPoolExecutor(RENDER_THREADS, thread_name_prefix="npumon-render")
 
@@ -95,97 +63,36 @@ class EdgeApp:
         self._bcrypt.shutdown(wait=False, cancel_futures=True)
         self._render.shutdown(wait=False, cancel_futures=True)
 
-    def full(self) -> bool:
-        """Every slot taken: an authorised /metrics would get a 503 now."""
-        return self._in_flight >= self._max
-
-    def admit(self, scope: Scope) -> None:
-        """Called by the server as it parses a request, before the request's task runs: an
-        authorised /metrics that must wait for a render takes its slot now. A burst parsed in
-        one go is then counted as it arrives, so its surplus is refused while it is read
-        (``refusal``), not after every task ahead of it has run. A request whose body is ready
-        takes its slot in its task, as do undecided ones (an uncached credential: bcrypt
-        first)."""
-        raw = scope["headers"]
-        authorization = next((v for k, v in raw if k == b"authorization"), None)
-        active = self._known_good(scope["method"], scope["path"], authorization)
-        if active is None:
-            return
-        headers = _decoded(raw)
-        judged = scope.setdefault("extensions", {})[JUDGED] = _Judged(
-            active, headers, *_variant(headers))
-        if self._cache is None or not self._cache.ready(judged.key):
-            self._take(scope)
-
-    def refusal(self, method: str, path: str,
-                authorization: bytes | None) -> tuple[tuple[bytes, bytes], ...] | None:
-        """The web config's extra headers for the 503 that this request gets anyway, when every
-        slot is taken and it is a GET/HEAD of /metrics whose credentials are known good without
-        bcrypt; None: let it take the normal path (which refuses it alike, only later)."""
-        if not self.full():
-            return None
-        active = self._known_good(method, path, authorization)
-        return None if active is None else active.headers
-
-    def _known_good(self, method: str, path: str, authorization: bytes | None) -> Active | None:
-        if method not in ("GET", "HEAD") or path != "/metrics":
-            return None
-        active = self._web.current()
-        if active is None or (active.auth is not None and active.auth.cached(
-                None if authorization is None else authorization.decode("latin-1")) is not True):
-            return None
-        return active
-
-    def _take(self, scope: Scope) -> bool:
-        """A slot for this request (True), taken now or when it was parsed; False when full."""
-        extensions = scope.setdefault("extensions", {})
-        if extensions.get(SLOT):
-            return True
-        if self.full():
-            return False
-        self._in_flight += 1
-        extensions[SLOT] = True
-        return True
-
     async def __call__(self, scope: Scope, receive: Any, send: Send) -> None:
         if scope["type"] != "http":
             return
-        try:
-            await self._route(scope, send)
-        finally:
-            if scope.get("extensions", {}).get(SLOT):
-                self._in_flight -= 1
-
-    async def _route(self, scope: Scope, send: Send) -> None:
         if scope["method"] not in ("GET", "HEAD"):
             await _send(send, 405, b"Method Not Allowed\n", TEXT, (), [(b"allow", b"GET, HEAD")])
             return
-        if scope["path"] == LIVENESS_PATH:
+        path = scope["path"]
+        if path == LIVENESS_PATH:
             await _send(send, 200, b"OK\n", TEXT, ())
             return
-        judged: _Judged | None = scope.get("extensions", {}).get(JUDGED)
-        active = self._web.current() if judged is None else judged.active
+        active = self._web.current()
         if active is None:  # the web config file is broken: fail closed (exporter-toolkit too)
             await _send(send, 500, b"Internal Server Error\n", TEXT, ())
             return
-        await self._handle(scope, send, active, judged)
-
-    async def _handle(self, scope: Scope, send: Send, active: Active,
-                      judged: _Judged | None) -> None:
-        auth, extra = active.auth, active.headers
-        headers = _decoded(scope["headers"]) if judged is None else judged.headers
-        if judged is None and auth is not None and not await self._authorized(
-                auth, headers.get("authorization")):
-            challenge = [(k.lower().encode(), v.encode()) for k, v in auth.challenge().items()]
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        extra = active.headers
+        if active.auth is not None and not await self._authorized(
+                active.auth, headers.get("authorization")):
+            challenge = [(k.lower().encode(), v.encode()) for k, v in
+                         active.auth.challenge().items()]
             await _send(send, 401, b"Unauthorized\n", TEXT, extra, challenge)
-            return
-        path = scope["path"]
-        if path == "/metrics":
-            if not self._take(scope):
+        elif path == "/metrics":
+            if self._in_flight >= self._max:
                 await _send(send, 503, BUSY, TEXT, extra)
                 return
-            await self._metrics(send, _variant(headers) if judged is None else (
-                judged.key, judged.openmetrics), extra)
+            self._in_flight += 1
+            try:
+                await self._metrics(send, headers, extra)
+            finally:
+                self._in_flight -= 1
         elif path == "/healthz":
             ok, reason = self._health()
             text = "ok\n" if ok else f"unhealthy: {reason}\n"
@@ -202,21 +109,13 @@ class EdgeApp:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._bcrypt, auth.check, header)
 
-    async def _metrics(self, send: Send, variant: tuple[Key, bool],
-                       extra: tuple[tuple[bytes, bytes], ...]) -> None:
-        key, openmetrics = variant
-        content_type, zipped = key
-
-        def render() -> bytes:
-            body = self._exposition(openmetrics)
-            return gzip.compress(body, compresslevel=GZIP_LEVEL) if zipped else body
-
-        cache = self._cache
+    async def _metrics(self, send: Send, headers: dict[str, str], extra: Headers) -> None:
+        _, content_type = choose_encoder(headers.get("accept", ""))
+        openmetrics = content_type.startswith("application/openmetrics-text")
+        zipped = gzip_wanted(headers.get("accept-encoding", ""))
         try:
-            body = cache.peek(key) if cache is not None else None
-            if body is None:
-                work = (lambda: cache.get(key, render)) if cache is not None else render
-                body = await asyncio.get_running_loop().run_in_executor(self._render, work)
+            body = await asyncio.get_running_loop().run_in_executor(
+                self._render, self._body, openmetrics, zipped)
         except Exception as exc:  # a collector outside NpuCollector's boundaries: visible 500
             log.error("event=scrape_failed error=%r", exc, exc_info=exc)
             await _send(send, 500, f"scrape failed: {exc!r}\n".encode(), TEXT, extra)
@@ -224,36 +123,52 @@ class EdgeApp:
         more = [(b"content-encoding", b"gzip")] if zipped else []
         await _send(send, 200, body, content_type, extra, more + [(b"vary", b"Accept-Encoding")])
 
+    def _body(self, openmetrics: bool, zipped: bool) -> bytes:
+        """The exposition, gzipped once per body it returns (the same object while the
+        snapshot is unchanged)."""
+        body = self._exposition(openmetrics)
+        if not zipped:
+            return body
+        kept = self._zipped.get(openmetrics)
+        if kept is None or kept[0] is not body:
+            kept = self._zipped[openmetrics] = (body, gzip.compress(body, GZIP_LEVEL))
+        return kept[1]
+
     def _health(self) -> tuple[bool, str]:
         try:
             ok = bool(self._healthy())
         except Exception as exc:  # a broken health callback is an unhealthy answer, not a 500
             return False, f"health check failed: {exc!r}"
-        return ok, "" if ok else self._status() or "not healthy"
+        if ok:
+            return True, ""
+        down = [f"{s.source} down: {s.last_error}" for s in self._snapshot().sources if not s.up]
+        return False, "; ".join(down) or "no source has run yet"
 
-    def _status(self) -> str:
-        if self._status_fn is None:
-            return ""
-        try:
-            return self._status_fn()
-        except Exception as exc:  # the landing page must render even then
-            return f"status unavailable: {exc!r}"
+    def _snapshot(self) -> NodeSnapshot:
+        return EMPTY_SNAPSHOT if self._latest is None else self._latest()
 
     def _landing(self) -> str:
-        ok, _ = self._health()
-        version = html.escape(self._version or "unknown")
-        status = html.escape(self._status() or ("healthy" if ok else "not healthy"))
+        """Version, the node's npu-smi and driver, each source as itself, the links."""
+        snap, (ok, _) = self._snapshot(), self._health()
+        rows = "".join(f"<tr><td>{_e(s.source)}</td><td>{'up' if s.up else 'down'}</td>"
+                       f"<td>{html.escape(s.last_error or '')}</td></tr>" for s in snap.sources)
         return (
             '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>npumon</title></head>'
-            "<body><h1>npumon</h1><p>Ascend NPU exporter, version "
-            f"{version}</p><p>npu-smi: {status}</p><ul>"
+            f"<body><h1>npumon</h1><p>Ascend NPU exporter, version {_e(self._version)}; "
+            f"{'healthy' if ok else 'not healthy'}.</p>"
+            f"<p>npu-smi {_e(snap.node.npu_smi_version)}, driver {_e(snap.node.driver_version)}</p>"
+            "<table><tr><th>source</th><th>state</th><th>last error</th></tr>"
+            f"{rows or '<tr><td colspan=3>no source has run yet</td></tr>'}</table><ul>"
             '<li><a href="metrics">/metrics</a></li><li><a href="healthz">/healthz</a></li>'
-            "</ul></body></html>\n"
-        )
+            '<li><a href="-/healthy">/-/healthy</a> (liveness, no auth)</li></ul>'
+            f"<p>Documentation: {DOCS} in the npumon source.</p></body></html>\n")
 
 
-async def _send(send: Send, status: int, body: bytes, content_type: str,
-                extra: tuple[tuple[bytes, bytes], ...],
+def _e(text: str | None) -> str:
+    return html.escape(text or "unknown")
+
+
+async def _send(send: Send, status: int, body: bytes, content_type: str, extra: Headers,
                 more: list[tuple[bytes, bytes]] | None = None) -> None:
     headers = [(b"content-type", content_type.encode()),
                (b"content-length", str(len(body)).encode()), *extra, *(more or [])]

@@ -1,7 +1,8 @@
 """Declarative per-chip metric families: each row names a ChipReading field, never a source.
 
 A family table is a tuple of these rows; `render_table` turns one into metric families. Field
-names are checked against ChipReading when the row is built, so a typo fails at import.
+names are checked against ChipReading, metric and label names by the writer, when the row is built,
+so a typo fails at import.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from prometheus_client.samples import Sample
 
 from npumon.daemon.model.reading import ChipReading
 from npumon.daemon.model.snapshot import NodeSnapshot
+from npumon.exporters.writer import label_names, metric_name
 
 CHIP_LABELS = ("npu", "chip")
 SAMPLED = "Sampled in the background by npumon; see npumon_source_last_success_timestamp_seconds."
@@ -29,10 +31,12 @@ def _gauge(name: str, doc: str, *labels: str, unit: str = "") -> GaugeMetricFami
     return GaugeMetricFamily(name, f"{doc} {SAMPLED}", labels=(*CHIP_LABELS, *labels), unit=unit)
 
 
-def _check(*names: str) -> None:
-    unknown = [n for n in names if n not in _FIELDS]
+def _check(fields: tuple[str, ...], name: str, labels: tuple[str, ...] = ()) -> None:
+    unknown = [n for n in fields if n not in _FIELDS]
     if unknown:
         raise ValueError(f"no ChipReading field {unknown}; add it in daemon/model/reading.py")
+    metric_name(name)
+    label_names(tuple(sorted((*CHIP_LABELS, *labels))))
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,7 @@ class Gauge:
     unit: str = ""
 
     def __post_init__(self) -> None:
-        _check(self.field)
+        _check((self.field,), self.name)
 
     def render(self, chips: Sequence[ChipReading]) -> Metric:
         family = _gauge(self.name, self.help, unit=self.unit)
@@ -72,7 +76,7 @@ class Counter:
     fields: tuple[tuple[str, str], ...]  # (label value, ChipReading field)
 
     def __post_init__(self) -> None:
-        _check(*(f for _, f in self.fields))
+        _check(tuple(f for _, f in self.fields), f"{self.name}_total", (self.label,))
 
     def render(self, chips: Sequence[ChipReading]) -> Metric:
         family = CounterMetricFamily(self.name, f"{self.help} {SAMPLED}",
@@ -100,7 +104,7 @@ class StateSet:
     field: str
 
     def __post_init__(self) -> None:
-        _check(self.field)
+        _check((self.field,), self.name, (self.label,))
 
     def render(self, chips: Sequence[ChipReading]) -> Metric:
         family = _gauge(self.name, self.help, self.label)
@@ -126,7 +130,7 @@ class Members:
     field: str
 
     def __post_init__(self) -> None:
-        _check(self.field)
+        _check((self.field,), self.name, self.labels)
 
     def render(self, chips: Sequence[ChipReading]) -> Metric:
         family = _gauge(self.name, self.help, *self.labels)
@@ -149,7 +153,7 @@ class Info:
     field: str
 
     def __post_init__(self) -> None:
-        _check(self.field)
+        _check((self.field,), self.name)
 
     def render(self, chips: Sequence[ChipReading]) -> Metric:
         family = Metric(self.name, self.help, "gauge")

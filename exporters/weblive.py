@@ -41,10 +41,8 @@ class Active:
 
 def _activate(config: WebConfig) -> Active:
     auth = BasicAuth(config.basic_auth_users) if config.basic_auth_users else None
-    headers = tuple(
-        (name.lower().encode(), value.encode())
-        for name, value in config.http_server_config.headers.items()
-    )
+    headers = tuple((name.lower().encode(), value.encode())
+                    for name, value in config.http_server_config.headers.items())
     return Active(config, auth, headers)
 
 
@@ -62,10 +60,13 @@ class LiveWebConfig:
     versions needs a restart: until then handshakes are refused (logged), never weakened.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None, static: WebConfig | None = None):
-        self._path = None if path is None else Path(path)
+    def __init__(self, source: WebConfig | str | os.PathLike[str] | None) -> None:
+        """``source``: a web-config.yml path (re-read when it changes), a loaded WebConfig
+        (fixed) or None (plain HTTP, no auth)."""
+        self._path = None if source is None or isinstance(source, WebConfig) else Path(source)
         self._stamp: Stamp = None
-        self._active: Active | None = _activate(static or WebConfig())
+        self._active: Active | None = _activate(
+            source if isinstance(source, WebConfig) else WebConfig())
         if self._path is not None:
             self._stamp = _stamp(self._path)
             self._active = _activate(load_web_config(self._path))  # raises when broken

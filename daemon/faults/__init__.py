@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
+from npumon.daemon.model.npu_smi import code_value
+
 # most severe first (the device plugin's getMostSeriousFaultType order)
 LEVELS = ("separate_npu", "pre_separate_npu", "restart_npu", "free_restart_npu",
           "restart_business", "restart_request", "sub_health", "not_handle")
@@ -26,14 +28,6 @@ _KEYS = {
 
 class FaultTableError(ValueError):
     """A fault table that cannot be read or is not in the device plugin's format."""
-
-
-def code_value(code: str) -> int | None:
-    """The integer a hex code stands for; None when it is not hex."""
-    try:
-        return int(code.strip().removeprefix("0x").removeprefix("0X"), 16)
-    except ValueError:
-        return None
 
 
 class FaultTable:

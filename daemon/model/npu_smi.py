@@ -190,6 +190,15 @@ class HealthReport:
     error_information: tuple[str, ...] = ()  # one text per code/continuation line
 
 
+def code_value(code: str) -> int | None:
+    """The integer a hex error code stands for (``8C03A000``, ``0x8c03a000``); None when it is
+    not hex."""
+    try:
+        return int(code.strip().removeprefix("0x").removeprefix("0X"), 16)
+    except ValueError:
+        return None
+
+
 # ---------------------------------------------------------------- -t memory
 @dataclass(frozen=True, slots=True)
 class MemoryReport:

@@ -34,8 +34,6 @@ class FakeAgent:
     def running(self) -> bool:
         return self.events[-1:] == ["start"]
 
-    def status_line(self) -> str:
-        return "fake"
 
 
 def config(**extra: Any) -> Config:
@@ -59,7 +57,7 @@ def supervisor(loader: Loader, now: list[float]) -> Supervisor:
 
 
 def exposition(s: Supervisor) -> dict[Any, float]:
-    return samples(s.exposition())  # what /metrics serves
+    return samples(s.exposition(False))  # what /metrics serves
 
 
 def test_a_good_reload_swaps_the_agent_and_says_so() -> None:
@@ -136,28 +134,31 @@ def test_process_and_python_families_are_on_metrics_only() -> None:
     assert not any(n.startswith(("process_", "python_", "npumon_config_")) for n in textfile)
 
 
-def test_metrics_body_has_the_registrys_series_in_both_formats() -> None:
+def test_metrics_body_is_the_agents_families_then_the_registrys_in_both_formats() -> None:
     from prometheus_client.openmetrics.exposition import generate_latest as openmetrics
 
     s = supervisor(Loader(), [1.0])
-    assert names(samples(s.exposition())) == names(samples(generate_latest(s.registry)))
-    body = s.exposition(openmetrics=True).decode()
+    expected = names(samples(generate_latest(s.agent.registry))) | names(
+        samples(generate_latest(s.registry)))
+    assert names(samples(s.exposition(False))) == expected
+    body = s.exposition(True).decode()
     assert body.endswith("# EOF\n") and body.count("# EOF") == 1
+    assert body.index("npumon_build_info") < body.index("npumon_config_last_reload_successful")
     lines = {line.split(" ")[0] for line in body.splitlines() if not line.startswith("#")}
     reference = openmetrics(s.registry).decode().splitlines()
-    assert lines == {line.split(" ")[0] for line in reference if not line.startswith("#")}
+    assert {line.split(" ")[0] for line in reference if not line.startswith("#")} <= lines
 
 
-def test_subscribers_hear_of_every_publish_and_reload() -> None:
+def test_the_body_is_rendered_again_after_each_publish_and_reload() -> None:
     from npumon.daemon.model.snapshot import SourceStatus
 
-    loader, heard = Loader(), []
+    loader = Loader()
     s = supervisor(loader, [1.0])
-    s.subscribe(lambda: heard.append("changed"))
+    first = s.exposition(False)
+    assert s.exposition(False) is first  # the same snapshot: the same bytes
     s.agent.store.publish_status(SourceStatus("npu_smi_table", True, 0.1, 1.0, 0))
-    assert heard == ["changed"]
+    published = s.exposition(False)
+    assert published is not first and b'npumon_source_up{source="npu_smi_table"} 1.0' in published
     loader.next = config(collectors={"disabled": ["sources"]})
     assert s.reload() is True
-    assert heard == ["changed"] * 2
-    s.agent.store.publish_status(SourceStatus("npu_smi_table", True, 0.1, 2.0, 0))  # the new one
-    assert heard == ["changed"] * 3
+    assert b"npumon_source_up" not in s.exposition(False)  # the new agent's, at once

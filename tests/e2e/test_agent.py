@@ -67,7 +67,8 @@ def test_failed_table_drops_every_chip_and_says_why() -> None:
     assert value(found, "npumon_source_up", source="npu_smi_table") == 0
     assert value(found, "npumon_source_failures_total", source="npu_smi_table",
                  reason="dcmi_init") == 1
-    assert "HwHiAiUser" in agent.status_line()
+    table = next(s for s in agent.store.latest().sources if s.source == "npu_smi_table")
+    assert "HwHiAiUser" in (table.last_error or "")  # what the landing page and /healthz show
 
 
 def test_garbage_is_a_parse_error_not_a_crash() -> None:
@@ -146,13 +147,16 @@ def samples_of(agent: Agent) -> Samples:
 @pytest.fixture
 def hung_agent() -> Iterator[tuple[Agent, int]]:
     """A running daemon whose `npu-smi info` hangs for 60 s (killed after the 3 s timeout)."""
+    from npumon.daemon.supervisor import Supervisor
+
     agent = agent_for(fake_npu_smi("910b4-1_25.2.2", "--hang-on", "info"), timeout="3s")
-    server = serve(agent.registry, "127.0.0.1:0", None, agent.running)
-    agent.start()
+    supervisor = Supervisor(agent.config, lambda: agent.config, make_agent=lambda _: agent)
+    server = serve(supervisor.exposition, "127.0.0.1:0", None, supervisor.healthy)  # as `run`
+    supervisor.start()
     try:
         yield agent, server.port
     finally:
-        agent.stop()
+        agent.stop()  # not supervisor.stop(): its terminate_all() ends child processes for good
         server.shutdown()
 
 

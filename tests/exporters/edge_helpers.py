@@ -15,15 +15,17 @@ from prometheus_client import CollectorRegistry
 
 from npumon.exporters.collector import NpuCollector
 from npumon.exporters.http import Server
+from npumon.exporters.rendercache import Exposition
 
 TIMEOUT = 10.0
 
 
-def registry() -> CollectorRegistry:
-    reg = CollectorRegistry()
+def exposition(registry: CollectorRegistry | None = None) -> Exposition:
+    """The /metrics body as `npumon run` wires it (Supervisor.exposition): an NpuCollector on a
+    910B node, then ``registry``'s families."""
     snap = node(chip_910b())
-    reg.register(NpuCollector(lambda: snap, "1.2.3"))
-    return reg
+    collector = NpuCollector(lambda: snap, "1.2.3")
+    return Exposition(collector.exposition, registry or CollectorRegistry(), lambda: snap)
 
 
 def get(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import bcrypt
 import pytest
-from edge_helpers import auth, get, registry
+from edge_helpers import auth, exposition, get
 
 from npumon.exporters import auth as auth_module
 from npumon.exporters.http import Server, serve
@@ -56,7 +56,7 @@ def checkpw(monkeypatch: pytest.MonkeyPatch) -> _CountingCheckpw:
 def server(tmp_path: Path) -> Iterator[Server]:
     hashed = bcrypt.hashpw(b"s3cret", bcrypt.gensalt(rounds=ROUNDS)).decode()
     config = parse_web_config({"basic_auth_users": {"prom": hashed}}, base=tmp_path)
-    running = serve(registry(), "127.0.0.1:0", config, lambda: True)
+    running = serve(exposition(), "127.0.0.1:0", config, lambda: True)
     yield running
     running.shutdown()
 

@@ -14,19 +14,18 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import bcrypt
 import pytest
 from edge_helpers import auth as _auth
+from edge_helpers import exposition as _exposition
 from edge_helpers import get as _get
 from edge_helpers import raw_connection
-from edge_helpers import registry as _registry
 from edge_helpers import self_signed as _self_signed
 from exp_helpers import key, samples
 from prometheus_client import CollectorRegistry
 
-from npumon.exporters.edge import EdgeApp
+from npumon.daemon.model.snapshot import NodeIdentity, NodeSnapshot, SourceStatus
 from npumon.exporters.http import Server, parse_listen_address, serve
 from npumon.exporters.webconfig import WebConfig, parse_web_config
 
@@ -36,14 +35,8 @@ pytestmark = pytest.mark.integration  # real loopback servers, TLS and openssl
 @pytest.fixture
 def plain() -> Iterator[Server]:
     state = {"healthy": True}
-    server = serve(
-        _registry(),
-        "127.0.0.1:0",
-        None,
-        lambda: state["healthy"],
-        version="1.2.3",
-        status=lambda: "npu-smi info ok <3s ago>",
-    )
+    server = serve(_exposition(), "127.0.0.1:0", None, lambda: state["healthy"],
+                   version="1.2.3", latest=_node)
     server.state = state  # type: ignore[attr-defined]
     yield server
     server.shutdown()
@@ -70,23 +63,47 @@ def test_metrics_openmetrics_and_gzip(plain: Server) -> None:
     assert b'npu_power_watts{chip="0",npu="0"} 78.2' in text
 
 
+def _node() -> NodeSnapshot:
+    """A node whose table source fails with a message to escape, and an hccn_tool source."""
+    return NodeSnapshot(
+        taken_at=1.0, node=NodeIdentity(npu_smi_version="25.2.2", driver_version="25.2.rc1"),
+        chips=(), sources=(
+            SourceStatus("npu_smi_table", False, 0.1, None, 251, last_error="dcmi <init> failed"),
+            SourceStatus("hccn_tool_stat", True, 0.2, 1.0, 0)))
+
+
 def test_healthz_and_landing(plain: Server) -> None:
     assert _get(plain, "/healthz")[::2] == (200, b"ok\n")
     plain.state["healthy"] = False  # type: ignore[attr-defined]
     status, _, body = _get(plain, "/healthz")
     assert status == 503
-    assert body == b"unhealthy: npu-smi info ok <3s ago>\n"
+    assert body == b"unhealthy: npu_smi_table down: dcmi <init> failed\n"
     status, headers, page = _get(plain, "/")
     assert status == 200 and headers["content-type"].startswith("text/html")
-    assert b'href="metrics"' in page and b'href="healthz"' in page
-    assert b"1.2.3" in page and b"npu-smi info ok &lt;3s ago&gt;" in page  # escaped
+    text = page.decode()
+    for link in ('href="metrics"', 'href="healthz"', 'href="-/healthy"'):
+        assert link in text
+    assert "version 1.2.3" in text and "npu-smi 25.2.2, driver 25.2.rc1" in text
+    # each source as itself, never every one prefixed "npu-smi:"
+    assert "<td>npu_smi_table</td><td>down</td><td>dcmi &lt;init&gt; failed</td>" in text
+    assert "<td>hccn_tool_stat</td><td>up</td>" in text and "npu-smi:" not in text
+    assert "Documentation: README.md, docs/runbooks.md" in text
     assert _get(plain, "/nope")[0] == 404
+
+
+def test_landing_says_what_is_not_known_yet() -> None:
+    server = serve(_exposition(), "127.0.0.1:0", None, lambda: True)
+    try:
+        page = _get(server, "/")[2].decode()
+    finally:
+        server.shutdown()
+    assert "npu-smi unknown, driver unknown" in page and "no source has run yet" in page
+    assert "version unknown; healthy" in page
 
 
 def test_scrape_is_fast_while_the_source_hangs() -> None:
     # The store keeps serving its last snapshot while npu-smi hangs: latest() returns at once.
-    registry = _registry()
-    server = serve(registry, "127.0.0.1:0", None, lambda: False)
+    server = serve(_exposition(), "127.0.0.1:0", None, lambda: False)
     try:
         status, _, body = _get(server, "/metrics")
         assert status == 200 and b"npu_chip_info" in body
@@ -97,7 +114,7 @@ def test_scrape_is_fast_while_the_source_hangs() -> None:
 def test_basic_auth(tmp_path: Path) -> None:
     hashed = bcrypt.hashpw(b"s3cret", bcrypt.gensalt(rounds=4)).decode()
     config = parse_web_config({"basic_auth_users": {"prom": hashed}}, base=tmp_path)
-    server = serve(_registry(), "127.0.0.1:0", config, lambda: True)
+    server = serve(_exposition(), "127.0.0.1:0", config, lambda: True)
     try:
         status, headers, _ = _get(server, "/metrics")
         assert status == 401 and headers["www-authenticate"].startswith("Basic realm=")
@@ -120,7 +137,7 @@ def test_tls_with_basic_auth(tmp_path: Path) -> None:
         "http_server_config": {"headers": {"X-Frame-Options": "deny"}},
     }
     config = parse_web_config(raw, base=tmp_path)  # file names relative to the config's folder
-    server = serve(_registry(), "127.0.0.1:0", config, lambda: True)
+    server = serve(_exposition(), "127.0.0.1:0", config, lambda: True)
     try:
         assert server.tls
         client = ssl.create_default_context(cafile=str(cert))
@@ -162,9 +179,9 @@ class _Broken:
 
 
 def test_foreign_collector_failure_is_a_500_and_server_survives() -> None:
-    registry = _registry()
+    registry = CollectorRegistry()
     registry.register(_Broken())  # type: ignore[arg-type]
-    server = serve(registry, "127.0.0.1:0", None, lambda: True)
+    server = serve(_exposition(registry), "127.0.0.1:0", None, lambda: True)
     try:
         status, _, body = _get(server, "/metrics")
         assert status == 500 and b"foreign collector bug" in body
@@ -185,7 +202,7 @@ def test_oversized_request_headers_are_refused(plain: Server) -> None:
 
 
 def test_slow_headers_are_cut_at_the_deadline() -> None:
-    server = serve(_registry(), "127.0.0.1:0", None, lambda: True, header_timeout=0.5)
+    server = serve(_exposition(), "127.0.0.1:0", None, lambda: True, header_timeout=0.5)
     try:
         sock = raw_connection(server, b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
         sock.settimeout(0.1)
@@ -227,16 +244,16 @@ def test_listen_backlog_is_at_least_1024(plain: Server) -> None:
 
 
 class _Blocking:
-    """A collector that waits until released, so scrapes stay in flight."""
+    """An exposition that waits until released, so scrapes stay in flight."""
 
     def __init__(self) -> None:
         self.release = threading.Event()
         self.entered = threading.Semaphore(0)
 
-    def collect(self) -> list[object]:
+    def __call__(self, openmetrics: bool) -> bytes:
         self.entered.release()
         self.release.wait(10)
-        return []
+        return b""
 
 
 @contextmanager
@@ -244,9 +261,7 @@ def _blocked(config: WebConfig | None, max_requests: int) -> Iterator[
         tuple[Server, _Blocking, ThreadPoolExecutor]]:
     """A server whose renders wait until ``blocking.release`` is set, and a pool to hold them."""
     blocking = _Blocking()
-    registry = CollectorRegistry()
-    registry.register(blocking)  # type: ignore[arg-type]
-    server = serve(registry, "127.0.0.1:0", config, lambda: True, max_requests=max_requests)
+    server = serve(blocking, "127.0.0.1:0", config, lambda: True, max_requests=max_requests)
     pool = ThreadPoolExecutor(max_requests)
     try:
         yield server, blocking, pool
@@ -284,87 +299,6 @@ def test_the_limit_is_inside_auth(tmp_path: Path) -> None:
         assert held.result(10)[0] == 200
 
 
-class _Replies:
-    """Responses read off one raw connection in turn (pipelined ones too): status line,
-    headers, body (content-length; none after a HEAD)."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock, self.data = sock, b""
-
-    def next(self, head: bool = False) -> tuple[bytes, dict[bytes, bytes], bytes]:
-        while b"\r\n\r\n" not in self.data:
-            self._more()
-        top, _, self.data = self.data.partition(b"\r\n\r\n")
-        status, *lines = top.split(b"\r\n")
-        headers = {k.strip().lower(): v.strip() for k, _, v in (x.partition(b":") for x in lines)}
-        length = 0 if head else int(headers.get(b"content-length", b"0"))
-        while len(self.data) < length:
-            self._more()
-        body, self.data = self.data[:length], self.data[length:]
-        return status, headers, body
-
-    def _more(self) -> None:
-        chunk = self.sock.recv(4096)
-        assert chunk, f"connection closed after {self.data!r}"
-        self.data += chunk
-
-
-def test_the_surplus_is_refused_as_it_is_read_without_reaching_the_app(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    config = parse_web_config({"http_server_config": {"headers": {"X-Frame-Options": "deny"}}},
-                              base=tmp_path)
-    routed: list[str] = []
-    route = EdgeApp._route
-
-    async def counting(self: EdgeApp, scope: Any, send: Any) -> None:
-        routed.append(scope["path"])
-        await route(self, scope, send)
-
-    monkeypatch.setattr(EdgeApp, "_route", counting)
-    request = b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n"
-    with _blocked(config, 1) as (server, blocking, pool):
-        held = pool.submit(_get, server, "/metrics")
-        assert blocking.entered.acquire(timeout=5)
-        routed.clear()
-        burst = [raw_connection(server, request) for _ in range(20)]
-        replies = [_Replies(sock) for sock in burst]
-        shed = [reply.next() for reply in replies]
-        assert routed == []  # answered while read: no task, no app
-        # the same 503 as the app's own (which a closing request gets), keep-alive aside
-        closing = raw_connection(
-            server, request.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
-        app_status, app_headers, app_body = _Replies(closing).next()
-        assert routed == ["/metrics"] and app_headers.pop(b"connection") == b"close"
-        for status, headers, body in shed:
-            assert (status, body) == (app_status, app_body) == (
-                b"HTTP/1.1 503 Service Unavailable", b"Too many requests in flight\n")
-            assert headers.keys() == app_headers.keys()
-            assert headers[b"x-frame-options"] == b"deny" and headers[b"server"] == b"npumon"
-        # the connection stays usable: HEAD (no body), then a request in two pieces
-        burst[0].sendall(request.replace(b"GET", b"HEAD"))
-        status, headers, body = replies[0].next(head=True)
-        assert status.endswith(b"503 Service Unavailable") and body == b""
-        assert headers[b"content-length"] == str(len(app_body)).encode()
-        burst[1].sendall(request[:20])
-        time.sleep(0.05)  # two reads on the server: a real socket, no clock to advance
-        burst[1].sendall(request[20:])
-        assert replies[1].next()[0].endswith(b"503 Service Unavailable")
-        # a whole request that only ends one already begun is that one's header, not a scrape
-        burst[4].sendall(b"GET /nowhere HTTP/1.1\r\nX-Pad: ")
-        time.sleep(0.05)  # two reads on the server: a real socket, no clock to advance
-        burst[4].sendall(request)
-        assert replies[4].next()[0].endswith(b"404 Not Found")
-        # two pipelined in one write: uvicorn's path, answered in turn
-        burst[2].sendall(request * 2)
-        assert [replies[2].next()[0][9:12] for _ in range(2)] == [b"503", b"503"]
-        blocking.release.set()
-        assert held.result(10)[0] == 200
-        burst[3].sendall(request)
-        assert replies[3].next()[0].endswith(b"200 OK")  # a slot is free again
-        for sock in [*burst, closing]:
-            sock.close()
-
-
 def test_head_is_answered_without_a_body(plain: Server) -> None:
     status, headers, body = _get(plain, "/metrics", method="HEAD")
     assert status == 200 and body == b""
@@ -380,3 +314,33 @@ def test_gzip_honours_q_values(plain: Server, accept: str, zipped: bool) -> None
     assert status == 200
     assert (headers.get("content-encoding") == "gzip") is zipped
     assert b"npu_power_watts" in (gzip.decompress(body) if zipped else body)
+
+
+def test_ten_requests_on_one_kept_alive_connection(
+        plain: Server, capsys: pytest.CaptureFixture[str]) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", plain.port, timeout=10)
+    timings, bodies = [], []
+    try:
+        for _ in range(10):
+            started = time.perf_counter()
+            conn.request("GET", "/metrics", headers={"Accept-Encoding": "gzip"})
+            resp = conn.getresponse()
+            assert resp.status == 200 and resp.getheader("connection") is None  # kept alive
+            bodies.append(gzip.decompress(resp.read()))
+            timings.append(1000 * (time.perf_counter() - started))
+    finally:
+        conn.close()
+    assert len(set(bodies)) == 1  # one snapshot, one body
+    assert samples(bodies[-1])[key("npu_power_watts", npu="0", chip="0")] == pytest.approx(78.2)
+    with capsys.disabled():  # the figures are the bench's; shown with -s
+        print("kept-alive ms:", " ".join(f"{t:.2f}" for t in timings), end=" ")
+
+
+def test_the_listening_socket_is_tcp_so_asyncio_disables_nagle() -> None:
+    from npumon.exporters.http import _bind
+
+    sock = _bind("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP  # accepted sockets inherit it
+    finally:
+        sock.close()

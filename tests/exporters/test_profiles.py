@@ -20,6 +20,7 @@ from npumon.daemon.model.profile import (
 from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT, NodeSnapshot
 from npumon.exporters.collector import NpuCollector
 from npumon.exporters.http import serve
+from npumon.exporters.rendercache import Exposition
 from tests.helpers.exposition import samples, value
 from tests.helpers.http import get
 
@@ -82,10 +83,10 @@ def test_a_clean_view_skips_nothing() -> None:
 
 @pytest.mark.integration
 def test_a_mistyped_summary_never_makes_metrics_a_500_over_http() -> None:
-    registry = CollectorRegistry(auto_describe=False)
     snap = snapshot(MISTYPED["op type as a number"], last_success_timestamp=math.nan)
-    registry.register(NpuCollector(lambda: snap, "test"))
-    server = serve(registry, "127.0.0.1:0", None, lambda: True)
+    exposition = Exposition(NpuCollector(lambda: snap, "test").exposition, CollectorRegistry(),
+                            lambda: snap)
+    server = serve(exposition, "127.0.0.1:0", None, lambda: True)
     try:
         base = f"http://127.0.0.1:{server.port}"
         found = samples(get(f"{base}/metrics"))  # urlopen raises on a 500

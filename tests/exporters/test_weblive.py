@@ -12,7 +12,7 @@ from pathlib import Path
 
 import bcrypt
 import pytest
-from edge_helpers import auth, get, peer_certificate, registry, self_signed
+from edge_helpers import auth, exposition, get, peer_certificate, self_signed
 
 from npumon.exporters.http import Server, serve
 from npumon.exporters.webconfig import WebConfigError
@@ -34,7 +34,7 @@ def _write(path: Path, text: str) -> None:
 def web_file(tmp_path: Path) -> Iterator[tuple[Path, Server]]:
     path = tmp_path / "web.yml"
     _write(path, "")
-    server = serve(registry(), "127.0.0.1:0", path, lambda: True)
+    server = serve(exposition(), "127.0.0.1:0", path, lambda: True)
     yield path, server
     server.shutdown()
 
@@ -56,14 +56,14 @@ def test_a_broken_web_config_file_refuses_to_start(tmp_path: Path) -> None:
     path = tmp_path / "web.yml"
     path.write_text("tls_server_config: {cert_file: a.crt, key_file: a.key}\n")
     with pytest.raises(WebConfigError, match="cannot read"):
-        serve(registry(), "127.0.0.1:0", path, lambda: True)
+        serve(exposition(), "127.0.0.1:0", path, lambda: True)
 
 
 def test_certificates_are_reread_on_handshake(tmp_path: Path) -> None:
     cert, key_file = self_signed(tmp_path)
     path = tmp_path / "web.yml"
     _write(path, f"tls_server_config: {{cert_file: {cert.name}, key_file: {key_file.name}}}\n")
-    server = serve(registry(), "127.0.0.1:0", path, lambda: True)
+    server = serve(exposition(), "127.0.0.1:0", path, lambda: True)
     try:
         first = peer_certificate(server)
         assert first == ssl.PEM_cert_to_DER_cert(cert.read_text())

@@ -1,0 +1,135 @@
+"""The exposition writer for npumon's own families: text format 0.0.4 and OpenMetrics 1.0.
+
+prometheus_client's encoders check and escape every metric and label name of every sample. npumon's
+names are fixed in its code (the family tables check theirs at import), so here each distinct name
+is checked once and remembered, and per sample only the label values are escaped, as both formats
+say: backslash, double quote and line feed. For the families npumon renders (gauges, counters,
+untyped; no timestamps, exemplars or _created samples) the bytes are prometheus_client's; any
+other family is handed to prometheus_client's encoder.
+
+    # HELP npu_power_watts Chip power draw in watts. ...
+    # TYPE npu_power_watts gauge
+    npu_power_watts{chip="0",npu="0"} 93.4
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
+from typing import cast
+
+from prometheus_client import CollectorRegistry
+from prometheus_client import exposition as text_format
+from prometheus_client.core import Metric
+from prometheus_client.openmetrics import exposition as openmetrics_format
+from prometheus_client.utils import floatToGoString
+
+_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
+_TEXT_TYPES = {"gauge": "gauge", "counter": "counter", "unknown": "untyped"}
+_PLAIN_SUFFIXES = {"gauge": "", "counter": "_total", "unknown": ""}
+_value: Callable[[float], str] = floatToGoString  # "1.0", "+Inf", "1.7e+09": Go's float text
+
+
+@lru_cache(maxsize=4096)
+def metric_name(name: str) -> str:
+    """``name`` when it is a valid metric name (checked once per name), else ValueError."""
+    if not _METRIC_NAME.match(name):
+        raise ValueError(f"invalid metric name {name!r}")
+    return name
+
+
+@lru_cache(maxsize=4096)
+def label_names(names: tuple[str, ...]) -> tuple[str, ...]:
+    """``names`` when each is a valid label name (checked once per tuple), else ValueError."""
+    bad = [n for n in names if not _LABEL_NAME.match(n) or n.startswith("__")]
+    if bad:
+        raise ValueError(f"invalid label names {bad}")
+    return names
+
+
+def _escaped(value: str) -> str:
+    if "\\" in value or '"' in value or "\n" in value:
+        return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+    return value
+
+
+def _labels(labels: Mapping[str, str]) -> str:
+    """``{a="1",b="2"}``, names sorted as prometheus_client sorts them; "" without labels."""
+    if not labels:
+        return ""
+    names = _sorted_names(tuple(labels))
+    return "{" + ",".join([f'{n}="{_escaped(labels[n])}"' for n in names]) + "}"
+
+
+@lru_cache(maxsize=4096)
+def _sorted_names(names: tuple[str, ...]) -> tuple[str, ...]:
+    return label_names(tuple(sorted(names)))
+
+
+def _samples(family: Metric) -> list[str] | None:
+    """The family's sample lines; None when one is beyond this writer (a timestamp, an
+    exemplar, a name other than the family's)."""
+    name = metric_name(family.name + _PLAIN_SUFFIXES[family.type])
+    lines = []
+    for s in family.samples:
+        if s.name != name or s.timestamp is not None or s.exemplar is not None or (
+                s.native_histogram is not None):
+            return None
+        lines.append(f"{name}{_labels(s.labels)} {_value(s.value)}\n")
+    return lines
+
+
+def _text_head(family: Metric) -> list[str]:
+    name = family.name + _PLAIN_SUFFIXES[family.type]
+    doc = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
+    return [f"# HELP {name} {doc}\n", f"# TYPE {name} {_TEXT_TYPES[family.type]}\n"]
+
+
+def _openmetrics_head(family: Metric) -> list[str]:
+    name, doc = metric_name(family.name), _escaped(family.documentation)
+    unit = [f"# UNIT {name} {family.unit}\n"] if family.unit else []
+    return [f"# HELP {name} {doc}\n", f"# TYPE {name} {family.type}\n", *unit]
+
+
+class _Families:
+    """The ``collect()`` prometheus_client's encoders call, over families already rendered."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self._families = families
+
+    def collect(self) -> list[Metric]:
+        return self._families
+
+
+def _reference_text(family: Metric) -> str:
+    return text_format.generate_latest(cast(CollectorRegistry, _Families([family]))).decode()
+
+
+def _reference_openmetrics(family: Metric) -> str:
+    body: bytes = openmetrics_format.generate_latest(  # type: ignore[no-untyped-call]
+        _Families([family]))
+    return body.decode().removesuffix("# EOF\n")
+
+
+def _writer(head: Callable[[Metric], list[str]],
+            reference: Callable[[Metric], str]) -> Callable[[Iterable[Metric]], bytes]:
+    def encode(families: Iterable[Metric]) -> bytes:
+        out: list[str] = []
+        for family in families:
+            lines = _samples(family) if family.type in _TEXT_TYPES else None
+            if lines is None:
+                out.append(reference(family))
+            else:
+                out.extend(head(family))
+                out.extend(lines)
+        return "".join(out).encode()
+
+    return encode
+
+
+text = _writer(_text_head, _reference_text)
+"""Families as text format 0.0.4."""
+openmetrics = _writer(_openmetrics_head, _reference_openmetrics)
+"""Families as OpenMetrics 1.0, without the closing ``# EOF`` (the registry's encoder adds it)."""
