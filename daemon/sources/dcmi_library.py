@@ -42,6 +42,9 @@ class TrustPolicy:
     checked_below: Path = Path("/")
 
 
+ROOT_ONLY = TrustPolicy()
+
+
 def ldconfig_cache() -> str:
     """`ldconfig --print-cache`, or "" when it cannot run."""
     result = run_command(LDCONFIG, 5.0, max_output_bytes=4 * 1024 * 1024)
@@ -69,7 +72,7 @@ def _check_one(path: Path, policy: TrustPolicy, what: str) -> None:
                              f"(mode {stat.S_IMODE(info.st_mode):o}): chmod go-w it")
 
 
-def check_library(path: Path, policy: TrustPolicy = TrustPolicy()) -> Path:
+def check_library(path: Path, policy: TrustPolicy = ROOT_ONLY) -> Path:
     """The resolved library path, or LibraryRefused naming the file or directory at fault."""
     if not path.is_absolute():
         raise LibraryRefused("library_refused", f"{path} is not an absolute path")
@@ -91,7 +94,7 @@ def check_library(path: Path, policy: TrustPolicy = TrustPolicy()) -> Path:
 
 def find_library(
     configured: Path | None,
-    policy: TrustPolicy = TrustPolicy(),
+    policy: TrustPolicy = ROOT_ONLY,
     *,
     environ: Mapping[str, str] = os.environ,
     ldconfig: Callable[[], str] = ldconfig_cache,

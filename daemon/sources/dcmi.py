@@ -1,0 +1,187 @@
+"""The npu-smi table through DCMI, with npu-smi as the fallback and the cross-check.
+
+``DcmiSmi`` is an ``NpuSmi``: the tiers ask it as they ask npu-smi, and it answers `npu-smi info`
+from the DCMI helper when it can, else runs npu-smi. At start and every hour one npu-smi table is
+read beside the DCMI one of the same moment; in `auto` a disagreement in the chips turns DCMI off
+until the next check, one beyond tolerance in a value has npu-smi serve the table until then
+(in `dcmi` it is logged and counted only). Every fallback is counted on the run as a refusal
+(`npumon_source_failures_total{reason="dcmi_..."}`), which does not mark the source down.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Literal, TypeVar, cast
+
+from npumon.daemon.model.npu_smi import InfoTable
+from npumon.daemon.model.snapshot import BackendInfo
+from npumon.daemon.parsers import plausible, table
+from npumon.daemon.sources.dcmi_client import DcmiChip, DcmiHelper, Hello, HelperFailure
+from npumon.daemon.sources.dcmi_readings import DcmiRefusal, info_table, table_calls
+from npumon.daemon.sources.query import NpuSmi, Runner
+from npumon.daemon.sources.wrapper import SourceFailure, SourceRun
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+Mode = Literal["auto", "dcmi", "cli"]
+# the cross-check's tolerances: readings taken milliseconds apart, power and temperature move
+POWER_TOLERANCE_WATTS = 10.0
+POWER_TOLERANCE_RATIO = 0.10
+TEMPERATURE_TOLERANCE_CELSIUS = 3.0
+
+
+def process_name(proc_root: Path) -> Callable[[int], str | None]:
+    """The Name: of /proc/<pid>/status, as npu-smi shows it; None when it cannot be read."""
+
+    def name_of(pid: int) -> str | None:
+        try:
+            text = (proc_root / str(pid) / "status").read_text(errors="replace")
+        except OSError:
+            return None
+        line = next((x for x in text.splitlines() if x.startswith("Name:")), "")
+        return line.partition(":")[2].strip() or None
+
+    return name_of
+
+
+def disagreements(dcmi: InfoTable, cli: InfoTable) -> list[tuple[str, str]]:
+    """(field, what differs) for each disagreement beyond tolerance; field "ids" for the chips."""
+    ours = {(c.npu, c.chip): c for c in dcmi.chips}
+    theirs = {(c.npu, c.chip): c for c in cli.chips}
+    if set(ours) != set(theirs):
+        return [("ids", f"dcmi lists {sorted(ours)}, npu-smi {sorted(theirs)}")]
+    found = []
+    for key, a in ours.items():
+        b = theirs[key]
+        for field, close in _CHECKS:
+            x, y = getattr(a, field), getattr(b, field)
+            if x is not None and y is not None and not close(x, y):
+                found.append((field, f"NPU {key[0]} chip {key[1]}: dcmi {x}, npu-smi {y}"))
+    return found
+
+
+_CHECKS: tuple[tuple[str, Callable[[float, float], bool]], ...] = (
+    ("hbm_total_bytes", lambda x, y: x == y),
+    ("power_watts",
+     lambda x, y: abs(x - y) <= max(POWER_TOLERANCE_WATTS, POWER_TOLERANCE_RATIO * abs(y))),
+    ("temperature_celsius", lambda x, y: abs(x - y) <= TEMPERATURE_TOLERANCE_CELSIUS),
+)
+
+
+class DcmiSmi(NpuSmi):
+    """npu-smi with the table served by DCMI where the backend allows it."""
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        timeout: float,
+        runner: Runner,
+        *,
+        mode: Mode,
+        helper: DcmiHelper | None,
+        no_helper_reason: str = "configured",
+        on_backend: Callable[[BackendInfo], None] = lambda info: None,
+        proc_root: Path = Path("/proc"),
+        cross_check_interval: float = 3600.0,
+        retry_unsupported_after: float = 3600.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(command, timeout, runner)
+        self.mode: Mode = mode
+        self.helper = helper if mode != "cli" else None
+        self._on_backend = on_backend
+        self._name_of = process_name(proc_root)
+        self._interval = cross_check_interval
+        self._retry_after = retry_unsupported_after
+        self._monotonic = monotonic
+        self._next_check = 0.0
+        self._off_until = 0.0  # a cross-check or a refusal has npu-smi serve until then
+        self._off_reason = ""
+        self._unsupported: dict[tuple[str, int, int], float] = {}
+        self._versions: tuple[str | None, str | None] = (None, None)
+        self._dcmi_reason = "configured" if mode == "dcmi" else "cross_check_passed"
+        self.backend: BackendInfo | None = None  # the one serving now, once it is known
+        if self.helper is None:
+            self._announce(BackendInfo("cli", "configured" if mode == "cli" else no_helper_reason))
+
+    def query(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T:
+        if args or self.helper is None:
+            return super().query(run, parse, *args)
+        served = self._table(run, self.helper)
+        if served is None:
+            return super().query(run, parse, *args)
+        return cast(T, served)  # `npu-smi info` parses into an InfoTable
+
+    def _table(self, run: SourceRun, helper: DcmiHelper) -> InfoTable | None:
+        """The DCMI table, or None for npu-smi to serve (the reason counted on ``run``)."""
+        now = self._monotonic()
+        try:
+            hello = helper.hello()
+            if now >= self._next_check:
+                return self._cross_checked(run, helper, hello)
+            if now < self._off_until:
+                return None
+            result = self._read(run, helper, hello)
+        except (HelperFailure, DcmiRefusal) as failure:
+            self._fall_back(run, helper, failure)
+            return None
+        self._announce(BackendInfo("dcmi", self._dcmi_reason))
+        return result
+
+    def _read(self, run: SourceRun, helper: DcmiHelper, hello: Hello) -> InfoTable:
+        calls = table_calls(hello.chips, self._skip)
+        answers = helper.call(calls)
+        found = info_table(hello.chips, calls, answers, versions=self._versions,
+                           name_of=self._name_of, unsupported=self._mark_unsupported)
+        screened, rejected = plausible.screen(found)
+        run.reject(rejected, ("dcmi",))
+        return screened
+
+    def _cross_checked(self, run: SourceRun, helper: DcmiHelper, hello: Hello) -> InfoTable | None:
+        """One npu-smi table beside the DCMI one; the table served is the one the result allows."""
+        cli = super().query(run, table.parse_info)  # a failure here fails the poll as today
+        self._versions = (cli.npu_smi_version, cli.version or hello.driver_version)
+        found = self._read(run, helper, hello)
+        self._next_check = self._monotonic() + self._interval
+        problems = disagreements(found, cli)
+        for field, detail in problems:
+            log.warning("event=dcmi_cross_check_failed field=%s detail=%r", field, detail)
+            run.refused(SourceFailure("cross_check", f"DCMI and npu-smi disagree on {field}: "
+                                      f"{detail}; npu-smi serves it until the next check"))
+        if any(field == "ids" for field, _ in problems) and len(found.chips) > len(cli.chips):
+            helper.restart("a chip dcmi_init listed is gone")
+        if problems and self.mode == "auto":
+            self._off_until = self._next_check
+            self._announce(BackendInfo("cli", f"cross_check_{problems[0][0]}"))
+            return cli
+        self._announce(BackendInfo("dcmi", self._dcmi_reason))
+        return found
+
+    def _fall_back(self, run: SourceRun, helper: DcmiHelper,
+                   failure: HelperFailure | DcmiRefusal) -> None:
+        run.refused(SourceFailure(failure.reason, f"DCMI: {failure.message}; npu-smi serves"))
+        if isinstance(failure, DcmiRefusal):
+            if failure.re_enumerate:
+                helper.restart(failure.message)
+                self._next_check = 0.0  # the chips may have changed: check again
+            if failure.function is not None:  # not this hour
+                self._off_until = self._monotonic() + self._retry_after
+        self._announce(BackendInfo("cli", failure.reason))
+
+    def _skip(self, name: str, chip: DcmiChip) -> bool:
+        return self._unsupported.get((name, chip.card, chip.device), 0.0) > self._monotonic()
+
+    def _mark_unsupported(self, name: str, chip: DcmiChip) -> None:
+        self._unsupported[(name, chip.card, chip.device)] = self._monotonic() + self._retry_after
+
+    def _announce(self, info: BackendInfo) -> None:
+        """Log and publish the serving backend when it changes."""
+        if info == self.backend:
+            return
+        level = logging.INFO if self.backend is None or info.backend == "dcmi" else logging.WARNING
+        log.log(level, "event=backend backend=%s reason=%s", info.backend, info.reason)
+        self.backend = info
+        self._on_backend(info)
