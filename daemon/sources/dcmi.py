@@ -118,12 +118,12 @@ class DcmiSmi(NpuSmi):
     def _table(self, run: SourceRun, helper: DcmiHelper) -> InfoTable | None:
         """The DCMI table, or None for npu-smi to serve (the reason counted on ``run``)."""
         now = self._monotonic()
+        if now < self._off_until:
+            return None
         try:
             hello = helper.hello()
             if now >= self._next_check:
                 return self._cross_checked(run, helper, hello)
-            if now < self._off_until:
-                return None
             result = self._read(run, helper, hello)
         except (HelperFailure, DcmiRefusal) as failure:
             self._fall_back(run, helper, failure)
@@ -144,7 +144,11 @@ class DcmiSmi(NpuSmi):
         """One npu-smi table beside the DCMI one; the table served is the one the result allows."""
         cli = super().query(run, table.parse_info)  # a failure here fails the poll as today
         self._versions = (cli.npu_smi_version, cli.version or hello.driver_version)
-        found = self._read(run, helper, hello)
+        try:
+            found = self._read(run, helper, hello)
+        except (HelperFailure, DcmiRefusal) as failure:
+            self._fall_back(run, helper, failure)
+            return cli
         self._next_check = self._monotonic() + self._interval
         problems = disagreements(found, cli)
         for field, detail in problems:

@@ -1,0 +1,96 @@
+"""DCMI answers into the table's model: units, -8255 as absent, what each error code asks for,
+and the cross-check's tolerances."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from npumon.daemon.model.npu_smi import InfoTable, TableChip
+from npumon.daemon.sources.dcmi import disagreements
+from npumon.daemon.sources.dcmi_client import DcmiChip
+from npumon.daemon.sources.dcmi_readings import DcmiRefusal, check, info_table, table_calls
+
+MIB = 1024 * 1024
+CHIP = DcmiChip(card=4, device=1, logic_id=9, phy_id=9)
+VALUES = {
+    "health": (0, 2), "power": (0, 3596), "temperature": (0, 58),
+    "hbm": (0, {"memory_size": 65536, "memory_usage": 3000, "temp": 50, "bandwith_util_rate": 4,
+                "freq": 1600}),
+    "memory": (-8255, None), "utilization": (0, 37), "processes": (0, [[77, 5 * MIB]]),
+    "chip": (0, {"chip_type": "Ascend", "chip_name": "910B3", "chip_ver": "V1", "aicore_cnt": 20}),
+    "pcie": (0, {"domain": 0, "bdf_busid": 0xC1, "bdf_deviceid": 0, "bdf_funcid": 0}),
+}
+
+
+def _table(values: dict[str, tuple[int, object]]) -> tuple[InfoTable, list[str]]:
+    calls = table_calls([CHIP], lambda name, chip: False)
+    unsupported: list[str] = []
+    found = info_table([CHIP], calls, [values[name] for name, *_ in calls],
+                       versions=("25.2.2", "25.2.2"), name_of=lambda pid: "python3",
+                       unsupported=lambda name, chip: unsupported.append(name))
+    return found, unsupported
+
+
+def test_units_become_the_parsers_base_units() -> None:
+    found, unsupported = _table(VALUES)
+    assert found.chips == (TableChip(
+        npu=4, chip=1, name="910B3", health="Alarm", power_watts=359.6, temperature_celsius=58.0,
+        hugepages_used=0, hugepages_total=0, bus_id="0000:C1:00.0", aicore_ratio=0.37,
+        memory_used_bytes=0, memory_total_bytes=0, hbm_used_bytes=3000 * MIB,
+        hbm_total_bytes=65536 * MIB,
+    ),)
+    assert [(p.pid, p.name, p.memory_bytes) for p in found.processes] == [(77, "python3", 5 * MIB)]
+    assert unsupported == ["memory"]  # DDR: 0 / 0, as npu-smi prints it for a chip without
+
+
+def test_ddr_and_hugepages_where_the_chip_has_them() -> None:
+    memory = {"memory_size": 44280, "memory_available": 40000, "freq": 3200, "hugepagesize": 2048,
+              "hugepages_total": 10, "hugepages_free": 4}
+    found, _ = _table({**VALUES, "memory": (0, memory)})
+    chip = found.chips[0]
+    assert (chip.memory_used_bytes, chip.memory_total_bytes) == (4280 * MIB, 44280 * MIB)
+    assert (chip.hugepages_used, chip.hugepages_total) == (6, 10)
+
+
+def test_minus_8255_is_absent_never_zero() -> None:
+    found, unsupported = _table({**VALUES, "power": (-8255, None)})
+    assert found.chips[0].power_watts is None and "power" in unsupported
+
+
+@pytest.mark.parametrize(("rc", "reason", "function", "re_enumerate"), [
+    (-8002, "dcmi_permission", "power", False),
+    (-99998, "dcmi_missing_symbol", "power", False),
+    (-8006, "dcmi_timeout", None, False),
+    (-8012, "dcmi_not_ready", None, False),
+    (-8017, "dcmi_busy", None, False),
+    (-8020, "dcmi_busy", None, False),
+    (-8005, "dcmi_internal", None, False),
+    (-8008, "dcmi_chip_gone", None, True),
+])
+def test_each_code_asks_for_what_dcmi_md_says(
+    rc: int, reason: str, function: str | None, re_enumerate: bool
+) -> None:
+    with pytest.raises(DcmiRefusal) as refused:
+        check("power", CHIP, rc)
+    assert (refused.value.reason, refused.value.function) == (reason, function)
+    assert refused.value.re_enumerate is re_enumerate
+
+
+def test_cross_check_tolerances() -> None:
+    found, _ = _table(VALUES)
+    chip = found.chips[0]
+
+    def cli(**changes: object) -> InfoTable:
+        return dataclasses.replace(found, chips=(dataclasses.replace(chip, **changes),))
+
+    assert disagreements(found, cli(power_watts=352.0, temperature_celsius=60.0)) == []
+    assert [f for f, _ in disagreements(found, cli(power_watts=300.0))] == ["power_watts"]
+    assert [f for f, _ in disagreements(found, cli(temperature_celsius=62.0))] == [
+        "temperature_celsius"]
+    assert [f for f, _ in disagreements(found, cli(hbm_total_bytes=32768 * MIB))] == [
+        "hbm_total_bytes"]
+    assert disagreements(found, cli(power_watts=None)) == []  # NA on one side: not compared
+    moved = dataclasses.replace(found, chips=(dataclasses.replace(chip, npu=5),))
+    assert [f for f, _ in disagreements(found, moved)] == ["ids"]
