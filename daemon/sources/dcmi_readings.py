@@ -16,7 +16,6 @@ from npumon.daemon.sources.dcmi_client import Call, DcmiChip
 MIB = 1024 * 1024
 NOT_SUPPORTED = -8255
 MISSING_SYMBOL = -99998
-CARD_DROP_CODE = 0x40F84E00  # what npu-exporter appends when health says -8012
 # dcmi.md §5: what each code asks for; the reason is the failure-counter label
 RETRY = {-8006: "dcmi_timeout", -8012: "dcmi_not_ready", -8017: "dcmi_busy", -8020: "dcmi_busy"}
 GONE = frozenset({-8007, -8008})  # the device left: re-enumerate
@@ -57,6 +56,9 @@ def check(name: str, chip: DcmiChip, rc: int) -> bool:
     if rc == -8002:
         raise DcmiRefusal("dcmi_permission", f"{where}: -8002 operation not permitted; see "
                           "docs/privileges.md (device nodes, the HwHiAiUser group)", name)
+    if rc == -8012 and name == "health":  # npu-exporter's sign of a dropped card
+        raise DcmiRefusal("dcmi_chip_gone", f"{where}: -8012: the card may have dropped",
+                          re_enumerate=True)
     if rc in RETRY:
         raise DcmiRefusal(RETRY[rc], f"{where}: {rc}, asked again next poll")
     if rc in GONE or rc == -8001:

@@ -94,3 +94,9 @@ def test_cross_check_tolerances() -> None:
     assert disagreements(found, cli(power_watts=None)) == []  # NA on one side: not compared
     moved = dataclasses.replace(found, chips=(dataclasses.replace(chip, npu=5),))
     assert [f for f, _ in disagreements(found, moved)] == ["ids"]
+
+
+def test_health_not_ready_is_a_dropped_card() -> None:
+    with pytest.raises(DcmiRefusal) as refused:
+        check("health", CHIP, -8012)
+    assert refused.value.re_enumerate and refused.value.reason == "dcmi_chip_gone"
