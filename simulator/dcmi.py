@@ -30,7 +30,8 @@ def _chip_keys(node: SimNode, c: SimChip) -> dict[str, object]:
         keys["power"] = round(c.power_watts * 10)
     optional = {"util12": c.aivector_percent if c.aivector_percent is not None
                 else c.vectorcore_percent, "util13": c.npu_util_percent,
-                "util14": c.aicube_percent, "util10": c.hbm_bandwidth_percent}
+                "util14": c.aicube_percent, "util10": c.hbm_bandwidth_percent,
+                "util6": c.hbm_usage_percent}
     keys.update({k: v for k, v in optional.items() if v is not None})
     if c.hbm_total_mb is not None and c.hbm_used_mb is not None:
         keys.update(hbm_total=c.hbm_total_mb, hbm_used=c.hbm_used_mb,
@@ -38,6 +39,7 @@ def _chip_keys(node: SimNode, c: SimChip) -> dict[str, object]:
     if c.memory_total_mb:  # 910B and A3 print 0 / 0: their driver answers -8255
         keys.update(mem_total=c.memory_total_mb, mem_available=c.memory_total_mb - c.memory_used_mb,
                     mem_freq=c.ddr_clock_mhz, util5=c.memory_bandwidth_percent,
+                    util1=c.memory_usage_percent,
                     hugepages_total=c.hugepages_total,
                     hugepages_free=c.hugepages_total - c.hugepages_used)
     return keys

@@ -1,7 +1,8 @@
-"""The npu-smi table through DCMI, with npu-smi as the fallback and the cross-check.
+"""npu-smi's table and detail queries through DCMI, with npu-smi as fallback and cross-check.
 
-``DcmiSmi`` is an ``NpuSmi``: the tiers ask it as they ask npu-smi, and it answers `npu-smi info`
-from the DCMI helper when it can, else runs npu-smi. At start and every hour one npu-smi table is
+``DcmiSmi`` is an ``NpuSmi``: the tiers ask it as they ask npu-smi, and it answers `npu-smi info`,
+`-t usages -i N` and `-t common -i N` (the latter two once a cross-check has passed) from the
+DCMI helper when it can, else runs npu-smi. At start and every hour one npu-smi table is
 read beside the DCMI one of the same moment; in `auto` a disagreement in the chips turns DCMI off
 until the next check, one beyond tolerance in a value has npu-smi serve the table until then
 (in `dcmi` it is logged and counted only). Every fallback is counted on the run as a refusal
@@ -16,11 +17,21 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar, cast
 
-from npumon.daemon.model.npu_smi import InfoTable
+from npumon.daemon.model.npu_smi import CommonReport, InfoTable, UsagesReport
 from npumon.daemon.model.snapshot import BackendInfo
 from npumon.daemon.parsers import plausible, table
-from npumon.daemon.sources.dcmi_client import DcmiChip, DcmiHelper, Hello, HelperFailure
-from npumon.daemon.sources.dcmi_readings import DcmiRefusal, info_table, table_calls
+from npumon.daemon.sources.dcmi_client import Call, DcmiChip, DcmiHelper, Hello, HelperFailure
+from npumon.daemon.sources.dcmi_readings import (
+    COMMON_CALLS,
+    TABLE_CALLS,
+    USAGES_CALLS,
+    DcmiRefusal,
+    calls_for,
+    chip_common,
+    chip_usage,
+    collect,
+    info_table,
+)
 from npumon.daemon.sources.query import NpuSmi, Runner
 from npumon.daemon.sources.wrapper import SourceFailure, SourceRun
 
@@ -71,6 +82,14 @@ _CHECKS: tuple[tuple[str, Callable[[float, float], bool]], ...] = (
 )
 
 
+def _detail(args: Sequence[str]) -> tuple[str, int] | None:
+    """("usages" | "common", NPU) for `-t usages|common -i N`, else None."""
+    if len(args) == 4 and args[0] == "-t" and args[1] in ("usages", "common") and \
+            args[2] == "-i" and args[3].isdigit():
+        return args[1], int(args[3])
+    return None
+
+
 class DcmiSmi(NpuSmi):
     """npu-smi with the table served by DCMI where the backend allows it."""
 
@@ -100,7 +119,8 @@ class DcmiSmi(NpuSmi):
         self._next_check = 0.0
         self._off_until = 0.0  # a cross-check or a refusal has npu-smi serve until then
         self._off_reason = ""
-        self._unsupported: dict[tuple[str, int, int], float] = {}
+        self._checked = False  # the detail tier waits for the first cross-check
+        self._unsupported: dict[Call, float] = {}
         self._versions: tuple[str | None, str | None] = (None, None)
         self._dcmi_reason = "configured" if mode == "dcmi" else "cross_check_passed"
         self.backend: BackendInfo | None = None  # the one serving now, once it is known
@@ -108,39 +128,66 @@ class DcmiSmi(NpuSmi):
             self._announce(BackendInfo("cli", "configured" if mode == "cli" else no_helper_reason))
 
     def query(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T:
-        if args or self.helper is None:
-            return super().query(run, parse, *args)
-        served = self._table(run, self.helper)
+        helper, detail = self.helper, _detail(args)
+        served = None
+        if helper is not None and not args:
+            served = self._answer(run, helper, self._table)
+        elif helper is not None and self._checked and detail is not None:
+            kind, npu = detail
+            served = self._answer(run, helper, lambda r, h, hello: self._report(
+                r, h, hello, kind, npu))
         if served is None:
             return super().query(run, parse, *args)
-        return cast(T, served)  # `npu-smi info` parses into an InfoTable
+        return cast(T, served)  # the model type `parse` gives for these args
 
-    def _table(self, run: SourceRun, helper: DcmiHelper) -> InfoTable | None:
-        """The DCMI table, or None for npu-smi to serve (the reason counted on ``run``)."""
-        now = self._monotonic()
-        if now < self._off_until:
+    def _answer(self, run: SourceRun, helper: DcmiHelper,
+                read: Callable[[SourceRun, DcmiHelper, Hello], object]) -> object | None:
+        """DCMI's answer, or None for npu-smi to serve (the reason counted on ``run``)."""
+        if self._monotonic() < self._off_until:
             return None
         try:
-            hello = helper.hello()
-            if now >= self._next_check:
-                return self._cross_checked(run, helper, hello)
-            result = self._read(run, helper, hello)
+            return read(run, helper, helper.hello())
         except (HelperFailure, DcmiRefusal) as failure:
             self._fall_back(run, helper, failure)
             return None
+
+    def _table(self, run: SourceRun, helper: DcmiHelper, hello: Hello) -> InfoTable:
+        if self._monotonic() >= self._next_check:
+            return self._cross_checked(run, helper, hello)
+        found = self._read(run, helper, hello)
         self._announce(BackendInfo("dcmi", self._dcmi_reason))
-        return result
+        return found
+
+    def _values(self, helper: DcmiHelper, chips: Sequence[DcmiChip],
+                wanted: Sequence[tuple[str, int]]) -> dict[DcmiChip, dict[str, object]]:
+        calls = calls_for(chips, wanted, self._skip)
+        return collect(chips, calls, helper.call(calls), self._mark_unsupported)
 
     def _read(self, run: SourceRun, helper: DcmiHelper, hello: Hello) -> InfoTable:
-        calls = table_calls(hello.chips, self._skip)
-        answers = helper.call(calls)
-        found = info_table(hello.chips, calls, answers, versions=self._versions,
-                           name_of=self._name_of, unsupported=self._mark_unsupported)
+        values = self._values(helper, hello.chips, TABLE_CALLS)
+        found = info_table(values, versions=self._versions, name_of=self._name_of)
         screened, rejected = plausible.screen(found)
-        run.reject(rejected, ("dcmi",))
+        run.reject(rejected, ("dcmi", "info"))
         return screened
 
-    def _cross_checked(self, run: SourceRun, helper: DcmiHelper, hello: Hello) -> InfoTable | None:
+    def _report(self, run: SourceRun, helper: DcmiHelper, hello: Hello, kind: str,
+                npu: int) -> UsagesReport | CommonReport:
+        chips = [c for c in hello.chips if c.card == npu]
+        if not chips:
+            raise DcmiRefusal("dcmi_chip_gone", f"dcmi_init listed no NPU {npu}",
+                              re_enumerate=True)
+        if kind == "usages":
+            values = self._values(helper, chips, USAGES_CALLS)
+            report: UsagesReport | CommonReport = UsagesReport(
+                npu, tuple(chip_usage(c, values[c]) for c in chips))
+        else:
+            values = self._values(helper, chips, COMMON_CALLS)
+            report = CommonReport(npu, tuple(chip_common(c, values[c]) for c in chips))
+        screened, rejected = plausible.screen(report)
+        run.reject(rejected, ("dcmi", "-t", kind, "-i", str(npu)))
+        return screened
+
+    def _cross_checked(self, run: SourceRun, helper: DcmiHelper, hello: Hello) -> InfoTable:
         """One npu-smi table beside the DCMI one; the table served is the one the result allows."""
         cli = super().query(run, table.parse_info)  # a failure here fails the poll as today
         self._versions = (cli.npu_smi_version, cli.version or hello.driver_version)
@@ -150,6 +197,7 @@ class DcmiSmi(NpuSmi):
             self._fall_back(run, helper, failure)
             return cli
         self._next_check = self._monotonic() + self._interval
+        self._checked = True
         problems = disagreements(found, cli)
         for field, detail in problems:
             log.warning("event=dcmi_cross_check_failed field=%s detail=%r", field, detail)
@@ -175,11 +223,11 @@ class DcmiSmi(NpuSmi):
                 self._off_until = self._monotonic() + self._retry_after
         self._announce(BackendInfo("cli", failure.reason))
 
-    def _skip(self, name: str, chip: DcmiChip) -> bool:
-        return self._unsupported.get((name, chip.card, chip.device), 0.0) > self._monotonic()
+    def _skip(self, call: Call) -> bool:
+        return self._unsupported.get(call, 0.0) > self._monotonic()
 
-    def _mark_unsupported(self, name: str, chip: DcmiChip) -> None:
-        self._unsupported[(name, chip.card, chip.device)] = self._monotonic() + self._retry_after
+    def _mark_unsupported(self, call: Call) -> None:
+        self._unsupported[call] = self._monotonic() + self._retry_after
 
     def _announce(self, info: BackendInfo) -> None:
         """Log and publish the serving backend when it changes."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from npumon.daemon.model.npu_smi import InfoTable, TableChip, TableProcess
+from npumon.daemon.model.npu_smi import ChipCommon, ChipUsage, InfoTable, TableChip, TableProcess
 from npumon.daemon.sources.dcmi_client import Call, DcmiChip
 
 MIB = 1024 * 1024
@@ -20,9 +20,30 @@ MISSING_SYMBOL = -99998
 RETRY = {-8006: "dcmi_timeout", -8012: "dcmi_not_ready", -8017: "dcmi_busy", -8020: "dcmi_busy"}
 GONE = frozenset({-8007, -8008})  # the device left: re-enumerate
 HEALTH = {0: "OK", 1: "Warning", 2: "Alarm", 3: "Critical"}
-UTIL_AICORE = 2
-TABLE_CALLS = ("health", "power", "temperature", "hbm", "memory", "utilization", "processes",
-               "chip", "pcie")
+# dcmi_get_device_utilization_rate types (DRV-H DCMI_UTILIZATION_RATE_*) and frequency types
+UTIL_DDR, UTIL_AICORE, UTIL_AICPU, UTIL_CTRLCPU, UTIL_DDR_BANDWIDTH = 1, 2, 3, 4, 5
+UTIL_HBM, UTIL_HBM_BANDWIDTH, UTIL_VECTOR, UTIL_NPU, UTIL_CUBE = 6, 10, 12, 13, 14
+FREQ_AICORE_CURRENT, FREQ_AICORE_RATED = 7, 9
+TABLE_CALLS: tuple[tuple[str, int], ...] = (
+    ("health", 0), ("power", 0), ("temperature", 0), ("hbm", 0), ("memory", 0),
+    ("utilization", UTIL_AICORE), ("processes", 0), ("chip", 0), ("pcie", 0),
+)
+USAGES_CALLS: tuple[tuple[str, int], ...] = (
+    ("hbm", 0), ("memory", 0), *(("utilization", kind) for kind in (
+        UTIL_DDR, UTIL_AICORE, UTIL_AICPU, UTIL_CTRLCPU, UTIL_DDR_BANDWIDTH, UTIL_HBM,
+        UTIL_HBM_BANDWIDTH, UTIL_VECTOR, UTIL_NPU, UTIL_CUBE)),
+)
+COMMON_CALLS: tuple[tuple[str, int], ...] = (
+    ("power", 0), ("temperature", 0), ("chip", 0), ("utilization", UTIL_DDR),
+    ("utilization", UTIL_HBM), ("utilization", UTIL_AICORE),
+    ("frequency", FREQ_AICORE_CURRENT), ("frequency", FREQ_AICORE_RATED),
+)
+Values = Mapping[str, Any]  # one chip's answers by value key (see value_key); absent: -8255
+
+
+def value_key(name: str, arg: int) -> str:
+    """"power", "utilization2", "frequency7": a call's answer among a chip's values."""
+    return f"{name}{arg}" if arg else name
 
 
 class DcmiRefusal(Exception):
@@ -38,10 +59,11 @@ class DcmiRefusal(Exception):
         super().__init__(f"{reason}: {message}")
 
 
-def table_calls(chips: Sequence[DcmiChip], skip: Callable[[str, DcmiChip], bool]) -> list[Call]:
-    """The requests behind `npu-smi info` (``skip``: known unsupported for that chip)."""
-    return [(name, c.card, c.device, UTIL_AICORE if name == "utilization" else 0)
-            for c in chips for name in TABLE_CALLS if not skip(name, c)]
+def calls_for(chips: Sequence[DcmiChip], wanted: Sequence[tuple[str, int]],
+              skip: Callable[[Call], bool]) -> list[Call]:
+    """The requests for ``wanted`` on each chip (``skip``: known unsupported)."""
+    calls = [(name, c.card, c.device, arg) for c in chips for name, arg in wanted]
+    return [call for call in calls if not skip(call)]
 
 
 def check(name: str, chip: DcmiChip, rc: int) -> bool:
@@ -92,7 +114,7 @@ def table_chip(chip: DcmiChip, values: Mapping[str, Any]) -> TableChip:
     """One chip's table row from its answers (a name absent from ``values``: -8255)."""
     health, hbm, info = values.get("health"), values.get("hbm"), values.get("chip")
     power, temperature = values.get("power"), values.get("temperature")
-    util, pcie = values.get("utilization"), values.get("pcie")
+    util, pcie = values.get(value_key("utilization", UTIL_AICORE)), values.get("pcie")
     return TableChip(
         npu=chip.card,
         chip=chip.device,
@@ -114,26 +136,86 @@ def table_processes(chip: DcmiChip, listed: Sequence[Sequence[int]],
                          memory_bytes=used) for pid, used in listed]
 
 
-def info_table(
+def collect(
     chips: Sequence[DcmiChip],
     calls: Sequence[Call],
     answers: Sequence[tuple[int, Any]],
+    unsupported: Callable[[Call], None],
+) -> dict[DcmiChip, dict[str, Any]]:
+    """Each chip's values by value key; -8255 left out (and told), other codes raised."""
+    by_chip = {(c.card, c.device): c for c in chips}
+    values: dict[DcmiChip, dict[str, Any]] = {c: {} for c in chips}
+    for call, (rc, value) in zip(calls, answers, strict=True):
+        name, card, device, arg = call
+        chip = by_chip[(card, device)]
+        if check(name, chip, rc):
+            values[chip][value_key(name, arg)] = value
+        else:
+            unsupported(call)
+    return values
+
+
+def info_table(
+    values: Mapping[DcmiChip, Values],
     *,
     versions: tuple[str | None, str | None],
     name_of: Callable[[int], str | None],
-    unsupported: Callable[[str, DcmiChip], None],
 ) -> InfoTable:
-    """The `npu-smi info` table from DCMI answers; ``unsupported`` hears each -8255."""
-    by_chip: dict[tuple[int, int], DcmiChip] = {(c.card, c.device): c for c in chips}
-    values: dict[tuple[int, int], dict[str, Any]] = {key: {} for key in by_chip}
-    for (name, card, device, _), (rc, value) in zip(calls, answers, strict=True):
-        chip = by_chip[(card, device)]
-        if check(name, chip, rc):
-            values[(card, device)][name] = value
-        else:
-            unsupported(name, chip)
-    rows = [table_chip(chip, values[key]) for key, chip in by_chip.items()]
-    processes = [p for key, chip in by_chip.items()
-                 for p in table_processes(chip, values[key].get("processes") or (), name_of)]
+    """The `npu-smi info` table from the chips' DCMI values."""
+    rows = [table_chip(chip, found) for chip, found in values.items()]
+    processes = [p for chip, found in values.items()
+                 for p in table_processes(chip, found.get("processes") or (), name_of)]
     return InfoTable(npu_smi_version=versions[0], version=versions[1], chips=tuple(rows),
                      processes=tuple(processes), has_process_table=True)
+
+
+def _percent(values: Values, kind: int) -> float | None:
+    found = values.get(value_key("utilization", kind))
+    return None if found is None else _ratio(found)
+
+
+def _hertz(values: Values, kind: int) -> float | None:
+    found = values.get(value_key("frequency", kind))
+    return None if found is None else found * 1e6
+
+
+def _ddr(values: Values, kind: int) -> float | None:
+    """A DDR figure: 0 where the chip has no DDR (-8255), as npu-smi prints it on A2/A3."""
+    return 0.0 if values.get("memory") is None else _percent(values, kind)
+
+
+def chip_usage(chip: DcmiChip, values: Values) -> ChipUsage:
+    """`-t usages` for one chip (310P's Vectorcore is the same unit as AI Vector)."""
+    hbm, memory = values.get("hbm"), values.get("memory")
+    return ChipUsage(
+        chip=chip.device,
+        aicore_ratio=_percent(values, UTIL_AICORE),
+        aivector_ratio=_percent(values, UTIL_VECTOR),
+        aicube_ratio=_percent(values, UTIL_CUBE),
+        aicpu_ratio=_percent(values, UTIL_AICPU),
+        ctrlcpu_ratio=_percent(values, UTIL_CTRLCPU),
+        npu_util_ratio=_percent(values, UTIL_NPU),
+        memory_total_bytes=memory["memory_size"] * MIB if memory else 0,
+        memory_usage_ratio=_ddr(values, UTIL_DDR),
+        hugepages_total=memory["hugepages_total"] if memory else 0,
+        hbm_total_bytes=hbm["memory_size"] * MIB if hbm else None,
+        hbm_usage_ratio=_percent(values, UTIL_HBM),
+        memory_bandwidth_ratio=_ddr(values, UTIL_DDR_BANDWIDTH),
+        hbm_bandwidth_ratio=_percent(values, UTIL_HBM_BANDWIDTH),
+    )
+
+
+def chip_common(chip: DcmiChip, values: Values) -> ChipCommon:
+    """`-t common` for one chip."""
+    power, temperature, info = values.get("power"), values.get("temperature"), values.get("chip")
+    return ChipCommon(
+        chip=chip.device,
+        memory_usage_ratio=_ddr(values, UTIL_DDR),
+        hbm_usage_ratio=_percent(values, UTIL_HBM),
+        aicore_ratio=_percent(values, UTIL_AICORE),
+        aicore_rated_hertz=_hertz(values, FREQ_AICORE_RATED),
+        aicore_current_hertz=_hertz(values, FREQ_AICORE_CURRENT),
+        aicore_count=info["aicore_cnt"] or None if info else None,  # 0: not reported
+        temperature_celsius=None if temperature is None else float(temperature),
+        power_watts=None if power is None else power / 10.0,
+    )

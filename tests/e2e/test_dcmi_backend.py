@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client import generate_latest
@@ -15,6 +17,7 @@ from prometheus_client import generate_latest
 from npumon.daemon.app import Agent
 from npumon.daemon.config import parse_config
 from npumon.daemon.model.snapshot import BackendInfo
+from npumon.daemon.runner import CommandResult, run_command
 from npumon.daemon.sources.dcmi_library import TrustPolicy
 from npumon.simulator.dcmi import state_text
 from npumon.simulator.loader import load_scenario
@@ -44,7 +47,8 @@ def _node(tmp_path: Path, scenario: str, extra: str = "") -> Path:
     return state
 
 
-def _agent(tmp_path: Path, scenario: str, backend: str, *omit: str, timeout: str = "20s") -> Agent:
+def _agent(tmp_path: Path, scenario: str, backend: str, *omit: str, timeout: str = "20s",
+           calls: list[tuple[str, ...]] | None = None) -> Agent:
     library = build_fake_dcmi(tmp_path / ("lib-" + "-".join(omit)), *omit)
     config = parse_config({
         "npu_smi": {"command": ["npumon-sim-npu-smi", "--scenario", scenario, "--time", str(AT)],
@@ -53,7 +57,13 @@ def _agent(tmp_path: Path, scenario: str, backend: str, *omit: str, timeout: str
         "kubernetes": {"pod_resources_socket": "/nonexistent/kubelet.sock"},
         "hccn_tool": {"command": ["/nonexistent/hccn_tool"]},
     })
-    return Agent(config, clock=lambda: FROZEN_TIME, proc_root=tmp_path / "proc",
+    seen = calls if calls is not None else []
+
+    def runner(argv: Sequence[str], timeout: float, **options: Any) -> CommandResult:
+        seen.append(tuple(argv[argv.index("info"):]))
+        return run_command(argv, timeout, **options)
+
+    return Agent(config, runner=runner, clock=lambda: FROZEN_TIME, proc_root=tmp_path / "proc",
                  dcmi_trust=TrustPolicy(owner_uid=os.getuid(), checked_below=tmp_path))
 
 
@@ -79,8 +89,12 @@ def test_one_node_through_both_backends_is_one_exposition(
 ) -> None:
     monkeypatch.setenv(STATE_ENV, str(_node(tmp_path, scenario)))
     cli = _table_exposition(_agent(tmp_path, scenario, "cli"))
-    dcmi_agent = _agent(tmp_path, scenario, "auto")
+    calls: list[tuple[str, ...]] = []
+    dcmi_agent = _agent(tmp_path, scenario, "auto", calls=calls)
     dcmi = _table_exposition(dcmi_agent)
+    # npu-smi ran once for the table (the cross-check), and not for -t usages / -t common
+    assert calls.count(("info",)) == 1
+    assert not [c for c in calls if c[1:3] in (("-t", "usages"), ("-t", "common"))]
     found = samples(dcmi)
     assert value(found, "npumon_backend_info", backend="dcmi", reason="cross_check_passed") == 1
     assert dcmi_agent.smi.helper is not None and dcmi_agent.smi.helper.starts == 1

@@ -10,7 +10,18 @@ import pytest
 from npumon.daemon.model.npu_smi import InfoTable, TableChip
 from npumon.daemon.sources.dcmi import disagreements
 from npumon.daemon.sources.dcmi_client import DcmiChip
-from npumon.daemon.sources.dcmi_readings import DcmiRefusal, check, info_table, table_calls
+from npumon.daemon.sources.dcmi_readings import (
+    COMMON_CALLS,
+    TABLE_CALLS,
+    USAGES_CALLS,
+    DcmiRefusal,
+    calls_for,
+    check,
+    chip_common,
+    chip_usage,
+    collect,
+    info_table,
+)
 
 MIB = 1024 * 1024
 CHIP = DcmiChip(card=4, device=1, logic_id=9, phy_id=9)
@@ -18,18 +29,27 @@ VALUES = {
     "health": (0, 2), "power": (0, 3596), "temperature": (0, 58),
     "hbm": (0, {"memory_size": 65536, "memory_usage": 3000, "temp": 50, "bandwith_util_rate": 4,
                 "freq": 1600}),
-    "memory": (-8255, None), "utilization": (0, 37), "processes": (0, [[77, 5 * MIB]]),
+    "memory": (-8255, None), "utilization2": (0, 37), "processes": (0, [[77, 5 * MIB]]),
     "chip": (0, {"chip_type": "Ascend", "chip_name": "910B3", "chip_ver": "V1", "aicore_cnt": 20}),
     "pcie": (0, {"domain": 0, "bdf_busid": 0xC1, "bdf_deviceid": 0, "bdf_funcid": 0}),
 }
 
 
-def _table(values: dict[str, tuple[int, object]]) -> tuple[InfoTable, list[str]]:
-    calls = table_calls([CHIP], lambda name, chip: False)
+def _values(answers: dict[str, tuple[int, object]],
+            wanted: tuple[tuple[str, int], ...]) -> tuple[dict[str, object], list[str]]:
+    calls = calls_for([CHIP], wanted, lambda call: False)
     unsupported: list[str] = []
-    found = info_table([CHIP], calls, [values[name] for name, *_ in calls],
-                       versions=("25.2.2", "25.2.2"), name_of=lambda pid: "python3",
-                       unsupported=lambda name, chip: unsupported.append(name))
+    key = {("utilization", 2): "utilization2"}
+    found = collect([CHIP], calls, [answers.get(key.get((n, a), n + (str(a) if a else "")),
+                                                (-8255, None)) for n, _, _, a in calls],
+                    lambda call: unsupported.append(call[0] + (str(call[3]) if call[3] else "")))
+    return found[CHIP], unsupported
+
+
+def _table(answers: dict[str, tuple[int, object]]) -> tuple[InfoTable, list[str]]:
+    values, unsupported = _values(answers, TABLE_CALLS)
+    found = info_table({CHIP: values}, versions=("25.2.2", "25.2.2"),
+                       name_of=lambda pid: "python3")
     return found, unsupported
 
 
@@ -100,3 +120,20 @@ def test_health_not_ready_is_a_dropped_card() -> None:
     with pytest.raises(DcmiRefusal) as refused:
         check("health", CHIP, -8012)
     assert refused.value.re_enumerate and refused.value.reason == "dcmi_chip_gone"
+
+
+def test_usages_and_common_in_base_units() -> None:
+    answers = {**VALUES, "utilization12": (0, 25), "utilization14": (0, 35),
+               "utilization13": (0, 40), "utilization3": (0, 2), "utilization6": (0, 5),
+               "frequency7": (0, 1300), "frequency9": (0, 1800)}
+    usage = chip_usage(CHIP, _values(answers, USAGES_CALLS)[0])
+    assert (usage.aicore_ratio, usage.aivector_ratio, usage.aicube_ratio) == (0.37, 0.25, 0.35)
+    assert (usage.npu_util_ratio, usage.aicpu_ratio, usage.ctrlcpu_ratio) == (0.40, 0.02, None)
+    assert usage.hbm_total_bytes == 65536 * MIB and usage.hbm_usage_ratio == 0.05
+    # no DDR on this chip (-8255): npu-smi prints 0 for the DDR figures, and so do we
+    assert (usage.memory_total_bytes, usage.memory_usage_ratio, usage.hugepages_total) == (0, 0, 0)
+    assert usage.memory_bandwidth_ratio == 0.0
+    common = chip_common(CHIP, _values(answers, COMMON_CALLS)[0])
+    assert (common.aicore_current_hertz, common.aicore_rated_hertz) == (1.3e9, 1.8e9)
+    assert (common.power_watts, common.temperature_celsius, common.aicore_count) == (
+        359.6, 58.0, 20)
