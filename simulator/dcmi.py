@@ -24,8 +24,12 @@ def _chip_keys(node: SimNode, c: SimChip) -> dict[str, object]:
         "util2": c.aicore_percent, "util3": c.aicpu_percent, "util4": c.ctrlcpu_percent,
         "freq7": c.aicore_current_mhz, "freq9": c.aicore_rated_mhz, "bus": c.bus_id,
         "chip_type": fam.chip_type, "chip_name": fam.table_name, "aicore_cnt": c.aicore_count or 0,
-        "ecc2_enable": 1, "ecc2_sbe": c.hbm_single_bit_errors, "ecc2_dbe": c.hbm_double_bit_errors,
     }
+    # ECC: HBM on A2/A3 (the aggregate equals the count here), DDR on 310P (all 0)
+    sbe, dbe = (c.hbm_single_bit_errors, c.hbm_double_bit_errors) if fam.has_hbm else (0, 0)
+    ecc = 2 if fam.has_hbm else 0
+    keys.update({f"ecc{ecc}_enable": 1, f"ecc{ecc}_sbe": sbe, f"ecc{ecc}_dbe": dbe,
+                 f"ecc{ecc}_total_sbe": sbe, f"ecc{ecc}_total_dbe": dbe})
     if c.power_watts is not None:  # NA (310P) and "-" (A3 die 1): -8255
         keys["power"] = round(c.power_watts * 10)
     optional = {"util12": c.aivector_percent if c.aivector_percent is not None

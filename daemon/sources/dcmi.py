@@ -1,11 +1,11 @@
-"""npu-smi's table and detail queries through DCMI, with npu-smi as fallback and cross-check.
+"""npu-smi's per-chip queries through DCMI, with npu-smi as the fallback and the cross-check.
 
-``DcmiSmi`` is an ``NpuSmi``: the tiers ask it as they ask npu-smi, and it answers `npu-smi info`,
-`-t usages -i N` and `-t common -i N` (the latter two once a cross-check has passed) from the
-DCMI helper when it can, else runs npu-smi. At start and every hour one npu-smi table is
+``DcmiSmi`` is an ``NpuSmi``: the tiers ask it as they ask npu-smi, and it answers `npu-smi info`
+and, once a cross-check has passed, `-t usages|common|ecc -i N` and `-t health|memory -i N -c M`
+from the DCMI helper when it can, else runs npu-smi. At start and every hour one npu-smi table is
 read beside the DCMI one of the same moment; in `auto` a disagreement in the chips turns DCMI off
-until the next check, one beyond tolerance in a value has npu-smi serve the table until then
-(in `dcmi` it is logged and counted only). Every fallback is counted on the run as a refusal
+until the next check, one beyond tolerance in a value has npu-smi serve until then (in `dcmi` it
+is logged and counted only). Every fallback is counted on the run as a refusal
 (`npumon_source_failures_total{reason="dcmi_..."}`), which does not mark the source down.
 """
 
@@ -13,24 +13,31 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar, cast
 
-from npumon.daemon.model.npu_smi import CommonReport, InfoTable, UsagesReport
+from npumon.daemon.model.npu_smi import CommonReport, EccReport, InfoTable, UsagesReport
 from npumon.daemon.model.snapshot import BackendInfo
 from npumon.daemon.parsers import plausible, table
 from npumon.daemon.sources.dcmi_client import Call, DcmiChip, DcmiHelper, Hello, HelperFailure
 from npumon.daemon.sources.dcmi_readings import (
     COMMON_CALLS,
+    ECC_CALLS,
+    HEALTH_CALLS,
+    MEMORY_CALLS,
     TABLE_CALLS,
     USAGES_CALLS,
     DcmiRefusal,
+    Values,
     calls_for,
     chip_common,
+    chip_ecc,
     chip_usage,
     collect,
+    health_report,
     info_table,
+    memory_report,
 )
 from npumon.daemon.sources.query import NpuSmi, Runner
 from npumon.daemon.sources.wrapper import SourceFailure, SourceRun
@@ -82,12 +89,36 @@ _CHECKS: tuple[tuple[str, Callable[[float, float], bool]], ...] = (
 )
 
 
-def _detail(args: Sequence[str]) -> tuple[str, int] | None:
-    """("usages" | "common", NPU) for `-t usages|common -i N`, else None."""
-    if len(args) == 4 and args[0] == "-t" and args[1] in ("usages", "common") and \
-            args[2] == "-i" and args[3].isdigit():
-        return args[1], int(args[3])
-    return None
+def _per_npu(npu: int, chips: Sequence[DcmiChip],
+             values: Mapping[DcmiChip, Values], kind: str) -> object:
+    if kind == "usages":
+        return UsagesReport(npu, tuple(chip_usage(c, values[c]) for c in chips))
+    if kind == "common":
+        return CommonReport(npu, tuple(chip_common(c, values[c]) for c in chips))
+    return EccReport(npu, tuple(chip_ecc(c, values[c]) for c in chips))
+
+
+# query -> (the calls per chip, the parser's model from the chips' values)
+DETAIL: dict[str, tuple[tuple[tuple[str, int], ...], Callable[..., object]]] = {
+    "usages": (USAGES_CALLS, lambda npu, chips, v: _per_npu(npu, chips, v, "usages")),
+    "common": (COMMON_CALLS, lambda npu, chips, v: _per_npu(npu, chips, v, "common")),
+    "ecc": (ECC_CALLS, lambda npu, chips, v: _per_npu(npu, chips, v, "ecc")),
+    "health": (HEALTH_CALLS, lambda npu, chips, v: health_report(chips[0], v[chips[0]])),
+    "memory": (MEMORY_CALLS, lambda npu, chips, v: memory_report(chips[0], v[chips[0]])),
+}
+_PER_CHIP = frozenset({"health", "memory"})
+
+
+def _detail(args: Sequence[str]) -> tuple[str, int, int | None] | None:
+    """(query, NPU, chip) for `-t usages|common|ecc -i N` and `-t health|memory -i N -c M`."""
+    if len(args) < 4 or args[0] != "-t" or args[1] not in DETAIL or args[2] != "-i":
+        return None
+    per_chip = args[1] in _PER_CHIP
+    if len(args) != (6 if per_chip else 4) or not args[3].isdigit():
+        return None
+    if per_chip and (args[4] != "-c" or not args[5].isdigit()):
+        return None
+    return args[1], int(args[3]), int(args[5]) if per_chip else None
 
 
 class DcmiSmi(NpuSmi):
@@ -133,9 +164,8 @@ class DcmiSmi(NpuSmi):
         if helper is not None and not args:
             served = self._answer(run, helper, self._table)
         elif helper is not None and self._checked and detail is not None:
-            kind, npu = detail
             served = self._answer(run, helper, lambda r, h, hello: self._report(
-                r, h, hello, kind, npu))
+                r, h, hello, *detail))
         if served is None:
             return super().query(run, parse, *args)
         return cast(T, served)  # the model type `parse` gives for these args
@@ -170,19 +200,14 @@ class DcmiSmi(NpuSmi):
         run.reject(rejected, ("dcmi", "info"))
         return screened
 
-    def _report(self, run: SourceRun, helper: DcmiHelper, hello: Hello, kind: str,
-                npu: int) -> UsagesReport | CommonReport:
-        chips = [c for c in hello.chips if c.card == npu]
+    def _report(self, run: SourceRun, helper: DcmiHelper, hello: Hello, kind: str, npu: int,
+                chip: int | None) -> object:
+        chips = [c for c in hello.chips if c.card == npu and chip in (None, c.device)]
         if not chips:
-            raise DcmiRefusal("dcmi_chip_gone", f"dcmi_init listed no NPU {npu}",
+            raise DcmiRefusal("dcmi_chip_gone", f"dcmi_init listed no NPU {npu} chip {chip}",
                               re_enumerate=True)
-        if kind == "usages":
-            values = self._values(helper, chips, USAGES_CALLS)
-            report: UsagesReport | CommonReport = UsagesReport(
-                npu, tuple(chip_usage(c, values[c]) for c in chips))
-        else:
-            values = self._values(helper, chips, COMMON_CALLS)
-            report = CommonReport(npu, tuple(chip_common(c, values[c]) for c in chips))
+        wanted, build = DETAIL[kind]
+        report = build(npu, chips, self._values(helper, chips, wanted))
         screened, rejected = plausible.screen(report)
         run.reject(rejected, ("dcmi", "-t", kind, "-i", str(npu)))
         return screened

@@ -10,7 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from npumon.daemon.model.npu_smi import ChipCommon, ChipUsage, InfoTable, TableChip, TableProcess
+from npumon.daemon.model.npu_smi import (
+    ChipCommon,
+    ChipEcc,
+    ChipUsage,
+    HealthReport,
+    InfoTable,
+    MemoryReport,
+    TableChip,
+    TableProcess,
+)
 from npumon.daemon.sources.dcmi_client import Call, DcmiChip
 
 MIB = 1024 * 1024
@@ -38,12 +47,18 @@ COMMON_CALLS: tuple[tuple[str, int], ...] = (
     ("utilization", UTIL_HBM), ("utilization", UTIL_AICORE),
     ("frequency", FREQ_AICORE_CURRENT), ("frequency", FREQ_AICORE_RATED),
 )
+ECC_DDR, ECC_HBM = 0, 2  # enum dcmi_device_type
+HEALTH_CALLS: tuple[tuple[str, int], ...] = (("health", 0), ("errors", 0))
+ECC_CALLS: tuple[tuple[str, int], ...] = (("ecc", ECC_HBM), ("ecc", ECC_DDR))
+MEMORY_CALLS: tuple[tuple[str, int], ...] = (("hbm", 0), ("memory", 0))
+CARD_DROP = 0x40F84E00  # the fault code of a card that fell off the bus: re-enumerate
 Values = Mapping[str, Any]  # one chip's answers by value key (see value_key); absent: -8255
+_TYPED = frozenset({"utilization", "frequency", "ecc"})  # calls whose argument is a type
 
 
 def value_key(name: str, arg: int) -> str:
-    """"power", "utilization2", "frequency7": a call's answer among a chip's values."""
-    return f"{name}{arg}" if arg else name
+    """"power", "utilization2", "ecc0": a call's answer among a chip's values."""
+    return f"{name}{arg}" if name in _TYPED else name
 
 
 class DcmiRefusal(Exception):
@@ -218,4 +233,47 @@ def chip_common(chip: DcmiChip, values: Values) -> ChipCommon:
         aicore_count=info["aicore_cnt"] or None if info else None,  # 0: not reported
         temperature_celsius=None if temperature is None else float(temperature),
         power_watts=None if power is None else power / 10.0,
+    )
+
+
+def health_report(chip: DcmiChip, values: Values) -> HealthReport:
+    """`-t health` for one chip: status and codes as npu-smi prints them (no texts: DCMI has
+    only the codes; npumon's fault table names them)."""
+    health, codes = values.get("health"), values.get("errors") or ()
+    if CARD_DROP in codes:
+        raise DcmiRefusal("dcmi_chip_gone", f"NPU {chip.card} chip {chip.device} reports the "
+                          f"card-drop code {CARD_DROP:08X}", re_enumerate=True)
+    return HealthReport(status=None if health is None else HEALTH.get(health, "UNKNOWN"),
+                        error_codes=tuple(f"{code:08X}" for code in codes if code))
+
+
+def chip_ecc(chip: DcmiChip, values: Values) -> ChipEcc:
+    """`-t ecc` for one chip: HBM (type 2) and DDR (type 0), the 7 fields both struct forms have."""
+    hbm, ddr = values.get(value_key("ecc", ECC_HBM)), values.get(value_key("ecc", ECC_DDR))
+    fields: dict[str, int] = {}
+    for prefix, found in (("hbm", hbm), ("ddr", ddr)):
+        if found:
+            fields.update({
+                f"{prefix}_single_bit_errors": found["single_bit_error_cnt"],
+                f"{prefix}_double_bit_errors": found["double_bit_error_cnt"],
+                f"{prefix}_single_bit_aggregate_total": found["total_single_bit_error_cnt"],
+                f"{prefix}_double_bit_aggregate_total": found["total_double_bit_error_cnt"],
+            })
+    if hbm:
+        fields.update(hbm_single_bit_isolated_pages=hbm["single_bit_isolated_pages_cnt"],
+                      hbm_double_bit_isolated_pages=hbm["double_bit_isolated_pages_cnt"])
+    return ChipEcc(chip=chip.device, **fields)
+
+
+def memory_report(chip: DcmiChip, values: Values) -> MemoryReport:
+    """`-t memory` for one chip; DDR 0 where it has none, as npu-smi prints it."""
+    hbm, memory = values.get("hbm"), values.get("memory")
+    return MemoryReport(
+        npu=chip.card,
+        chip=chip.device,
+        memory_total_bytes=memory["memory_size"] * MIB if memory else 0,
+        memory_clock_hertz=memory["freq"] * 1e6 if memory else 0.0,
+        hbm_total_bytes=hbm["memory_size"] * MIB if hbm else None,
+        hbm_clock_hertz=hbm["freq"] * 1e6 if hbm else None,
+        hbm_temperature_celsius=float(hbm["temp"]) if hbm else None,
     )

@@ -28,7 +28,7 @@ from tests.support import FROZEN_TIME
 
 pytestmark = pytest.mark.integration
 
-AT = 1000.0  # simulated seconds: NPU 3 runs hot, nothing hangs
+AT = 1000.0  # simulated seconds: NPU 5 of 910b-8 in Alarm with two codes, nothing hangs
 _VOLATILE = re.compile(r"^(npumon_source_duration_seconds|npumon_scrape_collector_duration_seconds"
                        r"|npumon_backend_info)\{.*\n", re.MULTILINE)
 
@@ -92,12 +92,17 @@ def test_one_node_through_both_backends_is_one_exposition(
     calls: list[tuple[str, ...]] = []
     dcmi_agent = _agent(tmp_path, scenario, "auto", calls=calls)
     dcmi = _table_exposition(dcmi_agent)
-    # npu-smi ran once for the table (the cross-check), and not for -t usages / -t common
+    # npu-smi ran once for the table (the cross-check), and for none of the queries DCMI answers
     assert calls.count(("info",)) == 1
-    assert not [c for c in calls if c[1:3] in (("-t", "usages"), ("-t", "common"))]
+    served = {"usages", "common", "ecc", "health", "memory"}
+    assert not [c for c in calls if c[1:2] == ("-t",) and c[2] in served]
     found = samples(dcmi)
     assert value(found, "npumon_backend_info", backend="dcmi", reason="cross_check_passed") == 1
     assert dcmi_agent.smi.helper is not None and dcmi_agent.smi.helper.starts == 1
+    if scenario == "910b-8":  # the alarm's codes came through dcmi_get_device_errorcode_v2
+        codes = {dict(labels).get("code") for name, labels in found if
+                 name == "npu_error_code_info" and dict(labels).get("npu") == "5"}
+        assert codes == {"A4025021", "8C03A000"}
     assert _VOLATILE.sub("", dcmi) == _VOLATILE.sub("", cli)
 
 

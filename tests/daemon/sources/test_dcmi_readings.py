@@ -18,9 +18,13 @@ from npumon.daemon.sources.dcmi_readings import (
     calls_for,
     check,
     chip_common,
+    chip_ecc,
     chip_usage,
     collect,
+    health_report,
     info_table,
+    memory_report,
+    value_key,
 )
 
 MIB = 1024 * 1024
@@ -39,10 +43,9 @@ def _values(answers: dict[str, tuple[int, object]],
             wanted: tuple[tuple[str, int], ...]) -> tuple[dict[str, object], list[str]]:
     calls = calls_for([CHIP], wanted, lambda call: False)
     unsupported: list[str] = []
-    key = {("utilization", 2): "utilization2"}
-    found = collect([CHIP], calls, [answers.get(key.get((n, a), n + (str(a) if a else "")),
-                                                (-8255, None)) for n, _, _, a in calls],
-                    lambda call: unsupported.append(call[0] + (str(call[3]) if call[3] else "")))
+    found = collect([CHIP], calls, [answers.get(value_key(n, a), (-8255, None))
+                                    for n, _, _, a in calls],
+                    lambda call: unsupported.append(value_key(call[0], call[3])))
     return found[CHIP], unsupported
 
 
@@ -137,3 +140,22 @@ def test_usages_and_common_in_base_units() -> None:
     assert (common.aicore_current_hertz, common.aicore_rated_hertz) == (1.3e9, 1.8e9)
     assert (common.power_watts, common.temperature_celsius, common.aicore_count) == (
         359.6, 58.0, 20)
+
+
+def test_health_ecc_and_memory_as_npu_smi_prints_them() -> None:
+    health = health_report(CHIP, {"health": 2, "errors": [0xA4025021, 0, 0x8C03A000]})
+    assert (health.status, health.error_codes) == ("Alarm", ("A4025021", "8C03A000"))
+    with pytest.raises(DcmiRefusal) as dropped:
+        health_report(CHIP, {"health": 0, "errors": [0x40F84E00]})
+    assert dropped.value.re_enumerate
+    ecc = {"enable_flag": 1, "single_bit_error_cnt": 2, "double_bit_error_cnt": 1,
+           "total_single_bit_error_cnt": 7, "total_double_bit_error_cnt": 3,
+           "single_bit_isolated_pages_cnt": 0, "double_bit_isolated_pages_cnt": 1}
+    found = chip_ecc(CHIP, {value_key("ecc", 2): ecc})
+    assert (found.hbm_single_bit_errors, found.hbm_double_bit_aggregate_total) == (2, 3)
+    assert found.hbm_double_bit_isolated_pages == 1 and found.ddr_single_bit_errors is None
+    hbm = {"memory_size": 65536, "memory_usage": 1, "temp": 41, "freq": 1600,
+           "bandwith_util_rate": 0}
+    memory = memory_report(CHIP, {"hbm": hbm})
+    assert (memory.hbm_temperature_celsius, memory.hbm_clock_hertz) == (41.0, 1.6e9)
+    assert (memory.memory_total_bytes, memory.memory_clock_hertz) == (0, 0.0)
