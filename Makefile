@@ -89,6 +89,8 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	@start=$$(date +%s); \
 	if [ -f bench/calls_bench.py ]; then echo "== bench/calls_bench.py"; \
 	  timeout 120 $(BIN)/python bench/calls_bench.py --minutes 60 --json $(BENCH_OUT)/calls.json || echo "calls_bench FAILED"; fi; \
+	echo "== bench/dcmi_bench.py"; \
+	timeout 170 $(BIN)/python bench/dcmi_bench.py --minutes 10 --json $(BENCH_OUT)/dcmi.json || echo "FAILED: dcmi"; \
 	echo "== bench/simulator_bench.py"; \
 	timeout 120 $(BIN)/python bench/simulator_bench.py --runs 5 --json $(BENCH_OUT)/simulator.json || echo "FAILED: simulator"; \
 	echo "== bench/daemon_bench.py"; \

@@ -103,6 +103,11 @@ class DcmiHelper:
         self._dying: list[subprocess.Popen[bytes]] = []
         self.starts = 0  # helpers started (a test counts restarts)
 
+    @property
+    def pid(self) -> int | None:
+        """The running helper's process ID (bench/dcmi_bench.py reads its CPU time)."""
+        return self._process.pid if self._process is not None else None
+
     def hello(self) -> Hello:
         """The running helper's hello, starting one if none runs (and the backoff is over)."""
         with self._locked():
