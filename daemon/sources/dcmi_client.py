@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from npumon.daemon.runner import PROCESS_GROUPS, ProcessGroups, kill_group
+from npumon.daemon.sources.wrapper import SourceFailure
 
 log = logging.getLogger(__name__)
 HELPER_MODULE = "npumon.daemon.sources.dcmi_helper"
@@ -29,13 +30,8 @@ MAX_ANSWER_BYTES = 4 * 1024 * 1024
 Call = tuple[str, int, int, int]  # (request name, card, device, argument)
 
 
-class HelperFailure(Exception):
+class HelperFailure(SourceFailure):
     """No answer from the helper; ``reason`` is a failure-counter label (dcmi_timeout, ...)."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        self.reason = reason
-        self.message = message
-        super().__init__(f"{reason}: {message}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,19 +18,15 @@ from pathlib import Path
 
 from npumon.daemon.runner import run_command
 from npumon.daemon.sources.dcmi_abi import FUNCTIONS
+from npumon.daemon.sources.wrapper import SourceFailure
 
 LIBRARY_NAME = "libdcmi.so"
 DRIVER_DIRECTORIES = (Path("/usr/local/Ascend/driver/lib64/driver"), Path("/usr/local/dcmi"))
 LDCONFIG = ("/sbin/ldconfig", "--print-cache")
 
 
-class LibraryRefused(Exception):
+class LibraryRefused(SourceFailure):
     """No usable libdcmi.so: ``reason`` is the backend_info label, the message says what to do."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        self.reason = reason
-        self.message = message
-        super().__init__(f"{reason}: {message}")
 
 
 @dataclass(frozen=True, slots=True)

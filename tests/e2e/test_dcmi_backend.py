@@ -22,7 +22,7 @@ from npumon.daemon.sources.dcmi_library import TrustPolicy
 from npumon.simulator.dcmi import state_text
 from npumon.simulator.loader import load_scenario
 from npumon.simulator.state import node_state
-from tests.helpers.exposition import names, samples, value
+from tests.helpers.exposition import Samples, names, samples, value
 from tests.helpers.fake_dcmi import STATE_ENV, build_fake_dcmi
 from tests.support import FROZEN_TIME
 
@@ -72,6 +72,16 @@ def _polled(agent: Agent) -> str:
     return generate_latest(agent.registry).decode()
 
 
+def _two_table_polls(agent: Agent) -> Samples:
+    """The samples after a start-up table poll (the cross-check) and one more; agent stopped."""
+    try:
+        agent.sources.poll_table()
+        agent.sources.poll_table()
+        return samples(_polled(agent))
+    finally:
+        agent.stop()
+
+
 def _table_exposition(agent: Agent) -> str:
     agent.sources.poll_table()
     agent.sources.poll_identity()
@@ -111,7 +121,7 @@ def test_a_hung_call_is_killed_and_npu_smi_serves(
 ) -> None:
     state = _node(tmp_path, "910b-8", "hang dcmi_get_device_hbm_info\n")
     monkeypatch.setenv(STATE_ENV, str(state))
-    agent = _agent(tmp_path, "910b-8", "dcmi", timeout="2s")
+    agent = _agent(tmp_path, "910b-8", "dcmi", timeout="3s")
     started = time.monotonic()
     try:
         agent.sources.poll_table()
@@ -139,12 +149,7 @@ def test_a_function_dcmi_cannot_give_is_served_by_npu_smi(
 ) -> None:
     monkeypatch.setenv(STATE_ENV, str(_node(tmp_path, "910b-8", extra)))
     agent = _agent(tmp_path, "910b-8", "auto", *omit)
-    try:
-        agent.sources.poll_table()
-        agent.sources.poll_table()  # after the cross-check: DCMI would serve, but cannot
-        found = samples(_polled(agent))
-    finally:
-        agent.stop()
+    found = _two_table_polls(agent)  # after the cross-check: DCMI would serve, but cannot
     assert value(found, "npumon_backend_info", backend="cli", reason=reason) == 1
     assert value(found, "npu_power_watts", npu="0", chip="0") is not None
     assert value(found, "npu_temperature_celsius", npu="0", chip="0") is not None
@@ -157,12 +162,7 @@ def test_minus_8255_is_absent_and_not_asked_again(
     """310P power: NA through npu-smi, -8255 through DCMI; both leave the series out."""
     monkeypatch.setenv(STATE_ENV, str(_node(tmp_path, "310p-duo")))
     agent = _agent(tmp_path, "310p-duo", "dcmi")
-    try:
-        agent.sources.poll_table()
-        agent.sources.poll_table()
-        found = samples(_polled(agent))
-    finally:
-        agent.stop()
+    found = _two_table_polls(agent)
     assert value(found, "npumon_backend_info", backend="dcmi", reason="configured") == 1
     assert "npu_power_watts" not in names(found)
     assert value(found, "npu_temperature_celsius", npu="0", chip="0") is not None
@@ -176,12 +176,7 @@ def test_a_cross_check_disagreement_turns_dcmi_off_in_auto(
                             state.read_text()))
     monkeypatch.setenv(STATE_ENV, str(state))
     agent = _agent(tmp_path, "910b-8", "auto")
-    try:
-        agent.sources.poll_table()
-        agent.sources.poll_table()
-        found = samples(_polled(agent))
-    finally:
-        agent.stop()
+    found = _two_table_polls(agent)
     assert value(found, "npumon_backend_info", backend="cli",
                  reason="cross_check_temperature_celsius") == 1
     assert value(found, "npumon_source_failures_total", source="npu_smi_table",

@@ -82,7 +82,7 @@ def test_a_failed_init_is_reported_and_backed_off(tmp_path: Path) -> None:
 
 def test_a_hung_call_kills_the_helper_within_the_deadline(tmp_path: Path) -> None:
     clock = [0.0]
-    helper = _helper(tmp_path, STATE + "hang dcmi_get_device_power_info\n", timeout=1.0,
+    helper = _helper(tmp_path, STATE + "hang dcmi_get_device_power_info\n", timeout=3.0,
                      clock=clock)
     try:
         pid_before = helper.hello()
@@ -91,7 +91,7 @@ def test_a_hung_call_kills_the_helper_within_the_deadline(tmp_path: Path) -> Non
         with pytest.raises(HelperFailure) as late:
             helper.call([("temperature", 0, 0, 0), ("power", 0, 0, 0)])
         assert late.value.reason == "dcmi_timeout"
-        assert time.monotonic() - started < 3.0  # the deadline, not the hang
+        assert time.monotonic() - started < 10.0  # the 3 s deadline (and a loaded machine)
         with pytest.raises(HelperFailure, match="backoff"):
             helper.call([("temperature", 0, 0, 0)])
         clock[0] += 1.0

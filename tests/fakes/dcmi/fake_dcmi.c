@@ -288,33 +288,33 @@ int dcmi_get_device_memory_info_v3(int card_id, int device_id,
 }
 #endif
 
-#ifndef OMIT_dcmi_get_device_utilization_rate
-int dcmi_get_device_utilization_rate(int card_id, int device_id, int input_type,
-                                     unsigned int *utilization_rate) {
+/* A reading selected by a type argument: the key <prefix><type>. */
+static int typed_number(const char *function, int card_id, int device_id, const char *prefix,
+                        int type, unsigned int *out) {
     struct chip *c;
     char key[16];
     long long v;
-    int rc = guard("dcmi_get_device_utilization_rate", card_id, device_id, &c);
+    int rc = guard(function, card_id, device_id, &c);
     if (rc) return rc;
-    snprintf(key, sizeof(key), "util%d", input_type);
+    snprintf(key, sizeof(key), "%s%d", prefix, type);
     if (!number(c, key, &v)) return NOT_SUPPORT;
-    *utilization_rate = (unsigned int)v;
+    *out = (unsigned int)v;
     return 0;
+}
+
+#ifndef OMIT_dcmi_get_device_utilization_rate
+int dcmi_get_device_utilization_rate(int card_id, int device_id, int input_type,
+                                     unsigned int *utilization_rate) {
+    return typed_number("dcmi_get_device_utilization_rate", card_id, device_id, "util",
+                        input_type, utilization_rate);
 }
 #endif
 
 #ifndef OMIT_dcmi_get_device_frequency
 int dcmi_get_device_frequency(int card_id, int device_id, enum dcmi_freq_type input_type,
                               unsigned int *frequency) {
-    struct chip *c;
-    char key[16];
-    long long v;
-    int rc = guard("dcmi_get_device_frequency", card_id, device_id, &c);
-    if (rc) return rc;
-    snprintf(key, sizeof(key), "freq%d", (int)input_type);
-    if (!number(c, key, &v)) return NOT_SUPPORT;
-    *frequency = (unsigned int)v;
-    return 0;
+    return typed_number("dcmi_get_device_frequency", card_id, device_id, "freq",
+                        (int)input_type, frequency);
 }
 #endif
 
