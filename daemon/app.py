@@ -69,7 +69,7 @@ class Agent:
         )
         if previous is not None:
             self.store.adopt(previous.store)
-        smi = _npu_smi(config, runner, proc_root, dcmi_trust, self.store.set_backend)
+        smi = build_npu_smi(config, runner, proc_root, dcmi_trust, self.store.set_backend)
         self.smi = smi
         self.sources = NpuSmiSources(
             smi, self.store.publish_npu_smi, health_interval=config.npu_smi.intervals.health,
@@ -207,7 +207,7 @@ class Agent:
             self.smi.helper.close()
 
 
-def _npu_smi(config: Config, runner: Runner, proc_root: Path, trust: TrustPolicy,
+def build_npu_smi(config: Config, runner: Runner, proc_root: Path, trust: TrustPolicy,
              on_backend: Callable[[BackendInfo], None]) -> DcmiSmi:
     """npu-smi, with the table through the DCMI helper unless the backend is cli or the
     library is refused (why is logged once and becomes npumon_backend_info's reason)."""

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
+
+from npumon.daemon.app import build_npu_smi
+from npumon.daemon.config import ConfigError, parse_config
 from npumon.daemon.model.npu_smi import InfoTable
 from npumon.daemon.model.snapshot import BackendInfo
 from npumon.daemon.parsers.table import parse_info
 from npumon.daemon.sources.dcmi import DcmiSmi, Mode
 from npumon.daemon.sources.dcmi_client import Call, DcmiChip, DcmiHelper, Hello, HelperFailure
+from npumon.daemon.sources.dcmi_library import TrustPolicy
 from npumon.daemon.sources.wrapper import SourceRun
 from tests.daemon.sources.fake_runner import TABLE, Clock, FakeRunner
 
@@ -130,3 +136,24 @@ def test_cli_mode_never_touches_the_helper() -> None:
     _table(smi)
     assert helper.requests == [] and runner.calls == ["info", "info"]
     assert told == [BackendInfo("cli", "configured")]
+
+
+def test_the_config_keys_and_their_defaults() -> None:
+    config = parse_config({})
+    assert (config.npu_smi.backend, config.dcmi.library) == ("auto", None)
+    assert parse_config({"dcmi": {"library": "/usr/local/dcmi/libdcmi.so"}}).dcmi.library == \
+        Path("/usr/local/dcmi/libdcmi.so")
+    with pytest.raises(ConfigError, match="npu_smi.backend: .*'auto', 'dcmi' or 'cli'"):
+        parse_config({"npu_smi": {"backend": "nvml"}})
+
+
+def test_a_refused_library_is_the_reason_cli_serves(tmp_path: Path) -> None:
+    told: list[BackendInfo] = []
+    library = tmp_path / "libdcmi.so"
+    library.write_bytes(b"")
+    library.chmod(0o666)
+    config = parse_config({"npu_smi": {"command": ["npu-smi"]}, "dcmi": {"library": str(library)}})
+    smi = build_npu_smi(config, FakeRunner({"info": TABLE}), Path("/nonexistent"),
+                   TrustPolicy(owner_uid=os.getuid(), checked_below=tmp_path), told.append)
+    assert smi.helper is None and told == [BackendInfo("cli", "library_refused")]
+    assert _table(smi).chips[0].power_watts == 78.2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -130,3 +131,21 @@ def test_the_36_byte_ecc_struct_fits_the_helpers_buffer(tmp_path: Path) -> None:
         assert bytes(buffer.room[36:]) == bytes(28)
     finally:
         del os.environ[STATE_ENV]
+
+
+def test_a_helper_killed_from_outside_is_replaced_after_the_backoff(tmp_path: Path) -> None:
+    clock = [0.0]
+    helper = _helper(tmp_path, clock=clock)
+    try:
+        helper.hello()
+        pid = helper.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(HelperFailure) as gone:
+            helper.call([("temperature", 0, 0, 0)])
+        assert gone.value.reason in ("dcmi_exited", "dcmi_backoff")
+        clock[0] += 1.0
+        assert helper.call([("temperature", 0, 0, 0)]) == [(0, 45)]
+        assert helper.starts == 2 and helper.pid != pid
+    finally:
+        helper.close()
