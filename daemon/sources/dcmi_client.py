@@ -69,6 +69,17 @@ def _hello(message: Mapping[str, Any]) -> Hello:
     )
 
 
+def helper_environment(library: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` with the library's directory and the driver's `lib64/common` (where its
+    dependencies libascend_hal, libdrvdsmi_host, libc_sec live) after LD_LIBRARY_PATH's own
+    entries, as npu-exporter's image sets them; the dynamic loader reads it at process start."""
+    entries = [e for e in environ.get("LD_LIBRARY_PATH", "").split(":") if e]
+    for folder in (library.parent, library.parent.parent / "common"):
+        if str(folder) not in entries:
+            entries.append(str(folder))
+    return {**environ, "LD_LIBRARY_PATH": ":".join(entries)}
+
+
 class DcmiHelper:
     """One helper process at a time; ``call`` is safe from several threads (one at a time)."""
 
@@ -86,7 +97,7 @@ class DcmiHelper:
         self.library = library
         self.timeout = timeout
         self._command = (*command, str(library))
-        self._env = dict(env) if env is not None else None
+        self._env = helper_environment(library, os.environ if env is None else env)
         self._monotonic = monotonic
         self._groups = groups
         self._max_backoff = max_backoff

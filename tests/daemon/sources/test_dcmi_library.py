@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from npumon.daemon.sources.dcmi_abi import FUNCTIONS
+from npumon.daemon.sources.dcmi_client import helper_environment
 from npumon.daemon.sources.dcmi_library import (
     LibraryRefused,
     TrustPolicy,
@@ -133,3 +134,11 @@ def test_a_missing_symbol_is_not_a_failed_load(tmp_path: Path) -> None:
 def test_a_file_that_is_no_library_fails_dlopen(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         load(_library(tmp_path))
+
+
+def test_the_helper_finds_the_drivers_other_libraries() -> None:
+    library = Path("/usr/local/Ascend/driver/lib64/driver/libdcmi.so")
+    env = helper_environment(library, {"LD_LIBRARY_PATH": "/opt/x:", "HOME": "/root"})
+    assert env == {"HOME": "/root", "LD_LIBRARY_PATH": "/opt/x:/usr/local/Ascend/driver/lib64/"
+                   "driver:/usr/local/Ascend/driver/lib64/common"}
+    assert helper_environment(library, env) == env
