@@ -122,7 +122,7 @@ def _detail(args: Sequence[str]) -> tuple[str, int, int | None] | None:
 
 
 class DcmiSmi(NpuSmi):
-    """npu-smi with the table served by DCMI where the backend allows it."""
+    """npu-smi, with what DCMI can answer answered by the helper where the backend allows it."""
 
     def __init__(
         self,
@@ -149,7 +149,6 @@ class DcmiSmi(NpuSmi):
         self._monotonic = monotonic
         self._next_check = 0.0
         self._off_until = 0.0  # a cross-check or a refusal has npu-smi serve until then
-        self._off_reason = ""
         self._checked = False  # the detail tier waits for the first cross-check
         self._unsupported: dict[Call, float] = {}
         self._versions: tuple[str | None, str | None] = (None, None)
