@@ -208,19 +208,15 @@ class Agent:
 
 
 def build_npu_smi(config: Config, runner: Runner, proc_root: Path, trust: TrustPolicy,
-             on_backend: Callable[[BackendInfo], None]) -> DcmiSmi:
-    """npu-smi, with the table through the DCMI helper unless the backend is cli or the
+                  on_backend: Callable[[BackendInfo], None]) -> DcmiSmi:
+    """npu-smi, with what DCMI answers through the helper unless the backend is cli or the
     library is refused (why is logged once and becomes npumon_backend_info's reason)."""
     settings = config.npu_smi
-    helper, reason = None, "configured"
+    helper, refusal = None, None
     if settings.backend != "cli":
         try:
-            library = find_library(config.dcmi.library, trust)
-            helper = DcmiHelper(library, settings.timeout)
+            helper = DcmiHelper(find_library(config.dcmi.library, trust), settings.timeout)
         except LibraryRefused as refused:
-            log.warning("event=dcmi_unavailable reason=%s message=%r npu_smi=serves",
-                        refused.reason, refused.message)
-            reason = refused.reason
+            refusal = refused
     return DcmiSmi(settings.command, settings.timeout, runner, mode=settings.backend,
-                   helper=helper, no_helper_reason=reason, on_backend=on_backend,
-                   proc_root=proc_root)
+                   helper=helper, no_helper=refusal, on_backend=on_backend, proc_root=proc_root)

@@ -132,7 +132,7 @@ class DcmiSmi(NpuSmi):
         *,
         mode: Mode,
         helper: DcmiHelper | None,
-        no_helper_reason: str = "configured",
+        no_helper: SourceFailure | None = None,
         on_backend: Callable[[BackendInfo], None] = lambda info: None,
         proc_root: Path = Path("/proc"),
         cross_check_interval: float = 3600.0,
@@ -155,7 +155,7 @@ class DcmiSmi(NpuSmi):
         self._dcmi_reason = "configured" if mode == "dcmi" else "cross_check_passed"
         self.backend: BackendInfo | None = None  # the one serving now, once it is known
         if self.helper is None:
-            self._announce(BackendInfo("cli", "configured" if mode == "cli" else no_helper_reason))
+            self._announce_no_helper(no_helper)
 
     def query(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T:
         helper, detail = self.helper, _detail(args)
@@ -252,6 +252,17 @@ class DcmiSmi(NpuSmi):
 
     def _mark_unsupported(self, call: Call) -> None:
         self._unsupported[call] = self._monotonic() + self._retry_after
+
+    def _announce_no_helper(self, refusal: SourceFailure | None) -> None:
+        """One line on why npu-smi serves; quiet (debug) where nothing is amiss: backend cli,
+        or auto on a machine without libdcmi.so."""
+        info = BackendInfo("cli", "configured" if refusal is None else refusal.reason)
+        quiet = refusal is None or (self.mode == "auto" and refusal.reason == "library_not_found")
+        log.log(logging.DEBUG if quiet else logging.WARNING,
+                "event=backend backend=cli reason=%s message=%r", info.reason,
+                refusal.message if refusal else "npu_smi.backend is cli")
+        self.backend = info
+        self._on_backend(info)
 
     def _announce(self, info: BackendInfo) -> None:
         """Log and publish the serving backend when it changes."""
