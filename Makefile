@@ -18,15 +18,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
-# promtool (rules and exposition linting), prometheus (fleet tests) and openssl (test
-# certificates) come from Debian.
+# promtool (rules and exposition linting), prometheus (fleet tests), openssl (test
+# certificates) and gcc + binutils (the fake libdcmi.so and `nm -D`) come from Debian.
 tools:
 	@if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1 \
-	    || ! command -v openssl >/dev/null 2>&1; then \
-	  echo "installing Debian packages 'prometheus' (promtool + prometheus) and 'openssl' (TLS tests)"; \
+	    || ! command -v openssl >/dev/null 2>&1 || ! command -v gcc >/dev/null 2>&1 \
+	    || ! command -v nm >/dev/null 2>&1; then \
+	  echo "installing Debian packages 'prometheus' (promtool + prometheus), 'openssl' (TLS tests), 'gcc' and 'binutils' (fake libdcmi.so)"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus openssl >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus openssl gcc libc6-dev binutils >/dev/null; \
 	fi
 	@promtool --version 2>&1 | head -n 1
 
@@ -101,6 +102,8 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	@start=$$(date +%s); \
 	if [ -f bench/calls_bench.py ]; then echo "== bench/calls_bench.py"; \
 	  timeout 120 $(BIN)/python bench/calls_bench.py --minutes 60 --json $(BENCH_OUT)/calls.json || echo "calls_bench FAILED"; fi; \
+	echo "== bench/dcmi_bench.py"; \
+	timeout 170 $(BIN)/python bench/dcmi_bench.py --minutes 10 --json $(BENCH_OUT)/dcmi.json || echo "FAILED: dcmi"; \
 	echo "== bench/simulator_bench.py"; \
 	timeout 120 $(BIN)/python bench/simulator_bench.py --runs 5 --json $(BENCH_OUT)/simulator.json || echo "FAILED: simulator"; \
 	echo "== bench/daemon_bench.py"; \

@@ -111,6 +111,13 @@ def polling(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
         for label, c in calls.items():
             t.row(f"npu-smi calls per minute, {label}", f"{c['npu_smi']:.1f}")
             t.row(f"hccn_tool calls per minute, {label}", f"{c['hccn_tool']:.1f}")
+    for label, d in (_load(folder, "dcmi") or {}).items():  # bench/dcmi_bench.py
+        t.row(f"npu-smi calls per minute, backend dcmi, {label}",
+              f"{d['npu_smi_calls_per_minute']:.1f} (interconnect queries only)")
+        t.row(f"DCMI helper CPU (fake libdcmi), {label}",
+              f"{d['helper_cpu_percent']:.3f} % of a core", "< 0.2 % of a core",
+              d["helper_cpu_percent"] < 0.2,
+              "The helper spends more than its share per request. Fix: profile dcmi_helper.py.")
     misses += t.misses
     return t.render()
 

@@ -18,11 +18,20 @@ from npumon.daemon import __version__
 from npumon.daemon.config import Config
 from npumon.daemon.containers import ContainerResolver
 from npumon.daemon.faults import load_fault_table
+from npumon.daemon.model.snapshot import BackendInfo
 from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.runner import run_command
+from npumon.daemon.sources.dcmi import DcmiSmi
+from npumon.daemon.sources.dcmi_client import DcmiHelper
+from npumon.daemon.sources.dcmi_library import (
+    ROOT_ONLY,
+    LibraryRefused,
+    TrustPolicy,
+    find_library,
+)
 from npumon.daemon.sources.hccn_tool import HccnSources, HccnTool, nic_chips
 from npumon.daemon.sources.kubelet import PodResourcesSource
-from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources, Runner
+from npumon.daemon.sources.npu_smi import NpuSmiSources, Runner
 from npumon.daemon.store import SnapshotStore
 from npumon.exporters.collector import NpuCollector
 from npumon.exporters.textfile import write_textfile
@@ -48,9 +57,11 @@ class Agent:
         clock: Callable[[], float] = time.time,
         previous: Agent | None = None,
         proc_root: Path = Path("/proc"),
+        dcmi_trust: TrustPolicy = ROOT_ONLY,
     ) -> None:
         """``previous``: the agent a reload replaces; its results are served until new ones.
-        ``proc_root``: where the owners of npu-smi's processes are read (tests: a fake one)."""
+        ``proc_root``: where the owners of npu-smi's processes are read (tests: a fake one).
+        ``dcmi_trust``: who must own libdcmi.so and its directories (tests: a temp dir)."""
         self.config = config
         self.store = SnapshotStore(
             config.throttle,
@@ -61,7 +72,8 @@ class Agent:
         )
         if previous is not None:
             self.store.adopt(previous.store)
-        smi = NpuSmi(config.npu_smi.command, config.npu_smi.timeout, runner)
+        smi = build_npu_smi(config, runner, proc_root, dcmi_trust, self.store.set_backend)
+        self.smi = smi
         self.sources = NpuSmiSources(
             smi, self.store.publish_npu_smi, health_interval=config.npu_smi.intervals.health,
             identity_due=self._identity_due, clock=clock, containers=ContainerResolver(proc_root),
@@ -198,6 +210,8 @@ class Agent:
             self._scheduler = None
         if self.profiler is not None:
             self.profiler.stop()
+        if self.smi.helper is not None:
+            self.smi.helper.close()
 
 
 def _skipped(event: JobSubmissionEvent) -> None:
@@ -209,3 +223,18 @@ def _skipped(event: JobSubmissionEvent) -> None:
     identity run meets the scheduled one at every start.
     """
     log.debug("event=run_skipped job=%s reason=previous_run_still_running", event.job_id)
+
+
+def build_npu_smi(config: Config, runner: Runner, proc_root: Path, trust: TrustPolicy,
+                  on_backend: Callable[[BackendInfo], None]) -> DcmiSmi:
+    """npu-smi, with what DCMI answers through the helper unless the backend is cli or the
+    library is refused (why is logged once and becomes npumon_backend_info's reason)."""
+    settings = config.npu_smi
+    helper, refusal = None, None
+    if settings.backend != "cli":
+        try:
+            helper = DcmiHelper(find_library(config.dcmi.library, trust), settings.timeout)
+        except LibraryRefused as refused:
+            refusal = refused
+    return DcmiSmi(settings.command, settings.timeout, runner, mode=settings.backend,
+                   helper=helper, no_helper=refusal, on_backend=on_backend, proc_root=proc_root)

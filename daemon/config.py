@@ -60,6 +60,9 @@ class NpuSmi(_Model):
     timeout: Duration = 10.0
     intervals: Intervals = Intervals()
     max_processes_per_chip: int = Field(default=8, ge=0, le=64)
+    # who answers `npu-smi info`: libdcmi through the helper when it loads, initialises and
+    # agrees with npu-smi (auto), libdcmi whenever it loads (dcmi), or always npu-smi (cli)
+    backend: Literal["auto", "dcmi", "cli"] = "auto"
 
 
 class HccnTool(_Model):
@@ -71,6 +74,12 @@ class HccnTool(_Model):
     interval: Duration = 30.0
     identity_interval: Duration = 3600.0  # -ip, -lldp, the 950 port list
     timeout: Duration = 10.0
+
+
+class Dcmi(_Model):
+    """The DCMI backend (npu_smi.backend); None: search where npu-exporter searches."""
+
+    library: Path | None = None
 
 
 class Limits(_Model):
@@ -239,6 +248,7 @@ class Profiling(_Model):
 class Config(_Model):
     npu_smi: NpuSmi = NpuSmi()
     hccn_tool: HccnTool = HccnTool()
+    dcmi: Dcmi = Dcmi()
     throttle: Throttle = Throttle()
     web: Web = Web()
     textfile: Textfile = Textfile()

@@ -20,6 +20,7 @@ from npumon.daemon.model.profile import ProfilingView
 from npumon.daemon.model.reading import FaultLevel, ThrottleRule, read_chips
 from npumon.daemon.model.snapshot import (
     EMPTY_SNAPSHOT,
+    BackendInfo,
     ChipId,
     NodeIdentity,
     NodeSnapshot,
@@ -66,6 +67,7 @@ class SnapshotStore:
         self._seen_problems: set[str] = set()
         self._profiling: frozenset[ChipId] = frozenset()
         self._sources: dict[str, SourceStatus] = {}
+        self._backend: BackendInfo | None = None
         self._latest = EMPTY_SNAPSHOT
         self.listeners: list[Callable[[], None]] = []
         self.merges = 0  # chip merges since start (a test checks one per source run)
@@ -87,6 +89,7 @@ class SnapshotStore:
             self._hccn = previous._hccn  # noqa: SLF001
             self._pods = previous._pods  # noqa: SLF001
             self._sources = dict(previous._sources)  # noqa: SLF001
+            self._backend = previous._backend  # noqa: SLF001
             self._publish(merge=True)
         self._notify()
 
@@ -119,6 +122,13 @@ class SnapshotStore:
     def publish_status(self, status: SourceStatus) -> None:
         with self._lock:
             self._sources[status.source] = status
+            self._publish(merge=False)
+        self._notify()
+
+    def set_backend(self, backend: BackendInfo) -> None:
+        """The backend now serving the npu-smi table (npumon_backend_info)."""
+        with self._lock:
+            self._backend = backend
             self._publish(merge=False)
         self._notify()
 
@@ -173,6 +183,7 @@ class SnapshotStore:
             has_table=self._npu_smi.table is not None,
             network=_same(network, before.network),
             attribution_problems=tuple(sorted(self._problems.items())),
+            backend=self._backend,
         )
 
     def _attribute(self) -> Attribution:

@@ -63,7 +63,7 @@ def _rejected(snap: NodeSnapshot) -> Metric:
 
 
 def render_node(snap: NodeSnapshot) -> Iterator[Metric]:
-    """How many chips the latest table lists, and when the snapshot was taken.
+    """How many chips the latest table lists, when the snapshot was taken, which backend.
 
     npumon_chips 8
     npumon_snapshot_timestamp_seconds 1.7e+09
@@ -81,6 +81,25 @@ def render_node(snap: NodeSnapshot) -> Iterator[Metric]:
         )
         taken.add_metric([], snap.taken_at)
         yield taken
+    if snap.backend is not None:
+        yield _backend_info(snap)
+
+
+def _backend_info(snap: NodeSnapshot) -> Metric:
+    """Which backend serves the npu-smi table, and why.
+
+    npumon_backend_info{backend="dcmi",reason="cross_check_passed"} 1
+    """
+    assert snap.backend is not None
+    info = GaugeMetricFamily(
+        "npumon_backend_info",
+        "The backend that answers the npu-smi table (dcmi: libdcmi.so through npumon's helper;"
+        " cli: the npu-smi command) and why (configured, cross_check_passed, library_not_found,"
+        " dcmi_timeout, ...); always 1.",
+        labels=("backend", "reason"),
+    )
+    info.add_metric([snap.backend.backend, snap.backend.reason], 1.0)
+    return info
 
 
 def render_build_info(version: str) -> Metric:

@@ -65,7 +65,7 @@ def fixture_agent(node: str) -> Any:
     from npumon.daemon.config import parse_config
 
     settings: dict[str, object] = {
-        "npu_smi": {"command": fake_npu_smi(node), "timeout": "20s"},
+        "npu_smi": {"command": fake_npu_smi(node), "timeout": "20s", "backend": "cli"},
         "kubernetes": {"pod_resources_socket": "/nonexistent/kubelet.sock"},
     }
     if has_hccn_tool(node):

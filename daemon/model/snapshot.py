@@ -9,7 +9,8 @@ from npumon.daemon.model.profile import ProfilingView
 from npumon.daemon.model.reading import ChipId, ChipReading
 
 __all__ = [
-    "EMPTY_SNAPSHOT", "ChipId", "ChipReading", "NodeIdentity", "NodeSnapshot", "SourceStatus",
+    "EMPTY_SNAPSHOT", "BackendInfo", "ChipId", "ChipReading", "NodeIdentity", "NodeSnapshot",
+    "SourceStatus",
 ]
 
 
@@ -27,6 +28,14 @@ class SourceStatus:
     last_error: str | None = None
     # (field, count) since start: values outside physical bounds, dropped (parsers/plausible.py)
     rejected: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class BackendInfo:
+    """Which backend serves the npu-smi table (`npumon_backend_info{backend,reason}`)."""
+
+    backend: str  # "dcmi" or "cli"
+    reason: str  # a short label: configured, cross_check_passed, library_not_found, ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +58,7 @@ class NodeSnapshot:
     network: NetworkView = EMPTY_NETWORK  # NIC ports (hccn_tool), HCCS/PCIe/SIO (npu-smi)
     # since start, per kind (conflict, unmapped_device): attribution problems (model/attribution)
     attribution_problems: tuple[tuple[str, int], ...] = ()
+    backend: BackendInfo | None = None  # None until the npu-smi table source has chosen
 
 
 EMPTY_SNAPSHOT = NodeSnapshot(taken_at=0.0, node=NodeIdentity(), chips=(), sources=())

@@ -1,0 +1,119 @@
+"""npu-smi calls per minute and the DCMI helper's CPU with `npu_smi.backend: dcmi` against the
+simulator: printed, never asserted (docs/architecture.md, "The DCMI backend").
+
+The real sources, the real DcmiSmi and a real helper process over the fake libdcmi.so (compiled
+with gcc into a temp dir from tests/fakes/dcmi, its state printed by npumon.simulator.dcmi), on
+the 8-chip (910B) and 16-chip (A3) nodes. The scheduler is replayed by hand at the default
+intervals with an injected clock, as bench/calls_bench.py does (whose in-process npu-smi this
+reuses), so one simulated minute of polls runs in a fraction of a real one; the helper's CPU time
+per simulated minute over 60 s is the share of a core it would take at the real pace. The fake
+answers from memory: the driver's own cost per call is not in these figures.
+
+Usage: python bench/dcmi_bench.py [--minutes 10] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import psutil
+from calls_bench import Clock, runner
+
+from npumon.daemon.config import Config
+from npumon.daemon.sources.dcmi import DcmiSmi
+from npumon.daemon.sources.dcmi_client import DcmiHelper
+from npumon.daemon.sources.npu_smi import NpuSmiSources
+from npumon.daemon.store import SnapshotStore
+from npumon.simulator.dcmi import state_text
+from npumon.simulator.loader import load_scenario
+from npumon.simulator.state import node_state
+
+FAKE = Path(__file__).resolve().parents[1] / "tests" / "fakes" / "dcmi"
+
+
+def build(folder: Path) -> Path:
+    library = folder / "libdcmi.so"
+    subprocess.run(["gcc", "-std=c11", "-D_DEFAULT_SOURCE", "-O2", "-shared", "-fPIC", "-I",
+                    str(FAKE), "-o", str(library), str(FAKE / "fake_dcmi.c")], check=True,
+                   timeout=120)
+    return library
+
+
+def simulate(scenario: str, minutes: int, library: Path, folder: Path) -> dict[str, float]:
+    state = folder / f"{scenario}.state"
+    state.write_text(state_text(node_state(load_scenario(scenario), 1_000_000.0)))
+    os.environ["NPUMON_FAKE_DCMI_STATE"] = str(state)
+    clock, calls = Clock(), Counter[str]()
+    config = Config()
+    helper = DcmiHelper(library, 10.0, monotonic=clock)
+    smi = DcmiSmi(["npu-smi"], 10.0, runner(scenario, clock, calls), mode="dcmi", helper=helper,
+                  monotonic=clock)
+    store = SnapshotStore(config.throttle, clock=clock)
+    sources = NpuSmiSources(smi, store.publish_npu_smi, health_interval=60.0, clock=clock,
+                            monotonic=clock)
+    intervals = config.npu_smi.intervals
+    jobs = [(sources.poll_table, intervals.table), (sources.poll_identity, intervals.identity),
+            (sources.poll_detail, intervals.detail), (sources.poll_health, intervals.table)]
+    first: Counter[str] = Counter()
+    helper_cpu_start, daemon_cpu_start, wall = 0.0, 0.0, 0.0
+    for second in range(minutes * 60):
+        clock.now = float(second)
+        if second == 60:  # after start-up: the cross-check and identity are behind
+            first = Counter(calls)
+            times = psutil.Process(helper.pid).cpu_times()
+            helper_cpu_start = times.user + times.system
+            daemon_cpu_start, wall = time.process_time(), time.monotonic()
+        for job, every in jobs:
+            if second % int(every) == 0:
+                job()
+    times = psutil.Process(helper.pid).cpu_times()
+    helper_cpu = (times.user + times.system - helper_cpu_start) / (minutes - 1)
+    daemon_cpu = (time.process_time() - daemon_cpu_start) / (minutes - 1)
+    wall = (time.monotonic() - wall) / (minutes - 1)
+    helper.close()
+    rest = calls - first
+    return {
+        "npu_smi_calls_per_minute": sum(rest.values()) / (minutes - 1),
+        "npu_smi_calls_first_minute": float(sum(first.values())),
+        "helper_cpu_percent": 100.0 * helper_cpu / 60.0,
+        "daemon_cpu_percent": 100.0 * daemon_cpu / 60.0,
+        "wall_seconds_per_minute": wall,
+        "by_query": dict(sorted(((k, v / (minutes - 1)) for k, v in rest.items()),
+                                key=lambda kv: -kv[1])),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--minutes", type=int, default=10)
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args()
+    assert shutil.which("gcc"), "gcc builds the fake libdcmi.so"
+    figures = {}
+    with tempfile.TemporaryDirectory(prefix="npumon-dcmi-bench-") as tmp:
+        library = build(Path(tmp))
+        for label, scenario in (("8 chips (910B, 8x1)", "910b-8"),
+                                ("16 chips (A3, 8x2)", "a3-8x2")):
+            found = simulate(scenario, args.minutes, library, Path(tmp))
+            figures[label] = found
+            print(f"== {label}, backend dcmi, minutes 2..{args.minutes}")
+            print(f"   npu-smi calls/min {found['npu_smi_calls_per_minute']:6.1f} "
+                  f"(first minute {found['npu_smi_calls_first_minute']:.0f})")
+            print(f"   helper CPU {found['helper_cpu_percent']:.3f} % of a core; daemon side "
+                  f"(sources, conversion, store merge) {found['daemon_cpu_percent']:.3f} %")
+            for name, rate in found["by_query"].items():
+                print(f"   {rate:6.2f}/min  {name}")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,274 @@
+"""npu-smi's per-chip queries through DCMI, with npu-smi as the fallback and the cross-check.
+
+``DcmiSmi`` is an ``NpuSmi``: the tiers ask it as they ask npu-smi, and it answers `npu-smi info`
+and, once a cross-check has passed, `-t usages|common|ecc -i N` and `-t health|memory -i N -c M`
+from the DCMI helper when it can, else runs npu-smi. At start and every hour one npu-smi table is
+read beside the DCMI one of the same moment; in `auto` a disagreement in the chips turns DCMI off
+until the next check, one beyond tolerance in a value has npu-smi serve until then (in `dcmi` it
+is logged and counted only). Every fallback is counted on the run as a refusal
+(`npumon_source_failures_total{reason="dcmi_..."}`), which does not mark the source down.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Literal, TypeVar, cast
+
+from npumon.daemon.model.npu_smi import CommonReport, EccReport, InfoTable, UsagesReport
+from npumon.daemon.model.snapshot import BackendInfo
+from npumon.daemon.parsers import plausible, table
+from npumon.daemon.sources.dcmi_client import Call, DcmiChip, DcmiHelper, Hello, HelperFailure
+from npumon.daemon.sources.dcmi_readings import (
+    COMMON_CALLS,
+    ECC_CALLS,
+    HEALTH_CALLS,
+    MEMORY_CALLS,
+    TABLE_CALLS,
+    USAGES_CALLS,
+    DcmiRefusal,
+    Values,
+    calls_for,
+    chip_common,
+    chip_ecc,
+    chip_usage,
+    collect,
+    health_report,
+    info_table,
+    memory_report,
+)
+from npumon.daemon.sources.query import NpuSmi, Runner
+from npumon.daemon.sources.wrapper import SourceFailure, SourceRun
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+Mode = Literal["auto", "dcmi", "cli"]
+# the cross-check's tolerances: readings taken milliseconds apart, power and temperature move
+POWER_TOLERANCE_WATTS = 10.0
+POWER_TOLERANCE_RATIO = 0.10
+TEMPERATURE_TOLERANCE_CELSIUS = 3.0
+
+
+def process_name(proc_root: Path) -> Callable[[int], str | None]:
+    """The Name: of /proc/<pid>/status, as npu-smi shows it; None when it cannot be read."""
+
+    def name_of(pid: int) -> str | None:
+        try:
+            text = (proc_root / str(pid) / "status").read_text(errors="replace")
+        except OSError:
+            return None
+        line = next((x for x in text.splitlines() if x.startswith("Name:")), "")
+        return line.partition(":")[2].strip() or None
+
+    return name_of
+
+
+def disagreements(dcmi: InfoTable, cli: InfoTable) -> list[tuple[str, str]]:
+    """(field, what differs) for each disagreement beyond tolerance; field "ids" for the chips."""
+    ours = {(c.npu, c.chip): c for c in dcmi.chips}
+    theirs = {(c.npu, c.chip): c for c in cli.chips}
+    if set(ours) != set(theirs):
+        return [("ids", f"dcmi lists {sorted(ours)}, npu-smi {sorted(theirs)}")]
+    found = []
+    for key, a in ours.items():
+        b = theirs[key]
+        for field, close in _CHECKS:
+            x, y = getattr(a, field), getattr(b, field)
+            if x is not None and y is not None and not close(x, y):
+                found.append((field, f"NPU {key[0]} chip {key[1]}: dcmi {x}, npu-smi {y}"))
+    return found
+
+
+_CHECKS: tuple[tuple[str, Callable[[float, float], bool]], ...] = (
+    ("hbm_total_bytes", lambda x, y: x == y),
+    ("power_watts",
+     lambda x, y: abs(x - y) <= max(POWER_TOLERANCE_WATTS, POWER_TOLERANCE_RATIO * abs(y))),
+    ("temperature_celsius", lambda x, y: abs(x - y) <= TEMPERATURE_TOLERANCE_CELSIUS),
+)
+
+
+def _per_npu(npu: int, chips: Sequence[DcmiChip],
+             values: Mapping[DcmiChip, Values], kind: str) -> object:
+    if kind == "usages":
+        return UsagesReport(npu, tuple(chip_usage(c, values[c]) for c in chips))
+    if kind == "common":
+        return CommonReport(npu, tuple(chip_common(c, values[c]) for c in chips))
+    return EccReport(npu, tuple(chip_ecc(c, values[c]) for c in chips))
+
+
+# query -> (the calls per chip, the parser's model from the chips' values)
+DETAIL: dict[str, tuple[tuple[tuple[str, int], ...], Callable[..., object]]] = {
+    "usages": (USAGES_CALLS, lambda npu, chips, v: _per_npu(npu, chips, v, "usages")),
+    "common": (COMMON_CALLS, lambda npu, chips, v: _per_npu(npu, chips, v, "common")),
+    "ecc": (ECC_CALLS, lambda npu, chips, v: _per_npu(npu, chips, v, "ecc")),
+    "health": (HEALTH_CALLS, lambda npu, chips, v: health_report(chips[0], v[chips[0]])),
+    "memory": (MEMORY_CALLS, lambda npu, chips, v: memory_report(chips[0], v[chips[0]])),
+}
+_PER_CHIP = frozenset({"health", "memory"})
+
+
+def _detail(args: Sequence[str]) -> tuple[str, int, int | None] | None:
+    """(query, NPU, chip) for `-t usages|common|ecc -i N` and `-t health|memory -i N -c M`."""
+    if len(args) < 4 or args[0] != "-t" or args[1] not in DETAIL or args[2] != "-i":
+        return None
+    per_chip = args[1] in _PER_CHIP
+    if len(args) != (6 if per_chip else 4) or not args[3].isdigit():
+        return None
+    if per_chip and (args[4] != "-c" or not args[5].isdigit()):
+        return None
+    return args[1], int(args[3]), int(args[5]) if per_chip else None
+
+
+class DcmiSmi(NpuSmi):
+    """npu-smi, with what DCMI can answer answered by the helper where the backend allows it."""
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        timeout: float,
+        runner: Runner,
+        *,
+        mode: Mode,
+        helper: DcmiHelper | None,
+        no_helper: SourceFailure | None = None,
+        on_backend: Callable[[BackendInfo], None] = lambda info: None,
+        proc_root: Path = Path("/proc"),
+        cross_check_interval: float = 3600.0,
+        retry_unsupported_after: float = 3600.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(command, timeout, runner)
+        self.mode: Mode = mode
+        self.helper = helper if mode != "cli" else None
+        self._on_backend = on_backend
+        self._name_of = process_name(proc_root)
+        self._interval = cross_check_interval
+        self._retry_after = retry_unsupported_after
+        self._monotonic = monotonic
+        self._next_check = 0.0
+        self._off_until = 0.0  # a cross-check or a refusal has npu-smi serve until then
+        self._checked = False  # the detail tier waits for the first cross-check
+        self._unsupported: dict[Call, float] = {}
+        self._versions: tuple[str | None, str | None] = (None, None)
+        self._dcmi_reason = "configured" if mode == "dcmi" else "cross_check_passed"
+        self.backend: BackendInfo | None = None  # the one serving now, once it is known
+        if self.helper is None:
+            self._announce_no_helper(no_helper)
+
+    def query(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T:
+        helper, detail = self.helper, _detail(args)
+        served = None
+        if helper is not None and not args:
+            served = self._answer(run, helper, self._table)
+        elif helper is not None and self._checked and detail is not None:
+            served = self._answer(run, helper, lambda r, h, hello: self._report(
+                r, h, hello, *detail))
+        if served is None:
+            return super().query(run, parse, *args)
+        return cast(T, served)  # the model type `parse` gives for these args
+
+    def _answer(self, run: SourceRun, helper: DcmiHelper,
+                read: Callable[[SourceRun, DcmiHelper, Hello], object]) -> object | None:
+        """DCMI's answer, or None for npu-smi to serve (the reason counted on ``run``)."""
+        if self._monotonic() < self._off_until:
+            return None
+        try:
+            return read(run, helper, helper.hello())
+        except (HelperFailure, DcmiRefusal) as failure:
+            self._fall_back(run, helper, failure)
+            return None
+
+    def _table(self, run: SourceRun, helper: DcmiHelper, hello: Hello) -> InfoTable:
+        if self._monotonic() >= self._next_check:
+            return self._cross_checked(run, helper, hello)
+        found = self._read(run, helper, hello)
+        self._announce(BackendInfo("dcmi", self._dcmi_reason))
+        return found
+
+    def _values(self, helper: DcmiHelper, chips: Sequence[DcmiChip],
+                wanted: Sequence[tuple[str, int]]) -> dict[DcmiChip, dict[str, object]]:
+        calls = calls_for(chips, wanted, self._skip)
+        return collect(chips, calls, helper.call(calls), self._mark_unsupported)
+
+    def _read(self, run: SourceRun, helper: DcmiHelper, hello: Hello) -> InfoTable:
+        values = self._values(helper, hello.chips, TABLE_CALLS)
+        found = info_table(values, versions=self._versions, name_of=self._name_of)
+        screened, rejected = plausible.screen(found)
+        run.reject(rejected, ("dcmi", "info"))
+        return screened
+
+    def _report(self, run: SourceRun, helper: DcmiHelper, hello: Hello, kind: str, npu: int,
+                chip: int | None) -> object:
+        chips = [c for c in hello.chips if c.card == npu and chip in (None, c.device)]
+        if not chips:
+            raise DcmiRefusal("dcmi_chip_gone", f"dcmi_init listed no NPU {npu} chip {chip}",
+                              re_enumerate=True)
+        wanted, build = DETAIL[kind]
+        report = build(npu, chips, self._values(helper, chips, wanted))
+        screened, rejected = plausible.screen(report)
+        run.reject(rejected, ("dcmi", "-t", kind, "-i", str(npu)))
+        return screened
+
+    def _cross_checked(self, run: SourceRun, helper: DcmiHelper, hello: Hello) -> InfoTable:
+        """One npu-smi table beside the DCMI one; the table served is the one the result allows."""
+        cli = super().query(run, table.parse_info)  # a failure here fails the poll as today
+        self._versions = (cli.npu_smi_version, cli.version or hello.driver_version)
+        try:
+            found = self._read(run, helper, hello)
+        except (HelperFailure, DcmiRefusal) as failure:
+            self._fall_back(run, helper, failure)
+            return cli
+        self._next_check = self._monotonic() + self._interval
+        self._checked = True
+        problems = disagreements(found, cli)
+        for field, detail in problems:
+            log.warning("event=dcmi_cross_check_failed field=%s detail=%r", field, detail)
+            run.refused(SourceFailure("cross_check", f"DCMI and npu-smi disagree on {field}: "
+                                      f"{detail}; npu-smi serves it until the next check"))
+        if any(field == "ids" for field, _ in problems) and len(found.chips) > len(cli.chips):
+            helper.restart("a chip dcmi_init listed is gone")
+        if problems and self.mode == "auto":
+            self._off_until = self._next_check
+            self._announce(BackendInfo("cli", f"cross_check_{problems[0][0]}"))
+            return cli
+        self._announce(BackendInfo("dcmi", self._dcmi_reason))
+        return found
+
+    def _fall_back(self, run: SourceRun, helper: DcmiHelper,
+                   failure: HelperFailure | DcmiRefusal) -> None:
+        run.refused(SourceFailure(failure.reason, f"DCMI: {failure.message}; npu-smi serves"))
+        if isinstance(failure, DcmiRefusal):
+            if failure.re_enumerate:
+                helper.restart(failure.message)
+                self._next_check = 0.0  # the chips may have changed: check again
+            if failure.function is not None:  # not this hour
+                self._off_until = self._monotonic() + self._retry_after
+        self._announce(BackendInfo("cli", failure.reason))
+
+    def _skip(self, call: Call) -> bool:
+        return self._unsupported.get(call, 0.0) > self._monotonic()
+
+    def _mark_unsupported(self, call: Call) -> None:
+        self._unsupported[call] = self._monotonic() + self._retry_after
+
+    def _announce_no_helper(self, refusal: SourceFailure | None) -> None:
+        """One line on why npu-smi serves; quiet (debug) where nothing is amiss: backend cli,
+        or auto on a machine without libdcmi.so."""
+        info = BackendInfo("cli", "configured" if refusal is None else refusal.reason)
+        quiet = refusal is None or (self.mode == "auto" and refusal.reason == "library_not_found")
+        log.log(logging.DEBUG if quiet else logging.WARNING,
+                "event=backend backend=cli reason=%s message=%r", info.reason,
+                refusal.message if refusal else "npu_smi.backend is cli")
+        self.backend = info
+        self._on_backend(info)
+
+    def _announce(self, info: BackendInfo) -> None:
+        """Log and publish the serving backend when it changes."""
+        if info == self.backend:
+            return
+        level = logging.INFO if self.backend is None or info.backend == "dcmi" else logging.WARNING
+        log.log(level, "event=backend backend=%s reason=%s", info.backend, info.reason)
+        self.backend = info
+        self._on_backend(info)

@@ -1,0 +1,125 @@
+"""libdcmi's structs as ctypes, and the functions the helper calls (shared/reference/dcmi.md §3-4).
+
+Struct layouts are those of Huawei's Apache-2.0 `dcmi_interface_api.h` (mind-cluster), member
+order and C types unchanged, never packed; a test compares every size and offset with gcc's.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from ctypes import POINTER, c_char, c_int, c_ubyte, c_uint, c_ulong, c_ulonglong
+
+MAX_CHIP_NAME_LEN = 32
+MAX_CARDS = 64
+MAX_ERROR_CODES = 128
+MAX_PROCESSES = 64  # the driver writes up to 64 (MAX_PROC_NUM_IN_DEVICE), the manual says 32
+VERSION_BYTES = 64
+
+
+class ChipInfoV2(ctypes.Structure):
+    _fields_ = (
+        ("chip_type", c_ubyte * MAX_CHIP_NAME_LEN),
+        ("chip_name", c_ubyte * MAX_CHIP_NAME_LEN),
+        ("chip_ver", c_ubyte * MAX_CHIP_NAME_LEN),
+        ("aicore_cnt", c_uint),
+        ("npu_name", c_ubyte * MAX_CHIP_NAME_LEN),
+    )
+
+
+class PcieInfoAll(ctypes.Structure):
+    _fields_ = (
+        ("venderid", c_uint),
+        ("subvenderid", c_uint),
+        ("deviceid", c_uint),
+        ("subdeviceid", c_uint),
+        ("domain", c_int),
+        ("bdf_busid", c_uint),
+        ("bdf_deviceid", c_uint),
+        ("bdf_funcid", c_uint),
+        ("reserve", c_ubyte * 32),
+    )
+
+
+class EccInfo(ctypes.Structure):
+    """The 9-field (36-byte) form; drivers with the 7-field form write only the first 28."""
+
+    _fields_ = (
+        ("enable_flag", c_int),
+        ("single_bit_error_cnt", c_uint),
+        ("double_bit_error_cnt", c_uint),
+        ("total_single_bit_error_cnt", c_uint),
+        ("total_double_bit_error_cnt", c_uint),
+        ("single_bit_isolated_pages_cnt", c_uint),
+        ("double_bit_isolated_pages_cnt", c_uint),
+        ("single_bit_next_isolated_pages_cnt", c_uint),
+        ("double_bit_next_isolated_pages_cnt", c_uint),
+    )
+
+
+class EccBuffer(ctypes.Union):
+    """What the helper passes for an ECC struct: room for a struct grown again, zero-filled."""
+
+    _fields_ = (("info", EccInfo), ("room", c_ubyte * 64))
+
+
+class HbmInfo(ctypes.Structure):
+    _fields_ = (
+        ("memory_size", c_ulonglong),  # MB
+        ("freq", c_uint),  # MHz
+        ("memory_usage", c_ulonglong),  # MB
+        ("temp", c_int),  # Celsius
+        ("bandwith_util_rate", c_uint),  # %
+    )
+
+
+class MemoryInfoV3(ctypes.Structure):
+    _fields_ = (
+        ("memory_size", c_ulonglong),  # MB
+        ("memory_available", c_ulonglong),  # MB
+        ("freq", c_uint),
+        ("hugepagesize", c_ulong),  # KB
+        ("hugepages_total", c_ulong),
+        ("hugepages_free", c_ulong),
+        ("utiliza", c_uint),
+        ("reserve", c_ubyte * 60),
+    )
+
+
+class ProcMemInfo(ctypes.Structure):
+    _fields_ = (("proc_id", c_int), ("proc_mem_usage", c_ulong))  # bytes
+
+
+STRUCTS: dict[str, type[ctypes.Structure]] = {
+    "dcmi_chip_info_v2": ChipInfoV2,
+    "dcmi_pcie_info_all": PcieInfoAll,
+    "dcmi_ecc_info": EccInfo,
+    "dcmi_hbm_info": HbmInfo,
+    "dcmi_get_memory_info_stru": MemoryInfoV3,
+    "dcmi_proc_mem_info": ProcMemInfo,
+}
+
+_INT_P = POINTER(c_int)
+_UINT_P = POINTER(c_uint)
+# every symbol the helper resolves, with its argument types (dlsym'd one by one: a missing one
+# is a function the backend lacks, not a failed load)
+FUNCTIONS: dict[str, tuple[object, ...]] = {
+    "dcmi_init": (),
+    "dcmi_get_card_list": (_INT_P, _INT_P, c_int),
+    "dcmi_get_device_num_in_card": (c_int, _INT_P),
+    "dcmi_get_device_logic_id": (_INT_P, c_int, c_int),
+    "dcmi_get_device_phyid_from_logicid": (c_uint, _UINT_P),
+    "dcmi_get_dcmi_version": (POINTER(c_char), c_int),
+    "dcmi_get_driver_version": (POINTER(c_char), c_uint),
+    "dcmi_get_device_health": (c_int, c_int, _UINT_P),
+    "dcmi_get_device_errorcode_v2": (c_int, c_int, _INT_P, _UINT_P, c_uint),
+    "dcmi_get_device_power_info": (c_int, c_int, _INT_P),
+    "dcmi_get_device_temperature": (c_int, c_int, _INT_P),
+    "dcmi_get_device_hbm_info": (c_int, c_int, POINTER(HbmInfo)),
+    "dcmi_get_device_memory_info_v3": (c_int, c_int, POINTER(MemoryInfoV3)),
+    "dcmi_get_device_utilization_rate": (c_int, c_int, c_int, _UINT_P),
+    "dcmi_get_device_frequency": (c_int, c_int, c_int, _UINT_P),
+    "dcmi_get_device_ecc_info": (c_int, c_int, c_int, POINTER(EccBuffer)),
+    "dcmi_get_device_resource_info": (c_int, c_int, POINTER(ProcMemInfo), _INT_P),
+    "dcmi_get_device_chip_info_v2": (c_int, c_int, POINTER(ChipInfoV2)),
+    "dcmi_get_device_pcie_info_v2": (c_int, c_int, POINTER(PcieInfoAll)),
+}

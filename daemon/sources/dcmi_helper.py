@@ -1,0 +1,209 @@
+"""The DCMI helper process: `python -m npumon.daemon.sources.dcmi_helper LIBRARY`.
+
+It owns libdcmi: one thread, one dcmi_init, then one JSON request per line on stdin, each
+answered by one JSON line on stdout. The daemon kills it when an answer is late (a call stuck in
+the driver), so nothing here has a timeout of its own. Its first line (the hello) says what
+dcmi_init returned, which functions the library lacks and the chips dcmi_init listed; a request
+``{"calls": [[name, card, device, arg], ...]}`` gets ``{"answers": [[rc, value], ...]}``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import sys
+from collections.abc import Callable
+from ctypes import byref, c_int, c_uint
+from pathlib import Path
+from typing import Any
+
+from npumon.daemon.sources.dcmi_abi import (
+    MAX_CARDS,
+    MAX_ERROR_CODES,
+    MAX_PROCESSES,
+    VERSION_BYTES,
+    ChipInfoV2,
+    EccBuffer,
+    HbmInfo,
+    MemoryInfoV3,
+    PcieInfoAll,
+    ProcMemInfo,
+)
+from npumon.daemon.sources.dcmi_library import load
+
+MISSING_SYMBOL = -99998  # npu-exporter's code for a function the library lacks
+Functions = dict[str, Any]
+Answer = tuple[int, Any]
+
+
+def _text(raw: Any) -> str:
+    return bytes(raw).split(b"\0", 1)[0].decode("utf-8", "replace").strip()
+
+
+def _int_out(fn: Any, card: int, device: int, out: Any) -> Answer:
+    rc = fn(card, device, byref(out))
+    return rc, out.value if rc == 0 else None
+
+
+def _fields(struct: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    return {name: getattr(struct, name) for name in names}
+
+
+def _hbm(fn: Any, card: int, device: int, _: int) -> Answer:
+    info = HbmInfo()
+    rc = fn(card, device, byref(info))
+    names = ("memory_size", "memory_usage", "temp", "bandwith_util_rate", "freq")
+    return rc, _fields(info, names) if rc == 0 else None
+
+
+def _memory(fn: Any, card: int, device: int, _: int) -> Answer:
+    info = MemoryInfoV3()
+    rc = fn(card, device, byref(info))
+    names = ("memory_size", "memory_available", "freq", "hugepagesize", "hugepages_total",
+             "hugepages_free")
+    return rc, _fields(info, names) if rc == 0 else None
+
+
+def _ecc(fn: Any, card: int, device: int, kind: int) -> Answer:
+    buffer = EccBuffer()  # zero-filled, larger than either struct form
+    rc = fn(card, device, kind, byref(buffer))
+    names = tuple(name for name, _ in buffer.info._fields_[:7])  # the 7 both forms share
+    return rc, _fields(buffer.info, names) if rc == 0 else None
+
+
+def _errors(fn: Any, card: int, device: int, _: int) -> Answer:
+    count, codes = c_int(0), (c_uint * MAX_ERROR_CODES)()
+    rc = fn(card, device, byref(count), codes, MAX_ERROR_CODES)
+    return rc, [codes[i] for i in range(min(count.value, MAX_ERROR_CODES))] if rc == 0 else None
+
+
+def _processes(fn: Any, card: int, device: int, _: int) -> Answer:
+    entries, count = (ProcMemInfo * MAX_PROCESSES)(), c_int(0)
+    rc = fn(card, device, entries, byref(count))
+    n = min(count.value, MAX_PROCESSES)
+    return rc, [[e.proc_id, e.proc_mem_usage] for e in entries[:n]] if rc == 0 else None
+
+
+def _chip(fn: Any, card: int, device: int, _: int) -> Answer:
+    info = ChipInfoV2()
+    rc = fn(card, device, byref(info))
+    if rc != 0:
+        return rc, None
+    return rc, {"chip_type": _text(info.chip_type), "chip_name": _text(info.chip_name),
+                "chip_ver": _text(info.chip_ver), "aicore_cnt": info.aicore_cnt}
+
+
+def _pcie(fn: Any, card: int, device: int, _: int) -> Answer:
+    info = PcieInfoAll()
+    rc = fn(card, device, byref(info))
+    names = ("domain", "bdf_busid", "bdf_deviceid", "bdf_funcid")
+    return rc, _fields(info, names) if rc == 0 else None
+
+
+def _int_out_typed(fn: Any, card: int, device: int, kind: int) -> Answer:
+    out = c_uint()
+    rc = fn(card, device, kind, byref(out))
+    return rc, out.value if rc == 0 else None
+
+
+# request name -> (symbol, reader(function, card, device, arg))
+CALLS: dict[str, tuple[str, Callable[[Any, int, int, int], Answer]]] = {
+    "health": ("dcmi_get_device_health", lambda f, c, d, _: _int_out(f, c, d, c_uint())),
+    "errors": ("dcmi_get_device_errorcode_v2", _errors),
+    "power": ("dcmi_get_device_power_info", lambda f, c, d, _: _int_out(f, c, d, c_int())),
+    "temperature": ("dcmi_get_device_temperature", lambda f, c, d, _: _int_out(f, c, d, c_int())),
+    "hbm": ("dcmi_get_device_hbm_info", _hbm),
+    "memory": ("dcmi_get_device_memory_info_v3", _memory),
+    "utilization": ("dcmi_get_device_utilization_rate", _int_out_typed),  # arg: the type
+    "frequency": ("dcmi_get_device_frequency", _int_out_typed),  # arg: the type
+    "ecc": ("dcmi_get_device_ecc_info", _ecc),
+    "processes": ("dcmi_get_device_resource_info", _processes),
+    "chip": ("dcmi_get_device_chip_info_v2", _chip),
+    "pcie": ("dcmi_get_device_pcie_info_v2", _pcie),
+}
+
+
+def call(functions: Functions, name: str, card: int, device: int, arg: int) -> Answer:
+    symbol, reader = CALLS[name]
+    function = functions.get(symbol)
+    if function is None:
+        return MISSING_SYMBOL, None
+    return reader(function, card, device, arg)
+
+
+def _version(functions: Functions, symbol: str) -> str | None:
+    function = functions.get(symbol)
+    if function is None:
+        return None
+    buffer = ctypes.create_string_buffer(VERSION_BYTES)
+    return _text(buffer.raw) if function(buffer, VERSION_BYTES) == 0 else None
+
+
+def enumerate_chips(functions: Functions) -> tuple[int, list[list[int]]]:
+    """dcmi_init's chip list as [card, device, logic id, phy id]; (rc, []) on the first failure."""
+    count, cards = c_int(0), (c_int * MAX_CARDS)()
+    rc = functions["dcmi_get_card_list"](byref(count), cards, MAX_CARDS)
+    chips: list[list[int]] = []
+    for card in cards[: min(count.value, MAX_CARDS)] if rc == 0 else ():
+        devices = c_int(0)
+        rc = functions["dcmi_get_device_num_in_card"](card, byref(devices))
+        for device in range(devices.value) if rc == 0 else ():
+            logic, phy = c_int(0), c_uint(0)
+            rc = functions["dcmi_get_device_logic_id"](byref(logic), card, device)
+            if rc == 0:
+                rc = functions["dcmi_get_device_phyid_from_logicid"](logic.value, byref(phy))
+            if rc != 0:
+                break
+            chips.append([card, device, logic.value, phy.value])
+        if rc != 0:
+            return rc, []
+    return rc, chips
+
+
+_ENUMERATION = ("dcmi_init", "dcmi_get_card_list", "dcmi_get_device_num_in_card",
+                "dcmi_get_device_logic_id", "dcmi_get_device_phyid_from_logicid")
+
+
+def hello(functions: Functions, missing: tuple[str, ...]) -> dict[str, Any]:
+    lacking = [name for name in _ENUMERATION if name not in functions]
+    if lacking:
+        return {"init": MISSING_SYMBOL, "missing": list(missing)}
+    rc = functions["dcmi_init"]()
+    if rc != 0:
+        return {"init": rc, "missing": list(missing)}
+    enumerated, chips = enumerate_chips(functions)
+    return {
+        "init": 0, "enumerate": enumerated, "chips": chips, "missing": list(missing),
+        "dcmi_version": _version(functions, "dcmi_get_dcmi_version"),
+        "driver_version": _version(functions, "dcmi_get_driver_version"),
+    }
+
+
+def _write(message: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(message, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m npumon.daemon.sources.dcmi_helper LIBRARY", file=sys.stderr)
+        return 2
+    try:
+        functions, missing = load(Path(argv[0]))
+    except OSError as error:
+        _write({"init": None, "load_error": str(error)})
+        return 1
+    greeting = hello(functions, missing)
+    _write(greeting)
+    if greeting["init"] != 0:
+        return 1
+    for line in sys.stdin:
+        request = json.loads(line)
+        answers = [call(functions, name, card, device, arg)
+                   for name, card, device, arg in request["calls"]]
+        _write({"answers": answers})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,279 @@
+"""DCMI answers into the model types the npu-smi parsers produce, in base units (dcmi.md §3, §5).
+
+Pure: the helper's raw answers (rc, value) in, an ``InfoTable`` out, or a ``DcmiRefusal`` saying
+why npu-smi must answer instead. Units: power 0.1 W, HBM and DDR MB, process memory bytes,
+utilization %, hugepages in pages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from npumon.daemon.model.npu_smi import (
+    ChipCommon,
+    ChipEcc,
+    ChipUsage,
+    HealthReport,
+    InfoTable,
+    MemoryReport,
+    TableChip,
+    TableProcess,
+)
+from npumon.daemon.sources.dcmi_client import Call, DcmiChip
+
+MIB = 1024 * 1024
+NOT_SUPPORTED = -8255
+MISSING_SYMBOL = -99998
+# dcmi.md §5: what each code asks for; the reason is the failure-counter label
+RETRY = {-8006: "dcmi_timeout", -8012: "dcmi_not_ready", -8017: "dcmi_busy", -8020: "dcmi_busy"}
+GONE = frozenset({-8007, -8008})  # the device left: re-enumerate
+HEALTH = {0: "OK", 1: "Warning", 2: "Alarm", 3: "Critical"}
+# dcmi_get_device_utilization_rate types (DRV-H DCMI_UTILIZATION_RATE_*) and frequency types
+UTIL_DDR, UTIL_AICORE, UTIL_AICPU, UTIL_CTRLCPU, UTIL_DDR_BANDWIDTH = 1, 2, 3, 4, 5
+UTIL_HBM, UTIL_HBM_BANDWIDTH, UTIL_VECTOR, UTIL_NPU, UTIL_CUBE = 6, 10, 12, 13, 14
+FREQ_AICORE_CURRENT, FREQ_AICORE_RATED = 7, 9
+TABLE_CALLS: tuple[tuple[str, int], ...] = (
+    ("health", 0), ("power", 0), ("temperature", 0), ("hbm", 0), ("memory", 0),
+    ("utilization", UTIL_AICORE), ("processes", 0), ("chip", 0), ("pcie", 0),
+)
+USAGES_CALLS: tuple[tuple[str, int], ...] = (
+    ("hbm", 0), ("memory", 0), *(("utilization", kind) for kind in (
+        UTIL_DDR, UTIL_AICORE, UTIL_AICPU, UTIL_CTRLCPU, UTIL_DDR_BANDWIDTH, UTIL_HBM,
+        UTIL_HBM_BANDWIDTH, UTIL_VECTOR, UTIL_NPU, UTIL_CUBE)),
+)
+COMMON_CALLS: tuple[tuple[str, int], ...] = (
+    ("power", 0), ("temperature", 0), ("chip", 0), ("utilization", UTIL_DDR),
+    ("utilization", UTIL_HBM), ("utilization", UTIL_AICORE),
+    ("frequency", FREQ_AICORE_CURRENT), ("frequency", FREQ_AICORE_RATED),
+)
+ECC_DDR, ECC_HBM = 0, 2  # enum dcmi_device_type
+HEALTH_CALLS: tuple[tuple[str, int], ...] = (("health", 0), ("errors", 0))
+ECC_CALLS: tuple[tuple[str, int], ...] = (("ecc", ECC_HBM), ("ecc", ECC_DDR))
+MEMORY_CALLS: tuple[tuple[str, int], ...] = (("hbm", 0), ("memory", 0))
+CARD_DROP = 0x40F84E00  # the fault code of a card that fell off the bus: re-enumerate
+Values = Mapping[str, Any]  # one chip's answers by value key (see value_key); absent: -8255
+_TYPED = frozenset({"utilization", "frequency", "ecc"})  # calls whose argument is a type
+
+
+def value_key(name: str, arg: int) -> str:
+    """"power", "utilization2", "ecc0": a call's answer among a chip's values."""
+    return f"{name}{arg}" if name in _TYPED else name
+
+
+class DcmiRefusal(Exception):
+    """DCMI cannot give this answer; npu-smi must. ``function`` is set when the refusal is the
+    function's for good (missing, no permission): the caller stops asking it for a while."""
+
+    def __init__(self, reason: str, message: str, function: str | None = None,
+                 re_enumerate: bool = False) -> None:
+        self.reason = reason
+        self.message = message
+        self.function = function
+        self.re_enumerate = re_enumerate
+        super().__init__(f"{reason}: {message}")
+
+
+def calls_for(chips: Sequence[DcmiChip], wanted: Sequence[tuple[str, int]],
+              skip: Callable[[Call], bool]) -> list[Call]:
+    """The requests for ``wanted`` on each chip (``skip``: known unsupported)."""
+    calls = [(name, c.card, c.device, arg) for c in chips for name, arg in wanted]
+    return [call for call in calls if not skip(call)]
+
+
+def check(name: str, chip: DcmiChip, rc: int) -> bool:
+    """True when the value is there; False for -8255 (absent); DcmiRefusal for the rest."""
+    where = f"{name} of NPU {chip.card} chip {chip.device}"
+    if rc == 0:
+        return True
+    if rc == NOT_SUPPORTED:
+        return False
+    if rc == MISSING_SYMBOL:
+        raise DcmiRefusal("dcmi_missing_symbol", f"the library lacks the call for {where}", name)
+    if rc == -8002:
+        raise DcmiRefusal("dcmi_permission", f"{where}: -8002 operation not permitted; see "
+                          "docs/privileges.md (device nodes, the HwHiAiUser group)", name)
+    if rc == -8012 and name == "health":  # npu-exporter's sign of a dropped card
+        raise DcmiRefusal("dcmi_chip_gone", f"{where}: -8012: the card may have dropped",
+                          re_enumerate=True)
+    if rc in RETRY:
+        raise DcmiRefusal(RETRY[rc], f"{where}: {rc}, asked again next poll")
+    if rc in GONE or rc == -8001:
+        raise DcmiRefusal("dcmi_chip_gone", f"{where}: {rc}: the chip list is stale",
+                          re_enumerate=True)
+    raise DcmiRefusal("dcmi_internal", f"{where}: {rc} (-8005 is the driver's catch-all)")
+
+
+def _ratio(percent: Any) -> float:
+    return float(percent) / 100.0
+
+
+def _bus(p: Mapping[str, int]) -> str:
+    return f"{p['domain']:04X}:{p['bdf_busid']:02X}:{p['bdf_deviceid']:02X}.{p['bdf_funcid']:X}"
+
+
+def _memory(m: Mapping[str, int] | None) -> dict[str, int]:
+    """DDR and hugepages as npu-smi prints them: 0 / 0 where the chip has none (-8255)."""
+    if m is None:
+        return {"memory_used_bytes": 0, "memory_total_bytes": 0, "hugepages_used": 0,
+                "hugepages_total": 0}
+    return {
+        "memory_used_bytes": (m["memory_size"] - m["memory_available"]) * MIB,
+        "memory_total_bytes": m["memory_size"] * MIB,
+        "hugepages_used": m["hugepages_total"] - m["hugepages_free"],
+        "hugepages_total": m["hugepages_total"],
+    }
+
+
+def table_chip(chip: DcmiChip, values: Mapping[str, Any]) -> TableChip:
+    """One chip's table row from its answers (a name absent from ``values``: -8255)."""
+    health, hbm, info = values.get("health"), values.get("hbm"), values.get("chip")
+    power, temperature = values.get("power"), values.get("temperature")
+    util, pcie = values.get(value_key("utilization", UTIL_AICORE)), values.get("pcie")
+    return TableChip(
+        npu=chip.card,
+        chip=chip.device,
+        name=info["chip_name"] or None if info else None,
+        health=None if health is None else HEALTH.get(health, "UNKNOWN"),
+        power_watts=None if power is None else power / 10.0,
+        temperature_celsius=None if temperature is None else float(temperature),
+        bus_id=_bus(pcie) if pcie else None,
+        aicore_ratio=None if util is None else _ratio(util),
+        hbm_used_bytes=hbm["memory_usage"] * MIB if hbm else None,
+        hbm_total_bytes=hbm["memory_size"] * MIB if hbm else None,
+        **_memory(values.get("memory")),
+    )
+
+
+def table_processes(chip: DcmiChip, listed: Sequence[Sequence[int]],
+                    name_of: Callable[[int], str | None]) -> list[TableProcess]:
+    return [TableProcess(npu=chip.card, chip=chip.device, pid=pid, name=name_of(pid),
+                         memory_bytes=used) for pid, used in listed]
+
+
+def collect(
+    chips: Sequence[DcmiChip],
+    calls: Sequence[Call],
+    answers: Sequence[tuple[int, Any]],
+    unsupported: Callable[[Call], None],
+) -> dict[DcmiChip, dict[str, Any]]:
+    """Each chip's values by value key; -8255 left out (and told), other codes raised."""
+    by_chip = {(c.card, c.device): c for c in chips}
+    values: dict[DcmiChip, dict[str, Any]] = {c: {} for c in chips}
+    for call, (rc, value) in zip(calls, answers, strict=True):
+        name, card, device, arg = call
+        chip = by_chip[(card, device)]
+        if check(name, chip, rc):
+            values[chip][value_key(name, arg)] = value
+        else:
+            unsupported(call)
+    return values
+
+
+def info_table(
+    values: Mapping[DcmiChip, Values],
+    *,
+    versions: tuple[str | None, str | None],
+    name_of: Callable[[int], str | None],
+) -> InfoTable:
+    """The `npu-smi info` table from the chips' DCMI values."""
+    rows = [table_chip(chip, found) for chip, found in values.items()]
+    processes = [p for chip, found in values.items()
+                 for p in table_processes(chip, found.get("processes") or (), name_of)]
+    return InfoTable(npu_smi_version=versions[0], version=versions[1], chips=tuple(rows),
+                     processes=tuple(processes), has_process_table=True)
+
+
+def _percent(values: Values, kind: int) -> float | None:
+    found = values.get(value_key("utilization", kind))
+    return None if found is None else _ratio(found)
+
+
+def _hertz(values: Values, kind: int) -> float | None:
+    found = values.get(value_key("frequency", kind))
+    return None if found is None else found * 1e6
+
+
+def _ddr(values: Values, kind: int) -> float | None:
+    """A DDR figure: 0 where the chip has no DDR (-8255), as npu-smi prints it on A2/A3."""
+    return 0.0 if values.get("memory") is None else _percent(values, kind)
+
+
+def chip_usage(chip: DcmiChip, values: Values) -> ChipUsage:
+    """`-t usages` for one chip (310P's Vectorcore is the same unit as AI Vector)."""
+    hbm, memory = values.get("hbm"), values.get("memory")
+    return ChipUsage(
+        chip=chip.device,
+        aicore_ratio=_percent(values, UTIL_AICORE),
+        aivector_ratio=_percent(values, UTIL_VECTOR),
+        aicube_ratio=_percent(values, UTIL_CUBE),
+        aicpu_ratio=_percent(values, UTIL_AICPU),
+        ctrlcpu_ratio=_percent(values, UTIL_CTRLCPU),
+        npu_util_ratio=_percent(values, UTIL_NPU),
+        memory_total_bytes=memory["memory_size"] * MIB if memory else 0,
+        memory_usage_ratio=_ddr(values, UTIL_DDR),
+        hugepages_total=memory["hugepages_total"] if memory else 0,
+        hbm_total_bytes=hbm["memory_size"] * MIB if hbm else None,
+        hbm_usage_ratio=_percent(values, UTIL_HBM),
+        memory_bandwidth_ratio=_ddr(values, UTIL_DDR_BANDWIDTH),
+        hbm_bandwidth_ratio=_percent(values, UTIL_HBM_BANDWIDTH),
+    )
+
+
+def chip_common(chip: DcmiChip, values: Values) -> ChipCommon:
+    """`-t common` for one chip."""
+    power, temperature, info = values.get("power"), values.get("temperature"), values.get("chip")
+    return ChipCommon(
+        chip=chip.device,
+        memory_usage_ratio=_ddr(values, UTIL_DDR),
+        hbm_usage_ratio=_percent(values, UTIL_HBM),
+        aicore_ratio=_percent(values, UTIL_AICORE),
+        aicore_rated_hertz=_hertz(values, FREQ_AICORE_RATED),
+        aicore_current_hertz=_hertz(values, FREQ_AICORE_CURRENT),
+        aicore_count=info["aicore_cnt"] or None if info else None,  # 0: not reported
+        temperature_celsius=None if temperature is None else float(temperature),
+        power_watts=None if power is None else power / 10.0,
+    )
+
+
+def health_report(chip: DcmiChip, values: Values) -> HealthReport:
+    """`-t health` for one chip: status and codes as npu-smi prints them (no texts: DCMI has
+    only the codes; npumon's fault table names them)."""
+    health, codes = values.get("health"), values.get("errors") or ()
+    if CARD_DROP in codes:
+        raise DcmiRefusal("dcmi_chip_gone", f"NPU {chip.card} chip {chip.device} reports the "
+                          f"card-drop code {CARD_DROP:08X}", re_enumerate=True)
+    return HealthReport(status=None if health is None else HEALTH.get(health, "UNKNOWN"),
+                        error_codes=tuple(f"{code:08X}" for code in codes if code))
+
+
+def chip_ecc(chip: DcmiChip, values: Values) -> ChipEcc:
+    """`-t ecc` for one chip: HBM (type 2) and DDR (type 0), the 7 fields both struct forms have."""
+    hbm, ddr = values.get(value_key("ecc", ECC_HBM)), values.get(value_key("ecc", ECC_DDR))
+    fields: dict[str, int] = {}
+    for prefix, found in (("hbm", hbm), ("ddr", ddr)):
+        if found:
+            fields.update({
+                f"{prefix}_single_bit_errors": found["single_bit_error_cnt"],
+                f"{prefix}_double_bit_errors": found["double_bit_error_cnt"],
+                f"{prefix}_single_bit_aggregate_total": found["total_single_bit_error_cnt"],
+                f"{prefix}_double_bit_aggregate_total": found["total_double_bit_error_cnt"],
+            })
+    if hbm:
+        fields.update(hbm_single_bit_isolated_pages=hbm["single_bit_isolated_pages_cnt"],
+                      hbm_double_bit_isolated_pages=hbm["double_bit_isolated_pages_cnt"])
+    return ChipEcc(chip=chip.device, **fields)
+
+
+def memory_report(chip: DcmiChip, values: Values) -> MemoryReport:
+    """`-t memory` for one chip; DDR 0 where it has none, as npu-smi prints it."""
+    hbm, memory = values.get("hbm"), values.get("memory")
+    return MemoryReport(
+        npu=chip.card,
+        chip=chip.device,
+        memory_total_bytes=memory["memory_size"] * MIB if memory else 0,
+        memory_clock_hertz=memory["freq"] * 1e6 if memory else 0.0,
+        hbm_total_bytes=hbm["memory_size"] * MIB if hbm else None,
+        hbm_clock_hertz=hbm["freq"] * 1e6 if hbm else None,
+        hbm_temperature_celsius=float(hbm["temp"]) if hbm else None,
+    )

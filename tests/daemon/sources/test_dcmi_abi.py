@@ -1,0 +1,57 @@
+"""ctypes layouts of the DCMI structs equal gcc's, member by member (a C program prints them)."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from npumon.daemon.sources.dcmi_abi import STRUCTS, EccBuffer, EccInfo
+from tests.helpers.fake_dcmi import FAKE_DCMI
+
+pytestmark = pytest.mark.integration
+
+
+def _c_program() -> str:
+    lines = ['#include <stddef.h>', '#include <stdio.h>', '#include "fake_dcmi.h"',
+             "int main(void) {"]
+    for name, struct in STRUCTS.items():
+        lines.append(f'printf("{name} %zu %zu\\n", sizeof(struct {name}), '
+                     f"_Alignof(struct {name}));")
+        for field, _ in struct._fields_:
+            lines.append(f'printf("{name}.{field} %zu\\n", offsetof(struct {name}, {field}));')
+    lines += ["return 0;", "}"]
+    return "\n".join(lines)
+
+
+def _ctypes_layout() -> str:
+    out = []
+    for name, struct in STRUCTS.items():
+        out.append(f"{name} {ctypes.sizeof(struct)} {ctypes.alignment(struct)}")
+        out += [f"{name}.{field} {getattr(struct, field).offset}" for field, _ in struct._fields_]
+    return "\n".join(out) + "\n"
+
+
+def test_every_struct_matches_gcc(tmp_path: Path) -> None:
+    gcc = shutil.which("gcc")
+    assert gcc
+    (tmp_path / "layout.c").write_text(_c_program())
+    subprocess.run([gcc, "-std=c11", "-I", str(FAKE_DCMI), "-o", str(tmp_path / "layout"),
+                    str(tmp_path / "layout.c")], check=True, timeout=120)
+    printed = subprocess.run([str(tmp_path / "layout")], check=True, capture_output=True,
+                             text=True, timeout=30).stdout
+    assert printed == _ctypes_layout()
+    # dcmi.md §4, measured against Huawei's header on x86_64 and aarch64
+    sizes = {line.split()[0]: int(line.split()[1]) for line in printed.splitlines()
+             if "." not in line.split()[0]}
+    assert sizes == {"dcmi_chip_info_v2": 132, "dcmi_pcie_info_all": 64, "dcmi_ecc_info": 36,
+                     "dcmi_hbm_info": 32, "dcmi_get_memory_info_stru": 112,
+                     "dcmi_proc_mem_info": 16}
+
+
+def test_the_ecc_buffer_has_room_past_both_struct_forms() -> None:
+    assert ctypes.sizeof(EccInfo) == 36
+    assert ctypes.sizeof(EccBuffer) >= 36 + 28

@@ -1,0 +1,183 @@
+"""The DCMI backend through the daemon: one simulated node read through npu-smi and through the
+gcc-built fake libdcmi.so gives the same exposition; a hang, a missing symbol, -8255 and -8002
+each leave npu-smi serving what DCMI cannot."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import generate_latest
+
+from npumon.daemon.app import Agent
+from npumon.daemon.config import parse_config
+from npumon.daemon.model.snapshot import BackendInfo
+from npumon.daemon.runner import CommandResult, run_command
+from npumon.daemon.sources.dcmi_library import TrustPolicy
+from npumon.simulator.dcmi import state_text
+from npumon.simulator.loader import load_scenario
+from npumon.simulator.state import node_state
+from tests.helpers.exposition import Samples, names, samples, value
+from tests.helpers.fake_dcmi import STATE_ENV, build_fake_dcmi
+from tests.support import FROZEN_TIME
+
+pytestmark = pytest.mark.integration
+
+AT = 1000.0  # simulated seconds: NPU 5 of 910b-8 in Alarm with two codes, nothing hangs
+_VOLATILE = re.compile(r"^(npumon_source_duration_seconds|npumon_scrape_collector_duration_seconds"
+                       r"|npumon_backend_info)\{.*\n", re.MULTILINE)
+
+
+def _node(tmp_path: Path, scenario: str, extra: str = "") -> Path:
+    """The fake's state and a /proc with the simulated processes' names."""
+    node = node_state(load_scenario(scenario), AT)
+    state = tmp_path / f"{scenario}.state"
+    state.write_text(state_text(node) + extra)
+    for card in node.cards:
+        for chip in card.chips:
+            for process in chip.processes:
+                folder = tmp_path / "proc" / str(process.pid)
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / "status").write_text(f"Name:\t{process.name}\nUmask:\t0022\n")
+    return state
+
+
+def _agent(tmp_path: Path, scenario: str, backend: str, *omit: str, timeout: str = "20s",
+           calls: list[tuple[str, ...]] | None = None) -> Agent:
+    library = build_fake_dcmi(tmp_path / ("lib-" + "-".join(omit)), *omit)
+    config = parse_config({
+        "npu_smi": {"command": ["npumon-sim-npu-smi", "--scenario", scenario, "--time", str(AT)],
+                    "timeout": timeout, "backend": backend},
+        "dcmi": {"library": str(library)},
+        "kubernetes": {"pod_resources_socket": "/nonexistent/kubelet.sock"},
+        "hccn_tool": {"command": ["/nonexistent/hccn_tool"]},
+    })
+    seen = calls if calls is not None else []
+
+    def runner(argv: Sequence[str], timeout: float, **options: Any) -> CommandResult:
+        seen.append(tuple(argv[argv.index("info"):]))
+        return run_command(argv, timeout, **options)
+
+    return Agent(config, runner=runner, clock=lambda: FROZEN_TIME, proc_root=tmp_path / "proc",
+                 dcmi_trust=TrustPolicy(owner_uid=os.getuid(), checked_below=tmp_path))
+
+
+def _polled(agent: Agent) -> str:
+    """The exposition of what the polls so far published (no further npu-smi call)."""
+    return generate_latest(agent.registry).decode()
+
+
+def _two_table_polls(agent: Agent) -> Samples:
+    """The samples after a start-up table poll (the cross-check) and one more; agent stopped."""
+    try:
+        agent.sources.poll_table()
+        agent.sources.poll_table()
+        return samples(_polled(agent))
+    finally:
+        agent.stop()
+
+
+def _table_exposition(agent: Agent) -> str:
+    agent.sources.poll_table()
+    agent.sources.poll_identity()
+    agent.sources.poll_table()
+    try:
+        text = agent.collect_once().decode()
+    finally:
+        agent.stop()
+    return text
+
+
+@pytest.mark.parametrize("scenario", ["910b-8", "a3-8x2", "310p-duo"])
+def test_one_node_through_both_backends_is_one_exposition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: str
+) -> None:
+    monkeypatch.setenv(STATE_ENV, str(_node(tmp_path, scenario)))
+    cli = _table_exposition(_agent(tmp_path, scenario, "cli"))
+    calls: list[tuple[str, ...]] = []
+    dcmi_agent = _agent(tmp_path, scenario, "auto", calls=calls)
+    dcmi = _table_exposition(dcmi_agent)
+    # npu-smi ran once for the table (the cross-check), and for none of the queries DCMI answers
+    assert calls.count(("info",)) == 1
+    served = {"usages", "common", "ecc", "health", "memory"}
+    assert not [c for c in calls if c[1:2] == ("-t",) and c[2] in served]
+    found = samples(dcmi)
+    assert value(found, "npumon_backend_info", backend="dcmi", reason="cross_check_passed") == 1
+    assert dcmi_agent.smi.helper is not None and dcmi_agent.smi.helper.starts == 1
+    if scenario == "910b-8":  # the alarm's codes came through dcmi_get_device_errorcode_v2
+        codes = {dict(labels).get("code") for name, labels in found if
+                 name == "npu_error_code_info" and dict(labels).get("npu") == "5"}
+        assert codes == {"A4025021", "8C03A000"}
+    assert _VOLATILE.sub("", dcmi) == _VOLATILE.sub("", cli)
+
+
+def test_a_hung_call_is_killed_and_npu_smi_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = _node(tmp_path, "910b-8", "hang dcmi_get_device_hbm_info\n")
+    monkeypatch.setenv(STATE_ENV, str(state))
+    agent = _agent(tmp_path, "910b-8", "dcmi", timeout="3s")
+    started = time.monotonic()
+    try:
+        agent.sources.poll_table()
+        assert time.monotonic() - started < 15  # the helper's deadline, then npu-smi
+        assert agent.store.latest().backend == BackendInfo("cli", "dcmi_timeout")
+        agent.sources.poll_table()  # within the backoff: npu-smi, no new helper
+        found = samples(_polled(agent))
+        assert agent.smi.helper is not None and agent.smi.helper.starts == 1
+    finally:
+        agent.stop()
+    assert value(found, "npumon_backend_info", backend="cli", reason="dcmi_backoff") == 1
+    assert value(found, "npumon_source_up", source="npu_smi_table") == 1
+    assert value(found, "npumon_source_failures_total", source="npu_smi_table",
+                 reason="dcmi_timeout") == 1
+    assert value(found, "npu_hbm_total_bytes", npu="0", chip="0") == 65536 * 1024 * 1024
+
+
+@pytest.mark.parametrize(("omit", "extra", "reason"), [
+    (("dcmi_get_device_power_info",), "", "dcmi_missing_symbol"),
+    ((), "fail dcmi_get_device_temperature -8002\n", "dcmi_permission"),
+])
+def test_a_function_dcmi_cannot_give_is_served_by_npu_smi(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, omit: tuple[str, ...], extra: str,
+    reason: str,
+) -> None:
+    monkeypatch.setenv(STATE_ENV, str(_node(tmp_path, "910b-8", extra)))
+    agent = _agent(tmp_path, "910b-8", "auto", *omit)
+    found = _two_table_polls(agent)  # after the cross-check: DCMI would serve, but cannot
+    assert value(found, "npumon_backend_info", backend="cli", reason=reason) == 1
+    assert value(found, "npu_power_watts", npu="0", chip="0") is not None
+    assert value(found, "npu_temperature_celsius", npu="0", chip="0") is not None
+    assert value(found, "npumon_source_up", source="npu_smi_table") == 1
+
+
+def test_minus_8255_is_absent_and_not_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """310P power: NA through npu-smi, -8255 through DCMI; both leave the series out."""
+    monkeypatch.setenv(STATE_ENV, str(_node(tmp_path, "310p-duo")))
+    agent = _agent(tmp_path, "310p-duo", "dcmi")
+    found = _two_table_polls(agent)
+    assert value(found, "npumon_backend_info", backend="dcmi", reason="configured") == 1
+    assert "npu_power_watts" not in names(found)
+    assert value(found, "npu_temperature_celsius", npu="0", chip="0") is not None
+
+
+def test_a_cross_check_disagreement_turns_dcmi_off_in_auto(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = _node(tmp_path, "910b-8")
+    state.write_text(re.sub(r" temp=(\d+)", lambda m: f" temp={int(m[1]) + 20}",
+                            state.read_text()))
+    monkeypatch.setenv(STATE_ENV, str(state))
+    agent = _agent(tmp_path, "910b-8", "auto")
+    found = _two_table_polls(agent)
+    assert value(found, "npumon_backend_info", backend="cli",
+                 reason="cross_check_temperature_celsius") == 1
+    assert value(found, "npumon_source_failures_total", source="npu_smi_table",
+                 reason="cross_check") == 8

@@ -1,0 +1,396 @@
+/* A fake libdcmi.so for npumon's tests: answers from a state file (NPUMON_FAKE_DCMI_STATE) read
+ * at dcmi_init, in DCMI's units (power 0.1 W, HBM and DDR MB, process memory bytes).
+ *
+ * State file lines:
+ *   version <dcmi version> <driver version>
+ *   init <code>                          dcmi_init returns this
+ *   ecc_size 28|36                       bytes dcmi_get_device_ecc_info writes
+ *   hang <function>                      the function never returns
+ *   fail <function> <code>               the function returns the code
+ *   chip <card> <device> <logic> <phy> key=value ...   (a missing key: -8255 from its function)
+ *   proc <card> <device> <pid> <bytes>
+ *   error <card> <device> <hex code>
+ * Build with -DOMIT_<function> to leave a symbol out. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fake_dcmi.h"
+
+#define NOT_SUPPORT -8255
+#define INNER_ERR -8005
+#define INVALID_PARAMETER -8001
+#define NOT_READY -8012
+#define MAX_CHIPS 64
+#define MAX_KEYS 48
+#define MAX_RULES 32
+
+struct kv { char key[32]; char value[64]; };
+struct chip {
+    int card, device, logic, phy, nkeys, nprocs, nerrors;
+    struct kv keys[MAX_KEYS];
+    int pids[64];
+    unsigned long proc_bytes[64];
+    unsigned int errors[128];
+};
+struct rule { char function[64]; int code; int hang; };
+
+static struct chip chips[MAX_CHIPS];
+static int nchips;
+static struct rule rules[MAX_RULES];
+static int nrules;
+static int initialised;
+static int ecc_size = 36;
+static char dcmi_version[64] = "fake";
+static char driver_version[64] = "fake";
+
+static struct chip *find(int card, int device) {
+    for (int i = 0; i < nchips; i++)
+        if (chips[i].card == card && chips[i].device == device) return &chips[i];
+    return NULL;
+}
+
+static const char *lookup(const struct chip *c, const char *key) {
+    for (int i = 0; i < c->nkeys; i++)
+        if (strcmp(c->keys[i].key, key) == 0) return c->keys[i].value;
+    return NULL;
+}
+
+static int number(const struct chip *c, const char *key, long long *out) {
+    const char *v = lookup(c, key);
+    if (v == NULL) return 0;
+    *out = strtoll(v, NULL, 10);
+    return 1;
+}
+
+/* Every call starts here: a hang or an injected code for the function, then the chip. */
+static int injected(const char *function) {
+    for (int i = 0; i < nrules; i++) {
+        if (strcmp(rules[i].function, function) != 0) continue;
+        if (rules[i].hang) for (;;) pause();
+        return rules[i].code;
+    }
+    return 0;
+}
+
+static int guard(const char *function, int card, int device, struct chip **out) {
+    int rc = injected(function);
+    if (rc) return rc;
+    if (!initialised) return INNER_ERR;
+    if (out == NULL) return 0;
+    *out = find(card, device);
+    return *out ? 0 : INVALID_PARAMETER;
+}
+
+static void load_chip(char *line) {
+    struct chip *c = &chips[nchips];
+    int used = 0;
+    memset(c, 0, sizeof(*c));
+    if (sscanf(line, "chip %d %d %d %d %n", &c->card, &c->device, &c->logic, &c->phy, &used) < 4)
+        return;
+    for (char *tok = strtok(line + used, " \n"); tok && c->nkeys < MAX_KEYS; tok = strtok(NULL, " \n")) {
+        char *eq = strchr(tok, '=');
+        if (eq == NULL) continue;
+        *eq = '\0';
+        snprintf(c->keys[c->nkeys].key, sizeof(c->keys[0].key), "%s", tok);
+        snprintf(c->keys[c->nkeys].value, sizeof(c->keys[0].value), "%s", eq + 1);
+        c->nkeys++;
+    }
+    nchips++;
+}
+
+static void load_line(char *line) {
+    char function[64];
+    int card, device, pid, code;
+    unsigned long bytes;
+    unsigned int error;
+    struct chip *c;
+    if (strncmp(line, "chip ", 5) == 0 && nchips < MAX_CHIPS) {
+        load_chip(line);
+    } else if (sscanf(line, "proc %d %d %d %lu", &card, &device, &pid, &bytes) == 4) {
+        if ((c = find(card, device)) && c->nprocs < 64) {
+            c->pids[c->nprocs] = pid;
+            c->proc_bytes[c->nprocs++] = bytes;
+        }
+    } else if (sscanf(line, "error %d %d %x", &card, &device, &error) == 3) {
+        if ((c = find(card, device)) && c->nerrors < 128) c->errors[c->nerrors++] = error;
+    } else if (sscanf(line, "hang %63s", function) == 1 && nrules < MAX_RULES) {
+        snprintf(rules[nrules].function, sizeof(rules[0].function), "%s", function);
+        rules[nrules++].hang = 1;
+    } else if (sscanf(line, "fail %63s %d", function, &code) == 2 && nrules < MAX_RULES) {
+        snprintf(rules[nrules].function, sizeof(rules[0].function), "%s", function);
+        rules[nrules++].code = code;
+    } else if (sscanf(line, "init %d", &code) == 1) {
+        snprintf(rules[nrules].function, sizeof(rules[0].function), "dcmi_init");
+        rules[nrules++].code = code;
+    } else if (sscanf(line, "ecc_size %d", &ecc_size) == 1) {
+    } else {
+        sscanf(line, "version %63s %63s", dcmi_version, driver_version);
+    }
+}
+
+#ifndef OMIT_dcmi_init
+int dcmi_init(void) {
+    const char *path = getenv("NPUMON_FAKE_DCMI_STATE");
+    char line[4096];
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (f == NULL) return INNER_ERR;
+    nchips = nrules = 0;
+    while (fgets(line, sizeof(line), f)) load_line(line);
+    fclose(f);
+    int rc = injected("dcmi_init");
+    initialised = rc == 0;
+    return rc;
+}
+#endif
+
+#ifndef OMIT_dcmi_get_card_list
+int dcmi_get_card_list(int *card_num, int *card_list, int list_len) {
+    int rc = guard("dcmi_get_card_list", 0, 0, NULL), n = 0;
+    if (rc) return rc;
+    for (int i = 0; i < nchips; i++) {
+        int seen = 0;
+        for (int j = 0; j < n; j++) seen |= card_list[j] == chips[i].card;
+        if (seen) continue;
+        if (n >= list_len) return INVALID_PARAMETER;
+        card_list[n++] = chips[i].card;
+    }
+    *card_num = n;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_dcmi_get_device_num_in_card
+int dcmi_get_device_num_in_card(int card_id, int *device_num) {
+    int rc = guard("dcmi_get_device_num_in_card", 0, 0, NULL), n = 0;
+    if (rc) return rc;
+    for (int i = 0; i < nchips; i++) n += chips[i].card == card_id;
+    if (n == 0) return INVALID_PARAMETER;
+    *device_num = n;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_dcmi_get_device_logic_id
+int dcmi_get_device_logic_id(int *device_logic_id, int card_id, int device_id) {
+    struct chip *c;
+    int rc = guard("dcmi_get_device_logic_id", card_id, device_id, &c);
+    if (!initialised && rc == INNER_ERR) return NOT_READY;
+    if (rc) return rc;
+    *device_logic_id = c->logic;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_dcmi_get_device_phyid_from_logicid
+int dcmi_get_device_phyid_from_logicid(unsigned int logicid, unsigned int *phyid) {
+    int rc = guard("dcmi_get_device_phyid_from_logicid", 0, 0, NULL);
+    if (rc) return rc;
+    for (int i = 0; i < nchips; i++)
+        if ((unsigned int)chips[i].logic == logicid) { *phyid = (unsigned int)chips[i].phy; return 0; }
+    return INVALID_PARAMETER;
+}
+#endif
+
+#ifndef OMIT_dcmi_get_dcmi_version
+int dcmi_get_dcmi_version(char *dcmi_ver, int buf_size) {
+    int rc = guard("dcmi_get_dcmi_version", 0, 0, NULL);
+    if (rc) return rc;
+    snprintf(dcmi_ver, (size_t)buf_size, "%s", dcmi_version);
+    return 0;
+}
+#endif
+
+#ifndef OMIT_dcmi_get_driver_version
+int dcmi_get_driver_version(char *driver_ver, unsigned int len) {
+    int rc = guard("dcmi_get_driver_version", 0, 0, NULL);
+    if (rc) return rc;
+    snprintf(driver_ver, len, "%s", driver_version);
+    return 0;
+}
+#endif
+
+/* A function answering one integer key of the chip (NOT_SUPPORT where the key is absent). */
+#define INT_READER(NAME, TYPE, KEY)                                      \
+    int NAME(int card_id, int device_id, TYPE *out) {                   \
+        struct chip *c;                                                  \
+        long long v;                                                     \
+        int rc = guard(#NAME, card_id, device_id, &c);                   \
+        if (rc) return rc;                                               \
+        if (!number(c, KEY, &v)) return NOT_SUPPORT;                     \
+        *out = (TYPE)v;                                                  \
+        return 0;                                                        \
+    }
+
+#ifndef OMIT_dcmi_get_device_health
+INT_READER(dcmi_get_device_health, unsigned int, "health")
+#endif
+#ifndef OMIT_dcmi_get_device_power_info
+INT_READER(dcmi_get_device_power_info, int, "power")
+#endif
+#ifndef OMIT_dcmi_get_device_temperature
+INT_READER(dcmi_get_device_temperature, int, "temp")
+#endif
+
+#ifndef OMIT_dcmi_get_device_errorcode_v2
+int dcmi_get_device_errorcode_v2(int card_id, int device_id, int *error_count,
+                                 unsigned int *error_code_list, unsigned int list_len) {
+    struct chip *c;
+    int rc = guard("dcmi_get_device_errorcode_v2", card_id, device_id, &c);
+    if (rc) return rc;
+    if ((unsigned int)c->nerrors > list_len) return INVALID_PARAMETER;
+    memcpy(error_code_list, c->errors, sizeof(unsigned int) * (size_t)c->nerrors);
+    *error_count = c->nerrors;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_dcmi_get_device_hbm_info
+int dcmi_get_device_hbm_info(int card_id, int device_id, struct dcmi_hbm_info *hbm_info) {
+    struct chip *c;
+    long long total, used, temp = 0, bw = 0, freq = 0;
+    int rc = guard("dcmi_get_device_hbm_info", card_id, device_id, &c);
+    if (rc) return rc;
+    if (!number(c, "hbm_total", &total) || !number(c, "hbm_used", &used)) return NOT_SUPPORT;
+    number(c, "hbm_temp", &temp);
+    number(c, "hbm_bw", &bw);
+    number(c, "hbm_freq", &freq);
+    hbm_info->memory_size = (unsigned long long)total;
+    hbm_info->memory_usage = (unsigned long long)used;
+    hbm_info->temp = (int)temp;
+    hbm_info->bandwith_util_rate = (unsigned int)bw;
+    hbm_info->freq = (unsigned int)freq;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_dcmi_get_device_memory_info_v3
+int dcmi_get_device_memory_info_v3(int card_id, int device_id,
+                                   struct dcmi_get_memory_info_stru *memory_info) {
+    struct chip *c;
+    long long total, available, hp_total = 0, hp_free = 0, freq = 0;
+    int rc = guard("dcmi_get_device_memory_info_v3", card_id, device_id, &c);
+    if (rc) return rc;
+    if (!number(c, "mem_total", &total) || !number(c, "mem_available", &available))
+        return NOT_SUPPORT;
+    number(c, "hugepages_total", &hp_total);
+    number(c, "hugepages_free", &hp_free);
+    number(c, "mem_freq", &freq);
+    memset(memory_info, 0, sizeof(*memory_info));
+    memory_info->memory_size = (unsigned long long)total;
+    memory_info->memory_available = (unsigned long long)available;
+    memory_info->hugepagesize = 2048;
+    memory_info->hugepages_total = (unsigned long)hp_total;
+    memory_info->hugepages_free = (unsigned long)hp_free;
+    memory_info->freq = (unsigned int)freq;
+    return 0;
+}
+#endif
+
+/* A reading selected by a type argument: the key <prefix><type>. */
+static int typed_number(const char *function, int card_id, int device_id, const char *prefix,
+                        int type, unsigned int *out) {
+    struct chip *c;
+    char key[16];
+    long long v;
+    int rc = guard(function, card_id, device_id, &c);
+    if (rc) return rc;
+    snprintf(key, sizeof(key), "%s%d", prefix, type);
+    if (!number(c, key, &v)) return NOT_SUPPORT;
+    *out = (unsigned int)v;
+    return 0;
+}
+
+#ifndef OMIT_dcmi_get_device_utilization_rate
+int dcmi_get_device_utilization_rate(int card_id, int device_id, int input_type,
+                                     unsigned int *utilization_rate) {
+    return typed_number("dcmi_get_device_utilization_rate", card_id, device_id, "util",
+                        input_type, utilization_rate);
+}
+#endif
+
+#ifndef OMIT_dcmi_get_device_frequency
+int dcmi_get_device_frequency(int card_id, int device_id, enum dcmi_freq_type input_type,
+                              unsigned int *frequency) {
+    return typed_number("dcmi_get_device_frequency", card_id, device_id, "freq",
+                        (int)input_type, frequency);
+}
+#endif
+
+#ifndef OMIT_dcmi_get_device_ecc_info
+int dcmi_get_device_ecc_info(int card_id, int device_id, enum dcmi_device_type input_type,
+                             struct dcmi_ecc_info *device_ecc_info) {
+    static const char *names[] = {"enable", "sbe", "dbe", "total_sbe", "total_dbe",
+                                  "sb_pages", "db_pages", "sb_next_pages", "db_next_pages"};
+    unsigned int words[9] = {0};
+    struct chip *c;
+    char key[32];
+    long long v;
+    int rc = guard("dcmi_get_device_ecc_info", card_id, device_id, &c);
+    if (rc) return rc;
+    snprintf(key, sizeof(key), "ecc%d_enable", (int)input_type);
+    if (!number(c, key, &v)) return NOT_SUPPORT;
+    for (int i = 0; i < 9; i++) {
+        snprintf(key, sizeof(key), "ecc%d_%s", (int)input_type, names[i]);
+        if (number(c, key, &v)) words[i] = (unsigned int)v;
+    }
+    memcpy(device_ecc_info, words, (size_t)ecc_size);  /* 36: past a 7-field struct */
+    return 0;
+}
+#endif
+
+#ifndef OMIT_dcmi_get_device_resource_info
+int dcmi_get_device_resource_info(int card_id, int device_id, struct dcmi_proc_mem_info *proc_info,
+                                  int *proc_num) {
+    struct chip *c;
+    int rc = guard("dcmi_get_device_resource_info", card_id, device_id, &c);
+    if (rc) return rc;
+    for (int i = 0; i < c->nprocs; i++) {
+        proc_info[i].proc_id = c->pids[i];
+        proc_info[i].proc_mem_usage = c->proc_bytes[i];
+    }
+    *proc_num = c->nprocs;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_dcmi_get_device_chip_info_v2
+int dcmi_get_device_chip_info_v2(int card_id, int device_id, struct dcmi_chip_info_v2 *chip_info) {
+    struct chip *c;
+    long long cores = 0;
+    const char *type, *name, *ver;
+    int rc = guard("dcmi_get_device_chip_info_v2", card_id, device_id, &c);
+    if (rc) return rc;
+    type = lookup(c, "chip_type");
+    name = lookup(c, "chip_name");
+    ver = lookup(c, "chip_ver");
+    if (type == NULL || name == NULL) return NOT_SUPPORT;
+    number(c, "aicore_cnt", &cores);
+    memset(chip_info, 0, sizeof(*chip_info));
+    snprintf((char *)chip_info->chip_type, MAX_CHIP_NAME_LEN, "%s", type);
+    snprintf((char *)chip_info->chip_name, MAX_CHIP_NAME_LEN, "%s", name);
+    snprintf((char *)chip_info->chip_ver, MAX_CHIP_NAME_LEN, "%s", ver ? ver : "");
+    chip_info->aicore_cnt = (unsigned int)cores;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_dcmi_get_device_pcie_info_v2
+int dcmi_get_device_pcie_info_v2(int card_id, int device_id, struct dcmi_pcie_info_all *pcie_info) {
+    struct chip *c;
+    unsigned int domain, bus, dev, func;
+    const char *bdf;
+    int rc = guard("dcmi_get_device_pcie_info_v2", card_id, device_id, &c);
+    if (rc) return rc;
+    bdf = lookup(c, "bus");
+    if (bdf == NULL || sscanf(bdf, "%x:%x:%x.%x", &domain, &bus, &dev, &func) != 4)
+        return NOT_SUPPORT;
+    memset(pcie_info, 0, sizeof(*pcie_info));
+    pcie_info->domain = (int)domain;
+    pcie_info->bdf_busid = bus;
+    pcie_info->bdf_deviceid = dev;
+    pcie_info->bdf_funcid = func;
+    return 0;
+}
+#endif

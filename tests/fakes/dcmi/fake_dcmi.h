@@ -1,0 +1,107 @@
+/* The fake libdcmi's own header: the structs of shared/reference/dcmi_interface_api.h (MC-H,
+ * Apache-2.0, (c) Huawei), member order and types unchanged, with plain exported prototypes.
+ * MC-H defines DCMIDLLEXPORT as `static`: a library built against it exports nothing. */
+#ifndef NPUMON_FAKE_DCMI_H
+#define NPUMON_FAKE_DCMI_H
+
+#define MAX_CHIP_NAME_LEN 32
+#define DIE_ID_COUNT 5
+#define MAX_LENGTH 256
+#define DCMI_UTIL_RESERVED_LEN 8
+
+struct dcmi_chip_info_v2 {
+    unsigned char chip_type[MAX_CHIP_NAME_LEN];
+    unsigned char chip_name[MAX_CHIP_NAME_LEN];
+    unsigned char chip_ver[MAX_CHIP_NAME_LEN];
+    unsigned int aicore_cnt;
+    unsigned char npu_name[MAX_CHIP_NAME_LEN];
+};
+struct dcmi_pcie_info_all {
+    unsigned int venderid;
+    unsigned int subvenderid;
+    unsigned int deviceid;
+    unsigned int subdeviceid;
+    int domain;
+    unsigned int bdf_busid;
+    unsigned int bdf_deviceid;
+    unsigned int bdf_funcid;
+    unsigned char reserve[32];
+};
+struct dcmi_die_id { unsigned int soc_die[DIE_ID_COUNT]; };
+/* The 9-field (36-byte) form of newer drivers; older drivers write the first 7 (28 bytes). */
+struct dcmi_ecc_info {
+    int enable_flag;
+    unsigned int single_bit_error_cnt;
+    unsigned int double_bit_error_cnt;
+    unsigned int total_single_bit_error_cnt;
+    unsigned int total_double_bit_error_cnt;
+    unsigned int single_bit_isolated_pages_cnt;
+    unsigned int double_bit_isolated_pages_cnt;
+    unsigned int single_bit_next_isolated_pages_cnt;
+    unsigned int double_bit_next_isolated_pages_cnt;
+};
+struct dcmi_hbm_info {
+    unsigned long long memory_size;
+    unsigned int freq;
+    unsigned long long memory_usage;
+    int temp;
+    unsigned int bandwith_util_rate;
+};
+struct dcmi_get_memory_info_stru {
+    unsigned long long memory_size;
+    unsigned long long memory_available;
+    unsigned int freq;
+    unsigned long hugepagesize;
+    unsigned long hugepages_total;
+    unsigned long hugepages_free;
+    unsigned int utiliza;
+    unsigned char reserve[60];
+};
+struct dcmi_proc_mem_info {
+    int proc_id;
+    unsigned long proc_mem_usage;
+};
+struct dcmi_multi_utilization_info {
+    unsigned int aic_util;
+    unsigned int aiv_util;
+    unsigned int aicore_util;
+    unsigned int npu_util;
+    unsigned int reserved[DCMI_UTIL_RESERVED_LEN];
+};
+enum dcmi_freq_type {
+    DCMI_FREQ_DDR = 1, DCMI_FREQ_CTRLCPU = 2, DCMI_FREQ_HBM = 6, DCMI_FREQ_AICORE_CURRENT_ = 7,
+    DCMI_FREQ_AICORE_MAX = 9, DCMI_FREQ_VECTORCORE_CURRENT = 12
+};
+enum dcmi_device_type {
+    DCMI_DEVICE_TYPE_DDR, DCMI_DEVICE_TYPE_SRAM, DCMI_DEVICE_TYPE_HBM, DCMI_DEVICE_TYPE_NPU,
+    DCMI_DEVICE_TYPE_NONE = 0xff
+};
+
+int dcmi_init(void);
+int dcmi_get_card_list(int *card_num, int *card_list, int list_len);
+int dcmi_get_device_num_in_card(int card_id, int *device_num);
+int dcmi_get_device_logic_id(int *device_logic_id, int card_id, int device_id);
+int dcmi_get_device_phyid_from_logicid(unsigned int logicid, unsigned int *phyid);
+int dcmi_get_dcmi_version(char *dcmi_ver, int buf_size);
+/* not in MC-H; DRV-H (the vendor header): int dcmi_get_driver_version(char *, unsigned int) */
+int dcmi_get_driver_version(char *driver_ver, unsigned int len);
+int dcmi_get_device_health(int card_id, int device_id, unsigned int *health);
+int dcmi_get_device_errorcode_v2(int card_id, int device_id, int *error_count,
+                                 unsigned int *error_code_list, unsigned int list_len);
+int dcmi_get_device_power_info(int card_id, int device_id, int *power);
+int dcmi_get_device_temperature(int card_id, int device_id, int *temperature);
+int dcmi_get_device_hbm_info(int card_id, int device_id, struct dcmi_hbm_info *hbm_info);
+int dcmi_get_device_memory_info_v3(int card_id, int device_id,
+                                   struct dcmi_get_memory_info_stru *memory_info);
+int dcmi_get_device_utilization_rate(int card_id, int device_id, int input_type,
+                                     unsigned int *utilization_rate);
+int dcmi_get_device_frequency(int card_id, int device_id, enum dcmi_freq_type input_type,
+                              unsigned int *frequency);
+int dcmi_get_device_ecc_info(int card_id, int device_id, enum dcmi_device_type input_type,
+                             struct dcmi_ecc_info *device_ecc_info);
+int dcmi_get_device_resource_info(int card_id, int device_id, struct dcmi_proc_mem_info *proc_info,
+                                  int *proc_num);
+int dcmi_get_device_chip_info_v2(int card_id, int device_id, struct dcmi_chip_info_v2 *chip_info);
+int dcmi_get_device_pcie_info_v2(int card_id, int device_id, struct dcmi_pcie_info_all *pcie_info);
+
+#endif
