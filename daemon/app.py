@@ -5,12 +5,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
 from pathlib import Path
 
-from apscheduler.executors.pool import ThreadPoolExecutor
-from apscheduler.schedulers.background import BackgroundScheduler
-from apscheduler.triggers.interval import IntervalTrigger
 from prometheus_client import CollectorRegistry, generate_latest
 
 from npumon.daemon import __version__
@@ -19,6 +15,7 @@ from npumon.daemon.containers import ContainerResolver
 from npumon.daemon.faults import load_fault_table
 from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.runner import run_command
+from npumon.daemon.schedule import Clock, Scheduler
 from npumon.daemon.sources.hccn_tool import HccnSources, HccnTool, nic_chips
 from npumon.daemon.sources.kubelet import PodResourcesSource
 from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources, Runner
@@ -27,7 +24,6 @@ from npumon.exporters.collector import NpuCollector
 from npumon.exporters.textfile import write_textfile
 
 log = logging.getLogger(__name__)
-PROFILING_EXECUTOR = "profiling"
 CAPTURE_TICK_SECONDS = 15.0
 
 
@@ -45,9 +41,11 @@ class Agent:
         clock: Callable[[], float] = time.time,
         previous: Agent | None = None,
         proc_root: Path = Path("/proc"),
+        scheduler_clock: Clock | None = None,
     ) -> None:
         """``previous``: the agent a reload replaces; its results are served until new ones.
-        ``proc_root``: where the owners of npu-smi's processes are read (tests: a fake one)."""
+        ``proc_root``: where the owners of npu-smi's processes are read (tests: a fake one).
+        ``clock`` stamps results (wall time); ``scheduler_clock`` times the polls (monotonic)."""
         self.config = config
         self.store = SnapshotStore(
             config.throttle,
@@ -87,7 +85,8 @@ class Agent:
                                       enabled=enabled)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)
-        self._scheduler: BackgroundScheduler | None = None
+        self._scheduler_clock = scheduler_clock
+        self._scheduler: Scheduler | None = None
 
     def _identity_due(self) -> None:
         """A new chip: run the identity job now rather than at its next hourly slot."""
@@ -95,8 +94,8 @@ class Agent:
 
     def _run_now(self, job_id: str) -> None:
         scheduler = self._scheduler
-        if scheduler is not None and scheduler.running:
-            scheduler.modify_job(job_id, next_run_time=datetime.now().astimezone())
+        if scheduler is not None:
+            scheduler.run_now(job_id)
 
     def collect_once(self) -> bytes:
         """Run every source once (and analyse what is under profiling.ingest.paths)."""
@@ -131,11 +130,8 @@ class Agent:
 
     def start(self) -> None:
         intervals = self.config.npu_smi.intervals
-        # captures and analyses get their own single thread: never on the npu-smi or scrape path
-        scheduler = BackgroundScheduler(executors={
-            "default": ThreadPoolExecutor(4), PROFILING_EXECUTOR: ThreadPoolExecutor(1),
-        })
-        now = datetime.now().astimezone()
+        # a thread per job: captures and analyses never run on the npu-smi or scrape path
+        scheduler = Scheduler(self._scheduler_clock)
         jobs = [
             (self.sources.poll_table, intervals.table, 0.0),
             (self.sources.poll_identity, intervals.identity, 0.5),
@@ -152,18 +148,8 @@ class Agent:
             jobs.append((self.write_textfile, intervals.table, 2.0))
         # kubelet pod-resources: a stat per run while the socket is absent (grpc not loaded)
         jobs.append((self.pod_resources.poll, self.config.kubernetes.interval, 0.2))
-        for func, every, offset in jobs:
-            scheduler.add_job(
-                func, IntervalTrigger(seconds=every), id=func.__name__,
-                next_run_time=now + timedelta(seconds=offset),
-                max_instances=1, coalesce=True, misfire_grace_time=None,
-            )
-        for job, every, offset in self._profiling_jobs():
-            scheduler.add_job(
-                job, IntervalTrigger(seconds=every), id=job.__name__,
-                next_run_time=now + timedelta(seconds=offset), executor=PROFILING_EXECUTOR,
-                max_instances=1, coalesce=True, misfire_grace_time=None,
-            )
+        for func, every, offset in [*jobs, *self._profiling_jobs()]:
+            scheduler.add(func, every, offset)
         scheduler.start()
         self._scheduler = scheduler
         log.info("event=started version=%s npu_smi=%r", __version__, self.config.npu_smi.command)
@@ -182,12 +168,12 @@ class Agent:
         return jobs
 
     def running(self) -> bool:
-        return self._scheduler is not None and self._scheduler.running
+        return self._scheduler is not None and self._scheduler.running()
 
     def stop(self) -> None:
         """No more jobs; a capture in flight is killed and the profiling state saved."""
         if self._scheduler is not None:
-            self._scheduler.shutdown(wait=False)
+            self._scheduler.stop()
             self._scheduler = None
         if self.profiler is not None:
             self.profiler.stop()
