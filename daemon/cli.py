@@ -16,6 +16,7 @@ from npumon.daemon.analysis.report import add_arguments as add_analyze_arguments
 from npumon.daemon.analysis.report import run as run_analyze
 from npumon.daemon.config import Config, ConfigError, load_config, parse_config
 from npumon.daemon.logs import setup_logging
+from npumon.daemon.statelock import StateLockError, hold_state_lock
 
 if TYPE_CHECKING:
     from npumon.daemon.supervisor import Supervisor
@@ -105,6 +106,11 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
         if config.web.config_file is not None:
             load_web_config(config.web.config_file)  # refuse to start on a broken one
     except WebConfigError as error:
+        print(f"npumon: {error}", file=sys.stderr)
+        return 1
+    try:  # one daemon per state directory; the lock is held until this process ends
+        hold_state_lock(config.state_directory, create=config.profiling.active())
+    except StateLockError as error:
         print(f"npumon: {error}", file=sys.stderr)
         return 1
     supervisor = Supervisor(config, load)
