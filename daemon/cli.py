@@ -15,6 +15,7 @@ from npumon.daemon import __version__
 from npumon.daemon.analysis.report import add_arguments as add_analyze_arguments
 from npumon.daemon.analysis.report import run as run_analyze
 from npumon.daemon.config import Config, ConfigError, load_config, parse_config
+from npumon.daemon.fdlimit import raise_open_files_limit
 from npumon.daemon.logs import setup_logging
 from npumon.daemon.statelock import StateLockError, hold_state_lock
 
@@ -108,6 +109,7 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
     except WebConfigError as error:
         print(f"npumon: {error}", file=sys.stderr)
         return 1
+    raise_open_files_limit()  # connections, children's pipes and state files share it
     try:  # one daemon per state directory; the lock is held until this process ends
         hold_state_lock(config.state_directory, create=config.profiling.active())
     except StateLockError as error:
