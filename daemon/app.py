@@ -31,6 +31,7 @@ class Agent:
     """One node's agent. `collect_once` for the CLI; `start`/`stop` for the daemon."""
 
     sources: NpuSmiSources
+    hccn: HccnSources
     store: SnapshotStore
 
     def __init__(
@@ -61,6 +62,7 @@ class Agent:
             smi, self.store.publish_npu_smi, health_interval=config.npu_smi.intervals.health,
             identity_due=self._identity_due, clock=clock, containers=ContainerResolver(proc_root),
             initial=previous.sources.results() if previous is not None else None,
+            busy=previous.sources.busy if previous is not None else None,
         )
         # hccn_tool: RoCE NIC ports of the chips npu-smi lists (off where it is not installed)
         hccn = config.hccn_tool
@@ -68,6 +70,7 @@ class Agent:
             HccnTool(hccn.command, hccn.timeout, runner), self.store.publish_hccn_tool,
             lambda: nic_chips(self.sources.results()), clock=clock,
             identity_due=lambda: self._run_now(self.hccn.poll_hccn_tool_identity.__name__),
+            busy=previous.hccn.busy if previous is not None else None,
         )
         kube = config.kubernetes
         self.pod_resources = PodResourcesSource(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,6 +13,7 @@ from npumon.daemon.app import Agent
 from npumon.daemon.config import parse_config
 from npumon.daemon.runner import CommandResult, run_command
 from tests.helpers.clock import SteppedClock
+from tests.helpers.wait import wait_for
 from tests.support import FROZEN_TIME, NODES, fake_npu_smi
 
 
@@ -55,3 +57,29 @@ def test_a_wall_clock_step_either_way_moves_no_poll() -> None:
             assert agent.store.latest().taken_at == wall[0]  # only the timestamps moved
     finally:
         agent.stop()
+
+
+def test_after_a_reload_a_call_still_in_flight_keeps_its_kind_from_starting_again() -> None:
+    """A SIGHUP storm must not pile up npu-smi children: one call of a kind across agents."""
+    release, calls = threading.Event(), []
+
+    def blocking(argv: Sequence[str], timeout: float, **options: Any) -> CommandResult:
+        calls.append(tuple(argv[-1:]))
+        if len(calls) == 1:
+            assert release.wait(30)
+        return run_command(argv, timeout, **options)
+
+    config = parse_config({"npu_smi": {"command": fake_npu_smi("910b4-1_25.2.2")},
+                           "hccn_tool": {"command": ["/nonexistent/hccn_tool"]}})
+    old = Agent(config, runner=blocking, proc_root=NODES / "no-proc")
+    in_flight = threading.Thread(target=old.sources.poll_table)
+    in_flight.start()
+    wait_for(lambda: calls == [("info",)], 10.0, "the old agent's table call")
+    new = Agent(config, runner=blocking, previous=old, proc_root=NODES / "no-proc")
+    for _ in range(5):
+        new.sources.poll_table()  # skipped: the old agent's call of that kind runs on
+    assert calls == [("info",)]
+    release.set()
+    in_flight.join(30)
+    new.sources.poll_table()
+    assert calls == [("info",), ("info",)]
