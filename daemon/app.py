@@ -5,13 +5,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
 from pathlib import Path
 
-from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobSubmissionEvent
-from apscheduler.executors.pool import ThreadPoolExecutor
-from apscheduler.schedulers.background import BackgroundScheduler
-from apscheduler.triggers.interval import IntervalTrigger
 from prometheus_client import CollectorRegistry, generate_latest
 
 from npumon.daemon import __version__
@@ -21,6 +16,7 @@ from npumon.daemon.faults import load_fault_table
 from npumon.daemon.model.snapshot import BackendInfo
 from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.runner import run_command
+from npumon.daemon.schedule import Clock, Scheduler
 from npumon.daemon.sources.dcmi import DcmiSmi
 from npumon.daemon.sources.dcmi_client import DcmiHelper
 from npumon.daemon.sources.dcmi_library import (
@@ -37,9 +33,8 @@ from npumon.exporters.collector import NpuCollector
 from npumon.exporters.textfile import write_textfile
 
 log = logging.getLogger(__name__)
-PROFILING_EXECUTOR = "profiling"
 Progress = Callable[[str, float], None]  # a collect step's name and the seconds it took
-Job = tuple[Callable[[], object], float, float, str]  # function, every, first after, executor
+Job = tuple[Callable[[], object], float, float]  # function, every, first run after start
 CAPTURE_TICK_SECONDS = 15.0
 
 
@@ -47,6 +42,7 @@ class Agent:
     """One node's agent. `collect_once` for the CLI; `start`/`stop` for the daemon."""
 
     sources: NpuSmiSources
+    hccn: HccnSources
     store: SnapshotStore
 
     def __init__(
@@ -58,10 +54,12 @@ class Agent:
         previous: Agent | None = None,
         proc_root: Path = Path("/proc"),
         dcmi_trust: TrustPolicy = ROOT_ONLY,
+        scheduler_clock: Clock | None = None,
     ) -> None:
         """``previous``: the agent a reload replaces; its results are served until new ones.
         ``proc_root``: where the owners of npu-smi's processes are read (tests: a fake one).
-        ``dcmi_trust``: who must own libdcmi.so and its directories (tests: a temp dir)."""
+        ``dcmi_trust``: who must own libdcmi.so and its directories (tests: a temp dir).
+        ``clock`` stamps results (wall time); ``scheduler_clock`` times the polls (monotonic)."""
         self.config = config
         self.store = SnapshotStore(
             config.throttle,
@@ -78,6 +76,7 @@ class Agent:
             smi, self.store.publish_npu_smi, health_interval=config.npu_smi.intervals.health,
             identity_due=self._identity_due, clock=clock, containers=ContainerResolver(proc_root),
             initial=previous.sources.results() if previous is not None else None,
+            busy=previous.sources.busy if previous is not None else None,
         )
         # hccn_tool: RoCE NIC ports of the chips npu-smi lists (off where it is not installed)
         hccn = config.hccn_tool
@@ -85,6 +84,7 @@ class Agent:
             HccnTool(hccn.command, hccn.timeout, runner), self.store.publish_hccn_tool,
             lambda: nic_chips(self.sources.results()), clock=clock,
             identity_due=lambda: self._run_now(self.hccn.poll_hccn_tool_identity.__name__),
+            busy=previous.hccn.busy if previous is not None else None,
         )
         kube = config.kubernetes
         self.pod_resources = PodResourcesSource(
@@ -102,7 +102,8 @@ class Agent:
                                       enabled=enabled)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)
-        self._scheduler: BackgroundScheduler | None = None
+        self._scheduler_clock = scheduler_clock
+        self._scheduler: Scheduler | None = None
 
     def _identity_due(self) -> None:
         """A new chip: run the identity job now rather than at its next hourly slot."""
@@ -110,8 +111,8 @@ class Agent:
 
     def _run_now(self, job_id: str) -> None:
         scheduler = self._scheduler
-        if scheduler is not None and scheduler.running:
-            scheduler.modify_job(job_id, next_run_time=datetime.now().astimezone())
+        if scheduler is not None:
+            scheduler.run_now(job_id)
 
     def collect_once(self, progress: Progress = lambda step, seconds: None) -> bytes:
         """Run every source once, in dependency order (and analyse what is under
@@ -147,50 +148,39 @@ class Agent:
         return all(status.up for status in self.store.latest().sources)
 
     def schedule(self) -> list[Job]:
-        """Every job the daemon runs: (function, interval, first run after start, executor)."""
+        """Every job the daemon runs: (function, interval, first run after start)."""
         intervals = self.config.npu_smi.intervals
         jobs: list[Job] = [
-            (self.sources.poll_table, intervals.table, 0.0, "default"),
-            (self.sources.poll_identity, intervals.identity, 0.5, "default"),
-            (self.sources.poll_detail, intervals.detail, 1.0, "default"),
+            (self.sources.poll_table, intervals.table, 0.0),
+            (self.sources.poll_identity, intervals.identity, 0.5),
+            (self.sources.poll_detail, intervals.detail, 1.0),
             # health runs on the table clock; it queries every chip once per health interval
             # and chips the table shows as not OK on every tick.
-            (self.sources.poll_health, intervals.table, 1.5, "default"),
+            (self.sources.poll_health, intervals.table, 1.5),
         ]
         jobs += [  # hccn_tool: one call in flight across both jobs
-            (self.hccn.poll_hccn_tool, self.config.hccn_tool.interval, 2.5, "default"),
-            (self.hccn.poll_hccn_tool_identity, self.config.hccn_tool.identity_interval, 2.0,
-             "default"),
+            (self.hccn.poll_hccn_tool, self.config.hccn_tool.interval, 2.5),
+            (self.hccn.poll_hccn_tool_identity, self.config.hccn_tool.identity_interval, 2.0),
         ]
         if self.config.textfile.path is not None:
-            jobs.append((self.write_textfile, intervals.table, 2.0, "default"))
+            jobs.append((self.write_textfile, intervals.table, 2.0))
         # kubelet pod-resources: a stat per run while the socket is absent (grpc not loaded)
-        jobs.append((self.pod_resources.poll, self.config.kubernetes.interval, 0.2, "default"))
-        jobs += [(job, every, offset, PROFILING_EXECUTOR)
-                 for job, every, offset in self._profiling_jobs()]
-        return jobs
+        jobs.append((self.pod_resources.poll, self.config.kubernetes.interval, 0.2))
+        return [*jobs, *self._profiling_jobs()]
 
     def start(self) -> None:
-        # captures and analyses get their own single thread: never on the npu-smi or scrape path
-        scheduler = BackgroundScheduler(executors={
-            "default": ThreadPoolExecutor(4), PROFILING_EXECUTOR: ThreadPoolExecutor(1),
-        })
-        now = datetime.now().astimezone()
-        for func, every, offset, executor in self.schedule():
-            scheduler.add_job(
-                func, IntervalTrigger(seconds=every), id=func.__name__,
-                next_run_time=now + timedelta(seconds=offset), executor=executor,
-                max_instances=1, coalesce=True, misfire_grace_time=None,
-            )
-        scheduler.add_listener(_skipped, EVENT_JOB_MAX_INSTANCES)
+        # a thread per job: captures and analyses never run on the npu-smi or scrape path
+        scheduler = Scheduler(self._scheduler_clock)
+        for func, every, offset in self.schedule():
+            scheduler.add(func, every, offset)
         scheduler.start()
         self._scheduler = scheduler
         log.info("event=started version=%s npu_smi=%r", __version__, self.config.npu_smi.command)
 
-    def _profiling_jobs(self) -> list[tuple[Callable[[], object], float, float]]:
+    def _profiling_jobs(self) -> list[Job]:
         """The capture tick (which workload is due is decided inside) and the ingest scan."""
         settings = self.config.profiling
-        jobs: list[tuple[Callable[[], object], float, float]] = []
+        jobs: list[Job] = []
         if self.profiler is None:
             return jobs
         if settings.enabled:
@@ -201,28 +191,18 @@ class Agent:
         return jobs
 
     def running(self) -> bool:
-        return self._scheduler is not None and self._scheduler.running
+        return self._scheduler is not None and self._scheduler.running()
 
     def stop(self) -> None:
         """No more jobs; a capture in flight is killed and the profiling state saved."""
         if self._scheduler is not None:
-            self._scheduler.shutdown(wait=False)
+            self._scheduler.stop()
             self._scheduler = None
         if self.profiler is not None:
             self.profiler.stop()
         if self.smi.helper is not None:
             self.smi.helper.close()
 
-
-def _skipped(event: JobSubmissionEvent) -> None:
-    """A run due while the job's last one still runs is dropped (max_instances=1, coalesce).
-
-    Nothing is lost but freshness, which npumon_source_duration_seconds and
-    npumon_source_last_success_timestamp_seconds show; a warning per tick (APScheduler's own
-    line, which daemon/logs.py drops) would flood a busy host's log, and a new chip's early
-    identity run meets the scheduled one at every start.
-    """
-    log.debug("event=run_skipped job=%s reason=previous_run_still_running", event.job_id)
 
 
 def build_npu_smi(config: Config, runner: Runner, proc_root: Path, trust: TrustPolicy,

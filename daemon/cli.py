@@ -16,7 +16,9 @@ from npumon.daemon import __version__
 from npumon.daemon.analysis.report import add_arguments as add_analyze_arguments
 from npumon.daemon.analysis.report import run as run_analyze
 from npumon.daemon.config import Config, ConfigError, load_config, parse_config
+from npumon.daemon.fdlimit import raise_open_files_limit
 from npumon.daemon.logs import setup_logging
+from npumon.daemon.statelock import StateLockError, hold_state_lock
 
 if TYPE_CHECKING:
     from npumon.daemon.supervisor import Supervisor
@@ -133,6 +135,12 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
     except WebConfigError as error:
         print(f"npumon: {error}", file=sys.stderr)
         return 1
+    raise_open_files_limit()  # connections, children's pipes and state files share it
+    try:  # one daemon per state directory; the lock is held until this process ends
+        hold_state_lock(config.state_directory, create=config.profiling.active())
+    except StateLockError as error:
+        print(f"npumon: {error}", file=sys.stderr)
+        return 1
     supervisor = Supervisor(config, load)
     signals = _SignalPipe((signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
     address = config.web.listen_address
@@ -172,22 +180,30 @@ class _SignalPipe:
         for signum in signums:
             signal.signal(signum, lambda *_: None)  # replaces the default action; the pipe tells
 
-    def next(self) -> int:
-        """Block until a signal arrives; its number."""
-        while True:
-            data = os.read(self._read, 1)
-            if data:
-                return data[0]
+    def next(self) -> bytes:
+        """Block until a signal arrives; the numbers of every signal pending by then."""
+        while not (data := os.read(self._read, 1)):
+            pass
+        os.set_blocking(self._read, False)
+        try:
+            data += os.read(self._read, 4096)
+        except BlockingIOError:
+            pass
+        finally:
+            os.set_blocking(self._read, True)
+        return data
 
 
 def _until_stopped(supervisor: Supervisor, signals: _SignalPipe) -> None:
-    """SIGHUP reloads; SIGTERM or SIGINT returns."""
+    """SIGHUP reloads; SIGTERM or SIGINT returns. SIGHUPs that came during a reload make one
+    more reload, which reads the config as it is by then: one reload in flight, the last wins."""
     while True:
-        signum = signals.next()
-        if signum != signal.SIGHUP:
-            log.info("event=stopping signal=%d", signum)
+        pending = signals.next()
+        stops = [signum for signum in pending if signum != signal.SIGHUP]
+        if stops:
+            log.info("event=stopping signal=%d", stops[0])
             return
-        log.info("event=reloading signal=%d", signum)
+        log.info("event=reloading signal=%d signals=%d", signal.SIGHUP, len(pending))
         supervisor.reload()
 
 

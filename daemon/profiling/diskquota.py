@@ -6,6 +6,8 @@ import logging
 import shutil
 from pathlib import Path
 
+from npumon.daemon.profiling.captureerror import CaptureError
+
 log = logging.getLogger(__name__)
 
 
@@ -26,10 +28,23 @@ def tree_bytes(path: Path) -> int:
 
 def make_room(captures: Path, need_bytes: int, quota_bytes: int, keep: Path | None = None) -> bool:
     """Delete whole capture dirs, oldest first (by mtime), until ``need_bytes`` fit under the
-    quota; True when they fit. ``keep`` (the capture being written) is never deleted."""
+    quota; True when they fit. ``keep`` (the capture being written) is never deleted.
+
+    Links are never followed: ``captures`` a symlink refuses the capture (CaptureError), a
+    link inside it is left alone, so no cleanup deletes anything outside the directory."""
+    if captures.is_symlink():
+        raise CaptureError(
+            "failed", f"{captures} is a symlink: npumon deletes old captures there and never "
+            "follows a link; make it a directory (or point state_directory at the disk you want)",
+        )
     if not captures.is_dir():
         return need_bytes <= quota_bytes
-    dirs = [d for d in captures.iterdir() if d.is_dir() and d != keep]
+    dirs = []
+    for entry in captures.iterdir():
+        if entry.is_symlink():
+            log.warning("event=capture_cleanup_skipped path=%s reason=symlink", entry)
+        elif entry.is_dir() and entry != keep:
+            dirs.append(entry)
     sizes = {d: tree_bytes(d) for d in dirs}
     used = sum(sizes.values()) + (tree_bytes(keep) if keep is not None else 0)
     for old in sorted(dirs, key=_mtime):

@@ -45,7 +45,9 @@ class Profiler:
         self.captures_dir = root / "captures"
         self.capturer = Capturer(self.settings, self.captures_dir, self.host)
         self.counts: Counter[str] = Counter()
-        self._last_attempt: dict[str, float] = {}
+        self._last_attempt: dict[str, float] = {}  # monotonic: a wall-clock step moves none
+        # persisted successes are wall times: placed on the monotonic clock once, at start
+        self._wall_to_monotonic = self.host.monotonic() - self.host.clock()
         self._last_result: dict[str, str] = {}  # per workload: log a result when it changes
         self._regressed: set[str] = set()
         self._lock = threading.Lock()  # one capture (or ingest analysis) per node at a time
@@ -80,13 +82,15 @@ class Profiler:
         )
 
     def due(self, workloads: tuple[Workload, ...], now: float) -> Workload | None:
-        """The most overdue workload; its last success (persisted) counts as an attempt."""
+        """The most overdue workload at ``now`` (monotonic); before its first attempt in this
+        process, its last success (persisted) counts as one."""
         best: tuple[float, Workload] | None = None
         for w in workloads:
             interval = w.interval_seconds or self.settings.interval
-            saved = self.state.workloads.get(w.name)
-            last = max(self._last_attempt.get(w.name, 0.0),
-                       saved.last_success or 0.0 if saved else 0.0)
+            last = self._last_attempt.get(w.name)
+            if last is None:
+                saved = self.state.workloads.get(w.name)
+                last = (saved.last_success or 0.0 if saved else 0.0) + self._wall_to_monotonic
             late = now - (last + interval)
             if late >= 0 and (best is None or late > best[0]):
                 best = (late, w)
@@ -97,13 +101,13 @@ class Profiler:
         if not self.settings.enabled or self.children.stopped.is_set():
             return None
         with self._lock:
-            workload = self.due(self.workloads(), self.host.clock())
+            workload = self.due(self.workloads(), self.host.monotonic())
             if workload is None:
                 return None
             return self.capture(workload)
 
     def capture(self, workload: Workload) -> CaptureOutcome:
-        self._last_attempt[workload.name] = self.host.clock()
+        self._last_attempt[workload.name] = self.host.monotonic()
         outcome = self.capturer.capture(workload)
         self._record(outcome)
         return outcome
@@ -164,6 +168,7 @@ class Profiler:
         self._log_change(outcome)
         report = outcome.report
         if outcome.result == "ok" and report is not None:
+            self._last_attempt[outcome.workload] = self.host.monotonic()  # captured or ingested
             summary = report.summary
             baseline = self.state.record(summary, outcome.ended_at, outcome.seconds)
             step = summary.step

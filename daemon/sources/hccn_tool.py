@@ -102,6 +102,7 @@ class HccnSources:
     def __init__(
         self, tool: HccnTool, publish: Publish, chips: Callable[[], list[NicChip]], *,
         retry_unsupported_after: float = 3600.0, identity_due: Callable[[], None] = lambda: None,
+        busy: threading.Lock | None = None,
         clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
     ) -> None:  # fmt: skip
         self._tool = tool
@@ -111,7 +112,8 @@ class HccnSources:
         self._retry_after = retry_unsupported_after
         self._unsupported = Unsupported(retry_unsupported_after, monotonic)
         self._off_until: float | None = None
-        self._busy = threading.Lock()  # one hccn_tool call in flight, whichever job
+        # one hccn_tool call in flight, whichever job, also across a reload (``busy``)
+        self.busy = busy if busy is not None else threading.Lock()
         self.trackers = {name: SourceTracker(name, clock, monotonic) for name in SOURCES}
         self._results = HccnResults()
         self._ports: dict[tuple[int, int], DevInfo] = {}  # 950 port lists, from -dev_info
@@ -142,7 +144,7 @@ class HccnSources:
             return
         # One call in flight: a port poll that finds the tool busy is skipped (the next comes
         # soon); an identity run, often asked for by a poll in progress, waits for it.
-        if not self._busy.acquire(timeout=IDENTITY_WAIT if name == SOURCES[1] else 0):
+        if not self.busy.acquire(timeout=IDENTITY_WAIT if name == SOURCES[1] else 0):
             return
         try:
             missing: list[bool] = []
@@ -160,7 +162,7 @@ class HccnSources:
                 self._off_until = None
                 self._publish_results(self._results, status)
         finally:
-            self._busy.release()
+            self.busy.release()
 
     def _switch_off(self) -> None:
         if self._off_until is None:

@@ -3,7 +3,9 @@
 Off while the socket has never existed on this node: no status, no `npumon_source_*` series, and
 grpc is not even imported. Once the socket has been seen, every run is reported: a missing
 socket, a timeout or an error marks the source down (`npumon_source_up 0`) with its reason, and
-the store then knows no owners (no stale ones), so allocation falls back to the memory rule.
+the store then knows no owners (no stale ones), so allocation falls back to the memory rule. An
+answer over the receive limit (`too_large`) also marks it down, but keeps the owners last read:
+the kubelet is up and answered, only too much.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class PodResourcesSource:
         self.seen = False  # the socket existed once: from then on every run is reported
         self._busy = threading.Lock()
         self._malformed_logged: set[str] = set()
+        self._last_good: PodResourcesResults | None = None
 
     def poll(self) -> None:
         if not self.seen and not self.socket.exists():
@@ -64,14 +67,23 @@ class PodResourcesSource:
         try:
             found: list[PodResourcesResults] = []
             status = self.tracker.run(lambda run: found.append(self._list(run)))
-            self._publish(found[0] if found and status.up else None, status)
+            if status.up:
+                self._last_good = found[0]
+            self._publish(found[0] if found else None, status)
         finally:
             self._busy.release()
 
     def _list(self, run: SourceRun) -> PodResourcesResults:
         if not self.socket.exists():
             raise SourceFailure("socket_missing", f"{self.socket} is gone; is the kubelet up?")
-        results = parse_pod_resources(self._lister(self.socket, self._timeout), self._prefixes)
+        try:
+            rows = self._lister(self.socket, self._timeout)
+        except SourceFailure as failure:
+            if failure.reason != "too_large" or self._last_good is None:
+                raise
+            run.record(failure)  # down, and the owners last read stand
+            return self._last_good
+        results = parse_pod_resources(rows, self._prefixes)
         for device_id in results.malformed:
             run.refused(SourceFailure("malformed_device_id", device_id))
             if device_id not in self._malformed_logged and len(self._malformed_logged) < 1000:

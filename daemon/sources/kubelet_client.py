@@ -15,7 +15,14 @@ from npumon.daemon.sources.wrapper import SourceFailure
 from npumon.podresources import LIST_METHOD
 from npumon.podresources.api_pb2 import ListPodResourcesRequest, ListPodResourcesResponse
 
+# The answer lists every pod on the node. 500 pods (Kubernetes' default is 110 per node) of 8
+# containers, every name at the API's longest and 12,000 device IDs come to 1.0 MB; gRPC's
+# 4 MiB default is thus near, 16 MiB leaves 16 times that, and decoding it stays far below
+# the unit's MemoryMax and the chart's memory limit.
+MAX_RECEIVE_BYTES = 16 * 1024 * 1024
+
 _REASONS = {
+    grpc.StatusCode.RESOURCE_EXHAUSTED: "too_large",
     grpc.StatusCode.DEADLINE_EXCEEDED: "timeout",
     grpc.StatusCode.UNAVAILABLE: "unavailable",
     grpc.StatusCode.UNIMPLEMENTED: "unimplemented",
@@ -25,7 +32,8 @@ _REASONS = {
 
 def list_devices(socket: Path, timeout: float) -> list[DeviceRow]:
     """Every container's devices, as plain rows; SourceFailure names what went wrong."""
-    with grpc.insecure_channel(f"unix://{socket.absolute()}") as channel:
+    options = [("grpc.max_receive_message_length", MAX_RECEIVE_BYTES)]
+    with grpc.insecure_channel(f"unix://{socket.absolute()}", options=options) as channel:
         call = channel.unary_unary(
             LIST_METHOD,
             request_serializer=ListPodResourcesRequest.SerializeToString,
@@ -37,6 +45,12 @@ def list_devices(socket: Path, timeout: float) -> list[DeviceRow]:
             code = error.code() if isinstance(error, grpc.Call) else None
             reason = _REASONS.get(code, "rpc_error") if code is not None else "rpc_error"
             detail = error.details() if isinstance(error, grpc.Call) else str(error)
+            if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                raise SourceFailure(
+                    "too_large", f"pod-resources List on {socket}: the answer is over npumon's "
+                    f"{MAX_RECEIVE_BYTES >> 20} MiB limit ({detail}); the owners last read are "
+                    "kept. Does this node run that many pods and devices? Please report it",
+                ) from None
             raise SourceFailure(
                 reason, f"pod-resources List on {socket} failed: {code} {detail}; is the kubelet "
                 "running, and does npumon run as root with the socket's directory mounted?",

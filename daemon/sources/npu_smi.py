@@ -65,6 +65,7 @@ class NpuSmiSources:
         containers: ContainerResolver | None = None,
         identity_due: Callable[[], None] = lambda: None,
         initial: NpuSmiResults | None = None,
+        busy: dict[str, threading.Lock] | None = None,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -76,7 +77,9 @@ class NpuSmiSources:
         self._unsupported = Unsupported(retry_unsupported_after, monotonic)
         self._containers = containers or ContainerResolver()
         self.identity_due = identity_due
-        self._busy = {name: threading.Lock() for name in SOURCES}
+        # one lock per kind, shared with the agent a reload replaces (``busy``): its calls
+        # still in flight keep this one's of the same kind from starting beside them
+        self.busy = busy if busy is not None else {name: threading.Lock() for name in SOURCES}
         self._publish_lock = threading.Lock()
         self.trackers = {name: SourceTracker(name, clock, monotonic) for name in SOURCES}
         # the last results, each written only by its own tier (a reload starts from the old ones)
@@ -121,7 +124,7 @@ class NpuSmiSources:
 
     def _run(self, name: str, body: Callable[[SourceRun], None]) -> None:
         # At most one call of a kind in flight: a run that finds its source busy is skipped.
-        lock = self._busy[name]
+        lock = self.busy[name]
         if not lock.acquire(blocking=False):
             return
         try:

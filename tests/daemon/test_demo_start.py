@@ -58,7 +58,7 @@ def test_the_demo_nodes_first_minute_logs_no_warning(captured: io.StringIO,
     try:
         start = node.now
         due = [(offset, order, func, every)
-               for order, (func, every, offset, _) in enumerate(agent.schedule())]
+               for order, (func, every, offset) in enumerate(agent.schedule())]
         while min(due)[0] <= 60.0:  # the schedule's runs in time order, each taking no time
             at, order, func, every = min(due)
             node.now = start + at

@@ -23,6 +23,7 @@ class FakeAgent:
         real = Agent(config, previous=previous)  # type: ignore[arg-type]  # a real store and collector; its scheduler is never started
         self.store, self.collector, self.registry = real.store, real.collector, real.registry
         self.sources = real.sources
+        self.hccn = real.hccn
         self.events: list[str] = []
 
     def start(self) -> None:

@@ -87,14 +87,15 @@ class Recorder:
 
 
 def profiler_for(
-    config: Config, wait: Callable[[float], None] = lambda s: time.sleep(min(s, 0.3))
+    config: Config, wait: Callable[[float], None] = lambda s: time.sleep(min(s, 0.3)),
+    clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
 ) -> tuple[Profiler, Recorder]:
     from npumon.daemon.config import Throttle
 
     store = SnapshotStore(Throttle())
     recorder = Recorder(store)
     probe = ProcessProbe()
-    host = Host(probe.alive, probe.all, recorder, wait=wait)
+    host = Host(probe.alive, probe.all, recorder, wait=wait, clock=clock, monotonic=monotonic)
     profiler = Profiler(config, store, host, probe)
     profiler.start()
     return profiler, recorder

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
+from npumon.daemon.profiling.captureerror import CaptureError
 from npumon.daemon.profiling.diskquota import make_room
 
 
@@ -18,3 +21,29 @@ def test_make_room_deletes_oldest_first(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]
     assert not make_room(tmp_path, 400, 300)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_captures_a_symlink_is_refused_and_its_target_kept(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    (target / "precious").mkdir(parents=True)
+    (target / "precious" / "f").write_bytes(b"x" * 100)
+    captures = tmp_path / "captures"
+    captures.symlink_to(target)
+    with pytest.raises(CaptureError, match="captures is a symlink") as refused:
+        make_room(captures, 1000, 10)
+    assert refused.value.result == "failed"
+    assert (target / "precious" / "f").exists()
+
+
+def test_a_symlink_inside_captures_is_neither_counted_nor_deleted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / "f").write_bytes(b"x" * 100)
+    captures = tmp_path / "captures"
+    captures.mkdir()
+    (captures / "old").symlink_to(target)
+    assert make_room(captures, 50, 60)  # the link's 100 bytes are not ours to count
+    assert (captures / "old").is_symlink() and (target / "f").exists()
+    assert f"event=capture_cleanup_skipped path={captures / 'old'} reason=symlink" in caplog.text

@@ -206,3 +206,29 @@ def test_without_the_socket_grpc_is_never_imported(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_a_large_node_fits_and_an_answer_over_the_limit_keeps_the_last_owners(
+        kubelet: Kubelet, socket: Path) -> None:
+    from npumon.daemon.sources.kubelet_client import MAX_RECEIVE_BYTES
+
+    ids = [f"example.com-{i:09d}" for i in range(260_000)]  # ~6 MB: over gRPC's 4 MiB default
+    other = {"namespace": "ml", "name": "many", "containers": [
+        {"name": "main", "resource": "example.com/thing", "devices": ids}]}
+    kubelet.pods = [pod("train-0", "Ascend910-0"), other]
+    assert 4 * 1024 * 1024 < response(kubelet.pods).ByteSize() < MAX_RECEIVE_BYTES
+    a = agent(socket)
+    a.collect_once()
+    assert owners(a) == {("0", "0", "train-0", "main", "")}
+    assert values(a, "npumon_source_up")[(("source", "kubelet_pod_resources"),)] == 1.0
+    other["containers"][0]["devices"] = ids * 3  # ~18 MB: over npumon's limit
+    kubelet.pods = [pod("train-1", "Ascend910-1"), other]
+    assert response(kubelet.pods).ByteSize() > MAX_RECEIVE_BYTES
+    a.pod_resources.poll()
+    assert values(a, "npumon_source_up")[(("source", "kubelet_pod_resources"),)] == 0.0
+    failures = values(a, "npumon_source_failures_total")
+    assert failures[(("reason", "too_large"), ("source", "kubelet_pod_resources"))] == 1.0
+    assert owners(a) == {("0", "0", "train-0", "main", "")}  # the last good answer stands
+    kubelet.pods = [pod("train-1", "Ascend910-1")]
+    a.pod_resources.poll()
+    assert owners(a) == {("0", "1", "train-1", "main", "")}
