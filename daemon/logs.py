@@ -6,7 +6,7 @@ job run and request, so their loggers only pass warnings unless the level is deb
 
 npumon's messages are ``key=%s`` templates; each argument is written as a logfmt value (plain
 when it can be, else double-quoted; ``true``/``false``, a command as one string), the way
-go-logfmt encodes them. A third-party message (APScheduler, uvicorn, asyncio, Python warnings)
+go-logfmt encodes them. A third-party message (uvicorn, asyncio, grpc, Python warnings)
 is free text: it becomes one ``msg="..."`` value.
 """
 
@@ -22,7 +22,7 @@ from pathlib import PurePath
 from typing import IO, Literal
 
 LogFormat = Literal["logfmt", "json"]
-QUIET = ("apscheduler", "uvicorn", "uvicorn.error", "uvicorn.access", "asyncio", "grpc",
+QUIET = ("uvicorn", "uvicorn.error", "uvicorn.access", "asyncio", "grpc",
          "py.warnings")
 _PAIR = re.compile(r"(\w+)=(\"(?:[^\"\\]|\\.)*\"|\S*)")
 _PLAIN = re.compile(r"[^\s\"=\\]+")
@@ -100,17 +100,6 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(fields)
 
 
-class _DropSkippedRuns(logging.Filter):
-    """APScheduler's warning for a run skipped while the last one runs: npumon's scheduler
-    listener logs it itself (daemon/app.py, ``event=run_skipped``, debug)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "maximum number of running instances reached" not in str(record.msg)
-
-
-_DROP_SKIPPED_RUNS = _DropSkippedRuns()
-
-
 def setup_logging(level: str, fmt: LogFormat = "logfmt", stream: IO[str] | None = None) -> None:
     """Configure the root logger once (calling again replaces the handler and the level)."""
     handler = logging.StreamHandler(stream or sys.stderr)
@@ -120,7 +109,6 @@ def setup_logging(level: str, fmt: LogFormat = "logfmt", stream: IO[str] | None 
         root.removeHandler(old)
     root.addHandler(handler)
     logging.captureWarnings(True)  # Python warnings as py.warnings lines, not bare stderr text
-    logging.getLogger("apscheduler.scheduler").addFilter(_DROP_SKIPPED_RUNS)  # once: same object
     set_level(level)
 
 

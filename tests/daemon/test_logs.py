@@ -12,9 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobSubmissionEvent
 
-from npumon.daemon.app import Agent, _skipped
+from npumon.daemon.app import Agent
 from npumon.daemon.config import parse_config
 from npumon.daemon.logs import LogFormat, setup_logging
 from npumon.daemon.runner import CommandResult
@@ -113,12 +112,12 @@ def test_json_lines_turn_key_value_messages_into_fields() -> None:
 
 
 def test_third_party_loggers_pass_only_warnings_unless_debug(captured: io.StringIO) -> None:
-    logging.getLogger("apscheduler.executors.default").info('Running job "poll_table"')
+    logging.getLogger("grpc").info("Using AsyncIOEngine.POLLER as I/O engine")
     logging.getLogger("uvicorn.error").info("Started server process")
     assert captured.getvalue() == ""
     setup_logging("debug", "logfmt", captured)
-    logging.getLogger("apscheduler.executors.default").debug("Running job")
-    assert "Running job" in captured.getvalue()
+    logging.getLogger("grpc").debug("Using AsyncIOEngine.POLLER")
+    assert "AsyncIOEngine" in captured.getvalue()
 
 
 def test_values_are_logfmt_values_never_python_reprs(captured: io.StringIO) -> None:
@@ -140,9 +139,8 @@ def test_third_party_lines_go_through_the_formatter(fmt: LogFormat) -> None:
         logging.captureWarnings(False)  # an earlier test's capture holds pytest's showwarning
         setup_logging("info", fmt, stream)
         try:
-            logging.getLogger("apscheduler.executors.default").warning(
-                'Run time of job "%s" was missed by %s',
-                "NpuSmiSources.poll_detail (trigger: interval[0:00:10])", "0:00:03")
+            logging.getLogger("uvicorn.error").warning(
+                'Invalid HTTP request received: "%s" after %s', "GET / (x=1)", "0:00:03")
             logging.getLogger("asyncio").error("Task exception was never retrieved key=value")
             warnings.warn("a deprecated call", DeprecationWarning, stacklevel=1)
         finally:
@@ -152,14 +150,13 @@ def test_third_party_lines_go_through_the_formatter(fmt: LogFormat) -> None:
     assert len(lines) == 3, lines
     if fmt == "json":
         skipped, task, warned = (json.loads(line) for line in lines)
-        assert skipped["logger"] == "apscheduler.executors.default"
-        assert skipped["level"] == "warning" and skipped["msg"].endswith("was missed by 0:00:03")
+        assert skipped["logger"] == "uvicorn.error"
+        assert skipped["level"] == "warning" and skipped["msg"].endswith("after 0:00:03")
         assert task["msg"] == "Task exception was never retrieved key=value" and "key" not in task
         assert warned["logger"] == "py.warnings" and "a deprecated call" in warned["msg"]
         return
-    assert lines[0].endswith(' level=warning logger=apscheduler.executors.default msg="Run time '
-                             r'of job \"NpuSmiSources.poll_detail (trigger: interval[0:00:10])\" '
-                             'was missed by 0:00:03"')
+    assert lines[0].endswith(' level=warning logger=uvicorn.error msg="Invalid HTTP request '
+                             r'received: \"GET / (x=1)\" after 0:00:03"')
     assert lines[1].endswith(' msg="Task exception was never retrieved key=value"')
     assert " logger=py.warnings msg=" in lines[2] and "a deprecated call" in lines[2]
     for line in lines:
@@ -173,17 +170,3 @@ def _logfmt_pairs(line: str) -> list[str]:
         keys.append(match[1])
     assert re.sub(r' ?(\w[\w.]*)=("(?:[^"\\]|\\.)*"|[^\s"=]*)(?= |$)', "", line) == "", line
     return keys
-
-
-def test_a_run_skipped_while_the_last_one_runs_is_npumons_debug_line(
-        captured: io.StringIO) -> None:
-    logging.getLogger("apscheduler.scheduler").warning(
-        'Execution of job "%s" skipped: maximum number of running instances reached (%d)',
-        "NpuSmiSources.poll_health (trigger: interval[0:00:05])", 1)
-    _skipped(JobSubmissionEvent(EVENT_JOB_MAX_INSTANCES, "poll_health", "default", []))
-    assert captured.getvalue() == ""  # not a warning per tick on a busy host
-    setup_logging("debug", "logfmt", captured)
-    _skipped(JobSubmissionEvent(EVENT_JOB_MAX_INSTANCES, "poll_health", "default", []))
-    assert captured.getvalue().rstrip().endswith(
-        "logger=npumon.daemon.app event=run_skipped job=poll_health "
-        "reason=previous_run_still_running")
