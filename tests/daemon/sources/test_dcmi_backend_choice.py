@@ -143,7 +143,7 @@ def test_the_config_keys_and_their_defaults() -> None:
     assert (config.npu_smi.backend, config.dcmi.library) == ("auto", None)
     assert parse_config({"dcmi": {"library": "/usr/local/dcmi/libdcmi.so"}}).dcmi.library == \
         Path("/usr/local/dcmi/libdcmi.so")
-    with pytest.raises(ConfigError, match="npu_smi.backend: .*'auto', 'dcmi' or 'cli'"):
+    with pytest.raises(ConfigError, match="npu_smi.backend: expected one of auto, dcmi, cli"):
         parse_config({"npu_smi": {"backend": "nvml"}})
 
 
