@@ -230,13 +230,19 @@ LINK_COUNTERS = (
 )
 
 
+# What every dashboard test needs to have happened: two passes of every link counter, the
+# ports' identity (the hccn_tool identity job: -ip, -lldp), the Alarm chip read by the health
+# tier and recorded by the rules (the Unhealthy panels).
+READY = (
+    *(f"count(increase({name}[1h]) > 0)" for name in LINK_COUNTERS),
+    "count(npu_network_info)",
+    "sum(npu_node:chips_unhealthy:count) > 0",
+)
+
+
 def wait_for_link_counters(url: str) -> None:
-    """Two passes of every link counter, the ports' identity, and the unhealthy chip recorded."""
-    grown = [f"count(increase({name}[1h]) > 0)" for name in LINK_COUNTERS]
-    grown.append("count(npu_network_info)")  # the hccn_tool identity job (-ip, -lldp)
-    # the Alarm chip read by the health tier and recorded by the rules (the Unhealthy panels)
-    grown.append("sum(npu_node:chips_unhealthy:count) > 0")
-    wait_for(lambda: all(query(url, expr) for expr in grown), 240,
+    """Every READY expression answers."""
+    wait_for(lambda: all(query(url, expr) for expr in READY), 240,
              "two passes of the link counters", **POLLING)
 
 

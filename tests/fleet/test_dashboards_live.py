@@ -13,10 +13,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from fleet_scenario import DASHBOARDS, MAY_BE_EMPTY, ROOT, VARIABLES, may_be_empty
+from fleet_scenario import (
+    DASHBOARDS,
+    MAY_BE_EMPTY,
+    POLLING,
+    READY,
+    ROOT,
+    VARIABLES,
+    may_be_empty,
+)
 from promql_names import selectors, unwrap_label_values
 
 from tests.helpers.http import get_json
+from tests.helpers.wait import wait_for
 
 pytestmark = pytest.mark.fleet
 
@@ -81,7 +90,8 @@ def without(expr: str, name: str) -> str:
 
 @pytest.fixture(scope="module")
 def ask(prometheus: str) -> Iterator[Any]:
-    """Instant queries at one fixed time, so answers compare exactly."""
+    """Instant queries at one fixed time, so answers compare exactly: 2 s back, once every
+    READY expression answers at that time too (the fixture saw them answer only just now)."""
     at = time.time() - 2
 
     def answer(expr: str) -> Answer:
@@ -90,6 +100,13 @@ def ask(prometheus: str) -> Iterator[Any]:
         assert data["status"] == "success", (expr, data)
         return frozenset((tuple(sorted(s["metric"].items())), s["value"][1])
                          for s in data["data"]["result"])
+
+    def ready() -> bool:
+        nonlocal at
+        at = time.time() - 2
+        return all(answer(expr) for expr in READY)
+
+    wait_for(ready, 30, "the scenario ready 2 s back", **POLLING)
     yield answer
 
 
