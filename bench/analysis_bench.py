@@ -122,10 +122,16 @@ def build_ranks(root: Path, rows: int, ranks: int = 4) -> Path:
     for rank in range(ranks):
         out = cluster / f"rank{rank}_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
         out.mkdir(parents=True)
-        write_table(out / "kernel_details.csv", KERNEL_HEADER,
-                    range(rank * per_rank, (rank + 1) * per_rank), step=True)
-        steps = "".join(f"{13 + s},{800000 + 1000 * rank},100000,50000,150000,100000,1000000,0,"
-                        f"100000,2000\n" for s in range(4))
+        write_table(
+            out / "kernel_details.csv",
+            KERNEL_HEADER,
+            range(rank * per_rank, (rank + 1) * per_rank),
+            step=True,
+        )
+        steps = "".join(
+            f"{13 + s},{800000 + 1000 * rank},100000,50000,150000,100000,1000000,0,100000,2000\n"
+            for s in range(4)
+        )
         (out / "step_trace_time.csv").write_text(STEP_TRACE + steps)
     return cluster
 
@@ -139,8 +145,9 @@ def naive_child(path: Path) -> None:
     for csv in sorted(path.rglob("*.csv")):
         if csv.name.startswith(("kernel_details", "op_summary")):
             frame = pd.read_csv(csv)
-            frames.append(frame.rename(columns={"Task Duration(us)": "Duration(us)",
-                                                "OP Type": "Type"}))
+            frames.append(
+                frame.rename(columns={"Task Duration(us)": "Duration(us)", "OP Type": "Type"})
+            )
     table = pd.concat(frames, ignore_index=True)
     top = table.groupby("Type")["Duration(us)"].sum().sort_values(ascending=False)
     elapsed = time.perf_counter() - started
@@ -153,7 +160,8 @@ def measure(path: Path, naive: bool = False) -> tuple[float, float, str]:
     """(seconds of analyze_path, peak RSS in MB including its workers) of one child process."""
     child = subprocess.Popen(
         [sys.executable, __file__, "--naive-child" if naive else "--child", str(path)],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + CHILD_TIMEOUT_S
     while True:
@@ -222,7 +230,8 @@ def main() -> int:
                     ours.append(measure(path))
                     theirs.append(measure(path, naive=True))
                 row = {
-                    "case": label, "rows": rows,
+                    "case": label,
+                    "rows": rows,
                     "npumon_s": statistics.median(r[0] for r in ours),
                     "npumon_mb": statistics.median(r[1] for r in ours),
                     "naive_s": statistics.median(r[0] for r in theirs),
@@ -231,10 +240,12 @@ def main() -> int:
                 }
                 row["speedup"] = row["naive_s"] / row["npumon_s"]
                 results.append(row)
-                print(f"{label:<40} {rows:>9,} rows: npumon {row['npumon_s']:.2f} s "
-                      f"{row['npumon_mb']:.0f} MB | naive {row['naive_s']:.2f} s "
-                      f"{row['naive_mb']:.0f} MB | {row['speedup']:.1f}x  ({row['detail']})",
-                      flush=True)
+                print(
+                    f"{label:<40} {rows:>9,} rows: npumon {row['npumon_s']:.2f} s "
+                    f"{row['npumon_mb']:.0f} MB | naive {row['naive_s']:.2f} s "
+                    f"{row['naive_mb']:.0f} MB | {row['speedup']:.1f}x  ({row['detail']})",
+                    flush=True,
+                )
     print("budget at 1M rows: < 1 s, < 600 MB, >= 3x the naive baseline")
     if args.json:
         args.json.write_text(json.dumps({"runs": args.runs, "cases": results}, indent=1))

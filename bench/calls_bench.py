@@ -43,9 +43,14 @@ def runner(scenario_name: str, clock: Clock, calls: Counter[str]):  # type: igno
     def run(argv: Sequence[str], timeout: float, *, max_output_bytes: int = 0) -> CommandResult:
         args = list(argv[1:])
         tool = "hccn_tool" if argv[0] == "hccn_tool" else "npu-smi"
-        query = next((a for a in args if a.startswith("-") and a not in ("-i", "-c", "-g", "-t")),
-                     "table") if tool == "hccn_tool" else (args[2] if len(args) > 2 else
-                                                           " ".join(args) or "table")
+        query = (
+            next(
+                (a for a in args if a.startswith("-") and a not in ("-i", "-c", "-g", "-t")),
+                "table",
+            )
+            if tool == "hccn_tool"
+            else (args[2] if len(args) > 2 else " ".join(args) or "table")
+        )
         calls[f"{tool} {query}"] += 1
         t = 1_000_000.0 + clock.now
         if tool == "hccn_tool":
@@ -64,16 +69,29 @@ def simulate(scenario: str, minutes: int) -> tuple[Counter[str], Counter[str]]:
     run = runner(scenario, clock, calls)
     config = Config()
     store = SnapshotStore(config.throttle, clock=clock)
-    smi = NpuSmiSources(NpuSmi(["npu-smi"], 10.0, run), store.publish_npu_smi,
-                        health_interval=config.npu_smi.intervals.health, clock=clock,
-                        monotonic=clock)
-    net = HccnSources(HccnTool(["hccn_tool"], 10.0, run), store.publish_hccn_tool,
-                      lambda: nic_chips(smi.results()), clock=clock, monotonic=clock)
+    smi = NpuSmiSources(
+        NpuSmi(["npu-smi"], 10.0, run),
+        store.publish_npu_smi,
+        health_interval=config.npu_smi.intervals.health,
+        clock=clock,
+        monotonic=clock,
+    )
+    net = HccnSources(
+        HccnTool(["hccn_tool"], 10.0, run),
+        store.publish_hccn_tool,
+        lambda: nic_chips(smi.results()),
+        clock=clock,
+        monotonic=clock,
+    )
     intervals = config.npu_smi.intervals
-    jobs = [(smi.poll_table, intervals.table), (smi.poll_identity, intervals.identity),
-            (smi.poll_detail, intervals.detail), (smi.poll_health, intervals.table),
-            (net.poll_hccn_tool_identity, config.hccn_tool.identity_interval),
-            (net.poll_hccn_tool, config.hccn_tool.interval)]
+    jobs = [
+        (smi.poll_table, intervals.table),
+        (smi.poll_identity, intervals.identity),
+        (smi.poll_detail, intervals.detail),
+        (smi.poll_health, intervals.table),
+        (net.poll_hccn_tool_identity, config.hccn_tool.identity_interval),
+        (net.poll_hccn_tool, config.hccn_tool.interval),
+    ]
     first: Counter[str] = Counter()
     for second in range(minutes * 60):
         clock.now = float(second)
@@ -99,9 +117,11 @@ def main() -> None:
         print(f"== {label}: calls per minute, averaged over minutes 2..{minutes}")
         print(f"   npu-smi {smi:6.1f}   hccn_tool {net:6.1f}   total {smi + net:6.1f}")
         figures[label] = {"npu_smi": smi, "hccn_tool": net}
-        print(f"   first minute (identity, every query tried once): "
-              f"npu-smi {sum(v for k, v in first.items() if k.startswith('npu-smi'))}, "
-              f"hccn_tool {sum(v for k, v in first.items() if k.startswith('hccn_tool'))}")
+        print(
+            f"   first minute (identity, every query tried once): "
+            f"npu-smi {sum(v for k, v in first.items() if k.startswith('npu-smi'))}, "
+            f"hccn_tool {sum(v for k, v in first.items() if k.startswith('hccn_tool'))}"
+        )
         for name, rate in sorted(per_minute.items(), key=lambda kv: -kv[1]):
             print(f"   {rate:6.2f}/min  {name}")
     if args.json:

@@ -73,19 +73,19 @@ def _config(folder: Path, scenario: str, timeout: str, device: int | None = None
     nice = '"nice", "-n", "19", ' if NICE_SIMULATORS else ""
     text = (
         "npu_smi:\n"
-        f"  command: [{nice}\"{BIN / 'npumon-sim-npu-smi'}\", \"--scenario\", \"{scenario}\"]\n"
+        f'  command: [{nice}"{BIN / "npumon-sim-npu-smi"}", "--scenario", "{scenario}"]\n'
         f"  timeout: {timeout}\n"
         f"state_directory: {folder / 'state'}\n"
     )
     if _has_hccn_tool():
         hccn = BIN / "npumon-sim-hccn-tool"
-        text += f"hccn_tool:\n  command: [{nice}\"{hccn}\", \"--scenario\", \"{scenario}\"]\n"
+        text += f'hccn_tool:\n  command: [{nice}"{hccn}", "--scenario", "{scenario}"]\n'
     if device is not None:
         text += (
             "profiling:\n  enabled: true\n  discover: false\n  targets:\n"
             f"    - {{workload: train-{device}, cmdline: 'npumon-sim-train .*--device {device}$',"
             f" npus: [{device % 8}]}}\n"
-            f"  msprof: {{command: [\"{BIN / 'npumon-sim-msprof'}\"]}}\n"
+            f'  msprof: {{command: ["{BIN / "npumon-sim-msprof"}"]}}\n'
         )
     path.write_text(text)
     return path
@@ -99,9 +99,18 @@ def _start(config: Path, sim_time: str | None) -> tuple[subprocess.Popen[bytes],
     log = config.parent / "npumon.log"
     with log.open("wb") as out:
         daemon = subprocess.Popen(
-            [str(BIN / "npumon"), "run", "--config", str(config), "--web.listen-address",
-             "127.0.0.1:0"],
-            env=env, stdout=subprocess.DEVNULL, stderr=out, start_new_session=True,
+            [
+                str(BIN / "npumon"),
+                "run",
+                "--config",
+                str(config),
+                "--web.listen-address",
+                "127.0.0.1:0",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=out,
+            start_new_session=True,
         )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and daemon.poll() is None:
@@ -149,10 +158,19 @@ class Node:
         folder.mkdir()
         self.label, self.chips, self.folder = label, chips, folder
         self.train = subprocess.Popen(
-            [str(BIN / "npumon-sim-train"), "--profile", "conversion_bound", "--step-seconds",
-             "0.5", "--device", str(device)],
-            env={**os.environ, "PROFILING_MODE": "dynamic"}, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True,
+            [
+                str(BIN / "npumon-sim-train"),
+                "--profile",
+                "conversion_bound",
+                "--step-seconds",
+                "0.5",
+                "--device",
+                str(device),
+            ],
+            env={**os.environ, "PROFILING_MODE": "dynamic"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         self.daemon, self.port = _start(_config(folder, scenario, "10s", device), None)
         self.proc = psutil.Process(self.daemon.pid)
@@ -175,17 +193,24 @@ class Node:
         text = body.decode()
         samples = [line for line in text.splitlines() if line and not line.startswith("#")]
         capture = re.search(
-            r'^npumon_capture_duration_seconds\{[^}]*workload="([^"]+)"[^}]*\} (\S+)', text, re.M)
+            r'^npumon_capture_duration_seconds\{[^}]*workload="([^"]+)"[^}]*\} (\S+)', text, re.M
+        )
         return {
             "p50_ms": 1000 * statistics.median(latencies),
             "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))],
-            "bytes": len(body), "samples": len(samples),
+            "bytes": len(body),
+            "samples": len(samples),
             "process_series": sum(s.startswith("npu_process") for s in samples),
-            "network_series": sum(s.startswith(("npu_network", "npu_roce", "npu_optical",
-                                                "npu_hccs", "npu_sio", "npu_pcie"))
-                                  for s in samples),
-            "profiling_series": sum(s.startswith(("npu_profile", "npu_step", "npumon_capture",
-                                                  "npu_profiling")) for s in samples),
+            "network_series": sum(
+                s.startswith(
+                    ("npu_network", "npu_roce", "npu_optical", "npu_hccs", "npu_sio", "npu_pcie")
+                )
+                for s in samples
+            ),
+            "profiling_series": sum(
+                s.startswith(("npu_profile", "npu_step", "npumon_capture", "npu_profiling"))
+                for s in samples
+            ),
             "capture_workload": capture[1] if capture else None,
             "capture_seconds": float(capture[2]) if capture else None,
         }
@@ -212,7 +237,7 @@ def _alone(node: Node, nodes: list[Node], scrapes: int) -> dict[str, Any]:
 # CPU is measured while it is scraped as in production, not left alone.
 PROMETHEUS_HEADERS = {
     "Accept": "application/openmetrics-text;version=1.0.0;q=0.5,"
-              "text/plain;version=0.0.4;q=0.3,*/*;q=0.2",
+    "text/plain;version=0.0.4;q=0.3,*/*;q=0.2",
     "Accept-Encoding": "gzip",
 }
 SCRAPE_INTERVAL_S = 15.0
@@ -225,8 +250,9 @@ def _scraped_by_prometheus(nodes: list[Node], seconds: float) -> None:
     tick = started
     while tick < started + seconds:
         for node in nodes:
-            request = urllib.request.Request(f"http://127.0.0.1:{node.port}/metrics",
-                                             headers=PROMETHEUS_HEADERS)
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{node.port}/metrics", headers=PROMETHEUS_HEADERS
+            )
             with urllib.request.urlopen(request, timeout=10) as response:
                 response.read()
         tick += SCRAPE_INTERVAL_S
@@ -235,12 +261,19 @@ def _scraped_by_prometheus(nodes: list[Node], seconds: float) -> None:
 
 def run_nodes(folder: Path, seconds: float, scrapes: int) -> dict[str, Any]:
     big = folder / "big64.yaml"
-    big.write_text(BIG_SCENARIO % "\n".join(
-        f"  - {{npu: {n}, chip: {c}, pid: {10000 + 2 * n + c}, name: python3, hbm_mb: 40960}}"
-        for n in range(32) for c in range(2)))
-    nodes = [Node(folder / "n8", "8 chips (910B)", "910b-8", 8, 1),
-             Node(folder / "n16", "16 chips (A3 8x2)", "a3-8x2", 16, 2),
-             Node(folder / "n64", "64 chips (A3 32x2, bench scenario)", str(big), 64, 3)]
+    big.write_text(
+        BIG_SCENARIO
+        % "\n".join(
+            f"  - {{npu: {n}, chip: {c}, pid: {10000 + 2 * n + c}, name: python3, hbm_mb: 40960}}"
+            for n in range(32)
+            for c in range(2)
+        )
+    )
+    nodes = [
+        Node(folder / "n8", "8 chips (910B)", "910b-8", 8, 1),
+        Node(folder / "n16", "16 chips (A3 8x2)", "a3-8x2", 16, 2),
+        Node(folder / "n64", "64 chips (A3 32x2, bench scenario)", str(big), 64, 3),
+    ]
     results: dict[str, Any] = {}
     try:
         for node in nodes:
@@ -252,10 +285,10 @@ def run_nodes(folder: Path, seconds: float, scrapes: int) -> dict[str, Any]:
             (b, wall), a = before[node.label], node.proc.cpu_times()
             elapsed = time.monotonic() - wall
             own = (a.user + a.system) - (b.user + b.system)
-            children = (a.children_user + a.children_system) - (
-                b.children_user + b.children_system)
+            children = (a.children_user + a.children_system) - (b.children_user + b.children_system)
             figures: dict[str, Any] = {
-                "chips": node.chips, "seconds": elapsed,
+                "chips": node.chips,
+                "seconds": elapsed,
                 "own_cpu_percent": 100 * own / elapsed,
                 "children_cpu_percent": 100 * children / elapsed,
                 "rss_mb": node.proc.memory_info().rss / 2**20,
@@ -272,18 +305,26 @@ def run_nodes(folder: Path, seconds: float, scrapes: int) -> dict[str, Any]:
             results[str(node.chips)] = figures
             elapsed = figures["seconds"]
             print(f"{node.label}, defaults + profiling, for {elapsed:.0f} s:")
-            print(f"  daemon's own CPU {figures['own_cpu_percent']:.2f} % of one core"
-                  f"  (budget < 1 %)   children (npu-smi, msprof) "
-                  f"{figures['children_cpu_percent']:.2f} %")
-            print(f"  RSS {figures['rss_mb']:.1f} MB (budget < 60 MB)  pandas loaded: "
-                  f"{figures['pandas_loaded']}")
-            print(f"  1 client, {scrapes} scrapes: p50 {figures['p50_ms']:.2f} ms  p99 "
-                  f"{figures['p99_ms']:.2f} ms  {figures['bytes']} bytes, "
-                  f"{figures['samples']} samples ({figures['process_series']} process, "
-                  f"{figures['network_series']} network, {figures['profiling_series']} "
-                  "profiling)")
-            print(f"  capture: {figures['capture_workload']} {figures['capture_seconds']} s",
-                  flush=True)
+            print(
+                f"  daemon's own CPU {figures['own_cpu_percent']:.2f} % of one core"
+                f"  (budget < 1 %)   children (npu-smi, msprof) "
+                f"{figures['children_cpu_percent']:.2f} %"
+            )
+            print(
+                f"  RSS {figures['rss_mb']:.1f} MB (budget < 60 MB)  pandas loaded: "
+                f"{figures['pandas_loaded']}"
+            )
+            print(
+                f"  1 client, {scrapes} scrapes: p50 {figures['p50_ms']:.2f} ms  p99 "
+                f"{figures['p99_ms']:.2f} ms  {figures['bytes']} bytes, "
+                f"{figures['samples']} samples ({figures['process_series']} process, "
+                f"{figures['network_series']} network, {figures['profiling_series']} "
+                "profiling)"
+            )
+            print(
+                f"  capture: {figures['capture_workload']} {figures['capture_seconds']} s",
+                flush=True,
+            )
     finally:
         for node in nodes:
             node.stop()
@@ -298,9 +339,14 @@ def scrape_16_chips_hung(folder: Path, scrapes: int) -> dict[str, float]:
 
     scenario = folder / "hang16.yaml"
     scenario.write_text(HANG_SCENARIO)
-    config = parse_config({"npu_smi": {
-        "command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", str(scenario)],
-        "timeout": "60s"}})
+    config = parse_config(
+        {
+            "npu_smi": {
+                "command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", str(scenario)],
+                "timeout": "60s",
+            }
+        }
+    )
     supervisor = Supervisor(config, lambda: config)  # what `npumon run` serves
     os.environ["NPUMON_SIM_TIME"] = "900"
     supervisor.agent.sources.poll_all()
@@ -315,12 +361,20 @@ def scrape_16_chips_hung(folder: Path, scrapes: int) -> dict[str, float]:
         assert body.count(b"\nnpu_temperature_celsius{") == 16
         latencies.sort()
         p99 = latencies[int(0.99 * (len(latencies) - 1))]
-        print(f"scrapes of a 16-chip node while npu-smi hangs ({len(latencies)} scrapes,"
-              f" {len(body)} bytes each):")
-        print(f"  p50 {1000 * statistics.median(latencies):.2f} ms  p99 {1000 * p99:.2f} ms"
-              "  (budget p99 < 5 ms)")
-        return {"p50_ms": 1000 * statistics.median(latencies), "p99_ms": 1000 * p99,
-                "bytes": len(body), "scrapes": len(latencies)}
+        print(
+            f"scrapes of a 16-chip node while npu-smi hangs ({len(latencies)} scrapes,"
+            f" {len(body)} bytes each):"
+        )
+        print(
+            f"  p50 {1000 * statistics.median(latencies):.2f} ms  p99 {1000 * p99:.2f} ms"
+            "  (budget p99 < 5 ms)"
+        )
+        return {
+            "p50_ms": 1000 * statistics.median(latencies),
+            "p99_ms": 1000 * p99,
+            "bytes": len(body),
+            "scrapes": len(latencies),
+        }
     finally:
         supervisor.stop()
         server.shutdown()
@@ -332,9 +386,12 @@ def main() -> None:
     parser.add_argument("--scrapes", type=int, default=300, help="per node, one client")
     parser.add_argument("--hung-scrapes", type=int, default=1000)
     parser.add_argument("--json", type=Path, help="write the figures here")
-    parser.add_argument("--nice-simulators", action="store_true",
-                        help="run the simulated npu-smi and hccn_tool at nice 19: separates the "
-                        "daemon's latency from the simulators' CPU (Python per call)")
+    parser.add_argument(
+        "--nice-simulators",
+        action="store_true",
+        help="run the simulated npu-smi and hccn_tool at nice 19: separates the "
+        "daemon's latency from the simulators' CPU (Python per call)",
+    )
     args = parser.parse_args()
     global NICE_SIMULATORS
     NICE_SIMULATORS = args.nice_simulators
@@ -344,10 +401,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         nodes = run_nodes(Path(tmp), args.seconds, args.scrapes)
         hung = scrape_16_chips_hung(Path(tmp), args.hung_scrapes)
-    figures = {"nodes": nodes, "hung_16": hung, "hccn_tool_source": _has_hccn_tool(),
-               "profiling_interval_s": profiling.interval,
-               "profiling_duration_s": profiling.duration, "profiling_steps": profiling.steps,
-               "load_average": os.getloadavg()}
+    figures = {
+        "nodes": nodes,
+        "hung_16": hung,
+        "hccn_tool_source": _has_hccn_tool(),
+        "profiling_interval_s": profiling.interval,
+        "profiling_duration_s": profiling.duration,
+        "profiling_steps": profiling.steps,
+        "load_average": os.getloadavg(),
+    }
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))
 

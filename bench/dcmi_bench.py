@@ -41,9 +41,23 @@ FAKE = Path(__file__).resolve().parents[1] / "tests" / "fakes" / "dcmi"
 
 def build(folder: Path) -> Path:
     library = folder / "libdcmi.so"
-    subprocess.run(["gcc", "-std=c11", "-D_DEFAULT_SOURCE", "-O2", "-shared", "-fPIC", "-I",
-                    str(FAKE), "-o", str(library), str(FAKE / "fake_dcmi.c")], check=True,
-                   timeout=120)
+    subprocess.run(
+        [
+            "gcc",
+            "-std=c11",
+            "-D_DEFAULT_SOURCE",
+            "-O2",
+            "-shared",
+            "-fPIC",
+            "-I",
+            str(FAKE),
+            "-o",
+            str(library),
+            str(FAKE / "fake_dcmi.c"),
+        ],
+        check=True,
+        timeout=120,
+    )
     return library
 
 
@@ -54,14 +68,25 @@ def simulate(scenario: str, minutes: int, library: Path, folder: Path) -> dict[s
     clock, calls = Clock(), Counter[str]()
     config = Config()
     helper = DcmiHelper(library, 10.0, monotonic=clock)
-    smi = DcmiSmi(["npu-smi"], 10.0, runner(scenario, clock, calls), mode="dcmi", helper=helper,
-                  monotonic=clock)
+    smi = DcmiSmi(
+        ["npu-smi"],
+        10.0,
+        runner(scenario, clock, calls),
+        mode="dcmi",
+        helper=helper,
+        monotonic=clock,
+    )
     store = SnapshotStore(config.throttle, clock=clock)
-    sources = NpuSmiSources(smi, store.publish_npu_smi, health_interval=60.0, clock=clock,
-                            monotonic=clock)
+    sources = NpuSmiSources(
+        smi, store.publish_npu_smi, health_interval=60.0, clock=clock, monotonic=clock
+    )
     intervals = config.npu_smi.intervals
-    jobs = [(sources.poll_table, intervals.table), (sources.poll_identity, intervals.identity),
-            (sources.poll_detail, intervals.detail), (sources.poll_health, intervals.table)]
+    jobs = [
+        (sources.poll_table, intervals.table),
+        (sources.poll_identity, intervals.identity),
+        (sources.poll_detail, intervals.detail),
+        (sources.poll_health, intervals.table),
+    ]
     first: Counter[str] = Counter()
     helper_cpu_start, daemon_cpu_start, wall = 0.0, 0.0, 0.0
     for second in range(minutes * 60):
@@ -86,8 +111,9 @@ def simulate(scenario: str, minutes: int, library: Path, folder: Path) -> dict[s
         "helper_cpu_percent": 100.0 * helper_cpu / 60.0,
         "daemon_cpu_percent": 100.0 * daemon_cpu / 60.0,
         "wall_seconds_per_minute": wall,
-        "by_query": dict(sorted(((k, v / (minutes - 1)) for k, v in rest.items()),
-                                key=lambda kv: -kv[1])),
+        "by_query": dict(
+            sorted(((k, v / (minutes - 1)) for k, v in rest.items()), key=lambda kv: -kv[1])
+        ),
     }
 
 
@@ -100,15 +126,21 @@ def main() -> None:
     figures = {}
     with tempfile.TemporaryDirectory(prefix="npumon-dcmi-bench-") as tmp:
         library = build(Path(tmp))
-        for label, scenario in (("8 chips (910B, 8x1)", "910b-8"),
-                                ("16 chips (A3, 8x2)", "a3-8x2")):
+        for label, scenario in (
+            ("8 chips (910B, 8x1)", "910b-8"),
+            ("16 chips (A3, 8x2)", "a3-8x2"),
+        ):
             found = simulate(scenario, args.minutes, library, Path(tmp))
             figures[label] = found
             print(f"== {label}, backend dcmi, minutes 2..{args.minutes}")
-            print(f"   npu-smi calls/min {found['npu_smi_calls_per_minute']:6.1f} "
-                  f"(first minute {found['npu_smi_calls_first_minute']:.0f})")
-            print(f"   helper CPU {found['helper_cpu_percent']:.3f} % of a core; daemon side "
-                  f"(sources, conversion, store merge) {found['daemon_cpu_percent']:.3f} %")
+            print(
+                f"   npu-smi calls/min {found['npu_smi_calls_per_minute']:6.1f} "
+                f"(first minute {found['npu_smi_calls_first_minute']:.0f})"
+            )
+            print(
+                f"   helper CPU {found['helper_cpu_percent']:.3f} % of a core; daemon side "
+                f"(sources, conversion, store merge) {found['daemon_cpu_percent']:.3f} %"
+            )
             for name, rate in found["by_query"].items():
                 print(f"   {rate:6.2f}/min  {name}")
     if args.json:

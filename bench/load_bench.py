@@ -54,19 +54,40 @@ class Tally:
 def _web_config(folder: Path) -> Path:
     cert, key = folder / "bench.crt", folder / "bench.key"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-         "-nodes", "-days", "1", "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=30,
-    )  # fmt: skip
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
     hashed = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(rounds=10)).decode()
     path = folder / "web.yml"
-    path.write_text(f"tls_server_config: {{cert_file: {cert}, key_file: {key}}}\n"
-                    f"basic_auth_users:\n  prom: '{hashed}'\n")
+    path.write_text(
+        f"tls_server_config: {{cert_file: {cert}, key_file: {key}}}\n"
+        f"basic_auth_users:\n  prom: '{hashed}'\n"
+    )
     return path
 
 
-def _start(folder: Path, max_requests: int | None, tls: bool, hang: bool) -> tuple[
-        subprocess.Popen[bytes], int]:
+def _start(
+    folder: Path, max_requests: int | None, tls: bool, hang: bool
+) -> tuple[subprocess.Popen[bytes], int]:
     scenario = "a3-8x2"
     env = dict(os.environ)
     if hang:
@@ -74,18 +95,26 @@ def _start(folder: Path, max_requests: int | None, tls: bool, hang: bool) -> tup
         scenario, env["NPUMON_SIM_TIME"] = str(folder / "hang.yaml"), "1000"
     config = folder / "npumon.yaml"
     config.write_text(
-        f"npu_smi:\n  command: [\"{BIN / 'npumon-sim-npu-smi'}\", \"--scenario\", \"{scenario}\"]\n"
-        f"  timeout: 10s\nstate_directory: {folder / 'state'}\n")
-    argv = [str(BIN / "npumon"), "run", "--config", str(config),
-            "--web.listen-address", "127.0.0.1:0"]
+        f'npu_smi:\n  command: ["{BIN / "npumon-sim-npu-smi"}", "--scenario", "{scenario}"]\n'
+        f"  timeout: 10s\nstate_directory: {folder / 'state'}\n"
+    )
+    argv = [
+        str(BIN / "npumon"),
+        "run",
+        "--config",
+        str(config),
+        "--web.listen-address",
+        "127.0.0.1:0",
+    ]
     if max_requests is not None:
         argv += ["--web.max-requests", str(max_requests)]
     if tls:
         argv += ["--web.config.file", str(_web_config(folder))]
     log = folder / "npumon.log"
     with log.open("wb") as out:
-        daemon = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=out,
-                                  start_new_session=True)
+        daemon = subprocess.Popen(
+            argv, env=env, stdout=subprocess.DEVNULL, stderr=out, start_new_session=True
+        )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and daemon.poll() is None:
         found = LISTENING.search(log.read_text(errors="replace"))
@@ -96,8 +125,9 @@ def _start(folder: Path, max_requests: int | None, tls: bool, hang: bool) -> tup
     raise SystemExit(f"the daemon did not report its port; see {log}")
 
 
-async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                    request: bytes) -> tuple[int, int]:
+async def _exchange(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes
+) -> tuple[int, int]:
     writer.write(request)
     await writer.drain()
     status = int((await reader.readline()).split()[1])
@@ -110,8 +140,14 @@ async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
     return status, length
 
 
-async def _scraper(port: int, tls: ssl.SSLContext | None, request: bytes, until: float,
-                   interval: float, tally: Tally) -> None:
+async def _scraper(
+    port: int,
+    tls: ssl.SSLContext | None,
+    request: bytes,
+    until: float,
+    interval: float,
+    tally: Tally,
+) -> None:
     """Scrapes every ``interval`` s at a random phase (out of step, as in a fleet)."""
     conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
     loop = asyncio.get_running_loop()
@@ -123,7 +159,8 @@ async def _scraper(port: int, tls: ssl.SSLContext | None, request: bytes, until:
         try:
             if conn is None:
                 conn = await asyncio.wait_for(
-                    asyncio.open_connection("127.0.0.1", port, ssl=tls), CLIENT_TIMEOUT)
+                    asyncio.open_connection("127.0.0.1", port, ssl=tls), CLIENT_TIMEOUT
+                )
             status, _ = await asyncio.wait_for(_exchange(*conn, request), CLIENT_TIMEOUT)
         except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError, IndexError):
             tally.errors += 1
@@ -156,8 +193,12 @@ async def _load(port: int, tls: bool, args: argparse.Namespace) -> Tally:
         headers += b"\r\n"
     request = b"GET /metrics HTTP/1.1\r\nHost: bench\r\n" + headers + b"\r\n"
     until = asyncio.get_running_loop().time() + args.seconds
-    await asyncio.gather(*(_scraper(port, context, request, until, args.interval, tally)
-                           for _ in range(args.scrapers)))
+    await asyncio.gather(
+        *(
+            _scraper(port, context, request, until, args.interval, tally)
+            for _ in range(args.scrapers)
+        )
+    )
     return tally
 
 
@@ -182,32 +223,48 @@ def run_scenario(name: str, args: argparse.Namespace) -> dict[str, float]:
             daemon.terminate()
             daemon.wait(10)
     result = {
-        "ok": len(tally.latencies), "p50_ms": 1000 * statistics.median(tally.latencies or [0]),
-        "p99_ms": _pct(tally.latencies, 0.99), "max_ms": _pct(tally.latencies, 1.0),
-        "busy_503": len(tally.busy), "busy_p50_ms": _pct(tally.busy, 0.5),
+        "ok": len(tally.latencies),
+        "p50_ms": 1000 * statistics.median(tally.latencies or [0]),
+        "p99_ms": _pct(tally.latencies, 0.99),
+        "max_ms": _pct(tally.latencies, 1.0),
+        "busy_503": len(tally.busy),
+        "busy_p50_ms": _pct(tally.busy, 0.5),
         "busy_p99_ms": _pct(tally.busy, 0.99),
-        "errors": tally.errors, "rss_before_mb": rss0,
-        "rss_after_mb": rss1, "rss_settled_mb": rss2, "threads_before": threads0,
+        "errors": tally.errors,
+        "rss_before_mb": rss0,
+        "rss_after_mb": rss1,
+        "rss_settled_mb": rss2,
+        "threads_before": threads0,
         "threads_after": threads1,
     }
     _print(name, max_requests, args, result)
     return result
 
 
-def _print(name: str, max_requests: int | None, args: argparse.Namespace,
-           r: dict[str, float]) -> None:
-    print(f"== {name} (--web.max-requests {max_requests or '40, the default'}): "
-          f"{args.scrapers} scrapers every {1000 * args.interval:.0f} ms for {args.seconds:g} s")
-    print(f"  scrapes ok {r['ok']:.0f}  p50 {r['p50_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms"
-          f"  max {r['max_ms']:.1f} ms")
-    print(f"  503 {r['busy_503']:.0f} (p50 {r['busy_p50_ms']:.2f} ms, p99 "
-          f"{r['busy_p99_ms']:.2f} ms)  errors/timeouts "
-          f"{r['errors']:.0f}")
-    print(f"  daemon RSS {r['rss_before_mb']:.1f} -> {r['rss_after_mb']:.1f} MB"
-          f" ({r['rss_after_mb'] - r['rss_before_mb']:+.1f} MB), {SETTLE_SECONDS:g} s later "
-          f"{r['rss_settled_mb']:.1f} MB ({r['rss_settled_mb'] - r['rss_before_mb']:+.1f} MB)"
-          "  threads "
-          f"{r['threads_before']:.0f} -> {r['threads_after']:.0f}", flush=True)
+def _print(
+    name: str, max_requests: int | None, args: argparse.Namespace, r: dict[str, float]
+) -> None:
+    print(
+        f"== {name} (--web.max-requests {max_requests or '40, the default'}): "
+        f"{args.scrapers} scrapers every {1000 * args.interval:.0f} ms for {args.seconds:g} s"
+    )
+    print(
+        f"  scrapes ok {r['ok']:.0f}  p50 {r['p50_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms"
+        f"  max {r['max_ms']:.1f} ms"
+    )
+    print(
+        f"  503 {r['busy_503']:.0f} (p50 {r['busy_p50_ms']:.2f} ms, p99 "
+        f"{r['busy_p99_ms']:.2f} ms)  errors/timeouts "
+        f"{r['errors']:.0f}"
+    )
+    print(
+        f"  daemon RSS {r['rss_before_mb']:.1f} -> {r['rss_after_mb']:.1f} MB"
+        f" ({r['rss_after_mb'] - r['rss_before_mb']:+.1f} MB), {SETTLE_SECONDS:g} s later "
+        f"{r['rss_settled_mb']:.1f} MB ({r['rss_settled_mb'] - r['rss_before_mb']:+.1f} MB)"
+        "  threads "
+        f"{r['threads_before']:.0f} -> {r['threads_after']:.0f}",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -216,8 +273,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scrapers", type=int)
     parser.add_argument("--interval", type=float, default=0.1, help="per scraper, seconds")
     parser.add_argument("--warmup", type=float)
-    parser.add_argument("--short", action="store_true",
-                        help="5 s, 20 scrapers (where not given)")
+    parser.add_argument("--short", action="store_true", help="5 s, 20 scrapers (where not given)")
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
@@ -227,9 +283,17 @@ def main(argv: list[str] | None = None) -> None:
     results = {name: run_scenario(name, args) for name in args.scenario or SCENARIOS}
     print("RESULT " + json.dumps(results))
     if args.json:
-        args.json.write_text(json.dumps({"scrapers": args.scrapers, "seconds": args.seconds,
-                                         "interval_s": args.interval,
-                                         "scenarios": results}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "scrapers": args.scrapers,
+                    "seconds": args.seconds,
+                    "interval_s": args.interval,
+                    "scenarios": results,
+                },
+                indent=1,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -29,8 +29,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from analysis_bench import KERNEL_HEADER, write_table  # noqa: E402
 
 TREES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "msprof" / "trees"
-REAL = ("text_level0", "text_level1", "pp2dp2_level2", "db_level0", "db_level1",
-        "mindspore22_run1", "mindspore22_run2", "prof_not_exported")
+REAL = (
+    "text_level0",
+    "text_level1",
+    "pp2dp2_level2",
+    "db_level0",
+    "db_level1",
+    "mindspore22_run1",
+    "mindspore22_run2",
+    "prof_not_exported",
+)
 # msprof-analyze advisor rows (its "type" column) -> what npumon calls the same issue
 PEER_KINDS = {
     "慢卡分析": "slow_rank",  # slow rank: "computing" or "communication has a problem"
@@ -58,9 +66,12 @@ ANSWERS = {
 
 def unanswered(ours: set[str], theirs: set[str]) -> set[str]:
     """The peer's findings no npumon finding answers ("slow_rank(computing)" -> "slow_rank")."""
-    return {kind for kind in theirs
-            if not kind.startswith("(")
-            and not ANSWERS.get(kind.split("(")[0], {kind.split("(")[0]}) & ours}
+    return {
+        kind
+        for kind in theirs
+        if not kind.startswith("(")
+        and not ANSWERS.get(kind.split("(")[0], {kind.split("(")[0]}) & ours
+    }
 
 
 class Run:
@@ -72,8 +83,9 @@ def run(argv: Sequence[str], cwd: Path, timeout: float) -> Run:
     """One child in its own process group: wall time, peak RSS (wait4), killed on timeout."""
     started = time.perf_counter()
     with tempfile.TemporaryFile() as out:
-        child = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                                 start_new_session=True)
+        child = subprocess.Popen(
+            argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         killed = False
         while True:
             pid, status, usage = os.wait4(child.pid, os.WNOHANG)
@@ -134,15 +146,18 @@ def synthetic(root: Path, rows: int) -> Path:
     (out / "step_trace_time.csv").write_text(
         "Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,"
         "Communication(Not Overlapped and Exclude Receive),Preparing\n"
-        "13,800000,100000,50000,150000,100000,1000000,0,100000,2000\n")
+        "13,800000,100000,50000,150000,100000,1000000,0,100000,2000\n"
+    )
     return out.parents[1]
 
 
 def cell(runs: list[Run], timeout: float) -> str:
     if any(r.killed for r in runs):
         return f"> {timeout:g} s (killed)"
-    return (f"{statistics.median(r.seconds for r in runs):.2f} s / "
-            f"{statistics.median(r.rss_mb for r in runs):.0f} MB")
+    return (
+        f"{statistics.median(r.seconds for r in runs):.2f} s / "
+        f"{statistics.median(r.rss_mb for r in runs):.0f} MB"
+    )
 
 
 def compare(name: str, path: Path, args: argparse.Namespace, work: Path) -> list[str]:
@@ -158,9 +173,14 @@ def compare(name: str, path: Path, args: argparse.Namespace, work: Path) -> list
     theirs_found = peer_findings(theirs[-1].output) if theirs else {"(msprof-analyze missing)"}
     if theirs and theirs[-1].killed:
         theirs_found = {"(killed)"}
-    return [name, cell(ours, args.timeout), cell(theirs, args.timeout) if theirs else "-",
-            ", ".join(sorted(ours_found)) or "-", ", ".join(sorted(theirs_found)) or "-",
-            ", ".join(sorted(unanswered(ours_found, theirs_found))) or "-"]
+    return [
+        name,
+        cell(ours, args.timeout),
+        cell(theirs, args.timeout) if theirs else "-",
+        ", ".join(sorted(ours_found)) or "-",
+        ", ".join(sorted(theirs_found)) or "-",
+        ", ".join(sorted(unanswered(ours_found, theirs_found))) or "-",
+    ]
 
 
 def main() -> int:
@@ -169,16 +189,25 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--json", type=Path, help="write the table here")
-    parser.add_argument("--only", nargs="+", choices=REAL,
-                        help="these fixture trees only (no synthetic export)")
+    parser.add_argument(
+        "--only", nargs="+", choices=REAL, help="these fixture trees only (no synthetic export)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="npumon-peer-bench-") as tmp:
         work = Path(tmp)
         dirs = [(n, TREES / n) for n in args.only or REAL]
         if not args.only:
             dirs.append((f"synthetic {args.rows:,} rows", synthetic(work, args.rows)))
-        table = [["directory", "npumon (median)", "msprof-analyze (median)", "npumon finds",
-                  "msprof-analyze finds", "npumon misses"]]
+        table = [
+            [
+                "directory",
+                "npumon (median)",
+                "msprof-analyze (median)",
+                "npumon finds",
+                "msprof-analyze finds",
+                "npumon misses",
+            ]
+        ]
         for name, path in dirs:
             table.append(compare(name.replace(" ", "_").replace(",", ""), path, args, work))
             table[-1][0] = name
@@ -188,8 +217,9 @@ def main() -> int:
     for row in table:
         print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
     if args.json:
-        args.json.write_text(json.dumps({"runs": args.runs, "timeout_s": args.timeout,
-                                         "table": table}, indent=1))
+        args.json.write_text(
+            json.dumps({"runs": args.runs, "timeout_s": args.timeout, "table": table}, indent=1)
+        )
     return 0
 
 

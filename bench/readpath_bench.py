@@ -44,20 +44,28 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _prometheus(folder: Path, targets: dict[str, tuple[int, int]]) -> tuple[
-        subprocess.Popen[bytes], int]:
+def _prometheus(
+    folder: Path, targets: dict[str, tuple[int, int]]
+) -> tuple[subprocess.Popen[bytes], int]:
     """Prometheus scraping each job's 127.0.0.1:port at its interval; its own port."""
     jobs = "".join(
         f"  - job_name: {job}\n    scrape_interval: {interval}s\n    scrape_timeout: {interval}s\n"
         f"    static_configs: [{{targets: ['127.0.0.1:{port}']}}]\n"
-        for job, (port, interval) in targets.items())
+        for job, (port, interval) in targets.items()
+    )
     (folder / "prometheus.yml").write_text(f"scrape_configs:\n{jobs}")
     port = _free_port()
     process = subprocess.Popen(
-        ["prometheus", f"--config.file={folder / 'prometheus.yml'}",
-         f"--storage.tsdb.path={folder / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL, stderr=(folder / "prometheus.log").open("wb"),
-        start_new_session=True)
+        [
+            "prometheus",
+            f"--config.file={folder / 'prometheus.yml'}",
+            f"--storage.tsdb.path={folder / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=(folder / "prometheus.log").open("wb"),
+        start_new_session=True,
+    )
     return process, port
 
 
@@ -100,9 +108,14 @@ def run(seconds: float) -> dict[str, Any]:
             node_exporter = shutil.which("prometheus-node-exporter")
             if node_exporter:
                 node_port = _free_port()
-                exporters.append(subprocess.Popen(
-                    [node_exporter, f"--web.listen-address=127.0.0.1:{node_port}"],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+                exporters.append(
+                    subprocess.Popen(
+                        [node_exporter, f"--web.listen-address=127.0.0.1:{node_port}"],
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        start_new_session=True,
+                    )
+                )
                 targets |= {f"node_exporter_{i}s": (node_port, i) for i in JOBS.values()}
             prometheus, prom_port = _prometheus(folder, targets)
             exporters.append(prometheus)
@@ -113,17 +126,27 @@ def run(seconds: float) -> dict[str, Any]:
             window = f"[{int(seconds)}s]"
             result: dict[str, Any] = {
                 "seconds": seconds,
-                "p50_ms": _query(prom_port, f"1000 * quantile_over_time(0.5, "
-                                            f"scrape_duration_seconds{window})"),
-                "p99_ms": _query(prom_port, f"1000 * quantile_over_time(0.99, "
-                                            f"scrape_duration_seconds{window})"),
-                "max_ms": _query(prom_port, f"1000 * max_over_time(scrape_duration_seconds"
-                                            f"{window})"),
+                "p50_ms": _query(
+                    prom_port, f"1000 * quantile_over_time(0.5, scrape_duration_seconds{window})"
+                ),
+                "p99_ms": _query(
+                    prom_port, f"1000 * quantile_over_time(0.99, scrape_duration_seconds{window})"
+                ),
+                "max_ms": _query(
+                    prom_port, f"1000 * max_over_time(scrape_duration_seconds{window})"
+                ),
                 "scrapes": _query(prom_port, f"count_over_time(up{window})"),
-                "render_ms": 1000 * sum(_query(prom_port, "sum by (job) (avg_over_time("
-                                        f"npumon_scrape_collector_duration_seconds{window}))")
-                                        .get(job, 0.0) for job in ("npumon_15s",)),
-                "cpu_percent": 100 * (cpu1.user + cpu1.system - cpu0.user - cpu0.system)
+                "render_ms": 1000
+                * sum(
+                    _query(
+                        prom_port,
+                        "sum by (job) (avg_over_time("
+                        f"npumon_scrape_collector_duration_seconds{window}))",
+                    ).get(job, 0.0)
+                    for job in ("npumon_15s",)
+                ),
+                "cpu_percent": 100
+                * (cpu1.user + cpu1.system - cpu0.user - cpu0.system)
                 / (wall1 - wall0),
                 "rss_mb": proc.memory_info().rss / 2**20,
                 "node_exporter": bool(node_exporter),
@@ -140,23 +163,31 @@ def run(seconds: float) -> dict[str, Any]:
 def _print(r: dict[str, Any]) -> None:
     print(f"== a real Prometheus, {r['seconds']:g} s, a 16-chip A3 node (simulated)")
     for job in sorted(r["p99_ms"]):
-        print(f"  {job}: scrape_duration_seconds p50 {r['p50_ms'].get(job, float('nan')):.2f} ms"
-              f"  p99 {r['p99_ms'][job]:.2f} ms  max {r['max_ms'].get(job, float('nan')):.2f} ms"
-              f"  ({r['scrapes'].get(job, 0):.0f} scrapes)")
+        print(
+            f"  {job}: scrape_duration_seconds p50 {r['p50_ms'].get(job, float('nan')):.2f} ms"
+            f"  p99 {r['p99_ms'][job]:.2f} ms  max {r['max_ms'].get(job, float('nan')):.2f} ms"
+            f"  ({r['scrapes'].get(job, 0):.0f} scrapes)"
+        )
     if not r["node_exporter"]:
         print("  (prometheus-node-exporter is not installed: no comparison)")
     npumon_scrapes = sum(v for k, v in r["scrapes"].items() if k.startswith("npumon"))
     most = r["render_ms"] * npumon_scrapes / (10 * r["seconds"])
-    print(f"  daemon CPU {r['cpu_percent']:.2f} % of a core (both npumon jobs, children apart),"
-          f" RSS {r['rss_mb']:.1f} MB; a render of a new snapshot {r['render_ms']:.1f} ms, so at"
-          f" most {most:.2f} % of a core rendering ({npumon_scrapes:.0f} scrapes, each at most"
-          " one render)")
+    print(
+        f"  daemon CPU {r['cpu_percent']:.2f} % of a core (both npumon jobs, children apart),"
+        f" RSS {r['rss_mb']:.1f} MB; a render of a new snapshot {r['render_ms']:.1f} ms, so at"
+        f" most {most:.2f} % of a core rendering ({npumon_scrapes:.0f} scrapes, each at most"
+        " one render)"
+    )
     kept, new = r["kept_alive_ms"], r["new_connection_ms"]
-    print("  ten requests on one kept-alive connection (OpenMetrics, gzip), ms: "
-          + " ".join(f"{t:.2f}" for t in kept))
-    print(f"  a new connection each: median {statistics.median(new):.2f} ms; kept-alive after the"
-          f" first: median {statistics.median(kept[1:]):.2f} ms, max {max(kept[1:]):.2f} ms",
-          flush=True)
+    print(
+        "  ten requests on one kept-alive connection (OpenMetrics, gzip), ms: "
+        + " ".join(f"{t:.2f}" for t in kept)
+    )
+    print(
+        f"  a new connection each: median {statistics.median(new):.2f} ms; kept-alive after the"
+        f" first: median {statistics.median(kept[1:]):.2f} ms, max {max(kept[1:]):.2f} ms",
+        flush=True,
+    )
 
 
 def main() -> None:

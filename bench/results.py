@@ -33,34 +33,51 @@ def machine(folder: Path) -> str:
         if line.startswith("model name"):
             cpu = line.split(":", 1)[1].strip()
             break
-    mem_kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
-                   if line.startswith("MemTotal"))
+    mem_kib = next(
+        int(line.split()[1])
+        for line in Path("/proc/meminfo").read_text().splitlines()
+        if line.startswith("MemTotal")
+    )
     before = _load(folder, "machine_before") or {}
     after = (_load(folder, "machine_after") or {}).get("load_average") or os.getloadavg()
     wall = (folder / "wall.txt").read_text().strip() if (folder / "wall.txt").exists() else "?"
-    return (f"{cpu}, {os.cpu_count()} cores, {mem_kib / 2**20:.1f} GiB RAM, "
-            f"Python {platform.python_version()}, {platform.system()} {platform.release()}; "
-            f"load average (1/5/15 min) before "
-            f"{'/'.join(f'{x:.2f}' for x in before.get('load_average', [])) or '?'}, after "
-            f"{'/'.join(f'{x:.2f}' for x in after)}; `make bench` took {wall}. The machine is "
-            "shared with other work: latencies and wall times carry its load, CPU seconds "
-            "much less.")
+    return (
+        f"{cpu}, {os.cpu_count()} cores, {mem_kib / 2**20:.1f} GiB RAM, "
+        f"Python {platform.python_version()}, {platform.system()} {platform.release()}; "
+        f"load average (1/5/15 min) before "
+        f"{'/'.join(f'{x:.2f}' for x in before.get('load_average', [])) or '?'}, after "
+        f"{'/'.join(f'{x:.2f}' for x in after)}; `make bench` took {wall}. The machine is "
+        "shared with other work: latencies and wall times carry its load, CPU seconds "
+        "much less."
+    )
 
 
 class Table:
     def __init__(self, title: str) -> None:
         self.title, self.rows, self.misses = title, [], []
 
-    def row(self, figure: str, measured: str, budget: str = "-", met: bool | None = None,
-            miss: str | None = None) -> None:
+    def row(
+        self,
+        figure: str,
+        measured: str,
+        budget: str = "-",
+        met: bool | None = None,
+        miss: str | None = None,
+    ) -> None:
         verdict = "-" if met is None else ("yes" if met else "**no**")
         self.rows.append(f"| {figure} | {measured} | {budget} | {verdict} |")
         if met is False:
             self.misses.append((figure, miss or "No cause recorded."))
 
     def render(self) -> list[str]:
-        return [f"## {self.title}", "", "| figure | measured | budget | met? |",
-                "|---|---|---|---|", *self.rows, ""]
+        return [
+            f"## {self.title}",
+            "",
+            "| figure | measured | budget | met? |",
+            "|---|---|---|---|",
+            *self.rows,
+            "",
+        ]
 
 
 def _ms(value: float | None) -> str:
@@ -79,45 +96,67 @@ def polling(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
             t.row(f"daemon CPU, {chips} chips", NA, "< 1 % of a core", False)
             continue
         cpu = n["own_cpu_percent"]
-        t.row(f"daemon CPU (excl. children), {chips} chips, scraped every 15 s",
-              f"{cpu:.2f} % of a core", "< 1 % of a core", cpu < 1.0,
-              f"The daemon itself used {cpu:.2f} % of a core at {chips} chips. Its work per "
-              "table interval is parsing npu-smi's (and hccn_tool's) text and rebuilding the "
-              "snapshot in Python, plus one render of the exposition per scrape (OpenMetrics, "
-              "gzip, as Prometheus asks), just before it is due; three daemons and their "
-              "simulated npu-smi shared the 2 cores during the "
-              "run, so the figure carries some contention. Profiled at 16 chips (py-spy --gil, "
-              "one daemon, scraped every 15 s, 90 s: 1.17 % of a core in all, 0.65 % running "
-              "Python): a third of the Python time is prometheus_client's OpenMetrics encoder "
-              "(~35 ms per render of 3,180 samples, one render per scrape; it validates and "
-              "escapes every label of every sample), the rest polling (~380 npu-smi and "
-              "hccn_tool commands a minute, their parsing, the snapshot). Fix: a faster "
-              "encoder for families whose names are checked at import, or fewer commands.")
-        t.row(f"children CPU (npu-smi, msprof simulators), {chips} chips",
-              f"{n['children_cpu_percent']:.2f} % of a core",
-              "reported apart (the real npu-smi's own cost)")
-        t.row(f"daemon RSS, {chips} chips", f"{n['rss_mb']:.1f} MB", "< 60 MB",
-              n["rss_mb"] < 60,
-              f"RSS {n['rss_mb']:.1f} MB at {chips} chips: the interpreter, pydantic, uvicorn "
-              "and the exporters' modules. Fix: lazy imports of what only the worker needs.")
-        t.row(f"pandas loaded in the daemon, {chips} chips",
-              "yes" if n["pandas_loaded"] else "no", "no", not n["pandas_loaded"],
-              "pandas is mapped into the daemon: some import path reaches it outside the "
-              "analysis worker. Fix: find it with -X importtime and make it lazy.")
+        t.row(
+            f"daemon CPU (excl. children), {chips} chips, scraped every 15 s",
+            f"{cpu:.2f} % of a core",
+            "< 1 % of a core",
+            cpu < 1.0,
+            f"The daemon itself used {cpu:.2f} % of a core at {chips} chips. Its work per "
+            "table interval is parsing npu-smi's (and hccn_tool's) text and rebuilding the "
+            "snapshot in Python, plus one render of the exposition per scrape (OpenMetrics, "
+            "gzip, as Prometheus asks), just before it is due; three daemons and their "
+            "simulated npu-smi shared the 2 cores during the "
+            "run, so the figure carries some contention. Profiled at 16 chips (py-spy --gil, "
+            "one daemon, scraped every 15 s, 90 s: 1.17 % of a core in all, 0.65 % running "
+            "Python): a third of the Python time is prometheus_client's OpenMetrics encoder "
+            "(~35 ms per render of 3,180 samples, one render per scrape; it validates and "
+            "escapes every label of every sample), the rest polling (~380 npu-smi and "
+            "hccn_tool commands a minute, their parsing, the snapshot). Fix: a faster "
+            "encoder for families whose names are checked at import, or fewer commands.",
+        )
+        t.row(
+            f"children CPU (npu-smi, msprof simulators), {chips} chips",
+            f"{n['children_cpu_percent']:.2f} % of a core",
+            "reported apart (the real npu-smi's own cost)",
+        )
+        t.row(
+            f"daemon RSS, {chips} chips",
+            f"{n['rss_mb']:.1f} MB",
+            "< 60 MB",
+            n["rss_mb"] < 60,
+            f"RSS {n['rss_mb']:.1f} MB at {chips} chips: the interpreter, pydantic, uvicorn "
+            "and the exporters' modules. Fix: lazy imports of what only the worker needs.",
+        )
+        t.row(
+            f"pandas loaded in the daemon, {chips} chips",
+            "yes" if n["pandas_loaded"] else "no",
+            "no",
+            not n["pandas_loaded"],
+            "pandas is mapped into the daemon: some import path reaches it outside the "
+            "analysis worker. Fix: find it with -X importtime and make it lazy.",
+        )
     if calls is None:
-        t.row("npu-smi / hccn_tool calls per minute", NA + " (bench/calls_bench.py absent: "
-              "the network source had not landed on main)", "-")
+        t.row(
+            "npu-smi / hccn_tool calls per minute",
+            NA + " (bench/calls_bench.py absent: the network source had not landed on main)",
+            "-",
+        )
     else:
         for label, c in calls.items():
             t.row(f"npu-smi calls per minute, {label}", f"{c['npu_smi']:.1f}")
             t.row(f"hccn_tool calls per minute, {label}", f"{c['hccn_tool']:.1f}")
     for label, d in (_load(folder, "dcmi") or {}).items():  # bench/dcmi_bench.py
-        t.row(f"npu-smi calls per minute, backend dcmi, {label}",
-              f"{d['npu_smi_calls_per_minute']:.1f} (interconnect queries only)")
-        t.row(f"DCMI helper CPU (fake libdcmi), {label}",
-              f"{d['helper_cpu_percent']:.3f} % of a core", "< 0.2 % of a core",
-              d["helper_cpu_percent"] < 0.2,
-              "The helper spends more than its share per request. Fix: profile dcmi_helper.py.")
+        t.row(
+            f"npu-smi calls per minute, backend dcmi, {label}",
+            f"{d['npu_smi_calls_per_minute']:.1f} (interconnect queries only)",
+        )
+        t.row(
+            f"DCMI helper CPU (fake libdcmi), {label}",
+            f"{d['helper_cpu_percent']:.3f} % of a core",
+            "< 0.2 % of a core",
+            d["helper_cpu_percent"] < 0.2,
+            "The helper spends more than its share per request. Fix: profile dcmi_helper.py.",
+        )
     misses += t.misses
     return t.render()
 
@@ -138,22 +177,35 @@ def scrapes(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
         + (f"{children:.1f} % of a core at 16 chips" if children is not None else "see section 1")
         + "), in the polling run the other daemons, and other work (load average "
         f"{load:.1f} at the start). The same client against a hung npu-smi (no new snapshots) "
-        "stays at p99 " + (f"{hang_p99:.2f} ms" if hang_p99 is not None else "(not measured)")
-        + ".")
+        "stays at p99 " + (f"{hang_p99:.2f} ms" if hang_p99 is not None else "(not measured)") + "."
+    )
     for chips, n in sorted(daemon.get("nodes", {}).items(), key=lambda kv: int(kv[0])):
-        t.row(f"1 client, {chips} chips: size", f"{n['bytes']:,} bytes, {n['samples']:,} samples "
-              f"({n['process_series']} process, {n['network_series']} network, "
-              f"{n['profiling_series']} profiling)")
+        t.row(
+            f"1 client, {chips} chips: size",
+            f"{n['bytes']:,} bytes, {n['samples']:,} samples "
+            f"({n['process_series']} process, {n['network_series']} network, "
+            f"{n['profiling_series']} profiling)",
+        )
         label = f"1 client, {chips} chips, plain: p50 / p99"
-        t.row(label, f"{_ms(n['p50_ms'])} / {_ms(n['p99_ms'])}", "p99 < 5 ms",
-              n["p99_ms"] < 5, note)
+        t.row(
+            label, f"{_ms(n['p50_ms'])} / {_ms(n['p99_ms'])}", "p99 < 5 ms", n["p99_ms"] < 5, note
+        )
     hung = daemon.get("hung_16")
     if hung:
         label = "1 client, 16 chips, npu-smi hanging (in-process): p50 / p99"
-        t.row(label, f"{_ms(hung['p50_ms'])} / {_ms(hung['p99_ms'])}", "p99 < 5 ms",
-              hung["p99_ms"] < 5, note)
-    names = {"plain": "plain", "tls_auth": "TLS + basic auth", "npu_smi_hang": "npu-smi hanging",
-             "default_40": "default --web.max-requests 40"}
+        t.row(
+            label,
+            f"{_ms(hung['p50_ms'])} / {_ms(hung['p99_ms'])}",
+            "p99 < 5 ms",
+            hung["p99_ms"] < 5,
+            note,
+        )
+    names = {
+        "plain": "plain",
+        "tls_auth": "TLS + basic auth",
+        "npu_smi_hang": "npu-smi hanging",
+        "default_40": "default --web.max-requests 40",
+    }
     for data, clients in ((one, 1), (hundred, 100)):
         if data is None:
             t.row(f"{clients} client(s), 16 chips", NA, "-", False)
@@ -164,26 +216,40 @@ def scrapes(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
     return t.render()
 
 
-def _load_rows(t: Table, data: dict[str, Any], clients: int, name: str, title: str,
-               r: dict[str, float], load: float, note: str) -> None:
+def _load_rows(
+    t: Table,
+    data: dict[str, Any],
+    clients: int,
+    name: str,
+    title: str,
+    r: dict[str, float],
+    load: float,
+    note: str,
+) -> None:
     who = "1 client" if clients == 1 else f"{clients} clients"
     label = f"{who}, each every {1000 * data['interval_s']:.0f} ms, 16 chips, {title}"
     settled = r.get("rss_settled_mb", r["rss_after_mb"])
     growth = settled - r["rss_before_mb"]
-    extra = (f" ({r['ok']:.0f} ok, {r['busy_503']:.0f} 503, {r['errors']:.0f} errors; RSS "
-             f"{r['rss_before_mb']:.0f} -> {r['rss_after_mb']:.0f} MB at the end, "
-             f"{settled:.0f} MB 5 s later)")
+    extra = (
+        f" ({r['ok']:.0f} ok, {r['busy_503']:.0f} 503, {r['errors']:.0f} errors; RSS "
+        f"{r['rss_before_mb']:.0f} -> {r['rss_after_mb']:.0f} MB at the end, "
+        f"{settled:.0f} MB 5 s later)"
+    )
     if clients == 1:
         budget, ok = "p99 < 5 ms, no errors", r["p99_ms"] < 5 and r["errors"] == 0
         why = note
         if name == "tls_auth":
-            why += (" Under TLS + auth a new connection also pays a handshake and the first "
-                    "check of a credential one bcrypt (cost 10); checks are cached after that.")
+            why += (
+                " Under TLS + auth a new connection also pays a handshake and the first "
+                "check of a credential one bcrypt (cost 10); checks are cached after that."
+            )
     elif name == "default_40":  # beyond the limit a 503: no latency target for it
         budget = "no errors or timeouts"
         ok = r["errors"] == 0
-        why = (f"{r['busy_503']:.0f} scrapes beyond --web.max-requests 40 got a 503, "
-               f"{r['errors']:.0f} errors or timeouts.")
+        why = (
+            f"{r['busy_503']:.0f} scrapes beyond --web.max-requests 40 got a 503, "
+            f"{r['errors']:.0f} errors or timeouts."
+        )
     elif name == "tls_auth":  # the issue's latency target is for plain HTTP
         budget = "no errors, RSS growth < 20 MB (p99 < 50 ms is plain HTTP's)"
         ok = r["errors"] == 0 and growth < 20
@@ -193,13 +259,14 @@ def _load_rows(t: Table, data: dict[str, Any], clients: int, name: str, title: s
     if clients == 100 and name != "default_40":
         asked = data["scrapers"] / data["interval_s"]
         got = r["ok"] / data["seconds"]
-        why = (f"{data['scrapers']} clients asking {asked:.0f} scrapes a second got {got:.0f} a "
-               "second on 2 cores shared with the load generator (Python asyncio), the "
-               "simulated npu-smi and other "
-               f"work (load average {load:.1f} at the start); RSS grew {growth:.1f} MB (5 s "
-               "after the load). uvicorn parses HTTP with h11 (pure Python).")
-    t.row(f"{label}: p50 / p99", f"{_ms(r['p50_ms'])} / {_ms(r['p99_ms'])}{extra}", budget,
-          ok, why)
+        why = (
+            f"{data['scrapers']} clients asking {asked:.0f} scrapes a second got {got:.0f} a "
+            "second on 2 cores shared with the load generator (Python asyncio), the "
+            "simulated npu-smi and other "
+            f"work (load average {load:.1f} at the start); RSS grew {growth:.1f} MB (5 s "
+            "after the load). uvicorn parses HTTP with h11 (pure Python)."
+        )
+    t.row(f"{label}: p50 / p99", f"{_ms(r['p50_ms'])} / {_ms(r['p99_ms'])}{extra}", budget, ok, why)
 
 
 def analysis(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
@@ -212,25 +279,34 @@ def analysis(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
         top = max(c["rows"] for c in data["cases"])
         for c in data["cases"]:
             figure = f"{c['case']}, {c['rows']:,} rows (median of {data['runs']}, alternated)"
-            measured = (f"npumon {c['npumon_s']:.2f} s / {c['npumon_mb']:.0f} MB; naive "
-                        f"{c['naive_s']:.2f} s / {c['naive_mb']:.0f} MB; {c['speedup']:.1f}x")
+            measured = (
+                f"npumon {c['npumon_s']:.2f} s / {c['npumon_mb']:.0f} MB; naive "
+                f"{c['naive_s']:.2f} s / {c['naive_mb']:.0f} MB; {c['speedup']:.1f}x"
+            )
             if c["rows"] == top:
                 ok = c["npumon_s"] < 1 and c["npumon_mb"] < 600 and c["speedup"] >= 3
-                t.row(figure, measured, "< 1 s, < 600 MB, >= 3x naive", ok,
-                      f"{c['case']} at {c['rows']:,} rows: {c['npumon_s']:.2f} s, "
-                      f"{c['npumon_mb']:.0f} MB, {c['speedup']:.1f}x the naive baseline "
-                      f"({c['detail']}). npumon reads only the columns it uses (usecols, "
-                      "pandas' C parser) and splits each large file into byte ranges across "
-                      "worker processes; " + (
-                          "with 4 ranks that happens once per rank's file, one after another, "
-                          "each with a fresh process pool (fork, dispatch, frames pickled back), "
-                          "so the fixed cost is paid four times. Fix: read the ranks' files in "
-                          "one pool pass (a file or range per worker, all ranks at once). "
-                          if "rank" in c["case"] else
-                          "on 2 cores shared with other work the C parser's throughput is the "
-                          "floor (it still tokenizes every field of the 47-column rows). Fix: a "
-                          "multi-threaded, column-pruned reader (pyarrow's CSV reader). ")
-                      + "Affected by the machine's load.")
+                t.row(
+                    figure,
+                    measured,
+                    "< 1 s, < 600 MB, >= 3x naive",
+                    ok,
+                    f"{c['case']} at {c['rows']:,} rows: {c['npumon_s']:.2f} s, "
+                    f"{c['npumon_mb']:.0f} MB, {c['speedup']:.1f}x the naive baseline "
+                    f"({c['detail']}). npumon reads only the columns it uses (usecols, "
+                    "pandas' C parser) and splits each large file into byte ranges across "
+                    "worker processes; "
+                    + (
+                        "with 4 ranks that happens once per rank's file, one after another, "
+                        "each with a fresh process pool (fork, dispatch, frames pickled back), "
+                        "so the fixed cost is paid four times. Fix: read the ranks' files in "
+                        "one pool pass (a file or range per worker, all ranks at once). "
+                        if "rank" in c["case"]
+                        else "on 2 cores shared with other work the C parser's throughput is the "
+                        "floor (it still tokenizes every field of the 47-column rows). Fix: a "
+                        "multi-threaded, column-pruned reader (pyarrow's CSV reader). "
+                    )
+                    + "Affected by the machine's load.",
+                )
             else:
                 t.row(figure, measured)
     out += t.render()
@@ -238,10 +314,15 @@ def analysis(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
         out += ["msprof-analyze comparison: " + NA, ""]
     else:
         table = peer["table"]
-        out += [f"msprof-analyze (`advisor all`) on the same directories: {peer['runs']} "
-                f"alternated run(s), timeout {peer['timeout_s']:g} s each, wall / peak RSS:", "",
-                "| " + " | ".join(table[0]) + " |", "|" + "---|" * len(table[0]),
-                *("| " + " | ".join(r) + " |" for r in table[1:]), ""]
+        out += [
+            f"msprof-analyze (`advisor all`) on the same directories: {peer['runs']} "
+            f"alternated run(s), timeout {peer['timeout_s']:g} s each, wall / peak RSS:",
+            "",
+            "| " + " | ".join(table[0]) + " |",
+            "|" + "---|" * len(table[0]),
+            *("| " + " | ".join(r) + " |" for r in table[1:]),
+            "",
+        ]
     misses += t.misses
     return out
 
@@ -250,23 +331,32 @@ def duty(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
     daemon = _load(folder, "daemon") or {}
     interval = daemon.get("profiling_interval_s", 600.0)
     t = Table(f"4. Duty cycle (profiling.interval {interval:g} s, the default)")
-    t.row("configured: profiling.duration / interval (msprof_attach)",
-          f"{daemon.get('profiling_duration_s', 5.0):g} s / {interval:g} s = "
-          f"{100 * daemon.get('profiling_duration_s', 5.0) / interval:.2f} %")
+    t.row(
+        "configured: profiling.duration / interval (msprof_attach)",
+        f"{daemon.get('profiling_duration_s', 5.0):g} s / {interval:g} s = "
+        f"{100 * daemon.get('profiling_duration_s', 5.0) / interval:.2f} %",
+    )
     for chips, n in sorted(daemon.get("nodes", {}).items(), key=lambda kv: int(kv[0])):
         if n.get("capture_seconds") is None:
-            t.row(f"measured, workload of the {chips}-chip daemon", "no capture finished "
-                  "within the run")
+            t.row(
+                f"measured, workload of the {chips}-chip daemon",
+                "no capture finished within the run",
+            )
             continue
-        t.row(f"measured, workload {n['capture_workload']} ({chips}-chip daemon, simulated "
-              "msprof)", f"{n['capture_seconds']:.2f} s / {interval:g} s = "
-              f"{100 * n['capture_seconds'] / interval:.2f} %")
+        t.row(
+            f"measured, workload {n['capture_workload']} ({chips}-chip daemon, simulated msprof)",
+            f"{n['capture_seconds']:.2f} s / {interval:g} s = "
+            f"{100 * n['capture_seconds'] / interval:.2f} %",
+        )
     misses += t.misses
-    return [*t.render(), "The measured share uses npumon_capture_duration_seconds, the wall "
-            "time of the workload's last successful capture with the simulated msprof, analysis "
-            "included: an upper bound on the time the job itself spends under the profiler, "
-            "which is the configured window (profiling.duration) plus msprof's start and stop.",
-            ""]
+    return [
+        *t.render(),
+        "The measured share uses npumon_capture_duration_seconds, the wall "
+        "time of the workload's last successful capture with the simulated msprof, analysis "
+        "included: an upper bound on the time the job itself spends under the profiler, "
+        "which is the configured window (profiling.duration) plus msprof's start and stop.",
+        "",
+    ]
 
 
 def main() -> int:
@@ -275,16 +365,28 @@ def main() -> int:
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "RESULTS.md")
     args = parser.parse_args()
     misses: list[tuple[str, str]] = []
-    body = [*polling(args.folder, misses), *scrapes(args.folder, misses),
-            *analysis(args.folder, misses), *duty(args.folder, misses)]
-    lines = ["# npumon: what it costs the node", "",
-             "Written by `make bench` (bench/results.py) from one run of every bench script on "
-             "the simulator, loopback only. Do not edit by hand.", "",
-             f"**Machine:** {machine(args.folder)}", "",
-             "For comparison: Huawei's npu-exporter DaemonSet reserves 1 CPU and 1 GiB "
-             "(its manifest's requests); dcgm-exporter and npu-exporter both have CPU and memory "
-             "bug reports. Those are published figures, not measured here.", "", *body,
-             "## 5. Figures that miss their budget", ""]
+    body = [
+        *polling(args.folder, misses),
+        *scrapes(args.folder, misses),
+        *analysis(args.folder, misses),
+        *duty(args.folder, misses),
+    ]
+    lines = [
+        "# npumon: what it costs the node",
+        "",
+        "Written by `make bench` (bench/results.py) from one run of every bench script on "
+        "the simulator, loopback only. Do not edit by hand.",
+        "",
+        f"**Machine:** {machine(args.folder)}",
+        "",
+        "For comparison: Huawei's npu-exporter DaemonSet reserves 1 CPU and 1 GiB "
+        "(its manifest's requests); dcgm-exporter and npu-exporter both have CPU and memory "
+        "bug reports. Those are published figures, not measured here.",
+        "",
+        *body,
+        "## 5. Figures that miss their budget",
+        "",
+    ]
     if not misses:
         lines += ["None.", ""]
     for figure, text in misses:

@@ -1,4 +1,5 @@
 """`python -m npumon.daemon`."""
+
 import sys
 
 from npumon.daemon.cli import main

@@ -73,23 +73,32 @@ class Agent:
         smi = build_npu_smi(config, runner, proc_root, dcmi_trust, self.store.set_backend)
         self.smi = smi
         self.sources = NpuSmiSources(
-            smi, self.store.publish_npu_smi, health_interval=config.npu_smi.intervals.health,
-            identity_due=self._identity_due, clock=clock, containers=ContainerResolver(proc_root),
+            smi,
+            self.store.publish_npu_smi,
+            health_interval=config.npu_smi.intervals.health,
+            identity_due=self._identity_due,
+            clock=clock,
+            containers=ContainerResolver(proc_root),
             initial=previous.sources.results() if previous is not None else None,
             busy=previous.sources.busy if previous is not None else None,
         )
         # hccn_tool: RoCE NIC ports of the chips npu-smi lists (off where it is not installed)
         hccn = config.hccn_tool
         self.hccn = HccnSources(
-            HccnTool(hccn.command, hccn.timeout, runner), self.store.publish_hccn_tool,
-            lambda: nic_chips(self.sources.results()), clock=clock,
+            HccnTool(hccn.command, hccn.timeout, runner),
+            self.store.publish_hccn_tool,
+            lambda: nic_chips(self.sources.results()),
+            clock=clock,
             identity_due=lambda: self._run_now(self.hccn.poll_hccn_tool_identity.__name__),
             busy=previous.hccn.busy if previous is not None else None,
         )
         kube = config.kubernetes
         self.pod_resources = PodResourcesSource(
-            kube.pod_resources_socket, kube.timeout, kube.resource_prefixes,
-            self.store.publish_pod_resources, clock=clock,
+            kube.pod_resources_socket,
+            kube.timeout,
+            kube.resource_prefixes,
+            self.store.publish_pod_resources,
+            clock=clock,
         )
         self.profiler: Profiler | None = None
         if config.profiling.active():
@@ -98,8 +107,9 @@ class Agent:
         # the profiles collector only when profiling is on: no empty collector otherwise
         disabled = {*config.collectors.disabled, *(() if self.profiler else ("profiles",))}
         enabled = ("npu_exporter_compat",) if config.compat.npu_exporter_names else ()
-        self.collector = NpuCollector(self.store.latest, __version__, disabled=disabled,
-                                      enabled=enabled)
+        self.collector = NpuCollector(
+            self.store.latest, __version__, disabled=disabled, enabled=enabled
+        )
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)
         self._scheduler_clock = scheduler_clock
@@ -204,9 +214,13 @@ class Agent:
             self.smi.helper.close()
 
 
-
-def build_npu_smi(config: Config, runner: Runner, proc_root: Path, trust: TrustPolicy,
-                  on_backend: Callable[[BackendInfo], None]) -> DcmiSmi:
+def build_npu_smi(
+    config: Config,
+    runner: Runner,
+    proc_root: Path,
+    trust: TrustPolicy,
+    on_backend: Callable[[BackendInfo], None],
+) -> DcmiSmi:
     """npu-smi, with what DCMI answers through the helper unless the backend is cli or the
     library is refused (why is logged once and becomes npumon_backend_info's reason)."""
     settings = config.npu_smi
@@ -216,5 +230,13 @@ def build_npu_smi(config: Config, runner: Runner, proc_root: Path, trust: TrustP
             helper = DcmiHelper(find_library(config.dcmi.library, trust), settings.timeout)
         except LibraryRefused as refused:
             refusal = refused
-    return DcmiSmi(settings.command, settings.timeout, runner, mode=settings.backend,
-                   helper=helper, no_helper=refusal, on_backend=on_backend, proc_root=proc_root)
+    return DcmiSmi(
+        settings.command,
+        settings.timeout,
+        runner,
+        mode=settings.backend,
+        helper=helper,
+        no_helper=refusal,
+        on_backend=on_backend,
+        proc_root=proc_root,
+    )

@@ -31,27 +31,51 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"npumon {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     logs = argparse.ArgumentParser(add_help=False)
-    logs.add_argument("--log.level", dest="log_level",
-                      choices=("debug", "info", "warning", "error"), help="override logging.level")
-    logs.add_argument("--log.format", dest="log_format", choices=("logfmt", "json"),
-                      help="override logging.format")
+    logs.add_argument(
+        "--log.level",
+        dest="log_level",
+        choices=("debug", "info", "warning", "error"),
+        help="override logging.level",
+    )
+    logs.add_argument(
+        "--log.format",
+        dest="log_format",
+        choices=("logfmt", "json"),
+        help="override logging.format",
+    )
     run = sub.add_parser("run", help="run the agent and serve /metrics", parents=[logs])
     run.add_argument("--config", type=Path, help="YAML config file (default: all defaults)")
-    run.add_argument("--web.listen-address", dest="listen_address",
-                     help="override web.listen_address, e.g. ':9732' or '127.0.0.1:9732'")
-    run.add_argument("--web.config.file", dest="web_config_file", type=Path,
-                     help="override web.config_file: an exporter-toolkit web-config.yml")
-    run.add_argument("--web.max-requests", dest="max_requests", type=int,
-                     help="override web.max_requests: in-flight requests before a 503")
-    collect = sub.add_parser("collect", help="run every source once and print the exposition",
-                             parents=[logs])
-    collect.add_argument("--once", action="store_true", required=True,
-                         help="required: collect once and exit")
+    run.add_argument(
+        "--web.listen-address",
+        dest="listen_address",
+        help="override web.listen_address, e.g. ':9732' or '127.0.0.1:9732'",
+    )
+    run.add_argument(
+        "--web.config.file",
+        dest="web_config_file",
+        type=Path,
+        help="override web.config_file: an exporter-toolkit web-config.yml",
+    )
+    run.add_argument(
+        "--web.max-requests",
+        dest="max_requests",
+        type=int,
+        help="override web.max_requests: in-flight requests before a 503",
+    )
+    collect = sub.add_parser(
+        "collect", help="run every source once and print the exposition", parents=[logs]
+    )
+    collect.add_argument(
+        "--once", action="store_true", required=True, help="required: collect once and exit"
+    )
     collect.add_argument("--config", type=Path)
     check = sub.add_parser("check-config", help="validate a config file; exit 0 or 1")
     check.add_argument("file", type=Path)
-    analyze = sub.add_parser("analyze", help="analyse a profile directory on disk",
-                             description="Analyse a profiler output directory.")
+    analyze = sub.add_parser(
+        "analyze",
+        help="analyse a profile directory on disk",
+        description="Analyse a profiler output directory.",
+    )
     add_analyze_arguments(analyze)
     return parser
 
@@ -78,9 +102,11 @@ def _check_config(path: Path) -> int:
 
 def _with_flags(config: Config, args: argparse.Namespace) -> Config:
     """Command-line flags win over the config file (web and logging), also after a reload."""
-    web_flags = {"listen_address": getattr(args, "listen_address", None),
-                 "config_file": getattr(args, "web_config_file", None),
-                 "max_requests": getattr(args, "max_requests", None)}
+    web_flags = {
+        "listen_address": getattr(args, "listen_address", None),
+        "config_file": getattr(args, "web_config_file", None),
+        "max_requests": getattr(args, "max_requests", None),
+    }
     log_flags = {"level": args.log_level, "format": args.log_format}
     data = config.model_dump()
     data["web"].update({k: v for k, v in web_flags.items() if v is not None})
@@ -92,9 +118,14 @@ class _Progress:
     """`collect --once` on stderr: nothing when it ends within a second, else a line per step
     (the steps of the first second once it has passed)."""
 
-    def __init__(self, state: Callable[[str], str], *, after: float = 1.0,
-                 clock: Callable[[], float] = time.monotonic,
-                 stream: IO[str] | None = None) -> None:
+    def __init__(
+        self,
+        state: Callable[[str], str],
+        *,
+        after: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+        stream: IO[str] | None = None,
+    ) -> None:
         self._state, self._after, self._clock = state, after, clock
         self._stream = stream or sys.stderr
         self._started = clock()
@@ -145,17 +176,31 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
     signals = _SignalPipe((signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
     address = config.web.listen_address
     try:
-        server = serve(supervisor.exposition, address, config.web.config_file, supervisor.healthy,
-                       version=__version__, latest=supervisor.latest,
-                       max_requests=config.web.max_requests)
+        server = serve(
+            supervisor.exposition,
+            address,
+            config.web.config_file,
+            supervisor.healthy,
+            version=__version__,
+            latest=supervisor.latest,
+            max_requests=config.web.max_requests,
+        )
     except (OSError, ValueError) as error:  # a taken port, an address this host does not have
         supervisor.stop()
-        print(f"npumon: cannot listen on {address!r}: {getattr(error, 'strerror', None) or error}"
-              "; pick another with --web.listen-address (or web.listen_address)", file=sys.stderr)
+        print(
+            f"npumon: cannot listen on {address!r}: {getattr(error, 'strerror', None) or error}"
+            "; pick another with --web.listen-address (or web.listen_address)",
+            file=sys.stderr,
+        )
         return 1
     supervisor.start()
-    log.info("event=listening address=%s port=%d tls=%s max_requests=%d", address, server.port,
-             server.tls, config.web.max_requests)
+    log.info(
+        "event=listening address=%s port=%d tls=%s max_requests=%d",
+        address,
+        server.port,
+        server.tls,
+        config.web.max_requests,
+    )
     try:
         _until_stopped(supervisor, signals)
     finally:

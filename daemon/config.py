@@ -37,8 +37,10 @@ def _duration(value: Any) -> Any:
         match = _DURATION.match(value.strip())
         if match:
             return float(match["num"]) * _UNIT_SECONDS[match["unit"]]
-    raise ValueError("expected a duration like '500ms', '15s', '10m' or '1h', "
-                     f"got {config_messages.kind_of(value)}")
+    raise ValueError(
+        "expected a duration like '500ms', '15s', '10m' or '1h', "
+        f"got {config_messages.kind_of(value)}"
+    )
 
 
 Duration = Annotated[float, BeforeValidator(_duration), Field(gt=0)]
@@ -141,9 +143,23 @@ class Logging(_Model):
 
 
 CollectorName = Literal[
-    "identity", "health", "utilization", "power", "memory", "clocks", "ecc",
-    "network", "optical", "interconnect", "processes", "kubernetes",
-    "profiling", "sources", "node", "profiles", "npu_exporter_compat",
+    "identity",
+    "health",
+    "utilization",
+    "power",
+    "memory",
+    "clocks",
+    "ecc",
+    "network",
+    "optical",
+    "interconnect",
+    "processes",
+    "kubernetes",
+    "profiling",
+    "sources",
+    "node",
+    "profiles",
+    "npu_exporter_compat",
 ]
 """The exporters' collectors (a test keeps this equal to exporters.collector.COLLECTOR_NAMES)."""
 
@@ -276,8 +292,13 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
-        raise ConfigError(source, ["(top level): expected a mapping (key: value lines), got "
-                                  + config_messages.kind_of(data)])
+        raise ConfigError(
+            source,
+            [
+                "(top level): expected a mapping (key: value lines), got "
+                + config_messages.kind_of(data)
+            ],
+        )
     try:
         return Config.model_validate(data)
     except ValidationError as error:

@@ -40,10 +40,17 @@ def kind_of(value: Any) -> str:
         return "true/false"
     if value is None:
         return "nothing (an empty value)"
-    names = {str: "text", int: "a whole number", float: "a number", list: "a list",
-             tuple: "a list", dict: "a mapping"}
-    return next((name for kind, name in names.items() if isinstance(value, kind)),
-                type(value).__name__)
+    names = {
+        str: "text",
+        int: "a whole number",
+        float: "a number",
+        list: "a list",
+        tuple: "a list",
+        dict: "a mapping",
+    }
+    return next(
+        (name for kind, name in names.items() if isinstance(value, kind)), type(value).__name__
+    )
 
 
 def _unwrap(annotation: Any) -> list[Any]:
@@ -68,8 +75,12 @@ def _keys_at(root: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
             elif origin is dict and len(args) == 2:
                 inner += _unwrap(args[1])
         annotations = inner
-    return [name for a in annotations if isinstance(a, type) and issubclass(a, BaseModel)
-            for name in a.model_fields]
+    return [
+        name
+        for a in annotations
+        if isinstance(a, type) and issubclass(a, BaseModel)
+        for name in a.model_fields
+    ]
 
 
 def _unknown_key(root: type[BaseModel], loc: tuple[int | str, ...]) -> str:

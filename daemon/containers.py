@@ -64,14 +64,21 @@ def describe(proc: Path, process: TableProcess) -> TableProcess:
     found = _CONTAINER_ID.search(cgroup)
     env = _environ(_read(proc / "environ"))
     try:
-        visible = parse_visible_devices(env["ASCEND_VISIBLE_DEVICES"]) \
-            if "ASCEND_VISIBLE_DEVICES" in env else None
+        visible = (
+            parse_visible_devices(env["ASCEND_VISIBLE_DEVICES"])
+            if "ASCEND_VISIBLE_DEVICES" in env
+            else None
+        )
     except ParseError:
         visible = None
     return dataclasses.replace(
-        process, container_id=found.group(1) if found else None, pod_uid=pod_uid(cgroup),
-        hostname=env.get("HOSTNAME") or None, visible_devices=visible,
-        user=_user(_read(proc / "status")), slurm_job_id=env.get("SLURM_JOB_ID") or None,
+        process,
+        container_id=found.group(1) if found else None,
+        pod_uid=pod_uid(cgroup),
+        hostname=env.get("HOSTNAME") or None,
+        visible_devices=visible,
+        user=_user(_read(proc / "status")),
+        slurm_job_id=env.get("SLURM_JOB_ID") or None,
     )
 
 

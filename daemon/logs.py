@@ -22,8 +22,7 @@ from pathlib import PurePath
 from typing import IO, Literal
 
 LogFormat = Literal["logfmt", "json"]
-QUIET = ("uvicorn", "uvicorn.error", "uvicorn.access", "asyncio", "grpc",
-         "py.warnings")
+QUIET = ("uvicorn", "uvicorn.error", "uvicorn.access", "asyncio", "grpc", "py.warnings")
 _PAIR = re.compile(r"(\w+)=(\"(?:[^\"\\]|\\.)*\"|\S*)")
 _PLAIN = re.compile(r"[^\s\"=\\]+")
 
@@ -62,8 +61,10 @@ def _message(record: logging.LogRecord) -> str:
         return "msg=" + json.dumps(record.getMessage(), ensure_ascii=False)
     args = record.args
     if isinstance(args, tuple):
-        args = tuple(a if isinstance(a, int | float) and not isinstance(a, bool)
-                     else _Value(logfmt_value(a)) for a in args)
+        args = tuple(
+            a if isinstance(a, int | float) and not isinstance(a, bool) else _Value(logfmt_value(a))
+            for a in args
+        )
     return str(record.msg) % args if args else str(record.msg)
 
 
@@ -76,8 +77,10 @@ class LogfmtFormatter(logging.Formatter):
     """``ts=... level=info logger=npumon.x event=... key=value`` (the message is already logfmt)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line = (f"ts={_timestamp(record)} level={record.levelname.lower()} "
-                f"logger={record.name} {_message(record)}")
+        line = (
+            f"ts={_timestamp(record)} level={record.levelname.lower()} "
+            f"logger={record.name} {_message(record)}"
+        )
         if record.exc_info:
             line += " exception=" + json.dumps(self.formatException(record.exc_info))
         return line
@@ -87,8 +90,11 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line; the message's key=value pairs become fields."""
 
     def format(self, record: logging.LogRecord) -> str:
-        fields: dict[str, object] = {"ts": _timestamp(record), "level": record.levelname.lower(),
-                                     "logger": record.name}
+        fields: dict[str, object] = {
+            "ts": _timestamp(record),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+        }
         message = _message(record) if _own(record) else record.getMessage()
         pairs = _PAIR.findall(message) if _own(record) else []
         if pairs and " ".join(f"{k}={v}" for k, v in pairs) == message:

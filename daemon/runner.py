@@ -143,10 +143,9 @@ class _Pipes:
         self._fed = 0
 
     def pump(self, deadline: float, groups: ProcessGroups) -> str:
-        """"eof", "timeout", "too_large" or "cancelled": why the reading stopped."""
+        """ "eof", "timeout", "too_large" or "cancelled": why the reading stopped."""
         with selectors.DefaultSelector() as selector:
-            for name, stream in (("stdout", self.process.stdout),
-                                 ("stderr", self.process.stderr)):
+            for name, stream in (("stdout", self.process.stdout), ("stderr", self.process.stderr)):
                 if stream is not None:
                     selector.register(stream, selectors.EVENT_READ)
                     self._names[stream.fileno()] = name
@@ -218,8 +217,9 @@ def _finish(process: subprocess.Popen[bytes], groups: ProcessGroups) -> bool:
     return killed
 
 
-def _start(argv: Sequence[str], env: dict[str, str] | None, stdin: str | None
-           ) -> subprocess.Popen[bytes]:
+def _start(
+    argv: Sequence[str], env: dict[str, str] | None, stdin: str | None
+) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         list(argv),
         stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
@@ -268,13 +268,21 @@ def run_command(
     return _result(argv, pipes, ending, process.returncode, clock() - started)
 
 
-def _result(argv: tuple[str, ...], pipes: _Pipes, ending: str, code: int,
-            duration: float) -> CommandResult:
+def _result(
+    argv: tuple[str, ...], pipes: _Pipes, ending: str, code: int, duration: float
+) -> CommandResult:
     stderr = pipes.text("stderr")
     if ending == "too_large":
         return CommandResult(argv, "", stderr, None, duration, output_too_large=True)
     stdout = pipes.text("stdout")
     if ending == "eof":
         return CommandResult(argv, stdout, stderr, code, duration)
-    return CommandResult(argv, stdout, stderr, None, duration, timed_out=ending == "timeout",
-                         cancelled=ending == "cancelled")
+    return CommandResult(
+        argv,
+        stdout,
+        stderr,
+        None,
+        duration,
+        timed_out=ending == "timeout",
+        cancelled=ending == "cancelled",
+    )

@@ -63,8 +63,12 @@ class Scheduler:
     def start(self) -> None:
         started = self._clock.now()
         for name, job in self._jobs.items():
-            thread = threading.Thread(target=self._loop, args=(name, job, started + job.offset),
-                                      name=f"npumon-{name}", daemon=True)
+            thread = threading.Thread(
+                target=self._loop,
+                args=(name, job, started + job.offset),
+                name=f"npumon-{name}",
+                daemon=True,
+            )
             thread.start()
             self._threads.append(thread)
 

@@ -161,25 +161,32 @@ class SnapshotStore:
         chips = before.chips
         if merge:
             chips = read_chips(
-                self._npu_smi, self._throttle_rule,
-                max_processes=self._max_processes, profiling=self._profiling,
+                self._npu_smi,
+                self._throttle_rule,
+                max_processes=self._max_processes,
+                profiling=self._profiling,
                 fault_level=self._fault_level,
                 owners=self._attribute(),
             )
             self.merges += 1
         network = before.network
         if merge:
-            fresh = read_network(self._hccn, self._npu_smi.interconnect,
-                                 ((c.npu, c.chip) for c in chips))
-            network = replace(fresh, ports=_same(fresh.ports, network.ports),
-                              chips=_same(fresh.chips, network.chips))
+            fresh = read_network(
+                self._hccn, self._npu_smi.interconnect, ((c.npu, c.chip) for c in chips)
+            )
+            network = replace(
+                fresh,
+                ports=_same(fresh.ports, network.ports),
+                chips=_same(fresh.chips, network.chips),
+            )
         self._latest = replace(
             before,
             taken_at=self._clock(),
             node=_same(self._node_identity(), before.node),
             chips=_same(chips, before.chips),
-            sources=_same(tuple(self._sources[name] for name in sorted(self._sources)),
-                          before.sources),
+            sources=_same(
+                tuple(self._sources[name] for name in sorted(self._sources)), before.sources
+            ),
             has_table=self._npu_smi.table is not None,
             network=_same(network, before.network),
             attribution_problems=tuple(sorted(self._problems.items())),

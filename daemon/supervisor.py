@@ -54,8 +54,11 @@ class Supervisor:
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
-        self.exposition = Exposition(lambda openmetrics: self.agent.collector.exposition(
-            openmetrics), self.registry, self.version)
+        self.exposition = Exposition(
+            lambda openmetrics: self.agent.collector.exposition(openmetrics),
+            self.registry,
+            self.version,
+        )
         """The /metrics body (``exposition(openmetrics)``), rendered once per ``version()``."""
 
     @property
@@ -78,8 +81,11 @@ class Supervisor:
         try:
             config = self._load()
         except ConfigError as error:
-            log.error("event=reload_failed source=%s problems=%s action=kept_running_config",
-                      error.source, "; ".join(error.problems))
+            log.error(
+                "event=reload_failed source=%s problems=%s action=kept_running_config",
+                error.source,
+                "; ".join(error.problems),
+            )
             self.reload_successful = False
             return False
         self._warn_restart_only(config)
@@ -146,4 +152,3 @@ class _Reload:
     def collect(self) -> Iterator[Metric]:
         s = self._supervisor
         yield from render_reload(s.reload_successful, s.reload_success_timestamp)
-

@@ -36,8 +36,11 @@ def _add(lines: list[str], name_pattern: str, annotations_key: str) -> list[str]
         if current and line.strip() == f"{annotations_key}:":
             indent = len(lines[index + 1]) - len(lines[index + 1].lstrip())
             following = lines[index + 1 : index + 12]
-            if not any(x.strip().startswith("runbook_url:") for x in following
-                       if len(x) - len(x.lstrip()) == indent):
+            if not any(
+                x.strip().startswith("runbook_url:")
+                for x in following
+                if len(x) - len(x.lstrip()) == indent
+            ):
                 out.append(" " * indent + f'runbook_url: "{url(current)}"')
     return out
 
@@ -47,9 +50,13 @@ def fixed(path: Path, name_pattern: str, key: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    targets = ((RULES, r"\s*- alert: (\w+)", "annotations"),
-               (TESTS, r"\s*(?:- )?alertname: (\w+)", "exp_annotations"))
-    stale = [path for path, pattern, key in targets if fixed(path, pattern, key) != path.read_text()]
+    targets = (
+        (RULES, r"\s*- alert: (\w+)", "annotations"),
+        (TESTS, r"\s*(?:- )?alertname: (\w+)", "exp_annotations"),
+    )
+    stale = [
+        path for path, pattern, key in targets if fixed(path, pattern, key) != path.read_text()
+    ]
     if "--check" in argv:
         for path in stale:
             print(f"{path.relative_to(ROOT)}: an alert lacks runbook_url; run {sys.argv[0]}")

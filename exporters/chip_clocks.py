@@ -7,12 +7,16 @@ from npumon.exporters.spec import Counter, Family, Gauge, StateSet, render_table
 
 CLOCKS: tuple[Family, ...] = (
     Gauge(
-        "npu_aicore_frequency_hertz", "Current AI Core clock in hertz.",
-        "aicore_frequency_hertz", "hertz",
+        "npu_aicore_frequency_hertz",
+        "Current AI Core clock in hertz.",
+        "aicore_frequency_hertz",
+        "hertz",
     ),
     Gauge(
-        "npu_aicore_rated_frequency_hertz", "Rated AI Core clock in hertz.",
-        "aicore_rated_frequency_hertz", "hertz",
+        "npu_aicore_rated_frequency_hertz",
+        "Rated AI Core clock in hertz.",
+        "aicore_rated_frequency_hertz",
+        "hertz",
     ),
     Gauge(
         "npu_aicore_cores",
@@ -24,7 +28,9 @@ CLOCKS: tuple[Family, ...] = (
         "1 on the reason (thermal, power, unknown) while the chip is clocked down under load,"
         " 0 on the others; all 0 when not throttled; no series when it cannot be judged."
         " Judged by npumon from the clocks, temperature and power.",
-        "reason", THROTTLE_REASONS, "throttle",
+        "reason",
+        THROTTLE_REASONS,
+        "throttle",
     ),
 )
 
@@ -33,7 +39,8 @@ ECC: tuple[Family, ...] = (
         "npu_hbm_ecc_errors",
         "HBM ECC errors: the lifetime aggregate total when the driver reports it, else the count"
         " since the driver loaded.",
-        "bits", (("single", "hbm_ecc_single_bit_errors"), ("double", "hbm_ecc_double_bit_errors")),
+        "bits",
+        (("single", "hbm_ecc_single_bit_errors"), ("double", "hbm_ecc_double_bit_errors")),
     ),
     Counter(
         "npu_memory_ecc_errors",

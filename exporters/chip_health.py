@@ -23,13 +23,16 @@ HEALTH: tuple[Family, ...] = (
     StateSet(
         "npu_health_state",
         "1 for the chip's current health state, 0 for the others (the driver's own verdict).",
-        "state", HEALTH_STATES, "health_state",
+        "state",
+        HEALTH_STATES,
+        "health_state",
     ),
     Members(
         "npu_error_code_info",
         "1 per error code the chip reports now (hex, as the driver prints it), with the handling"
         " level the fault table gives it (not_handle ... separate_npu, or unknown).",
-        ("code", "level"), "error_codes",
+        ("code", "level"),
+        "error_codes",
     ),
 )
 

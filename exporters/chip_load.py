@@ -8,42 +8,48 @@ UTILIZATION: tuple[Family, ...] = (
     Gauge(
         "npu_aicore_utilization_ratio",
         "AI Core utilization, 0..1. Reads 0 while a profiler capture runs (npu_profiling_active).",
-        "aicore_ratio", "ratio",
+        "aicore_ratio",
+        "ratio",
     ),
     Gauge(
         "npu_aivector_utilization_ratio",
         "AI Vector core (310P: Vectorcore) utilization, 0..1.",
-        "aivector_ratio", "ratio",
+        "aivector_ratio",
+        "ratio",
     ),
     Gauge("npu_aicube_utilization_ratio", "AI Cube utilization, 0..1.", "aicube_ratio", "ratio"),
     Gauge("npu_aicpu_utilization_ratio", "AI CPU utilization, 0..1.", "aicpu_ratio", "ratio"),
     Gauge(
         "npu_ctrlcpu_utilization_ratio", "Control CPU utilization, 0..1.", "ctrlcpu_ratio", "ratio"
     ),
-    Gauge(
-        "npu_utilization_ratio", "Overall NPU utilization, 0..1.", "utilization_ratio", "ratio"
-    ),
+    Gauge("npu_utilization_ratio", "Overall NPU utilization, 0..1.", "utilization_ratio", "ratio"),
     Gauge(
         "npu_hbm_bandwidth_utilization_ratio",
         "HBM bandwidth utilization, 0..1.",
-        "hbm_bandwidth_ratio", "ratio",
+        "hbm_bandwidth_ratio",
+        "ratio",
     ),
     Gauge(
         "npu_memory_bandwidth_utilization_ratio",
         "DDR memory bandwidth utilization, 0..1.",
-        "memory_bandwidth_ratio", "ratio",
+        "memory_bandwidth_ratio",
+        "ratio",
     ),
 )
 
 POWER: tuple[Family, ...] = (
     Gauge("npu_power_watts", "Chip power draw in watts.", "power_watts", "watts"),
     Gauge(
-        "npu_temperature_celsius", "Chip temperature in degrees Celsius.",
-        "temperature_celsius", "celsius",
+        "npu_temperature_celsius",
+        "Chip temperature in degrees Celsius.",
+        "temperature_celsius",
+        "celsius",
     ),
     Gauge(
-        "npu_hbm_temperature_celsius", "HBM temperature in degrees Celsius.",
-        "hbm_temperature_celsius", "celsius",
+        "npu_hbm_temperature_celsius",
+        "HBM temperature in degrees Celsius.",
+        "hbm_temperature_celsius",
+        "celsius",
     ),
 )
 

@@ -16,9 +16,7 @@ MEMORY: tuple[Family, ...] = (
     Gauge("npu_hbm_used_bytes", "HBM in use in bytes.", "hbm_used_bytes", "bytes"),
     Gauge("npu_hbm_total_bytes", "HBM capacity in bytes.", "hbm_total_bytes", "bytes"),
     Gauge("npu_memory_used_bytes", "DDR memory in use in bytes.", "memory_used_bytes", "bytes"),
-    Gauge(
-        "npu_memory_total_bytes", "DDR memory capacity in bytes.", "memory_total_bytes", "bytes"
-    ),
+    Gauge("npu_memory_total_bytes", "DDR memory capacity in bytes.", "memory_total_bytes", "bytes"),
     # *_pages, not *_total: promtool rejects a gauge ending in _total
     Gauge("npu_hugepages_used_pages", "Hugepages in use.", "hugepages_used", "pages"),
     Gauge("npu_hugepages_total_pages", "Hugepages available.", "hugepages_total", "pages"),

@@ -98,7 +98,8 @@ class NpuCollector:
         self._version = version
         self._timer = timer
         self._collectors = tuple(
-            (n, r, _inputs(i)) for n, r, i in COLLECTORS
+            (n, r, _inputs(i))
+            for n, r, i in COLLECTORS
             if n not in disabled and (n not in OFF_BY_DEFAULT or n in enabled)
         )
         # (name, OpenMetrics?) -> (the inputs rendered, their text)
@@ -113,8 +114,9 @@ class NpuCollector:
     def collect(self) -> Iterator[Metric]:
         """All families of the enabled collectors; a failing one is dropped and reported."""
         results: list[Result] = []
-        for families in self._each(results, lambda name, render, inputs, snap: [
-                f for f in render(snap) if f.samples]):
+        for families in self._each(
+            results, lambda name, render, inputs, snap: [f for f in render(snap) if f.samples]
+        ):
             yield from families
         yield render_build_info(self._version)
         yield from render_collector_results(results)
@@ -139,12 +141,12 @@ class NpuCollector:
 
         results: list[Result] = []
         parts = list(self._each(results, text))
-        parts.append(encode([render_build_info(self._version),
-                             *render_collector_results(results)]))
+        parts.append(encode([render_build_info(self._version), *render_collector_results(results)]))
         return b"".join(parts)
 
-    def _each(self, results: list[Result],
-              work: Callable[[str, Renderer, Inputs, NodeSnapshot], _Out]) -> Iterator[_Out]:
+    def _each(
+        self, results: list[Result], work: Callable[[str, Renderer, Inputs, NodeSnapshot], _Out]
+    ) -> Iterator[_Out]:
         """``work`` for each enabled collector on the latest snapshot, inside the per-collector
         error boundary (STYLE rule 6): a failing one is logged, left out and reported in
         ``results`` (name, seconds, success), as is reading the snapshot."""
@@ -183,7 +185,8 @@ class NpuCollector:
 def _inputs(paths: tuple[str, ...]) -> Inputs:
     """The snapshot parts named by ``paths`` ("network.ports"; "" is the snapshot itself)."""
     getters: tuple[Callable[[NodeSnapshot], object], ...] = tuple(
-        attrgetter(path) if path else _whole for path in paths)
+        attrgetter(path) if path else _whole for path in paths
+    )
     return lambda snap: tuple(get(snap) for get in getters)
 
 

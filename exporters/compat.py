@@ -42,8 +42,11 @@ def _same(field: str) -> Pick:
 
 
 CHIP: tuple[tuple[str, str, Pick], ...] = (
-    ("npu_chip_info_health_status", "1 healthy, 0 unhealthy, -1 unknown.",
-     lambda c: _HEALTH[c.health_state]),
+    (
+        "npu_chip_info_health_status",
+        "1 healthy, 0 unhealthy, -1 unknown.",
+        lambda c: _HEALTH[c.health_state],
+    ),
     ("npu_chip_info_temperature", "Chip temperature (C).", _same("temperature_celsius")),
     ("npu_chip_info_power", "Chip power (W).", _same("power_watts")),
     ("npu_chip_info_aicore_current_freq", "AI Core clock (MHz).", _mhz("aicore_frequency_hertz")),
@@ -56,21 +59,39 @@ CHIP: tuple[tuple[str, str, Pick], ...] = (
     ("npu_chip_info_hbm_used_memory", "HBM used (MB).", _mb("hbm_used_bytes")),
     ("npu_chip_info_hbm_total_memory", "HBM total (MB).", _mb("hbm_total_bytes")),
     ("npu_chip_info_hbm_temperature", "HBM temperature (C).", _same("hbm_temperature_celsius")),
-    ("npu_chip_info_hbm_bandwidth_utilization", "HBM bandwidth utilization (%).",
-     _percent("hbm_bandwidth_ratio")),
-    ("npu_chip_info_hbm_ecc_total_single_bit_error_cnt", "HBM single-bit ECC errors.",
-     _same("hbm_ecc_single_bit_errors")),
-    ("npu_chip_info_hbm_ecc_total_double_bit_error_cnt", "HBM double-bit ECC errors.",
-     _same("hbm_ecc_double_bit_errors")),
+    (
+        "npu_chip_info_hbm_bandwidth_utilization",
+        "HBM bandwidth utilization (%).",
+        _percent("hbm_bandwidth_ratio"),
+    ),
+    (
+        "npu_chip_info_hbm_ecc_total_single_bit_error_cnt",
+        "HBM single-bit ECC errors.",
+        _same("hbm_ecc_single_bit_errors"),
+    ),
+    (
+        "npu_chip_info_hbm_ecc_total_double_bit_error_cnt",
+        "HBM double-bit ECC errors.",
+        _same("hbm_ecc_double_bit_errors"),
+    ),
     ("npu_chip_info_process_info_num", "Processes on the chip.", lambda c: len(c.processes)),
 )
 CONTAINER: tuple[tuple[str, str, Pick], ...] = (
-    ("container_npu_utilization", "AI Core utilization of a chip a container holds (%).",
-     _percent("aicore_ratio")),
-    ("container_npu_used_memory", "HBM used on a chip a container holds (MB).",
-     _mb("hbm_used_bytes")),
-    ("container_npu_total_memory", "HBM total of a chip a container holds (MB).",
-     _mb("hbm_total_bytes")),
+    (
+        "container_npu_utilization",
+        "AI Core utilization of a chip a container holds (%).",
+        _percent("aicore_ratio"),
+    ),
+    (
+        "container_npu_used_memory",
+        "HBM used on a chip a container holds (MB).",
+        _mb("hbm_used_bytes"),
+    ),
+    (
+        "container_npu_total_memory",
+        "HBM total of a chip a container holds (MB).",
+        _mb("hbm_total_bytes"),
+    ),
 )
 COMPAT = "npu-exporter compatible name (compat.npu_exporter_names); npumon's own: see README."
 
@@ -83,9 +104,13 @@ def l1(c: ChipReading) -> list[str]:
         owner = ("not_displayed_for_multi_pod",) * 3
     else:
         owner = next(iter(owners), ("", "", ""))
-    return [identity.get("phy_id", identity.get("logic_id", str(c.npu))),
-            identity.get("name", ""), identity.get("vdie_id", ""), identity.get("bus_id", ""),
-            *owner]
+    return [
+        identity.get("phy_id", identity.get("logic_id", str(c.npu))),
+        identity.get("name", ""),
+        identity.get("vdie_id", ""),
+        identity.get("bus_id", ""),
+        *owner,
+    ]
 
 
 def render_compat(snap: NodeSnapshot) -> Iterator[Metric]:
@@ -98,8 +123,9 @@ def render_compat(snap: NodeSnapshot) -> Iterator[Metric]:
     yield from _identity_families(snap)
 
 
-def _chip_families(snap: NodeSnapshot, table: tuple[tuple[str, str, Pick], ...],
-                   held_only: bool) -> Iterator[Metric]:
+def _chip_families(
+    snap: NodeSnapshot, table: tuple[tuple[str, str, Pick], ...], held_only: bool
+) -> Iterator[Metric]:
     for name, doc, pick in table:
         family = GaugeMetricFamily(name, f"{doc} {COMPAT}", labels=L1)
         for c in snap.chips:
@@ -114,24 +140,30 @@ def _identity_families(snap: NodeSnapshot) -> Iterator[Metric]:
     if snap.has_table:
         machine.add_metric([], float(len(snap.chips)))
     yield machine
-    base = GaugeMetricFamily("node_base_info", f"Driver version (always 1). {COMPAT}",
-                             labels=("exporterVersion", "driverVersion"))
+    base = GaugeMetricFamily(
+        "node_base_info",
+        f"Driver version (always 1). {COMPAT}",
+        labels=("exporterVersion", "driverVersion"),
+    )
     if snap.node.driver_version:
         base.add_metric(["npumon", snap.node.driver_version], 1.0)
     yield base
-    codes = GaugeMetricFamily("npu_chip_info_error_code",
-                              f"The first active fault code, as a decimal number. {COMPAT}",
-                              labels=L1)
-    processes = GaugeMetricFamily("npu_chip_info_process_info",
-                                  f"Device memory of a process (MB). {COMPAT}",
-                                  labels=(*L1, "process_id", "container_id"))
+    codes = GaugeMetricFamily(
+        "npu_chip_info_error_code",
+        f"The first active fault code, as a decimal number. {COMPAT}",
+        labels=L1,
+    )
+    processes = GaugeMetricFamily(
+        "npu_chip_info_process_info",
+        f"Device memory of a process (MB). {COMPAT}",
+        labels=(*L1, "process_id", "container_id"),
+    )
     for c in snap.chips:
         values = (code_value(code) for code, _ in c.error_codes)
         first = next((v for v in values if v is not None), None)
         if first is not None:
             codes.add_metric(l1(c), float(first))
         for p in c.processes:
-            processes.add_metric([*l1(c), str(p.pid), p.container_id or ""],
-                                 p.hbm_used_bytes / MB)
+            processes.add_metric([*l1(c), str(p.pid), p.container_id or ""], p.hbm_used_bytes / MB)
     yield codes
     yield processes

@@ -49,9 +49,16 @@ class EdgeApp:
     (node_exporter's --web.max-requests, inside auth as there: a flood of bad credentials waits
     on bcrypt and gets its 401, and /healthz and the landing page never count)."""
 
-    def __init__(self, exposition: Exposition, web: LiveWebConfig, *, max_requests: int,
-                 healthy: Callable[[], bool], latest: Callable[[], NodeSnapshot] | None,
-                 version: str) -> None:
+    def __init__(
+        self,
+        exposition: Exposition,
+        web: LiveWebConfig,
+        *,
+        max_requests: int,
+        healthy: Callable[[], bool],
+        latest: Callable[[], NodeSnapshot] | None,
+        version: str,
+    ) -> None:
         self._exposition, self._web, self._max = exposition, web, max_requests
         self._healthy, self._latest, self._version = healthy, latest, version
         self._in_flight = 0  # the semaphore: only the event loop thread counts
@@ -80,9 +87,11 @@ class EdgeApp:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         extra = active.headers
         if active.auth is not None and not await self._authorized(
-                active.auth, headers.get("authorization")):
-            challenge = [(k.lower().encode(), v.encode()) for k, v in
-                         active.auth.challenge().items()]
+            active.auth, headers.get("authorization")
+        ):
+            challenge = [
+                (k.lower().encode(), v.encode()) for k, v in active.auth.challenge().items()
+            ]
             await _send(send, 401, b"Unauthorized\n", TEXT, extra, challenge)
         elif path == "/metrics":
             if self._in_flight >= self._max:
@@ -115,7 +124,8 @@ class EdgeApp:
         zipped = gzip_wanted(headers.get("accept-encoding", ""))
         try:
             body = await asyncio.get_running_loop().run_in_executor(
-                self._render, self._body, openmetrics, zipped)
+                self._render, self._body, openmetrics, zipped
+            )
         except Exception as exc:  # a collector outside NpuCollector's boundaries: visible 500
             log.error("event=scrape_failed error=%r", exc, exc_info=exc)
             await _send(send, 500, f"scrape failed: {exc!r}\n".encode(), TEXT, extra)
@@ -150,8 +160,11 @@ class EdgeApp:
     def _landing(self) -> str:
         """Version, the node's npu-smi and driver, each source as itself, the links."""
         snap, (ok, _) = self._snapshot(), self._health()
-        rows = "".join(f"<tr><td>{_e(s.source)}</td><td>{'up' if s.up else 'down'}</td>"
-                       f"<td>{html.escape(s.last_error or '')}</td></tr>" for s in snap.sources)
+        rows = "".join(
+            f"<tr><td>{_e(s.source)}</td><td>{'up' if s.up else 'down'}</td>"
+            f"<td>{html.escape(s.last_error or '')}</td></tr>"
+            for s in snap.sources
+        )
         return (
             '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>npumon</title></head>'
             f"<body><h1>npumon</h1><p>Ascend NPU exporter, version {_e(self._version)}; "
@@ -161,16 +174,27 @@ class EdgeApp:
             f"{rows or '<tr><td colspan=3>no source has run yet</td></tr>'}</table><ul>"
             '<li><a href="metrics">/metrics</a></li><li><a href="healthz">/healthz</a></li>'
             '<li><a href="-/healthy">/-/healthy</a> (liveness, no auth)</li></ul>'
-            f"<p>Documentation: {DOCS} in the npumon source.</p></body></html>\n")
+            f"<p>Documentation: {DOCS} in the npumon source.</p></body></html>\n"
+        )
 
 
 def _e(text: str | None) -> str:
     return html.escape(text or "unknown")
 
 
-async def _send(send: Send, status: int, body: bytes, content_type: str, extra: Headers,
-                more: list[tuple[bytes, bytes]] | None = None) -> None:
-    headers = [(b"content-type", content_type.encode()),
-               (b"content-length", str(len(body)).encode()), *extra, *(more or [])]
+async def _send(
+    send: Send,
+    status: int,
+    body: bytes,
+    content_type: str,
+    extra: Headers,
+    more: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    headers = [
+        (b"content-type", content_type.encode()),
+        (b"content-length", str(len(body)).encode()),
+        *extra,
+        *(more or []),
+    ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -28,8 +28,10 @@ MAX_REQUESTS = 40  # in-flight requests before a fast 503 (node_exporter's --web
 MAX_HEADER_BYTES = 64 * 1024  # request line + headers; above it: 431 and the connection closed
 HEADER_TIMEOUT_SECONDS = 10.0  # from connect (or the last response) to the end of the headers
 BACKLOG = 2048  # the kernel's accept queue (the kernel caps it at net.core.somaxconn)
-TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\n"
-             b"connection: close\r\n\r\n")
+TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\n"
+    b"connection: close\r\n\r\n"
+)
 KEEP_ALIVE_SECONDS = 30  # an idle keep-alive connection is closed after this
 SHUTDOWN_SECONDS = 2  # grace for requests in flight at shutdown
 
@@ -102,13 +104,15 @@ class _Protocol(H11Protocol):
 class Server:
     """A running server: ``port`` (the bound one, useful with port 0) and ``shutdown()``."""
 
-    def __init__(self, server: uvicorn.Server, sock: socket.socket, app: EdgeApp,
-                 tls: bool) -> None:
+    def __init__(
+        self, server: uvicorn.Server, sock: socket.socket, app: EdgeApp, tls: bool
+    ) -> None:
         self._server, self._sock, self._app = server, sock, app
         self.port = int(sock.getsockname()[1])
         self.tls = tls
-        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
-                                        name="npumon-http", daemon=True)
+        self._thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [sock]}, name="npumon-http", daemon=True
+        )
         self._thread.start()
 
     def shutdown(self) -> None:
@@ -122,8 +126,11 @@ class Server:
 def _bind(host: str, port: int) -> socket.socket:
     if host == "":
         # ':9732' means every address; dual-stack IPv6 covers IPv4 too where the host has it.
-        family, target = ((socket.AF_INET6, ("::", port)) if socket.has_dualstack_ipv6()
-                          else (socket.AF_INET, ("0.0.0.0", port)))
+        family, target = (
+            (socket.AF_INET6, ("::", port))
+            if socket.has_dualstack_ipv6()
+            else (socket.AF_INET, ("0.0.0.0", port))
+        )
     else:
         info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
         family, target = info[0], (str(info[4][0]), port)
@@ -140,17 +147,29 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _uvicorn_config(app: EdgeApp, tls: ssl.SSLContext | None,
-                    protocol: type[H11Protocol]) -> uvicorn.Config:
+def _uvicorn_config(
+    app: EdgeApp, tls: ssl.SSLContext | None, protocol: type[H11Protocol]
+) -> uvicorn.Config:
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         # uvicorn warns once per malformed or oversized request: a log flood under attack.
         logging.getLogger(name).setLevel(logging.ERROR)
     factory: Any = None if tls is None else (lambda config, default: tls)
     return uvicorn.Config(
-        app, loop="asyncio", http=protocol, ws="none", lifespan="off", interface="asgi3",
-        log_config=None, access_log=False, proxy_headers=False, server_header=False,
-        headers=[("server", "npumon")], backlog=BACKLOG, timeout_keep_alive=KEEP_ALIVE_SECONDS,
-        timeout_graceful_shutdown=SHUTDOWN_SECONDS, h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+        app,
+        loop="asyncio",
+        http=protocol,
+        ws="none",
+        lifespan="off",
+        interface="asgi3",
+        log_config=None,
+        access_log=False,
+        proxy_headers=False,
+        server_header=False,
+        headers=[("server", "npumon")],
+        backlog=BACKLOG,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        timeout_graceful_shutdown=SHUTDOWN_SECONDS,
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
         ssl_context_factory=factory,
     )
 
@@ -178,8 +197,9 @@ def serve(
     """
     web = LiveWebConfig(web_config)
     tls = web.server_context()
-    app = EdgeApp(exposition, web, max_requests=max_requests, healthy=healthy, latest=latest,
-                  version=version)
+    app = EdgeApp(
+        exposition, web, max_requests=max_requests, healthy=healthy, latest=latest, version=version
+    )
     protocol = type("NpumonProtocol", (_Protocol,), {"header_timeout": header_timeout})
     sock = _bind(*parse_listen_address(address))
     return Server(uvicorn.Server(_uvicorn_config(app, tls, protocol)), sock, app, tls is not None)

@@ -22,8 +22,13 @@ from npumon.exporters.spec import CHIP_LABELS, SAMPLED, ids, sample
 
 def owner_labels(owner: ProcessOwner) -> dict[str, str]:
     """The known owner labels of a process series (unknown ones left out)."""
-    values = {"namespace": owner.namespace, "pod": owner.pod, "container": owner.container,
-              "user": owner.user, "slurm_job_id": owner.slurm_job_id}
+    values = {
+        "namespace": owner.namespace,
+        "pod": owner.pod,
+        "container": owner.container,
+        "user": owner.user,
+        "slurm_job_id": owner.slurm_job_id,
+    }
     return {name: value for name, value in values.items() if value}
 
 

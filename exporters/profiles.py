@@ -50,9 +50,12 @@ def _gauge(name: str, doc: str, *labels: str) -> GaugeMetricFamily:
 
 
 def _step(view: ProfilingView, skips: _Skips) -> Family:
-    step = _gauge("npu_step_duration_seconds",
-                  "Step (graph iteration) time over the captured steps, warm-up excluded.",
-                  "workload", "stat")
+    step = _gauge(
+        "npu_step_duration_seconds",
+        "Step (graph iteration) time over the captured steps, warm-up excluded.",
+        "workload",
+        "stat",
+    )
     for w in view.workloads:
         if w.summary is not None and w.summary.step is not None:
             for stat in ("mean", "p50", "p90", "p99"):
@@ -61,8 +64,7 @@ def _step(view: ProfilingView, skips: _Skips) -> Family:
 
 
 def _phase_seconds(view: ProfilingView, skips: _Skips) -> Family:
-    phases = _gauge("npu_step_phase_seconds", "Mean time per step in a phase.",
-                    "workload", "phase")
+    phases = _gauge("npu_step_phase_seconds", "Mean time per step in a phase.", "workload", "phase")
     for w in view.workloads:
         for p in w.summary.phases if w.summary is not None else ():
             skips.add(phases, (w.workload, p.phase), p.seconds)
@@ -70,8 +72,12 @@ def _phase_seconds(view: ProfilingView, skips: _Skips) -> Family:
 
 
 def _phase_ratio(view: ProfilingView, skips: _Skips) -> Family:
-    ratios = _gauge("npu_step_phase_ratio", "Mean share of the step spent in a phase (0..1).",
-                    "workload", "phase")
+    ratios = _gauge(
+        "npu_step_phase_ratio",
+        "Mean share of the step spent in a phase (0..1).",
+        "workload",
+        "phase",
+    )
     for w in view.workloads:
         for p in w.summary.phases if w.summary is not None else ():
             if p.ratio is not None:
@@ -93,10 +99,15 @@ def _baseline(view: ProfilingView, skips: _Skips) -> Family:
 
 
 def _op_ratio(view: ProfilingView, skips: _Skips) -> Family:
-    ops = _gauge("npu_op_time_ratio",
-                 "Share of compute operator time of an op type (top N + other): communication "
-                 "(HCCL) tasks, waits and idle are never operator time, so the share is the same "
-                 "whichever tables the profile has.", "workload", "op_type", "core_type")
+    ops = _gauge(
+        "npu_op_time_ratio",
+        "Share of compute operator time of an op type (top N + other): communication "
+        "(HCCL) tasks, waits and idle are never operator time, so the share is the same "
+        "whichever tables the profile has.",
+        "workload",
+        "op_type",
+        "core_type",
+    )
     for w in view.workloads:
         merged: dict[tuple[str, str], float] = {}
         for o in w.summary.op_time_ratio if w.summary is not None else ():
@@ -108,9 +119,12 @@ def _op_ratio(view: ProfilingView, skips: _Skips) -> Family:
 
 
 def _core_ratio(view: ProfilingView, skips: _Skips) -> Family:
-    cores = _gauge("npu_core_type_time_ratio",
-                   "Share of compute operator time by core type (every kind the tables name).",
-                   "workload", "core_type")
+    cores = _gauge(
+        "npu_core_type_time_ratio",
+        "Share of compute operator time by core type (every kind the tables name).",
+        "workload",
+        "core_type",
+    )
     for w in view.workloads:
         merged: dict[str, float] = {}
         for c in w.summary.core_type_time_ratio if w.summary is not None else ():
@@ -121,9 +135,12 @@ def _core_ratio(view: ProfilingView, skips: _Skips) -> Family:
 
 
 def _bottlenecks(view: ProfilingView, skips: _Skips) -> Family:
-    found = _gauge("npu_profile_bottleneck",
-                   "1 for each cause the diagnosis rules found, 0 for the others.",
-                   "workload", "kind")
+    found = _gauge(
+        "npu_profile_bottleneck",
+        "1 for each cause the diagnosis rules found, 0 for the others.",
+        "workload",
+        "kind",
+    )
     for w in view.workloads:
         if w.summary is not None:
             kinds = {b.kind for b in w.summary.bottlenecks}
@@ -133,10 +150,14 @@ def _bottlenecks(view: ProfilingView, skips: _Skips) -> Family:
 
 
 def _comm_ratio(view: ProfilingView, skips: _Skips) -> Family:
-    comm = _gauge("npu_communication_time_ratio",
-                  "Communication (HCCL) task time of a collective over the step time of the ranks "
-                  "whose tasks were read; overlapped time included, so the sum may exceed the "
-                  "not-overlapped phase.", "workload", "collective")
+    comm = _gauge(
+        "npu_communication_time_ratio",
+        "Communication (HCCL) task time of a collective over the step time of the ranks "
+        "whose tasks were read; overlapped time included, so the sum may exceed the "
+        "not-overlapped phase.",
+        "workload",
+        "collective",
+    )
     for w in view.workloads:
         for c in w.summary.communication if w.summary is not None else ():
             if c.ratio is not None:
@@ -145,9 +166,12 @@ def _comm_ratio(view: ProfilingView, skips: _Skips) -> Family:
 
 
 def _comm_wait(view: ProfilingView, skips: _Skips) -> Family:
-    wait = _gauge("npu_communication_wait_ratio",
-                  "Share of communication time spent waiting for peers (communication.json: "
-                  "wait / (wait + transit)); high with a slow rank.", "workload")
+    wait = _gauge(
+        "npu_communication_wait_ratio",
+        "Share of communication time spent waiting for peers (communication.json: "
+        "wait / (wait + transit)); high with a slow rank.",
+        "workload",
+    )
     for w in view.workloads:
         t = w.summary.comm_times if w.summary is not None else None
         if t is not None and t.wait_seconds + t.transit_seconds > 0:
@@ -156,9 +180,13 @@ def _comm_wait(view: ProfilingView, skips: _Skips) -> Family:
 
 
 def _link_bandwidth(view: ProfilingView, skips: _Skips) -> Family:
-    links = _gauge("npu_communication_link_bandwidth_bytes_per_second",
-                   "Bytes per second moved over a link type (HCCS, PCIE, RDMA, SDMA, SIO) by "
-                   "the collectives of the capture.", "workload", "link_type")
+    links = _gauge(
+        "npu_communication_link_bandwidth_bytes_per_second",
+        "Bytes per second moved over a link type (HCCS, PCIE, RDMA, SDMA, SIO) by "
+        "the collectives of the capture.",
+        "workload",
+        "link_type",
+    )
     for w in view.workloads:
         for link in w.summary.links if w.summary is not None else ():
             if link.bandwidth_bytes_per_second is not None and link.link_type in LINK_TYPES:
@@ -168,19 +196,29 @@ def _link_bandwidth(view: ProfilingView, skips: _Skips) -> Family:
 
 # a node has at most 16 chips (Atlas 900 A3 SuperPoD node): one workload's ranks on it
 MAX_RANKS = 16
-RANK_STATS = {"computing": "computing", "fp_bp": "computing", "communication": "communication",
-              "free": "free"}
+RANK_STATS = {
+    "computing": "computing",
+    "fp_bp": "computing",
+    "communication": "communication",
+    "free": "free",
+}
 LINK_TYPES = frozenset({"HCCS", "PCIE", "RDMA", "SDMA", "SIO", "LOCAL"})
 
 
 def _rank_step(view: ProfilingView, skips: _Skips) -> Family:
-    ranks = _gauge("npu_rank_step_duration_seconds",
-                   "Per rank of the workload on this node: mean step time (stat=mean) and its "
-                   "computing (graph mode: FP to BP), communication and free parts; the slowest "
-                   f"ranks are kept, at most {MAX_RANKS}.", "workload", "rank", "stat")
+    ranks = _gauge(
+        "npu_rank_step_duration_seconds",
+        "Per rank of the workload on this node: mean step time (stat=mean) and its "
+        "computing (graph mode: FP to BP), communication and free parts; the slowest "
+        f"ranks are kept, at most {MAX_RANKS}.",
+        "workload",
+        "rank",
+        "stat",
+    )
     for w in view.workloads:
-        kept = sorted(w.summary.ranks if w.summary is not None else (),
-                      key=lambda r: -r.step_seconds)[:MAX_RANKS]
+        kept = sorted(
+            w.summary.ranks if w.summary is not None else (), key=lambda r: -r.step_seconds
+        )[:MAX_RANKS]
         for r in kept:
             skips.add(ranks, (w.workload, r.rank, "mean"), r.step_seconds)
             for p in r.phases:
@@ -191,8 +229,10 @@ def _rank_step(view: ProfilingView, skips: _Skips) -> Family:
 
 def _captures(view: ProfilingView, skips: _Skips) -> Family:
     total = CounterMetricFamily(
-        "npumon_captures", "Profiler captures and ingested profiles since start, by result.",
-        labels=("result",))
+        "npumon_captures",
+        "Profiler captures and ingested profiles since start, by result.",
+        labels=("result",),
+    )
     for result, count in view.captures:
         skips.add(total, (result,), count)
     return total
@@ -200,6 +240,7 @@ def _captures(view: ProfilingView, skips: _Skips) -> Family:
 
 def _per_workload(name: str, documentation: str, field: str) -> Builder:
     """A gauge of one optional WorkloadProfile field, one sample per workload that has it."""
+
     def build(view: ProfilingView, skips: _Skips) -> Family:
         family = GaugeMetricFamily(name, documentation, labels=("workload",))
         for w in view.workloads:
@@ -207,17 +248,20 @@ def _per_workload(name: str, documentation: str, field: str) -> Builder:
             if value is not None:
                 skips.add(family, (w.workload,), value)
         return family
+
     return build
 
 
 _last_success = _per_workload(
     "npumon_capture_last_success_timestamp_seconds",
     "Unix time in seconds of the workload's last successful capture (kept across restarts).",
-    "last_success_timestamp")
+    "last_success_timestamp",
+)
 _capture_duration = _per_workload(
     "npumon_capture_duration_seconds",
     "Wall time in seconds of the workload's last successful capture, analysis included.",
-    "capture_duration_seconds")
+    "capture_duration_seconds",
+)
 
 
 def _state_errors(view: ProfilingView, skips: _Skips) -> Family:
@@ -225,7 +269,8 @@ def _state_errors(view: ProfilingView, skips: _Skips) -> Family:
         "npumon_state_errors",
         "Problems with npumon's state file since start (corrupt, unreadable, write_failed); a "
         "corrupt or unreadable file is moved aside as <name>.corrupt-<time>.",
-        labels=("reason",))
+        labels=("reason",),
+    )
     for reason, count in view.state_errors:
         skips.add(errors, (reason,), count)
     return errors
@@ -266,8 +311,11 @@ def render_profiles(snap: NodeSnapshot) -> Iterator[Metric]:
             family = build(view, skips)
         except Exception as exc:  # a family that cannot render is left out, the rest served
             skips.families.append(name)
-            log.debug("event=profile_family_skipped family=%s error=%r", name,
-                      f"{type(exc).__name__}: {exc}")
+            log.debug(
+                "event=profile_family_skipped family=%s error=%r",
+                name,
+                f"{type(exc).__name__}: {exc}",
+            )
             continue
         yield family
     yield _skipped(skips)
@@ -278,7 +326,8 @@ def _skipped(skips: _Skips) -> GaugeMetricFamily:
         "npumon_profile_render_skipped",
         "What this scrape left out of the profiling families: whole families that could not be "
         "rendered (reason=family) and NaN or infinite values (reason=non_finite).",
-        labels=("reason",))
+        labels=("reason",),
+    )
     skipped.add_metric(["family"], float(len(skips.families)))
     skipped.add_metric(["non_finite"], float(skips.non_finite))
     return skipped

@@ -21,8 +21,9 @@ class Exposition:
     at a time, so scrapes that arrive while a snapshot renders wait for that render and reuse it.
     """
 
-    def __init__(self, families: Families, registry: CollectorRegistry,
-                 identity: Callable[[], object]) -> None:
+    def __init__(
+        self, families: Families, registry: CollectorRegistry, identity: Callable[[], object]
+    ) -> None:
         self._families, self._registry, self._identity = families, registry, identity
         self._lock = threading.Lock()
         self._bodies: dict[bool, tuple[object, bytes]] = {}

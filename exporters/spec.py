@@ -79,8 +79,9 @@ class Counter:
         _check(tuple(f for _, f in self.fields), f"{self.name}_total", (self.label,))
 
     def render(self, chips: Sequence[ChipReading]) -> Metric:
-        family = CounterMetricFamily(self.name, f"{self.help} {SAMPLED}",
-                                     labels=(*CHIP_LABELS, self.label))
+        family = CounterMetricFamily(
+            self.name, f"{self.help} {SAMPLED}", labels=(*CHIP_LABELS, self.label)
+        )
         for c in chips:
             for label_value, field in self.fields:
                 value = getattr(c, field)

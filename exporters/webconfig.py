@@ -12,14 +12,31 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 TLSVersion = Literal["TLS10", "TLS11", "TLS12", "TLS13"]
-ClientAuth = Literal["NoClientCert", "RequestClientCert", "RequireAnyClientCert",
-                     "VerifyClientCertIfGiven", "RequireAndVerifyClientCert"]
-Header = Literal["Content-Security-Policy", "X-Frame-Options", "X-Content-Type-Options",
-                 "X-XSS-Protection", "Strict-Transport-Security"]  # exporter-toolkit's set
-_TLS_VERSIONS = {"TLS10": ssl.TLSVersion.TLSv1, "TLS11": ssl.TLSVersion.TLSv1_1,
-                 "TLS12": ssl.TLSVersion.TLSv1_2, "TLS13": ssl.TLSVersion.TLSv1_3}
-_VERIFY_MODES = {"NoClientCert": ssl.CERT_NONE, "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
-                 "RequireAndVerifyClientCert": ssl.CERT_REQUIRED}
+ClientAuth = Literal[
+    "NoClientCert",
+    "RequestClientCert",
+    "RequireAnyClientCert",
+    "VerifyClientCertIfGiven",
+    "RequireAndVerifyClientCert",
+]
+Header = Literal[
+    "Content-Security-Policy",
+    "X-Frame-Options",
+    "X-Content-Type-Options",
+    "X-XSS-Protection",
+    "Strict-Transport-Security",
+]  # exporter-toolkit's set
+_TLS_VERSIONS = {
+    "TLS10": ssl.TLSVersion.TLSv1,
+    "TLS11": ssl.TLSVersion.TLSv1_1,
+    "TLS12": ssl.TLSVersion.TLSv1_2,
+    "TLS13": ssl.TLSVersion.TLSv1_3,
+}
+_VERIFY_MODES = {
+    "NoClientCert": ssl.CERT_NONE,
+    "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
+    "RequireAndVerifyClientCert": ssl.CERT_REQUIRED,
+}
 _BCRYPT = re.compile(r"\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}\Z")
 _UNSUPPORTED = "is valid for exporter-toolkit but not supported by npumon"
 _STRICT = ConfigDict(extra="forbid", frozen=True)
@@ -59,8 +76,15 @@ class TLSServerConfig(BaseModel):
     prefer_server_cipher_suites: Any = None
     curve_preferences: Any = None
 
-    @field_validator("cert", "key", "client_ca", "client_allowed_sans", "cipher_suites",
-                     "prefer_server_cipher_suites", "curve_preferences")
+    @field_validator(
+        "cert",
+        "key",
+        "client_ca",
+        "client_allowed_sans",
+        "cipher_suites",
+        "prefer_server_cipher_suites",
+        "curve_preferences",
+    )
     @classmethod
     def _unsupported(cls, value: Any) -> Any:
         if value is not None:
@@ -91,7 +115,8 @@ class WebConfig(BaseModel):
     tls_server_config: TLSServerConfig | None = None
     http_server_config: HTTPServerConfig = Field(default_factory=HTTPServerConfig)
     basic_auth_users: dict[str, Annotated[str, AfterValidator(_bcrypt_hash)]] = Field(
-        default_factory=dict)
+        default_factory=dict
+    )
     rate_limit: Any = None
 
     @field_validator("rate_limit")

@@ -41,8 +41,10 @@ class Active:
 
 def _activate(config: WebConfig) -> Active:
     auth = BasicAuth(config.basic_auth_users) if config.basic_auth_users else None
-    headers = tuple((name.lower().encode(), value.encode())
-                    for name, value in config.http_server_config.headers.items())
+    headers = tuple(
+        (name.lower().encode(), value.encode())
+        for name, value in config.http_server_config.headers.items()
+    )
     return Active(config, auth, headers)
 
 
@@ -66,7 +68,8 @@ class LiveWebConfig:
         self._path = None if source is None or isinstance(source, WebConfig) else Path(source)
         self._stamp: Stamp = None
         self._active: Active | None = _activate(
-            source if isinstance(source, WebConfig) else WebConfig())
+            source if isinstance(source, WebConfig) else WebConfig()
+        )
         if self._path is not None:
             self._stamp = _stamp(self._path)
             self._active = _activate(load_web_config(self._path))  # raises when broken
@@ -134,7 +137,8 @@ class LiveWebConfig:
         if self._refused_for != self._stamp:
             self._refused_for = self._stamp
             log.error(
-                "event=tls_handshake_refused file=%s reason=%r", self._path,
+                "event=tls_handshake_refused file=%s reason=%r",
+                self._path,
                 "web config broken, or TLS, client_auth_type or TLS versions changed:"
                 " restart npumon to apply",
             )

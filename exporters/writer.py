@@ -74,8 +74,12 @@ def _samples(family: Metric) -> list[str] | None:
     name = metric_name(family.name + _PLAIN_SUFFIXES[family.type])
     lines = []
     for s in family.samples:
-        if s.name != name or s.timestamp is not None or s.exemplar is not None or (
-                s.native_histogram is not None):
+        if (
+            s.name != name
+            or s.timestamp is not None
+            or s.exemplar is not None
+            or (s.native_histogram is not None)
+        ):
             return None
         lines.append(f"{name}{_labels(s.labels)} {_value(s.value)}\n")
     return lines
@@ -109,12 +113,14 @@ def _reference_text(family: Metric) -> str:
 
 def _reference_openmetrics(family: Metric) -> str:
     body: bytes = openmetrics_format.generate_latest(  # type: ignore[no-untyped-call]
-        _Families([family]))
+        _Families([family])
+    )
     return body.decode().removesuffix("# EOF\n")
 
 
-def _writer(head: Callable[[Metric], list[str]],
-            reference: Callable[[Metric], str]) -> Callable[[Iterable[Metric]], bytes]:
+def _writer(
+    head: Callable[[Metric], list[str]], reference: Callable[[Metric], str]
+) -> Callable[[Iterable[Metric]], bytes]:
     def encode(families: Iterable[Metric]) -> bytes:
         out: list[str] = []
         for family in families:

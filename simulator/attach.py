@@ -52,8 +52,13 @@ def target_from_cmdline(pid: int, create_time: float, cmdline: Sequence[str]) ->
         device = int(_option(cmdline, "--device") or 0)
     except ValueError:
         step, device = DEFAULT_STEP_SECONDS, 0
-    return Target(pid, create_time, kind if kind in KINDS else "balanced",
-                  step if step > 0 else DEFAULT_STEP_SECONDS, device)
+    return Target(
+        pid,
+        create_time,
+        kind if kind in KINDS else "balanced",
+        step if step > 0 else DEFAULT_STEP_SECONDS,
+        device,
+    )
 
 
 def find_target(pid: int) -> Target | None:
@@ -75,8 +80,13 @@ def is_alive(target: Target) -> bool:
 class Session:
     """start/stop pairs; each stop writes one raw PROF_* directory per target under ``output``."""
 
-    def __init__(self, targets: Sequence[Target], output: Path, raw_mb: int = 0,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        targets: Sequence[Target],
+        output: Path,
+        raw_mb: int = 0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.targets = tuple(targets)
         self.clock = clock  # tests pass a fake one: the window covers steps without waiting
         self.output = output
@@ -116,8 +126,9 @@ class Session:
         lines = ["[INFO] [msprof] Stop profiling...."]
         for target in self.targets:
             self.count += 1
-            path = write_raw(self.output, capture_meta(target, start, stop), self.count,
-                             self.raw_mb)
+            path = write_raw(
+                self.output, capture_meta(target, start, stop), self.count, self.raw_mb
+            )
             lines.append(f"[INFO] [msprof] Data saved in {path}")
         return "\n".join(lines)
 

@@ -71,5 +71,6 @@ def main(argv: list[str] | None = None) -> int:
     result = render_interconnect.answer(args.argv, scenario, node, t) or render(args.argv, node)
     return emit(result.stdout, result.stderr, result.exit_code, result.hang_seconds)
 
+
 if __name__ == "__main__":
     sys.exit(main())

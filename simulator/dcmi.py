@@ -20,32 +20,57 @@ MIB = 1024 * 1024
 def _chip_keys(node: SimNode, c: SimChip) -> dict[str, object]:
     fam = node.family
     keys: dict[str, object] = {
-        "health": HEALTH_CODES.get(c.health, 0xFFFFFFFF), "temp": c.temperature_celsius,
-        "util2": c.aicore_percent, "util3": c.aicpu_percent, "util4": c.ctrlcpu_percent,
-        "freq7": c.aicore_current_mhz, "freq9": c.aicore_rated_mhz, "bus": c.bus_id,
-        "chip_type": fam.chip_type, "chip_name": fam.table_name, "aicore_cnt": c.aicore_count or 0,
+        "health": HEALTH_CODES.get(c.health, 0xFFFFFFFF),
+        "temp": c.temperature_celsius,
+        "util2": c.aicore_percent,
+        "util3": c.aicpu_percent,
+        "util4": c.ctrlcpu_percent,
+        "freq7": c.aicore_current_mhz,
+        "freq9": c.aicore_rated_mhz,
+        "bus": c.bus_id,
+        "chip_type": fam.chip_type,
+        "chip_name": fam.table_name,
+        "aicore_cnt": c.aicore_count or 0,
     }
     # ECC: HBM on A2/A3 (the aggregate equals the count here), DDR on 310P (all 0)
     sbe, dbe = (c.hbm_single_bit_errors, c.hbm_double_bit_errors) if fam.has_hbm else (0, 0)
     ecc = 2 if fam.has_hbm else 0
-    keys.update({f"ecc{ecc}_enable": 1, f"ecc{ecc}_sbe": sbe, f"ecc{ecc}_dbe": dbe,
-                 f"ecc{ecc}_total_sbe": sbe, f"ecc{ecc}_total_dbe": dbe})
+    keys.update(
+        {
+            f"ecc{ecc}_enable": 1,
+            f"ecc{ecc}_sbe": sbe,
+            f"ecc{ecc}_dbe": dbe,
+            f"ecc{ecc}_total_sbe": sbe,
+            f"ecc{ecc}_total_dbe": dbe,
+        }
+    )
     if c.power_watts is not None:  # NA (310P) and "-" (A3 die 1): -8255
         keys["power"] = round(c.power_watts * 10)
-    optional = {"util12": c.aivector_percent if c.aivector_percent is not None
-                else c.vectorcore_percent, "util13": c.npu_util_percent,
-                "util14": c.aicube_percent, "util10": c.hbm_bandwidth_percent,
-                "util6": c.hbm_usage_percent}
+    optional = {
+        "util12": c.aivector_percent if c.aivector_percent is not None else c.vectorcore_percent,
+        "util13": c.npu_util_percent,
+        "util14": c.aicube_percent,
+        "util10": c.hbm_bandwidth_percent,
+        "util6": c.hbm_usage_percent,
+    }
     keys.update({k: v for k, v in optional.items() if v is not None})
     if c.hbm_total_mb is not None and c.hbm_used_mb is not None:
-        keys.update(hbm_total=c.hbm_total_mb, hbm_used=c.hbm_used_mb,
-                    hbm_temp=c.hbm_temperature_celsius or 0, hbm_freq=c.hbm_clock_mhz or 0)
+        keys.update(
+            hbm_total=c.hbm_total_mb,
+            hbm_used=c.hbm_used_mb,
+            hbm_temp=c.hbm_temperature_celsius or 0,
+            hbm_freq=c.hbm_clock_mhz or 0,
+        )
     if c.memory_total_mb:  # 910B and A3 print 0 / 0: their driver answers -8255
-        keys.update(mem_total=c.memory_total_mb, mem_available=c.memory_total_mb - c.memory_used_mb,
-                    mem_freq=c.ddr_clock_mhz, util5=c.memory_bandwidth_percent,
-                    util1=c.memory_usage_percent,
-                    hugepages_total=c.hugepages_total,
-                    hugepages_free=c.hugepages_total - c.hugepages_used)
+        keys.update(
+            mem_total=c.memory_total_mb,
+            mem_available=c.memory_total_mb - c.memory_used_mb,
+            mem_freq=c.ddr_clock_mhz,
+            util5=c.memory_bandwidth_percent,
+            util1=c.memory_usage_percent,
+            hugepages_total=c.hugepages_total,
+            hugepages_free=c.hugepages_total - c.hugepages_used,
+        )
     return keys
 
 
@@ -65,8 +90,9 @@ def state_text(node: SimNode) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m npumon.simulator.dcmi",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m npumon.simulator.dcmi", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--scenario", help="scenario YAML path or built-in name")
     parser.add_argument("--time", type=float, help="simulated wall-clock seconds")
     args = parser.parse_args(argv)

@@ -19,11 +19,15 @@ NOT_SUPPORTED = "The command is not supported on this product.\n"
 NO_DEVICE = "The device is not exist!\n"
 SPEED_MBPS = {"910b": 200000, "a3": 400000}
 THRESHOLDS = (
-    ("Vcc High Thres", "3465.00 mV"), ("Vcc Low Thres", "3135.00 mV"),
-    ("Temp High Thres", "70 C"), ("Temp Low Thres", "0 C"),
-    ("TxPower High Thres", "3.5481 mW"), ("TxPower Low Thres", "0.2818 mW"),
-    ("RxPower High Thres", "3.5481 mW"), ("RxPower Low Thres", "0.1445 mW"),
-)  # fmt: skip
+    ("Vcc High Thres", "3465.00 mV"),
+    ("Vcc Low Thres", "3135.00 mV"),
+    ("Temp High Thres", "70 C"),
+    ("Temp Low Thres", "0 C"),
+    ("TxPower High Thres", "3.5481 mW"),
+    ("TxPower Low Thres", "0.2818 mW"),
+    ("RxPower High Thres", "3.5481 mW"),
+    ("RxPower Low Thres", "0.1445 mW"),
+)
 
 
 def _asctime(seconds: float) -> str:
@@ -40,8 +44,7 @@ def link_stat(p: SimPort, t: float, el: float) -> str:
         f"link up count       : {ups}",
         f"link down count     : {downs}",
         "link change records :" if records else "link change records : NA",
-        *(f"    {_asctime(t - (el - at))}    LINK {'UP' if up else 'DOWN'}"
-          for at, up in records),
+        *(f"    {_asctime(t - (el - at))}    LINK {'UP' if up else 'DOWN'}" for at, up in records),
     ]
     return "".join(f"{prefix}{line}\n" for line in lines)
 
@@ -50,43 +53,62 @@ def stat(p: SimPort) -> str:
     packets = {"rx": p.rx_bytes // 4096, "tx": p.tx_bytes // 4096}
     pfc_pri = {"rx": [p.pfc_rx if pri == 3 else 0 for pri in range(8)], "tx": [0] * 8}
     counters: list[tuple[str, int]] = [
-        ("mac_tx_mac_pause_num", 0), ("mac_rx_mac_pause_num", 0),
-        ("mac_tx_pfc_pkt_num", 0), *((f"mac_tx_pfc_pri{i}_pkt_num", v)
-                                     for i, v in enumerate(pfc_pri["tx"])),
-        ("mac_rx_pfc_pkt_num", p.pfc_rx), *((f"mac_rx_pfc_pri{i}_pkt_num", v)
-                                            for i, v in enumerate(pfc_pri["rx"])),
-        ("mac_tx_total_pkt_num", packets["tx"]), ("mac_tx_total_oct_num", p.tx_bytes),
-        ("mac_tx_bad_pkt_num", 0), ("mac_tx_bad_oct_num", 0),
-        ("mac_rx_total_pkt_num", packets["rx"]), ("mac_rx_total_oct_num", p.rx_bytes),
-        ("mac_rx_bad_pkt_num", p.fcs_errors), ("mac_rx_bad_oct_num", p.fcs_errors * 4096),
+        ("mac_tx_mac_pause_num", 0),
+        ("mac_rx_mac_pause_num", 0),
+        ("mac_tx_pfc_pkt_num", 0),
+        *((f"mac_tx_pfc_pri{i}_pkt_num", v) for i, v in enumerate(pfc_pri["tx"])),
+        ("mac_rx_pfc_pkt_num", p.pfc_rx),
+        *((f"mac_rx_pfc_pri{i}_pkt_num", v) for i, v in enumerate(pfc_pri["rx"])),
+        ("mac_tx_total_pkt_num", packets["tx"]),
+        ("mac_tx_total_oct_num", p.tx_bytes),
+        ("mac_tx_bad_pkt_num", 0),
+        ("mac_tx_bad_oct_num", 0),
+        ("mac_rx_total_pkt_num", packets["rx"]),
+        ("mac_rx_total_oct_num", p.rx_bytes),
+        ("mac_rx_bad_pkt_num", p.fcs_errors),
+        ("mac_rx_bad_oct_num", p.fcs_errors * 4096),
         ("mac_rx_fcs_err_pkt_num", p.fcs_errors),
-        ("roce_rx_rc_pkt_num", packets["rx"]), ("roce_rx_all_pkt_num", packets["rx"]),
-        ("roce_rx_err_pkt_num", p.fcs_errors // 2), ("roce_tx_rc_pkt_num", packets["tx"]),
-        ("roce_tx_all_pkt_num", packets["tx"]), ("roce_tx_err_pkt_num", 0),
-        ("roce_cqe_num", packets["tx"] // 8), ("roce_rx_cnp_pkt_num", p.pfc_rx // 10),
-        ("roce_tx_cnp_pkt_num", 0), ("roce_unexpected_ack_num", 0),
-        ("roce_out_of_order_num", p.fcs_errors // 4), ("roce_verification_err_num", 0),
-        ("roce_qp_status_err_num", 0), ("roce_new_pkt_rty_num", p.fcs_errors * 2),
+        ("roce_rx_rc_pkt_num", packets["rx"]),
+        ("roce_rx_all_pkt_num", packets["rx"]),
+        ("roce_rx_err_pkt_num", p.fcs_errors // 2),
+        ("roce_tx_rc_pkt_num", packets["tx"]),
+        ("roce_tx_all_pkt_num", packets["tx"]),
+        ("roce_tx_err_pkt_num", 0),
+        ("roce_cqe_num", packets["tx"] // 8),
+        ("roce_rx_cnp_pkt_num", p.pfc_rx // 10),
+        ("roce_tx_cnp_pkt_num", 0),
+        ("roce_unexpected_ack_num", 0),
+        ("roce_out_of_order_num", p.fcs_errors // 4),
+        ("roce_verification_err_num", 0),
+        ("roce_qp_status_err_num", 0),
+        ("roce_new_pkt_rty_num", p.fcs_errors * 2),
         ("nic_tx_all_pkg_num", 1200 + packets["tx"] // 1000),
         ("nic_tx_all_oct_num", 160000 + p.tx_bytes // 1000),
         ("nic_rx_all_pkg_num", 6400 + packets["rx"] // 1000),
         ("nic_rx_all_oct_num", 480000 + p.rx_bytes // 1000),
-    ]  # fmt: skip
+    ]
     return "packet statistics:\n" + "".join(f"{k}:{v}\n" for k, v in counters)
 
 
 def optical(p: SimPort) -> str:
     rows = [
-        ("present", "present"), ("temperature", f"{p.temperature_celsius} C"),
-        ("high power enable reg", "enabled"), ("vendor name", "Hisense"),
-        ("vendor part number", "LMQ8611-PC+"), ("vendor serial number", f"V8SIM{p.device:06d}"),
-        ("vendor org unique id", "0xac 0x4a 0x0"), ("xsfp identifier", "QSFP+ or later"),
-        ("xsfp wave length", "850 nm"), ("manufact date code", "2023.6.18"),
+        ("present", "present"),
+        ("temperature", f"{p.temperature_celsius} C"),
+        ("high power enable reg", "enabled"),
+        ("vendor name", "Hisense"),
+        ("vendor part number", "LMQ8611-PC+"),
+        ("vendor serial number", f"V8SIM{p.device:06d}"),
+        ("vendor org unique id", "0xac 0x4a 0x0"),
+        ("xsfp identifier", "QSFP+ or later"),
+        ("xsfp wave length", "850 nm"),
+        ("manufact date code", "2023.6.18"),
         ("Vcc", "3262.90 mV"),
-    ]  # fmt: skip
+    ]
     for lane, rx in enumerate(p.rx_power_mw):
-        rows += [(f"Tx Power{lane}", f"{1.4 + 0.01 * lane:.4f} mW"), (f"Rx Power{lane}",
-                                                                     f"{rx:.4f} mW")]
+        rows += [
+            (f"Tx Power{lane}", f"{1.4 + 0.01 * lane:.4f} mW"),
+            (f"Rx Power{lane}", f"{rx:.4f} mW"),
+        ]
     rows += list(THRESHOLDS)
     rows += [(f"Tx Bias{lane}", f"{7.93 - 0.002 * lane:.4f} mA") for lane in range(4)]
     rows += [("Tx Los Flag", "0x0"), ("Rx Los Flag", "0x0" if p.up else "0xf")]
@@ -95,10 +117,12 @@ def optical(p: SimPort) -> str:
 
 def lldp(p: SimPort) -> str:
     switch, port = p.chip.npu // 4, p.device + 1
-    return (f"Chassis ID TLV\n\tMAC: 70:8c:b6:0{switch}:00:01\nPort ID TLV\n"
-            f"\tIfname: 400GE1/{switch + 1}/{port}:1\nSystem Name TLV\n\tleaf-sim-{switch}\n"
-            "System Capabilities TLV\n\tEnabled capabilities: Bridge, Router\n"
-            "Maximum Frame Size TLV\n\t9216\nEnd of LLDPDU TLV\n")
+    return (
+        f"Chassis ID TLV\n\tMAC: 70:8c:b6:0{switch}:00:01\nPort ID TLV\n"
+        f"\tIfname: 400GE1/{switch + 1}/{port}:1\nSystem Name TLV\n\tleaf-sim-{switch}\n"
+        "System Capabilities TLV\n\tEnabled capabilities: Bridge, Router\n"
+        "Maximum Frame Size TLV\n\t9216\nEnd of LLDPDU TLV\n"
+    )
 
 
 def answer(args: list[str], sc: Scenario, t: float) -> SimResult:
@@ -120,18 +144,20 @@ def answer(args: list[str], sc: Scenario, t: float) -> SimResult:
         "-stat": lambda: stat(port),
         "-optical": lambda: optical(port),
         "-net_health": lambda: f"net health status: {'Success' if port.up else 'Fault'}\n",
-        "-ip": lambda: f"ipaddr:10.0.{port.chip.npu // 4}.{100 + port.device}\n"
-                       "netmask:255.255.255.0\n",
+        "-ip": lambda: (
+            f"ipaddr:10.0.{port.chip.npu // 4}.{100 + port.device}\nnetmask:255.255.255.0\n"
+        ),
         "-lldp": lambda: lldp(port),
-    }  # fmt: skip
+    }
     query = next((a for a in args if a in renderers), None)
     return SimResult(renderers[query](), "", 0) if query else SimResult("", NOT_SUPPORTED, 255)
 
 
 def _options(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     """The simulator's own options; every other argument, in order, is hccn_tool's argv."""
-    parser = argparse.ArgumentParser(prog="npumon-sim-hccn-tool", add_help=False,
-                                     allow_abbrev=False)
+    parser = argparse.ArgumentParser(
+        prog="npumon-sim-hccn-tool", add_help=False, allow_abbrev=False
+    )
     parser.add_argument("--scenario", help=f"scenario YAML or name; default ${SCENARIO_ENV}")
     parser.add_argument("--time", type=float, help=f"simulated seconds; default ${TIME_ENV} or now")
     return parser.parse_known_args(argv)
@@ -144,9 +170,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     scenario, t = loaded
     result = answer(rest, scenario, t)
-    hang = max((h.seconds for h in node_state(scenario, t).hangs if _matches(h.argv, rest)),
-               default=0.0)
+    hang = max(
+        (h.seconds for h in node_state(scenario, t).hangs if _matches(h.argv, rest)), default=0.0
+    )
     return emit(result.stdout, result.stderr, result.exit_code, hang)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -76,8 +76,9 @@ def _transitions(events: list[NetEvent], el: float) -> list[tuple[float, bool]]:
 
 
 def _rx_power(sc: Scenario, chip: SimChip, events: list[NetEvent], el: float) -> tuple[float, ...]:
-    lanes = [round(0.85 + 0.2 * _unit(sc.seed, chip.npu, chip.chip, "rx", lane), 4)
-             for lane in range(4)]
+    lanes = [
+        round(0.85 + 0.2 * _unit(sc.seed, chip.npu, chip.chip, "rx", lane), 4) for lane in range(4)
+    ]
     for e in events:
         if e.kind == "optical_rx_low" and active(e, el):
             fall = min(1.0, (el - e.start) / e.ramp_seconds)
@@ -88,8 +89,11 @@ def _rx_power(sc: Scenario, chip: SimChip, events: list[NetEvent], el: float) ->
 def sim_port(sc: Scenario, chip: SimChip, el: float) -> SimPort:
     events = [e for e in sc.network if _mine(e, chip)]
     transitions = _transitions(events, el)
-    down_now = any(e.kind in ("flap", "link_down") and active(e, el) for e in events) and \
-        bool(transitions) and not transitions[-1][1]
+    down_now = (
+        any(e.kind in ("flap", "link_down") and active(e, el) for e in events)
+        and bool(transitions)
+        and not transitions[-1][1]
+    )
     rate = 1.5e9 * (0.4 + 0.6 * _unit(sc.seed, chip.npu, chip.chip, "rate"))  # bytes/s
     return SimPort(
         chip=chip,
@@ -98,10 +102,12 @@ def sim_port(sc: Scenario, chip: SimChip, el: float) -> SimPort:
         transitions=tuple(transitions),
         rx_bytes=int(rate * el),
         tx_bytes=int(rate * 0.97 * el),
-        fcs_errors=int(sum(e.per_second * _seconds_active(e, el) for e in events
-                           if e.kind == "crc_errors")),
-        pfc_rx=int(sum(e.per_second * _seconds_active(e, el) for e in events
-                       if e.kind == "pfc_storm")),
+        fcs_errors=int(
+            sum(e.per_second * _seconds_active(e, el) for e in events if e.kind == "crc_errors")
+        ),
+        pfc_rx=int(
+            sum(e.per_second * _seconds_active(e, el) for e in events if e.kind == "pfc_storm")
+        ),
         rx_power_mw=_rx_power(sc, chip, events, el),
         temperature_celsius=42 + math.floor(chip.aicore_percent / 10),
     )

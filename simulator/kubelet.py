@@ -39,15 +39,28 @@ Pods = Callable[[], ListPodResourcesResponse]
 
 def response(pods: Sequence[dict[str, Any]]) -> ListPodResourcesResponse:
     """The `List` answer for pods given as the scenario's dicts."""
-    return ListPodResourcesResponse(pod_resources=[
-        PodResources(name=p["name"], namespace=p["namespace"], containers=[
-            ContainerResources(name=c["name"], devices=[
-                ContainerDevices(resource_name=c["resource"], device_ids=list(c["devices"]))
-            ] if c["devices"] else [])
-            for c in p["containers"]
-        ])
-        for p in pods
-    ])
+    return ListPodResourcesResponse(
+        pod_resources=[
+            PodResources(
+                name=p["name"],
+                namespace=p["namespace"],
+                containers=[
+                    ContainerResources(
+                        name=c["name"],
+                        devices=[
+                            ContainerDevices(
+                                resource_name=c["resource"], device_ids=list(c["devices"])
+                            )
+                        ]
+                        if c["devices"]
+                        else [],
+                    )
+                    for c in p["containers"]
+                ],
+            )
+            for p in pods
+        ]
+    )
 
 
 def scenario_pods(scenario: dict[str, Any], clock: Callable[[], float] = time.time) -> Pods:
@@ -58,8 +71,13 @@ def scenario_pods(scenario: dict[str, Any], clock: Callable[[], float] = time.ti
     def present() -> ListPodResourcesResponse:
         elapsed = max(0.0, clock() - epoch)
         elapsed = elapsed % float(period) if period else elapsed
-        return response([p for p in kube["pods"] if p["start"] <= elapsed
-                         and (p["end"] is None or elapsed < p["end"])])
+        return response(
+            [
+                p
+                for p in kube["pods"]
+                if p["start"] <= elapsed and (p["end"] is None or elapsed < p["end"])
+            ]
+        )
 
     return present
 
@@ -67,8 +85,9 @@ def scenario_pods(scenario: dict[str, Any], clock: Callable[[], float] = time.ti
 def serve(socket: Path, pods: Pods, hang: Callable[[], float] = lambda: 0.0) -> grpc.Server:
     """A started gRPC server on ``unix://socket`` answering `List` with ``pods()``."""
 
-    def list_pods(_: ListPodResourcesRequest, context: grpc.ServicerContext
-                  ) -> ListPodResourcesResponse:
+    def list_pods(
+        _: ListPodResourcesRequest, context: grpc.ServicerContext
+    ) -> ListPodResourcesResponse:
         delay = hang()
         if delay > 0:
             # a hung kubelet: block until the caller gives up (or the delay ends)
@@ -77,11 +96,16 @@ def serve(socket: Path, pods: Pods, hang: Callable[[], float] = lambda: 0.0) -> 
             done.wait(delay)
         return pods()
 
-    handler = grpc.method_handlers_generic_handler(SERVICE, {
-        "List": grpc.unary_unary_rpc_method_handler(
-            list_pods, request_deserializer=ListPodResourcesRequest.FromString,
-            response_serializer=ListPodResourcesResponse.SerializeToString),
-    })
+    handler = grpc.method_handlers_generic_handler(
+        SERVICE,
+        {
+            "List": grpc.unary_unary_rpc_method_handler(
+                list_pods,
+                request_deserializer=ListPodResourcesRequest.FromString,
+                response_serializer=ListPodResourcesResponse.SerializeToString,
+            ),
+        },
+    )
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     server.add_generic_rpc_handlers((handler,))
     if socket.exists():

@@ -53,14 +53,35 @@ def prof_name(number: int, seconds: float, rng: random.Random) -> str:
 
 def _device_files(data: Path, meta: CaptureMeta, rng: random.Random, extra_mb: int) -> None:
     dev = meta.device_id
-    start = {"collectionDateBegin": tables.stamp(meta.start_seconds, 17),
-             "collectionTimeBegin": str(int(meta.start_seconds * 1e6)), "clockMonotonicRaw": "0"}
-    end = {"collectionDateEnd": tables.stamp(meta.stop_seconds, 17),
-           "collectionTimeEnd": str(int(meta.stop_seconds * 1e6)), "clockMonotonicRaw": "0"}
-    info = {"devices": str(dev), "DeviceInfo": [{"id": dev, "ai_core_num": 24, "aiv_num": 48,
-            "aic_frequency": "1800", "hwts_frequency": "50"}], "pid": str(meta.pid)}
-    sample = {"ai_core_metrics": "PipeUtilization", "ai_core_profiling_mode": "task-based",
-              "devices": str(dev), "result_dir": str(data.parent)}
+    start = {
+        "collectionDateBegin": tables.stamp(meta.start_seconds, 17),
+        "collectionTimeBegin": str(int(meta.start_seconds * 1e6)),
+        "clockMonotonicRaw": "0",
+    }
+    end = {
+        "collectionDateEnd": tables.stamp(meta.stop_seconds, 17),
+        "collectionTimeEnd": str(int(meta.stop_seconds * 1e6)),
+        "clockMonotonicRaw": "0",
+    }
+    info = {
+        "devices": str(dev),
+        "DeviceInfo": [
+            {
+                "id": dev,
+                "ai_core_num": 24,
+                "aiv_num": 48,
+                "aic_frequency": "1800",
+                "hwts_frequency": "50",
+            }
+        ],
+        "pid": str(meta.pid),
+    }
+    sample = {
+        "ai_core_metrics": "PipeUtilization",
+        "ai_core_profiling_mode": "task-based",
+        "devices": str(dev),
+        "result_dir": str(data.parent),
+    }
     for name, content in (("start_info", start), ("end_info", end), ("info.json", info)):
         (data / f"{name}.{dev}").write_text(json.dumps(content), encoding="utf-8")
     (data / "sample.json").write_text(json.dumps(sample), encoding="utf-8")
@@ -116,8 +137,9 @@ def is_exported(prof: Path) -> bool:
 def export(prof: Path, now: float, slice_rows: int = tables.SLICE_ROWS) -> list[Path]:
     """Write ``mindstudio_profiler_output/`` for one raw PROF dir; the files written."""
     meta = read_meta(prof)
-    steps = simulate(meta.kind, meta.first_step, meta.steps, meta.step_seconds,
-                     meta.start_seconds, meta.seed)
+    steps = simulate(
+        meta.kind, meta.first_step, meta.steps, meta.step_seconds, meta.start_seconds, meta.seed
+    )
     partial = _atomic_dir(prof / EXPORT_DIR)
     dev = meta.device_id
     written = tables.write_op_summary(
@@ -126,10 +148,16 @@ def export(prof: Path, now: float, slice_rows: int = tables.SLICE_ROWS) -> list[
     ts = tables.stamp(now)
     pairs = PROFILES[meta.kind].reduce_pairs
     for path, header, rows in (
-        (partial / f"op_statistic_{ts}.csv", tables.OP_STATISTIC_HEADER,
-         tables.op_statistic_rows(steps, dev)),
-        (partial / f"step_trace_{ts}.csv", tables.step_trace_header(pairs),
-         tables.step_trace_rows(steps, dev, pairs)),
+        (
+            partial / f"op_statistic_{ts}.csv",
+            tables.OP_STATISTIC_HEADER,
+            tables.op_statistic_rows(steps, dev),
+        ),
+        (
+            partial / f"step_trace_{ts}.csv",
+            tables.step_trace_header(pairs),
+            tables.step_trace_rows(steps, dev, pairs),
+        ),
     ):
         tables.write_csv(path, header, rows)
         written.append(path)

@@ -5,8 +5,14 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-KINDS = ("balanced", "input_bound", "conversion_bound", "aicpu_fallback", "communication_bound",
-         "slow_link")
+KINDS = (
+    "balanced",
+    "input_bound",
+    "conversion_bound",
+    "aicpu_fallback",
+    "communication_bound",
+    "slow_link",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,48 +52,193 @@ class Profile:
 
 _BF16_2 = "DT_BF16;DT_BF16"
 _BASE = (
-    OpMix("MatMulV3", "AI_CORE", 12, 0.27, "aclnnMatmul_MatMulCommon_MatMulV3",
-          "4096,1024;1024,3072", _BF16_2, "ND;ND"),
-    OpMix("MatMulV2", "AI_CORE", 4, 0.06, "aclnnMm_MatMulV2_MatMulV2",
-          "4096,1024;1024,1024", _BF16_2, "ND;ND"),
-    OpMix("FlashAttentionScore", "MIX_AIC", 2, 0.12, "aclnnFlashAttentionScore_FlashAttentionScore",
-          "1,4096,1024;1,4096,1024;1,4096,1024", "DT_BF16;DT_BF16;DT_BF16", "ND;ND;ND"),
-    OpMix("RmsNorm", "MIX_AIV", 4, 0.08, "aclnnRmsNorm_RmsNorm_RmsNorm",
-          "1,4096,1024;1024", _BF16_2, "ND;ND"),
-    OpMix("Add", "AI_VECTOR_CORE", 10, 0.09, "aclnnAdd_AddAiCore_Add",
-          "1,4096,1024;1,4096,1024", _BF16_2, "ND;ND"),
-    OpMix("Mul", "AI_VECTOR_CORE", 8, 0.07, "aclnnMul_MulAiCore_Mul",
-          "1,4096,3072;1,4096,3072", _BF16_2, "ND;ND"),
-    OpMix("SwiGlu", "AI_VECTOR_CORE", 4, 0.07, "aclnnSwiGlu_SwiGlu_SwiGlu",
-          "1,4096,6144", "DT_BF16", "ND"),
-    OpMix("SoftmaxV2", "AI_VECTOR_CORE", 2, 0.05, "aclnnSoftmax_SoftmaxV2AiCore_SoftmaxV2",
-          "1,16,4096,128", "FLOAT", "ND"),
-    OpMix("ReduceSum", "AI_VECTOR_CORE", 4, 0.04, "aclnnReduceSum_ReduceSumAiCore_ReduceSum",
-          "1,4096,1024;1", "FLOAT;INT64", "ND;ND"),
-    OpMix("ApplyAdamWV2", "AI_VECTOR_CORE", 2, 0.06, "aclnnApplyAdamWV2_ApplyAdamWV2_ApplyAdamWV2",
-          "1024,1024;1024,1024;1024,1024", "FLOAT;FLOAT;FLOAT", "ND;ND;ND"),
-    OpMix("Cast", "AI_VECTOR_CORE", 6, 0.05, "aclnnCast_CastAiCore_Cast",
-          "1,4096,1024", "DT_BF16", "ND"),
-    OpMix("TransData", "AI_VECTOR_CORE", 2, 0.03, "trans_TransData_12",
-          "256,64,56,56", "FLOAT16", "NCHW", "NC1HWC0"),
-    OpMix("GatherV2", "AI_VECTOR_CORE", 1, 0.01, "aclnnEmbedding_GatherV2AiCore_GatherV2",
-          "151936,1024;1,4096;1", "DT_BF16;INT64;INT64", "ND;ND;ND"),
+    OpMix(
+        "MatMulV3",
+        "AI_CORE",
+        12,
+        0.27,
+        "aclnnMatmul_MatMulCommon_MatMulV3",
+        "4096,1024;1024,3072",
+        _BF16_2,
+        "ND;ND",
+    ),
+    OpMix(
+        "MatMulV2",
+        "AI_CORE",
+        4,
+        0.06,
+        "aclnnMm_MatMulV2_MatMulV2",
+        "4096,1024;1024,1024",
+        _BF16_2,
+        "ND;ND",
+    ),
+    OpMix(
+        "FlashAttentionScore",
+        "MIX_AIC",
+        2,
+        0.12,
+        "aclnnFlashAttentionScore_FlashAttentionScore",
+        "1,4096,1024;1,4096,1024;1,4096,1024",
+        "DT_BF16;DT_BF16;DT_BF16",
+        "ND;ND;ND",
+    ),
+    OpMix(
+        "RmsNorm",
+        "MIX_AIV",
+        4,
+        0.08,
+        "aclnnRmsNorm_RmsNorm_RmsNorm",
+        "1,4096,1024;1024",
+        _BF16_2,
+        "ND;ND",
+    ),
+    OpMix(
+        "Add",
+        "AI_VECTOR_CORE",
+        10,
+        0.09,
+        "aclnnAdd_AddAiCore_Add",
+        "1,4096,1024;1,4096,1024",
+        _BF16_2,
+        "ND;ND",
+    ),
+    OpMix(
+        "Mul",
+        "AI_VECTOR_CORE",
+        8,
+        0.07,
+        "aclnnMul_MulAiCore_Mul",
+        "1,4096,3072;1,4096,3072",
+        _BF16_2,
+        "ND;ND",
+    ),
+    OpMix(
+        "SwiGlu",
+        "AI_VECTOR_CORE",
+        4,
+        0.07,
+        "aclnnSwiGlu_SwiGlu_SwiGlu",
+        "1,4096,6144",
+        "DT_BF16",
+        "ND",
+    ),
+    OpMix(
+        "SoftmaxV2",
+        "AI_VECTOR_CORE",
+        2,
+        0.05,
+        "aclnnSoftmax_SoftmaxV2AiCore_SoftmaxV2",
+        "1,16,4096,128",
+        "FLOAT",
+        "ND",
+    ),
+    OpMix(
+        "ReduceSum",
+        "AI_VECTOR_CORE",
+        4,
+        0.04,
+        "aclnnReduceSum_ReduceSumAiCore_ReduceSum",
+        "1,4096,1024;1",
+        "FLOAT;INT64",
+        "ND;ND",
+    ),
+    OpMix(
+        "ApplyAdamWV2",
+        "AI_VECTOR_CORE",
+        2,
+        0.06,
+        "aclnnApplyAdamWV2_ApplyAdamWV2_ApplyAdamWV2",
+        "1024,1024;1024,1024;1024,1024",
+        "FLOAT;FLOAT;FLOAT",
+        "ND;ND;ND",
+    ),
+    OpMix(
+        "Cast",
+        "AI_VECTOR_CORE",
+        6,
+        0.05,
+        "aclnnCast_CastAiCore_Cast",
+        "1,4096,1024",
+        "DT_BF16",
+        "ND",
+    ),
+    OpMix(
+        "TransData",
+        "AI_VECTOR_CORE",
+        2,
+        0.03,
+        "trans_TransData_12",
+        "256,64,56,56",
+        "FLOAT16",
+        "NCHW",
+        "NC1HWC0",
+    ),
+    OpMix(
+        "GatherV2",
+        "AI_VECTOR_CORE",
+        1,
+        0.01,
+        "aclnnEmbedding_GatherV2AiCore_GatherV2",
+        "151936,1024;1,4096;1",
+        "DT_BF16;INT64;INT64",
+        "ND;ND;ND",
+    ),
 )
 _CONVERSIONS = (
-    OpMix("TransData", "AI_VECTOR_CORE", 6, 0.25, "trans_TransData_31",
-          "256,3,224,224", "FLOAT16", "NCHW", "NC1HWC0"),
-    OpMix("Cast", "AI_VECTOR_CORE", 8, 0.15, "aclnnCast_CastAiCore_Cast",
-          "256,64,56,56", "FLOAT", "NCHW"),
-    OpMix("Transpose", "AI_VECTOR_CORE", 4, 0.08, "aclnnPermute_TransposeAiCore_Transpose",
-          "256,56,56,64;4", "FLOAT16;INT64", "NHWC;ND"),
+    OpMix(
+        "TransData",
+        "AI_VECTOR_CORE",
+        6,
+        0.25,
+        "trans_TransData_31",
+        "256,3,224,224",
+        "FLOAT16",
+        "NCHW",
+        "NC1HWC0",
+    ),
+    OpMix(
+        "Cast",
+        "AI_VECTOR_CORE",
+        8,
+        0.15,
+        "aclnnCast_CastAiCore_Cast",
+        "256,64,56,56",
+        "FLOAT",
+        "NCHW",
+    ),
+    OpMix(
+        "Transpose",
+        "AI_VECTOR_CORE",
+        4,
+        0.08,
+        "aclnnPermute_TransposeAiCore_Transpose",
+        "256,56,56,64;4",
+        "FLOAT16;INT64",
+        "NHWC;ND",
+    ),
 )
 _AI_CPU = (
-    OpMix("NonZero", "AI_CPU", 2, 0.12, "aclnnNonzero_NonZero_NonZero",
-          "4096,1024", "INT64", "ND"),
-    OpMix("UniqueConsecutive", "AI_CPU", 1, 0.08, "aclnnUniqueConsecutive_UniqueConsecutive",
-          "4096", "INT64", "ND"),
-    OpMix("ScatterElements", "AI_CPU", 1, 0.06, "aclnnScatter_ScatterElements_ScatterElements",
-          "4096,1024;4096,1024;4096,1024", "DOUBLE;INT64;DOUBLE", "ND;ND;ND"),
+    OpMix("NonZero", "AI_CPU", 2, 0.12, "aclnnNonzero_NonZero_NonZero", "4096,1024", "INT64", "ND"),
+    OpMix(
+        "UniqueConsecutive",
+        "AI_CPU",
+        1,
+        0.08,
+        "aclnnUniqueConsecutive_UniqueConsecutive",
+        "4096",
+        "INT64",
+        "ND",
+    ),
+    OpMix(
+        "ScatterElements",
+        "AI_CPU",
+        1,
+        0.06,
+        "aclnnScatter_ScatterElements_ScatterElements",
+        "4096,1024;4096,1024;4096,1024",
+        "DOUBLE;INT64;DOUBLE",
+        "ND;ND;ND",
+    ),
 )
 
 PROFILES: dict[str, Profile] = {
@@ -104,9 +255,7 @@ PROFILES: dict[str, Profile] = {
     ),
     # a degraded HCCS link: the all-reduce moves 3 GB/s (17 % of the expected 18), so the step
     # spends a communication-bound share in it
-    "slow_link": Profile(
-        "slow_link", _BASE, 0.62, 0.30, 0.08, 0.01, 0.03, 0.30, 2, 3.0, 0.10
-    ),
+    "slow_link": Profile("slow_link", _BASE, 0.62, 0.30, 0.08, 0.01, 0.03, 0.30, 2, 3.0, 0.10),
 }
 
 
@@ -141,8 +290,9 @@ class Step:
         return self.computing_us + self.communication_us + self.free_us
 
 
-def _tasks(profile: Profile, compute_us: float, cursor: float, rng: random.Random,
-           first_id: int) -> list[Task]:
+def _tasks(
+    profile: Profile, compute_us: float, cursor: float, rng: random.Random, first_id: int
+) -> list[Task]:
     total_share = sum(op.share for op in profile.ops)
     tasks, task_id = [], first_id
     for op in profile.ops:
@@ -157,8 +307,9 @@ def _tasks(profile: Profile, compute_us: float, cursor: float, rng: random.Rando
     return tasks
 
 
-def _step(profile: Profile, step_id: int, start_us: float, step_us: float,
-          rng: random.Random) -> Step:
+def _step(
+    profile: Profile, step_id: int, start_us: float, step_us: float, rng: random.Random
+) -> Step:
     total = step_us * rng.uniform(0.95, 1.05)
     preparing = total * profile.preparing * rng.uniform(0.9, 1.1)
     ops = _tasks(profile, total * profile.computing, start_us + preparing, rng, step_id * 1000)
@@ -181,8 +332,9 @@ def _step(profile: Profile, step_id: int, start_us: float, step_us: float,
     )
 
 
-def simulate(kind: str, first_step: int, steps: int, step_seconds: float, start_seconds: float,
-             seed: int) -> tuple[Step, ...]:
+def simulate(
+    kind: str, first_step: int, steps: int, step_seconds: float, start_seconds: float, seed: int
+) -> tuple[Step, ...]:
     """``steps`` consecutive steps from ``first_step``, the first starting at ``start_seconds``."""
     profile = PROFILES[kind]
     rng = random.Random(seed)

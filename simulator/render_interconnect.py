@@ -21,14 +21,21 @@ def _list(values: Sequence[object]) -> str:
 
 
 def _errors(sc: Scenario, chip: SimChip, kind: str, el: float) -> int:
-    return int(sum(e.per_second * _seconds_active(e, el) for e in sc.network
-                   if e.kind == kind and e.npu == chip.npu and e.chip in (None, chip.chip)))
+    return int(
+        sum(
+            e.per_second * _seconds_active(e, el)
+            for e in sc.network
+            if e.kind == kind and e.npu == chip.npu and e.chip in (None, chip.chip)
+        )
+    )
 
 
 def hccs(sc: Scenario, chip: SimChip, el: float) -> str:
     crc = _errors(sc, chip, "hccs_crc_errors", el)
-    rate = [1e6 * (0.5 + _unit(sc.seed, chip.npu, chip.chip, "hccs", link))
-            for link in range(HCCS_LINKS)]
+    rate = [
+        1e6 * (0.5 + _unit(sc.seed, chip.npu, chip.chip, "hccs", link))
+        for link in range(HCCS_LINKS)
+    ]
     tx = [int(r * el) for r in rate]
     rx = [int(r * 0.98 * el) for r in rate]
     errors = [0] * (HCCS_LINKS - 1) + [crc]  # the last link carries the scenario's errors
@@ -36,24 +43,32 @@ def hccs(sc: Scenario, chip: SimChip, el: float) -> str:
         ("hccs health status ", ["OK"] * (HCCS_LINKS - 1) + ["NOK" if crc else "OK"]),
         ("hccs lane mode ", [4] * HCCS_LINKS),
         ("hccs link speed ", [224] * HCCS_LINKS),
-        ("hccs tx packets ", tx), ("hccs tx bytes ", [p * 20 for p in tx]),
-        ("hccs rx packets ", rx), ("hccs rx bytes ", [p * 20 for p in rx]),
-        ("hccs retry count ", [e // 2 for e in errors]), ("hccs error count ", errors),
+        ("hccs tx packets ", tx),
+        ("hccs tx bytes ", [p * 20 for p in tx]),
+        ("hccs rx packets ", rx),
+        ("hccs rx bytes ", [p * 20 for p in rx]),
+        ("hccs retry count ", [e // 2 for e in errors]),
+        ("hccs error count ", errors),
         ("hccs first error lane ", ["NA"] * (HCCS_LINKS - 1) + [1 if crc else "NA"]),
-    ]  # fmt: skip
+    ]
     lines = [f"\t{key:<30} : {_list(values)}\n" for key, values in rows]
     # the lane bitmap: 8 digits per port, then 16 spaces
-    lines.insert(2, f"\t{'hccs link lane list ':<30} : [" + ("11110000" + " " * 16) * HCCS_LINKS
-                 + "]\n")
+    lines.insert(
+        2, f"\t{'hccs link lane list ':<30} : [" + ("11110000" + " " * 16) * HCCS_LINKS + "]\n"
+    )
     return "".join(lines)
 
 
 def hccs_bw(sc: Scenario, chip: SimChip) -> str:
     out = f"{'hccs link':<30} {'tx_bandwidth(GB/S)':<30} {'rx_bandwidth(GB/S)':<30}\n"
     load = chip.aicore_percent / 100
-    pairs = [(12.0 * load * (0.8 + 0.2 * _unit(sc.seed, chip.npu, link)),
-              11.5 * load * (0.8 + 0.2 * _unit(sc.seed, chip.npu, link, "rx")))
-             for link in range(HCCS_LINKS)]
+    pairs = [
+        (
+            12.0 * load * (0.8 + 0.2 * _unit(sc.seed, chip.npu, link)),
+            11.5 * load * (0.8 + 0.2 * _unit(sc.seed, chip.npu, link, "rx")),
+        )
+        for link in range(HCCS_LINKS)
+    ]
     out += "".join(f"{link:<35d} {tx:<30.6f} {rx:<30.6f}\n" for link, (tx, rx) in enumerate(pairs))
     total_tx, total_rx = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
     return out + f"{'total':<35} {total_tx:<30.6f} {total_rx:<30.6f}\n"
@@ -61,12 +76,21 @@ def hccs_bw(sc: Scenario, chip: SimChip) -> str:
 
 def pcie_err(sc: Scenario, chip: SimChip, el: float, p310: bool) -> str:
     if p310:
-        names = ("Pcs Rx Error Count", "Phy Lane Error Count", "Dl Lcrc Error Count",
-                 "Dl Dcrc Error Count")
+        names = (
+            "Pcs Rx Error Count",
+            "Phy Lane Error Count",
+            "Dl Lcrc Error Count",
+            "Dl Dcrc Error Count",
+        )
         return "".join(f"\t{name:<30} : 0\n" for name in names)
     retries = int(el // 600)  # a replay now and then on a healthy link
-    values = (("TX Error Count", 0), ("RX Error Count", 0), ("Lcrc Error Count", 0),
-              ("Ecrc Error Count", 0), ("Retry Count", retries))
+    values = (
+        ("TX Error Count", 0),
+        ("RX Error Count", 0),
+        ("Lcrc Error Count", 0),
+        ("Ecrc Error Count", 0),
+        ("Retry Count", retries),
+    )
     return f"\t{'NPU ID':<30} : {chip.npu}\n" + "".join(f"\t{k:<30} : {v}\n" for k, v in values)
 
 

@@ -120,8 +120,15 @@ class NetworkEventSpec(_EventSpec):
     (npu-smi -t hccs) or its die-to-die link (-t sio-info, A3).
     """
 
-    kind: Literal["flap", "link_down", "crc_errors", "pfc_storm", "optical_rx_low",
-                  "hccs_crc_errors", "sio_crc_errors"]
+    kind: Literal[
+        "flap",
+        "link_down",
+        "crc_errors",
+        "pfc_storm",
+        "optical_rx_low",
+        "hccs_crc_errors",
+        "sio_crc_errors",
+    ]
     npu: int = Field(ge=0)
     chip: int | None = Field(default=None, ge=0)
     per_second: float = Field(default=5.0, ge=0)
@@ -132,6 +139,8 @@ class NetworkEventSpec(_EventSpec):
 
 class NetworkSpec(_Model):
     events: tuple[NetworkEventSpec, ...] = ()
+
+
 # ---------------------------------------------------------------- kubernetes (npumon-sim-kubelet)
 class ContainerSpec(_Model):
     """A container and the device IDs the kubelet handed it (free text: malformed ones too)."""

@@ -20,13 +20,29 @@ DATA_LOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 LOADER_SHARE = 0.9  # of Preparing: the simulated jobs wait for their data loader there
 # what dynamic_profile.init() writes when the directory has no config yet: nothing to do
 TEMPLATE: dict[str, Any] = {
-    "activities": ["CPU", "NPU"], "prof_dir": "./", "analyse": False, "record_shapes": False,
-    "profile_memory": False, "with_stack": False, "with_flops": False, "with_modules": False,
-    "active": 1, "warmup": 0, "start_step": 0, "is_rank": False, "rank_list": [],
-    "experimental_config": {"profiler_level": "Level0", "aic_metrics": "AiCoreNone",
-                            "l2_cache": False, "op_attr": False, "data_simplification": True,
-                            "record_op_args": False, "export_type": ["text"],
-                            "msprof_tx": False},
+    "activities": ["CPU", "NPU"],
+    "prof_dir": "./",
+    "analyse": False,
+    "record_shapes": False,
+    "profile_memory": False,
+    "with_stack": False,
+    "with_flops": False,
+    "with_modules": False,
+    "active": 1,
+    "warmup": 0,
+    "start_step": 0,
+    "is_rank": False,
+    "rank_list": [],
+    "experimental_config": {
+        "profiler_level": "Level0",
+        "aic_metrics": "AiCoreNone",
+        "l2_cache": False,
+        "op_attr": False,
+        "data_simplification": True,
+        "record_op_args": False,
+        "export_type": ["text"],
+        "msprof_tx": False,
+    },
     "is_valid": False,
 }
 
@@ -109,14 +125,22 @@ def _profiler_info(plan: Plan, steps: Sequence[Step], rank: int, end_seconds: fl
         "config": {
             "common_config": {
                 "activities": [f"ProfilerActivity.{a}" for a in plan.config.get("activities", [])],
-                "schedule": {"wait": 0, "active": plan.active, "warmup": 0, "repeat": 1,
-                             "skip_first": 0},
+                "schedule": {
+                    "wait": 0,
+                    "active": plan.active,
+                    "warmup": 0,
+                    "repeat": 1,
+                    "skip_first": 0,
+                },
                 "record_shapes": bool(plan.config.get("record_shapes", False)),
             },
             "experimental_config": {f"_{k}": v for k, v in exp.items()},
         },
-        "start_info": {"syscnt_enable": True, "freq": 100,
-                       "collectionTimeBegin": int(steps[0].start_us * 1000)},
+        "start_info": {
+            "syscnt_enable": True,
+            "freq": 100,
+            "collectionTimeBegin": int(steps[0].start_us * 1000),
+        },
         "end_info": {"collectionTimeEnd": int(end_seconds * 1e9)},
         "torch_npu_version": "2.7.1",
         "cann_version": "8.3.RC1",
@@ -131,18 +155,34 @@ def trace_view(steps: Sequence[Step], pid: int) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     for step in steps:
         start = step.start_us
-        for name, ts, dur in ((f"ProfilerStep#{step.step_id}", start,
-                               step.preparing_us + step.total_us),
-                              (DATA_LOADER, start + 1.0, step.preparing_us * LOADER_SHARE)):
-            events.append({"ph": "X", "name": name, "pid": pid, "tid": pid, "ts": f"{ts:.3f}",
-                           "dur": round(dur, 3), "cat": "cpu_op",
-                           "args": {"Sequence number": -1, "Fwd thread id": 0}})
+        for name, ts, dur in (
+            (f"ProfilerStep#{step.step_id}", start, step.preparing_us + step.total_us),
+            (DATA_LOADER, start + 1.0, step.preparing_us * LOADER_SHARE),
+        ):
+            events.append(
+                {
+                    "ph": "X",
+                    "name": name,
+                    "pid": pid,
+                    "tid": pid,
+                    "ts": f"{ts:.3f}",
+                    "dur": round(dur, 3),
+                    "cat": "cpu_op",
+                    "args": {"Sequence number": -1, "Fwd thread id": 0},
+                }
+            )
     return events
 
 
-def write_ascend_pt(plan: Plan, steps: Sequence[Step], meta: CaptureMeta, rank: int | None,
-                    hostname: str, world_size: int = 1,
-                    environ: Mapping[str, str] | None = None) -> Path:
+def write_ascend_pt(
+    plan: Plan,
+    steps: Sequence[Step],
+    meta: CaptureMeta,
+    rank: int | None,
+    hostname: str,
+    world_size: int = 1,
+    environ: Mapping[str, str] | None = None,
+) -> Path:
     """``<prof_dir>/<host>_<pid>_<ms stamp>_ascend_pt/``: complete once ASCEND_PROFILER_OUTPUT
     appears (renamed into place last), as a half-written profile must never look finished.
     profiler_metadata.json records ``environ``'s variables (torch_comm.ENV_NAMES) and a data
@@ -167,15 +207,22 @@ def write_ascend_pt(plan: Plan, steps: Sequence[Step], meta: CaptureMeta, rank: 
         tables_dir.mkdir()
         dev = meta.device_id
         for file, header, rows in (
-            ("kernel_details.csv", tables.KERNEL_DETAILS_HEADER,
-             tables.kernel_rows(steps, dev, torch=True)),
+            (
+                "kernel_details.csv",
+                tables.KERNEL_DETAILS_HEADER,
+                tables.kernel_rows(steps, dev, torch=True),
+            ),
             ("op_statistic.csv", tables.OP_STATISTIC_HEADER, tables.op_statistic_rows(steps, dev)),
-            ("step_trace_time.csv", tables.STEP_TRACE_TIME_HEADER,
-             tables.step_trace_time_rows(steps, dev)),
+            (
+                "step_trace_time.csv",
+                tables.STEP_TRACE_TIME_HEADER,
+                tables.step_trace_time_rows(steps, dev),
+            ),
         ):
             tables.write_csv(tables_dir / file, header, rows)
-        (tables_dir / "trace_view.json").write_text(json.dumps(trace_view(steps, meta.pid)),
-                                                    encoding="utf-8")
+        (tables_dir / "trace_view.json").write_text(
+            json.dumps(trace_view(steps, meta.pid)), encoding="utf-8"
+        )
         group = str(10**18 + meta.seed % 10**18)  # HCCL's group name: a hash of its ranks
         (tables_dir / "communication.json").write_text(
             json.dumps(torch_comm.communication(steps, meta.kind, group), indent=4),

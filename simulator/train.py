@@ -55,7 +55,8 @@ class Job:
         self.stopping = False
         self.watcher = (
             ConfigWatcher(args.dynamic_config_dir, self.rank or 0, log)
-            if args.dynamic_config_dir else None
+            if args.dynamic_config_dir
+            else None
         )
         self.capture: _Capture | None = None
 
@@ -71,8 +72,12 @@ class Job:
             plan = self.watcher.poll(step - 1)
             if plan is not None:
                 self.capture = _Capture(plan)
-                print(f"[INFO] dynamic_profile: capturing steps {plan.first_step}.."
-                      f"{plan.last_step} into {plan.prof_dir}", file=self.log, flush=True)
+                print(
+                    f"[INFO] dynamic_profile: capturing steps {plan.first_step}.."
+                    f"{plan.last_step} into {plan.prof_dir}",
+                    file=self.log,
+                    flush=True,
+                )
         if self.capture is not None and step == self.capture.plan.first_step:
             self.capture.start_seconds = now
 
@@ -82,13 +87,24 @@ class Job:
             return
         self.capture = None
         plan, start = capture.plan, capture.start_seconds
-        meta = CaptureMeta(self.args.profile, self.pid, self.args.device, self.args.step_seconds,
-                           start, now, plan.first_step, plan.active, self.pid ^ int(start * 1000))
-        steps = simulate(meta.kind, meta.first_step, meta.steps, meta.step_seconds,
-                         meta.start_seconds, meta.seed)
+        meta = CaptureMeta(
+            self.args.profile,
+            self.pid,
+            self.args.device,
+            self.args.step_seconds,
+            start,
+            now,
+            plan.first_step,
+            plan.active,
+            self.pid ^ int(start * 1000),
+        )
+        steps = simulate(
+            meta.kind, meta.first_step, meta.steps, meta.step_seconds, meta.start_seconds, meta.seed
+        )
         try:
-            path = write_ascend_pt(plan, steps, meta, self.rank, socket.gethostname(),
-                                   self.world_size, os.environ)
+            path = write_ascend_pt(
+                plan, steps, meta, self.rank, socket.gethostname(), self.world_size, os.environ
+            )
         except OSError as error:
             print(f"[ERROR] dynamic_profile: cannot write the profile: {error}", file=self.log)
             return

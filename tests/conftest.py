@@ -20,7 +20,9 @@ import pytest
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--update-golden", action="store_true", default=False,
+        "--update-golden",
+        action="store_true",
+        default=False,
         help="rewrite the golden expected.prom files instead of comparing against them",
     )
 

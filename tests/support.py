@@ -40,8 +40,16 @@ def fake_npu_smi(node: str, *options: str) -> list[str]:
     node.yaml is read here, once, and handed over as a JSON file: the fake then runs as
     `python -S` (no site-packages, no yaml), which makes the golden tests' many calls cheap.
     """
-    return [sys.executable, "-S", str(FAKE_NPU_SMI), "--node", str(NODES / node),
-            "--commands", str(_commands_file(node)), *options]
+    return [
+        sys.executable,
+        "-S",
+        str(FAKE_NPU_SMI),
+        "--node",
+        str(NODES / node),
+        "--commands",
+        str(_commands_file(node)),
+        *options,
+    ]
 
 
 def has_hccn_tool(node: str) -> bool:
@@ -51,8 +59,16 @@ def has_hccn_tool(node: str) -> bool:
 
 def fake_hccn_tool(node: str, *options: str) -> list[str]:
     """The hccn_tool.command argv prefix that replays the node's ``hccn_tool`` section."""
-    return [sys.executable, "-S", str(FAKE_NPU_SMI), "--node", str(NODES / node),
-            "--commands", str(_commands_file(node, "hccn_tool")), *options]
+    return [
+        sys.executable,
+        "-S",
+        str(FAKE_NPU_SMI),
+        "--node",
+        str(NODES / node),
+        "--commands",
+        str(_commands_file(node, "hccn_tool")),
+        *options,
+    ]
 
 
 FROZEN_TIME = 1_764_410_400.0  # 2025-11-29T10:00:00Z: the clock of fixture-node agents

@@ -117,9 +117,15 @@ def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected, pmu_bytes:
     kernel = statistic = None
     if unit.layout == "legacy" and unit.name in c.graph_model:
         model = c.graph_model[unit.name]
-        unit = replace(unit, tables={
-            k: _graph_tables(v, model, t.warmup_steps) if k in (layout.KERNEL, layout.OP_STATISTIC)
-            else v for k, v in unit.tables.items()})
+        unit = replace(
+            unit,
+            tables={
+                k: _graph_tables(v, model, t.warmup_steps)
+                if k in (layout.KERNEL, layout.OP_STATISTIC)
+                else v
+                for k, v in unit.tables.items()
+            },
+        )
     if layout.DB in unit.tables and layout.KERNEL not in unit.tables:
         try:
             kernel = _db_facts(unit.tables[layout.DB][0], t)
@@ -236,17 +242,26 @@ def _capture_time(units: tuple[layout.ProfileUnit, ...], sources: list[str]) -> 
 
 
 def _evidence(
-    facts: ops.OpFacts | None, steps: steptime.StepResult, mode: str | None,
-    findings: tuple[Bottleneck, ...], transfer: float | None = None,
+    facts: ops.OpFacts | None,
+    steps: steptime.StepResult,
+    mode: str | None,
+    findings: tuple[Bottleneck, ...],
+    transfer: float | None = None,
     host_share: host.HostShare | None = None,
 ) -> Evidence:
     ratios = {p.phase: p.ratio for p in steps.phases if p.ratio is not None}
     seconds = {p.phase: p.seconds for p in steps.phases}
     step_ms = steps.step.mean_seconds * 1e3 if steps.step else None
     if facts is None or facts.total_us <= 0:
-        return Evidence(phase_ratios=ratios, phase_ms={k: v * 1e3 for k, v in seconds.items()},
-                        step_ms=step_ms, mode=mode, findings=findings, transfer_ratio=transfer,
-                        host=host_share)
+        return Evidence(
+            phase_ratios=ratios,
+            phase_ms={k: v * 1e3 for k, v in seconds.items()},
+            step_ms=step_ms,
+            mode=mode,
+            findings=findings,
+            transfer_ratio=transfer,
+            host=host_share,
+        )
     total = facts.total_us
     return Evidence(
         phase_ratios=ratios,
@@ -306,11 +321,16 @@ def analyze_path(
         check_sizes(units, limits)
     unread = layout.unread(path)
     if not units:
-        raise NoProfileData("\n".join(unread) or (
-            f"{path}: no profiler tables found (looked for ASCEND_PROFILER_OUTPUT/ with CSVs or "
-            "ascend_pytorch_profiler_N.db, PROF_*/mindstudio_profiler_output/, PROF_*/msprof_*.db, "
-            "PROF_*/device_N/summary/ and MindSpore's profiler/ tables)"
-        ))
+        raise NoProfileData(
+            "\n".join(unread)
+            or (
+                f"{path}: no profiler tables found (looked for ASCEND_PROFILER_OUTPUT/ with CSVs "
+                "or "
+                "ascend_pytorch_profiler_N.db, PROF_*/mindstudio_profiler_output/, "
+                "PROF_*/msprof_*.db, "
+                "PROF_*/device_N/summary/ and MindSpore's profiler/ tables)"
+            )
+        )
     c = _Collected([], [], [], [], [], [], [], [], [], [], {}, [], [])
     # operator_pmu reads a head of each kernel table: PMU_MAX_BYTES over all of them
     kernel_tables = sum(len(u.tables.get(layout.KERNEL, ())) for u in units)
@@ -336,7 +356,10 @@ def analyze_path(
 
 
 def _summary(
-    c: _Collected, units: tuple[layout.ProfileUnit, ...], thresholds: Thresholds, top_n: int,
+    c: _Collected,
+    units: tuple[layout.ProfileUnit, ...],
+    thresholds: Thresholds,
+    top_n: int,
     workload: str,
 ) -> ProfileSummary:
     facts = ops.merge_facts(c.facts) if c.facts else None
@@ -344,16 +367,18 @@ def _summary(
     c.problems.extend(steps.left_out)
     groups = peers.peer_groups(steps.ranks, c.dp_of)
     spreads, rank_findings = peers.judge(steps.ranks, groups, thresholds)
-    communication = comm.read(c.comm_files, thresholds, c.problems, c.matrix_files,
-                              c.matrix_only)
+    communication = comm.read(c.comm_files, thresholds, c.problems, c.matrix_files, c.matrix_only)
     mode = _mode(c, units)
     transfer = _transfer_ratio(communication, c.step_total_us(c.comm_units))
     tier = transfer_tier(transfer, thresholds)
-    judged = (rank_findings
-              + comm.slow_links(communication.links, thresholds, communication.pairs, tier)
-              + comm.small_packets(communication.packets, thresholds, tier)
-              + comm.byte_alignment(communication.alignment, thresholds)
-              + environment.judge(c.env, thresholds) + pmu.judge(c.vector, thresholds))
+    judged = (
+        rank_findings
+        + comm.slow_links(communication.links, thresholds, communication.pairs, tier)
+        + comm.small_packets(communication.packets, thresholds, tier)
+        + comm.byte_alignment(communication.alignment, thresholds)
+        + environment.judge(c.env, thresholds)
+        + pmu.judge(c.vector, thresholds)
+    )
     evidence = _evidence(facts, steps, mode, judged, transfer, c.host_share())
     return ProfileSummary(
         workload=workload,

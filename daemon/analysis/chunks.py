@@ -86,8 +86,9 @@ def _boundaries(path: Path, start: int, size: int, parts: int) -> list[int]:
     return cuts
 
 
-def read_csv_ranges(path: Path, data_start: int, spec: CsvSpec,
-                    max_bytes: int | None = None) -> pd.DataFrame:
+def read_csv_ranges(
+    path: Path, data_start: int, spec: CsvSpec, max_bytes: int | None = None
+) -> pd.DataFrame:
     """The data rows after byte ``data_start``, parsed in parallel when the file is big; with
     ``max_bytes``, only the whole lines of the first ``max_bytes`` (a head of the table)."""
     size = path.stat().st_size

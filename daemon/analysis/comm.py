@@ -40,8 +40,12 @@ from npumon.daemon.analysis.readers import TableError
 from npumon.daemon.model.profile import Bottleneck, CommTimes, LinkStat, Thresholds
 
 FILE = "communication.json"
-_TIMES = {"elapse": "Elapse Time(ms)", "transit": "Transit Time(ms)",
-          "wait": "Wait Time(ms)", "idle": "Idle Time(ms)"}
+_TIMES = {
+    "elapse": "Elapse Time(ms)",
+    "transit": "Transit Time(ms)",
+    "wait": "Wait Time(ms)",
+    "idle": "Idle Time(ms)",
+}
 TOTAL = "Total Op Info"
 PACKET_LINKS = ("SDMA", "RDMA")  # the transports msprof-analyze's packet analysis judges
 SDMA_LINKS = ("HCCS", "PCIE", "SIO")  # the link types SDMA transfers go over
@@ -120,8 +124,9 @@ def _alignment(datas: Sequence[object], t: Thresholds) -> AlignStat | None:
     if not ops:
         return None
     examples.sort(key=lambda e: (-e[2], e[0], e[1]))
-    return AlignStat(ops, unaligned_ops, sums[0], sums[1], sums[2], sums[3],
-                     tuple(examples[:EXAMPLES_NAMED]))
+    return AlignStat(
+        ops, unaligned_ops, sums[0], sums[1], sums[2], sums[3], tuple(examples[:EXAMPLES_NAMED])
+    )
 
 
 def _bytes(mb: str) -> int | None:
@@ -241,8 +246,13 @@ def _load(path: Path, notes: list[str], matrix: bool = False) -> object | None:
     return data
 
 
-def read(paths: Sequence[Path], t: Thresholds, notes: list[str],
-         matrices: Sequence[Path] = (), matrix_only: Sequence[Path] = ()) -> CommRead:
+def read(
+    paths: Sequence[Path],
+    t: Thresholds,
+    notes: list[str],
+    matrices: Sequence[Path] = (),
+    matrix_only: Sequence[Path] = (),
+) -> CommRead:
     """Sums over every file (rank) given. ``matrices``: every communication_matrix.json (for the
     pairs); ``matrix_only``: those of them whose rank has no communication.json, whose link
     totals then stand in for it."""
@@ -259,8 +269,10 @@ def read(paths: Sequence[Path], t: Thresholds, notes: list[str],
                 link_total = links.setdefault(link, [0.0, 0.0])
                 link_total[0] += mb
                 link_total[1] += ms
-    pair_stats = tuple(PairStat(link, src, dst, mb * 1e6, ms / 1e3)
-                       for (link, src, dst), (mb, ms) in sorted(pairs.items()))
+    pair_stats = tuple(
+        PairStat(link, src, dst, mb * 1e6, ms / 1e3)
+        for (link, src, dst), (mb, ms) in sorted(pairs.items())
+    )
     times = dict.fromkeys(_TIMES, 0.0)
     min_mb = {"SDMA": t.small_packet_sdma_mb, "RDMA": t.small_packet_rdma_mb}
     packets = {link: [0, 0, 0.0] for link in PACKET_LINKS}
@@ -293,20 +305,26 @@ def read(paths: Sequence[Path], t: Thresholds, notes: list[str],
     return CommRead(
         CommTimes(times["elapse"], times["transit"], times["wait"], times["idle"]),
         _link_stats(links),
-        tuple(PacketStat(link, int(n), int(small), float(ms), min_mb[link])
-              for link, (n, small, ms) in packets.items() if n),
+        tuple(
+            PacketStat(link, int(n), int(small), float(ms), min_mb[link])
+            for link, (n, small, ms) in packets.items()
+            if n
+        ),
         pair_stats,
         _alignment(loaded, t),
     )
 
 
-def slowest_pairs(pairs: Sequence[PairStat], link_type: str, t: Thresholds
-                  ) -> tuple[PairStat, ...]:
+def slowest_pairs(pairs: Sequence[PairStat], link_type: str, t: Thresholds) -> tuple[PairStat, ...]:
     """The PAIRS_NAMED slowest src-dst pairs of a link type that moved at least
     slow_link_min_mb each (a pair that moved a few bytes is slow by nature)."""
-    judged = [p for p in pairs if p.link_type == link_type
-              and p.transit_bytes >= t.slow_link_min_mb * 1e6
-              and p.bandwidth_bytes_per_second is not None]
+    judged = [
+        p
+        for p in pairs
+        if p.link_type == link_type
+        and p.transit_bytes >= t.slow_link_min_mb * 1e6
+        and p.bandwidth_bytes_per_second is not None
+    ]
     judged.sort(key=lambda p: (p.bandwidth_bytes_per_second or 0.0, p.src, p.dst))
     return tuple(judged[:PAIRS_NAMED])
 
@@ -314,13 +332,15 @@ def slowest_pairs(pairs: Sequence[PairStat], link_type: str, t: Thresholds
 def _pairs_clause(slowest: Sequence[PairStat], of: int) -> str:
     if not slowest:
         return ""
-    named = ", ".join(f"{p.src}->{p.dst} {(p.bandwidth_bytes_per_second or 0.0) / 1e9:.1f} GB/s"
-                      for p in slowest)
+    named = ", ".join(
+        f"{p.src}->{p.dst} {(p.bandwidth_bytes_per_second or 0.0) / 1e9:.1f} GB/s" for p in slowest
+    )
     return f"; slowest of its {of} rank pair(s) in communication_matrix.json: {named}"
 
 
-def slow_links(links: Sequence[LinkStat], t: Thresholds, pairs: Sequence[PairStat] = (),
-               tier: str = "") -> tuple[Bottleneck, ...]:
+def slow_links(
+    links: Sequence[LinkStat], t: Thresholds, pairs: Sequence[PairStat] = (), tier: str = ""
+) -> tuple[Bottleneck, ...]:
     """A link type that moved at least slow_link_min_mb at under slow_link_ratio of its
     expected bandwidth (link_expected_gbps); the matrix's slowest pairs of it named, and
     ``tier`` (the data-transfer share of the step, diagnosis.transfer_tier) appended."""
@@ -334,20 +354,25 @@ def slow_links(links: Sequence[LinkStat], t: Thresholds, pairs: Sequence[PairSta
         ratio = link.bandwidth_bytes_per_second / (expected * 1e9)
         if ratio < t.slow_link_ratio:
             of = sum(1 for p in pairs if p.link_type == link.link_type)
-            found.append(finding(
-                "slow_link",
-                f"{link.link_type} moved {link.transit_bytes / 1e6:.1f} MB at "
-                f"{link.bandwidth_bytes_per_second / 1e9:.1f} GB/s, {ratio:.0%} of the expected "
-                f"{expected:g} GB/s (threshold {t.slow_link_ratio:.0%})"
-                + _pairs_clause(slowest_pairs(pairs, link.link_type, t), of) + tier,
-                ratio,
-                t.slow_link_ratio,
-            ))
+            found.append(
+                finding(
+                    "slow_link",
+                    f"{link.link_type} moved {link.transit_bytes / 1e6:.1f} MB at "
+                    f"{link.bandwidth_bytes_per_second / 1e9:.1f} GB/s, "
+                    f"{ratio:.0%} of the expected "
+                    f"{expected:g} GB/s (threshold {t.slow_link_ratio:.0%})"
+                    + _pairs_clause(slowest_pairs(pairs, link.link_type, t), of)
+                    + tier,
+                    ratio,
+                    t.slow_link_ratio,
+                )
+            )
     return tuple(found)
 
 
-def small_packets(packets: Sequence[PacketStat], t: Thresholds, tier: str = ""
-                  ) -> tuple[Bottleneck, ...]:
+def small_packets(
+    packets: Sequence[PacketStat], t: Thresholds, tier: str = ""
+) -> tuple[Bottleneck, ...]:
     """msprof-analyze's packet rule: over small_packet_ratio of a transport's ops move less than
     its minimum size (SDMA 16 MB, RDMA 1 MB); one finding naming every transport over it."""
     over = [p for p in packets if p.ops and p.small_ops / p.ops > t.small_packet_ratio]
@@ -356,9 +381,17 @@ def small_packets(packets: Sequence[PacketStat], t: Thresholds, tier: str = ""
     worst = max(p.small_ops / p.ops for p in over)
     detail = "; ".join(
         f"{p.small_ops} of {p.ops} {p.link_type} transfers ({p.small_ops / p.ops:.0%}) move less "
-        f"than {p.min_mb:g} MB, {p.small_ms:.2f} ms of transfer" for p in over)
-    return (finding("small_packets", f"{detail} (threshold {t.small_packet_ratio:.0%}){tier}",
-                    worst, t.small_packet_ratio),)
+        f"than {p.min_mb:g} MB, {p.small_ms:.2f} ms of transfer"
+        for p in over
+    )
+    return (
+        finding(
+            "small_packets",
+            f"{detail} (threshold {t.small_packet_ratio:.0%}){tier}",
+            worst,
+            t.small_packet_ratio,
+        ),
+    )
 
 
 def _gbps(size: float, ms: float) -> str:
@@ -381,5 +414,8 @@ def byte_alignment(stat: AlignStat | None, t: Thresholds) -> tuple[Bottleneck, .
         f"{_gbps(stat.aligned_bytes, stat.aligned_ms)}); longest: {named} (rule: msprof-analyze's"
         f" byte alignment check, at least {t.byte_alignment_min_ops} such op)"
     )
-    return (finding("byte_alignment", detail, float(stat.unaligned_ops),
-                    float(t.byte_alignment_min_ops)),)
+    return (
+        finding(
+            "byte_alignment", detail, float(stat.unaligned_ops), float(t.byte_alignment_min_ops)
+        ),
+    )

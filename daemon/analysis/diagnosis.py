@@ -124,13 +124,15 @@ def advice(kind: str, mode: str | None) -> str:
     return ADVICE[kind]
 
 
-def finding(kind: str, detail: str, value: float, threshold: float, mode: str | None = None
-            ) -> Bottleneck:
+def finding(
+    kind: str, detail: str, value: float, threshold: float, mode: str | None = None
+) -> Bottleneck:
     return Bottleneck(kind, detail, advice(kind, mode), value, threshold)
 
 
-def _over(kind: str, value: float | None, threshold: float, detail: str,
-          mode: str | None = None) -> Bottleneck | None:
+def _over(
+    kind: str, value: float | None, threshold: float, detail: str, mode: str | None = None
+) -> Bottleneck | None:
     if value is None or value <= threshold:
         return None
     return finding(kind, detail.format(value=value, threshold=threshold), value, threshold, mode)
@@ -143,7 +145,8 @@ def _ms(value: float | None) -> str:
 def _figures(ms: float | None, step_ms: float | None, unit: str = "step") -> str:
     """``X ms per step, mean step Y ms; `` with what is known (opens a threshold clause)."""
     parts = ([] if ms is None else [f"{ms:.3f} ms per {unit}"]) + (
-        [] if step_ms is None else [f"mean {unit} {step_ms:.3f} ms"])
+        [] if step_ms is None else [f"mean {unit} {step_ms:.3f} ms"]
+    )
     return ", ".join(parts) + "; " if parts else ""
 
 
@@ -154,7 +157,9 @@ def _input_pipeline(e: Evidence, t: Thresholds) -> Bottleneck | None:
     aug = e.phase_ratios.get("data_aug")
     if aug is not None:
         return _over(
-            "input_pipeline", aug, t.input_pipeline_ratio,
+            "input_pipeline",
+            aug,
+            t.input_pipeline_ratio,
             "Data Aug Bound (the device waiting for the next batch between iterations) is "
             "{value:.0%} of the iteration ("
             f"{_figures(e.phase_ms.get('data_aug'), e.step_ms, 'iteration')}"
@@ -164,7 +169,9 @@ def _input_pipeline(e: Evidence, t: Thresholds) -> Bottleneck | None:
     if e.host is None or loader is None:
         return None
     return _over(
-        "input_pipeline", loader, t.data_loader_ratio,
+        "input_pipeline",
+        loader,
+        t.data_loader_ratio,
         "the data loader (its enumerate(DataLoader)...__next__ ranges: trace_view.json or "
         "PYTORCH_API) takes "
         f"{{value:.1%}} of the step ({_figures(e.host.data_loader_ms, e.step_ms)}"
@@ -181,18 +188,27 @@ def preparing_split(e: Evidence) -> str:
     """What the profile shows of Preparing: the data loader, on-line compilation, the rest."""
     prep = e.phase_ms.get("preparing")
     h = e.host
-    loader = ("the data loader's time is not in the profile (no trace_view.json or "
-              "PYTORCH_API table)" if h is None or h.data_loader_ms is None else
-              "no data loader range in the profile (a job without a DataLoader)"
-              if h.data_loader_ms == 0 else
-              f"the data loader {_ms(h.data_loader_ms)}{_share(h.data_loader_ratio)}")
-    compile_ = (f"on-line compilation {_ms(h.compile_ms)}{_share(h.compile_ratio)} (host time "
-                "anywhere in the step)" if h and h.compile_ms is not None else
-                "on-line compilation is not in the profile (no api_statistic.csv or CANN_API "
-                "table: Level1 and up)")
+    loader = (
+        "the data loader's time is not in the profile (no trace_view.json or PYTORCH_API table)"
+        if h is None or h.data_loader_ms is None
+        else "no data loader range in the profile (a job without a DataLoader)"
+        if h.data_loader_ms == 0
+        else f"the data loader {_ms(h.data_loader_ms)}{_share(h.data_loader_ratio)}"
+    )
+    compile_ = (
+        f"on-line compilation {_ms(h.compile_ms)}{_share(h.compile_ratio)} (host time "
+        "anywhere in the step)"
+        if h and h.compile_ms is not None
+        else "on-line compilation is not in the profile (no api_statistic.csv or CANN_API "
+        "table: Level1 and up)"
+    )
     loader_ms = h.data_loader_ms if h else None
-    rest = (f"; the other {prep - loader_ms:.3f} ms (host launch, syncs, other host work) is "
-            "not measured" if prep is not None and loader_ms is not None else "")
+    rest = (
+        f"; the other {prep - loader_ms:.3f} ms (host launch, syncs, other host work) is "
+        "not measured"
+        if prep is not None and loader_ms is not None
+        else ""
+    )
     return f"{loader}; {compile_}{rest}"
 
 
@@ -202,7 +218,9 @@ def _slow_preparing(e: Evidence, t: Thresholds) -> Bottleneck | None:
     if e.phase_ratios.get("data_aug") is not None or _input_pipeline(e, t) is not None:
         return None
     return _over(
-        "slow_preparing", e.phase_ratios.get("preparing"), t.input_pipeline_ratio,
+        "slow_preparing",
+        e.phase_ratios.get("preparing"),
+        t.input_pipeline_ratio,
         "Preparing (from the step's start to its first device task) is {value:.0%} of the step "
         f"({_figures(e.phase_ms.get('preparing'), e.step_ms)}threshold "
         "{threshold:.0%}), cause unknown: "
@@ -228,29 +246,44 @@ def _online_compile(e: Evidence, t: Thresholds) -> Bottleneck | None:
         f"capture, msprof-analyze's, or >= {t.online_compile_ratio:.0%} of the step)"
     )
     if by_count:
-        return finding("online_compile", detail, float(h.compile_calls),
-                       float(t.online_compile_min_calls))
+        return finding(
+            "online_compile", detail, float(h.compile_calls), float(t.online_compile_min_calls)
+        )
     return finding("online_compile", detail, h.compile_ratio or 0.0, t.online_compile_ratio)
 
 
 def _busy_tier(computing: float | None, t: Thresholds) -> str:
     if computing is None:
         return ""
-    tier = ("good" if computing > t.device_busy_good
-            else "room to improve" if computing >= t.device_busy_low else "low")
-    return (f"; the device computes {computing:.0%} of the step ({tier}: checklist > "
-            f"{t.device_busy_good:.0%} good, < {t.device_busy_low:.0%} low)")
+    tier = (
+        "good"
+        if computing > t.device_busy_good
+        else "room to improve"
+        if computing >= t.device_busy_low
+        else "low"
+    )
+    return (
+        f"; the device computes {computing:.0%} of the step ({tier}: checklist > "
+        f"{t.device_busy_good:.0%} good, < {t.device_busy_low:.0%} low)"
+    )
 
 
 def transfer_tier(transfer: float | None, t: Thresholds) -> str:
     """The checklist's data-transfer tier (transit, not waiting, over the step), as a clause."""
     if transfer is None:
         return ""
-    tier = ("severe" if transfer > t.communication_ratio
-            else "attention" if transfer > t.communication_notice_ratio else "fine")
-    return (f"; data transfer (communication.json transit, not waiting) is {transfer:.1%} of the "
-            f"step ({tier}: checklist > {t.communication_notice_ratio:.0%} attention, > "
-            f"{t.communication_ratio:.0%} severe)")
+    tier = (
+        "severe"
+        if transfer > t.communication_ratio
+        else "attention"
+        if transfer > t.communication_notice_ratio
+        else "fine"
+    )
+    return (
+        f"; data transfer (communication.json transit, not waiting) is {transfer:.1%} of the "
+        f"step ({tier}: checklist > {t.communication_notice_ratio:.0%} attention, > "
+        f"{t.communication_ratio:.0%} severe)"
+    )
 
 
 def _host_bound(e: Evidence, t: Thresholds) -> Bottleneck | None:
@@ -261,8 +294,11 @@ def _host_bound(e: Evidence, t: Thresholds) -> Bottleneck | None:
     told = "" if prep is None else f"; Preparing is {prep:.0%} of the step"
     if prep is not None and loader is not None:
         told += f" and the data loader {loader:.1%}"
-        told += (", so the data loader is not the cause" if loader <= t.data_loader_ratio
-                 else ": see input_pipeline first")
+        told += (
+            ", so the data loader is not the cause"
+            if loader <= t.data_loader_ratio
+            else ": see input_pipeline first"
+        )
     return _over(
         "host_bound",
         e.phase_ratios.get("free"),
@@ -299,14 +335,16 @@ def _format_conversion(e: Evidence, t: Thresholds) -> Bottleneck | None:
         e.conversion_ratio,
         t.format_conversion_ratio,
         "format conversions and copies take {value:.0%} of operator time ("
-        + _of_ops(e, e.conversion_ratio) + "threshold {threshold:.0%})",
+        + _of_ops(e, e.conversion_ratio)
+        + "threshold {threshold:.0%})",
     )
     return found or _over(
         "format_conversion",
         e.reshape_transpose_ratio,
         t.reshape_transpose_ratio,
         "Reshape/Transpose take {value:.0%} of operator time ("
-        + _of_ops(e, e.reshape_transpose_ratio) + "threshold {threshold:.0%})",
+        + _of_ops(e, e.reshape_transpose_ratio)
+        + "threshold {threshold:.0%})",
     )
 
 
@@ -316,8 +354,11 @@ def _ai_cpu(e: Evidence, t: Thresholds) -> Bottleneck | None:
     if count is None or count < t.ai_cpu_min_tasks:
         return None
     share = "" if e.ai_cpu_ratio is None else f", {e.ai_cpu_ratio:.1%} of operator time"
-    severe = (" (above the checklist's "f"{t.ai_cpu_ratio:.0%}: severe)"
-              if e.ai_cpu_ratio is not None and e.ai_cpu_ratio > t.ai_cpu_ratio else "")
+    severe = (
+        f" (above the checklist's {t.ai_cpu_ratio:.0%}: severe)"
+        if e.ai_cpu_ratio is not None and e.ai_cpu_ratio > t.ai_cpu_ratio
+        else ""
+    )
     names = ", ".join(e.ai_cpu_ops[:8]) or "unnamed"
     return finding(
         "ai_cpu_fallback",
@@ -333,14 +374,16 @@ def _compute_bound(e: Evidence, t: Thresholds) -> Bottleneck | None:
         e.conv_matmul_ratio,
         t.conv_matmul_ratio,
         "Conv/MatMul take {value:.0%} of operator time ("
-        + _of_ops(e, e.conv_matmul_ratio) + "threshold {threshold:.0%})",
+        + _of_ops(e, e.conv_matmul_ratio)
+        + "threshold {threshold:.0%})",
     )
     return found or _over(
         "compute_bound",
         e.softmax_ratio,
         t.softmax_ratio,
         "Softmax takes {value:.0%} of operator time ("
-        + _of_ops(e, e.softmax_ratio) + "threshold {threshold:.0%})",
+        + _of_ops(e, e.softmax_ratio)
+        + "threshold {threshold:.0%})",
     )
 
 

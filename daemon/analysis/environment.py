@@ -63,37 +63,61 @@ class EnvRule:
 
 
 RULES = (
-    EnvRule("ASCEND_GLOBAL_LOG_LEVEL", _log_level,
-            "log level below error (0 debug, 1 info, 2 warning) slows training",
-            "export ASCEND_GLOBAL_LOG_LEVEL=3"),
-    EnvRule("HCCL_RDMA_TC", _set,
-            "overrides the DSCP of RoCE packets (default 132, DSCP 33): it must match the "
-            "network's QoS configuration",
-            "check it against the switches' QoS (CANN environment variable reference), else unset"),
-    EnvRule("HCCL_RDMA_SL", _set,
-            "overrides the RDMA NIC priority (default 4): it must equal the NIC's PFC priority or "
-            "performance drops",
-            "check it against the NIC's PFC priority, else unset"),
-    EnvRule("ACLNN_CACHE_LIMIT", _cache_limit,
-            "the aclnn operator cache keeps its default size or less (rule: unset or under "
-            "aclnn_cache_limit_min); a larger cache saves host time when aclnn launches make the "
-            "host the bottleneck",
-            "export ACLNN_CACHE_LIMIT=100000"),
-    EnvRule("HOST_CACHE_CAPACITY", _host_cache,
-            "the dynamic-shape execution cache is off (0, the default): caching the frequent "
-            "input shapes saves host time for some host memory",
-            "export HOST_CACHE_CAPACITY=20"),
-    EnvRule("PYTORCH_NPU_ALLOC_CONF", _alloc_conf,
-            "without expandable segments the caching allocator fragments device memory when "
-            "usage changes",
-            "export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True"),
-    EnvRule("ASCEND_LAUNCH_BLOCKING", _blocking,
-            "operators run synchronously (a debugging mode): the host waits for every operator",
-            "export ASCEND_LAUNCH_BLOCKING=0"),
-    EnvRule("HCCL_ALGO", _set,
-            "pins the cross-server collective algorithm instead of letting HCCL choose by chip, "
-            "node count and data size",
-            "unset HCCL_ALGO"),
+    EnvRule(
+        "ASCEND_GLOBAL_LOG_LEVEL",
+        _log_level,
+        "log level below error (0 debug, 1 info, 2 warning) slows training",
+        "export ASCEND_GLOBAL_LOG_LEVEL=3",
+    ),
+    EnvRule(
+        "HCCL_RDMA_TC",
+        _set,
+        "overrides the DSCP of RoCE packets (default 132, DSCP 33): it must match the "
+        "network's QoS configuration",
+        "check it against the switches' QoS (CANN environment variable reference), else unset",
+    ),
+    EnvRule(
+        "HCCL_RDMA_SL",
+        _set,
+        "overrides the RDMA NIC priority (default 4): it must equal the NIC's PFC priority or "
+        "performance drops",
+        "check it against the NIC's PFC priority, else unset",
+    ),
+    EnvRule(
+        "ACLNN_CACHE_LIMIT",
+        _cache_limit,
+        "the aclnn operator cache keeps its default size or less (rule: unset or under "
+        "aclnn_cache_limit_min); a larger cache saves host time when aclnn launches make the "
+        "host the bottleneck",
+        "export ACLNN_CACHE_LIMIT=100000",
+    ),
+    EnvRule(
+        "HOST_CACHE_CAPACITY",
+        _host_cache,
+        "the dynamic-shape execution cache is off (0, the default): caching the frequent "
+        "input shapes saves host time for some host memory",
+        "export HOST_CACHE_CAPACITY=20",
+    ),
+    EnvRule(
+        "PYTORCH_NPU_ALLOC_CONF",
+        _alloc_conf,
+        "without expandable segments the caching allocator fragments device memory when "
+        "usage changes",
+        "export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True",
+    ),
+    EnvRule(
+        "ASCEND_LAUNCH_BLOCKING",
+        _blocking,
+        "operators run synchronously (a debugging mode): the host waits for every operator",
+        "export ASCEND_LAUNCH_BLOCKING=0",
+    ),
+    EnvRule(
+        "HCCL_ALGO",
+        _set,
+        "pins the cross-server collective algorithm instead of letting HCCL choose by chip, "
+        "node count and data size",
+        "unset HCCL_ALGO",
+    ),
 )
 
 
@@ -106,8 +130,9 @@ def recorded(data: Mapping[str, object] | None) -> dict[str, str] | None:
     return {str(k): v.strip() for k, v in env.items() if isinstance(v, str)}
 
 
-def judge(units: Sequence[tuple[str, dict[str, str] | None]], t: Thresholds
-          ) -> tuple[Bottleneck, ...]:
+def judge(
+    units: Sequence[tuple[str, dict[str, str] | None]], t: Thresholds
+) -> tuple[Bottleneck, ...]:
     """One env_vars finding naming each flagged variable and value (with the ranks, when they
     differ); () when nothing was recorded or nothing is flagged."""
     known = [(name, env) for name, env in units if env is not None]
@@ -128,11 +153,13 @@ def judge(units: Sequence[tuple[str, dict[str, str] | None]], t: Thresholds
         if fix not in fixes:
             fixes.append(fix)
     names = {name for name, _ in flagged}
-    return (Bottleneck(
-        "env_vars",
-        f"{len(names)} environment variable(s) recorded with the profile ({FILE} or a db "
-        "export's META_DATA) against msprof-analyze's recommendations: " + "; ".join(items),
-        ADVICE["env_vars"] + " Here: " + "; ".join(fixes) + ".",
-        float(len(names)),
-        0.0,
-    ),)
+    return (
+        Bottleneck(
+            "env_vars",
+            f"{len(names)} environment variable(s) recorded with the profile ({FILE} or a db "
+            "export's META_DATA) against msprof-analyze's recommendations: " + "; ".join(items),
+            ADVICE["env_vars"] + " Here: " + "; ".join(fixes) + ".",
+            float(len(names)),
+            0.0,
+        ),
+    )

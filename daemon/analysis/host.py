@@ -63,9 +63,9 @@ def read(root: Path, notes: list[str]) -> HostTimes | None:
     torch_dir = root / "ASCEND_PROFILER_OUTPUT"
     trace = torch_dir / TRACE_VIEW
     statistic = [torch_dir / API_STATISTIC] + sorted(
-        (root / "mindstudio_profiler_output").glob("api_statistic_*.csv"))[-1:]
-    loader = (_data_loader(trace, notes)
-              if trace.is_file() and inside(trace, resolved) else None)
+        (root / "mindstudio_profiler_output").glob("api_statistic_*.csv")
+    )[-1:]
+    loader = _data_loader(trace, notes) if trace.is_file() and inside(trace, resolved) else None
     found = [p for p in statistic if p.is_file() and inside(p, resolved)]
     compile_ = _compile(found[0], notes) if found else None
     if loader is None and compile_ is None:
@@ -98,7 +98,7 @@ def _data_loader(path: Path, notes: list[str]) -> tuple[float, int] | None:
         with path.open(encoding="utf-8", errors="replace") as handle:
             while chunk := handle.read(_CHUNK):
                 text, start = tail + chunk, 0
-                tail = text[-len(DATA_LOADER_EVENT) + 1:]
+                tail = text[-len(DATA_LOADER_EVENT) + 1 :]
                 while (at := text.find(DATA_LOADER_EVENT, start)) >= 0:
                     window = _fields(text, at)
                     if window is None:  # the event runs past this chunk: finish it with the next
@@ -119,8 +119,8 @@ def _fields(text: str, at: int) -> str | None:
     """The event's text from its name to its ``args`` (or its end); None if not all in text."""
     ends = [i for i in (text.find('"args"', at), text.find("}", at)) if i >= 0]
     if not ends:
-        return None if len(text) - at < _EVENT_FIELDS_MAX else text[at:at + _EVENT_FIELDS_MAX]
-    return text[at:min(ends)]
+        return None if len(text) - at < _EVENT_FIELDS_MAX else text[at : at + _EVENT_FIELDS_MAX]
+    return text[at : min(ends)]
 
 
 def _compile(path: Path, notes: list[str]) -> tuple[float, int] | None:
@@ -132,8 +132,9 @@ def _compile(path: Path, notes: list[str]) -> tuple[float, int] | None:
         notes.append(f"{path}: not read for on-line compilation ({type(exc).__name__})")
         return None
     if rows and not {"API Name", "Time(us)", "Count"} <= set(rows[0]):
-        notes.append(f"{path}: no API Name, Time(us) and Count columns; on-line compilation "
-                     "not read")
+        notes.append(
+            f"{path}: no API Name, Time(us) and Count columns; on-line compilation not read"
+        )
         return None
     total, calls = 0.0, 0
     for row in rows:
@@ -156,8 +157,11 @@ def share(times: list[tuple[HostTimes, int, float]]) -> HostShare | None:
         known = [(getattr(h, pick), n, us) for h, n, us in times if getattr(h, pick) is not None]
         if not known:
             return None
-        return (sum(v for v, _, _ in known), sum(n for _, n, _ in known),
-                sum(us for _, _, us in known))
+        return (
+            sum(v for v, _, _ in known),
+            sum(n for _, n, _ in known),
+            sum(us for _, _, us in known),
+        )
 
     loader, compile_ = summed("data_loader_us"), summed("compile_us")
     calls = [(h.compile_calls, n) for h, n, _ in times if h.compile_calls is not None]

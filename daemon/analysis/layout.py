@@ -74,8 +74,9 @@ def _confined(unit: ProfileUnit, root: Path) -> ProfileUnit:
     notes = list(unit.notes)
     for kind, files in unit.tables.items():
         kept = tuple(f for f in files if inside(f, root))
-        notes.extend(f"{f}: not read: it leads out of {root} (a symlink)"
-                     for f in files if f not in kept)
+        notes.extend(
+            f"{f}: not read: it leads out of {root} (a symlink)" for f in files if f not in kept
+        )
         if kept:
             tables[kind] = kept
     return replace(unit, tables=tables, notes=tuple(notes))
@@ -144,22 +145,28 @@ def unread(path: Path) -> tuple[str, ...]:
 
 
 def _trace_view_hint(file: Path) -> str:
-    return (f"{file}: a torch_npu timeline (Chrome trace: host API ranges, device tasks); npumon "
-            "reads the tables the profiler exports beside it in ASCEND_PROFILER_OUTPUT "
-            "(kernel_details.csv, step_trace_time.csv, op_statistic.csv, communication.json, or "
-            "the export_type=db files), not the timeline: give it the whole *_ascend_pt folder, "
-            "or export the tables again with torch_npu.profiler.profiler.analyse('<that folder>')")
+    return (
+        f"{file}: a torch_npu timeline (Chrome trace: host API ranges, device tasks); npumon "
+        "reads the tables the profiler exports beside it in ASCEND_PROFILER_OUTPUT "
+        "(kernel_details.csv, step_trace_time.csv, op_statistic.csv, communication.json, or "
+        "the export_type=db files), not the timeline: give it the whole *_ascend_pt folder, "
+        "or export the tables again with torch_npu.profiler.profiler.analyse('<that folder>')"
+    )
 
 
 def _unread(path: Path, depth: int) -> Iterator[str]:
     if not path.is_dir() or _units_at(path):
         return
     devices = [d for d in path.glob("device_*") if d.is_dir()]
-    if devices and any((d / "data").is_dir() or (d / "timeline").is_dir()
-                       or any(d.glob("info.json*")) for d in devices):
-        yield (f"{path}: a PROF folder that was never exported (raw device_N data or timeline "
-               f"JSON only, no summary tables): run `{EXPORT_COMMAND.format(path)}` and analyse "
-               "it again")
+    if devices and any(
+        (d / "data").is_dir() or (d / "timeline").is_dir() or any(d.glob("info.json*"))
+        for d in devices
+    ):
+        yield (
+            f"{path}: a PROF folder that was never exported (raw device_N data or timeline "
+            f"JSON only, no summary tables): run `{EXPORT_COMMAND.format(path)}` and analyse "
+            "it again"
+        )
         return
     output = path / "ASCEND_PROFILER_OUTPUT" / TRACE_VIEW
     if output.is_file():
@@ -176,20 +183,31 @@ def _mindspore_units(path: Path) -> list[ProfileUnit]:
     for file in sorted(path.glob("*.csv")):
         match = _MINDSPORE_NAME.match(file.name)
         if match and file.is_file():
-            kind = (AICORE_TYPE if match["type"] else OP_STATISTIC if match["stat"]
-                    else STEP_TRACE_RAW)
+            kind = (
+                AICORE_TYPE if match["type"] else OP_STATISTIC if match["stat"] else STEP_TRACE_RAW
+            )
             rank = int(match["r1"] or match["r2"] or match["r3"])
             by_rank.setdefault(rank, {})[kind] = (file,)
-    return [ProfileUnit(f"rank{rank}", "mindspore", path, tables, None,
-                        tuple(_hccl_raw_note(path / f"hccl_raw_{rank}.csv")))
-            for rank, tables in sorted(by_rank.items())
-            if AICORE_TYPE in tables or STEP_TRACE_RAW in tables]
+    return [
+        ProfileUnit(
+            f"rank{rank}",
+            "mindspore",
+            path,
+            tables,
+            None,
+            tuple(_hccl_raw_note(path / f"hccl_raw_{rank}.csv")),
+        )
+        for rank, tables in sorted(by_rank.items())
+        if AICORE_TYPE in tables or STEP_TRACE_RAW in tables
+    ]
 
 
 def _hccl_raw_note(file: Path) -> Iterator[str]:
     if file.is_file():
-        yield (f"{file}: MindSpore's per-step communication table is not read (its link sizes "
-               "and bandwidths carry no documented unit): no communication figures for this rank")
+        yield (
+            f"{file}: MindSpore's per-step communication table is not read (its link sizes "
+            "and bandwidths carry no documented unit): no communication figures for this rank"
+        )
 
 
 def _msprof_tables(directory: Path) -> tuple[dict[str, tuple[Path, ...]], tuple[str, ...]]:

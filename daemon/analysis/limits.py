@@ -31,9 +31,11 @@ def check_sizes(units: Iterable[layout.ProfileUnit], limits: AnalysisLimits) -> 
             size = sum(f.stat().st_size for f in files)
             cap, name = _cap(kind, limits)
             if size > cap:
-                raise TooLarge(f"{files[0]}{' (+ slices)' if len(files) > 1 else ''}: {size} "
-                               f"bytes, over the {cap} byte cap for {kind} tables "
-                               f"(profiling.limits.{name})")
+                raise TooLarge(
+                    f"{files[0]}{' (+ slices)' if len(files) > 1 else ''}: {size} "
+                    f"bytes, over the {cap} byte cap for {kind} tables "
+                    f"(profiling.limits.{name})"
+                )
 
 
 def limit_memory(limit_bytes: int) -> None:

@@ -50,8 +50,10 @@ def _float(cells: list[str], index: int | None) -> float | None:
 def _need(path: Path, header: list[str], names: tuple[str, ...]) -> int:
     index = find_column(header, names)
     if index is None:
-        raise TableError(f"{path}: no {names[0]} column (the header has {len(header)} fields): "
-                         "not a MindSpore profiler table")
+        raise TableError(
+            f"{path}: no {names[0]} column (the header has {len(header)} fields): "
+            "not a MindSpore profiler table"
+        )
     return index
 
 
@@ -66,30 +68,50 @@ def read_op_types(path: Path) -> pd.DataFrame:
     for cells in body:
         total_ms, n = _float(cells, time), _float(cells, count)
         if kind < len(cells) and total_ms is not None:
-            records.append({"op_type": cells[kind].strip(), "core_type": "AI_CORE",
-                            "count": n, "total_us": total_ms * 1e3,
-                            "avg_us": total_ms * 1e3 / n if n else None})
+            records.append(
+                {
+                    "op_type": cells[kind].strip(),
+                    "core_type": "AI_CORE",
+                    "count": n,
+                    "total_us": total_ms * 1e3,
+                    "avg_us": total_ms * 1e3 / n if n else None,
+                }
+            )
     columns = ["op_type", "core_type", "count", "total_us", "avg_us"]
     return pd.DataFrame.from_records(records, columns=columns).astype(
-        {"op_type": "category", "core_type": "category", "count": "float64",
-         "total_us": "float64", "avg_us": "float64"})
+        {
+            "op_type": "category",
+            "core_type": "category",
+            "count": "float64",
+            "total_us": "float64",
+            "avg_us": "float64",
+        }
+    )
 
 
 def read_steps(path: Path, rank: int | None) -> list[GraphIteration]:
     """step_trace_raw_*_detail_time.csv as graph iterations (microseconds)."""
     header, body = _table(path)
     step, total = _need(path, header, ("step_num",)), _need(path, header, ("total",))
-    gap, fp_bp, tail = (find_column(header, (n,)) for n in
-                        ("iteration_interval", "fp_and_bp", "tail"))
+    gap, fp_bp, tail = (
+        find_column(header, (n,)) for n in ("iteration_interval", "fp_and_bp", "tail")
+    )
     iterations = []
     for cells in body:
         number, ticks = _float(cells, step), _float(cells, total)
         if number is None or not ticks:  # the average row ("-") and empty steps
             continue
-        iterations.append(GraphIteration(
-            iteration_id=int(number), model_id=None, device_id=rank,
-            iteration_us=ticks * TICK_US, fp_bp_us=_us(cells, fp_bp),
-            refresh_us=_us(cells, tail), data_aug_us=_us(cells, gap)))
+        iterations.append(
+            GraphIteration(
+                iteration_id=int(number),
+                model_id=None,
+                device_id=rank,
+                iteration_us=ticks * TICK_US,
+                fp_bp_us=_us(cells, fp_bp),
+                refresh_us=_us(cells, tail),
+                data_aug_us=_us(cells, gap),
+            )
+        )
     return iterations
 
 

@@ -170,8 +170,11 @@ def _comm_rows(frame: pd.DataFrame) -> pd.Series:
 def _ai_cpu_ops(frame: pd.DataFrame, value: str, count: str | None, mask: pd.Series) -> ByName:
     hits = frame[mask]
     sums = hits.groupby("op_type", observed=True)[value].sum()
-    counts = hits.groupby("op_type", observed=True)[count].sum() if count else hits.groupby(
-        "op_type", observed=True).size()
+    counts = (
+        hits.groupby("op_type", observed=True)[count].sum()
+        if count
+        else hits.groupby("op_type", observed=True).size()
+    )
     return {str(k): (float(sums[k]), int(counts[k])) for k in sums.index}
 
 

@@ -97,8 +97,11 @@ def _late_rank(group: Sequence[RankBreakdown], t: Thresholds) -> Bottleneck | No
     compute = by_phase.get("computing") or by_phase.get("fp_bp")
     seconds = {r.rank: p.seconds for r in group for p in r.phases if p.phase == "communication"}
     gap = seconds[comm.slowest_rank] - seconds[comm.fastest_rank]
-    alike = ("" if compute is None else
-             f" while their compute differs by only {compute.spread_ratio:.1%} of the step")
+    alike = (
+        ""
+        if compute is None
+        else f" while their compute differs by only {compute.spread_ratio:.1%} of the step"
+    )
     return finding(
         "slow_rank",
         f"{comm.fastest_rank} reaches the collectives late: its data-parallel peer "

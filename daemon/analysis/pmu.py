@@ -86,24 +86,36 @@ def vector_ops(parts: Sequence[VectorRows], t: Thresholds) -> list[VectorOp]:
     by_type = rows.groupby("op_type")["duration_us"].sum()
     heavy = by_type[(by_type / total >= t.operator_pmu_min_share) | (by_type >= 1e6)].index
     rows = rows[rows["op_type"].isin(heavy)]
-    grouped = rows.groupby(_KEY, sort=False).agg(
-        duration_us=("duration_us", "sum"), **{r: (r, "mean") for r in PMU_RATIOS}
-    ).dropna().reset_index()
+    grouped = (
+        rows.groupby(_KEY, sort=False)
+        .agg(duration_us=("duration_us", "sum"), **{r: (r, "mean") for r in PMU_RATIOS})
+        .dropna()
+        .reset_index()
+    )
     found = []
     for g in grouped.to_dict("records"):
-        ratios = (float(g["aiv_vec_ratio"]), float(g["aiv_mte2_ratio"]),
-                  float(g["aiv_mte3_ratio"]))
+        ratios = (float(g["aiv_vec_ratio"]), float(g["aiv_mte2_ratio"]), float(g["aiv_mte3_ratio"]))
         bound, headroom = classify(*ratios, t)
-        found.append(VectorOp(str(g["name"]), str(g["input_shapes"]).strip('"'),
-                              float(g["duration_us"]), ratios, bound, headroom))
+        found.append(
+            VectorOp(
+                str(g["name"]),
+                str(g["input_shapes"]).strip('"'),
+                float(g["duration_us"]),
+                ratios,
+                bound,
+                headroom,
+            )
+        )
     return found
 
 
 def _line(op: VectorOp) -> str:
     vec, mte2, mte3 = op.ratios
     shapes = op.shapes if len(op.shapes) <= SHAPES_SHOWN else op.shapes[:SHAPES_SHOWN] + "..."
-    return (f"{op.name} [{shapes}] {op.duration_us:.0f} us, vec {vec:.2f} mte2 {mte2:.2f} "
-            f"mte3 {mte3:.2f}")
+    return (
+        f"{op.name} [{shapes}] {op.duration_us:.0f} us, vec {vec:.2f} mte2 {mte2:.2f} "
+        f"mte3 {mte3:.2f}"
+    )
 
 
 def judge(parts: Sequence[VectorRows], t: Thresholds) -> tuple[Bottleneck, ...]:
@@ -114,18 +126,25 @@ def judge(parts: Sequence[VectorRows], t: Thresholds) -> tuple[Bottleneck, ...]:
     bound = sorted((o for o in ops if o.bound), key=lambda o: (-o.duration_us, o.name))
     lists = []
     if room:
-        lists.append(f"{len(room)} with headroom (a PMU unit up to {room[0].headroom:.0%} below "
-                     f"{t.pmu_vector_unit_ratio:.0%}), most: "
-                     + "; ".join(f"{_line(o)}, {o.headroom:.0%}" for o in room[:SHOWN]))
+        lists.append(
+            f"{len(room)} with headroom (a PMU unit up to {room[0].headroom:.0%} below "
+            f"{t.pmu_vector_unit_ratio:.0%}), most: "
+            + "; ".join(f"{_line(o)}, {o.headroom:.0%}" for o in room[:SHOWN])
+        )
     if bound:
-        lists.append(f"{len(bound)} bound, longest: "
-                     + "; ".join(f"{_line(o)}, {o.bound} bound" for o in bound[:SHOWN]))
+        lists.append(
+            f"{len(bound)} bound, longest: "
+            + "; ".join(f"{_line(o)}, {o.bound} bound" for o in bound[:SHOWN])
+        )
     partial = [note for part in parts for note in part.notes]
-    return (finding(
-        "operator_pmu",
-        f"{len(ops)} vector operator shape(s) of op types over "
-        f"{t.operator_pmu_min_share:.0%} of operator time, by PMU ratios: " + ". ".join(lists)
-        + "".join(f" ({note})" for note in partial),
-        float(len(ops)),
-        0.0,
-    ),)
+    return (
+        finding(
+            "operator_pmu",
+            f"{len(ops)} vector operator shape(s) of op types over "
+            f"{t.operator_pmu_min_share:.0%} of operator time, by PMU ratios: "
+            + ". ".join(lists)
+            + "".join(f" ({note})" for note in partial),
+            float(len(ops)),
+            0.0,
+        ),
+    )

@@ -142,7 +142,10 @@ def _columns(
 
 
 def _read_frame(
-    path: Path, columns: dict[str, str], numeric: Sequence[str], head: _Head,
+    path: Path,
+    columns: dict[str, str],
+    numeric: Sequence[str],
+    head: _Head,
     max_bytes: int | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     import pandas as pd
@@ -158,8 +161,7 @@ def _read_frame(
         ) from exc
     except ValueError as exc:  # its message quotes the cell: a file's content stays out of logs
         raise TableError(
-            f"{path}: unreadable table (a value is not a number in a numeric column); "
-            f"{_REEXPORT}"
+            f"{path}: unreadable table (a value is not a number in a numeric column); {_REEXPORT}"
         ) from exc
     frame = frame.rename(columns={v: k for k, v in columns.items()})
     for name in (c for c in numeric if c in frame):  # "inf" parses: treat it as unknown, like NaN
@@ -232,11 +234,14 @@ def read_pmu(paths: Sequence[Path], max_bytes: int = PMU_MAX_BYTES) -> Table | N
         mac = find_column(head.header, (MAC_RATIO,))
         if mac is not None:
             columns[MAC_RATIO] = head.header[mac]
-        frame, file_notes = _read_frame(path, columns, ("duration_us", *PMU_RATIOS, MAC_RATIO),
-                                        head, max_bytes)
+        frame, file_notes = _read_frame(
+            path, columns, ("duration_us", *PMU_RATIOS, MAC_RATIO), head, max_bytes
+        )
         if path.stat().st_size - head.data_start > max_bytes:
-            file_notes.append(f"{path}: operator PMU ratios judged on its first "
-                              f"{len(frame):,} tasks ({max_bytes / 2**20:g} MB)")
+            file_notes.append(
+                f"{path}: operator PMU ratios judged on its first "
+                f"{len(frame):,} tasks ({max_bytes / 2**20:g} MB)"
+            )
         frames.append(frame)
         notes.extend(file_notes)
     return Table(concat_frames(frames), tuple(notes)) if frames else None

@@ -99,21 +99,27 @@ def _ops(s: ProfileSummary) -> list[str]:
 def _communication(s: ProfileSummary) -> list[str]:
     lines = []
     if s.communication:
-        kinds = ", ".join(f"{c.collective} {_ms(c.seconds)} ms ({_pct(c.ratio)} of step time)"
-                          for c in s.communication)
+        kinds = ", ".join(
+            f"{c.collective} {_ms(c.seconds)} ms ({_pct(c.ratio)} of step time)"
+            for c in s.communication
+        )
         lines.append(f"Communication tasks (HCCL, not operator time): {kinds}")
     if s.comm_times is not None:
         t = s.comm_times
-        lines.append(f"  communication.json: elapse {_ms(t.elapse_seconds)} ms = transit "
-                     f"{_ms(t.transit_seconds)} + wait {_ms(t.wait_seconds)} + idle "
-                     f"{_ms(t.idle_seconds)} ms (all ranks read)")
+        lines.append(
+            f"  communication.json: elapse {_ms(t.elapse_seconds)} ms = transit "
+            f"{_ms(t.transit_seconds)} + wait {_ms(t.wait_seconds)} + idle "
+            f"{_ms(t.idle_seconds)} ms (all ranks read)"
+        )
     if s.comm_transfer_ratio is not None:  # `npumon analyze` judges with the default thresholds
         lines.append("  " + transfer_tier(s.comm_transfer_ratio, Thresholds())[2:])
     for link in s.links:
         bw = link.bandwidth_bytes_per_second
-        lines.append(f"  {link.link_type:<6} {link.transit_bytes / 1e6:>10.1f} MB in "
-                     f"{_ms(link.transit_seconds)} ms: "
-                     f"{'-' if bw is None else f'{bw / 1e9:.1f} GB/s'}")
+        lines.append(
+            f"  {link.link_type:<6} {link.transit_bytes / 1e6:>10.1f} MB in "
+            f"{_ms(link.transit_seconds)} ms: "
+            f"{'-' if bw is None else f'{bw / 1e9:.1f} GB/s'}"
+        )
     if len(s.peer_groups) > 1:
         groups = "; ".join(", ".join(g) for g in s.peer_groups)
         lines.append(f"Peer groups (data-parallel, from profiler_metadata.json): {groups}")
@@ -134,8 +140,9 @@ def format_report(report: AnalysisReport) -> str:
     """A readable report: step time, per-rank breakdown, top operators, diagnoses, problems."""
     s = report.summary
     mode = f", {s.mode} mode" if s.mode else ""
-    lines = [f"Profile: {s.workload}  (layout {s.layout}{mode}, {len(report.sources)} table(s) "
-             "read)"]
+    lines = [
+        f"Profile: {s.workload}  (layout {s.layout}{mode}, {len(report.sources)} table(s) read)"
+    ]
     lines += _steps(s) + _ranks(s) + _ops(s) + _communication(s) + _diagnosis(s)
     if report.problems:
         lines += ["", "Problems:"] + [f"  {p}" for p in report.problems]

@@ -64,10 +64,10 @@ def communication(path: Path) -> Document:
         for name in (f"{op}@{group}", TOTAL):
             links = _op(doc, step, kind, name).setdefault("Communication Bandwidth Info", {})
             _add(links.setdefault(str(link), {}), values)
-    for step, kind, op, group, link, package, count, ms in select(path, BANDWIDTH,
-                                                                   _SIZES_SQL) or ():
-        links = _op(doc, step, kind, f"{op}@{group}").setdefault("Communication Bandwidth Info",
-                                                                  {})
+    for step, kind, op, group, link, package, count, ms in (
+        select(path, BANDWIDTH, _SIZES_SQL) or ()
+    ):
+        links = _op(doc, step, kind, f"{op}@{group}").setdefault("Communication Bandwidth Info", {})
         sizes = links.setdefault(str(link), {}).setdefault("Size Distribution", {})
         sizes[str(package)] = [_float(count), _float(ms)]  # MB -> [transfers, ms], as the file
     return doc
@@ -77,10 +77,14 @@ def matrix(path: Path) -> Document:
     """communication_matrix.json's shape: ``{step: {type: {op-stat@group: {src-dst: {Transport
     Type, Transit Size(MB), Transit Time(ms), Bandwidth(GB/s), Op Name}}}}}``."""
     doc: Document = {}
-    for step, kind, op, group, src, dst, link, size, time, bandwidth, name in select(
-            path, MATRIX, _MATRIX_SQL) or ():
+    for step, kind, op, group, src, dst, link, size, time, bandwidth, name in (
+        select(path, MATRIX, _MATRIX_SQL) or ()
+    ):
         _op(doc, step, kind, f"{op}@{group}")[f"{src}-{dst}"] = {
-            "Transport Type": link, "Transit Size(MB)": _float(size),
-            "Transit Time(ms)": _float(time), "Bandwidth(GB/s)": _float(bandwidth),
-            "Op Name": name}
+            "Transport Type": link,
+            "Transit Size(MB)": _float(size),
+            "Transit Time(ms)": _float(time),
+            "Bandwidth(GB/s)": _float(bandwidth),
+            "Op Name": name,
+        }
     return doc

@@ -15,9 +15,21 @@ from npumon.daemon.analysis.sqlite_tables import select
 
 DATALOADER_PREFIX = "enumerate(DataLoader)#"  # the top-level range: nested frames repeat it
 COMPILE_API = "aclopCompileAndExecute"
-_DTYPE_BYTES = {"INT8": 1, "UINT8": 1, "INT16": 2, "UINT16": 2, "FP16": 2, "BFP16": 2,
-                "INT32": 4, "UINT32": 4, "FP32": 4, "INT64": 8, "UINT64": 8, "FP64": 8,
-                "INT128": 16}
+_DTYPE_BYTES = {
+    "INT8": 1,
+    "UINT8": 1,
+    "INT16": 2,
+    "UINT16": 2,
+    "FP16": 2,
+    "BFP16": 2,
+    "INT32": 4,
+    "UINT32": 4,
+    "FP32": 4,
+    "INT64": 8,
+    "UINT64": 8,
+    "FP64": 8,
+    "INT128": 16,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,35 +51,53 @@ def _total(rows: list[tuple[object, ...]] | None) -> ApiTotal | None:
     if rows is None:
         return None
     ((count, ns),) = rows
-    return ApiTotal(int(count) if isinstance(count, int) else 0,
-                    float(ns) / 1e9 if isinstance(ns, int | float) else 0.0)
+    return ApiTotal(
+        int(count) if isinstance(count, int) else 0,
+        float(ns) / 1e9 if isinstance(ns, int | float) else 0.0,
+    )
 
 
 def dataloader_time(path: Path) -> ApiTotal | None:
     """The data loader's ``__next__`` ranges of PYTORCH_API; None without the table."""
-    return _total(select(path, "PYTORCH_API",
-                        "SELECT COUNT(*), SUM(p.endNs - p.startNs) FROM PYTORCH_API p JOIN "
-                        "STRING_IDS s ON s.id = p.name WHERE substr(s.value, 1, ?) = ?",
-                        len(DATALOADER_PREFIX), DATALOADER_PREFIX))
+    return _total(
+        select(
+            path,
+            "PYTORCH_API",
+            "SELECT COUNT(*), SUM(p.endNs - p.startNs) FROM PYTORCH_API p JOIN "
+            "STRING_IDS s ON s.id = p.name WHERE substr(s.value, 1, ?) = ?",
+            len(DATALOADER_PREFIX),
+            DATALOADER_PREFIX,
+        )
+    )
 
 
 def compile_calls(path: Path) -> ApiTotal | None:
     """CANN_API's aclopCompileAndExecute calls (on-line compilation); None without the table."""
-    return _total(select(path, "CANN_API",
-                        "SELECT COUNT(*), SUM(c.endNs - c.startNs) FROM CANN_API c JOIN "
-                        "STRING_IDS s ON s.id = c.name WHERE s.value = ?", COMPILE_API))
+    return _total(
+        select(
+            path,
+            "CANN_API",
+            "SELECT COUNT(*), SUM(c.endNs - c.startNs) FROM CANN_API c JOIN "
+            "STRING_IDS s ON s.id = c.name WHERE s.value = ?",
+            COMPILE_API,
+        )
+    )
 
 
 def collective_sizes(path: Path) -> tuple[CollectiveSize, ...]:
     """Each collective of COMMUNICATION_OP: count x element size of its data type."""
-    rows = select(path, "COMMUNICATION_OP",
-                 "SELECT n.value, c.count, d.name, c.endNs - c.startNs FROM COMMUNICATION_OP c "
-                 "LEFT JOIN STRING_IDS n ON n.id = c.opName "
-                 "LEFT JOIN ENUM_HCCL_DATA_TYPE d ON d.id = c.dataType ORDER BY c.startNs")
+    rows = select(
+        path,
+        "COMMUNICATION_OP",
+        "SELECT n.value, c.count, d.name, c.endNs - c.startNs FROM COMMUNICATION_OP c "
+        "LEFT JOIN STRING_IDS n ON n.id = c.opName "
+        "LEFT JOIN ENUM_HCCL_DATA_TYPE d ON d.id = c.dataType ORDER BY c.startNs",
+    )
     found = []
     for name, count, dtype, ns in rows or ():
         width = _DTYPE_BYTES.get(str(dtype))
         size = count * width if isinstance(count, int) and width else None
-        found.append(CollectiveSize(str(name), size,
-                                    float(ns) / 1e9 if isinstance(ns, int | float) else 0.0))
+        found.append(
+            CollectiveSize(str(name), size, float(ns) / 1e9 if isinstance(ns, int | float) else 0.0)
+        )
     return tuple(found)

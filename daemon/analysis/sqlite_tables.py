@@ -41,9 +41,16 @@ FROM COMMUNICATION_OP c LEFT JOIN STRING_IDS n ON n.id = c.opName
 """
 # Level0 leaves COMPUTE_TASK_INFO's taskType N/A; TASK's own task type still names the core
 # (as the Level1 capture of the same job types them; KERNEL_AICORE also runs a few MIX_AIV ops)
-_CORE_OF_TASK = {"KERNEL_AICORE": "AI_CORE", "KERNEL_AIVEC": "AI_VECTOR_CORE",
-                 "KERNEL_AICPU": "AI_CPU", "KERNEL_MIX_AIC": "MIX_AIC", "KERNEL_MIX_AIV": "MIX_AIV",
-                 "MIX_AIC": "MIX_AIC", "MIX_AIV": "MIX_AIV", "STARS_COMMON": "DSA_SQE"}
+_CORE_OF_TASK = {
+    "KERNEL_AICORE": "AI_CORE",
+    "KERNEL_AIVEC": "AI_VECTOR_CORE",
+    "KERNEL_AICPU": "AI_CPU",
+    "KERNEL_MIX_AIC": "MIX_AIC",
+    "KERNEL_MIX_AIV": "MIX_AIV",
+    "MIX_AIC": "MIX_AIC",
+    "MIX_AIV": "MIX_AIV",
+    "STARS_COMMON": "DSA_SQE",
+}
 # TASK_PMU_INFO: (globalTaskId, name, value) rows, one per task and metric (aic_metrics=
 # PipeUtilization); 910A names the vector ratios without the aiv_ prefix
 _PMU_SQL = """
@@ -119,8 +126,10 @@ def read_tasks(path: Path) -> Tasks:
 
     have = table_names(path)
     if not {"TASK", "COMPUTE_TASK_INFO", "STRING_IDS"} <= have:
-        raise TableError(f"{path}: no TASK / COMPUTE_TASK_INFO tables: not a profiler db "
-                         "export, or the export did not finish")
+        raise TableError(
+            f"{path}: no TASK / COMPUTE_TASK_INFO tables: not a profiler db "
+            "export, or the export did not finish"
+        )
     compute = _query(path, COMPUTE_SQL)
     for column in ("name", "op_type", "core_type", "task_type"):
         compute[column] = _absent(compute[column])
@@ -204,14 +213,23 @@ def _number(value: object) -> float | None:
 
 def read_steps(path: Path) -> list[TorchStep]:
     """analysis.db's StepTraceTime rows (microseconds, as the CSV)."""
-    rows = select(path, "StepTraceTime",
-                  f"SELECT {', '.join(_STEP_COLUMNS)} FROM StepTraceTime") or []
+    rows = (
+        select(path, "StepTraceTime", f"SELECT {', '.join(_STEP_COLUMNS)} FROM StepTraceTime") or []
+    )
     steps = []
     for step, computing, comm, free, prep in rows:
         value = _number(computing)
         if value is None:
             continue
         step_id = str(step).removeprefix("step")
-        steps.append(TorchStep(int(step_id) if step_id.isdigit() else None, None, value,
-                               _number(comm), _number(free), _number(prep)))
+        steps.append(
+            TorchStep(
+                int(step_id) if step_id.isdigit() else None,
+                None,
+                value,
+                _number(comm),
+                _number(free),
+                _number(prep),
+            )
+        )
     return steps

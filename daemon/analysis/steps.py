@@ -46,8 +46,9 @@ def _number(path: Path, row_no: int, token: str) -> float | None:
     try:
         number = float(text)
     except ValueError:  # the cell itself is not quoted: a file's content stays out of logs
-        raise TableError(f"{path}: line {row_no}: expected a number, got {len(text)} other "
-                         "characters") from None
+        raise TableError(
+            f"{path}: line {row_no}: expected a number, got {len(text)} other characters"
+        ) from None
     return number if math.isfinite(number) else None  # NaN/inf in a table: unknown, not a value
 
 

@@ -54,17 +54,21 @@ def partial_edges(rows: list[StepRow], ratio: float) -> tuple[list[StepRow], lis
         return rows, []
     median = percentile([r.total_us for r in rows[1:-1]], 50)
     cut = {i for i in (0, len(rows) - 1) if rows[i].total_us < ratio * median}
-    return ([r for i, r in enumerate(rows) if i not in cut],
-            [r for i, r in enumerate(rows) if i in cut])
+    return (
+        [r for i, r in enumerate(rows) if i not in cut],
+        [r for i, r in enumerate(rows) if i in cut],
+    )
 
 
 def _left_out_note(rank: str, row: StepRow, rows: list[StepRow], ratio: float) -> str:
     median = percentile([r.total_us for r in rows[1:-1]], 50)
     step = "step" if row.key is None else f"step {row.key}"
-    return (f"{rank}: {step} left out of the step statistics: {row.total_us / 1e3:.3f} ms, under "
-            f"{ratio:.0%} of the median step ({median / 1e3:.3f} ms): the capture started or "
-            "stopped inside it (rule: a first or last step shorter than partial_step_ratio of "
-            "the median)")
+    return (
+        f"{rank}: {step} left out of the step statistics: {row.total_us / 1e3:.3f} ms, under "
+        f"{ratio:.0%} of the median step ({median / 1e3:.3f} ms): the capture started or "
+        "stopped inside it (rule: a first or last step shorter than partial_step_ratio of "
+        "the median)"
+    )
 
 
 def _stats(totals_us: Sequence[float]) -> StepStats | None:

@@ -46,8 +46,11 @@ def main() -> int:
         report = analyze_path(job.path, job.thresholds, job.top_n, job.workload, job.limits)
         data = report_adapter().dump_json(report) + b"\n"
     except MemoryError:
-        print(f"npumon worker: out of memory (limit {int(job.limits.worker_memory)} bytes, "
-              "profiling.limits.worker_memory)", file=sys.stderr)
+        print(
+            f"npumon worker: out of memory (limit {int(job.limits.worker_memory)} bytes, "
+            "profiling.limits.worker_memory)",
+            file=sys.stderr,
+        )
         return EXIT_OUT_OF_MEMORY
     except TooLarge as error:
         print(f"npumon worker: {error}", file=sys.stderr)

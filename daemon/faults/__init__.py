@@ -15,14 +15,26 @@ from pathlib import Path
 from npumon.daemon.model.npu_smi import code_value
 
 # most severe first (the device plugin's getMostSeriousFaultType order)
-LEVELS = ("separate_npu", "pre_separate_npu", "restart_npu", "free_restart_npu",
-          "restart_business", "restart_request", "sub_health", "not_handle")
+LEVELS = (
+    "separate_npu",
+    "pre_separate_npu",
+    "restart_npu",
+    "free_restart_npu",
+    "restart_business",
+    "restart_request",
+    "sub_health",
+    "not_handle",
+)
 UNKNOWN = "unknown"
 _KEYS = {
-    "SeparateNPUCodes": "separate_npu", "PreSeparateNPUCodes": "pre_separate_npu",
-    "RestartNPUCodes": "restart_npu", "FreeRestartNPUCodes": "free_restart_npu",
-    "RestartBusinessCodes": "restart_business", "RestartRequestCodes": "restart_request",
-    "SubHealthFaultCodes": "sub_health", "NotHandleFaultCodes": "not_handle",
+    "SeparateNPUCodes": "separate_npu",
+    "PreSeparateNPUCodes": "pre_separate_npu",
+    "RestartNPUCodes": "restart_npu",
+    "FreeRestartNPUCodes": "free_restart_npu",
+    "RestartBusinessCodes": "restart_business",
+    "RestartRequestCodes": "restart_request",
+    "SubHealthFaultCodes": "sub_health",
+    "NotHandleFaultCodes": "not_handle",
 }
 
 
@@ -50,8 +62,10 @@ class FaultTable:
         except ValueError as error:
             raise FaultTableError(f"{source}: not JSON ({error})") from None
         if not isinstance(data, dict) or not set(data) & set(_KEYS):
-            raise FaultTableError(f"{source}: expected the device plugin's faultCode.json "
-                                  f"(an object with keys such as {', '.join(sorted(_KEYS)[:3])})")
+            raise FaultTableError(
+                f"{source}: expected the device plugin's faultCode.json "
+                f"(an object with keys such as {', '.join(sorted(_KEYS)[:3])})"
+            )
         levels: dict[int, str] = {}
         for key, level in sorted(_KEYS.items(), key=lambda kv: LEVELS.index(kv[1]), reverse=True):
             codes = data.get(key, [])

@@ -55,8 +55,12 @@ def _physical(device: int) -> tuple[int, int | None]:
     return ((device - 100) // 16, device) if device >= 100 else (device, None)
 
 
-def _pod_of(procs: list[TableProcess], pods: Mapping[PodKey, list[ContainerAllocation]],
-            holders: Mapping[int, set[PodKey]], phys: Mapping[ChipKey, int]) -> PodKey | None:
+def _pod_of(
+    procs: list[TableProcess],
+    pods: Mapping[PodKey, list[ContainerAllocation]],
+    holders: Mapping[int, set[PodKey]],
+    phys: Mapping[ChipKey, int],
+) -> PodKey | None:
     """The pod of one pod UID's processes: by HOSTNAME, else the one pod holding their chips."""
     names = {p.hostname for p in procs if p.hostname}
     by_name = [key for key in pods if key[1] in names]
@@ -74,18 +78,24 @@ def _runtime_devices(procs: Iterable[TableProcess]) -> tuple[DeviceRef, ...] | N
     return tuple(DeviceRef(f"ASCEND_VISIBLE_DEVICES={d}", *_physical(d)) for d in seen)
 
 
-def _cross_check(key: PodKey, allocs: list[ContainerAllocation], runtime: tuple[DeviceRef, ...],
-                 conflicts: list[str]) -> list[ContainerAllocation]:
+def _cross_check(
+    key: PodKey,
+    allocs: list[ContainerAllocation],
+    runtime: tuple[DeviceRef, ...],
+    conflicts: list[str],
+) -> list[ContainerAllocation]:
     """The runtime's devices replace the kubelet's where they differ (to the first container)."""
     said = sorted({(d.physical_id, d.vnpu_id or -1) for a in allocs for d in a.devices})
     seen = sorted({(d.physical_id, d.vnpu_id or -1) for d in runtime})
     if said == seen:
         return allocs
-    conflicts.append(f"{key[0]}/{key[1]}: kubelet {[d for d, _ in said]} "
-                     f"runtime {[d for d, _ in seen]}")
+    conflicts.append(
+        f"{key[0]}/{key[1]}: kubelet {[d for d, _ in said]} runtime {[d for d, _ in seen]}"
+    )
     first = allocs[0]
-    return [ContainerAllocation(first.namespace, first.pod, first.container, first.resource,
-                                runtime)]
+    return [
+        ContainerAllocation(first.namespace, first.pod, first.container, first.resource, runtime)
+    ]
 
 
 def attribute(results: NpuSmiResults, pods: PodResourcesResults | None) -> Attribution:
@@ -118,9 +128,13 @@ def attribute(results: NpuSmiResults, pods: PodResourcesResults | None) -> Attri
     return _finish(by_pod, phys, procs, uid_pod, conflicts)
 
 
-def _finish(by_pod: Mapping[PodKey, list[ContainerAllocation]], phys: Mapping[ChipKey, int],
-            procs: Iterable[TableProcess], uid_pod: Mapping[str, PodKey],
-            conflicts: list[str]) -> Attribution:
+def _finish(
+    by_pod: Mapping[PodKey, list[ContainerAllocation]],
+    phys: Mapping[ChipKey, int],
+    procs: Iterable[TableProcess],
+    uid_pod: Mapping[str, PodKey],
+    conflicts: list[str],
+) -> Attribution:
     chip_of = {value: key for key, value in phys.items()}
     chips: dict[ChipKey, set[ChipOwner]] = defaultdict(set)
     unmapped: list[str] = []

@@ -14,9 +14,17 @@ PortKey = tuple[int, int, int]
 """(npu, chip, port): the identity of every per-port series; port 0 on single-port chips."""
 
 NET_HEALTH_STATES = (
-    "success", "socket_fail", "receive_timeout", "unreachable", "time_exceeded", "fault",
-    "init", "thread_error", "detect_ip_set", "unknown",
-)  # fmt: skip
+    "success",
+    "socket_fail",
+    "receive_timeout",
+    "unreachable",
+    "time_exceeded",
+    "fault",
+    "init",
+    "thread_error",
+    "detect_ip_set",
+    "unknown",
+)
 """`hccn_tool -net_health -g` texts (driver codes 0..9) in lower_snake_case; others: unknown."""
 
 

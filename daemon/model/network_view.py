@@ -30,23 +30,35 @@ TRAFFIC = {
     "transmit_packets": ("mac_tx_total_pkt_num", "nic_tx_all_pkg_num"),
 }
 RECEIVE_ERRORS = (
-    ("bad", "mac_rx_bad_pkt_num"), ("fcs", "mac_rx_fcs_err_pkt_num"),
-    ("crc", "crc_error_sum"), ("length", "length_err_cnt_rx"), ("out", "out_err_cnt_rx"),
-)  # fmt: skip  (crc, length, out: the 950 UB port counters)
+    ("bad", "mac_rx_bad_pkt_num"),
+    ("fcs", "mac_rx_fcs_err_pkt_num"),
+    ("crc", "crc_error_sum"),
+    ("length", "length_err_cnt_rx"),
+    ("out", "out_err_cnt_rx"),
+)  # crc, length, out: the 950 UB port counters
 TRANSMIT_ERRORS = (
-    ("bad", "mac_tx_bad_pkt_num"), ("length", "length_err_cnt_tx"), ("out", "out_err_cnt_tx"),
-)  # fmt: skip
+    ("bad", "mac_tx_bad_pkt_num"),
+    ("length", "length_err_cnt_tx"),
+    ("out", "out_err_cnt_tx"),
+)
 PAUSE = (
-    ("receive", "mac", "mac_rx_mac_pause_num"), ("transmit", "mac", "mac_tx_mac_pause_num"),
-    ("receive", "pfc", "mac_rx_pfc_pkt_num"), ("transmit", "pfc", "mac_tx_pfc_pkt_num"),
-)  # fmt: skip
+    ("receive", "mac", "mac_rx_mac_pause_num"),
+    ("transmit", "mac", "mac_tx_mac_pause_num"),
+    ("receive", "pfc", "mac_rx_pfc_pkt_num"),
+    ("transmit", "pfc", "mac_tx_pfc_pkt_num"),
+)
 ROCE_ERRORS = (
-    ("rx_error_packets", "roce_rx_err_pkt_num"), ("tx_error_packets", "roce_tx_err_pkt_num"),
-    ("retransmissions", "roce_new_pkt_rty_num"), ("cnp_received", "roce_rx_cnp_pkt_num"),
-    ("cnp_sent", "roce_tx_cnp_pkt_num"), ("out_of_order", "roce_out_of_order_num"),
-    ("unexpected_ack", "roce_unexpected_ack_num"), ("verification", "roce_verification_err_num"),
-    ("qp_status", "roce_qp_status_err_num"), ("ecn_marked", "roce_ecn_db_num"),
-)  # fmt: skip
+    ("rx_error_packets", "roce_rx_err_pkt_num"),
+    ("tx_error_packets", "roce_tx_err_pkt_num"),
+    ("retransmissions", "roce_new_pkt_rty_num"),
+    ("cnp_received", "roce_rx_cnp_pkt_num"),
+    ("cnp_sent", "roce_tx_cnp_pkt_num"),
+    ("out_of_order", "roce_out_of_order_num"),
+    ("unexpected_ack", "roce_unexpected_ack_num"),
+    ("verification", "roce_verification_err_num"),
+    ("qp_status", "roce_qp_status_err_num"),
+    ("ecn_marked", "roce_ecn_db_num"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +141,9 @@ def read_port(key: PortKey, r: HccnResults) -> PortReading:
         "peer_port": lldp.peer_port if lldp else None,
     }
     return PortReading(
-        npu=key[0], chip=key[1], port=key[2],
+        npu=key[0],
+        chip=key[1],
+        port=key[2],
         up=link.up if link else None,
         speed_bytes_per_second=speed.bytes_per_second if speed else None,
         carrier_up_changes=stats.up_count if stats else None,
@@ -138,17 +152,18 @@ def read_port(key: PortKey, r: HccnResults) -> PortReading:
         optical=r.optical.get(key),
         info=tuple((k, v) for k, v in info.items() if v) if (address or lldp) else (),
         **(_from_counters(counters) if counters else {}),  # type: ignore[arg-type]
-    )  # fmt: skip
+    )
 
 
 def read_chip_links(npu: int, chip: int, parts: ChipInterconnect) -> ChipLinks:
     return ChipLinks(
-        npu=npu, chip=chip,
+        npu=npu,
+        chip=chip,
         hccs=parts.hccs.links if parts.hccs else (),
         hccs_bandwidth=parts.hccs_bw.links if parts.hccs_bw else (),
         pcie_errors=parts.pcie.counts if parts.pcie else (),
         sio_crc_errors=parts.sio.counts if parts.sio else (),
-    )  # fmt: skip
+    )
 
 
 def read_network(
@@ -156,11 +171,26 @@ def read_network(
 ) -> NetworkView:
     """Ports and chip links of the chips in ``chips`` (the latest table), sorted."""
     current = set(chips)
-    keys = {k for results in (hccn.link, hccn.speed, hccn.link_stats, hccn.counters,
-                              hccn.optical, hccn.health, hccn.address, hccn.lldp)
-            for k in results if (k[0], k[1]) in current}
+    keys = {
+        k
+        for results in (
+            hccn.link,
+            hccn.speed,
+            hccn.link_stats,
+            hccn.counters,
+            hccn.optical,
+            hccn.health,
+            hccn.address,
+            hccn.lldp,
+        )
+        for k in results
+        if (k[0], k[1]) in current
+    }
     return NetworkView(
         ports=tuple(read_port(k, hccn) for k in sorted(keys)),
-        chips=tuple(read_chip_links(n, c, interconnect[(n, c)])
-                    for n, c in sorted(interconnect) if (n, c) in current),
+        chips=tuple(
+            read_chip_links(n, c, interconnect[(n, c)])
+            for n, c in sorted(interconnect)
+            if (n, c) in current
+        ),
     )

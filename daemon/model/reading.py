@@ -192,8 +192,10 @@ def read_chip(
         chip=t.chip,
         identity=_identity(parts),
         health_state=health_state(first(parts.health.status if parts.health else None, t.health)),
-        error_codes=tuple((code, fault_level(code)) for code in dict.fromkeys(
-            parts.health.error_codes if parts.health else ())),
+        error_codes=tuple(
+            (code, fault_level(code))
+            for code in dict.fromkeys(parts.health.error_codes if parts.health else ())
+        ),
         aicore_ratio=first(u.aicore_ratio, c.aicore_ratio, t.aicore_ratio),
         # 310P calls its vector unit "Vectorcore"; it is the same thing as AI Vector.
         aivector_ratio=first(u.aivector_ratio, u.vectorcore_ratio),
@@ -266,9 +268,16 @@ def largest_processes(
     for p in known:
         if len(unique) >= limit:
             break
-        unique.setdefault(p.pid, ProcessReading(
-            p.pid, p.memory_bytes or 0, p.name or None, p.container_id or None,
-            owners.processes.get(p.pid, ProcessOwner())))
+        unique.setdefault(
+            p.pid,
+            ProcessReading(
+                p.pid,
+                p.memory_bytes or 0,
+                p.name or None,
+                p.container_id or None,
+                owners.processes.get(p.pid, ProcessOwner()),
+            ),
+        )
     return tuple(unique.values())
 
 

@@ -9,10 +9,14 @@ from npumon.daemon.model.profile import ProfilingView
 from npumon.daemon.model.reading import ChipId, ChipReading
 
 __all__ = [
-    "EMPTY_SNAPSHOT", "BackendInfo", "ChipId", "ChipReading", "NodeIdentity", "NodeSnapshot",
+    "EMPTY_SNAPSHOT",
+    "BackendInfo",
+    "ChipId",
+    "ChipReading",
+    "NodeIdentity",
+    "NodeSnapshot",
     "SourceStatus",
 ]
-
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,8 +35,10 @@ def parse_device_id(device_id: str) -> DeviceRef:
     if vnpu:
         vdev, phy = int(vnpu[2]), int(vnpu[3])
         if not phy * 16 + 100 <= vdev <= phy * 16 + 115:
-            raise ParseError(f"vNPU ID {vdev} outside {phy * 16 + 100}..{phy * 16 + 115} "
-                             f"of physical chip {phy}: {device_id!r}")
+            raise ParseError(
+                f"vNPU ID {vdev} outside {phy * 16 + 100}..{phy * 16 + 115} "
+                f"of physical chip {phy}: {device_id!r}"
+            )
         return DeviceRef(device_id, phy, vdev)
     share = _SHARE.fullmatch(text)
     if share:

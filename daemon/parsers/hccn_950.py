@@ -114,8 +114,16 @@ def parse_dev_info(text: str) -> DevInfo:
         port = values.parse_int(cells[1], line_no=line_no, line=line)
         if udie is None or port is None or cells[4] not in ("UP", "DOWN"):
             raise ParseError("a port row needs UDie, Port and UP/DOWN", line_no, line)
-        ports.append(DevPort(udie, port, _speed(cells[2], line_no, line), cells[3],
-                             cells[4] == "UP", cells[5] if len(cells) > 5 else None))
+        ports.append(
+            DevPort(
+                udie,
+                port,
+                _speed(cells[2], line_no, line),
+                cells[3],
+                cells[4] == "UP",
+                cells[5] if len(cells) > 5 else None,
+            )
+        )
     interfaces: list[tuple[str, list[str]]] = []
     for header, rows in tables[1:]:
         if _column(header, ("interfacename",), -1) != 0:

@@ -9,17 +9,31 @@ from npumon.daemon.model.npu_smi import KnownFailure
 
 # (pattern, reason, advice); exact texts from the driver source's hccn_tool/cmd.c
 _PATTERNS = (
-    (re.compile(r"no ip was preset there"), "no_ip",
-     "the port has no IP configured (hccn_tool -i N -ip -s ...); npu_network_info has no ip"),
-    (re.compile(r"(The command|This command) is not supported on this product|not support",
-                re.IGNORECASE),
-     "not_supported", "this chip has no NIC or the driver lacks the query; asked again hourly"),
-    (re.compile(r"The device is not exist"), "no_device",
-     "hccn_tool does not know this device ID (npumon passes the physical ID): compare "
-     "`npu-smi info -m` with `hccn_tool -i N -link -g`"),
-    (re.compile(r"(Cmd|Command) execute failed"), "command_failed",
-     "hccn_tool failed inside the driver; see /var/log/npu/slog and `dmesg`"),
-)  # fmt: skip
+    (
+        re.compile(r"no ip was preset there"),
+        "no_ip",
+        "the port has no IP configured (hccn_tool -i N -ip -s ...); npu_network_info has no ip",
+    ),
+    (
+        re.compile(
+            r"(The command|This command) is not supported on this product|not support",
+            re.IGNORECASE,
+        ),
+        "not_supported",
+        "this chip has no NIC or the driver lacks the query; asked again hourly",
+    ),
+    (
+        re.compile(r"The device is not exist"),
+        "no_device",
+        "hccn_tool does not know this device ID (npumon passes the physical ID): compare "
+        "`npu-smi info -m` with `hccn_tool -i N -link -g`",
+    ),
+    (
+        re.compile(r"(Cmd|Command) execute failed"),
+        "command_failed",
+        "hccn_tool failed inside the driver; see /var/log/npu/slog and `dmesg`",
+    ),
+)
 
 
 def classify_hccn_failure(text: str, *, whole: bool) -> KnownFailure | None:

@@ -47,8 +47,11 @@ def _one_value(text: str, key: str) -> tuple[str, int, str]:
     """The value of the single `key: value` line the output must be."""
     found = [(n, line) for n, line in lines(text)]
     if len(found) != 1:
-        raise ParseError(f"expected one '{key}:' line, got {len(found)} lines",
-                         found[1][0] if len(found) > 1 else 0, found[1][1] if found[1:] else "")
+        raise ParseError(
+            f"expected one '{key}:' line, got {len(found)} lines",
+            found[1][0] if len(found) > 1 else 0,
+            found[1][1] if found[1:] else "",
+        )
     line_no, line = found[0]
     name, sep, value = line.partition(":")
     if not sep or name.strip().lower() != key:
@@ -173,8 +176,11 @@ def parse_lldp(text: str) -> LldpNeighbour:
     by_name = dict(tlvs)
     name_lines = [v for v in by_name.get("System Name TLV", []) if v != ELISION]
     chassis = by_name.get("Chassis ID TLV", [])
-    switch = name_lines[0] if name_lines else (
-        _tagged(chassis, "mac") or _tagged(chassis, "ifname") or _tagged(chassis, "ipv4"))
+    switch = (
+        name_lines[0]
+        if name_lines
+        else (_tagged(chassis, "mac") or _tagged(chassis, "ifname") or _tagged(chassis, "ipv4"))
+    )
     port_lines = by_name.get("Port ID TLV", by_name.get("", []))
     port = _tagged(port_lines, "ifname") or _tagged(port_lines, "mac")
     return LldpNeighbour(

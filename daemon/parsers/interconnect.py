@@ -21,20 +21,29 @@ GBIT = 1e9 / 8
 GB = 1e9
 # `-t hccs` list keys -> HccsLink fields (the lane bitmap and first error lane are not kept)
 _HCCS_FIELDS = {
-    "hccs health status": "healthy", "hccs lane mode": "lanes",
+    "hccs health status": "healthy",
+    "hccs lane mode": "lanes",
     "hccs link speed": "speed_bytes_per_second",
-    "hccs tx packets": "tx_packets", "hccs tx bytes": "tx_octets",
-    "hccs rx packets": "rx_packets", "hccs rx bytes": "rx_octets",
-    "hccs retry count": "retries", "hccs error count": "crc_errors",
-}  # fmt: skip
+    "hccs tx packets": "tx_packets",
+    "hccs tx bytes": "tx_octets",
+    "hccs rx packets": "rx_packets",
+    "hccs rx bytes": "rx_octets",
+    "hccs retry count": "retries",
+    "hccs error count": "crc_errors",
+}
 _HCCS_IGNORED = frozenset({"hccs link lane list", "hccs first error lane"})
 PCIE_KINDS = {
-    "tx error count": "tx", "rx error count": "rx", "lcrc error count": "lcrc",
-    "ecrc error count": "ecrc", "retry count": "retry",
+    "tx error count": "tx",
+    "rx error count": "rx",
+    "lcrc error count": "lcrc",
+    "ecrc error count": "ecrc",
+    "retry count": "retry",
     # 310/310P cards
-    "pcs rx error count": "pcs_rx", "phy lane error count": "phy_lane",
-    "dl lcrc error count": "dl_lcrc", "dl dcrc error count": "dl_dcrc",
-}  # fmt: skip
+    "pcs rx error count": "pcs_rx",
+    "phy lane error count": "phy_lane",
+    "dl lcrc error count": "dl_lcrc",
+    "dl dcrc error count": "dl_dcrc",
+}
 SIO_DIRECTIONS = {"tx error count": "transmit", "rx error count": "receive"}
 _BW_HEADER = re.compile(r"hccs link\s+tx_bandwidth\(GB/S\)\s+rx_bandwidth\(GB/S\)\Z", re.I)
 _BW_ROW = re.compile(
@@ -73,10 +82,12 @@ def parse_hccs(text: str) -> HccsReport:
     if not columns or len(widths) != 1:
         raise ParseError("hccs lists missing or of different lengths", 0, "")
     count = widths.pop()
-    return HccsReport(tuple(
-        HccsLink(link, **{name: col[link] for name, col in columns.items()})  # type: ignore[arg-type]
-        for link in range(count)
-    ))
+    return HccsReport(
+        tuple(
+            HccsLink(link, **{name: col[link] for name, col in columns.items()})  # type: ignore[arg-type]
+            for link in range(count)
+        )
+    )
 
 
 def parse_hccs_bw(text: str) -> HccsBandwidth:

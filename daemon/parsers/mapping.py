@@ -14,9 +14,13 @@ _MAP_COLUMN = re.compile(
     r"NPU\s+ID|Slot\s+ID|Chip\s+Logic\s+ID|Chip\s+Phy-ID|Chip\s+ID|Chip\s+Name"
 )
 _MAP_KEY = {
-    "NPU ID": "npu", "Slot ID": "slot", "Chip ID": "chip",
-    "Chip Logic ID": "logic", "Chip Phy-ID": "phy", "Chip Name": "name",
-}  # fmt: skip
+    "NPU ID": "npu",
+    "Slot ID": "slot",
+    "Chip ID": "chip",
+    "Chip Logic ID": "logic",
+    "Chip Phy-ID": "phy",
+    "Chip Name": "name",
+}
 _NO_CARD = "There is no NPU card on this server."
 _MCU_NAMES = frozenset({"mcu"})
 

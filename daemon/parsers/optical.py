@@ -20,9 +20,11 @@ _QUANTITY = re.compile(r"(?P<num>[+-]?\d{1,9}(?:\.\d{1,9})?)\s*(?P<unit>[A-Za-z]
 _LANED = re.compile(r"(?P<what>tx power|rx power|tx bias)\s?(?P<lane>\d?)\Z")
 _THRESHOLD = re.compile(r"(?P<what>vcc|temp|txpower|rxpower) (?P<bound>high|low) thres\Z")
 _QUANTITIES = {
-    "vcc": "supply_voltage_volts", "temp": "temperature_celsius",
-    "txpower": "tx_power_watts", "rxpower": "rx_power_watts",
-}  # fmt: skip
+    "vcc": "supply_voltage_volts",
+    "temp": "temperature_celsius",
+    "txpower": "tx_power_watts",
+    "rxpower": "rx_power_watts",
+}
 _TO_BASE = {"c": 1.0, "mv": 1e-3, "v": 1.0, "mw": 1e-3, "w": 1.0, "ma": 1e-3, "a": 1.0}
 
 
@@ -87,7 +89,9 @@ def parse_optical(text: str) -> OpticalReport:
     if "present" not in kw:
         raise ParseError("no 'present' line", 0, "")
     return OpticalReport(
-        tx_power_watts=tuple(laned["tx power"]), rx_power_watts=tuple(laned["rx power"]),
-        tx_bias_amperes=tuple(laned["tx bias"]), thresholds=tuple(thresholds),
+        tx_power_watts=tuple(laned["tx power"]),
+        rx_power_watts=tuple(laned["rx power"]),
+        tx_bias_amperes=tuple(laned["tx bias"]),
+        thresholds=tuple(thresholds),
         **kw,  # type: ignore[arg-type]
     )

@@ -21,16 +21,28 @@ _COLUMN = re.compile(
     r"|Chip|Device|Phy-ID|Bus-Id|AICore\(%\)|Memory-Usage\(MB\)|HBM-Usage\(MB\)"
 )
 _COLUMN_KEY = {
-    "NPU ID": "npu", "NPU": "npu", "NPU Util(%)": "npu_util", "Name": "name",
-    "Health": "health", "Power(W)": "power", "Temp(C)": "temp",
-    "Hugepages-Usage(page)": "hugepages", "Chip": "chip", "Device": "device",
-    "Phy-ID": "phy", "Bus-Id": "bus", "AICore(%)": "aicore",
-    "Memory-Usage(MB)": "memory", "HBM-Usage(MB)": "hbm",
-}  # fmt: skip
+    "NPU ID": "npu",
+    "NPU": "npu",
+    "NPU Util(%)": "npu_util",
+    "Name": "name",
+    "Health": "health",
+    "Power(W)": "power",
+    "Temp(C)": "temp",
+    "Hugepages-Usage(page)": "hugepages",
+    "Chip": "chip",
+    "Device": "device",
+    "Phy-ID": "phy",
+    "Bus-Id": "bus",
+    "AICore(%)": "aicore",
+    "Memory-Usage(MB)": "memory",
+    "HBM-Usage(MB)": "hbm",
+}
 _PROCESS_CELL = {
-    "process id": "pid", "process name": "name",
-    "process memory(mb)": "memory", "process id in container": "container_pid",
-}  # fmt: skip
+    "process id": "pid",
+    "process name": "name",
+    "process memory(mb)": "memory",
+    "process id in container": "container_pid",
+}
 _NO_PROCESSES = re.compile(r"No running processes found in NPU\s+(?P<npu>\d+)\Z")
 _SEPARATOR = re.compile(r"\+[-=+]*\Z")
 _ELISION = frozenset({"...", "…", "......"})
@@ -133,11 +145,19 @@ def _chip_fields(tokens: dict[str, str], row: _Row) -> dict[str, Any]:
 
 _CHIP_DEFAULTS: dict[str, Any] = {
     "chip": 0,  # the 950 layout has no chip column: one chip per NPU
-    "name": None, "health": None, "power_watts": None, "temperature_celsius": None,
-    "hugepages_used": None, "hugepages_total": None, "bus_id": None, "aicore_ratio": None,
-    "memory_used_bytes": None, "memory_total_bytes": None,
-    "hbm_used_bytes": None, "hbm_total_bytes": None,
-}  # fmt: skip
+    "name": None,
+    "health": None,
+    "power_watts": None,
+    "temperature_celsius": None,
+    "hugepages_used": None,
+    "hugepages_total": None,
+    "bus_id": None,
+    "aicore_ratio": None,
+    "memory_used_bytes": None,
+    "memory_total_bytes": None,
+    "hbm_used_bytes": None,
+    "hbm_total_bytes": None,
+}
 
 
 def _process(cells: list[str], layout: tuple[str, ...], row: _Row) -> TableProcess:

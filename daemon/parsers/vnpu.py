@@ -13,8 +13,10 @@ from npumon.daemon.model.npu_smi import Vnpu, VnpuReport
 from npumon.daemon.parsers.errors import ParseError
 
 _TOTAL = re.compile(r"^\|\s*Total number of vnpu:\s*(\d+)\s*\|$")
-_ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*([0-9a-fA-F]{12})\s*\|\s*([01])\s*\|"
-                  r"\s*(\S+)\s*\|$")
+_ROW = re.compile(
+    r"^\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*([0-9a-fA-F]{12})\s*\|\s*([01])\s*\|"
+    r"\s*(\S+)\s*\|$"
+)
 _PAIR = re.compile(r"^(\d+|NA)/(\d+|NA)$")
 _HEADER = ("Vnpu ID", "Vgroup ID", "Container ID", "Status", "Template Name")
 
@@ -27,18 +29,23 @@ def _resources(lines: list[str]) -> tuple[tuple[str, int | None, int | None], ..
     names = lines[names_at].strip("| ").split()
     values_at = next((i for i in range(names_at + 1, len(lines)) if "/" in lines[i]), None)
     if values_at is None:
-        raise ParseError("no Free/Total row under the resource names", names_at + 1,
-                         lines[names_at])
+        raise ParseError(
+            "no Free/Total row under the resource names", names_at + 1, lines[names_at]
+        )
     values = lines[values_at].strip("| ").split()
     if len(values) != len(names):
-        raise ParseError(f"{len(names)} resource names but {len(values)} values", values_at + 1,
-                         lines[values_at])
+        raise ParseError(
+            f"{len(names)} resource names but {len(values)} values", values_at + 1, lines[values_at]
+        )
     out = []
     for name, value in zip(names, values, strict=True):
         pair = _PAIR.match(value)
         if pair is None:
-            raise ParseError(f"resource {name}: expected Free/Total, got {value!r}",
-                             values_at + 1, lines[values_at])
+            raise ParseError(
+                f"resource {name}: expected Free/Total, got {value!r}",
+                values_at + 1,
+                lines[values_at],
+            )
         free, total = (None if v == "NA" else int(v) for v in pair.groups())
         out.append((name.lower(), free, total))
     return tuple(out)
@@ -51,7 +58,7 @@ def parse_info_vnpu(text: str) -> VnpuReport:
         raise ParseError("expected one 'Total number of vnpu' line")
     at, match = totals[0]
     vnpus = []
-    for number, line in enumerate(lines[at + 1:], start=at + 2):
+    for number, line in enumerate(lines[at + 1 :], start=at + 2):
         stripped = line.strip()
         if not stripped or stripped.startswith("+") or all(h in stripped for h in _HEADER):
             continue
@@ -62,8 +69,9 @@ def parse_info_vnpu(text: str) -> VnpuReport:
         vnpus.append(Vnpu(int(vnpu_id), int(vgroup), container.lower(), status == "1", template))
     total = int(match.group(1))
     if total != len(vnpus):
-        raise ParseError(f"'Total number of vnpu: {total}' but {len(vnpus)} rows", at + 1,
-                         lines[at])
+        raise ParseError(
+            f"'Total number of vnpu: {total}' but {len(vnpus)} rows", at + 1, lines[at]
+        )
     return VnpuReport(resources=_resources(lines[:at]), total=total, vnpus=tuple(vnpus))
 
 

@@ -97,8 +97,11 @@ class Capturer:
             )
         quota = int(self.settings.disk_quota)
         if not make_room(self.captures, self._expected_bytes, quota):
-            raise CaptureError("disk_quota", f"{self.captures} cannot hold another capture of "
-                                             f"~{self._expected_bytes} bytes within {quota}")
+            raise CaptureError(
+                "disk_quota",
+                f"{self.captures} cannot hold another capture of "
+                f"~{self._expected_bytes} bytes within {quota}",
+            )
 
     def _capture_into(self, w: Workload, out: Path) -> AnalysisReport:
         s = self.settings
@@ -107,15 +110,26 @@ class Capturer:
             if w.mode == "torch_npu_config":
                 assert w.config_dir is not None  # the config validator requires it
                 torch_config_capture(
-                    w.config_dir, out, w.pids, steps=s.steps,
-                    timeout=s.timeouts.start + s.timeouts.stop, wait=self.host.wait,
-                    alive=self.host.alive, monotonic=self.host.monotonic,
+                    w.config_dir,
+                    out,
+                    w.pids,
+                    steps=s.steps,
+                    timeout=s.timeouts.start + s.timeouts.stop,
+                    wait=self.host.wait,
+                    alive=self.host.alive,
+                    monotonic=self.host.monotonic,
                 )
             else:
                 capture_msprof.msprof_attach(
-                    s.msprof.command, w.pids, out, duration=s.duration,
-                    start_timeout=s.timeouts.start, stop_timeout=s.timeouts.stop,
-                    wait=self.host.wait, alive=self.host.alive, children=self.host.children,
+                    s.msprof.command,
+                    w.pids,
+                    out,
+                    duration=s.duration,
+                    start_timeout=s.timeouts.start,
+                    stop_timeout=s.timeouts.stop,
+                    wait=self.host.wait,
+                    alive=self.host.alive,
+                    children=self.host.children,
                 )
         finally:
             self.host.set_profiling(frozenset())
@@ -127,13 +141,22 @@ class Capturer:
         size = tree_bytes(out)
         self._expected_bytes = size
         if not make_room(self.captures, 0, int(self.settings.disk_quota), keep=out):
-            raise CaptureError("disk_quota", f"the capture wrote {size} bytes, over the "
-                                             f"quota of {int(self.settings.disk_quota)}")
+            raise CaptureError(
+                "disk_quota",
+                f"the capture wrote {size} bytes, over the "
+                f"quota of {int(self.settings.disk_quota)}",
+            )
 
 
 def _finish(outcome: CaptureOutcome, seconds: float, now: float) -> CaptureOutcome:
     # debug: the profiler logs a workload's result when it changes, not every capture
-    log.debug("event=capture workload=%s result=%s seconds=%.3f message=%r",
-              outcome.workload, outcome.result, seconds, outcome.message)
-    return CaptureOutcome(outcome.workload, outcome.result, outcome.message, outcome.report,
-                          seconds, now)
+    log.debug(
+        "event=capture workload=%s result=%s seconds=%.3f message=%r",
+        outcome.workload,
+        outcome.result,
+        seconds,
+        outcome.message,
+    )
+    return CaptureOutcome(
+        outcome.workload, outcome.result, outcome.message, outcome.report, seconds, now
+    )

@@ -21,8 +21,9 @@ EXIT_TARGET_GONE = 2
 Runner = Callable[[Sequence[str], float], CommandResult]
 
 
-def _classify(phase: str, exited: PromptExited, pids: Sequence[int],
-              alive: Callable[[int], bool]) -> CaptureError:
+def _classify(
+    phase: str, exited: PromptExited, pids: Sequence[int], alive: Callable[[int], bool]
+) -> CaptureError:
     if NOT_ATTACHABLE_HINT in exited.output:
         return CaptureError(
             "skipped_not_attachable",
@@ -51,8 +52,12 @@ def msprof_attach(
 
     Whatever happens, msprof's process group is gone when this returns.
     """
-    argv = [*resolve_command(command), "--dynamic=on",
-            f"--pid={','.join(map(str, pids))}", f"--output={out_dir}"]
+    argv = [
+        *resolve_command(command),
+        "--dynamic=on",
+        f"--pid={','.join(map(str, pids))}",
+        f"--output={out_dir}",
+    ]
     phase = "start"
     prompt = Prompt(argv, children=children)
     try:
@@ -94,12 +99,14 @@ def export(
     if result.timed_out:
         raise CaptureError("timeout", f"msprof export of {prof_dir.name} took over {timeout:g}s")
     if result.cancelled:
-        raise CaptureError("failed", f"msprof export of {prof_dir.name} stopped: npumon is "
-                                     "stopping")
+        raise CaptureError(
+            "failed", f"msprof export of {prof_dir.name} stopped: npumon is stopping"
+        )
     if result.exit_code != 0:
         tail = ((result.stderr or result.stdout).strip().splitlines() or [""])[-1][:300]
-        raise CaptureError("failed", f"msprof export of {prof_dir.name}: exit "
-                                     f"{result.exit_code}: {tail}")
+        raise CaptureError(
+            "failed", f"msprof export of {prof_dir.name}: exit {result.exit_code}: {tail}"
+        )
 
 
 def export_pending(

@@ -68,8 +68,11 @@ def _finished(out_dir: Path, before: set[str]) -> Path | None:
 
 
 def _signature(run: Path) -> tuple[tuple[str, int, int], ...]:
-    return tuple(sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns)
-                        for p in run.rglob("*") if p.is_file()))
+    return tuple(
+        sorted(
+            (str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in run.rglob("*") if p.is_file()
+        )
+    )
 
 
 def torch_config_capture(
@@ -107,9 +110,15 @@ def torch_config_capture(
             atomic_write(config, restored)
 
 
-def _wait_output(out_dir: Path, before: set[str], pids: Sequence[int], timeout: float,
-                 wait: Callable[[float], None], alive: Callable[[int], bool],
-                 monotonic: Callable[[], float]) -> Path:
+def _wait_output(
+    out_dir: Path,
+    before: set[str],
+    pids: Sequence[int],
+    timeout: float,
+    wait: Callable[[float], None],
+    alive: Callable[[int], bool],
+    monotonic: Callable[[], float],
+) -> Path:
     deadline = monotonic() + timeout
     last: tuple[tuple[str, int, int], ...] | None = None
     while monotonic() < deadline:

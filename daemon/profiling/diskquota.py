@@ -34,7 +34,8 @@ def make_room(captures: Path, need_bytes: int, quota_bytes: int, keep: Path | No
     link inside it is left alone, so no cleanup deletes anything outside the directory."""
     if captures.is_symlink():
         raise CaptureError(
-            "failed", f"{captures} is a symlink: npumon deletes old captures there and never "
+            "failed",
+            f"{captures} is a symlink: npumon deletes old captures there and never "
             "follows a link; make it a directory (or point state_directory at the disk you want)",
         )
     if not captures.is_dir():

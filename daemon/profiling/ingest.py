@@ -30,7 +30,8 @@ def is_profile_dir(path: Path) -> bool:
 def _profile_dirs(path: Path, depth: int) -> Iterator[Path]:
     try:
         children = sorted(
-            p for p in path.iterdir()
+            p
+            for p in path.iterdir()
             if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")  # .partial
         )
     except OSError:

@@ -47,8 +47,9 @@ def analyse_in_worker(
     try:
         report = report_adapter().validate_json(result.stdout)
     except ValidationError as error:  # e.g. a NaN (written as null) where a number must be
-        return WorkerOutcome(None, "failed", f"analysis output not understood: "
-                                             f"{first_problem(error)}")
+        return WorkerOutcome(
+            None, "failed", f"analysis output not understood: {first_problem(error)}"
+        )
     return WorkerOutcome(report, "ok", "")
 
 

@@ -30,7 +30,10 @@ class Profiler:
     the scrape or npu-smi path; both take the node-wide capture lock."""
 
     def __init__(
-        self, config: Config, store: SnapshotStore, host: Host | None = None,
+        self,
+        config: Config,
+        store: SnapshotStore,
+        host: Host | None = None,
         probe: ProcessProbe | None = None,
     ) -> None:
         self.config = config
@@ -40,8 +43,12 @@ class Profiler:
         self.host = _stoppable(host or Host(self.probe.alive, self.probe.all, store.set_profiling))
         self.children = self.host.children
         root = config.state_directory
-        self.state = ProfileState(root / "profiling", self.settings.baseline.captures,
-                                  self.settings.baseline.min_captures, self.host.clock)
+        self.state = ProfileState(
+            root / "profiling",
+            self.settings.baseline.captures,
+            self.settings.baseline.min_captures,
+            self.host.clock,
+        )
         self.captures_dir = root / "captures"
         self.capturer = Capturer(self.settings, self.captures_dir, self.host)
         self.counts: Counter[str] = Counter()
@@ -75,8 +82,11 @@ class Profiler:
     def workloads(self) -> tuple[Workload, ...]:
         table = self.store.table()
         return discover(
-            table.processes if table else (), self.settings.targets, self.probe.info,
-            self.probe.all, discover_unmatched=self.settings.discover,
+            table.processes if table else (),
+            self.settings.targets,
+            self.probe.info,
+            self.probe.all,
+            discover_unmatched=self.settings.discover,
             max_workloads=self.settings.max_workloads,
             table_chips=[(c.npu, c.chip) for c in table.chips] if table else (),
         )
@@ -119,8 +129,9 @@ class Profiler:
             return []
         outcomes = []
         with self._lock:
-            groups = ingest.find_new(paths, self.state.ingested, self.host.clock(),
-                                     self.settings.ingest.settle)
+            groups = ingest.find_new(
+                paths, self.state.ingested, self.host.clock(), self.settings.ingest.settle
+            )
             for group in groups:
                 if self.children.stopped.is_set():
                     break
@@ -146,11 +157,21 @@ class Profiler:
                 shutil.rmtree(scratch, ignore_errors=True)
         # analysed (or found unusable): not again until it changes
         self.state.ingested.update(dict(group.members))
-        outcome = CaptureOutcome(outcome.workload, outcome.result, outcome.message,
-                                 outcome.report, self.host.monotonic() - started,
-                                 self.host.clock())
-        log.info("event=ingest workload=%s path=%s result=%s message=%r",
-                 group.workload, group.path, outcome.result, outcome.message)
+        outcome = CaptureOutcome(
+            outcome.workload,
+            outcome.result,
+            outcome.message,
+            outcome.report,
+            self.host.monotonic() - started,
+            self.host.clock(),
+        )
+        log.info(
+            "event=ingest workload=%s path=%s result=%s message=%r",
+            group.workload,
+            group.path,
+            outcome.result,
+            outcome.message,
+        )
         self._record(outcome)
         return outcome
 
@@ -159,8 +180,9 @@ class Profiler:
         scratch = self.captures_dir / f"ingest-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
         for member, _ in group.members:
             shutil.copytree(member, scratch / Path(member).name, symlinks=True)
-        capture_msprof.export_pending(self.settings.msprof.command, scratch,
-                                      self.settings.timeouts.export, self.host.runner)
+        capture_msprof.export_pending(
+            self.settings.msprof.command, scratch, self.settings.timeouts.export, self.host.runner
+        )
         return scratch
 
     def _record(self, outcome: CaptureOutcome) -> None:
@@ -176,9 +198,12 @@ class Profiler:
                 step.p99_seconds, baseline, self.settings.thresholds
             )
             if regressed and summary.workload not in self._regressed and step is not None:
-                log.warning("event=step_regression workload=%s p99_seconds=%.6f "
-                            "baseline_seconds=%.6f", summary.workload, step.p99_seconds,
-                            baseline or 0.0)
+                log.warning(
+                    "event=step_regression workload=%s p99_seconds=%.6f baseline_seconds=%.6f",
+                    summary.workload,
+                    step.p99_seconds,
+                    baseline or 0.0,
+                )
             (self._regressed.add if regressed else self._regressed.discard)(summary.workload)
         self.state.save()
         self.publish()
@@ -192,14 +217,20 @@ class Profiler:
         good = outcome.result in ("ok", "skipped_busy")
         if good and before is None:
             return  # the first capture went fine: nothing to tell
-        log.log(logging.INFO if good else logging.WARNING,
-                "event=capture_result_changed workload=%s result=%s before=%s message=%r",
-                outcome.workload, outcome.result, before, outcome.message)
+        log.log(
+            logging.INFO if good else logging.WARNING,
+            "event=capture_result_changed workload=%s result=%s before=%s message=%r",
+            outcome.workload,
+            outcome.result,
+            before,
+            outcome.message,
+        )
 
     def view(self) -> ProfilingView:
         profiles = tuple(
-            WorkloadProfile(name, s.summary, self.state.baseline(name), s.last_success,
-                            s.capture_seconds)
+            WorkloadProfile(
+                name, s.summary, self.state.baseline(name), s.last_success, s.capture_seconds
+            )
             for name, s in sorted(self.state.workloads.items())
         )
         return ProfilingView(

@@ -24,8 +24,14 @@ from npumon.daemon.profiling.statefile import (
     write_state,
 )
 
-__all__ = ["STATE_FILE", "ProfileState", "WorkloadState", "atomic_write", "baseline_of",
-           "is_regression"]
+__all__ = [
+    "STATE_FILE",
+    "ProfileState",
+    "WorkloadState",
+    "atomic_write",
+    "baseline_of",
+    "is_regression",
+]
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +62,10 @@ class ProfileState:
     """In-memory state plus its JSON file under the state directory (one writer: the profiler)."""
 
     def __init__(
-        self, directory: Path, window: int = 20, min_captures: int = 3,
+        self,
+        directory: Path,
+        window: int = 20,
+        min_captures: int = 3,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.path = directory / STATE_FILE
@@ -97,8 +106,11 @@ class ProfileState:
             self.workloads.clear()
             self.ingested.clear()
             aside = move_aside(self.path, self.clock())
-            self._error(problem.reason, f"starting empty, moved aside to "
-                        f"{aside.name if aside else '(could not move it)'}: {problem.message}")
+            self._error(
+                problem.reason,
+                f"starting empty, moved aside to "
+                f"{aside.name if aside else '(could not move it)'}: {problem.message}",
+            )
             return
         if loaded is None:
             return
@@ -108,8 +120,11 @@ class ProfileState:
 
     def save(self) -> bool:
         """Write atomically (temp file, fsync, rename); a full disk is logged and counted."""
-        file = StateFile(FORMAT_VERSION, dict(sorted(self.workloads.items())),
-                         dict(sorted(self.ingested.items())))
+        file = StateFile(
+            FORMAT_VERSION,
+            dict(sorted(self.workloads.items())),
+            dict(sorted(self.ingested.items())),
+        )
         try:
             write_state(self.path, file)
         except OSError as error:

@@ -83,14 +83,17 @@ def disagreements(dcmi: InfoTable, cli: InfoTable) -> list[tuple[str, str]]:
 
 _CHECKS: tuple[tuple[str, Callable[[float, float], bool]], ...] = (
     ("hbm_total_bytes", lambda x, y: x == y),
-    ("power_watts",
-     lambda x, y: abs(x - y) <= max(POWER_TOLERANCE_WATTS, POWER_TOLERANCE_RATIO * abs(y))),
+    (
+        "power_watts",
+        lambda x, y: abs(x - y) <= max(POWER_TOLERANCE_WATTS, POWER_TOLERANCE_RATIO * abs(y)),
+    ),
     ("temperature_celsius", lambda x, y: abs(x - y) <= TEMPERATURE_TOLERANCE_CELSIUS),
 )
 
 
-def _per_npu(npu: int, chips: Sequence[DcmiChip],
-             values: Mapping[DcmiChip, Values], kind: str) -> object:
+def _per_npu(
+    npu: int, chips: Sequence[DcmiChip], values: Mapping[DcmiChip, Values], kind: str
+) -> object:
     if kind == "usages":
         return UsagesReport(npu, tuple(chip_usage(c, values[c]) for c in chips))
     if kind == "common":
@@ -163,14 +166,19 @@ class DcmiSmi(NpuSmi):
         if helper is not None and not args:
             served = self._answer(run, helper, self._table)
         elif helper is not None and self._checked and detail is not None:
-            served = self._answer(run, helper, lambda r, h, hello: self._report(
-                r, h, hello, *detail))
+            served = self._answer(
+                run, helper, lambda r, h, hello: self._report(r, h, hello, *detail)
+            )
         if served is None:
             return super().query(run, parse, *args)
         return cast(T, served)  # the model type `parse` gives for these args
 
-    def _answer(self, run: SourceRun, helper: DcmiHelper,
-                read: Callable[[SourceRun, DcmiHelper, Hello], object]) -> object | None:
+    def _answer(
+        self,
+        run: SourceRun,
+        helper: DcmiHelper,
+        read: Callable[[SourceRun, DcmiHelper, Hello], object],
+    ) -> object | None:
         """DCMI's answer, or None for npu-smi to serve (the reason counted on ``run``)."""
         if self._monotonic() < self._off_until:
             return None
@@ -187,8 +195,9 @@ class DcmiSmi(NpuSmi):
         self._announce(BackendInfo("dcmi", self._dcmi_reason))
         return found
 
-    def _values(self, helper: DcmiHelper, chips: Sequence[DcmiChip],
-                wanted: Sequence[tuple[str, int]]) -> dict[DcmiChip, dict[str, object]]:
+    def _values(
+        self, helper: DcmiHelper, chips: Sequence[DcmiChip], wanted: Sequence[tuple[str, int]]
+    ) -> dict[DcmiChip, dict[str, object]]:
         calls = calls_for(chips, wanted, self._skip)
         return collect(chips, calls, helper.call(calls), self._mark_unsupported)
 
@@ -199,12 +208,20 @@ class DcmiSmi(NpuSmi):
         run.reject(rejected, ("dcmi", "info"))
         return screened
 
-    def _report(self, run: SourceRun, helper: DcmiHelper, hello: Hello, kind: str, npu: int,
-                chip: int | None) -> object:
+    def _report(
+        self,
+        run: SourceRun,
+        helper: DcmiHelper,
+        hello: Hello,
+        kind: str,
+        npu: int,
+        chip: int | None,
+    ) -> object:
         chips = [c for c in hello.chips if c.card == npu and chip in (None, c.device)]
         if not chips:
-            raise DcmiRefusal("dcmi_chip_gone", f"dcmi_init listed no NPU {npu} chip {chip}",
-                              re_enumerate=True)
+            raise DcmiRefusal(
+                "dcmi_chip_gone", f"dcmi_init listed no NPU {npu} chip {chip}", re_enumerate=True
+            )
         wanted, build = DETAIL[kind]
         report = build(npu, chips, self._values(helper, chips, wanted))
         screened, rejected = plausible.screen(report)
@@ -225,8 +242,13 @@ class DcmiSmi(NpuSmi):
         problems = disagreements(found, cli)
         for field, detail in problems:
             log.warning("event=dcmi_cross_check_failed field=%s detail=%r", field, detail)
-            run.refused(SourceFailure("cross_check", f"DCMI and npu-smi disagree on {field}: "
-                                      f"{detail}; npu-smi serves it until the next check"))
+            run.refused(
+                SourceFailure(
+                    "cross_check",
+                    f"DCMI and npu-smi disagree on {field}: "
+                    f"{detail}; npu-smi serves it until the next check",
+                )
+            )
         if any(field == "ids" for field, _ in problems) and len(found.chips) > len(cli.chips):
             helper.restart("a chip dcmi_init listed is gone")
         if problems and self.mode == "auto":
@@ -236,8 +258,9 @@ class DcmiSmi(NpuSmi):
         self._announce(BackendInfo("dcmi", self._dcmi_reason))
         return found
 
-    def _fall_back(self, run: SourceRun, helper: DcmiHelper,
-                   failure: HelperFailure | DcmiRefusal) -> None:
+    def _fall_back(
+        self, run: SourceRun, helper: DcmiHelper, failure: HelperFailure | DcmiRefusal
+    ) -> None:
         run.refused(SourceFailure(failure.reason, f"DCMI: {failure.message}; npu-smi serves"))
         if isinstance(failure, DcmiRefusal):
             if failure.re_enumerate:
@@ -258,9 +281,12 @@ class DcmiSmi(NpuSmi):
         or auto on a machine without libdcmi.so."""
         info = BackendInfo("cli", "configured" if refusal is None else refusal.reason)
         quiet = refusal is None or (self.mode == "auto" and refusal.reason == "library_not_found")
-        log.log(logging.DEBUG if quiet else logging.WARNING,
-                "event=backend backend=cli reason=%s message=%r", info.reason,
-                refusal.message if refusal else "npu_smi.backend is cli")
+        log.log(
+            logging.DEBUG if quiet else logging.WARNING,
+            "event=backend backend=cli reason=%s message=%r",
+            info.reason,
+            refusal.message if refusal else "npu_smi.backend is cli",
+        )
         self.backend = info
         self._on_backend(info)
 

@@ -56,11 +56,15 @@ def _hello(message: Mapping[str, Any]) -> Hello:
     if message.get("load_error"):
         raise HelperFailure("dcmi_load_failed", f"dlopen failed: {message['load_error']}")
     if message.get("init") != 0:
-        raise HelperFailure("dcmi_init", f"dcmi_init returned {message.get('init')} (-99998: "
-                            "the library lacks it; -8005: no device access or not ready)")
+        raise HelperFailure(
+            "dcmi_init",
+            f"dcmi_init returned {message.get('init')} (-99998: "
+            "the library lacks it; -8005: no device access or not ready)",
+        )
     if message.get("enumerate") != 0:
-        raise HelperFailure("dcmi_enumerate",
-                            f"listing the chips returned {message.get('enumerate')}")
+        raise HelperFailure(
+            "dcmi_enumerate", f"listing the chips returned {message.get('enumerate')}"
+        )
     return Hello(
         chips=tuple(DcmiChip(*chip) for chip in message["chips"]),
         missing=frozenset(message["missing"]),
@@ -173,8 +177,12 @@ class DcmiHelper:
         self.starts += 1
         self._buffer = b""
         self._process = subprocess.Popen(  # noqa: S603 (our own interpreter and module)
-            self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, start_new_session=True, env=self._env,
+            self._command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env=self._env,
         )
         if not self._groups.add(self._process.pid):
             self._stop()
@@ -205,8 +213,11 @@ class DcmiHelper:
             while b"\n" not in self._buffer:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    self._kill("dcmi_timeout", f"no answer to {what} in {self.timeout:g} s; "
-                               "is the driver hung? npu-smi serves meanwhile")
+                    self._kill(
+                        "dcmi_timeout",
+                        f"no answer to {what} in {self.timeout:g} s; "
+                        "is the driver hung? npu-smi serves meanwhile",
+                    )
                 if not selector.select(left):
                     continue
                 chunk = os.read(fd, 65536)

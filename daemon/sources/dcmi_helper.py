@@ -59,8 +59,14 @@ def _hbm(fn: Any, card: int, device: int, _: int) -> Answer:
 def _memory(fn: Any, card: int, device: int, _: int) -> Answer:
     info = MemoryInfoV3()
     rc = fn(card, device, byref(info))
-    names = ("memory_size", "memory_available", "freq", "hugepagesize", "hugepages_total",
-             "hugepages_free")
+    names = (
+        "memory_size",
+        "memory_available",
+        "freq",
+        "hugepagesize",
+        "hugepages_total",
+        "hugepages_free",
+    )
     return rc, _fields(info, names) if rc == 0 else None
 
 
@@ -89,8 +95,12 @@ def _chip(fn: Any, card: int, device: int, _: int) -> Answer:
     rc = fn(card, device, byref(info))
     if rc != 0:
         return rc, None
-    return rc, {"chip_type": _text(info.chip_type), "chip_name": _text(info.chip_name),
-                "chip_ver": _text(info.chip_ver), "aicore_cnt": info.aicore_cnt}
+    return rc, {
+        "chip_type": _text(info.chip_type),
+        "chip_name": _text(info.chip_name),
+        "chip_ver": _text(info.chip_ver),
+        "aicore_cnt": info.aicore_cnt,
+    }
 
 
 def _pcie(fn: Any, card: int, device: int, _: int) -> Answer:
@@ -160,8 +170,13 @@ def enumerate_chips(functions: Functions) -> tuple[int, list[list[int]]]:
     return rc, chips
 
 
-_ENUMERATION = ("dcmi_init", "dcmi_get_card_list", "dcmi_get_device_num_in_card",
-                "dcmi_get_device_logic_id", "dcmi_get_device_phyid_from_logicid")
+_ENUMERATION = (
+    "dcmi_init",
+    "dcmi_get_card_list",
+    "dcmi_get_device_num_in_card",
+    "dcmi_get_device_logic_id",
+    "dcmi_get_device_phyid_from_logicid",
+)
 
 
 def hello(functions: Functions, missing: tuple[str, ...]) -> dict[str, Any]:
@@ -173,7 +188,10 @@ def hello(functions: Functions, missing: tuple[str, ...]) -> dict[str, Any]:
         return {"init": rc, "missing": list(missing)}
     enumerated, chips = enumerate_chips(functions)
     return {
-        "init": 0, "enumerate": enumerated, "chips": chips, "missing": list(missing),
+        "init": 0,
+        "enumerate": enumerated,
+        "chips": chips,
+        "missing": list(missing),
         "dcmi_version": _version(functions, "dcmi_get_dcmi_version"),
         "driver_version": _version(functions, "dcmi_get_driver_version"),
     }
@@ -199,8 +217,9 @@ def main(argv: list[str]) -> int:
         return 1
     for line in sys.stdin:
         request = json.loads(line)
-        answers = [call(functions, name, card, device, arg)
-                   for name, card, device, arg in request["calls"]]
+        answers = [
+            call(functions, name, card, device, arg) for name, card, device, arg in request["calls"]
+        ]
         _write({"answers": answers})
     return 0
 

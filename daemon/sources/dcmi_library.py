@@ -61,11 +61,17 @@ def candidates(environ: Mapping[str, str], ldconfig_output: str) -> list[Path]:
 def _check_one(path: Path, policy: TrustPolicy, what: str) -> None:
     info = path.lstat()
     if info.st_uid != policy.owner_uid:
-        raise LibraryRefused("library_refused", f"{what} {path} is owned by uid {info.st_uid}, "
-                             f"not {policy.owner_uid}: chown it to root or set dcmi.library")
+        raise LibraryRefused(
+            "library_refused",
+            f"{what} {path} is owned by uid {info.st_uid}, "
+            f"not {policy.owner_uid}: chown it to root or set dcmi.library",
+        )
     if not stat.S_ISLNK(info.st_mode) and info.st_mode & 0o022:
-        raise LibraryRefused("library_refused", f"{what} {path} is writable by group or others "
-                             f"(mode {stat.S_IMODE(info.st_mode):o}): chmod go-w it")
+        raise LibraryRefused(
+            "library_refused",
+            f"{what} {path} is writable by group or others "
+            f"(mode {stat.S_IMODE(info.st_mode):o}): chmod go-w it",
+        )
 
 
 def check_library(path: Path, policy: TrustPolicy = ROOT_ONLY) -> Path:
@@ -107,7 +113,8 @@ def find_library(
             if refused.reason != "library_not_found":
                 refusal = refusal or refused
     raise refusal or LibraryRefused(
-        "library_not_found", f"no {LIBRARY_NAME} in LD_LIBRARY_PATH, "
+        "library_not_found",
+        f"no {LIBRARY_NAME} in LD_LIBRARY_PATH, "
         f"{', '.join(map(str, DRIVER_DIRECTORIES))} or the ldconfig cache; set dcmi.library",
     )
 

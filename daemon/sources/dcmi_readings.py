@@ -34,18 +34,44 @@ UTIL_DDR, UTIL_AICORE, UTIL_AICPU, UTIL_CTRLCPU, UTIL_DDR_BANDWIDTH = 1, 2, 3, 4
 UTIL_HBM, UTIL_HBM_BANDWIDTH, UTIL_VECTOR, UTIL_NPU, UTIL_CUBE = 6, 10, 12, 13, 14
 FREQ_AICORE_CURRENT, FREQ_AICORE_RATED = 7, 9
 TABLE_CALLS: tuple[tuple[str, int], ...] = (
-    ("health", 0), ("power", 0), ("temperature", 0), ("hbm", 0), ("memory", 0),
-    ("utilization", UTIL_AICORE), ("processes", 0), ("chip", 0), ("pcie", 0),
+    ("health", 0),
+    ("power", 0),
+    ("temperature", 0),
+    ("hbm", 0),
+    ("memory", 0),
+    ("utilization", UTIL_AICORE),
+    ("processes", 0),
+    ("chip", 0),
+    ("pcie", 0),
 )
 USAGES_CALLS: tuple[tuple[str, int], ...] = (
-    ("hbm", 0), ("memory", 0), *(("utilization", kind) for kind in (
-        UTIL_DDR, UTIL_AICORE, UTIL_AICPU, UTIL_CTRLCPU, UTIL_DDR_BANDWIDTH, UTIL_HBM,
-        UTIL_HBM_BANDWIDTH, UTIL_VECTOR, UTIL_NPU, UTIL_CUBE)),
+    ("hbm", 0),
+    ("memory", 0),
+    *(
+        ("utilization", kind)
+        for kind in (
+            UTIL_DDR,
+            UTIL_AICORE,
+            UTIL_AICPU,
+            UTIL_CTRLCPU,
+            UTIL_DDR_BANDWIDTH,
+            UTIL_HBM,
+            UTIL_HBM_BANDWIDTH,
+            UTIL_VECTOR,
+            UTIL_NPU,
+            UTIL_CUBE,
+        )
+    ),
 )
 COMMON_CALLS: tuple[tuple[str, int], ...] = (
-    ("power", 0), ("temperature", 0), ("chip", 0), ("utilization", UTIL_DDR),
-    ("utilization", UTIL_HBM), ("utilization", UTIL_AICORE),
-    ("frequency", FREQ_AICORE_CURRENT), ("frequency", FREQ_AICORE_RATED),
+    ("power", 0),
+    ("temperature", 0),
+    ("chip", 0),
+    ("utilization", UTIL_DDR),
+    ("utilization", UTIL_HBM),
+    ("utilization", UTIL_AICORE),
+    ("frequency", FREQ_AICORE_CURRENT),
+    ("frequency", FREQ_AICORE_RATED),
 )
 ECC_DDR, ECC_HBM = 0, 2  # enum dcmi_device_type
 HEALTH_CALLS: tuple[tuple[str, int], ...] = (("health", 0), ("errors", 0))
@@ -57,7 +83,7 @@ _TYPED = frozenset({"utilization", "frequency", "ecc"})  # calls whose argument 
 
 
 def value_key(name: str, arg: int) -> str:
-    """"power", "utilization2", "ecc0": a call's answer among a chip's values."""
+    """ "power", "utilization2", "ecc0": a call's answer among a chip's values."""
     return f"{name}{arg}" if name in _TYPED else name
 
 
@@ -65,8 +91,9 @@ class DcmiRefusal(Exception):
     """DCMI cannot give this answer; npu-smi must. ``function`` is set when the refusal is the
     function's for good (missing, no permission): the caller stops asking it for a while."""
 
-    def __init__(self, reason: str, message: str, function: str | None = None,
-                 re_enumerate: bool = False) -> None:
+    def __init__(
+        self, reason: str, message: str, function: str | None = None, re_enumerate: bool = False
+    ) -> None:
         self.reason = reason
         self.message = message
         self.function = function
@@ -74,8 +101,9 @@ class DcmiRefusal(Exception):
         super().__init__(f"{reason}: {message}")
 
 
-def calls_for(chips: Sequence[DcmiChip], wanted: Sequence[tuple[str, int]],
-              skip: Callable[[Call], bool]) -> list[Call]:
+def calls_for(
+    chips: Sequence[DcmiChip], wanted: Sequence[tuple[str, int]], skip: Callable[[Call], bool]
+) -> list[Call]:
     """The requests for ``wanted`` on each chip (``skip``: known unsupported)."""
     calls = [(name, c.card, c.device, arg) for c in chips for name, arg in wanted]
     return [call for call in calls if not skip(call)]
@@ -91,16 +119,22 @@ def check(name: str, chip: DcmiChip, rc: int) -> bool:
     if rc == MISSING_SYMBOL:
         raise DcmiRefusal("dcmi_missing_symbol", f"the library lacks the call for {where}", name)
     if rc == -8002:
-        raise DcmiRefusal("dcmi_permission", f"{where}: -8002 operation not permitted; see "
-                          "docs/privileges.md (device nodes, the HwHiAiUser group)", name)
+        raise DcmiRefusal(
+            "dcmi_permission",
+            f"{where}: -8002 operation not permitted; see "
+            "docs/privileges.md (device nodes, the HwHiAiUser group)",
+            name,
+        )
     if rc == -8012 and name == "health":  # npu-exporter's sign of a dropped card
-        raise DcmiRefusal("dcmi_chip_gone", f"{where}: -8012: the card may have dropped",
-                          re_enumerate=True)
+        raise DcmiRefusal(
+            "dcmi_chip_gone", f"{where}: -8012: the card may have dropped", re_enumerate=True
+        )
     if rc in RETRY:
         raise DcmiRefusal(RETRY[rc], f"{where}: {rc}, asked again next poll")
     if rc in GONE or rc == -8001:
-        raise DcmiRefusal("dcmi_chip_gone", f"{where}: {rc}: the chip list is stale",
-                          re_enumerate=True)
+        raise DcmiRefusal(
+            "dcmi_chip_gone", f"{where}: {rc}: the chip list is stale", re_enumerate=True
+        )
     raise DcmiRefusal("dcmi_internal", f"{where}: {rc} (-8005 is the driver's catch-all)")
 
 
@@ -115,8 +149,12 @@ def _bus(p: Mapping[str, int]) -> str:
 def _memory(m: Mapping[str, int] | None) -> dict[str, int]:
     """DDR and hugepages as npu-smi prints them: 0 / 0 where the chip has none (-8255)."""
     if m is None:
-        return {"memory_used_bytes": 0, "memory_total_bytes": 0, "hugepages_used": 0,
-                "hugepages_total": 0}
+        return {
+            "memory_used_bytes": 0,
+            "memory_total_bytes": 0,
+            "hugepages_used": 0,
+            "hugepages_total": 0,
+        }
     return {
         "memory_used_bytes": (m["memory_size"] - m["memory_available"]) * MIB,
         "memory_total_bytes": m["memory_size"] * MIB,
@@ -145,10 +183,13 @@ def table_chip(chip: DcmiChip, values: Mapping[str, Any]) -> TableChip:
     )
 
 
-def table_processes(chip: DcmiChip, listed: Sequence[Sequence[int]],
-                    name_of: Callable[[int], str | None]) -> list[TableProcess]:
-    return [TableProcess(npu=chip.card, chip=chip.device, pid=pid, name=name_of(pid),
-                         memory_bytes=used) for pid, used in listed]
+def table_processes(
+    chip: DcmiChip, listed: Sequence[Sequence[int]], name_of: Callable[[int], str | None]
+) -> list[TableProcess]:
+    return [
+        TableProcess(npu=chip.card, chip=chip.device, pid=pid, name=name_of(pid), memory_bytes=used)
+        for pid, used in listed
+    ]
 
 
 def collect(
@@ -178,10 +219,18 @@ def info_table(
 ) -> InfoTable:
     """The `npu-smi info` table from the chips' DCMI values."""
     rows = [table_chip(chip, found) for chip, found in values.items()]
-    processes = [p for chip, found in values.items()
-                 for p in table_processes(chip, found.get("processes") or (), name_of)]
-    return InfoTable(npu_smi_version=versions[0], version=versions[1], chips=tuple(rows),
-                     processes=tuple(processes), has_process_table=True)
+    processes = [
+        p
+        for chip, found in values.items()
+        for p in table_processes(chip, found.get("processes") or (), name_of)
+    ]
+    return InfoTable(
+        npu_smi_version=versions[0],
+        version=versions[1],
+        chips=tuple(rows),
+        processes=tuple(processes),
+        has_process_table=True,
+    )
 
 
 def _percent(values: Values, kind: int) -> float | None:
@@ -241,10 +290,15 @@ def health_report(chip: DcmiChip, values: Values) -> HealthReport:
     only the codes; npumon's fault table names them)."""
     health, codes = values.get("health"), values.get("errors") or ()
     if CARD_DROP in codes:
-        raise DcmiRefusal("dcmi_chip_gone", f"NPU {chip.card} chip {chip.device} reports the "
-                          f"card-drop code {CARD_DROP:08X}", re_enumerate=True)
-    return HealthReport(status=None if health is None else HEALTH.get(health, "UNKNOWN"),
-                        error_codes=tuple(f"{code:08X}" for code in codes if code))
+        raise DcmiRefusal(
+            "dcmi_chip_gone",
+            f"NPU {chip.card} chip {chip.device} reports the card-drop code {CARD_DROP:08X}",
+            re_enumerate=True,
+        )
+    return HealthReport(
+        status=None if health is None else HEALTH.get(health, "UNKNOWN"),
+        error_codes=tuple(f"{code:08X}" for code in codes if code),
+    )
 
 
 def chip_ecc(chip: DcmiChip, values: Values) -> ChipEcc:
@@ -253,15 +307,19 @@ def chip_ecc(chip: DcmiChip, values: Values) -> ChipEcc:
     fields: dict[str, int] = {}
     for prefix, found in (("hbm", hbm), ("ddr", ddr)):
         if found:
-            fields.update({
-                f"{prefix}_single_bit_errors": found["single_bit_error_cnt"],
-                f"{prefix}_double_bit_errors": found["double_bit_error_cnt"],
-                f"{prefix}_single_bit_aggregate_total": found["total_single_bit_error_cnt"],
-                f"{prefix}_double_bit_aggregate_total": found["total_double_bit_error_cnt"],
-            })
+            fields.update(
+                {
+                    f"{prefix}_single_bit_errors": found["single_bit_error_cnt"],
+                    f"{prefix}_double_bit_errors": found["double_bit_error_cnt"],
+                    f"{prefix}_single_bit_aggregate_total": found["total_single_bit_error_cnt"],
+                    f"{prefix}_double_bit_aggregate_total": found["total_double_bit_error_cnt"],
+                }
+            )
     if hbm:
-        fields.update(hbm_single_bit_isolated_pages=hbm["single_bit_isolated_pages_cnt"],
-                      hbm_double_bit_isolated_pages=hbm["double_bit_isolated_pages_cnt"])
+        fields.update(
+            hbm_single_bit_isolated_pages=hbm["single_bit_isolated_pages_cnt"],
+            hbm_double_bit_isolated_pages=hbm["double_bit_isolated_pages_cnt"],
+        )
     return ChipEcc(chip=chip.device, **fields)
 
 

@@ -77,8 +77,9 @@ class HccnTool:
         self._runner = runner
 
     def query(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T:
-        result = self._runner((*self.command, *args), self.timeout,
-                              max_output_bytes=MAX_OUTPUT_BYTES)
+        result = self._runner(
+            (*self.command, *args), self.timeout, max_output_bytes=MAX_OUTPUT_BYTES
+        )
         parsed, rejected = plausible.screen(parse_or_fail(parse, _check(result), result.argv))
         run.reject(rejected, result.argv)
         return parsed
@@ -88,11 +89,15 @@ def _check(result: CommandResult) -> str:
     if result.not_found:
         raise SourceFailure("not_found", f"cannot run {result.argv[0]!r} ({result.stderr})")
     if not (result.timed_out or result.cancelled or result.output_too_large):
-        known = classify_hccn_failure(result.stdout + "\n" + result.stderr,
-                                      whole=result.exit_code == 0)
+        known = classify_hccn_failure(
+            result.stdout + "\n" + result.stderr, whole=result.exit_code == 0
+        )
         if known is not None:
-            raise SourceFailure(known.reason, f"{known.message} ({' '.join(result.argv)}): "
-                                f"{known.advice}", result.exit_code)
+            raise SourceFailure(
+                known.reason,
+                f"{known.message} ({' '.join(result.argv)}): {known.advice}",
+                result.exit_code,
+            )
     return check_result(result)
 
 
@@ -100,11 +105,17 @@ class HccnSources:
     """The two hccn_tool jobs; each keeps its own last results and publishes all once per run."""
 
     def __init__(
-        self, tool: HccnTool, publish: Publish, chips: Callable[[], list[NicChip]], *,
-        retry_unsupported_after: float = 3600.0, identity_due: Callable[[], None] = lambda: None,
+        self,
+        tool: HccnTool,
+        publish: Publish,
+        chips: Callable[[], list[NicChip]],
+        *,
+        retry_unsupported_after: float = 3600.0,
+        identity_due: Callable[[], None] = lambda: None,
         busy: threading.Lock | None = None,
-        clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
-    ) -> None:  # fmt: skip
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._tool = tool
         self._publish_results = publish
         self._chips = chips
@@ -166,8 +177,11 @@ class HccnSources:
 
     def _switch_off(self) -> None:
         if self._off_until is None:
-            log.info("source=hccn_tool event=off reason=not_found command=%r retry_seconds=%d",
-                     self._tool.command[0], self._retry_after)
+            log.info(
+                "source=hccn_tool event=off reason=not_found command=%r retry_seconds=%d",
+                self._tool.command[0],
+                self._retry_after,
+            )
         self._off_until = self._monotonic() + self._retry_after
 
     def _query(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T:
@@ -215,10 +229,12 @@ class HccnSources:
         try:
             for c in chips:
                 if c.per_port:
-                    ports = self._ask(run, hccn_950.parse_dev_info, "-g", "-dev_info",
-                                      "-i", str(c.device))
-                    self._ports[(c.npu, c.chip)] = ports or self._ports.get((c.npu, c.chip),
-                                                                            DevInfo(()))
+                    ports = self._ask(
+                        run, hccn_950.parse_dev_info, "-g", "-dev_info", "-i", str(c.device)
+                    )
+                    self._ports[(c.npu, c.chip)] = ports or self._ports.get(
+                        (c.npu, c.chip), DevInfo(())
+                    )
                     continue
                 key, where = (c.npu, c.chip, 0), ("-i", str(c.device))
                 found = self._ip(run, where)

@@ -47,12 +47,14 @@ def list_devices(socket: Path, timeout: float) -> list[DeviceRow]:
             detail = error.details() if isinstance(error, grpc.Call) else str(error)
             if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
                 raise SourceFailure(
-                    "too_large", f"pod-resources List on {socket}: the answer is over npumon's "
+                    "too_large",
+                    f"pod-resources List on {socket}: the answer is over npumon's "
                     f"{MAX_RECEIVE_BYTES >> 20} MiB limit ({detail}); the owners last read are "
                     "kept. Does this node run that many pods and devices? Please report it",
                 ) from None
             raise SourceFailure(
-                reason, f"pod-resources List on {socket} failed: {code} {detail}; is the kubelet "
+                reason,
+                f"pod-resources List on {socket} failed: {code} {detail}; is the kubelet "
                 "running, and does npumon run as root with the socket's directory mounted?",
             ) from None
     return [

@@ -136,11 +136,17 @@ class NpuSmiSources:
     def results(self) -> NpuSmiResults:
         """Every tier's latest result, as the next publish would send them."""
         return NpuSmiResults(
-            table=self._table, usage=self._usage, common=self._common,
-            health=self._health, ecc=self._ecc, memory=self._memory,
-            chip_board=self._chip_board, card_board=self._card_board, mapping=self._mapping,
+            table=self._table,
+            usage=self._usage,
+            common=self._common,
+            health=self._health,
+            ecc=self._ecc,
+            memory=self._memory,
+            chip_board=self._chip_board,
+            card_board=self._card_board,
+            mapping=self._mapping,
             interconnect=self._interconnect,
-        )  # fmt: skip
+        )
 
     def _publish(self, status: SourceStatus) -> None:
         # Under one lock, so a slower tier never publishes an older picture over a newer one.
@@ -160,23 +166,28 @@ class NpuSmiSources:
             self._table = None  # no chip is served from stale data
             raise
         if result.processes_cut is not None:
-            run.record(SourceFailure(
-                "truncated",
-                f"'npu-smi info' process list was cut ({result.processes_cut}): every chip is "
-                "served, but no process of this poll; is its output being cut?",
-            ))
+            run.record(
+                SourceFailure(
+                    "truncated",
+                    f"'npu-smi info' process list was cut ({result.processes_cut}): every chip is "
+                    "served, but no process of this poll; is its output being cut?",
+                )
+            )
         self._table = self._containers.label(result)
         mapped = {(m.npu, m.chip) for m in self._mapping.chips} if self._mapping else set()
         listed = set(_chips(result))
         missing = sorted((mapped | self._seen_chips) - listed)
         self._seen_chips |= listed
         if missing:
-            run.record(SourceFailure(
-                "chip_missing",
-                f"chips (npu, chip) {missing} listed by 'npu-smi info -m' or by earlier polls "
-                "are missing from 'npu-smi info'; check lspci and dmesg for a card that fell off "
-                "the bus (npumon expects them until it restarts)",
-            ))
+            run.record(
+                SourceFailure(
+                    "chip_missing",
+                    f"chips (npu, chip) {missing} listed by 'npu-smi info -m' or by earlier polls "
+                    "are missing from 'npu-smi info'; check lspci and dmesg for a card that "
+                    "fell off "
+                    "the bus (npumon expects them until it restarts)",
+                )
+            )
         if not self._identity_npus.issuperset(_npus(result)):
             self.identity_due()  # a chip appeared: learn who it is now, not in an hour
 
@@ -198,7 +209,8 @@ class NpuSmiSources:
         last = self._last_full_health
         full = last is None or now - last >= self._health_interval
         due = [
-            (c.npu, c.chip) for c in (current.chips if current else ())
+            (c.npu, c.chip)
+            for c in (current.chips if current else ())
             if full or (c.health or "").upper() != "OK"
         ]
         kept = set(_chips(current)) - set(due)  # read by an earlier pass, not due now

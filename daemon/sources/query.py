@@ -37,10 +37,10 @@ class NpuSmi:
     def query(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T:
         """`npu-smi info *args` parsed, its impossible values dropped (and counted on
         ``run``); or SourceFailure."""
-        result = self._runner((*self.command, "info", *args), self.timeout,
-                              max_output_bytes=MAX_OUTPUT_BYTES)
-        parsed, rejected = plausible.screen(parse_or_fail(parse, check_result(result),
-                                                          result.argv))
+        result = self._runner(
+            (*self.command, "info", *args), self.timeout, max_output_bytes=MAX_OUTPUT_BYTES
+        )
+        parsed, rejected = plausible.screen(parse_or_fail(parse, check_result(result), result.argv))
         run.reject(rejected, result.argv)
         return parsed
 

@@ -41,12 +41,14 @@ def check_result(result: CommandResult) -> str:
         raise SourceFailure("cancelled", f"{argv!r} was killed: npumon is shutting down")
     if result.timed_out:
         raise SourceFailure(
-            "timeout", f"{argv!r} did not finish in time and was killed; is the driver hung, or "
-            "does a helper it started keep its output open?"
+            "timeout",
+            f"{argv!r} did not finish in time and was killed; is the driver hung, or "
+            "does a helper it started keep its output open?",
         )
     if result.output_too_large:
         raise SourceFailure(
-            "output_too_large", f"{argv!r} printed more than npumon keeps and was killed; "
+            "output_too_large",
+            f"{argv!r} printed more than npumon keeps and was killed; "
             "is the driver looping? Run it by hand (| head -n 100) and report what it prints",
         )
     # npu-smi's error texts: anywhere in the output of a failed call, but only as the whole
@@ -54,12 +56,14 @@ def check_result(result: CommandResult) -> str:
     output = result.stdout + "\n" + result.stderr
     known = classify_failure(output) if result.exit_code != 0 else classify_whole_output(output)
     if known is not None:
-        raise SourceFailure(known.reason, f"{known.message} ({argv}): {known.advice}",
-                            result.exit_code)
+        raise SourceFailure(
+            known.reason, f"{known.message} ({argv}): {known.advice}", result.exit_code
+        )
     if result.exit_code != 0:
         tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [""]
         raise SourceFailure(
-            "exit_code", f"{argv!r} exited with {result.exit_code}: {tail[0][:200]}",
+            "exit_code",
+            f"{argv!r} exited with {result.exit_code}: {tail[0][:200]}",
             result.exit_code,
         )
     return result.stdout
@@ -104,8 +108,12 @@ class SourceTracker:
     It does not publish: the source publishes its results and this status together, once.
     """
 
-    def __init__(self, name: str, clock: Callable[[], float] = time.time,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        name: str,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.name = name
         self._clock = clock
         self._monotonic = monotonic
@@ -129,8 +137,14 @@ class SourceTracker:
     def _count_rejected(self, run: SourceRun) -> None:
         for value, argv in run.rejected:
             level = logging.DEBUG if self._rejected[value.field] else logging.WARNING
-            log.log(level, "source=%s event=value_rejected field=%s value=%r command=%r",
-                    self.name, value.field, value.value, " ".join(argv))
+            log.log(
+                level,
+                "source=%s event=value_rejected field=%s value=%r command=%r",
+                self.name,
+                value.field,
+                value.value,
+                " ".join(argv),
+            )
             self._rejected[value.field] += 1
 
     def _finish(self, run: SourceRun, duration: float) -> SourceStatus:
@@ -145,8 +159,14 @@ class SourceTracker:
         else:
             first = run.failures[0]
             level = logging.WARNING if first.reason != self._last_reason else logging.DEBUG
-            log.log(level, "source=%s event=failed reason=%s failures=%d message=%r",
-                    self.name, first.reason, len(run.failures), first.message)
+            log.log(
+                level,
+                "source=%s event=failed reason=%s failures=%d message=%r",
+                self.name,
+                first.reason,
+                len(run.failures),
+                first.message,
+            )
             self._last_reason = first.reason
         status = SourceStatus(
             source=self.name,

@@ -17,7 +17,10 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "load_bench.py"
 def test_short_load_bench_serves_every_scrape() -> None:
     done = subprocess.run(
         [sys.executable, str(BENCH), "--short", "--scenario", "plain", "--scenario", "tls_auth"],
-        capture_output=True, text=True, timeout=120, check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     results = json.loads(done.stdout.splitlines()[-1].removeprefix("RESULT "))
     for name, r in results.items():
@@ -31,7 +34,10 @@ def test_short_load_bench_serves_every_scrape() -> None:
 def test_short_default_limit_run_answers_every_scrape_200_or_503() -> None:
     done = subprocess.run(
         [sys.executable, str(BENCH), "--short", "--scenario", "default_40", "--scrapers", "100"],
-        capture_output=True, text=True, timeout=120, check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     r = json.loads(done.stdout.splitlines()[-1].removeprefix("RESULT "))["default_40"]
     # beyond the 40 in flight a 503 (no latency target for it); nothing times out

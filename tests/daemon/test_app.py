@@ -22,8 +22,9 @@ def names(body: bytes) -> set[str]:
 
 
 def test_collectors_disabled_in_config_are_left_out() -> None:
-    config = parse_config({"npu_smi": {"command": ["/nonexistent/npu-smi"]},
-                           "collectors": {"disabled": ["sources"]}})  # fmt: skip
+    config = parse_config(
+        {"npu_smi": {"command": ["/nonexistent/npu-smi"]}, "collectors": {"disabled": ["sources"]}}
+    )
     served = names(generate_latest(Agent(config).registry))
     assert not any(n.startswith("npumon_source_") for n in served)
     assert "npumon_scrape_collector_success" in served
@@ -43,8 +44,13 @@ def test_a_wall_clock_step_either_way_moves_no_poll() -> None:
         "hccn_tool": {"command": ["/nonexistent/hccn_tool"]},
     }
     clock = SteppedClock()
-    agent = Agent(parse_config(settings), runner=counting, clock=lambda: wall[0],
-                  proc_root=NODES / "no-proc", scheduler_clock=clock)
+    agent = Agent(
+        parse_config(settings),
+        runner=counting,
+        clock=lambda: wall[0],
+        proc_root=NODES / "no-proc",
+        scheduler_clock=clock,
+    )
     agent.start()
     try:
         jobs = 7  # four npu-smi tiers, two hccn_tool jobs, the kubelet
@@ -69,8 +75,12 @@ def test_after_a_reload_a_call_still_in_flight_keeps_its_kind_from_starting_agai
             assert release.wait(30)
         return run_command(argv, timeout, **options)
 
-    config = parse_config({"npu_smi": {"command": fake_npu_smi("910b4-1_25.2.2")},
-                           "hccn_tool": {"command": ["/nonexistent/hccn_tool"]}})
+    config = parse_config(
+        {
+            "npu_smi": {"command": fake_npu_smi("910b4-1_25.2.2")},
+            "hccn_tool": {"command": ["/nonexistent/hccn_tool"]},
+        }
+    )
     old = Agent(config, runner=blocking, proc_root=NODES / "no-proc")
     in_flight = threading.Thread(target=old.sources.poll_table)
     in_flight.start()

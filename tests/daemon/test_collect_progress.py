@@ -31,15 +31,18 @@ def test_nothing_is_printed_when_the_collect_ends_within_a_second() -> None:
 
 def test_past_a_second_every_step_gets_its_line_including_the_first_ones() -> None:
     clock, stream = Clock(), io.StringIO()
-    progress = _Progress({"npu_smi_table": "up", "npu_smi_detail": "down"}.get, clock=clock,
-                         stream=stream)
+    progress = _Progress(
+        {"npu_smi_table": "up", "npu_smi_detail": "down"}.get, clock=clock, stream=stream
+    )
     clock.now += 0.4
     progress("npu_smi_table", 0.4)
     assert stream.getvalue() == ""
     clock.now += 6.0
     progress("npu_smi_detail", 6.0)
-    assert stream.getvalue().splitlines() == ["npumon: collect: npu_smi_table up in 0.4 s",
-                                              "npumon: collect: npu_smi_detail down in 6.0 s"]
+    assert stream.getvalue().splitlines() == [
+        "npumon: collect: npu_smi_table up in 0.4 s",
+        "npumon: collect: npu_smi_detail down in 6.0 s",
+    ]
 
 
 @pytest.mark.integration  # the fake npu-smi as subprocesses
@@ -47,5 +50,12 @@ def test_collect_once_reports_each_step_in_order() -> None:
     heard: list[str] = []
     agent = Agent(parse_config({"npu_smi": {"command": fake_npu_smi("910b4-1_25.2.2")}}))
     agent.collect_once(lambda step, seconds: heard.append(step))
-    assert heard == ["npu_smi_table", "npu_smi_identity", "npu_smi_detail", "npu_smi_health",
-                     "hccn_tool_identity", "hccn_tool", "kubelet_pod_resources"]
+    assert heard == [
+        "npu_smi_table",
+        "npu_smi_identity",
+        "npu_smi_detail",
+        "npu_smi_health",
+        "hccn_tool_identity",
+        "hccn_tool",
+        "kubelet_pod_resources",
+    ]

@@ -96,14 +96,22 @@ def test_check_config_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 def test_type_errors_say_what_was_expected_and_what_was_found() -> None:
     with pytest.raises(ConfigError) as caught:
-        parse_config({"npu_smi": {"command": "npu-smi"}, "web": {"max_requests": "lots",
-                      "listen_address": "nohost:abc"}})  # fmt: skip
+        parse_config(
+            {
+                "npu_smi": {"command": "npu-smi"},
+                "web": {"max_requests": "lots", "listen_address": "nohost:abc"},
+            }
+        )
     problems = caught.value.problems
-    assert ("npu_smi.command: expected a list, e.g. [npu-smi] or [/usr/local/bin/npu-smi, "
-            "--flag], got text") in problems
+    assert (
+        "npu_smi.command: expected a list, e.g. [npu-smi] or [/usr/local/bin/npu-smi, "
+        "--flag], got text"
+    ) in problems
     assert "web.max_requests: expected a whole number, got text" in problems
-    assert any(p.startswith("web.listen_address: expected [host]:port") and
-               p.endswith("got text") for p in problems)  # fmt: skip
+    assert any(
+        p.startswith("web.listen_address: expected [host]:port") and p.endswith("got text")
+        for p in problems
+    )
 
 
 BAD = """\
@@ -123,15 +131,15 @@ web:
 
 
 def test_check_config_speaks_plain_words_and_never_quotes_the_file(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "npumon.yaml"
     bad.write_text(BAD)
     assert main(["check-config", str(bad)]) == 1
     err = capsys.readouterr().err
     assert err.splitlines() == [
         f"{bad}: 6 problem(s)",  # in the order of config/npumon.yaml's sections
-        "  throttle.limits.910B.temprature_celsius: unknown key, did you mean "
-        "temperature_celsius?",
+        "  throttle.limits.910B.temprature_celsius: unknown key, did you mean temperature_celsius?",
         "  web.listen_address: expected [host]:port, e.g. ':9732', '127.0.0.1:9732' or "
         "'[::]:9732', got text",
         "  logging.level: expected one of debug, info, warning, error, got text",
@@ -143,11 +151,14 @@ def test_check_config_speaks_plain_words_and_never_quotes_the_file(
 
 
 def test_yaml_errors_name_the_file_and_line_but_not_its_text(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "npumon.yaml"
     bad.write_text('web:\n  config_file: "/etc/hunter2\nnpu_smi:\n  timeout: 5s\n')
     assert main(["check-config", str(bad)]) == 1
     err = capsys.readouterr().err
-    assert f"not valid YAML at {bad}, line 5, column 1: found unexpected end of stream " \
-           "(while scanning a quoted scalar begun on line 2)" in err
+    assert (
+        f"not valid YAML at {bad}, line 5, column 1: found unexpected end of stream "
+        "(while scanning a quoted scalar begun on line 2)" in err
+    )
     assert "<unicode string>" not in err and "hunter2" not in err and "^" not in err

@@ -9,8 +9,10 @@ from npumon.daemon.parsers.table import parse_info
 from tests.support import FIXTURES
 
 DOCKER = "0::/system.slice/docker-" + "ab12" * 16 + ".scope\n"
-K8S = ("12:pids:/kubepods/burstable/pod6f2c/" + "cd34" * 16 + "\n"
-       "11:cpu:/kubepods/burstable/pod6f2c/" + "cd34" * 16 + "\n")
+K8S = (
+    "12:pids:/kubepods/burstable/pod6f2c/" + "cd34" * 16 + "\n"
+    "11:cpu:/kubepods/burstable/pod6f2c/" + "cd34" * 16 + "\n"
+)
 
 
 def fake_proc(root: Path, cgroups: dict[int, str]) -> Path:
@@ -21,8 +23,9 @@ def fake_proc(root: Path, cgroups: dict[int, str]) -> Path:
 
 
 def test_processes_are_labelled_and_host_processes_are_not(tmp_path: Path) -> None:
-    table = parse_info((FIXTURES / "npu-smi" / "info_310p3duo_4card_procs_noname_25.3rc1.txt")
-                       .read_text())
+    table = parse_info(
+        (FIXTURES / "npu-smi" / "info_310p3duo_4card_procs_noname_25.3rc1.txt").read_text()
+    )
     proc = fake_proc(tmp_path, {326429: DOCKER, 326430: "0::/user.slice/session-3.scope\n"})
     labelled = ContainerResolver(proc).label(table)
     ids = {(p.pid, p.chip): p.container_id for p in labelled.processes}

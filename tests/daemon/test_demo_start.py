@@ -43,8 +43,7 @@ class DemoNode:
         return CommandResult(tuple(argv), result.stdout, result.stderr, result.exit_code, 0.0)
 
 
-def test_the_demo_nodes_first_minute_logs_no_warning(captured: io.StringIO,
-                                                      tmp_path: Path) -> None:
+def test_the_demo_nodes_first_minute_logs_no_warning(captured: io.StringIO, tmp_path: Path) -> None:
     node = DemoNode()
     socket = tmp_path / "kubelet.sock"
     source, text = read_scenario_text(SCENARIO)
@@ -57,8 +56,10 @@ def test_the_demo_nodes_first_minute_logs_no_warning(captured: io.StringIO,
     agent = Agent(parse_config(demo), runner=node, clock=node.clock)
     try:
         start = node.now
-        due = [(offset, order, func, every)
-               for order, (func, every, offset) in enumerate(agent.schedule())]
+        due = [
+            (offset, order, func, every)
+            for order, (func, every, offset) in enumerate(agent.schedule())
+        ]
         while min(due)[0] <= 60.0:  # the schedule's runs in time order, each taking no time
             at, order, func, every = min(due)
             node.now = start + at
@@ -68,9 +69,14 @@ def test_the_demo_nodes_first_minute_logs_no_warning(captured: io.StringIO,
         kubelet.stop(grace=None).wait()
     snapshot = agent.store.latest()
     assert {s.source: s.up for s in snapshot.sources} == {
-        "npu_smi_table": True, "npu_smi_identity": True, "npu_smi_detail": True,
-        "npu_smi_health": True, "hccn_tool": True, "hccn_tool_identity": True,
-        "kubelet_pod_resources": True}
+        "npu_smi_table": True,
+        "npu_smi_identity": True,
+        "npu_smi_detail": True,
+        "npu_smi_health": True,
+        "hccn_tool": True,
+        "hccn_tool_identity": True,
+        "kubelet_pod_resources": True,
+    }
     assert sum(bool(chip.owners) for chip in snapshot.chips) == 8  # every chip attributed
     assert snapshot.attribution_problems == ()
     lines = captured.getvalue().splitlines()

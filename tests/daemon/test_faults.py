@@ -27,13 +27,20 @@ def test_the_shipped_table_has_802_codes_in_eight_levels() -> None:
     assert {table.level_of(codes[0]) for codes in raw.values()} == set(LEVELS)
 
 
-@pytest.mark.parametrize(("code", "level"), [
-    ("A4025021", "not_handle"), ("8C03A000", "restart_npu"), ("8C084E00", "free_restart_npu"),
-    ("8c03a000", "restart_npu"), ("0x8C03A000", "restart_npu"),  # case and 0x do not matter
-    ("40F84E00", "restart_npu"),  # card dropped off the bus
-    ("A2301001", "separate_npu"),  # listed as RestartBusiness and SeparateNPU: the worse wins
-    ("DEADBEEF", UNKNOWN), ("not-hex", UNKNOWN),
-])
+@pytest.mark.parametrize(
+    ("code", "level"),
+    [
+        ("A4025021", "not_handle"),
+        ("8C03A000", "restart_npu"),
+        ("8C084E00", "free_restart_npu"),
+        ("8c03a000", "restart_npu"),
+        ("0x8C03A000", "restart_npu"),  # case and 0x do not matter
+        ("40F84E00", "restart_npu"),  # card dropped off the bus
+        ("A2301001", "separate_npu"),  # listed as RestartBusiness and SeparateNPU: the worse wins
+        ("DEADBEEF", UNKNOWN),
+        ("not-hex", UNKNOWN),
+    ],
+)
 def test_levels_of_real_codes(code: str, level: str) -> None:
     assert load_fault_table().level_of(code) == level
 
@@ -50,8 +57,11 @@ def test_the_chip_takes_its_most_severe_code() -> None:
 
 
 def test_a_node_table_that_is_not_the_plugins_format_is_a_config_error(tmp_path: Path) -> None:
-    for text, said in (("{", "not JSON"), ('{"x": 1}', "faultCode.json"),
-                       ('{"RestartNPUCodes": ["zz"]}', "not hex")):  # fmt: skip
+    for text, said in (
+        ("{", "not JSON"),
+        ('{"x": 1}', "faultCode.json"),
+        ('{"RestartNPUCodes": ["zz"]}', "not hex"),
+    ):
         path = tmp_path / "faultCode.json"
         path.write_text(text)
         with pytest.raises(ConfigError) as caught:

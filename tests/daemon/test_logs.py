@@ -60,18 +60,26 @@ def test_a_healthy_16_chip_node_logs_fewer_than_50_lines_a_day(
     scenario.write_text(HEALTHY_A3)
     (tmp_path / "profiles").mkdir()
     node = SimulatedNode(scenario)
-    config = parse_config({
-        "npu_smi": {"command": ["npu-smi"]}, "state_directory": str(tmp_path),
-        "profiling": {"enabled": True, "ingest": {"paths": [str(tmp_path / "profiles")]}},
-    })
+    config = parse_config(
+        {
+            "npu_smi": {"command": ["npu-smi"]},
+            "state_directory": str(tmp_path),
+            "profiling": {"enabled": True, "ingest": {"paths": [str(tmp_path / "profiles")]}},
+        }
+    )
     agent = Agent(config, runner=node, clock=node.clock)
     intervals = config.npu_smi.intervals
-    jobs = [(agent.sources.poll_table, intervals.table), (agent.sources.poll_health,
-            intervals.table), (agent.sources.poll_detail, intervals.detail),
-            (agent.sources.poll_identity, intervals.identity)]  # fmt: skip
+    jobs = [
+        (agent.sources.poll_table, intervals.table),
+        (agent.sources.poll_health, intervals.table),
+        (agent.sources.poll_detail, intervals.detail),
+        (agent.sources.poll_identity, intervals.identity),
+    ]
     assert agent.profiler is not None
-    jobs += [(agent.profiler.tick, 15.0), (agent.profiler.ingest_once,
-                                           config.profiling.ingest.interval)]  # fmt: skip
+    jobs += [
+        (agent.profiler.tick, 15.0),
+        (agent.profiler.ingest_once, config.profiling.ingest.interval),
+    ]
     agent.sources.poll_all()
     start_up = len(captured.getvalue().splitlines())
     started = time.monotonic()
@@ -82,8 +90,10 @@ def test_a_healthy_16_chip_node_logs_fewer_than_50_lines_a_day(
                 job()
     lines = captured.getvalue().splitlines()[start_up:]
     seconds = time.monotonic() - started
-    print(f"a simulated day: {len(lines)} log lines after start-up, {node.calls} npu-smi calls,"
-          f" {seconds:.0f} s of test time")
+    print(
+        f"a simulated day: {len(lines)} log lines after start-up, {node.calls} npu-smi calls,"
+        f" {seconds:.0f} s of test time"
+    )
     assert len(agent.store.latest().chips) == 16 and node.calls > 100_000
     assert len(lines) < 50, "\n".join(lines[:20])
 
@@ -99,8 +109,9 @@ def test_json_lines_turn_key_value_messages_into_fields() -> None:
     stream = io.StringIO()
     setup_logging("info", "json", stream)
     try:
-        logging.getLogger("npumon.test").info("event=reloaded path=%s tls=%s message=%r",
-                                              "/etc/npumon/a b.yaml", False, "")
+        logging.getLogger("npumon.test").info(
+            "event=reloaded path=%s tls=%s message=%r", "/etc/npumon/a b.yaml", False, ""
+        )
         logging.getLogger("npumon.test").info("a free text message")
     finally:
         setup_logging("warning", "logfmt")
@@ -140,7 +151,8 @@ def test_third_party_lines_go_through_the_formatter(fmt: LogFormat) -> None:
         setup_logging("info", fmt, stream)
         try:
             logging.getLogger("uvicorn.error").warning(
-                'Invalid HTTP request received: "%s" after %s', "GET / (x=1)", "0:00:03")
+                'Invalid HTTP request received: "%s" after %s', "GET / (x=1)", "0:00:03"
+            )
             logging.getLogger("asyncio").error("Task exception was never retrieved key=value")
             warnings.warn("a deprecated call", DeprecationWarning, stacklevel=1)
         finally:
@@ -155,8 +167,10 @@ def test_third_party_lines_go_through_the_formatter(fmt: LogFormat) -> None:
         assert task["msg"] == "Task exception was never retrieved key=value" and "key" not in task
         assert warned["logger"] == "py.warnings" and "a deprecated call" in warned["msg"]
         return
-    assert lines[0].endswith(' level=warning logger=uvicorn.error msg="Invalid HTTP request '
-                             r'received: \"GET / (x=1)\" after 0:00:03"')
+    assert lines[0].endswith(
+        ' level=warning logger=uvicorn.error msg="Invalid HTTP request '
+        r'received: \"GET / (x=1)\" after 0:00:03"'
+    )
     assert lines[1].endswith(' msg="Task exception was never retrieved key=value"')
     assert " logger=py.warnings msg=" in lines[2] and "a deprecated call" in lines[2]
     for line in lines:

@@ -11,9 +11,11 @@ import pytest
 
 def loaded_after(*modules: str) -> list[str]:
     """pandas and npumon.daemon.analysis modules a fresh interpreter has after the imports."""
-    code = (f"import sys, {', '.join(modules)}\n"
-            "print(sorted(m for m in sys.modules if m == 'pandas'\n"
-            "             or m.startswith('npumon.daemon.analysis')))\n")
+    code = (
+        f"import sys, {', '.join(modules)}\n"
+        "print(sorted(m for m in sys.modules if m == 'pandas'\n"
+        "             or m.startswith('npumon.daemon.analysis')))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return list(ast.literal_eval(out.stdout))

@@ -21,8 +21,14 @@ from tests.helpers.wait import wait_for
 
 @pytest.mark.integration
 def test_output_and_exit_code() -> None:
-    result = run_command([sys.executable, "-c", "import sys; print('out'); "
-                          "print('err', file=sys.stderr); sys.exit(3)"], 10)
+    result = run_command(
+        [
+            sys.executable,
+            "-c",
+            "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)",
+        ],
+        10,
+    )
     assert (result.stdout, result.stderr, result.exit_code) == ("out\n", "err\n", 3)
     assert not result.timed_out and not result.not_found
 
@@ -90,14 +96,15 @@ def test_50_mb_of_output_does_not_grow_the_daemon() -> None:
         "from npumon.daemon.runner import run_command\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         "writer = [sys.executable, '-c', 'import sys\\nfor _ in range(50): "
-        "sys.stdout.write(\"z\" * 1_000_000)']\n"
+        'sys.stdout.write("z" * 1_000_000)\']\n'
         "result = run_command(writer, 60)\n"
         "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         "print(json.dumps({'grew_kib': after - before,\n"
         "                  'too_large': getattr(result, 'output_too_large', None)}))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
     measured = json.loads(done.stdout)
     assert measured["grew_kib"] < 64 * 1024, measured  # the default cap is 16 MiB
     assert measured["too_large"] is True
@@ -152,12 +159,19 @@ def test_terminate_all_kills_every_command_in_flight_and_refuses_new_ones(
     groups = ProcessGroups()
     results: list[CommandResult] = []
     pidfiles = [tmp_path / f"grandchild-{i}.pid" for i in range(3)]
-    threads = [threading.Thread(target=lambda p=p: results.append(
-        run_command(_sleeper(p), 60, groups=groups))) for p in pidfiles]
+    threads = [
+        threading.Thread(
+            target=lambda p=p: results.append(run_command(_sleeper(p), 60, groups=groups))
+        )
+        for p in pidfiles
+    ]
     for thread in threads:
         thread.start()
-    wait_for(lambda: len(groups.live()) == 3 and all(p.exists() for p in pidfiles), 20,
-             "three commands in flight")
+    wait_for(
+        lambda: len(groups.live()) == 3 and all(p.exists() for p in pidfiles),
+        20,
+        "three commands in flight",
+    )
     children = set(groups.live())
     started = time.monotonic()
     assert groups.terminate_all() == 3

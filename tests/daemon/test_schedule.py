@@ -115,5 +115,8 @@ def test_stop_ends_every_thread(clock: SteppedClock) -> None:
     assert scheduler.running()
     scheduler.stop()
     assert not scheduler.running()
-    wait_for(lambda: not any(t.name == "npumon-job" for t in threading.enumerate()), 10.0,
-             "the job thread to end")
+    wait_for(
+        lambda: not any(t.name == "npumon-job" for t in threading.enumerate()),
+        10.0,
+        "the job thread to end",
+    )

@@ -40,7 +40,8 @@ def test_equal_parts_keep_their_identity_and_changed_ones_do_not() -> None:
     assert second.node is first.node and second.sources is first.sources
     store.publish_hccn_tool(
         HccnResults(address={(0, 0, 0): NetAddress(addresses=(("10.0.0.1", "255.0.0.0"),))}),
-        SourceStatus("hccn_tool", True, 0.0, 2.0, 0))
+        SourceStatus("hccn_tool", True, 0.0, 2.0, 0),
+    )
     third = store.latest()
     assert third.network is not second.network and third.network.ports
     assert third.network.chips is second.network.chips  # the interconnect part did not change
@@ -68,12 +69,14 @@ def test_listeners_hear_every_publish_and_a_failing_one_stops_nothing(
 
 def pods(*devices: int) -> PodResourcesResults:
     refs = tuple(DeviceRef(f"Ascend910-{d}", d) for d in devices)
-    return PodResourcesResults((ContainerAllocation("ml", "train", "main", "huawei.com/Ascend910",
-                                                    refs),))
+    return PodResourcesResults(
+        (ContainerAllocation("ml", "train", "main", "huawei.com/Ascend910", refs),)
+    )
 
 
 def test_no_unmapped_device_is_counted_before_the_chip_identities_are_in(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     # the demo's start: the kubelet answers at 0.2 s, before the table and the identity run
     store = SnapshotStore(CONFIG)
     store.publish_pod_resources(pods(0, 1), SourceStatus("kubelet_pod_resources", True, 0, 1, 0))
@@ -83,12 +86,12 @@ def test_no_unmapped_device_is_counted_before_the_chip_identities_are_in(
     identity = SourceStatus(IDENTITY_SOURCE, True, 0.0, 1.0, 0)
     store.publish_npu_smi(replace(results(), mapping=mapping), identity)
     assert store.latest().attribution_problems == ()
-    assert {o for c in store.latest().chips for o in c.owners} == {
-        ChipOwner("ml", "train", "main")}
+    assert {o for c in store.latest().chips for o in c.owners} == {ChipOwner("ml", "train", "main")}
     store.publish_pod_resources(pods(0, 1, 7), SourceStatus("kubelet_pod_resources", True, 0, 2, 0))
     assert store.latest().attribution_problems == (("unmapped_device", 1),)  # a real one counts
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
-        'event=attribution_unmapped_device detail=Ascend910-7']
+        "event=attribution_unmapped_device detail=Ascend910-7"
+    ]
 
 
 def test_the_identity_source_name_is_the_npu_smi_sources_own() -> None:

@@ -36,7 +36,6 @@ class FakeAgent:
         return self.events[-1:] == ["start"]
 
 
-
 def config(**extra: Any) -> Config:
     return parse_config({"npu_smi": {"command": ["/nonexistent/npu-smi"]}, **extra})
 
@@ -127,8 +126,13 @@ def test_settings_a_running_server_cannot_change_are_named(
 def test_process_and_python_families_are_on_metrics_only() -> None:
     s = supervisor(Loader(), [1.0])
     served = names(exposition(s))
-    assert {"process_resident_memory_bytes", "process_cpu_seconds_total", "python_info",
-            "npumon_build_info", "npumon_config_last_reload_successful"} <= served
+    assert {
+        "process_resident_memory_bytes",
+        "process_cpu_seconds_total",
+        "python_info",
+        "npumon_build_info",
+        "npumon_config_last_reload_successful",
+    } <= served
     # the textfile (read by node_exporter, which has its own process_*) and collect --once
     textfile = names(samples(generate_latest(s.agent.registry)))
     assert "npumon_build_info" in textfile
@@ -140,7 +144,8 @@ def test_metrics_body_is_the_agents_families_then_the_registrys_in_both_formats(
 
     s = supervisor(Loader(), [1.0])
     expected = names(samples(generate_latest(s.agent.registry))) | names(
-        samples(generate_latest(s.registry)))
+        samples(generate_latest(s.registry))
+    )
     assert names(samples(s.exposition(False))) == expected
     body = s.exposition(True).decode()
     assert body.endswith("# EOF\n") and body.count("# EOF") == 1

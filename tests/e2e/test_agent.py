@@ -45,8 +45,12 @@ def test_na_values_and_unsupported_commands_give_no_sample_never_zero() -> None:
     assert "npu_aicpu_utilization_ratio" not in names(found)
     assert "npu_aicore_frequency_hertz" not in names(found)
     assert value(found, "npumon_source_up", source="npu_smi_detail") == 1
-    assert value(found, "npumon_source_failures_total", source="npu_smi_detail",
-                 reason="not_supported") == 4.0  # 2 NPUs x (usages, common)
+    assert (
+        value(
+            found, "npumon_source_failures_total", source="npu_smi_detail", reason="not_supported"
+        )
+        == 4.0
+    )  # 2 NPUs x (usages, common)
     assert value(found, "npumon_source_up", source="npu_smi_table") == 1
 
 
@@ -65,8 +69,10 @@ def test_failed_table_drops_every_chip_and_says_why() -> None:
     found = samples(agent.collect_once().decode())
     assert not {n for n in names(found) if n.startswith("npu_") and n != "npu_node_info"}
     assert value(found, "npumon_source_up", source="npu_smi_table") == 0
-    assert value(found, "npumon_source_failures_total", source="npu_smi_table",
-                 reason="dcmi_init") == 1
+    assert (
+        value(found, "npumon_source_failures_total", source="npu_smi_table", reason="dcmi_init")
+        == 1
+    )
     table = next(s for s in agent.store.latest().sources if s.source == "npu_smi_table")
     assert "HwHiAiUser" in (table.last_error or "")  # what the landing page and /healthz show
 
@@ -74,8 +80,10 @@ def test_failed_table_drops_every_chip_and_says_why() -> None:
 def test_garbage_is_a_parse_error_not_a_crash() -> None:
     agent = agent_for(fake_npu_smi("910b4-1_25.2.2", "--garbage-on", "info"))
     found = samples(agent.collect_once().decode())
-    assert value(found, "npumon_source_failures_total", source="npu_smi_table",
-                 reason="parse_error") == 1
+    assert (
+        value(found, "npumon_source_failures_total", source="npu_smi_table", reason="parse_error")
+        == 1
+    )
     assert value(found, "npumon_chips") in (None, 0)
 
 
@@ -84,15 +92,29 @@ def test_endless_output_is_cut_off_and_said() -> None:
     agent = agent_for(fake_npu_smi("910b4-1_25.2.2", "--flood-on", "info"))
     found = samples(agent.collect_once().decode())
     assert value(found, "npumon_source_up", source="npu_smi_table") == 0
-    assert value(found, "npumon_source_failures_total", source="npu_smi_table",
-                 reason="output_too_large") == 1
+    assert (
+        value(
+            found, "npumon_source_failures_total", source="npu_smi_table", reason="output_too_large"
+        )
+        == 1
+    )
     assert value(found, "npu_hbm_used_bytes", npu="0", chip="0") is None
 
 
 def test_a_helper_holding_the_output_open_cannot_stretch_the_timeout(tmp_path: Path) -> None:
     helper = tmp_path / "helper.pid"
-    agent = agent_for(fake_npu_smi("910b4-1_25.2.2", "--linger-on", "info", "--linger-seconds",
-                                   "30", "--linger-pidfile", str(helper)), timeout="2s")
+    agent = agent_for(
+        fake_npu_smi(
+            "910b4-1_25.2.2",
+            "--linger-on",
+            "info",
+            "--linger-seconds",
+            "30",
+            "--linger-pidfile",
+            str(helper),
+        ),
+        timeout="2s",
+    )
     started = time.monotonic()
     try:
         agent.sources.poll_table()
@@ -104,8 +126,9 @@ def test_a_helper_holding_the_output_open_cannot_stretch_the_timeout(tmp_path: P
     # a loose bound on real time: the 2 s deadline, not the helper's 30 s
     assert took < 8, f"a 2 s timeout took {took:.1f}s"
     assert value(found, "npumon_source_up", source="npu_smi_table") == 0
-    assert value(found, "npumon_source_failures_total", source="npu_smi_table",
-                 reason="timeout") == 1
+    assert (
+        value(found, "npumon_source_failures_total", source="npu_smi_table", reason="timeout") == 1
+    )
     assert value(found, "npu_hbm_used_bytes", npu="0", chip="0") is None
 
 
@@ -128,8 +151,10 @@ def test_chip_vanishes_and_returns_with_the_next_poll(
     assert value(gone, "npu_temperature_celsius", npu="2", chip="0") is None
     assert value(gone, "npu_temperature_celsius", npu="1", chip="0") is not None
     assert value(gone, "npumon_chips") == 7
-    assert value(gone, "npumon_source_failures_total", source="npu_smi_table",
-                 reason="chip_missing") == 1
+    assert (
+        value(gone, "npumon_source_failures_total", source="npu_smi_table", reason="chip_missing")
+        == 1
+    )
     monkeypatch.setenv("NPUMON_SIM_TIME", "130")  # and is back at 120 s
     agent.sources.poll_table()
     back = samples_of(agent)
@@ -166,7 +191,7 @@ def hung_table_calls() -> set[int]:
     for child in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.Error):
             argv = child.cmdline()
-            if "--hang-on" in argv and argv[argv.index("--hang-on") + 2:] == ["info"]:
+            if "--hang-on" in argv and argv[argv.index("--hang-on") + 2 :] == ["info"]:
                 found.add(child.pid)
     return found
 
@@ -184,11 +209,11 @@ def test_a_hung_npu_smi_does_not_delay_a_scrape(hung_agent: tuple[Agent, int]) -
         found = samples(get(url))
         slowest = max(slowest, time.monotonic() - started)
         during_the_hang += bool(before & hung_table_calls())
-        return bool(value(found, "npumon_source_failures_total", source="npu_smi_table",
-                          reason="timeout"))
+        return bool(
+            value(found, "npumon_source_failures_total", source="npu_smi_table", reason="timeout")
+        )
 
-    wait_for(scrape_reports_the_timeout, 30, "the hung call to be reported as a timeout",
-             poll=0.1)
+    wait_for(scrape_reports_the_timeout, 30, "the hung call to be reported as a timeout", poll=0.1)
     # the claim, without a stopwatch: scrapes were answered while the call hung
     assert during_the_hang >= 1
     # and a loose bound: far below the 3 s the call hangs before it is killed (the real
@@ -201,23 +226,41 @@ def test_collect_once_cli_against_a_replayed_real_sample(tmp_path: Path) -> None
     config = tmp_path / "npumon.yaml"
     config.write_text(yaml.safe_dump({"npu_smi": {"command": fake_npu_smi("910b4-1_25.2.2")}}))
     npumon = Path(sys.executable).parent / "npumon"
-    done = subprocess.run([str(npumon), "collect", "--once", "--config", str(config)],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    done = subprocess.run(
+        [str(npumon), "collect", "--once", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     found = samples(done.stdout)
     # values read off info_910b4-1_2chip_procs_25.2.2.txt
     assert value(found, "npu_hbm_used_bytes", npu="0", chip="0") == 61825 * MIB
     assert value(found, "npu_hbm_total_bytes", npu="1", chip="0") == 65536 * MIB
     assert value(found, "npu_power_watts", npu="1", chip="0") == 77.9
     assert value(found, "npu_temperature_celsius", npu="0", chip="0") == 40
-    assert value(found, "npu_process_hbm_used_bytes", npu="1", chip="0", pid="19341",
-                 process_name="VLLMWorker_TP") == 58472 * MIB
+    assert (
+        value(
+            found,
+            "npu_process_hbm_used_bytes",
+            npu="1",
+            chip="0",
+            pid="19341",
+            process_name="VLLMWorker_TP",
+        )
+        == 58472 * MIB
+    )
     assert value(found, "npu_node_info", npu_smi_version="25.2.2", driver_version="25.2.2") == 1
     # and from the replayed 25.5.1 -t usages / -t board captures
     assert value(found, "npu_ctrlcpu_utilization_ratio", npu="0", chip="0") == 0.06
     # -t common has no capture for this node (the fake answers "not supported"): counted, the
     # source stays up and the exit status is 0
-    assert value(found, "npumon_source_failures_total", source="npu_smi_detail",
-                 reason="not_supported") == 2.0
+    assert (
+        value(
+            found, "npumon_source_failures_total", source="npu_smi_detail", reason="not_supported"
+        )
+        == 2.0
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -226,17 +269,30 @@ def test_collect_once_cli_exits_1_when_a_source_fails(tmp_path: Path) -> None:
     argv = ", ".join(f'"{part}"' for part in fake_npu_smi("910b4-1_25.2.2", "--fail-on=info -m"))
     config.write_text(f"npu_smi:\n  command: [{argv}]\n")
     npumon = Path(sys.executable).parent / "npumon"
-    done = subprocess.run([str(npumon), "collect", "--once", "--config", str(config)],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    done = subprocess.run(
+        [str(npumon), "collect", "--once", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert done.returncode == 1
     assert "npu_smi_identity failed" in done.stderr and "-8005" in done.stderr
 
 
 def test_collect_once_cli_against_the_simulator() -> None:
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "npumon"), "collect", "--once",
-         "--config", "config/demo.yaml"],
-        capture_output=True, text=True, timeout=180, cwd=ROOT,
+        [
+            str(Path(sys.executable).parent / "npumon"),
+            "collect",
+            "--once",
+            "--config",
+            "config/demo.yaml",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
         env={"PATH": "/usr/bin:/bin", "NPUMON_SIM_TIME": "200"},
     )
     assert done.returncode == 0, done.stderr
@@ -247,15 +303,32 @@ def test_collect_once_cli_against_the_simulator() -> None:
     assert value(found, "npu_throttled", npu="0", chip="0", reason="thermal") == 0
     # NPU 6 is allocated but idle, clocked down at idle: not throttling
     assert value(found, "npu_throttled", npu="6", chip="0", reason="unknown") == 0
-    assert value(found, "npu_process_hbm_used_bytes", npu="6", chip="0", pid="31337",
-                 process_name="jupyter-lab") == 20480 * MIB
+    assert (
+        value(
+            found,
+            "npu_process_hbm_used_bytes",
+            npu="6",
+            chip="0",
+            pid="31337",
+            process_name="jupyter-lab",
+        )
+        == 20480 * MIB
+    )
     assert len({labels for name, labels in found if name == "npu_temperature_celsius"}) == 8
     # it takes seconds: a progress line per step on stderr, the exposition alone on stdout
-    steps = re.findall(r"^npumon: collect: (\S+) (?:up|down|off) in \d+\.\d s$", done.stderr,
-                       re.MULTILINE)
-    assert steps == ["npu_smi_table", "npu_smi_identity", "npu_smi_detail", "npu_smi_health",
-                     "hccn_tool_identity", "hccn_tool", "kubelet_pod_resources",
-                     "profiling_ingest"], done.stderr
+    steps = re.findall(
+        r"^npumon: collect: (\S+) (?:up|down|off) in \d+\.\d s$", done.stderr, re.MULTILINE
+    )
+    assert steps == [
+        "npu_smi_table",
+        "npu_smi_identity",
+        "npu_smi_detail",
+        "npu_smi_health",
+        "hccn_tool_identity",
+        "hccn_tool",
+        "kubelet_pod_resources",
+        "profiling_ingest",
+    ], done.stderr
 
 
 def test_polling_and_scraping_never_import_pandas(tmp_path: Path) -> None:
@@ -270,6 +343,7 @@ def test_polling_and_scraping_never_import_pandas(tmp_path: Path) -> None:
         "agent.collect_once()\n"
         "print('pandas' in sys.modules)\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
     assert done.stdout.strip() == "False", done.stderr

@@ -16,9 +16,11 @@ from tests.support import fixture_agent
 
 pytestmark = pytest.mark.integration  # runs the fake npu-smi and hccn_tool of fixture nodes
 
-PAIRS = (("a3_interconnect_replay", "910a_24.1rc2_procs"),
-         ("910a_24.1rc2_procs", "a3_interconnect_replay"),
-         ("310p3duo_25.3rc1", "910b4-1_25.2.2"))
+PAIRS = (
+    ("a3_interconnect_replay", "910a_24.1rc2_procs"),
+    ("910a_24.1rc2_procs", "a3_interconnect_replay"),
+    ("310p3duo_25.3rc1", "910b4-1_25.2.2"),
+)
 
 
 @cache
@@ -46,15 +48,19 @@ def with_inputs(base: NodeSnapshot, donor: NodeSnapshot, paths: tuple[str, ...])
 def text(snap: NodeSnapshot, name: str) -> bytes:
     others = [n for n in COLLECTOR_NAMES if n != name]
     collector = NpuCollector(lambda: snap, "1", disabled=others, enabled=[name])
-    families = [f for f in collector.collect()
-                if not f.name.startswith(("npumon_scrape_collector", "npumon_build"))]
+    families = [
+        f
+        for f in collector.collect()
+        if not f.name.startswith(("npumon_scrape_collector", "npumon_build"))
+    ]
     return generate_latest(type("R", (), {"collect": lambda self: families})())  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("a", "b"), PAIRS)
 @pytest.mark.parametrize(("name", "paths"), [(n, i) for n, _, i in COLLECTORS])
-def test_a_collector_reads_only_its_inputs(a: str, b: str, name: str,
-                                           paths: tuple[str, ...]) -> None:
+def test_a_collector_reads_only_its_inputs(
+    a: str, b: str, name: str, paths: tuple[str, ...]
+) -> None:
     first, second = snapshot(a), snapshot(b)
     mixed = with_inputs(second, first, paths)
     assert text(mixed, name) == text(first, name)

@@ -29,8 +29,11 @@ from tests.support import FROZEN_TIME
 pytestmark = pytest.mark.integration
 
 AT = 1000.0  # simulated seconds: NPU 5 of 910b-8 in Alarm with two codes, nothing hangs
-_VOLATILE = re.compile(r"^(npumon_source_duration_seconds|npumon_scrape_collector_duration_seconds"
-                       r"|npumon_backend_info)\{.*\n", re.MULTILINE)
+_VOLATILE = re.compile(
+    r"^(npumon_source_duration_seconds|npumon_scrape_collector_duration_seconds"
+    r"|npumon_backend_info)\{.*\n",
+    re.MULTILINE,
+)
 
 
 def _node(tmp_path: Path, scenario: str, extra: str = "") -> Path:
@@ -47,24 +50,40 @@ def _node(tmp_path: Path, scenario: str, extra: str = "") -> Path:
     return state
 
 
-def _agent(tmp_path: Path, scenario: str, backend: str, *omit: str, timeout: str = "20s",
-           calls: list[tuple[str, ...]] | None = None) -> Agent:
+def _agent(
+    tmp_path: Path,
+    scenario: str,
+    backend: str,
+    *omit: str,
+    timeout: str = "20s",
+    calls: list[tuple[str, ...]] | None = None,
+) -> Agent:
     library = build_fake_dcmi(tmp_path / ("lib-" + "-".join(omit)), *omit)
-    config = parse_config({
-        "npu_smi": {"command": ["npumon-sim-npu-smi", "--scenario", scenario, "--time", str(AT)],
-                    "timeout": timeout, "backend": backend},
-        "dcmi": {"library": str(library)},
-        "kubernetes": {"pod_resources_socket": "/nonexistent/kubelet.sock"},
-        "hccn_tool": {"command": ["/nonexistent/hccn_tool"]},
-    })
+    config = parse_config(
+        {
+            "npu_smi": {
+                "command": ["npumon-sim-npu-smi", "--scenario", scenario, "--time", str(AT)],
+                "timeout": timeout,
+                "backend": backend,
+            },
+            "dcmi": {"library": str(library)},
+            "kubernetes": {"pod_resources_socket": "/nonexistent/kubelet.sock"},
+            "hccn_tool": {"command": ["/nonexistent/hccn_tool"]},
+        }
+    )
     seen = calls if calls is not None else []
 
     def runner(argv: Sequence[str], timeout: float, **options: Any) -> CommandResult:
-        seen.append(tuple(argv[argv.index("info"):]))
+        seen.append(tuple(argv[argv.index("info") :]))
         return run_command(argv, timeout, **options)
 
-    return Agent(config, runner=runner, clock=lambda: FROZEN_TIME, proc_root=tmp_path / "proc",
-                 dcmi_trust=TrustPolicy(owner_uid=os.getuid(), checked_below=tmp_path))
+    return Agent(
+        config,
+        runner=runner,
+        clock=lambda: FROZEN_TIME,
+        proc_root=tmp_path / "proc",
+        dcmi_trust=TrustPolicy(owner_uid=os.getuid(), checked_below=tmp_path),
+    )
 
 
 def _polled(agent: Agent) -> str:
@@ -110,8 +129,11 @@ def test_one_node_through_both_backends_is_one_exposition(
     assert value(found, "npumon_backend_info", backend="dcmi", reason="cross_check_passed") == 1
     assert dcmi_agent.smi.helper is not None and dcmi_agent.smi.helper.starts == 1
     if scenario == "910b-8":  # the alarm's codes came through dcmi_get_device_errorcode_v2
-        codes = {dict(labels).get("code") for name, labels in found if
-                 name == "npu_error_code_info" and dict(labels).get("npu") == "5"}
+        codes = {
+            dict(labels).get("code")
+            for name, labels in found
+            if name == "npu_error_code_info" and dict(labels).get("npu") == "5"
+        }
         assert codes == {"A4025021", "8C03A000"}
     assert _VOLATILE.sub("", dcmi) == _VOLATILE.sub("", cli)
 
@@ -134,17 +156,25 @@ def test_a_hung_call_is_killed_and_npu_smi_serves(
         agent.stop()
     assert value(found, "npumon_backend_info", backend="cli", reason="dcmi_backoff") == 1
     assert value(found, "npumon_source_up", source="npu_smi_table") == 1
-    assert value(found, "npumon_source_failures_total", source="npu_smi_table",
-                 reason="dcmi_timeout") == 1
+    assert (
+        value(found, "npumon_source_failures_total", source="npu_smi_table", reason="dcmi_timeout")
+        == 1
+    )
     assert value(found, "npu_hbm_total_bytes", npu="0", chip="0") == 65536 * 1024 * 1024
 
 
-@pytest.mark.parametrize(("omit", "extra", "reason"), [
-    (("dcmi_get_device_power_info",), "", "dcmi_missing_symbol"),
-    ((), "fail dcmi_get_device_temperature -8002\n", "dcmi_permission"),
-])
+@pytest.mark.parametrize(
+    ("omit", "extra", "reason"),
+    [
+        (("dcmi_get_device_power_info",), "", "dcmi_missing_symbol"),
+        ((), "fail dcmi_get_device_temperature -8002\n", "dcmi_permission"),
+    ],
+)
 def test_a_function_dcmi_cannot_give_is_served_by_npu_smi(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, omit: tuple[str, ...], extra: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    omit: tuple[str, ...],
+    extra: str,
     reason: str,
 ) -> None:
     monkeypatch.setenv(STATE_ENV, str(_node(tmp_path, "910b-8", extra)))
@@ -172,12 +202,15 @@ def test_a_cross_check_disagreement_turns_dcmi_off_in_auto(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     state = _node(tmp_path, "910b-8")
-    state.write_text(re.sub(r" temp=(\d+)", lambda m: f" temp={int(m[1]) + 20}",
-                            state.read_text()))
+    state.write_text(re.sub(r" temp=(\d+)", lambda m: f" temp={int(m[1]) + 20}", state.read_text()))
     monkeypatch.setenv(STATE_ENV, str(state))
     agent = _agent(tmp_path, "910b-8", "auto")
     found = _two_table_polls(agent)
-    assert value(found, "npumon_backend_info", backend="cli",
-                 reason="cross_check_temperature_celsius") == 1
-    assert value(found, "npumon_source_failures_total", source="npu_smi_table",
-                 reason="cross_check") == 8
+    assert (
+        value(found, "npumon_backend_info", backend="cli", reason="cross_check_temperature_celsius")
+        == 1
+    )
+    assert (
+        value(found, "npumon_source_failures_total", source="npu_smi_table", reason="cross_check")
+        == 8
+    )

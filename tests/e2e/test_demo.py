@@ -22,8 +22,10 @@ from tests.helpers.wait import wait_for
 from tests.support import ROOT
 
 SIM_TRAIN = "npumon-sim-train"
-LOGFMT = re.compile(r'ts=\S+ level=(debug|info|warning|error) logger=\S+'
-                    r'( \w+=("(?:[^"\\]|\\.)*"|[^\s"=]*))+')
+LOGFMT = re.compile(
+    r"ts=\S+ level=(debug|info|warning|error) logger=\S+"
+    r'( \w+=("(?:[^"\\]|\\.)*"|[^\s"=]*))+'
+)
 
 
 def free_port() -> int:
@@ -36,9 +38,20 @@ def make(target: str, demo: Path, port: int, **extra: str) -> subprocess.Complet
     """make TARGET in the repository, everything the demo writes under ``demo`` (HOME too: the
     simulated job puts its msprof socket there); the venv is taken as built (-o its stamp)."""
     env = {**os.environ, "HOME": str(demo), "MAKEFLAGS": ""}
-    argv = ["make", "-s", "-C", str(ROOT), "-o", ".venv/.installed-stamp", target,
-            f"DEMO={demo}", f"PORT={port}", f"LISTEN=127.0.0.1:{port}",
-            f"BIN={Path(sys.executable).parent}", *(f"{k}={v}" for k, v in extra.items())]
+    argv = [
+        "make",
+        "-s",
+        "-C",
+        str(ROOT),
+        "-o",
+        ".venv/.installed-stamp",
+        target,
+        f"DEMO={demo}",
+        f"PORT={port}",
+        f"LISTEN=127.0.0.1:{port}",
+        f"BIN={Path(sys.executable).parent}",
+        *(f"{k}={v}" for k, v in extra.items()),
+    ]
     return subprocess.run(argv, capture_output=True, text=True, timeout=90, env=env, check=False)
 
 
@@ -65,10 +78,19 @@ def demo(tmp_path: Path) -> Iterator[Path]:
 @pytest.mark.integration  # the daemon, the simulators and a training job as real processes
 def test_a_healthy_demo_start_logs_no_warning_and_counts_no_problem(demo: Path) -> None:
     port = free_port()
-    decoy = subprocess.Popen([str(Path(sys.executable).parent / SIM_TRAIN), "--profile",
-                              "conversion_bound", "--step-seconds", "0.5"],  # another demo's job
-                             cwd=demo.parent, env={**os.environ, "HOME": str(demo.parent)},
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    decoy = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / SIM_TRAIN),
+            "--profile",
+            "conversion_bound",
+            "--step-seconds",
+            "0.5",
+        ],  # another demo's job
+        cwd=demo.parent,
+        env={**os.environ, "HOME": str(demo.parent)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         started = make("demo", demo, port)
         assert started.returncode == 0, started.stderr + started.stdout
@@ -77,11 +99,24 @@ def test_a_healthy_demo_start_logs_no_warning_and_counts_no_problem(demo: Path) 
         def settled() -> bool:  # every source up, chips attributed, a capture analysed
             found = samples(get(url))
             ups = [v for (name, _), v in found.items() if name == "npumon_source_up"]
-            return (len(ups) == 7 and all(v == 1 for v in ups)
-                    and value(found, "npu_chip_allocation_info", npu="0", chip="0",
-                              namespace="ml", pod="train-0", container="trainer") == 1
-                    and value(found, "npu_profile_bottleneck", workload="demo-train",
-                              kind="format_conversion") == 1)
+            return (
+                len(ups) == 7
+                and all(v == 1 for v in ups)
+                and value(
+                    found,
+                    "npu_chip_allocation_info",
+                    npu="0",
+                    chip="0",
+                    namespace="ml",
+                    pod="train-0",
+                    container="trainer",
+                )
+                == 1
+                and value(
+                    found, "npu_profile_bottleneck", workload="demo-train", kind="format_conversion"
+                )
+                == 1
+            )
 
         wait_for(settled, timeout=60, what="the demo to settle", tolerate=(OSError,), poll=1.0)
         found = samples(get(url))

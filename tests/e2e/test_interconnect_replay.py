@@ -23,13 +23,23 @@ def collect(tmp_path: Path, settings: dict[str, object]) -> subprocess.Completed
     config = tmp_path / "npumon.yaml"
     config.write_text(yaml.safe_dump(settings))
     npumon = Path(sys.executable).parent / "npumon"
-    return subprocess.run([str(npumon), "collect", "--once", "--config", str(config)],
-                          capture_output=True, text=True, timeout=180, cwd=ROOT)
+    return subprocess.run(
+        [str(npumon), "collect", "--once", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+    )
 
 
 def test_collect_once_prints_the_interconnect_series_of_the_replay(tmp_path: Path) -> None:
-    done = collect(tmp_path, {"npu_smi": {"command": fake_npu_smi(NODE)},
-                              "hccn_tool": {"command": fake_hccn_tool(NODE)}})
+    done = collect(
+        tmp_path,
+        {
+            "npu_smi": {"command": fake_npu_smi(NODE)},
+            "hccn_tool": {"command": fake_hccn_tool(NODE)},
+        },
+    )
     assert done.returncode == 0, done.stderr
     found = samples(done.stdout)
     port = {"npu": "1", "chip": "1", "port": "0"}  # the die with Phy-ID 3: hccn_tool -i 3
@@ -38,18 +48,29 @@ def test_collect_once_prints_the_interconnect_series_of_the_replay(tmp_path: Pat
     assert value(found, "npu_network_carrier_up_changes_total", **port) == 2  # kg-after
     assert value(found, "npu_network_carrier_changes_total", **port) is None  # no down count
     assert value(found, "npu_network_speed_bytes", **port) is None  # no capture: refused
-    assert value(found, "npu_network_info", **port, ip="29.1.112.213", peer_switch="",
-                 peer_port="400GE1/1/20:2") == 1
+    assert (
+        value(
+            found,
+            "npu_network_info",
+            **port,
+            ip="29.1.112.213",
+            peer_switch="",
+            peer_port="400GE1/1/20:2",
+        )
+        == 1
+    )
     assert value(found, "npu_network_receive_bytes_total", **port) == 482237805  # nic_rx_all_oct
     # Phy-ID 2 (npu 1, chip 0) replays the ModelArts dev6 counters
-    assert value(found, "npu_roce_errors_total", npu="1", chip="0", port="0",
-                 kind="tx_error_packets") == 77
-    assert value(found, "npu_network_health_state", npu="0", chip="1", port="0",
-                 state="fault") == 1  # Phy-ID 1
+    assert (
+        value(found, "npu_roce_errors_total", npu="1", chip="0", port="0", kind="tx_error_packets")
+        == 77
+    )
+    assert (
+        value(found, "npu_network_health_state", npu="0", chip="1", port="0", state="fault") == 1
+    )  # Phy-ID 1
     assert value(found, "npu_network_health_state", **port, state="success") == 1
     assert value(found, "npu_optical_rx_power_watts", **port, lane="1") == 0.0054 * MW
-    assert value(found, "npu_optical_rx_power_threshold_watts", **port, bound="low") == \
-        0.1445 * MW
+    assert value(found, "npu_optical_rx_power_threshold_watts", **port, bound="low") == 0.1445 * MW
     assert value(found, "npu_optical_temperature_celsius", **port) == 47
     assert value(found, "npu_optical_present", **port) == 0  # as the capture says
     # npu-smi's health tier: -t pcie-err / sio-info (950 docs), -t hccs (SYNTHETIC)
@@ -62,8 +83,13 @@ def test_collect_once_prints_the_interconnect_series_of_the_replay(tmp_path: Pat
 
 
 def test_a_node_without_hccn_tool_has_the_source_off_and_exits_0(tmp_path: Path) -> None:
-    done = collect(tmp_path, {"npu_smi": {"command": fake_npu_smi(NODE)},
-                              "hccn_tool": {"command": [str(tmp_path / "no-such-hccn_tool")]}})
+    done = collect(
+        tmp_path,
+        {
+            "npu_smi": {"command": fake_npu_smi(NODE)},
+            "hccn_tool": {"command": [str(tmp_path / "no-such-hccn_tool")]},
+        },
+    )
     assert done.returncode == 0, done.stderr
     found = samples(done.stdout)
     assert not {n for n in names(found) if n.startswith("npu_network_")}

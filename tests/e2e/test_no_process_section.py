@@ -22,11 +22,13 @@ EXPECTED = {
     "310b4_23.0.0": {(0, 0): (0.0, 65.0, 3628 * MB, 15609 * MB)},
     "310b4_23.0rc3": {(0, 0): (7.7, 54.0, 2166 * MB, 3513 * MB)},
     "310_20.2": {
-        (215, 0): (12.8, 56.0, 2703 * MB, 8192 * MB), (215, 1): (12.8, 57.0, 2703 * MB, 8192 * MB),
-        (215, 2): (12.8, 57.0, 2703 * MB, 8192 * MB), (215, 3): (12.8, 55.0, 2703 * MB, 8192 * MB),
+        (215, 0): (12.8, 56.0, 2703 * MB, 8192 * MB),
+        (215, 1): (12.8, 57.0, 2703 * MB, 8192 * MB),
+        (215, 2): (12.8, 57.0, 2703 * MB, 8192 * MB),
+        (215, 3): (12.8, 55.0, 2703 * MB, 8192 * MB),
     },
     "910a_22.0.3": {(npu, 0): None for npu in range(8)},
-}  # fmt: skip
+}
 
 
 Samples = dict[str, list[tuple[dict[str, str], float]]]
@@ -34,14 +36,20 @@ Samples = dict[str, list[tuple[dict[str, str], float]]]
 
 def _collect(node: str, tmp_path: Path) -> Samples:
     config = tmp_path / "npumon.yml"
-    config.write_text(yaml.safe_dump({
-        "npu_smi": {"command": fake_npu_smi(node), "timeout": "20s"},
-        "kubernetes": {"pod_resources_socket": str(tmp_path / "no-kubelet.sock")},
-    }))  # fmt: skip
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "npu_smi": {"command": fake_npu_smi(node), "timeout": "20s"},
+                "kubernetes": {"pod_resources_socket": str(tmp_path / "no-kubelet.sock")},
+            }
+        )
+    )
     done = subprocess.run(
         [sys.executable, "-m", "npumon.daemon.cli", "collect", "--once", "--config", str(config)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     samples: Samples = {}
     for family in text_string_to_metric_families(done.stdout):
         for sample in family.samples:
@@ -60,8 +68,11 @@ def test_collect_once_serves_every_chip_of_a_table_without_processes(
     samples = _collect(node, tmp_path)
     up = {labels["source"]: value for labels, value in samples["npumon_source_up"]}
     assert up["npu_smi_table"] == 1.0
-    failures = {labels["reason"] for labels, _ in samples["npumon_source_failures_total"]
-                if labels["source"] == "npu_smi_table"}
+    failures = {
+        labels["reason"]
+        for labels, _ in samples["npumon_source_failures_total"]
+        if labels["source"] == "npu_smi_table"
+    }
     assert "truncated" not in failures
     expected = EXPECTED[node]
     assert set(_by_chip(samples, "npu_chip_info")) == set(expected)

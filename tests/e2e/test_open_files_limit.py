@@ -31,13 +31,22 @@ def test_the_daemon_raises_its_soft_limit_to_the_hard_one(tmp_path: Path) -> Non
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     assert hard > 256, "the test needs a hard limit above the soft one it starts with"
     config, log = tmp_path / "npumon.yaml", tmp_path / "npumon.log"
-    config.write_text(yaml.safe_dump({"npu_smi": {"command": fake_npu_smi("910b4-1_25.2.2")},
-                                      "state_directory": str(tmp_path)}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "npu_smi": {"command": fake_npu_smi("910b4-1_25.2.2")},
+                "state_directory": str(tmp_path),
+            }
+        )
+    )
     with log.open("wb") as out:
         process = subprocess.Popen(
             [NPUMON, "run", "--config", str(config), "--web.listen-address", "127.0.0.1:0"],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard)))
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard)),
+        )
     try:
         reported_port(log, process=process)
         assert open_files(process.pid) == (hard, hard)

@@ -26,8 +26,11 @@ NODE = "910b4-1_25.2.2"
 
 
 def write_config(path: Path, **extra: object) -> None:
-    data = {"npu_smi": {"command": fake_npu_smi(NODE)}, "state_directory": str(path.parent),
-            **extra}  # fmt: skip
+    data = {
+        "npu_smi": {"command": fake_npu_smi(NODE)},
+        "state_directory": str(path.parent),
+        **extra,
+    }
     path.write_text(yaml.safe_dump(data))
 
 
@@ -38,7 +41,10 @@ def daemon(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path, Path
     with log.open("wb") as out:
         process = subprocess.Popen(
             [NPUMON, "run", "--config", str(config), "--web.listen-address", "127.0.0.1:0"],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         yield process, config, log
     finally:
@@ -54,17 +60,35 @@ def test_sighup_reloads_and_a_bad_config_keeps_the_running_one(
 ) -> None:
     process, config, log = daemon
     port = reported_port(log, process=process)
-    wait_for(lambda: key("npu_process_hbm_used_bytes", npu="0", chip="0", pid="19334",
-                         process_name="VLLMWorker_TP") in scrape(port), 30, "a first poll")
+    wait_for(
+        lambda: (
+            key(
+                "npu_process_hbm_used_bytes",
+                npu="0",
+                chip="0",
+                pid="19334",
+                process_name="VLLMWorker_TP",
+            )
+            in scrape(port)
+        ),
+        30,
+        "a first poll",
+    )
     write_config(config, collectors={"disabled": ["processes"]})
     process.send_signal(signal.SIGHUP)
-    wait_for(lambda: not any(n == "npu_process_hbm_used_bytes" for n, _ in scrape(port)), 30,
-             "the reloaded config (processes collector off)")
+    wait_for(
+        lambda: not any(n == "npu_process_hbm_used_bytes" for n, _ in scrape(port)),
+        30,
+        "the reloaded config (processes collector off)",
+    )
     assert scrape(port)[key("npumon_config_last_reload_successful")] == 1.0
     config.write_text("npu_smi:\n  timeout: soon\n")
     process.send_signal(signal.SIGHUP)
-    wait_for(lambda: scrape(port)[key("npumon_config_last_reload_successful")] == 0.0, 30,
-             "the refused reload")
+    wait_for(
+        lambda: scrape(port)[key("npumon_config_last_reload_successful")] == 0.0,
+        30,
+        "the refused reload",
+    )
     assert key("npu_power_watts", npu="1", chip="0") in scrape(port)  # still serving
     assert "npu_smi.timeout" in log.read_text() and process.poll() is None
 
@@ -83,15 +107,19 @@ def test_sigterm_during_a_hung_npu_smi_exits_promptly_and_leaves_no_child(
     config, log = tmp_path / "npumon.yaml", tmp_path / "npumon.log"
     marker = f"--hang-seconds={3600 + (hash(str(tmp_path)) % 1000)}"  # names our children only
     (tmp_path / "profiles").mkdir()
-    data = {"npu_smi": {"command": fake_npu_smi(NODE, "--hang-on=info", marker),
-                        "timeout": "60s"},
-            "profiling": {"ingest": {"paths": [str(tmp_path / "profiles")]}},
-            "state_directory": str(tmp_path)}  # fmt: skip
+    data = {
+        "npu_smi": {"command": fake_npu_smi(NODE, "--hang-on=info", marker), "timeout": "60s"},
+        "profiling": {"ingest": {"paths": [str(tmp_path / "profiles")]}},
+        "state_directory": str(tmp_path),
+    }
     config.write_text(yaml.safe_dump(data))
     with log.open("wb") as out:
-        process = subprocess.Popen([NPUMON, "run", "--config", str(config),
-                                    "--web.listen-address", "127.0.0.1:0"],
-                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            [NPUMON, "run", "--config", str(config), "--web.listen-address", "127.0.0.1:0"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         reported_port(log, process=process)
         wait_for(lambda: bool(_hung_children(marker)), 30, "npu-smi hanging")
@@ -122,9 +150,14 @@ def test_a_taken_port_is_one_clear_line_and_exit_1(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = subprocess.run([NPUMON, "run", "--config", str(config), "--web.listen-address",
-                               f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [NPUMON, "run", "--config", str(config), "--web.listen-address", f"127.0.0.1:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
         f"npumon: cannot listen on '127.0.0.1:{port}': Address already in use; pick another with"
-        " --web.listen-address (or web.listen_address)"]
+        " --web.listen-address (or web.listen_address)"
+    ]

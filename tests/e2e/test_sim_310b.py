@@ -38,37 +38,62 @@ def test_the_310b_scenario_prints_the_real_layout_without_a_process_section() ->
 
 def test_npumon_run_serves_the_310b_chip(tmp_path: Path) -> None:
     config, log = tmp_path / "npumon.yaml", tmp_path / "npumon.log"
-    config.write_text(yaml.safe_dump({
-        "npu_smi": {"command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", "310b",
-                                "--time", SIM_TIME]},
-        "state_directory": str(tmp_path),
-        "kubernetes": {"pod_resources_socket": str(tmp_path / "no-kubelet.sock")},
-    }))  # fmt: skip
-    expected = parse_info(render(["info"], node_state(load_scenario("310b"),
-                                                      float(SIM_TIME))).stdout).chips[0]
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "npu_smi": {
+                    "command": [
+                        str(BIN / "npumon-sim-npu-smi"),
+                        "--scenario",
+                        "310b",
+                        "--time",
+                        SIM_TIME,
+                    ]
+                },
+                "state_directory": str(tmp_path),
+                "kubernetes": {"pod_resources_socket": str(tmp_path / "no-kubelet.sock")},
+            }
+        )
+    )
+    expected = parse_info(
+        render(["info"], node_state(load_scenario("310b"), float(SIM_TIME))).stdout
+    ).chips[0]
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [str(BIN / "npumon"), "run", "--config", str(config),
-             "--web.listen-address", "127.0.0.1:0"],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+            [
+                str(BIN / "npumon"),
+                "run",
+                "--config",
+                str(config),
+                "--web.listen-address",
+                "127.0.0.1:0",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         port = reported_port(log, process=process)
 
         def scrape() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
             return samples(get(f"http://127.0.0.1:{port}/metrics"))
 
-        wait_for(lambda: key("npu_power_watts", npu="0", chip="0") in scrape(), 30,
-                 "a first table poll")
+        wait_for(
+            lambda: key("npu_power_watts", npu="0", chip="0") in scrape(), 30, "a first table poll"
+        )
         found = scrape()
         assert found[key("npumon_source_up", source="npu_smi_table")] == 1.0
         assert found[key("npu_power_watts", npu="0", chip="0")] == expected.power_watts
         assert found[key("npu_temperature_celsius", npu="0", chip="0")] == (
-            expected.temperature_celsius)
+            expected.temperature_celsius
+        )
         assert found[key("npu_memory_total_bytes", npu="0", chip="0")] == 15609 * MIB
         assert [k for k in found if k[0] == "npu_chip_info"] and not any(
-            name.startswith("npu_process") for name, _ in found)
+            name.startswith("npu_process") for name, _ in found
+        )
         assert not any(
             name == "npumon_source_failures_total" and ("reason", "truncated") in labels
-            for name, labels in found)
+            for name, labels in found
+        )
     finally:
         stop(process)

@@ -21,21 +21,30 @@ def start(config: Path, log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
         return subprocess.Popen(
             [NPUMON, "run", "--config", str(config), "--web.listen-address", "127.0.0.1:0"],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def test_a_second_daemon_on_the_state_directory_refuses_to_start(tmp_path: Path) -> None:
     state = tmp_path / "state"
     state.mkdir()
     config = tmp_path / "npumon.yaml"
-    config.write_text(yaml.safe_dump({"npu_smi": {"command": fake_npu_smi("910b4-1_25.2.2")},
-                                      "state_directory": str(state)}))
+    config.write_text(
+        yaml.safe_dump(
+            {"npu_smi": {"command": fake_npu_smi("910b4-1_25.2.2")}, "state_directory": str(state)}
+        )
+    )
     first = start(config, tmp_path / "first.log")
     try:
         reported_port(tmp_path / "first.log", process=first)
         second = subprocess.run(
             [NPUMON, "run", "--config", str(config), "--web.listen-address", "127.0.0.1:0"],
-            capture_output=True, text=True, timeout=60)
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert second.returncode == 1
         assert f"another npumon (pid {first.pid}) holds {state / 'lock'}" in second.stderr
         assert "give this one its own state_directory" in second.stderr

@@ -60,11 +60,30 @@ def self_signed(folder: Path, name: str = "server") -> tuple[Path, Path]:
     assert openssl is not None, "the openssl CLI is missing: `make tools` installs it"
     cert, key_file = folder / f"{name}.crt", folder / f"{name}.key"
     subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-         "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext",
-         "subjectAltName=IP:127.0.0.1", "-keyout", str(key_file), "-out", str(cert)],
-        check=True, capture_output=True, timeout=30,
-    )  # fmt: skip
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key_file),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
     return cert, key_file
 
 
@@ -73,8 +92,10 @@ def peer_certificate(server: Server) -> bytes:
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
-    with socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT) as raw, \
-            context.wrap_socket(raw) as tls:
+    with (
+        socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT) as raw,
+        context.wrap_socket(raw) as tls,
+    ):
         der = tls.getpeercert(binary_form=True)
     assert der is not None
     return der

@@ -35,21 +35,42 @@ RULE = ThrottleRule(
 def table_chip(npu: int, chip: int, **fields: object) -> TableChip:
     """A table chip with every value absent unless given."""
     base = TableChip(
-        npu=npu, chip=chip, name=None, health=None, power_watts=None, temperature_celsius=None,
-        hugepages_used=None, hugepages_total=None, bus_id=None, aicore_ratio=None,
-        memory_used_bytes=None, memory_total_bytes=None, hbm_used_bytes=None, hbm_total_bytes=None,
-    )  # fmt: skip
+        npu=npu,
+        chip=chip,
+        name=None,
+        health=None,
+        power_watts=None,
+        temperature_celsius=None,
+        hugepages_used=None,
+        hugepages_total=None,
+        bus_id=None,
+        aicore_ratio=None,
+        memory_used_bytes=None,
+        memory_total_bytes=None,
+        hbm_used_bytes=None,
+        hbm_total_bytes=None,
+    )
     return replace(base, **fields)  # type: ignore[arg-type]
 
 
 def chip_910b() -> ChipParts:
     """NPU 0 of info_910b4-1_2chip_procs_25.2.2.txt, plus detail tiers as npu-smi prints them."""
     table = table_chip(
-        0, 0, name="910B4-1", health="OK", power_watts=78.2, temperature_celsius=40.0,
-        hugepages_used=0, hugepages_total=0, bus_id="0000:0E:00.0", aicore_ratio=0.0,
-        memory_used_bytes=0, memory_total_bytes=0,
-        hbm_used_bytes=61825 * MIB, hbm_total_bytes=65536 * MIB,
-    )  # fmt: skip
+        0,
+        0,
+        name="910B4-1",
+        health="OK",
+        power_watts=78.2,
+        temperature_celsius=40.0,
+        hugepages_used=0,
+        hugepages_total=0,
+        bus_id="0000:0E:00.0",
+        aicore_ratio=0.0,
+        memory_used_bytes=0,
+        memory_total_bytes=0,
+        hbm_used_bytes=61825 * MIB,
+        hbm_total_bytes=65536 * MIB,
+    )
     return ChipParts(
         table=table,
         usage=ChipUsage(
@@ -63,7 +84,7 @@ def chip_910b() -> ChipParts:
             hbm_bandwidth_ratio=0.12,
             memory_bandwidth_ratio=None,
             hbm_total_bytes=65536 * MIB,
-        ),  # fmt: skip
+        ),
         common=ChipCommon(
             chip=0,
             aicore_ratio=0.33,
@@ -71,7 +92,7 @@ def chip_910b() -> ChipParts:
             aicore_current_hertz=1.8e9,
             temperature_celsius=41.0,
             power_watts=80.0,
-        ),  # fmt: skip
+        ),
         health=HealthReport(status="OK"),
         ecc=ChipEcc(
             chip=0,
@@ -79,7 +100,7 @@ def chip_910b() -> ChipParts:
             hbm_double_bit_errors=0,
             hbm_single_bit_aggregate_total=17,
             hbm_double_bit_aggregate_total=None,
-        ),  # fmt: skip
+        ),
         memory=MemoryReport(npu=0, chip=0, hbm_temperature_celsius=44.0),
         chip_board=BoardReport(npu=0, chip=0, firmware_version="7.7.0.1.231", vdie_id="AB12"),
         card_board=BoardReport(npu=0, chip=None, serial="SN0001", firmware_version="7.0.0"),
@@ -94,15 +115,31 @@ def chip_910b() -> ChipParts:
 def chips_a3() -> tuple[ChipParts, ChipParts]:
     """NPU 1 of info_a3_ascend910_phyid_proc.txt: two dies, die 1 prints '-' for power."""
     die0 = table_chip(
-        1, 0, name="Ascend910", health="OK", power_watts=167.1, temperature_celsius=38.0,
-        bus_id="0000:37:00.0", aicore_ratio=0.0, phy_id=2,
-        hbm_used_bytes=3116 * MIB, hbm_total_bytes=65536 * MIB,
-    )  # fmt: skip
+        1,
+        0,
+        name="Ascend910",
+        health="OK",
+        power_watts=167.1,
+        temperature_celsius=38.0,
+        bus_id="0000:37:00.0",
+        aicore_ratio=0.0,
+        phy_id=2,
+        hbm_used_bytes=3116 * MIB,
+        hbm_total_bytes=65536 * MIB,
+    )
     die1 = table_chip(
-        1, 1, name="Ascend910", health="OK", power_watts=None, temperature_celsius=38.0,
-        bus_id="0000:39:00.0", aicore_ratio=0.0, phy_id=3,
-        hbm_used_bytes=10568 * MIB, hbm_total_bytes=65536 * MIB,
-    )  # fmt: skip
+        1,
+        1,
+        name="Ascend910",
+        health="OK",
+        power_watts=None,
+        temperature_celsius=38.0,
+        bus_id="0000:39:00.0",
+        aicore_ratio=0.0,
+        phy_id=3,
+        hbm_used_bytes=10568 * MIB,
+        hbm_total_bytes=65536 * MIB,
+    )
     proc = TableProcess(npu=1, chip=1, pid=990711, name="python", memory_bytes=7746 * MIB)
     return (
         ChipParts(table=die0),
@@ -113,10 +150,20 @@ def chips_a3() -> tuple[ChipParts, ChipParts]:
 def chip_310p() -> ChipParts:
     """info_310p3_1chip_power_na_25.3rc1.txt: power NA, DDR only, Vectorcore in -t usages."""
     table = table_chip(
-        6, 0, name="310P3", health="OK", power_watts=None, temperature_celsius=50.0,
-        hugepages_used=0, hugepages_total=0, bus_id="0000:84:00.0", aicore_ratio=0.0,
-        memory_used_bytes=1839 * MIB, memory_total_bytes=21525 * MIB, logic_id=0,
-    )  # fmt: skip
+        6,
+        0,
+        name="310P3",
+        health="OK",
+        power_watts=None,
+        temperature_celsius=50.0,
+        hugepages_used=0,
+        hugepages_total=0,
+        bus_id="0000:84:00.0",
+        aicore_ratio=0.0,
+        memory_used_bytes=1839 * MIB,
+        memory_total_bytes=21525 * MIB,
+        logic_id=0,
+    )
     usage = ChipUsage(chip=0, aicore_ratio=0.0, vectorcore_ratio=0.12, aicpu_ratio=0.0)
     return ChipParts(table=table, usage=usage)
 
@@ -126,9 +173,7 @@ def merged(parts: ChipParts, *, max_processes: int = 8, profiling: bool = False)
     return read_chip(parts, RULE, max_processes=max_processes, profiling=profiling)
 
 
-def node(
-    *chips: ChipParts | ChipReading, sources: tuple[SourceStatus, ...] = ()
-) -> NodeSnapshot:
+def node(*chips: ChipParts | ChipReading, sources: tuple[SourceStatus, ...] = ()) -> NodeSnapshot:
     return NodeSnapshot(
         taken_at=1_700_000_000.0,
         node=NodeIdentity(npu_smi_version="25.2.2", driver_version="25.2.2"),

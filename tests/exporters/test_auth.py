@@ -65,8 +65,9 @@ def test_one_bcrypt_at_a_time_and_a_repeated_failure_is_cached(
     server: Server, checkpw: _CountingCheckpw
 ) -> None:
     with ThreadPoolExecutor(8) as pool:  # 8 clients, each with its own wrong password
-        codes = list(pool.map(lambda i: get(server, "/metrics", auth("prom", f"w{i}"))[0],
-                              range(8)))
+        codes = list(
+            pool.map(lambda i: get(server, "/metrics", auth("prom", f"w{i}"))[0], range(8))
+        )
     assert codes == [401] * 8
     assert checkpw.most == 1, "bcrypt ran concurrently"
     calls = len(checkpw.hashes)

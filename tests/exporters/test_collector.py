@@ -60,9 +60,15 @@ def test_910b_chip_exact_samples() -> None:
         assert got[key(name, **ID)] == pytest.approx(value), name
     assert key("npu_memory_bandwidth_utilization_ratio", **ID) not in got  # None in usages
     info = key(
-        "npu_chip_info", **ID, logic_id="0", name="910B4-1", bus_id="0000:0E:00.0",
-        serial="SN0001", vdie_id="AB12", firmware_version="7.7.0.1.231",
-    )  # fmt: skip
+        "npu_chip_info",
+        **ID,
+        logic_id="0",
+        name="910B4-1",
+        bus_id="0000:0E:00.0",
+        serial="SN0001",
+        vdie_id="AB12",
+        firmware_version="7.7.0.1.231",
+    )
     assert got[info] == 1.0
     assert got[key("npu_node_info", npu_smi_version="25.2.2", driver_version="25.2.2")] == 1.0
     assert got[key("npumon_build_info", version="1.2.3")] == 1.0
@@ -85,11 +91,18 @@ def test_a3_die_without_power_has_no_power_sample() -> None:
     assert key("npu_power_watts", npu="1", chip="1") not in got
     assert got[key("npu_temperature_celsius", npu="1", chip="1")] == 38.0
     assert got[key("npu_hbm_used_bytes", npu="1", chip="1")] == 10568 * MIB
-    info = key("npu_chip_info", npu="1", chip="1", name="Ascend910", bus_id="0000:39:00.0",
-               phy_id="3")  # fmt: skip
+    info = key(
+        "npu_chip_info", npu="1", chip="1", name="Ascend910", bus_id="0000:39:00.0", phy_id="3"
+    )
     assert got[info] == 1.0
-    assert got[key("npu_process_hbm_used_bytes", npu="1", chip="1", pid="990711",
-                   process_name="python")] == 7746 * MIB  # fmt: skip
+    assert (
+        got[
+            key(
+                "npu_process_hbm_used_bytes", npu="1", chip="1", pid="990711", process_name="python"
+            )
+        ]
+        == 7746 * MIB
+    )
     assert got[key("npumon_chips")] == 2.0
 
 
@@ -100,9 +113,16 @@ def test_310p_vectorcore_is_aivector_and_no_hbm() -> None:
     assert got[key("npu_memory_used_bytes", **ids)] == 1839 * MIB
     assert got[key("npu_memory_total_bytes", **ids)] == 21525 * MIB
     names = {k[0] for k in got if dict(k[1]).get("npu") == "6"}
-    for absent in ("npu_power_watts", "npu_hbm_used_bytes", "npu_hbm_total_bytes",
-                   "npu_aicube_utilization_ratio", "npu_throttled", "npu_hbm_ecc_errors_total",
-                   "npu_aicore_frequency_hertz", "npu_utilization_ratio"):  # fmt: skip
+    for absent in (
+        "npu_power_watts",
+        "npu_hbm_used_bytes",
+        "npu_hbm_total_bytes",
+        "npu_aicube_utilization_ratio",
+        "npu_throttled",
+        "npu_hbm_ecc_errors_total",
+        "npu_aicore_frequency_hertz",
+        "npu_utilization_ratio",
+    ):
         assert absent not in names
     info = key("npu_chip_info", **ids, logic_id="0", name="310P3", bus_id="0000:84:00.0")
     assert got[info] == 1.0
@@ -122,8 +142,9 @@ def test_health_state_is_one_hot_with_error_codes() -> None:
     got = samples(render(node(chip)))
     states = {dict(k[1])["state"]: v for k, v in got.items() if k[0] == "npu_health_state"}
     assert states == {"ok": 0.0, "warning": 0.0, "alarm": 1.0, "critical": 0.0, "unknown": 0.0}
-    codes = {(dict(k[1])["code"], dict(k[1])["level"]) for k in got
-             if k[0] == "npu_error_code_info"}  # fmt: skip
+    codes = {
+        (dict(k[1])["code"], dict(k[1])["level"]) for k in got if k[0] == "npu_error_code_info"
+    }
     assert codes == {("80E01801", "unknown"), ("80E18402", "unknown")}  # no table given here
 
 
@@ -157,9 +178,7 @@ def test_ecc_prefers_aggregate_total_and_is_a_counter() -> None:
 def test_source_self_metrics_and_failure_counters() -> None:
     sources = (
         SourceStatus("npu_smi_info", True, 0.25, 1_699_999_990.0, 0, (("timeout", 2),)),
-        SourceStatus(
-            "npu_smi_health", False, None, None, 255, (("dcmi_init", 4), ("timeout", 1))
-        ),  # fmt: skip
+        SourceStatus("npu_smi_health", False, None, None, 255, (("dcmi_init", 4), ("timeout", 1))),
     )
     got = samples(render(node(chip_910b(), sources=sources)))
     assert got[key("npumon_source_up", source="npu_smi_info")] == 1.0
@@ -257,8 +276,7 @@ def test_exposition_passes_promtool() -> None:
 
 def test_a_disabled_collector_renders_nothing_and_reports_nothing() -> None:
     got = samples(render(node(chip_910b()), disabled=("processes", "ecc")))
-    assert not any(k[0] in ("npu_process_hbm_used_bytes", "npu_hbm_ecc_errors_total")
-                   for k in got)  # fmt: skip
+    assert not any(k[0] in ("npu_process_hbm_used_bytes", "npu_hbm_ecc_errors_total") for k in got)
     reported = {dict(k[1])["collector"] for k in got if k[0] == "npumon_scrape_collector_success"}
     assert "processes" not in reported and "ecc" not in reported and "memory" in reported
     with pytest.raises(ValueError, match="unknown collectors"):
@@ -268,8 +286,11 @@ def test_a_disabled_collector_renders_nothing_and_reports_nothing() -> None:
 def test_each_collector_reports_its_own_render_time() -> None:
     ticks = iter(float(i) for i in range(1000))
     got = samples(render(node(chip_910b()), timer=lambda: next(ticks)))
-    durations = {dict(k[1])["collector"]: v for k, v in got.items()
-                 if k[0] == "npumon_scrape_collector_duration_seconds"}  # fmt: skip
+    durations = {
+        dict(k[1])["collector"]: v
+        for k, v in got.items()
+        if k[0] == "npumon_scrape_collector_duration_seconds"
+    }
     assert set(durations) == {"snapshot", *COLLECTOR_NAMES} - OFF_BY_DEFAULT
     assert set(durations.values()) == {1.0}  # one timer tick from start to end of each
 
@@ -279,8 +300,11 @@ def test_config_knows_exactly_the_collectors() -> None:
 
 
 def _without_durations(body: bytes) -> list[str]:
-    return [line for line in body.decode().splitlines()
-            if not line.startswith("npumon_scrape_collector_duration_seconds")]
+    return [
+        line
+        for line in body.decode().splitlines()
+        if not line.startswith("npumon_scrape_collector_duration_seconds")
+    ]
 
 
 @pytest.mark.parametrize("openmetrics", [False, True])
@@ -296,7 +320,8 @@ def test_exposition_is_prometheus_clients_formatting_of_collect(openmetrics: boo
     body = npu.exposition(openmetrics) + (b"# EOF\n" if openmetrics else b"")
     assert _without_durations(body) == _without_durations(reference)
     assert _without_durations(npu.exposition(openmetrics)) == _without_durations(
-        body.removesuffix(b"# EOF\n"))  # the second time from kept text, the same
+        body.removesuffix(b"# EOF\n")
+    )  # the second time from kept text, the same
 
 
 def test_exposition_formats_a_collector_again_only_when_its_inputs_change(
@@ -308,10 +333,12 @@ def test_exposition_formats_a_collector_again_only_when_its_inputs_change(
         def wrapped(snap: NodeSnapshot) -> list[Metric]:
             calls.append(name)
             return list(render(snap))
+
         return wrapped
 
-    monkeypatch.setattr(collector, "COLLECTORS", tuple(
-        (n, counting(n, r), i) for n, r, i in COLLECTORS))
+    monkeypatch.setattr(
+        collector, "COLLECTORS", tuple((n, counting(n, r), i) for n, r, i in COLLECTORS)
+    )
     current = [node(chip_910b())]
     npu = NpuCollector(lambda: current[0], "1")
     first = npu.exposition()

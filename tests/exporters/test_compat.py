@@ -20,14 +20,26 @@ from tests.support import ROOT
 # What dashboards written for npu-exporter query (its metric reference, the names both have):
 # (metric, labels every sample must carry)
 QUERIES = [
-    ("machine_npu_nums", ()), ("node_base_info", ("driverVersion",)),
-    *((name, L1) for name in (
-        "npu_chip_info_health_status", "npu_chip_info_temperature", "npu_chip_info_power",
-        "npu_chip_info_aicore_current_freq", "npu_chip_info_utilization",
-        "npu_chip_info_vector_utilization", "npu_chip_info_cube_utilization",
-        "npu_chip_info_overall_utilization", "npu_chip_info_hbm_used_memory",
-        "npu_chip_info_hbm_total_memory", "npu_chip_info_hbm_bandwidth_utilization",
-        "npu_chip_info_process_info_num", "npu_chip_info_error_code")),
+    ("machine_npu_nums", ()),
+    ("node_base_info", ("driverVersion",)),
+    *(
+        (name, L1)
+        for name in (
+            "npu_chip_info_health_status",
+            "npu_chip_info_temperature",
+            "npu_chip_info_power",
+            "npu_chip_info_aicore_current_freq",
+            "npu_chip_info_utilization",
+            "npu_chip_info_vector_utilization",
+            "npu_chip_info_cube_utilization",
+            "npu_chip_info_overall_utilization",
+            "npu_chip_info_hbm_used_memory",
+            "npu_chip_info_hbm_total_memory",
+            "npu_chip_info_hbm_bandwidth_utilization",
+            "npu_chip_info_process_info_num",
+            "npu_chip_info_error_code",
+        )
+    ),
     ("npu_chip_info_process_info", (*L1, "process_id", "container_id")),
 ]
 
@@ -42,18 +54,24 @@ def test_npu_exporter_queries_return_data_from_a_simulated_node(tmp_path: Path) 
     npumon = Path(sys.executable).parent / "npumon"
     # simulated second 300 of the 600 s demo period: NPU 5 is in Alarm with two fault codes
     env = {**os.environ, "NPUMON_SIM_TIME": "300"}
-    done = subprocess.run([str(npumon), "collect", "--once", "--config", str(path)],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    done = subprocess.run(
+        [str(npumon), "collect", "--once", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=env,
+    )
     found = samples(done.stdout)
     for metric, labels in QUERIES:
         hits = [dict(k[1]) for k in found if k[0] == metric]
         assert hits, f"{metric} returns no data"
         assert all(set(labels) <= set(h) for h in hits), metric
     # npumon's own families are still there; the units are npu-exporter's
-    aicore = {dict(k[1])["npu"]: v for k, v in found.items()
-              if k[0] == "npu_aicore_utilization_ratio"}  # fmt: skip
-    percent = {dict(k[1])["id"]: v for k, v in found.items()
-               if k[0] == "npu_chip_info_utilization"}  # fmt: skip
+    aicore = {
+        dict(k[1])["npu"]: v for k, v in found.items() if k[0] == "npu_aicore_utilization_ratio"
+    }
+    percent = {dict(k[1])["id"]: v for k, v in found.items() if k[0] == "npu_chip_info_utilization"}
     assert percent and all(percent[i] == pytest.approx(100 * aicore[i]) for i in percent)
     # promtool only objects to npu-exporter's own camelCase labels on node_base_info
     problems = promtool_problems(done.stdout).splitlines()

@@ -18,10 +18,17 @@ from npumon.exporters.webconfig import WebConfig, parse_web_config
 from npumon.exporters.weblive import LiveWebConfig
 
 
-def _edge(exposition: Exposition, config: WebConfig | None = None,
-          max_requests: int = 2) -> EdgeApp:
-    return EdgeApp(exposition, LiveWebConfig(config), max_requests=max_requests,
-                   healthy=lambda: True, latest=None, version="t")
+def _edge(
+    exposition: Exposition, config: WebConfig | None = None, max_requests: int = 2
+) -> EdgeApp:
+    return EdgeApp(
+        exposition,
+        LiveWebConfig(config),
+        max_requests=max_requests,
+        healthy=lambda: True,
+        latest=None,
+        version="t",
+    )
 
 
 def _scope(path: str = "/metrics", authorization: bytes | None = None) -> dict[str, Any]:
@@ -43,6 +50,7 @@ async def _request(edge: EdgeApp, scope: dict[str, Any]) -> tuple[int, bytes]:
 
 def _run(edge: EdgeApp, *scopes: dict[str, Any]) -> list[int]:
     """The requests concurrently on one event loop, as uvicorn runs them; their statuses."""
+
     async def all_of() -> list[tuple[int, bytes]]:
         return list(await asyncio.gather(*(_request(edge, s) for s in scopes)))
 
@@ -114,5 +122,8 @@ def test_bad_credentials_get_their_401_never_a_503(tmp_path: Path) -> None:
     good = b"Basic " + base64.b64encode(b"prom:pw")
     edge = _edge(lambda openmetrics: b"x 1\n", config, max_requests=0)  # every slot taken
     assert _run(edge, _scope(authorization=bad), _scope(), _scope(authorization=good)) == [
-        401, 401, 503]
+        401,
+        401,
+        503,
+    ]
     edge.close()

@@ -35,8 +35,9 @@ pytestmark = pytest.mark.integration  # real loopback servers, TLS and openssl
 @pytest.fixture
 def plain() -> Iterator[Server]:
     state = {"healthy": True}
-    server = serve(_exposition(), "127.0.0.1:0", None, lambda: state["healthy"],
-                   version="1.2.3", latest=_node)
+    server = serve(
+        _exposition(), "127.0.0.1:0", None, lambda: state["healthy"], version="1.2.3", latest=_node
+    )
     server.state = state  # type: ignore[attr-defined]
     yield server
     server.shutdown()
@@ -66,10 +67,14 @@ def test_metrics_openmetrics_and_gzip(plain: Server) -> None:
 def _node() -> NodeSnapshot:
     """A node whose table source fails with a message to escape, and an hccn_tool source."""
     return NodeSnapshot(
-        taken_at=1.0, node=NodeIdentity(npu_smi_version="25.2.2", driver_version="25.2.rc1"),
-        chips=(), sources=(
+        taken_at=1.0,
+        node=NodeIdentity(npu_smi_version="25.2.2", driver_version="25.2.rc1"),
+        chips=(),
+        sources=(
             SourceStatus("npu_smi_table", False, 0.1, None, 251, last_error="dcmi <init> failed"),
-            SourceStatus("hccn_tool_stat", True, 0.2, 1.0, 0)))
+            SourceStatus("hccn_tool_stat", True, 0.2, 1.0, 0),
+        ),
+    )
 
 
 def test_healthz_and_landing(plain: Server) -> None:
@@ -238,8 +243,13 @@ def test_connections_cost_no_thread_each_and_scrapes_still_answer(plain: Server)
 def test_listen_backlog_is_at_least_1024(plain: Server) -> None:
     ss = shutil.which("ss")
     assert ss is not None, "ss (iproute2) is missing: `make tools` installs it"
-    out = subprocess.run([ss, "-ltnH", f"sport = :{plain.port}"], capture_output=True,
-                         text=True, check=True, timeout=10).stdout.split()
+    out = subprocess.run(
+        [ss, "-ltnH", f"sport = :{plain.port}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=10,
+    ).stdout.split()
     assert int(out[2]) >= 1024, out  # Send-Q of a listening socket is its backlog
 
 
@@ -257,8 +267,9 @@ class _Blocking:
 
 
 @contextmanager
-def _blocked(config: WebConfig | None, max_requests: int) -> Iterator[
-        tuple[Server, _Blocking, ThreadPoolExecutor]]:
+def _blocked(
+    config: WebConfig | None, max_requests: int
+) -> Iterator[tuple[Server, _Blocking, ThreadPoolExecutor]]:
     """A server whose renders wait until ``blocking.release`` is set, and a pool to hold them."""
     blocking = _Blocking()
     server = serve(blocking, "127.0.0.1:0", config, lambda: True, max_requests=max_requests)
@@ -305,10 +316,18 @@ def test_head_is_answered_without_a_body(plain: Server) -> None:
     assert int(headers["content-length"]) > 0
 
 
-@pytest.mark.parametrize(("accept", "zipped"), [
-    ("gzip;q=0", False), ("gzip; q=0.0, identity", False), ("*;q=0", False),
-    ("gzip;q=0.5", True), ("deflate, *", True), ("br, GZIP", True), ("", False),
-])
+@pytest.mark.parametrize(
+    ("accept", "zipped"),
+    [
+        ("gzip;q=0", False),
+        ("gzip; q=0.0, identity", False),
+        ("*;q=0", False),
+        ("gzip;q=0.5", True),
+        ("deflate, *", True),
+        ("br, GZIP", True),
+        ("", False),
+    ],
+)
 def test_gzip_honours_q_values(plain: Server, accept: str, zipped: bool) -> None:
     status, headers, body = _get(plain, "/metrics", {"Accept-Encoding": accept})
     assert status == 200
@@ -317,7 +336,8 @@ def test_gzip_honours_q_values(plain: Server, accept: str, zipped: bool) -> None
 
 
 def test_ten_requests_on_one_kept_alive_connection(
-        plain: Server, capsys: pytest.CaptureFixture[str]) -> None:
+    plain: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", plain.port, timeout=10)
     timings, bodies = [], []
     try:

@@ -33,41 +33,71 @@ def test_a_port_with_only_its_link_known_has_only_that_sample() -> None:
 
 def test_every_family_with_its_labels_and_a_clean_promtool_lint() -> None:
     port = PortReading(
-        0, 0, 0, up=True, speed_bytes_per_second=25e9, carrier_up_changes=3,
-        carrier_down_changes=2, traffic=(("receive_bytes", 10), ("transmit_packets", 4)),
-        receive_errors=(("fcs", 7),), pause_frames=(("receive", "pfc", 9),),
-        pfc_frames=(("receive", "3", 9),), roce_errors=(("retransmissions", 5),),
+        0,
+        0,
+        0,
+        up=True,
+        speed_bytes_per_second=25e9,
+        carrier_up_changes=3,
+        carrier_down_changes=2,
+        traffic=(("receive_bytes", 10), ("transmit_packets", 4)),
+        receive_errors=(("fcs", 7),),
+        pause_frames=(("receive", "pfc", 9),),
+        pfc_frames=(("receive", "3", 9),),
+        roce_errors=(("retransmissions", 5),),
         health_state="fault",
-        optical=OpticalReport(present=True, temperature_celsius=47.0, rx_power_watts=((1, 1e-3),),
-                              thresholds=(("rx_power_watts", "low", 1.445e-4),)),
+        optical=OpticalReport(
+            present=True,
+            temperature_celsius=47.0,
+            rx_power_watts=((1, 1e-3),),
+            thresholds=(("rx_power_watts", "low", 1.445e-4),),
+        ),
         info=(("ip", "10.0.0.1"), ("peer_port", "400GE1/1/1:1")),
     )
-    chip = ChipLinks(0, 0, hccs=(HccsLink(6, healthy=False, crc_errors=42),),
-                     hccs_bandwidth=((6, 1e9, 2e9),), pcie_errors=(("rx", 991),),
-                     sio_crc_errors=(("receive", 1),))
+    chip = ChipLinks(
+        0,
+        0,
+        hccs=(HccsLink(6, healthy=False, crc_errors=42),),
+        hccs_bandwidth=((6, 1e9, 2e9),),
+        pcie_errors=(("rx", 991),),
+        sio_crc_errors=(("receive", 1),),
+    )
     text = exposition(NetworkView(ports=(port,), chips=(chip,)))
     assert promtool_problems(text) == ""
     found = samples(text)
     assert value(found, "npu_network_carrier_changes_total", **PORT) == 5
     assert value(found, "npu_network_receive_bytes_total", **PORT) == 10
     assert value(found, "npu_network_receive_errors_total", **PORT, kind="fcs") == 7
-    assert value(found, "npu_network_pause_frames_total", **PORT, direction="receive",
-                 kind="pfc") == 9
-    assert value(found, "npu_network_pfc_frames_total", **PORT, direction="receive",
-                 priority="3") == 9
+    assert (
+        value(found, "npu_network_pause_frames_total", **PORT, direction="receive", kind="pfc") == 9
+    )
+    assert (
+        value(found, "npu_network_pfc_frames_total", **PORT, direction="receive", priority="3") == 9
+    )
     assert value(found, "npu_roce_errors_total", **PORT, kind="retransmissions") == 5
     assert value(found, "npu_network_health_state", **PORT, state="fault") == 1
     assert value(found, "npu_network_health_state", **PORT, state="success") == 0
-    assert value(found, "npu_network_info", **PORT, ip="10.0.0.1", peer_switch="",
-                 peer_port="400GE1/1/1:1") == 1
+    assert (
+        value(
+            found,
+            "npu_network_info",
+            **PORT,
+            ip="10.0.0.1",
+            peer_switch="",
+            peer_port="400GE1/1/1:1",
+        )
+        == 1
+    )
     assert value(found, "npu_optical_rx_power_watts", **PORT, lane="1") == 1e-3
     assert value(found, "npu_optical_rx_power_threshold_watts", **PORT, bound="low") == 1.445e-4
     assert value(found, "npu_optical_present", **PORT) == 1
     assert value(found, "npu_hccs_up", npu="0", chip="0", link="6") == 0
     assert value(found, "npu_hccs_crc_errors_total", npu="0", chip="0", link="6") == 42
     assert value(found, "npu_hccs_lanes", npu="0", chip="0", link="6") is None  # not printed
-    assert value(found, "npu_hccs_receive_bandwidth_bytes_per_second", npu="0", chip="0",
-                 link="6") == 2e9
+    assert (
+        value(found, "npu_hccs_receive_bandwidth_bytes_per_second", npu="0", chip="0", link="6")
+        == 2e9
+    )
     assert value(found, "npu_pcie_errors_total", npu="0", chip="0", kind="rx") == 991
     assert value(found, "npu_sio_crc_errors_total", npu="0", chip="0", direction="receive") == 1
 

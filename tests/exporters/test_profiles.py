@@ -26,11 +26,23 @@ from tests.helpers.http import get
 
 STEP = StepStats(4, 0.3, 0.3, 0.31, 0.32)
 GOOD = ProfileSummary(
-    workload="llama", layout="torch_npu", capture_time_seconds=None, step=STEP, phases=(),
-    op_total_seconds=1.0, op_time_ratio=(OpShare("MatMul", "ai_core", 0.5, 0.5, 3),),
-    core_type_time_ratio=(), ai_cpu_seconds=None, ai_cpu_count=None,
-    format_conversion_seconds=None, format_conversion_ratio=None, dynamic_shape_op_count=None,
-    op_types_inferred=False, ranks=(), rank_spread=(), bottlenecks=(),
+    workload="llama",
+    layout="torch_npu",
+    capture_time_seconds=None,
+    step=STEP,
+    phases=(),
+    op_total_seconds=1.0,
+    op_time_ratio=(OpShare("MatMul", "ai_core", 0.5, 0.5, 3),),
+    core_type_time_ratio=(),
+    ai_cpu_seconds=None,
+    ai_cpu_count=None,
+    format_conversion_seconds=None,
+    format_conversion_ratio=None,
+    dynamic_shape_op_count=None,
+    op_types_inferred=False,
+    ranks=(),
+    rank_spread=(),
+    bottlenecks=(),
 )
 
 
@@ -77,15 +89,18 @@ def test_a_clean_view_skips_nothing() -> None:
     found = samples(scrape(snapshot(GOOD)))
     assert value(found, "npumon_profile_render_skipped", reason="family") == 0
     assert value(found, "npumon_profile_render_skipped", reason="non_finite") == 0
-    assert value(found, "npu_op_time_ratio", workload="llama", op_type="MatMul",
-                 core_type="ai_core") == 0.5
+    assert (
+        value(found, "npu_op_time_ratio", workload="llama", op_type="MatMul", core_type="ai_core")
+        == 0.5
+    )
 
 
 @pytest.mark.integration
 def test_a_mistyped_summary_never_makes_metrics_a_500_over_http() -> None:
     snap = snapshot(MISTYPED["op type as a number"], last_success_timestamp=math.nan)
-    exposition = Exposition(NpuCollector(lambda: snap, "test").exposition, CollectorRegistry(),
-                            lambda: snap)
+    exposition = Exposition(
+        NpuCollector(lambda: snap, "test").exposition, CollectorRegistry(), lambda: snap
+    )
     server = serve(exposition, "127.0.0.1:0", None, lambda: True)
     try:
         base = f"http://127.0.0.1:{server.port}"
@@ -110,22 +125,29 @@ def test_ranks_and_communication_families_from_a_real_export() -> None:
     summary = replace(analyze_path(tree / "pp2dp2_level2").summary, workload="llama")
     found = samples(scrape(snapshot(summary)))
     rank2 = next(r for r in summary.ranks if r.rank == "rank2")
-    assert value(found, "npu_rank_step_duration_seconds", workload="llama", rank="rank2",
-                 stat="mean") == pytest.approx(rank2.step_seconds)
+    assert value(
+        found, "npu_rank_step_duration_seconds", workload="llama", rank="rank2", stat="mean"
+    ) == pytest.approx(rank2.step_seconds)
     computing = next(p.seconds for p in rank2.phases if p.phase == "computing")
-    assert value(found, "npu_rank_step_duration_seconds", workload="llama", rank="rank2",
-                 stat="computing") == pytest.approx(computing)
-    assert value(found, "npu_profile_bottleneck", workload="llama",
-                 kind="pipeline_imbalance") == 1
+    assert value(
+        found, "npu_rank_step_duration_seconds", workload="llama", rank="rank2", stat="computing"
+    ) == pytest.approx(computing)
+    assert value(found, "npu_profile_bottleneck", workload="llama", kind="pipeline_imbalance") == 1
     assert value(found, "npu_profile_bottleneck", workload="llama", kind="slow_rank") == 0
     hccs = next(x for x in summary.links if x.link_type == "HCCS")
-    assert value(found, "npu_communication_link_bandwidth_bytes_per_second", workload="llama",
-                 link_type="HCCS") == pytest.approx(hccs.bandwidth_bytes_per_second)
+    assert value(
+        found,
+        "npu_communication_link_bandwidth_bytes_per_second",
+        workload="llama",
+        link_type="HCCS",
+    ) == pytest.approx(hccs.bandwidth_bytes_per_second)
     level1 = replace(analyze_path(tree / "text_level1").summary, workload="llama")
     found = samples(scrape(snapshot(level1)))
-    assert value(found, "npu_communication_time_ratio", workload="llama",
-                 collective="all_reduce") == pytest.approx(level1.communication[0].ratio)
+    assert value(
+        found, "npu_communication_time_ratio", workload="llama", collective="all_reduce"
+    ) == pytest.approx(level1.communication[0].ratio)
     times = level1.comm_times
     assert times is not None
     assert value(found, "npu_communication_wait_ratio", workload="llama") == pytest.approx(
-        times.wait_seconds / (times.wait_seconds + times.transit_seconds))
+        times.wait_seconds / (times.wait_seconds + times.transit_seconds)
+    )

@@ -52,8 +52,7 @@ def test_the_registry_follows_npumon_families() -> None:
     text = exposition(False).decode()
     assert text.startswith("npu_x 1\n") and "npumon_config_last_reload_successful 1.0" in text
     om = exposition(True).decode()
-    assert om.index("npu_x") < om.index("npumon_config_last_reload_successful") < om.index(
-        "# EOF")
+    assert om.index("npu_x") < om.index("npumon_config_last_reload_successful") < om.index("# EOF")
 
 
 def test_scrapes_during_a_render_wait_for_it_and_reuse_it() -> None:

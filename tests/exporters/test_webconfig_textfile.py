@@ -165,12 +165,15 @@ def _check_config(tmp_path: Path, web: str | None, capsys: pytest.CaptureFixture
     return f"{code} {out}{err}"
 
 
-@pytest.mark.parametrize(("web", "message"), [
-    (None, "No such file"),
-    ("basic_auth_users: [a, b\n", "(file):"),
-    ("basic_auth_users:\n  prom: secret\n", "basic_auth_users.prom: Value error, not a bcrypt"),
-    ("tls_server_config: {cert_file: no.crt, key_file: no.key}\n", "cannot read"),
-])
+@pytest.mark.parametrize(
+    ("web", "message"),
+    [
+        (None, "No such file"),
+        ("basic_auth_users: [a, b\n", "(file):"),
+        ("basic_auth_users:\n  prom: secret\n", "basic_auth_users.prom: Value error, not a bcrypt"),
+        ("tls_server_config: {cert_file: no.crt, key_file: no.key}\n", "cannot read"),
+    ],
+)
 def test_check_config_checks_the_web_config(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], web: str | None, message: str
 ) -> None:

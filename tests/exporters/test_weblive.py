@@ -89,9 +89,20 @@ def test_web_config_file_flag_wins_over_the_config(tmp_path: Path) -> None:
     npumon = Path(sys.executable).parent / "npumon"
     with log.open("wb") as out:
         daemon = subprocess.Popen(
-            [str(npumon), "run", "--config", str(config), "--web.listen-address", "127.0.0.1:0",
-             "--web.config.file", str(web), "--web.max-requests", "7"],
-            stdout=subprocess.DEVNULL, stderr=out,
+            [
+                str(npumon),
+                "run",
+                "--config",
+                str(config),
+                "--web.listen-address",
+                "127.0.0.1:0",
+                "--web.config.file",
+                str(web),
+                "--web.max-requests",
+                "7",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=out,
         )
     try:
         port = reported_port(log, process=daemon)

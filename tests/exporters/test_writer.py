@@ -52,13 +52,15 @@ def _write(family: Metric, openmetrics: bool) -> str:
 
 @pytest.mark.parametrize("openmetrics", [False, True], ids=["text", "openmetrics"])
 def test_label_values_and_help_are_escaped_per_the_format(openmetrics: bool) -> None:
-    family = CounterMetricFamily("npu_x", 'a "quoted" help \\ with\na line feed',
-                                 labels=("path",))
+    family = CounterMetricFamily("npu_x", 'a "quoted" help \\ with\na line feed', labels=("path",))
     family.add_metric(['C:\\dir "x"\nnext'], 2.0)
     ours = _write(family, openmetrics)
     assert 'npu_x_total{path="C:\\\\dir \\"x\\"\\nnext"} 2.0\n' in ours
-    reference = (generate_openmetrics if openmetrics else generate_latest)(
-        _One(family)).decode().removesuffix("# EOF\n")  # type: ignore[arg-type]
+    reference = (
+        (generate_openmetrics if openmetrics else generate_latest)(_One(family))
+        .decode()
+        .removesuffix("# EOF\n")
+    )  # type: ignore[arg-type]
     assert ours == reference
 
 
@@ -68,8 +70,9 @@ def test_other_families_go_to_prometheus_client() -> None:
     assert _write(timed, False) == generate_latest(_One(timed)).decode()  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("name", "labels"), [("npu-bad", ()), ("npu_ok", ("bad-label",)),
-                                              ("npu_ok", ("__reserved",))])
+@pytest.mark.parametrize(
+    ("name", "labels"), [("npu-bad", ()), ("npu_ok", ("bad-label",)), ("npu_ok", ("__reserved",))]
+)
 def test_a_bad_name_fails_when_the_table_is_built(name: str, labels: tuple[str, ...]) -> None:
     with pytest.raises(ValueError, match="invalid"):
         if labels:

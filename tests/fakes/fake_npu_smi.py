@@ -31,8 +31,10 @@ import sys
 import time
 from pathlib import Path
 
-FLOOD_ROW = ("| 1       0                 | 19341         | VLLMWorker_TP            "
-             "| 58472                   |\n")
+FLOOD_ROW = (
+    "| 1       0                 | 19341         | VLLMWorker_TP            "
+    "| 58472                   |\n"
+)
 
 
 def _matches(pattern: str, argv: str) -> bool:
@@ -57,8 +59,9 @@ def _flood(total: int) -> None:
 
 
 def _linger(seconds: float, pidfile: Path | None) -> None:
-    helper = subprocess.Popen([sys.executable, "-S", "-c", f"import time; time.sleep({seconds})"],
-                              start_new_session=True)  # inherits our stdout and stderr
+    helper = subprocess.Popen(
+        [sys.executable, "-S", "-c", f"import time; time.sleep({seconds})"], start_new_session=True
+    )  # inherits our stdout and stderr
     if pidfile is not None:
         pidfile.write_text(str(helper.pid))
 
@@ -67,8 +70,9 @@ def _options() -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser()
     parser.add_argument("--node", type=Path, required=True)
     parser.add_argument("--section", default="commands")
-    parser.add_argument("--commands", type=Path, default=None,
-                        help="a JSON file of node.yaml's commands")
+    parser.add_argument(
+        "--commands", type=Path, default=None, help="a JSON file of node.yaml's commands"
+    )
     parser.add_argument("--hang-on", default=None)
     parser.add_argument("--hang-seconds", type=float, default=3600.0)
     parser.add_argument("--fail-on", default=None)
@@ -93,8 +97,11 @@ def main() -> int:
     if options.garbage_on is not None and _matches(options.garbage_on, argv):
         sys.stdout.write("| \x00\x01 garbage || 12 / / NA |\n+==+\n| 0  x |\n")
         return 0
-    commands = (json.loads(options.commands.read_text()) if options.commands
-                else _node_commands(options.node, options.section))
+    commands = (
+        json.loads(options.commands.read_text())
+        if options.commands
+        else _node_commands(options.node, options.section)
+    )
     for pattern, fixture in commands.items():
         if _matches(pattern, argv):
             sys.stdout.write((options.node / fixture).read_text())

@@ -24,11 +24,16 @@ CRDS = ROOT / "tests" / "fixtures" / "crds"
 REGENERATE = "run `make generate` (deploy/helm/generate.py) and commit the result"
 # the chart's kubeVersion floor, and the newest Kubernetes kubernetes-validate has schemas for
 K8S_VERSIONS = ("1.25.0", kubernetes_validate.latest_version())
-CRD_KINDS = {"ServiceMonitor": "servicemonitors", "PodMonitor": "podmonitors",
-             "PrometheusRule": "prometheusrules"}
+CRD_KINDS = {
+    "ServiceMonitor": "servicemonitors",
+    "PodMonitor": "podmonitors",
+    "PrometheusRule": "prometheusrules",
+}
 
-def render(values: dict[str, Any] | None = None, *, name: str = "npumon",
-           namespace: str = "npumon") -> list[dict[str, Any]]:
+
+def render(
+    values: dict[str, Any] | None = None, *, name: str = "npumon", namespace: str = "npumon"
+) -> list[dict[str, Any]]:
     """The chart's manifests as Helm renders them for an install (NOTES.txt left out)."""
     return copy.deepcopy(_render(json.dumps(values or {}, sort_keys=True), name, namespace))
 
@@ -36,8 +41,7 @@ def render(values: dict[str, Any] | None = None, *, name: str = "npumon",
 @cache
 def _render(values: str, name: str, namespace: str) -> list[dict[str, Any]]:
     with helm.Chart.load(CHART) as chart:
-        rendered = chart.render(json.loads(values), name=name, namespace=namespace,
-                                is_install=True)
+        rendered = chart.render(json.loads(values), name=name, namespace=namespace, is_install=True)
     documents = []
     for path, text in sorted(rendered.items()):
         if path.endswith(".yaml"):
@@ -75,8 +79,11 @@ def _strict(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
     result = {k: _strict(v) for k, v in schema.items()}
-    if ("properties" in result and "additionalProperties" not in result
-            and not result.get("x-kubernetes-preserve-unknown-fields")):
+    if (
+        "properties" in result
+        and "additionalProperties" not in result
+        and not result.get("x-kubernetes-preserve-unknown-fields")
+    ):
         result["additionalProperties"] = False
     return result
 
@@ -89,10 +96,13 @@ def crd_schema(kind: str) -> dict[str, Any]:
     schema: dict[str, Any] = _strict(version["schema"]["openAPIV3Schema"])
     # the API server checks metadata as an ObjectMeta; here: names and string labels
     schema["properties"]["metadata"] = {
-        "type": "object", "required": ["name", "namespace"],
-        "properties": {"labels": {"type": "object", "additionalProperties": {"type": "string"}},
-                       "annotations": {"type": "object",
-                                       "additionalProperties": {"type": "string"}}}}
+        "type": "object",
+        "required": ["name", "namespace"],
+        "properties": {
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+    }
     return schema
 
 
@@ -102,8 +112,9 @@ def validate_crd(document: dict[str, Any]) -> None:
 
 
 def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("npumon_chart_generate",
-                                                  ROOT / "deploy" / "helm" / "generate.py")
+    spec = importlib.util.spec_from_file_location(
+        "npumon_chart_generate", ROOT / "deploy" / "helm" / "generate.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -23,12 +23,18 @@ class Processes:
         self.env = {**env, MARKER: run_id}
         self.running: list[subprocess.Popen[bytes]] = []
 
-    def start(self, argv: list[str], log: Path,
-              env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    def start(
+        self, argv: list[str], log: Path, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         with log.open("ab") as out:
-            process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                       env={**self.env, **(env or {})}, cwd=log.parent,
-                                       start_new_session=True)
+            process = subprocess.Popen(
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**self.env, **(env or {})},
+                cwd=log.parent,
+                start_new_session=True,
+            )
         self.running.append(process)
         return process
 

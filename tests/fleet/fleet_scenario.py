@@ -1,7 +1,6 @@
 """The live fleet scenario: three simulated nodes (two profiling simulated training jobs) in two
 clusters, a dead target, and a real Prometheus with the shipped rules scraping them."""
 
-
 from __future__ import annotations
 
 import contextlib
@@ -31,16 +30,27 @@ BIN = Path(sys.executable).parent
 PROMETHEUS = shutil.which("prometheus")
 RULES = ROOT / "config" / "prometheus" / "npumon-rules.yml"
 DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
-VARIABLES = {"$cluster": ".*", "$job": "npumon", "$instance": ".*", "$npu": ".*", "$workload": ".*",
-             "$namespace": ".*",
-             "$pod": ".*", "$__range": "2m"}
+VARIABLES = {
+    "$cluster": ".*",
+    "$job": "npumon",
+    "$instance": ".*",
+    "$npu": ".*",
+    "$workload": ".*",
+    "$namespace": ".*",
+    "$pod": ".*",
+    "$__range": "2m",
+}
 
 # Profiled training jobs (npumon-sim-train), by workload name: the node whose daemon profiles
 # it and the simulated workload kind. "slowing" later restarts with a longer step (a regression).
 # "links" is captured through its torch_npu config file, not msprof: only torch_npu exports have
 # communication.json, so only it gives the link bandwidth (its HCCS is slow: slow_link).
-JOBS = {"convert": ("n910b", "conversion_bound"), "input": ("n910b", "input_bound"),
-        "slowing": ("na3", "balanced"), "links": ("n910b", "slow_link")}
+JOBS = {
+    "convert": ("n910b", "conversion_bound"),
+    "input": ("n910b", "input_bound"),
+    "slowing": ("na3", "balanced"),
+    "links": ("n910b", "slow_link"),
+}
 TORCH_CONFIG = {"links"}
 STEP_SECONDS = 0.05
 # a live Prometheus (each check is a query) is polled every 0.5 s; OSError: not up yet
@@ -101,8 +111,9 @@ def config_dir(tmp: Path, name: str) -> Path:
     return tmp / f"dynamic-profile-{name}"
 
 
-def start_job(procs: Processes, tmp: Path, name: str,
-              step_seconds: float) -> subprocess.Popen[bytes]:
+def start_job(
+    procs: Processes, tmp: Path, name: str, step_seconds: float
+) -> subprocess.Popen[bytes]:
     """A training job started with PROFILING_MODE=dynamic, so msprof can attach to it."""
     argv = [str(train_bin(tmp)), "--profile", JOBS[name][1], "--step-seconds", f"{step_seconds:g}"]
     if name in TORCH_CONFIG:
@@ -117,33 +128,50 @@ def profiling(tmp: Path, node: str) -> dict[str, Any]:
     """Captures back to back (interval 1 s; each takes seconds here), and a baseline from the
     first capture on (default: three), so a regression can show within the test's minute."""
     # the command line is `python3 <script> ...`: the script path follows the interpreter
-    targets = [{"workload": name, "cmdline": f" {re.escape(str(train_bin(tmp)))} --profile {kind} ",
-                **({"mode": "torch_npu_config", "config_dir": str(config_dir(tmp, name))}
-                   if name in TORCH_CONFIG else {})}
-               for name, (where, kind) in JOBS.items() if where == node]
+    targets = [
+        {
+            "workload": name,
+            "cmdline": f" {re.escape(str(train_bin(tmp)))} --profile {kind} ",
+            **(
+                {"mode": "torch_npu_config", "config_dir": str(config_dir(tmp, name))}
+                if name in TORCH_CONFIG
+                else {}
+            ),
+        }
+        for name, (where, kind) in JOBS.items()
+        if where == node
+    ]
     return {
-        "enabled": True, "interval": "1s", "duration": "500ms", "discover": False,
-        "targets": targets, "msprof": {"command": [str(BIN / "npumon-sim-msprof")]},
+        "enabled": True,
+        "interval": "1s",
+        "duration": "500ms",
+        "discover": False,
+        "targets": targets,
+        "msprof": {"command": [str(BIN / "npumon-sim-msprof")]},
         "timeouts": {"start": "10s", "stop": "10s", "export": "20s", "analysis": "20s"},
-        "disk_quota": "256MiB", "baseline": {"min_captures": 1},
+        "disk_quota": "256MiB",
+        "baseline": {"min_captures": 1},
     }
 
 
 def node_config(tmp: Path, name: str, scenario: str | Path) -> Path:
     config: dict[str, Any] = {
-        "npu_smi": {"command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", str(scenario)],
-                    # a full health pass asks 7 queries per chip (health, ecc, memory, hccs,
-                    # hccs-bw, pcie-err, sio-info): every 5 s, not every second, on 3 nodes
-                    "intervals": {"table": "1s", "detail": "1s", "health": "5s"}},
+        "npu_smi": {
+            "command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", str(scenario)],
+            # a full health pass asks 7 queries per chip (health, ecc, memory, hccs,
+            # hccs-bw, pcie-err, sio-info): every 5 s, not every second, on 3 nodes
+            "intervals": {"table": "1s", "detail": "1s", "health": "5s"},
+        },
         "state_directory": str(tmp / f"state-{name}"),
         # only n910b has a kubelet: the others judge allocation by memory
-        "kubernetes": {"pod_resources_socket": str(tmp / f"kubelet-{name}.sock"),
-                       "interval": "1s"},
+        "kubernetes": {"pod_resources_socket": str(tmp / f"kubelet-{name}.sock"), "interval": "1s"},
     }
     if name == "n910b":  # the 310P node has no hccn_tool (the source stays off there); the A3
         # node leaves it off too, to keep the machine's load down (its ports: tests/simulator)
-        config["hccn_tool"] = {"command": [str(BIN / "npumon-sim-hccn-tool"), "--scenario",
-                                           str(scenario)], "interval": "5s"}
+        config["hccn_tool"] = {
+            "command": [str(BIN / "npumon-sim-hccn-tool"), "--scenario", str(scenario)],
+            "interval": "5s",
+        }
     if any(where == name for where, _ in JOBS.values()):
         config["profiling"] = profiling(tmp, name)
     path = tmp / f"{name}.yaml"
@@ -152,20 +180,38 @@ def node_config(tmp: Path, name: str, scenario: str | Path) -> Path:
 
 
 def start_nodes(procs: Processes, tmp: Path) -> list[int]:
-    busy = "\n".join(f"  - {{npu: {n}, pid: {19330 + n}, name: python3, hbm_mb: 58472}}"
-                     for n in (0, 1, 2, 3, 4, 5))
+    busy = "\n".join(
+        f"  - {{npu: {n}, pid: {19330 + n}, name: python3, hbm_mb: 58472}}"
+        for n in (0, 1, 2, 3, 4, 5)
+    )
     scenario = tmp / "910b-test.yaml"
     scenario.write_text(SCENARIO_910B.format(epoch=time.time() - 600, processes=busy))
-    procs.start([str(BIN / "npumon-sim-kubelet"), "--scenario", str(scenario),
-                 "--socket", str(tmp / "kubelet-n910b.sock")], tmp / "kubelet.log")
+    procs.start(
+        [
+            str(BIN / "npumon-sim-kubelet"),
+            "--scenario",
+            str(scenario),
+            "--socket",
+            str(tmp / "kubelet-n910b.sock"),
+        ],
+        tmp / "kubelet.log",
+    )
     wait_for((tmp / "kubelet-n910b.sock").exists, 10, "the fake kubelet's socket")
     nodes: dict[str, str | Path] = {"n910b": scenario, "na3": "a3-8x2", "n310p": "310p-duo"}
     started = {}
     for name, scen in nodes.items():  # port 0: each daemon logs the port it got
         log = tmp / f"{name}.log"
-        started[log] = procs.start([str(BIN / "npumon"), "run",
-                                    "--config", str(node_config(tmp, name, scen)),
-                                    "--web.listen-address", "127.0.0.1:0"], log)
+        started[log] = procs.start(
+            [
+                str(BIN / "npumon"),
+                "run",
+                "--config",
+                str(node_config(tmp, name, scen)),
+                "--web.listen-address",
+                "127.0.0.1:0",
+            ],
+            log,
+        )
     return [reported_port(log, process=process) for log, process in started.items()]
 
 
@@ -190,19 +236,40 @@ def closed_port() -> int:
 
 def start_prometheus(procs: Processes, tmp: Path, ports: list[int]) -> str:
     """Cluster "a": the 910B and A3 nodes; cluster "b": the 310P node and a dead target."""
-    (tmp / "prometheus.yml").write_text(yaml.safe_dump({
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": [str(rules_with_long_for(tmp))],
-        "scrape_configs": [{"job_name": "npumon", "static_configs": [
-            {"targets": [f"127.0.0.1:{p}" for p in ports[:2]], "labels": {"cluster": "a"}},
-            {"targets": [f"127.0.0.1:{p}" for p in [*ports[2:], closed_port()]],
-             "labels": {"cluster": "b"}}]}],
-    }))
+    (tmp / "prometheus.yml").write_text(
+        yaml.safe_dump(
+            {
+                "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                "rule_files": [str(rules_with_long_for(tmp))],
+                "scrape_configs": [
+                    {
+                        "job_name": "npumon",
+                        "static_configs": [
+                            {
+                                "targets": [f"127.0.0.1:{p}" for p in ports[:2]],
+                                "labels": {"cluster": "a"},
+                            },
+                            {
+                                "targets": [f"127.0.0.1:{p}" for p in [*ports[2:], closed_port()]],
+                                "labels": {"cluster": "b"},
+                            },
+                        ],
+                    }
+                ],
+            }
+        )
+    )
     assert PROMETHEUS is not None
     log = tmp / "prometheus.log"
-    process = procs.start([PROMETHEUS, f"--config.file={tmp / 'prometheus.yml'}",
-                           f"--storage.tsdb.path={tmp / 'tsdb'}",
-                           "--web.listen-address=127.0.0.1:0"], log)
+    process = procs.start(
+        [
+            PROMETHEUS,
+            f"--config.file={tmp / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp / 'tsdb'}",
+            "--web.listen-address=127.0.0.1:0",
+        ],
+        log,
+    )
     return f"http://127.0.0.1:{reported_port(log, PROMETHEUS_LISTENING, process)}"
 
 
@@ -211,12 +278,15 @@ def slow_down(procs: Processes, tmp: Path, url: str, job: subprocess.Popen[bytes
     npumon captured it, so the regression stays the latest capture: a slower run that went on
     would, after as many captures as the fast run had, be its own baseline (a rolling median)."""
     has_baseline = 'npu_step_duration_baseline_seconds{workload="slowing"}'
-    wait_for(lambda: bool(query(url, has_baseline)), 40, "a step-time baseline of slowing",
-             **POLLING)
+    wait_for(
+        lambda: bool(query(url, has_baseline)), 40, "a step-time baseline of slowing", **POLLING
+    )
     procs.stop(job)
     slower = start_job(procs, tmp, "slowing", SLOWER_STEP_SECONDS)
-    tripled = ('npu_step_duration_seconds{workload="slowing", stat="p99"} '
-               '> ignoring (stat) 2 * npu_step_duration_baseline_seconds')
+    tripled = (
+        'npu_step_duration_seconds{workload="slowing", stat="p99"} '
+        "> ignoring (stat) 2 * npu_step_duration_baseline_seconds"
+    )
     wait_for(lambda: bool(query(url, tripled)), 30, "a capture of the slower run", **POLLING)
     procs.stop(slower)
 
@@ -225,8 +295,11 @@ def slow_down(procs: Processes, tmp: Path, url: str, job: subprocess.Popen[bytes
 # per chip, 104 calls on the A3 node) need two passes before rate() and increase() answer; on a
 # loaded machine a pass takes tens of seconds, so the fixture waits for them (seconds when idle).
 LINK_COUNTERS = (
-    "npu_network_carrier_up_changes_total", "npu_network_receive_errors_total",
-    "npu_network_pause_frames_total", "npu_hccs_crc_errors_total", "npu_sio_crc_errors_total",
+    "npu_network_carrier_up_changes_total",
+    "npu_network_receive_errors_total",
+    "npu_network_pause_frames_total",
+    "npu_hccs_crc_errors_total",
+    "npu_sio_crc_errors_total",
 )
 
 
@@ -242,8 +315,12 @@ READY = (
 
 def wait_for_link_counters(url: str) -> None:
     """Every READY expression answers."""
-    wait_for(lambda: all(query(url, expr) for expr in READY), 240,
-             "two passes of the link counters", **POLLING)
+    wait_for(
+        lambda: all(query(url, expr) for expr in READY),
+        240,
+        "two passes of the link counters",
+        **POLLING,
+    )
 
 
 def api_query(url: str, expr: str) -> dict[str, Any]:
@@ -263,33 +340,50 @@ def running_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     train_bin(tmp).parent.mkdir()
     train_bin(tmp).symlink_to(BIN / "npumon-sim-train")
     # one HOME for jobs and daemons: the simulated msprof looks for the job's socket there
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PROFILING_MODE", "NPUMON_SIM_MSPROF_HANG", "NPUMON_SIM_MSPROF_RAW_MB")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PROFILING_MODE", "NPUMON_SIM_MSPROF_HANG", "NPUMON_SIM_MSPROF_RAW_MB")
+    }
     procs = Processes(f"{os.getpid()}-{tmp.name}", {**env, "HOME": str(tmp / "home")})
     try:
         jobs = {name: start_job(procs, tmp, name, STEP_SECONDS) for name in JOBS}
         url = start_prometheus(procs, tmp, start_nodes(procs, tmp))
-        wait_for(lambda: query(url, 'count(up{job="npumon"} == 1)') == [3.0], 60,
-                 "3 targets up", **POLLING)
+        wait_for(
+            lambda: query(url, 'count(up{job="npumon"} == 1)') == [3.0],
+            60,
+            "3 targets up",
+            **POLLING,
+        )
         slow_down(procs, tmp, url, jobs["slowing"])
         wait_for_link_counters(url)
         yield url
     finally:
         stragglers = procs.close()
         if stragglers:
-            warnings.warn(f"killed processes left after their parent stopped: {stragglers}",
-                          stacklevel=1)
+            warnings.warn(
+                f"killed processes left after their parent stopped: {stragglers}", stacklevel=1
+            )
 
 
 # (dashboard, panel title, metric) of dashboard targets whose metric may add nothing to the
 # answer in this scenario, and why. test_dashboards_live.py checks each one still is.
 MAY_BE_EMPTY: dict[tuple[str, str, str], str] = {
-    ("npumon-fleet", "Least-utilized allocated chips", "npu_chip:profiling_active:max5m"):
-        "no chip is under a capture here (npu_profiling_active stays 0): the unless drops none",
-    ("npumon-fleet", "Rejected values, state errors, skipped families",
-     "npumon_values_rejected_total"): "exported once npumon rejects a value; none is rejected",
-    ("npumon-fleet", "Rejected values, state errors, skipped families",
-     "npumon_state_errors_total"): "exported once a state file cannot be read or written",
+    (
+        "npumon-fleet",
+        "Least-utilized allocated chips",
+        "npu_chip:profiling_active:max5m",
+    ): "no chip is under a capture here (npu_profiling_active stays 0): the unless drops none",
+    (
+        "npumon-fleet",
+        "Rejected values, state errors, skipped families",
+        "npumon_values_rejected_total",
+    ): "exported once npumon rejects a value; none is rejected",
+    (
+        "npumon-fleet",
+        "Rejected values, state errors, skipped families",
+        "npumon_state_errors_total",
+    ): "exported once a state file cannot be read or written",
 }
 
 

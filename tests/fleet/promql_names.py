@@ -6,11 +6,36 @@ import re
 from dataclasses import dataclass
 
 # Words that may stand where a metric name could: aggregations, set and matching keywords.
-KEYWORDS = frozenset({
-    "sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values",
-    "bottomk", "topk", "quantile", "and", "or", "unless", "by", "without", "on", "ignoring",
-    "group_left", "group_right", "bool", "offset", "atan2", "inf", "nan",
-})
+KEYWORDS = frozenset(
+    {
+        "sum",
+        "min",
+        "max",
+        "avg",
+        "group",
+        "stddev",
+        "stdvar",
+        "count",
+        "count_values",
+        "bottomk",
+        "topk",
+        "quantile",
+        "and",
+        "or",
+        "unless",
+        "by",
+        "without",
+        "on",
+        "ignoring",
+        "group_left",
+        "group_right",
+        "bool",
+        "offset",
+        "atan2",
+        "inf",
+        "nan",
+    }
+)
 # Keywords followed by a parenthesised list of label names, not expressions.
 LABEL_LIST_KEYWORDS = frozenset({"by", "without", "on", "ignoring", "group_left", "group_right"})
 
@@ -39,8 +64,7 @@ class Selector:
 def _masked(expr: str) -> str:
     """The expression with every string literal blanked to spaces (same length), so positions
     in it are positions in `expr` and no quoted text looks like a name or a bracket."""
-    return _STRING.sub(lambda m: m.group(0)[0] + " " * (len(m.group(0)) - 2) + m.group(0)[0],
-                       expr)
+    return _STRING.sub(lambda m: m.group(0)[0] + " " * (len(m.group(0)) - 2) + m.group(0)[0], expr)
 
 
 def _closing(text: str, start: int, opener: str, closer: str) -> int:
@@ -86,8 +110,13 @@ def selectors(expr: str) -> list[Selector]:
         if text in "{[":  # matchers of a bare `{...}` selector, or a range / subquery
             end = _closing(masked, token.start(), text, "}" if text == "{" else "]")
             if text == "{":
-                found.append(Selector("", _matchers(expr[token.start() + 1:end - 1]),
-                                      (token.start(), token.start())))
+                found.append(
+                    Selector(
+                        "",
+                        _matchers(expr[token.start() + 1 : end - 1]),
+                        (token.start(), token.start()),
+                    )
+                )
             while index < len(tokens) and tokens[index].start() < end:
                 index += 1
             continue
@@ -97,7 +126,7 @@ def selectors(expr: str) -> list[Selector]:
             end = token.end()
             if following == "{":
                 end = _closing(masked, tokens[index + 1].start(), "{", "}")
-                matchers = _matchers(expr[tokens[index + 1].start() + 1:end - 1])
+                matchers = _matchers(expr[tokens[index + 1].start() + 1 : end - 1])
             found.append(Selector(text, matchers, token.span()))
             while index < len(tokens) and tokens[index].start() < end:
                 index += 1

@@ -19,42 +19,89 @@ DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
 RULES = ROOT / "config" / "prometheus" / "npumon-rules.yml"
 
 # The metric contract (docs/architecture.md), written out here as the families a dashboard may use.
-CONTRACT = frozenset({
-    "npu_chip_info", "npu_node_info", "npu_health_state", "npu_error_code_info",
-    "npu_aicore_utilization_ratio", "npu_aivector_utilization_ratio",
-    "npu_aicube_utilization_ratio", "npu_aicpu_utilization_ratio",
-    "npu_ctrlcpu_utilization_ratio", "npu_utilization_ratio",
-    "npu_hbm_bandwidth_utilization_ratio", "npu_memory_bandwidth_utilization_ratio",
-    "npu_power_watts", "npu_temperature_celsius", "npu_hbm_temperature_celsius",
-    "npu_hbm_used_bytes", "npu_hbm_total_bytes", "npu_memory_used_bytes", "npu_memory_total_bytes",
-    "npu_hugepages_used", "npu_hugepages_total",
-    "npu_aicore_frequency_hertz", "npu_aicore_rated_frequency_hertz",
-    "npu_throttled", "npu_hbm_ecc_errors_total", "npu_process_hbm_used_bytes",
-    "npu_profiling_active", "npu_step_duration_seconds", "npu_step_phase_seconds",
-    "npu_step_phase_ratio", "npu_op_time_ratio", "npu_core_type_time_ratio",
-    "npu_profile_bottleneck", "npu_step_duration_baseline_seconds",
-    "npu_communication_time_ratio", "npu_communication_wait_ratio",
-    "npu_communication_link_bandwidth_bytes_per_second", "npu_rank_step_duration_seconds",
-    "npumon_source_up", "npumon_source_duration_seconds",
-    "npumon_source_last_success_timestamp_seconds", "npumon_source_failures_total",
-    "npumon_captures_total", "npumon_capture_last_success_timestamp_seconds",
-    "npumon_capture_duration_seconds", "npumon_build_info",
-    # interconnect (hccn_tool, npu-smi -t hccs / sio-info / pcie-err)
-    "npu_network_up", "npu_network_speed_bytes", "npu_network_info",
-    "npu_network_health_state", "npu_network_carrier_up_changes_total",
-    "npu_network_receive_bytes_total", "npu_network_transmit_bytes_total",
-    "npu_network_receive_errors_total", "npu_network_transmit_errors_total",
-    "npu_network_pause_frames_total", "npu_roce_errors_total",
-    "npu_optical_rx_power_watts", "npu_optical_rx_power_threshold_watts",
-    "npu_hccs_crc_errors_total", "npu_sio_crc_errors_total", "npu_pcie_errors_total",
-    "npu_chip_allocation_info", "npu_chip_allocated", "npumon_attribution_problems_total",
-    # more per-chip figures and npumon's own health
-    "npu_hugepages_used_pages", "npu_hugepages_total_pages", "npu_aicore_cores",
-    "npu_memory_ecc_errors_total", "npumon_chips", "npumon_snapshot_timestamp_seconds",
-    "npumon_scrape_collector_success", "npumon_scrape_collector_duration_seconds",
-    "npumon_config_last_reload_successful", "npumon_values_rejected_total",
-    "npumon_state_errors_total", "npumon_profile_render_skipped",
-})
+CONTRACT = frozenset(
+    {
+        "npu_chip_info",
+        "npu_node_info",
+        "npu_health_state",
+        "npu_error_code_info",
+        "npu_aicore_utilization_ratio",
+        "npu_aivector_utilization_ratio",
+        "npu_aicube_utilization_ratio",
+        "npu_aicpu_utilization_ratio",
+        "npu_ctrlcpu_utilization_ratio",
+        "npu_utilization_ratio",
+        "npu_hbm_bandwidth_utilization_ratio",
+        "npu_memory_bandwidth_utilization_ratio",
+        "npu_power_watts",
+        "npu_temperature_celsius",
+        "npu_hbm_temperature_celsius",
+        "npu_hbm_used_bytes",
+        "npu_hbm_total_bytes",
+        "npu_memory_used_bytes",
+        "npu_memory_total_bytes",
+        "npu_hugepages_used",
+        "npu_hugepages_total",
+        "npu_aicore_frequency_hertz",
+        "npu_aicore_rated_frequency_hertz",
+        "npu_throttled",
+        "npu_hbm_ecc_errors_total",
+        "npu_process_hbm_used_bytes",
+        "npu_profiling_active",
+        "npu_step_duration_seconds",
+        "npu_step_phase_seconds",
+        "npu_step_phase_ratio",
+        "npu_op_time_ratio",
+        "npu_core_type_time_ratio",
+        "npu_profile_bottleneck",
+        "npu_step_duration_baseline_seconds",
+        "npu_communication_time_ratio",
+        "npu_communication_wait_ratio",
+        "npu_communication_link_bandwidth_bytes_per_second",
+        "npu_rank_step_duration_seconds",
+        "npumon_source_up",
+        "npumon_source_duration_seconds",
+        "npumon_source_last_success_timestamp_seconds",
+        "npumon_source_failures_total",
+        "npumon_captures_total",
+        "npumon_capture_last_success_timestamp_seconds",
+        "npumon_capture_duration_seconds",
+        "npumon_build_info",
+        # interconnect (hccn_tool, npu-smi -t hccs / sio-info / pcie-err)
+        "npu_network_up",
+        "npu_network_speed_bytes",
+        "npu_network_info",
+        "npu_network_health_state",
+        "npu_network_carrier_up_changes_total",
+        "npu_network_receive_bytes_total",
+        "npu_network_transmit_bytes_total",
+        "npu_network_receive_errors_total",
+        "npu_network_transmit_errors_total",
+        "npu_network_pause_frames_total",
+        "npu_roce_errors_total",
+        "npu_optical_rx_power_watts",
+        "npu_optical_rx_power_threshold_watts",
+        "npu_hccs_crc_errors_total",
+        "npu_sio_crc_errors_total",
+        "npu_pcie_errors_total",
+        "npu_chip_allocation_info",
+        "npu_chip_allocated",
+        "npumon_attribution_problems_total",
+        # more per-chip figures and npumon's own health
+        "npu_hugepages_used_pages",
+        "npu_hugepages_total_pages",
+        "npu_aicore_cores",
+        "npu_memory_ecc_errors_total",
+        "npumon_chips",
+        "npumon_snapshot_timestamp_seconds",
+        "npumon_scrape_collector_success",
+        "npumon_scrape_collector_duration_seconds",
+        "npumon_config_last_reload_successful",
+        "npumon_values_rejected_total",
+        "npumon_state_errors_total",
+        "npumon_profile_render_skipped",
+    }
+)
 
 
 def recording_rule_names() -> set[str]:
@@ -98,8 +145,12 @@ def test_panel_ids_are_unique(path: Path) -> None:
 
 
 def overlaps(a: dict[str, int], b: dict[str, int]) -> bool:
-    return (a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"]
-            and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"])
+    return (
+        a["x"] < b["x"] + b["w"]
+        and b["x"] < a["x"] + a["w"]
+        and a["y"] < b["y"] + b["h"]
+        and b["y"] < a["y"] + a["h"]
+    )
 
 
 @pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
@@ -150,8 +201,9 @@ def test_datasource_is_a_variable(path: Path) -> None:
 def test_dashboards_link_to_each_other(path: Path) -> None:
     dashboard = load(path)
     assert "npumon" in dashboard["tags"]
-    assert any(link["type"] == "dashboards" and "npumon" in link["tags"]
-               for link in dashboard["links"])
+    assert any(
+        link["type"] == "dashboards" and "npumon" in link["tags"] for link in dashboard["links"]
+    )
 
 
 @pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
@@ -167,8 +219,9 @@ def test_only_exported_metric_names(path: Path) -> None:
 
 
 def test_recording_rules_used_by_dashboards_exist() -> None:
-    used = {name for path in DASHBOARDS for expr in exprs(load(path))
-            for name in metric_names(expr)}
+    used = {
+        name for path in DASHBOARDS for expr in exprs(load(path)) for name in metric_names(expr)
+    }
     assert {name for name in used if ":" in name} <= recording_rule_names()
 
 
@@ -178,7 +231,7 @@ def test_recording_rules_used_by_dashboards_exist() -> None:
         ('sum by (instance) (npu_power_watts{instance=~"$instance"})', {"npu_power_watts"}),
         ("a and on (instance, npu) b == 1 unless ignoring (x) c", {"a", "b", "c"}),
         ('rate(x_total{l="sum(y)"}[5m] offset 1h) > bool 0.5', {"x_total"}),
-        ("max without (state) (h{state=\"ok\"} * 0 or h2 * 4) + vector(0)", {"h", "h2"}),
+        ('max without (state) (h{state="ok"} * 0 or h2 * 4) + vector(0)', {"h", "h2"}),
         ('label_values(npu_chip_info{instance=~"$instance"}, npu)', {"npu_chip_info"}),
         ("topk(10, m * on (i) group_left (name) info) / 1e9", {"m", "info"}),
     ],
@@ -189,8 +242,11 @@ def test_metric_name_tokenizer(expr: str, expected: set[str]) -> None:
 
 def test_captures_panel_lists_every_capture_result() -> None:
     workload = load(ROOT / "grafana" / "dashboards" / "npumon-workload.json")
-    panels = [p for p in all_panels(workload)
-              if any("npumon_captures_total" in t["expr"] for t in p.get("targets", []))]
+    panels = [
+        p
+        for p in all_panels(workload)
+        if any("npumon_captures_total" in t["expr"] for t in p.get("targets", []))
+    ]
     assert panels
     for panel in panels:
         described = set(re.findall(r"[a-z_]+", panel["description"]))
@@ -211,9 +267,11 @@ def test_every_selector_uses_the_cluster_and_job_variables(path: Path) -> None:
     """With instance = All (custom value .*), only the selectors' own matchers narrow them."""
     dashboard = load(path)
     queries = [(p["title"], t["expr"]) for p in all_panels(dashboard) for t in p.get("targets", [])]
-    queries += [(f"${v['name']}", unwrap_label_values(v["query"]["query"]))
-                for v in dashboard["templating"]["list"]
-                if v["type"] == "query" and v["name"] != "cluster"]
+    queries += [
+        (f"${v['name']}", unwrap_label_values(v["query"]["query"]))
+        for v in dashboard["templating"]["list"]
+        if v["type"] == "query" and v["name"] != "cluster"
+    ]
     for where, expr in queries:
         for selector in selectors(expr):
             assert selector.has("cluster", "=~", "$cluster"), (where, expr)
@@ -258,6 +316,8 @@ def test_drill_down_links_carry_cluster_and_job(path: Path) -> None:
 def test_selector_finder() -> None:
     found = selectors('sum(rate(a{x="}", y=~"$v"}[5m])) / on (i) b + {__name__="c"} * vector(1)')
     assert [(s.name, s.matchers) for s in found] == [
-        ("a", (("x", "=", '"}"'), ("y", "=~", '"$v"'))), ("b", ()),
-        ("", (("__name__", "=", '"c"'),))]
+        ("a", (("x", "=", '"}"'), ("y", "=~", '"$v"'))),
+        ("b", ()),
+        ("", (("__name__", "=", '"c"'),)),
+    ]
     assert found[0].has("y", "=~", "$v") and not found[0].has("x", "=", "{")

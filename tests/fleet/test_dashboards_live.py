@@ -64,12 +64,15 @@ def targets() -> list[Target]:
         dashboard = json.loads(path.read_text())
         rows = dashboard["panels"]
         for panel in [*rows, *(p for row in rows for p in row.get("panels", []))]:
-            found += [Target(path.stem, panel["title"], t["expr"], bool(t.get("instant")))
-                      for t in panel.get("targets", [])]
-        found += [Target(path.stem, f"${v['name']}", unwrap_label_values(v["query"]["query"]),
-                         True)
-                  for v in dashboard["templating"]["list"]
-                  if v["type"] == "query" and v["name"] != "cluster"]
+            found += [
+                Target(path.stem, panel["title"], t["expr"], bool(t.get("instant")))
+                for t in panel.get("targets", [])
+            ]
+        found += [
+            Target(path.stem, f"${v['name']}", unwrap_label_values(v["query"]["query"]), True)
+            for v in dashboard["templating"]["list"]
+            if v["type"] == "query" and v["name"] != "cluster"
+        ]
     return found
 
 
@@ -95,11 +98,14 @@ def ask(prometheus: str) -> Iterator[Any]:
     at = time.time() - 2
 
     def answer(expr: str) -> Answer:
-        data = get_json(f"{prometheus}/api/v1/query?"
-                        + urllib.parse.urlencode({"query": expr, "time": f"{at:.3f}"}))
+        data = get_json(
+            f"{prometheus}/api/v1/query?"
+            + urllib.parse.urlencode({"query": expr, "time": f"{at:.3f}"})
+        )
         assert data["status"] == "success", (expr, data)
-        return frozenset((tuple(sorted(s["metric"].items())), s["value"][1])
-                         for s in data["data"]["result"])
+        return frozenset(
+            (tuple(sorted(s["metric"].items())), s["value"][1]) for s in data["data"]["result"]
+        )
 
     def ready() -> bool:
         nonlocal at
@@ -131,7 +137,8 @@ def test_every_metric_of_a_target_shows_in_its_answer(ask: Any) -> None:
             if len(names) > 1 and not ask(substitute(only(target.expr, name))) <= whole:
                 lost.append(where)
             if target.key(name) not in MAY_BE_EMPTY and (
-                    ask(substitute(without(target.expr, name))) == whole):
+                ask(substitute(without(target.expr, name))) == whole
+            ):
                 silent.append(where)
     assert lost == [], "metrics whose own series the answer drops:\n" + "\n".join(lost)
     assert silent == [], "metrics that add nothing to their target:\n" + "\n".join(silent)
@@ -144,7 +151,8 @@ def test_every_exemption_is_still_needed(ask: Any) -> None:
     for key, target in by_key.items():
         if key in MAY_BE_EMPTY:
             assert ask(substitute(without(target.expr, key[2]))) == ask(substitute(target.expr)), (
-                f"{key} contributes now: drop it from MAY_BE_EMPTY")
+                f"{key} contributes now: drop it from MAY_BE_EMPTY"
+            )
 
 
 def cluster_instances(prometheus: str) -> dict[str, set[str]]:
@@ -205,8 +213,9 @@ def fleet_cost(target: Target, ask: Any) -> dict[str, Any]:
         matchers = ", ".join(label + op + value for label, op, value in selector.matchers)
         per_node = ask(substitute(f"max(count by (instance) ({selector.name}{{{matchers}}}))"))
         absent = target.key(selector.name) in MAY_BE_EMPTY
-        series = NODES * max((int(value) for _, value in per_node),
-                             default=ABSENT_PER_NODE if absent else 0)
+        series = NODES * max(
+            (int(value) for _, value in per_node), default=ABSENT_PER_NODE if absent else 0
+        )
         window = window_seconds(target.expr, selector.span[1]) // SAMPLE_SECONDS
         read += series
         samples += series * (max(window, 1) if target.instant else POINTS + window)
@@ -234,6 +243,11 @@ def test_fleet_panels_stay_bounded_at_1000_nodes(ask: Any) -> None:
         if f"| {target.title} |" not in doc:
             problems.append(f"{target.title}: not in the table of docs/dashboards.md")
     assert problems == [], "\n".join(problems)
-    panels = [p for p in json.loads((ROOT / "grafana" / "dashboards" / "npumon-fleet.json")
-                                    .read_text())["panels"] if p["type"] != "row"]
+    panels = [
+        p
+        for p in json.loads((ROOT / "grafana" / "dashboards" / "npumon-fleet.json").read_text())[
+            "panels"
+        ]
+        if p["type"] != "row"
+    ]
     assert all(p.get("maxDataPoints", 10**6) <= 1000 for p in panels)

@@ -20,16 +20,20 @@ IMAGE = f"npumon:{VERSION}"  # the one image name, everywhere
 BIN = Path(sys.executable).parent
 CHART_TEMPLATES = DEPLOY / "helm" / "npumon" / "templates"  # Go templates, not YAML until rendered
 YAML_FILES = sorted(
-    [p for p in [*DEPLOY.rglob("*.yaml"), *DEPLOY.rglob("*.yml")]
-     if not p.is_relative_to(CHART_TEMPLATES)]
+    [
+        p
+        for p in [*DEPLOY.rglob("*.yaml"), *DEPLOY.rglob("*.yml")]
+        if not p.is_relative_to(CHART_TEMPLATES)
+    ]
     + [*(ROOT / "grafana").rglob("*.yml"), *(ROOT / "config" / "prometheus").glob("*.yml")]
 )
 SIM_CONFIGS = sorted((DEPLOY / "compose").glob("sim-*.yaml"))
 
 
 def run(*argv: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=60,
-                          check=False, cwd=ROOT)
+    return subprocess.run(
+        [str(a) for a in argv], capture_output=True, text=True, timeout=60, check=False, cwd=ROOT
+    )
 
 
 def compose() -> dict[str, Any]:
@@ -46,8 +50,12 @@ def test_yaml_parses(path: Path) -> None:
 
 def test_compose_mounts_files_that_exist() -> None:
     services = compose()["services"]
-    sources = [volume.split(":")[0] for service in services.values()
-               for volume in service.get("volumes", []) if volume.startswith(".")]
+    sources = [
+        volume.split(":")[0]
+        for service in services.values()
+        for volume in service.get("volumes", [])
+        if volume.startswith(".")
+    ]
     assert len(sources) >= 6
     for source in sources:
         assert (DEPLOY / source).exists(), source
@@ -73,8 +81,13 @@ def test_compose_runs_three_families_on_their_configs() -> None:
 def test_compose_prometheus_scrapes_every_node() -> None:
     services = compose()["services"]
     config = yaml.safe_load((DEPLOY / "prometheus.yml").read_text())
-    targets = {t for job in config["scrape_configs"] if job["job_name"] == "npumon"
-               for group in job["static_configs"] for t in group["targets"]}
+    targets = {
+        t
+        for job in config["scrape_configs"]
+        if job["job_name"] == "npumon"
+        for group in job["static_configs"]
+        for t in group["targets"]
+    }
     nodes = {name for name, s in services.items() if is_node(s)}
     assert targets == {f"{name}:9732" for name in nodes}
 
@@ -88,8 +101,9 @@ def test_the_910b_node_reads_pods_from_its_fake_kubelet() -> None:
     kubelet, node = services["kubelet-910b"], services["npumon-910b"]
     assert kubelet["entrypoint"] == ["npumon-sim-kubelet"]
     socket = kubelet["command"][kubelet["command"].index("--socket") + 1]
-    shared = {v.split(":")[0] for v in kubelet["volumes"]} & {v.split(":")[0] for v in
-                                                               node["volumes"]}  # fmt: skip
+    shared = {v.split(":")[0] for v in kubelet["volumes"]} & {
+        v.split(":")[0] for v in node["volumes"]
+    }
     assert shared == {"kubelet-910b"}
     config = yaml.safe_load((DEPLOY / "compose" / "sim-910b.yaml").read_text())
     assert config["kubernetes"]["pod_resources_socket"] == socket
@@ -117,8 +131,11 @@ def test_kustomization_lists_every_manifest() -> None:
     assert listed == {p.name for p in folder.glob("*.yaml")} - {"kustomization.yaml"}
     namespace = yaml.safe_load((folder / "namespace.yaml").read_text())
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
-    namespaces = {d["metadata"]["namespace"] for d in
-                  yaml.safe_load_all((folder / "npumon.yaml").read_text()) if d is not None}
+    namespaces = {
+        d["metadata"]["namespace"]
+        for d in yaml.safe_load_all((folder / "npumon.yaml").read_text())
+        if d is not None
+    }
     assert namespaces == {namespace["metadata"]["name"]}
 
 
@@ -140,18 +157,29 @@ def _unit_settings(path: Path) -> dict[str, str]:
 def test_systemd_unit_has_exactly_the_documented_capabilities() -> None:
     unit = _unit_settings(DEPLOY / "systemd" / "npumon.service")
     assert set(unit["CapabilityBoundingSet"].split()) == {
-        "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_SYS_PTRACE"}
+        "CAP_DAC_OVERRIDE",
+        "CAP_DAC_READ_SEARCH",
+        "CAP_SYS_PTRACE",
+    }
     assert unit["AmbientCapabilities"] == "" and unit["NoNewPrivileges"] == "yes"
     nonroot = _unit_settings(DEPLOY / "systemd" / "npumon-nonroot.conf")
-    assert nonroot == {"User": "npumon", "Group": "HwHiAiUser", "CapabilityBoundingSet": "",
-                       "AmbientCapabilities": ""}
+    assert nonroot == {
+        "User": "npumon",
+        "Group": "HwHiAiUser",
+        "CapabilityBoundingSet": "",
+        "AmbientCapabilities": "",
+    }
     documented = (DEPLOY.parent / "docs" / "privileges.md").read_text()
     assert all(cap in documented for cap in unit["CapabilityBoundingSet"].split())
 
 
 def test_one_image_name_everywhere() -> None:
-    files = [ROOT / "README.md", DEPLOY / "docker-compose.yml",
-             DEPLOY / "kubernetes" / "npumon.yaml", DEPLOY / "helm" / "npumon" / "values.yaml"]
+    files = [
+        ROOT / "README.md",
+        DEPLOY / "docker-compose.yml",
+        DEPLOY / "kubernetes" / "npumon.yaml",
+        DEPLOY / "helm" / "npumon" / "values.yaml",
+    ]
     for path in files:
         names = set(re.findall(r"\bnpumon:(?:latest|dev|\d[\w.-]*)", path.read_text()))
         assert names <= {IMAGE}, (path, names)

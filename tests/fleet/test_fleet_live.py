@@ -29,11 +29,17 @@ def dashboard_exprs() -> list[tuple[str, str]]:
         dashboard = json.loads(path.read_text())
         rows = dashboard["panels"]
         panels = [*rows, *(p for row in rows for p in row.get("panels", []))]
-        found += [(f"{path.stem} / {p['title']}", t["expr"])
-                  for p in panels for t in p.get("targets", [])]
-        found += [(f"{path.stem} / ${v['name']}",
-                   v["query"]["query"].removeprefix("label_values(").rsplit(",", 1)[0])
-                  for v in dashboard["templating"]["list"] if v["type"] == "query"]
+        found += [
+            (f"{path.stem} / {p['title']}", t["expr"]) for p in panels for t in p.get("targets", [])
+        ]
+        found += [
+            (
+                f"{path.stem} / ${v['name']}",
+                v["query"]["query"].removeprefix("label_values(").rsplit(",", 1)[0],
+            )
+            for v in dashboard["templating"]["list"]
+            if v["type"] == "query"
+        ]
     return [(where, substitute(expr)) for where, expr in found]
 
 
@@ -45,8 +51,11 @@ def test_every_dashboard_query_parses_and_returns_data(prometheus: str) -> None:
         assert answer["status"] == "success", (where, expr, answer)
     # Recording rules need an evaluation after the first scrapes, and the profiled workloads
     # a few captures: poll until every query answers.
-    empty = [(w, e) for w, e in exprs  # (those MAY_BE_EMPTY excepted)
-             if not may_be_empty(*w.split(" / ", 1), metric_names(e))]
+    empty = [
+        (w, e)
+        for w, e in exprs  # (those MAY_BE_EMPTY excepted)
+        if not may_be_empty(*w.split(" / ", 1), metric_names(e))
+    ]
 
     def all_answer() -> bool:
         nonlocal empty
@@ -67,9 +76,12 @@ def test_the_torch_npu_job_shows_its_slow_link(prometheus: str) -> None:
     assert query(prometheus, hccs) == [pytest.approx(3e9)]
     assert query(prometheus, slow) == [1.0]
     assert query(prometheus, 'npu_profile_bottleneck{kind="slow_link"} == 1') == [1.0]
-    assert {s["metric"]["workload"] for s in api_query(
-        prometheus, "npu_communication_link_bandwidth_bytes_per_second")["data"]["result"]} \
-        == {"links"}
+    assert {
+        s["metric"]["workload"]
+        for s in api_query(prometheus, "npu_communication_link_bandwidth_bytes_per_second")["data"][
+            "result"
+        ]
+    } == {"links"}
 
 
 def pending(url: str) -> list[dict[str, str]]:
@@ -86,9 +98,11 @@ def node_of(url: str, name: str) -> str:
 
 
 def test_expected_alerts_reach_pending(prometheus: str) -> None:
-    instances = {t["labels"]["instance"]
-                 for t in get_json(f"{prometheus}/api/v1/targets")["data"]["activeTargets"]
-                 if t["health"] == "up"}
+    instances = {
+        t["labels"]["instance"]
+        for t in get_json(f"{prometheus}/api/v1/targets")["data"]["activeTargets"]
+        if t["health"] == "up"
+    }
     assert len(instances) == 3  # and the dead target of cluster b
     n910b, na3 = node_of(prometheus, "910B3"), node_of(prometheus, "Ascend910")
     expected = [
@@ -96,20 +110,50 @@ def test_expected_alerts_reach_pending(prometheus: str) -> None:
         {"alertname": "NpuTemperatureNearLimit", "instance": n910b, "npu": "3"},
         {"alertname": "NpuHealthCritical", "instance": n910b, "npu": "5"},
         # the fault table: 8C03A000 is restart_npu (pages), A4025021 not_handle (silent)
-        {"alertname": "NpuFaultNeedsChipAction", "instance": n910b, "npu": "5",
-         "code": "8C03A000", "level": "restart_npu", "severity": "critical"},
+        {
+            "alertname": "NpuFaultNeedsChipAction",
+            "instance": n910b,
+            "npu": "5",
+            "code": "8C03A000",
+            "level": "restart_npu",
+            "severity": "critical",
+        },
         {"alertname": "NpuAllocatedChipLowUtilization", "instance": n910b, "npu": "6"},
         {"alertname": "NpuAllocatedChipIdle", "instance": n910b, "npu": "6"},
-        {"alertname": "NpuAllocatedChipLowUtilization", "instance": n910b, "npu": "6",
-         "namespace": "research", "pod": "notebook"},
-        {"alertname": "NpuAllocatedChipUnused", "instance": n910b, "npu": "7",
-         "namespace": "research", "pod": "idle-notebook", "container": "jupyter"},
-        {"alertname": "NpuThermalThrottling", "instance": n910b, "npu": "3",
-         "namespace": "ml", "pod": "train-0"},
-        {"alertname": "NpuWorkloadBottleneck", "instance": n910b, "workload": "convert",
-         "kind": "format_conversion"},
-        {"alertname": "NpuWorkloadBottleneck", "instance": n910b, "workload": "input",
-         "kind": "input_pipeline"},
+        {
+            "alertname": "NpuAllocatedChipLowUtilization",
+            "instance": n910b,
+            "npu": "6",
+            "namespace": "research",
+            "pod": "notebook",
+        },
+        {
+            "alertname": "NpuAllocatedChipUnused",
+            "instance": n910b,
+            "npu": "7",
+            "namespace": "research",
+            "pod": "idle-notebook",
+            "container": "jupyter",
+        },
+        {
+            "alertname": "NpuThermalThrottling",
+            "instance": n910b,
+            "npu": "3",
+            "namespace": "ml",
+            "pod": "train-0",
+        },
+        {
+            "alertname": "NpuWorkloadBottleneck",
+            "instance": n910b,
+            "workload": "convert",
+            "kind": "format_conversion",
+        },
+        {
+            "alertname": "NpuWorkloadBottleneck",
+            "instance": n910b,
+            "workload": "input",
+            "kind": "input_pipeline",
+        },
         {"alertname": "NpuStepTimeRegression", "instance": na3, "workload": "slowing"},
         {"alertname": "NpuNetworkLinkDownOnAllocatedChip", "instance": n910b, "npu": "0"},
         {"alertname": "NpuNetworkLinkFlapping", "instance": n910b, "npu": "2"},
@@ -120,13 +164,19 @@ def test_expected_alerts_reach_pending(prometheus: str) -> None:
         {"alertname": "NpuSioCrcErrors", "instance": na3, "npu": "4", "chip": "1"},
     ]
     with contextlib.suppress(AssertionError):  # the assertion below names what is missing
-        wait_for(lambda: all(has(pending(prometheus), **e) for e in expected), 30,
-                 "alerts pending", **POLLING)
+        wait_for(
+            lambda: all(has(pending(prometheus), **e) for e in expected),
+            30,
+            "alerts pending",
+            **POLLING,
+        )
     alerts = pending(prometheus)
     assert [e for e in expected if not has(alerts, **e)] == [], "not pending"
     # NPU 3 of the A3 node idles with only the firmware's HBM: not allocated, so not an alert.
-    assert not any(a["alertname"].startswith("NpuAllocatedChip") and a["instance"] == na3
-                   and a["npu"] == "3" for a in alerts)
+    assert not any(
+        a["alertname"].startswith("NpuAllocatedChip") and a["instance"] == na3 and a["npu"] == "3"
+        for a in alerts
+    )
     # A chip whose pod runs a process is not "unused"; only the idle notebook's chip is.
     assert [a["npu"] for a in alerts if a["alertname"] == "NpuAllocatedChipUnused"] == ["7"]
     # Busy, allocated chips do not count as low utilization.
@@ -135,15 +185,18 @@ def test_expected_alerts_reach_pending(prometheus: str) -> None:
     assert not has(alerts, alertname="NpuNetworkLinkDownOnAllocatedChip", npu="3")
     assert not has(alerts, alertname="NpuOpticalRxPowerOutOfRange", npu="2")
     assert not has(alerts, alertname="NpuHccsCrcErrors", npu="0")
-    assert not any(a["alertname"] == "NpumonSourceFailing" and a["source"].startswith("hccn")
-                   for a in alerts)
+    assert not any(
+        a["alertname"] == "NpumonSourceFailing" and a["source"].startswith("hccn") for a in alerts
+    )
     assert not any(a.get("code") == "A4025021" for a in alerts)  # not_handle never alerts
     # Steady jobs are no regression; every capture succeeded or saw its job end.
     assert not has(alerts, alertname="NpuStepTimeRegression", workload="convert")
     assert not has(alerts, alertname="NpuStepTimeRegression", workload="input")
     assert not has(alerts, alertname="NpumonCapturesFailing")
     # Both bottleneck workloads are diagnosed with exactly their own cause.
-    assert not has(alerts, alertname="NpuWorkloadBottleneck", workload="convert",
-                   kind="input_pipeline")
-    assert not has(alerts, alertname="NpuWorkloadBottleneck", workload="input",
-                   kind="format_conversion")
+    assert not has(
+        alerts, alertname="NpuWorkloadBottleneck", workload="convert", kind="input_pipeline"
+    )
+    assert not has(
+        alerts, alertname="NpuWorkloadBottleneck", workload="input", kind="format_conversion"
+    )

@@ -40,49 +40,87 @@ from npumon.exporters.webconfig import WebConfig, parse_web_config
 
 BCRYPT = "$2b$10$" + "N" * 53
 PROMETHEUS_SELECTOR = [
-    {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "obs"}},
-     "podSelector": {"matchLabels": {"app": "prometheus"}}}]
+    {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "obs"}},
+        "podSelector": {"matchLabels": {"app": "prometheus"}},
+    }
+]
 
 VALUE_SETS: dict[str, dict[str, Any]] = {
     "default": {},
     "kube-prometheus-stack": {
-        "serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"},
-                           "metricRelabelings": [{"action": "drop", "regex": "go_.*",
-                                                  "sourceLabels": ["__name__"]}]},
+        "serviceMonitor": {
+            "enabled": True,
+            "labels": {"release": "kube-prometheus-stack"},
+            "metricRelabelings": [
+                {"action": "drop", "regex": "go_.*", "sourceLabels": ["__name__"]}
+            ],
+        },
         "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
         "dashboards": {"namespace": "monitoring", "annotations": {"grafana_folder": "NPU"}},
         "networkPolicy": {"from": PROMETHEUS_SELECTOR},
     },
     "tls-basic-auth": {
-        "web": {"tls": {"enabled": True, "secretName": "npumon-tls", "minVersion": "TLS13"},
-                "basicAuthUsers": {"prometheus": BCRYPT},
-                "headers": {"Strict-Transport-Security": "max-age=31536000"}},
+        "web": {
+            "tls": {"enabled": True, "secretName": "npumon-tls", "minVersion": "TLS13"},
+            "basicAuthUsers": {"prometheus": BCRYPT},
+            "headers": {"Strict-Transport-Security": "max-age=31536000"},
+        },
         "serviceMonitor": {
             "enabled": True,
-            "basicAuth": {"username": {"name": "npumon-scrape", "key": "username"},
-                          "password": {"name": "npumon-scrape", "key": "password"}},
-            "tlsConfig": {"ca": {"secret": {"name": "npumon-tls", "key": "ca.crt"}},
-                          "serverName": "npumon"}},
+            "basicAuth": {
+                "username": {"name": "npumon-scrape", "key": "username"},
+                "password": {"name": "npumon-scrape", "key": "password"},
+            },
+            "tlsConfig": {
+                "ca": {"secret": {"name": "npumon-tls", "key": "ca.crt"}},
+                "serverName": "npumon",
+            },
+        },
     },
-    "mtls": {"web": {"tls": {"enabled": True, "secretName": "npumon-tls",
-                             "clientAuthType": "RequireAndVerifyClientCert"}},
-             "serviceMonitor": {"enabled": True}},
+    "mtls": {
+        "web": {
+            "tls": {
+                "enabled": True,
+                "secretName": "npumon-tls",
+                "clientAuthType": "RequireAndVerifyClientCert",
+            }
+        },
+        "serviceMonitor": {"enabled": True},
+    },
     "existing-secret": {"web": {"existingSecret": "my-web-config", "tls": {"enabled": True}}},
     "minimal": {
-        "serviceAccount": {"create": False}, "networkPolicy": {"enabled": False},
-        "dashboards": {"enabled": False}, "priorityClassName": "", "tolerations": [],
-        "npuNodeAffinity": {"enabled": False}, "env": [], "updateStrategy": {},
-        "hostMounts": {"podResources": {"enabled": False}, "npuLog": {"enabled": False},
-                       "ascendInstallInfo": {"enabled": False}},
+        "serviceAccount": {"create": False},
+        "networkPolicy": {"enabled": False},
+        "dashboards": {"enabled": False},
+        "priorityClassName": "",
+        "tolerations": [],
+        "npuNodeAffinity": {"enabled": False},
+        "env": [],
+        "updateStrategy": {},
+        "hostMounts": {
+            "podResources": {"enabled": False},
+            "npuLog": {"enabled": False},
+            "ascendInstallInfo": {"enabled": False},
+        },
     },
     "extras": {
         "image": {"repository": "registry.example/npumon", "tag": "0.1.1"},
-        "imagePullSecrets": [{"name": "pull"}], "nodeSelector": {"npu": "yes"},
-        "podAnnotations": {"a": "b"}, "podLabels": {"team": "infra"},
+        "imagePullSecrets": [{"name": "pull"}],
+        "nodeSelector": {"npu": "yes"},
+        "podAnnotations": {"a": "b"},
+        "podLabels": {"team": "infra"},
         "extraArgs": ["--web.max-requests=8"],
         "hostMounts": {"hccnTool": {"enabled": True}},
-        "extraHostMounts": [{"name": "hccn-conf", "hostPath": "/etc/hccn.conf",
-                             "mountPath": "/etc/hccn.conf", "type": "File", "readOnly": True}],
+        "extraHostMounts": [
+            {
+                "name": "hccn-conf",
+                "hostPath": "/etc/hccn.conf",
+                "mountPath": "/etc/hccn.conf",
+                "type": "File",
+                "readOnly": True,
+            }
+        ],
         "config": {"profiling": {"enabled": True}, "logging": {"level": "debug"}},
         "networkPolicy": {"from": [], "egress": [{"ports": [{"port": 53, "protocol": "UDP"}]}]},
     },
@@ -94,8 +132,9 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
 
 @pytest.mark.parametrize("values", VALUE_SETS.values(), ids=VALUE_SETS.keys())
 def test_helm_lint_strict_is_clean(values: dict[str, Any]) -> None:
-    report = helm.lint(CHART, values, strict=True, namespace="npumon",
-                       kube_version=f"v{K8S_VERSIONS[0]}")
+    report = helm.lint(
+        CHART, values, strict=True, namespace="npumon", kube_version=f"v{K8S_VERSIONS[0]}"
+    )
     problems = [m for m in report["messages"] if m["severity"] >= 2]  # 2 warning, 3 error
     assert report["total_charts_linted"] == 1
     assert not problems and not report["errors"], report
@@ -160,8 +199,11 @@ def test_crd_schemas_catch_mistakes() -> None:
 
 def test_chart_copies_of_rules_and_dashboards_are_in_sync() -> None:
     gen = generator()
-    stale = [path.relative_to(ROOT).as_posix() for path, content in gen.chart_files().items()
-             if not path.exists() or path.read_bytes() != content]
+    stale = [
+        path.relative_to(ROOT).as_posix()
+        for path, content in gen.chart_files().items()
+        if not path.exists() or path.read_bytes() != content
+    ]
     stale += [path.relative_to(ROOT).as_posix() for path in gen.stale_copies()]
     assert not stale, f"the chart's copies differ from the repository's: {stale}; {REGENERATE}"
 
@@ -169,7 +211,8 @@ def test_chart_copies_of_rules_and_dashboards_are_in_sync() -> None:
 def test_plain_manifests_are_the_rendered_chart() -> None:
     plain = ROOT / "deploy" / "kubernetes" / "npumon.yaml"
     assert plain.read_text() == generator().render_plain(), (
-        f"deploy/kubernetes/npumon.yaml is not what the chart renders; {REGENERATE}")
+        f"deploy/kubernetes/npumon.yaml is not what the chart renders; {REGENERATE}"
+    )
 
 
 def test_generate_check_passes() -> None:
@@ -191,8 +234,11 @@ def test_prometheusrule_carries_the_rules_file() -> None:
 
 
 def test_one_dashboard_configmap_per_dashboard_for_the_sidecar() -> None:
-    configmaps = [c for c in by_kind(render(), "ConfigMap")
-                  if c["metadata"]["labels"].get("grafana_dashboard") == "1"]
+    configmaps = [
+        c
+        for c in by_kind(render(), "ConfigMap")
+        if c["metadata"]["labels"].get("grafana_dashboard") == "1"
+    ]
     dashboards = {p.name: p for p in (ROOT / "grafana" / "dashboards").glob("*.json")}
     assert len(configmaps) == len(dashboards) >= 3
     carried = {name: text for c in configmaps for name, text in c["data"].items()}
@@ -204,8 +250,11 @@ def test_one_dashboard_configmap_per_dashboard_for_the_sidecar() -> None:
         if "grafana_dashboard" in c["metadata"]["labels"]:
             assert c["metadata"]["namespace"] == "monitoring"
             assert c["metadata"]["labels"]["grafana_dashboard"] == "yes"
-    assert not [c for c in by_kind(render({"dashboards": {"enabled": False}}), "ConfigMap")
-                if "grafana_dashboard" in c["metadata"]["labels"]]
+    assert not [
+        c
+        for c in by_kind(render({"dashboards": {"enabled": False}}), "ConfigMap")
+        if "grafana_dashboard" in c["metadata"]["labels"]
+    ]
 
 
 # --- what the manifests say ------------------------------------------------------------------
@@ -225,7 +274,8 @@ def test_kube_prometheus_stack_release_label_and_job_name() -> None:
     monitor = one(documents, "ServiceMonitor")
     assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
     assert one(documents, "PrometheusRule")["metadata"]["labels"]["release"] == (
-        "kube-prometheus-stack")
+        "kube-prometheus-stack"
+    )
     # job = the Service's app.kubernetes.io/name whatever the release name, so the rules'
     # up{job=~"npumon.*"} and the dashboards keep matching
     service = one(documents, "Service")
@@ -237,8 +287,10 @@ def test_kube_prometheus_stack_release_label_and_job_name() -> None:
     endpoint = monitor["spec"]["endpoints"][0]
     assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}
     assert endpoint["scheme"] == "http"
-    assert endpoint["relabelings"][0] == {"sourceLabels": ["__meta_kubernetes_pod_node_name"],
-                                          "targetLabel": "instance"}
+    assert endpoint["relabelings"][0] == {
+        "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+        "targetLabel": "instance",
+    }
     assert endpoint["metricRelabelings"][0]["action"] == "drop"
 
 
@@ -254,10 +306,16 @@ def test_service_is_headless_and_selects_the_pods() -> None:
 def test_daemonset_mounts_what_npu_smi_needs() -> None:
     documents = render()
     pod = pod_spec(documents)
-    host_paths = {v["hostPath"]["path"]: v["hostPath"].get("type") for v in pod["volumes"]
-                  if "hostPath" in v}
-    assert {"/usr/local/Ascend/driver", "/usr/local/bin/npu-smi", "/dev",
-            "/var/lib/kubelet/pod-resources", "/etc/ascend_install.info"} <= set(host_paths)
+    host_paths = {
+        v["hostPath"]["path"]: v["hostPath"].get("type") for v in pod["volumes"] if "hostPath" in v
+    }
+    assert {
+        "/usr/local/Ascend/driver",
+        "/usr/local/bin/npu-smi",
+        "/dev",
+        "/var/lib/kubelet/pod-resources",
+        "/etc/ascend_install.info",
+    } <= set(host_paths)
     assert host_paths["/usr/local/bin/npu-smi"] == "File"
     terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     keys = {e["key"] for t in terms["nodeSelectorTerms"] for e in t["matchExpressions"]}
@@ -274,16 +332,24 @@ def test_host_tools_are_mounted_read_only() -> None:
     documents = render(VALUE_SETS["extras"])
     volumes = {v["name"]: v for v in pod_spec(documents)["volumes"]}
     mounts = {m["mountPath"]: m for m in container(documents)["volumeMounts"]}
-    read_only = {"/usr/local/Ascend/driver", "/usr/local/bin/npu-smi", "/etc/ascend_install.info",
-                 "/usr/local/bin/hccn_tool", "/var/lib/kubelet/pod-resources", "/etc/hccn.conf",
-                 "/etc/npumon"}
+    read_only = {
+        "/usr/local/Ascend/driver",
+        "/usr/local/bin/npu-smi",
+        "/etc/ascend_install.info",
+        "/usr/local/bin/hccn_tool",
+        "/var/lib/kubelet/pod-resources",
+        "/etc/hccn.conf",
+        "/etc/npumon",
+    }
     for path in read_only:
         assert mounts[path]["readOnly"] is True, path
     writable = {m for m, v in mounts.items() if not v.get("readOnly")}
     # the state directory, /tmp, /dev (device nodes are opened read-write), npu-smi's logs
     assert writable == {"/var/lib/npumon", "/tmp", "/dev", "/var/log/npu"}
     assert volumes["hccn-tool"]["hostPath"] == {
-        "path": "/usr/local/Ascend/driver/tools/hccn_tool", "type": "File"}
+        "path": "/usr/local/Ascend/driver/tools/hccn_tool",
+        "type": "File",
+    }
     assert "hccn-tool" not in {v["name"] for v in pod_spec(render())["volumes"]}
 
 
@@ -305,17 +371,24 @@ def test_pod_hardening() -> None:
     assert no_account["automountServiceAccountToken"] is False
 
 
-@pytest.mark.parametrize(("values", "scheme"), [
-    ({}, "HTTP"), (VALUE_SETS["tls-basic-auth"], "HTTPS"),
-    (VALUE_SETS["existing-secret"], "HTTPS"),
-    ({"web": {"basicAuthUsers": {"prometheus": BCRYPT}}}, "HTTP"),
-], ids=["plain", "tls-basic-auth", "existing-secret", "basic-auth"])
-def test_probes_use_the_unauthenticated_liveness_path(values: dict[str, Any],
-                                                      scheme: str) -> None:
+@pytest.mark.parametrize(
+    ("values", "scheme"),
+    [
+        ({}, "HTTP"),
+        (VALUE_SETS["tls-basic-auth"], "HTTPS"),
+        (VALUE_SETS["existing-secret"], "HTTPS"),
+        ({"web": {"basicAuthUsers": {"prometheus": BCRYPT}}}, "HTTP"),
+    ],
+    ids=["plain", "tls-basic-auth", "existing-secret", "basic-auth"],
+)
+def test_probes_use_the_unauthenticated_liveness_path(values: dict[str, Any], scheme: str) -> None:
     npumon = container(render(values))
     for probe in ("livenessProbe", "readinessProbe"):
-        assert npumon[probe]["httpGet"] == {"path": "/-/healthy", "port": "metrics",
-                                            "scheme": scheme}
+        assert npumon[probe]["httpGet"] == {
+            "path": "/-/healthy",
+            "port": "metrics",
+            "scheme": scheme,
+        }
         assert npumon[probe]["timeoutSeconds"] == 5
 
 
@@ -349,8 +422,10 @@ def test_web_config_secret_for_tls_and_basic_auth() -> None:
     assert Path(tls.cert_file).parent == Path(tls.key_file).parent == Path(mounts["tls"])
     assert volumes["tls"]["secret"]["secretName"] == "npumon-tls"
     assert Path(path).parent == Path(mounts["web-config"])
-    assert volumes["web-config"]["secret"]["secretName"] == one(
-        documents, "Secret")["metadata"]["name"]
+    assert (
+        volumes["web-config"]["secret"]["secretName"]
+        == one(documents, "Secret")["metadata"]["name"]
+    )
     assert one(documents, "ServiceMonitor")["spec"]["endpoints"][0]["scheme"] == "https"
 
 
@@ -412,10 +487,20 @@ def test_network_policy_admits_prometheus_to_the_metrics_port_only() -> None:
     assert rule["ports"] == [{"port": "metrics", "protocol": "TCP"}]
     # Prometheus pods in any namespace: the Prometheus Operator labels its servers and agents
     # so (kube-prometheus-stack's among them), wherever they run
-    assert rule["from"] == [{
-        "namespaceSelector": {},
-        "podSelector": {"matchExpressions": [{"key": "app.kubernetes.io/name", "operator": "In",
-                                              "values": ["prometheus", "prometheus-agent"]}]}}]
+    assert rule["from"] == [
+        {
+            "namespaceSelector": {},
+            "podSelector": {
+                "matchExpressions": [
+                    {
+                        "key": "app.kubernetes.io/name",
+                        "operator": "In",
+                        "values": ["prometheus", "prometheus-agent"],
+                    }
+                ]
+            },
+        }
+    ]
     assert container(documents)["ports"][0]["name"] == "metrics"
     custom = one(render(VALUE_SETS["kube-prometheus-stack"]), "NetworkPolicy")["spec"]
     assert custom["ingress"][0]["from"] == PROMETHEUS_SELECTOR
@@ -429,8 +514,10 @@ def test_image_and_scheduling_values() -> None:
     documents = render(VALUE_SETS["extras"])
     pod = pod_spec(documents)
     assert container(documents)["image"] == "registry.example/npumon:0.1.1"
-    assert container(render())["image"] == "npumon:" + yaml.safe_load(
-        (CHART / "Chart.yaml").read_text())["appVersion"]
+    assert (
+        container(render())["image"]
+        == "npumon:" + yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
+    )
     assert pod["imagePullSecrets"] == [{"name": "pull"}]
     assert pod["nodeSelector"] == {"npu": "yes"}
     metadata = one(documents, "DaemonSet")["spec"]["template"]["metadata"]
@@ -444,8 +531,11 @@ def test_image_and_scheduling_values() -> None:
 def test_documented_install_command_renders(doc: str) -> None:
     """The `helm install` command of each README, its --set flags parsed by Helm's strvals."""
     text = (ROOT / doc).read_text().replace("\\\n", " ")
-    [command] = [line.split() for line in text.splitlines()
-                 if line.startswith("helm install npumon deploy/helm/npumon")]
+    [command] = [
+        line.split()
+        for line in text.splitlines()
+        if line.startswith("helm install npumon deploy/helm/npumon")
+    ]
     assert command[command.index("-n") + 1] == "npumon" and "--create-namespace" in command
     values: dict[str, Any] = {}
     for flag, expression in zip(command, command[1:], strict=False):

@@ -32,27 +32,46 @@ RULES = yaml.safe_load((ROOT / "config" / "prometheus" / "npumon-rules.yml").rea
 SOURCE_MATCHER = 'job=~"npumon.*"'
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 FAULT_CODES = {"name": "fault-codes", "configMap": {"name": "npu-fault-codes"}}
-FAULT_CODES_MOUNT = {"name": "fault-codes", "mountPath": "/etc/npumon/fault-codes",
-                     "readOnly": True}
+FAULT_CODES_MOUNT = {
+    "name": "fault-codes",
+    "mountPath": "/etc/npumon/fault-codes",
+    "readOnly": True,
+}
 NODE_NAME = {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
-RULE_VALUES = {"enabled": True, "jobMatcher": 'job="ascend-exporter"',
-               "runbookBaseUrl": "https://wiki.example/npu/runbooks",
-               "disabled": {"NpuNodeWithoutNpumon": True, "NpumonDown": False},
-               "additionalRuleLabels": {"team": "npu-infra", "severity": "page"}}
+RULE_VALUES = {
+    "enabled": True,
+    "jobMatcher": 'job="ascend-exporter"',
+    "runbookBaseUrl": "https://wiki.example/npu/runbooks",
+    "disabled": {"NpuNodeWithoutNpumon": True, "NpumonDown": False},
+    "additionalRuleLabels": {"team": "npu-infra", "severity": "page"},
+}
 # every new value at once, on top of the defaults
 FLEET: dict[str, Any] = {
-    "image": {"registry": "mirror.example:5000/ascend", "repository": "npumon",
-              "digest": DIGEST},
+    "image": {"registry": "mirror.example:5000/ascend", "repository": "npumon", "digest": DIGEST},
     "commonLabels": {"team": "npu-infra", "cost-center": "ai"},
     "runtimeClassName": "ascend",
     "env": [NODE_NAME, {"name": "TZ", "value": "UTC"}],
     "extraVolumes": [FAULT_CODES],
     "extraVolumeMounts": [FAULT_CODES_MOUNT],
-    "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 1, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
-                                          "labelSelector": {"matchLabels": {"x": "y"}}}}]}},
-    "podMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"},
-                   "sampleLimit": 10000, "targetLimit": 2000},
+    "affinity": {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 1,
+                    "podAffinityTerm": {
+                        "topologyKey": "kubernetes.io/hostname",
+                        "labelSelector": {"matchLabels": {"x": "y"}},
+                    },
+                }
+            ]
+        }
+    },
+    "podMonitor": {
+        "enabled": True,
+        "labels": {"release": "kube-prometheus-stack"},
+        "sampleLimit": 10000,
+        "targetLimit": 2000,
+    },
     "prometheusRule": RULE_VALUES,
 }
 
@@ -71,8 +90,9 @@ def test_every_new_value_renders_valid_manifests(version: str) -> None:
     assert {d["kind"] for d in documents} >= {"DaemonSet", "PodMonitor", "PrometheusRule"}
     for document in documents:
         validate(document, version)
-    report = helm.lint(CHART, FLEET, strict=True, namespace="npumon",
-                       kube_version=f"v{K8S_VERSIONS[0]}")
+    report = helm.lint(
+        CHART, FLEET, strict=True, namespace="npumon", kube_version=f"v{K8S_VERSIONS[0]}"
+    )
     assert not [m for m in report["messages"] if m["severity"] >= 2] and not report["errors"]
 
 
@@ -100,20 +120,26 @@ def test_every_value_is_in_the_schema() -> None:
     assert SCHEMA["additionalProperties"] is False
 
 
-@pytest.mark.parametrize(("values", "where"), [
-    ({"prometheusRule": {"jobMatcher": "npumon"}}, "jobMatcher"),
-    ({"prometheusRule": {"runbookBaseUrl": "docs/runbooks.md"}}, "runbookBaseUrl"),
-    ({"prometheusRule": {"disabled": {"NpumonDown": "yes"}}}, "disabled"),
-    ({"image": {"digest": "latest"}}, "digest"),
-    ({"env": {"LD_LIBRARY_PATH": "/x"}}, "env"),
-    ({"env": [{"name": "A", "value": "1", "valueFrom": {}}]}, "env"),
-    ({"serviceMonitor": {"sampleLimit": -1}}, "sampleLimit"),
-    ({"podMonitor": {"enabeld": True}}, "enabeld"),
-    ({"runtimeClassName": "Ascend Runtime"}, "runtimeClassName"),
-    ({"commonLabels": {"team": 1}}, "commonLabels"),
-    ({"npuNodeAffinity": {"enabled": True, "key": "accelerator", "values": []}},
-     "npuNodeAffinity"),
-], ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    ("values", "where"),
+    [
+        ({"prometheusRule": {"jobMatcher": "npumon"}}, "jobMatcher"),
+        ({"prometheusRule": {"runbookBaseUrl": "docs/runbooks.md"}}, "runbookBaseUrl"),
+        ({"prometheusRule": {"disabled": {"NpumonDown": "yes"}}}, "disabled"),
+        ({"image": {"digest": "latest"}}, "digest"),
+        ({"env": {"LD_LIBRARY_PATH": "/x"}}, "env"),
+        ({"env": [{"name": "A", "value": "1", "valueFrom": {}}]}, "env"),
+        ({"serviceMonitor": {"sampleLimit": -1}}, "sampleLimit"),
+        ({"podMonitor": {"enabeld": True}}, "enabeld"),
+        ({"runtimeClassName": "Ascend Runtime"}, "runtimeClassName"),
+        ({"commonLabels": {"team": 1}}, "commonLabels"),
+        (
+            {"npuNodeAffinity": {"enabled": True, "key": "accelerator", "values": []}},
+            "npuNodeAffinity",
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
 def test_schema_rejects_bad_new_values(values: dict[str, Any], where: str) -> None:
     with pytest.raises(helm.HelmValuesError, match=where):
         render(values)
@@ -130,24 +156,29 @@ def test_runbook_urls_are_absolute_under_the_base() -> None:
         assert alert["annotations"]["runbook_url"] == f"{base}#{alert['alert'].lower()}"
     custom = [r for r in rules_of(render({"prometheusRule": RULE_VALUES})) if "alert" in r]
     assert {r["annotations"]["runbook_url"].split("#")[0] for r in custom} == {
-        "https://wiki.example/npu/runbooks"}
+        "https://wiki.example/npu/runbooks"
+    }
 
 
 def test_job_matcher_replaces_the_rules_matcher() -> None:
     source = [r["expr"] for r in source_rules()]
     # the matcher stands once, in npumon_target:up, which NpumonDown reads
-    assert SOURCE_MATCHER in next(r["expr"] for r in source_rules()
-                                  if r.get("record") == "npumon_target:up")
-    assert "npumon_target:up" in next(r["expr"] for r in source_rules()
-                                      if r.get("alert") == "NpumonDown")
+    assert SOURCE_MATCHER in next(
+        r["expr"] for r in source_rules() if r.get("record") == "npumon_target:up"
+    )
+    assert "npumon_target:up" in next(
+        r["expr"] for r in source_rules() if r.get("alert") == "NpumonDown"
+    )
     default = rules_of(render({"prometheusRule": {"enabled": True}}))
     assert [r["expr"] for r in default] == source
-    rendered = {r.get("alert") or r["record"]: r for r in rules_of(render(
-        {"prometheusRule": RULE_VALUES}))}
+    rendered = {
+        r.get("alert") or r["record"]: r for r in rules_of(render({"prometheusRule": RULE_VALUES}))
+    }
     assert not [e for r in rendered.values() if SOURCE_MATCHER in (e := r["expr"])]
     assert rendered["npumon_target:up"]["expr"] == 'up{job="ascend-exporter"}'
     assert sum(r["expr"].count('job="ascend-exporter"') for r in rendered.values()) == sum(
-        e.count(SOURCE_MATCHER) for e in source) - rules_matcher_count("NpuNodeWithoutNpumon")
+        e.count(SOURCE_MATCHER) for e in source
+    ) - rules_matcher_count("NpuNodeWithoutNpumon")
 
 
 def rules_matcher_count(alert: str) -> int:
@@ -177,8 +208,13 @@ def test_a_disabled_name_that_is_no_alert_fails_naming_the_alerts() -> None:
 def test_rendered_rules_pass_promtool(tmp_path: Path) -> None:
     path = tmp_path / "rules.yml"
     path.write_text(yaml.safe_dump(one(render(FLEET), "PrometheusRule")["spec"]))
-    result = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True,
-                            text=True, timeout=60, check=False)
+    result = subprocess.run(
+        ["promtool", "check", "rules", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"{len(source_rules()) - 1} rules found" in result.stdout
 
@@ -201,8 +237,10 @@ def test_podmonitor_scrapes_like_the_servicemonitor() -> None:
 
 
 def test_scrape_limits_on_the_servicemonitor() -> None:
-    spec = one(render({"serviceMonitor": {"enabled": True, "sampleLimit": 5000,
-                                          "targetLimit": 1500}}), "ServiceMonitor")["spec"]
+    spec = one(
+        render({"serviceMonitor": {"enabled": True, "sampleLimit": 5000, "targetLimit": 1500}}),
+        "ServiceMonitor",
+    )["spec"]
     assert (spec["sampleLimit"], spec["targetLimit"]) == (5000, 1500)
 
 
@@ -222,8 +260,11 @@ def test_network_policy_admits_prometheus_in_any_namespace() -> None:
 
 
 def test_plain_manifests_carry_the_release_label_kube_prometheus_stack_selects() -> None:
-    documents = [d for d in yaml.safe_load_all(
-        (ROOT / "deploy" / "kubernetes" / "npumon.yaml").read_text()) if d]
+    documents = [
+        d
+        for d in yaml.safe_load_all((ROOT / "deploy" / "kubernetes" / "npumon.yaml").read_text())
+        if d
+    ]
     for kind in ("ServiceMonitor", "PrometheusRule"):
         assert one(documents, kind)["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
@@ -247,9 +288,13 @@ def test_affinity_without_node_affinity_adds_to_it_and_with_one_replaces_it() ->
     pod = pod_spec(render(FLEET))
     assert _node_affinity_keys(pod) == {"accelerator"}
     assert pod["affinity"]["podAntiAffinity"] == FLEET["affinity"]["podAntiAffinity"]
-    own = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [
-            {"key": "npu", "operator": "Exists"}]}]}}}
+    own = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "npu", "operator": "Exists"}]}]
+            }
+        }
+    }
     assert pod_spec(render({"affinity": own}))["affinity"] == own
     assert "affinity" not in pod_spec(render({"npuNodeAffinity": {"enabled": False}}))
     assert "affinity" not in pod_spec(render({"npuNodeAffinity": None}))
@@ -266,7 +311,8 @@ def test_env_list_with_value_from_and_the_driver_library_path() -> None:
     assert own == [{"name": "LD_LIBRARY_PATH", "value": "/opt/lib"}]
     moved = container(render({"hostMounts": {"driver": {"mountPath": "/ascend/driver/"}}}))
     assert moved["env"][0]["value"] == (
-        "/ascend/driver/lib64:/ascend/driver/lib64/common:/ascend/driver/lib64/driver")
+        "/ascend/driver/lib64:/ascend/driver/lib64/common:/ascend/driver/lib64/driver"
+    )
     assert "env" not in container(render({"hostMounts": {"driver": {"enabled": False}}}))
 
 
@@ -279,21 +325,31 @@ def test_runtime_class_and_extra_volumes() -> None:
     assert container(documents)["volumeMounts"][-1] == FAULT_CODES_MOUNT
 
 
-@pytest.mark.parametrize(("image", "reference"), [
-    ({}, "npumon:{app}"),
-    ({"registry": "mirror.example:5000/", "tag": "0.2.0"}, "mirror.example:5000/npumon:0.2.0"),
-    ({"registry": "mirror.example:5000/ascend", "digest": DIGEST},
-     f"mirror.example:5000/ascend/npumon@{DIGEST}"),
-    ({"tag": "0.2.0", "digest": DIGEST}, f"npumon@{DIGEST}"),
-], ids=["default", "registry", "registry-digest", "digest-wins"])
+@pytest.mark.parametrize(
+    ("image", "reference"),
+    [
+        ({}, "npumon:{app}"),
+        ({"registry": "mirror.example:5000/", "tag": "0.2.0"}, "mirror.example:5000/npumon:0.2.0"),
+        (
+            {"registry": "mirror.example:5000/ascend", "digest": DIGEST},
+            f"mirror.example:5000/ascend/npumon@{DIGEST}",
+        ),
+        ({"tag": "0.2.0", "digest": DIGEST}, f"npumon@{DIGEST}"),
+    ],
+    ids=["default", "registry", "registry-digest", "digest-wins"],
+)
 def test_image_reference(image: dict[str, Any], reference: str) -> None:
     app = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
     assert container(render({"image": image}))["image"] == reference.format(app=app)
 
 
 def test_common_labels_on_every_object_and_the_pods_but_not_the_selectors() -> None:
-    values = {**FLEET, "commonLabels": {"team": "npu-infra", "app.kubernetes.io/name": "other"},
-              "podLabels": {"team": "pod-team"}, "dashboards": {"labels": {"team": "grafana"}}}
+    values = {
+        **FLEET,
+        "commonLabels": {"team": "npu-infra", "app.kubernetes.io/name": "other"},
+        "podLabels": {"team": "pod-team"},
+        "dashboards": {"labels": {"team": "grafana"}},
+    }
     documents = render(values)
     for document in documents:
         labels = document["metadata"]["labels"]
@@ -303,8 +359,9 @@ def test_common_labels_on_every_object_and_the_pods_but_not_the_selectors() -> N
     assert daemonset["metadata"]["labels"]["team"] == "npu-infra"
     assert daemonset["spec"]["template"]["metadata"]["labels"]["team"] == "pod-team"
     assert "team" not in daemonset["spec"]["selector"]["matchLabels"]
-    dashboards = [c for c in by_kind(documents, "ConfigMap") if "grafana_dashboard" in
-                  c["metadata"]["labels"]]
+    dashboards = [
+        c for c in by_kind(documents, "ConfigMap") if "grafana_dashboard" in c["metadata"]["labels"]
+    ]
     assert {c["metadata"]["labels"]["team"] for c in dashboards} == {"grafana"}
 
 
@@ -313,18 +370,32 @@ def test_chart_metadata_points_at_the_project() -> None:
     home = chart["home"]
     assert home.startswith("https://github.com/") and chart["sources"] == [home]
     owner_repo = home.removeprefix("https://github.com/")
-    icon = re.fullmatch(rf"https://raw\.githubusercontent\.com/{owner_repo}/main/(.+)",
-                        chart["icon"])
+    icon = re.fullmatch(
+        rf"https://raw\.githubusercontent\.com/{owner_repo}/main/(.+)", chart["icon"]
+    )
     assert icon and (ROOT / icon.group(1)).is_file()
     runbooks = re.fullmatch(rf"{home}/blob/main/(.+)", VALUES["prometheusRule"]["runbookBaseUrl"])
     assert runbooks and (ROOT / runbooks.group(1)).is_file()
 
 
-NEW_VALUES = ("image.registry", "image.digest", "commonLabels", "env", "extraVolumes",
-              "extraVolumeMounts", "npuNodeAffinity.enabled", "affinity", "runtimeClassName",
-              "serviceMonitor.sampleLimit", "serviceMonitor.targetLimit", "podMonitor",
-              "prometheusRule.jobMatcher", "prometheusRule.runbookBaseUrl",
-              "prometheusRule.disabled", "prometheusRule.additionalRuleLabels")
+NEW_VALUES = (
+    "image.registry",
+    "image.digest",
+    "commonLabels",
+    "env",
+    "extraVolumes",
+    "extraVolumeMounts",
+    "npuNodeAffinity.enabled",
+    "affinity",
+    "runtimeClassName",
+    "serviceMonitor.sampleLimit",
+    "serviceMonitor.targetLimit",
+    "podMonitor",
+    "prometheusRule.jobMatcher",
+    "prometheusRule.runbookBaseUrl",
+    "prometheusRule.disabled",
+    "prometheusRule.additionalRuleLabels",
+)
 
 
 def test_the_chart_readme_documents_every_top_level_and_new_value() -> None:
@@ -336,10 +407,22 @@ def test_the_chart_readme_documents_every_top_level_and_new_value() -> None:
         assert f"`{key}" in readme or short, key
 
 
-NULLABLE = ("commonLabels", "env", "extraVolumes", "extraVolumeMounts", "npuNodeAffinity",
-            "affinity", "runtimeClassName", "image.registry", "image.digest",
-            "prometheusRule.disabled", "prometheusRule.additionalRuleLabels",
-            "prometheusRule.jobMatcher", "serviceMonitor.sampleLimit", "podMonitor.targetLimit")
+NULLABLE = (
+    "commonLabels",
+    "env",
+    "extraVolumes",
+    "extraVolumeMounts",
+    "npuNodeAffinity",
+    "affinity",
+    "runtimeClassName",
+    "image.registry",
+    "image.digest",
+    "prometheusRule.disabled",
+    "prometheusRule.additionalRuleLabels",
+    "prometheusRule.jobMatcher",
+    "serviceMonitor.sampleLimit",
+    "podMonitor.targetLimit",
+)
 
 
 @pytest.mark.parametrize("key", NULLABLE)
@@ -361,4 +444,3 @@ def test_a_null_value_renders_like_its_empty_default(key: str) -> None:
 def test_an_empty_runbook_base_fails_saying_what_to_set() -> None:
     with pytest.raises(helm.HelmError, match="runbookBaseUrl is empty"):
         render({"prometheusRule": {"enabled": True, "runbookBaseUrl": None}})
-

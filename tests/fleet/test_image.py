@@ -31,8 +31,11 @@ LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux20
 
 def instructions() -> list[tuple[str, str]]:
     """(INSTRUCTION, arguments) of the Dockerfile, continuation lines joined, comments out."""
-    text = re.sub(r"\\\n\s*", " ", "\n".join(
-        line for line in DOCKERFILE.splitlines() if not line.lstrip().startswith("#")))
+    text = re.sub(
+        r"\\\n\s*",
+        " ",
+        "\n".join(line for line in DOCKERFILE.splitlines() if not line.lstrip().startswith("#")),
+    )
     result = []
     for line in text.splitlines():
         if line.strip():
@@ -52,8 +55,11 @@ def stages() -> list[list[tuple[str, str]]]:
 
 
 def base_image() -> str:
-    [image] = [rest.split("=", 1)[1] for word, rest in instructions()
-               if word == "ARG" and rest.startswith("PYTHON_IMAGE=")]
+    [image] = [
+        rest.split("=", 1)[1]
+        for word, rest in instructions()
+        if word == "ARG" and rest.startswith("PYTHON_IMAGE=")
+    ]
     return image
 
 
@@ -98,8 +104,7 @@ def _runtime_distributions() -> set[str]:
     while todo:
         requirement = todo.pop()
         name = canonicalize_name(requirement.name)
-        if name in seen or (requirement.marker and not requirement.marker.evaluate(
-                {"extra": ""})):
+        if name in seen or (requirement.marker and not requirement.marker.evaluate({"extra": ""})):
             continue
         seen.add(name)
         todo += [Requirement(r) for r in metadata.requires(name) or []]
@@ -133,23 +138,39 @@ def test_compiled_dependencies_have_wheels_the_base_can_load() -> None:
     assert not too_new, f"these need a newer glibc than {base_image()}'s {glibc}: {too_new}"
     named = re.sub(r"\s*#\s*", " ", DOCKERFILE).lower()
     unnamed = [n for n in compiled if n not in named and n.replace("-", "") not in named]
-    assert not unnamed, (f"compiled dependencies {unnamed}: check they have aarch64 wheels and "
-                         "name them in the Dockerfile's header")
+    assert not unnamed, (
+        f"compiled dependencies {unnamed}: check they have aarch64 wheels and "
+        "name them in the Dockerfile's header"
+    )
 
 
 def test_make_image_and_the_readme_build_both_platforms() -> None:
     # not the flags of a make this test may run under (make test-fast)
     env = {k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MFLAGS", "MAKELEVEL"}}
-    result = subprocess.run(["make", "-n", "--no-print-directory", "image",
-                             "IMAGE=registry.example/npumon:1", "IMAGE_OUTPUT=--push"],
-                            capture_output=True, text=True, timeout=30, check=False, cwd=ROOT,
-                            env=env)
+    result = subprocess.run(
+        [
+            "make",
+            "-n",
+            "--no-print-directory",
+            "image",
+            "IMAGE=registry.example/npumon:1",
+            "IMAGE_OUTPUT=--push",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        cwd=ROOT,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == (
-        f"docker buildx build --platform {PLATFORMS} -t registry.example/npumon:1 --push .")
+        f"docker buildx build --platform {PLATFORMS} -t registry.example/npumon:1 --push ."
+    )
     readme = (ROOT / "README.md").read_text()
-    assert re.search(rf"^docker buildx build --platform {PLATFORMS} -t \S+ --push \.$", readme,
-                     re.MULTILINE)
+    assert re.search(
+        rf"^docker buildx build --platform {PLATFORMS} -t \S+ --push \.$", readme, re.MULTILINE
+    )
 
 
 def test_the_runtime_library_path_is_the_charts() -> None:
@@ -169,14 +190,29 @@ def test_the_wheel_builds_from_what_the_build_stage_copies_and_is_pure(tmp_path:
             for source in sources:
                 target = context / (destination if destination != "./" else source)
                 if (ROOT / source).is_dir():
-                    shutil.copytree(ROOT / source, target,
-                                    ignore=shutil.ignore_patterns("__pycache__"))
+                    shutil.copytree(
+                        ROOT / source, target, ignore=shutil.ignore_patterns("__pycache__")
+                    )
                 else:
                     shutil.copy(ROOT / source, target)
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-         "--wheel-dir", str(tmp_path / "wheels"), str(context)],
-        capture_output=True, text=True, timeout=180, check=False)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--wheel-dir",
+            str(tmp_path / "wheels"),
+            str(context),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     [wheel] = (tmp_path / "wheels").glob("*.whl")
     assert wheel.name.endswith("-py3-none-any.whl"), wheel.name

@@ -22,10 +22,12 @@ RUNBOOKS = "https://github.com/npumon/npumon/blob/main/docs/runbooks.md"
 # non-Helm users the sed line; the chart replaces this text with its value)
 JOB_MATCHER = 'job=~"npumon.*"'
 
+
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:
     assert PROMTOOL is not None, "promtool is not installed: `make tools` installs it"
-    return subprocess.run([PROMTOOL, *args], capture_output=True, text=True, timeout=60,
-                          cwd=RULES.parent, check=False)
+    return subprocess.run(
+        [PROMTOOL, *args], capture_output=True, text=True, timeout=60, cwd=RULES.parent, check=False
+    )
 
 
 def alert_rules() -> list[dict[str, Any]]:
@@ -84,14 +86,21 @@ def test_unallocated_idle_chips_are_asserted_silent() -> None:
 
 
 def test_every_alert_has_a_runbook_that_exists() -> None:
-    headings = {line[3:].strip() for line in
-                (ROOT / "docs" / "runbooks.md").read_text().splitlines() if line.startswith("## ")}
+    headings = {
+        line[3:].strip()
+        for line in (ROOT / "docs" / "runbooks.md").read_text().splitlines()
+        if line.startswith("## ")
+    }
     for rule in alert_rules():
         url = rule["annotations"].get("runbook_url", "")
         assert url == f"{RUNBOOKS}#{rule['alert'].lower()}", rule["alert"]
         assert rule["alert"].lower() in headings, f"no runbook for {rule['alert']}"
-    check = subprocess.run([sys.executable, str(ROOT / "deploy" / "runbook_urls.py"), "--check"],
-                           capture_output=True, text=True, timeout=60)
+    check = subprocess.run(
+        [sys.executable, str(ROOT / "deploy" / "runbook_urls.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert check.returncode == 0, check.stdout  # the promtool cases expect it too
 
 
@@ -99,20 +108,31 @@ def test_fault_levels_map_to_severities_as_documented() -> None:
     by_name = {rule["alert"]: rule for rule in alert_rules()}
     chip, job = by_name["NpuFaultNeedsChipAction"], by_name["NpuFaultNeedsJobAction"]
     assert chip["labels"]["severity"] == "critical" and job["labels"]["severity"] == "warning"
-    levels = {"separate_npu", "pre_separate_npu", "restart_npu", "free_restart_npu",
-              "restart_business", "restart_request", "sub_health", "unknown"}
+    levels = {
+        "separate_npu",
+        "pre_separate_npu",
+        "restart_npu",
+        "free_restart_npu",
+        "restart_business",
+        "restart_request",
+        "sub_health",
+        "unknown",
+    }
     named = set(re.findall(r"[a-z_]+", chip["expr"].split('level=~"')[1].split('"')[0]))
     named |= set(re.findall(r"[a-z_]+", job["expr"].split('level=~"')[1].split('"')[0]))
     assert named == levels  # every level but not_handle alerts, once
 
 
 def test_the_job_matcher_is_written_once() -> None:
-    expressions = [rule["expr"] for group in yaml.safe_load(RULES.read_text())["groups"]
-                   for rule in group["rules"]]
+    expressions = [
+        rule["expr"]
+        for group in yaml.safe_load(RULES.read_text())["groups"]
+        for rule in group["rules"]
+    ]
     assert [e for e in expressions if JOB_MATCHER in e] == ['up{job=~"npumon.*"}']
     assert not [e for e in expressions if "up{" in e.replace(" ", "") and JOB_MATCHER not in e]
     header = RULES.read_text().split("groups:")[0]
-    assert "sed -i 's/job=~\"npumon\\.\\*\"/job=\"npu-exporter\"/' npumon-rules.yml" in header
+    assert 'sed -i \'s/job=~"npumon\\.\\*"/job="npu-exporter"/\' npumon-rules.yml' in header
 
 
 @pytest.mark.integration
@@ -125,17 +145,46 @@ def test_the_documented_sed_renames_the_job(tmp_path: Path) -> None:
     subprocess.run(command, shell=True, cwd=tmp_path, check=True, timeout=30)
     renamed = (tmp_path / RULES.name).read_text()
     assert JOB_MATCHER not in renamed.split("groups:")[1]
-    (tmp_path / "down.test.yml").write_text(yaml.safe_dump({
-        "rule_files": [RULES.name], "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": [
-            {"series": 'up{instance="n1", job="npu-exporter"}', "values": "0x20"},
-            {"series": 'up{instance="n2", job="npumon"}', "values": "0x20"}],
-            "promql_expr_test": [{"expr": 'ALERTS{alertname="NpumonDown"}', "eval_time": "10m",
-                                  "exp_samples": [{"value": 1, "labels": (
-                'ALERTS{alertname="NpumonDown", alertstate="firing", instance="n1",'
-                ' job="npu-exporter", severity="warning"}')}]}],
-        }]}))
+    (tmp_path / "down.test.yml").write_text(
+        yaml.safe_dump(
+            {
+                "rule_files": [RULES.name],
+                "evaluation_interval": "1m",
+                "tests": [
+                    {
+                        "interval": "1m",
+                        "input_series": [
+                            {"series": 'up{instance="n1", job="npu-exporter"}', "values": "0x20"},
+                            {"series": 'up{instance="n2", job="npumon"}', "values": "0x20"},
+                        ],
+                        "promql_expr_test": [
+                            {
+                                "expr": 'ALERTS{alertname="NpumonDown"}',
+                                "eval_time": "10m",
+                                "exp_samples": [
+                                    {
+                                        "value": 1,
+                                        "labels": (
+                                            'ALERTS{alertname="NpumonDown", alertstate="firing",'
+                                            ' instance="n1", job="npu-exporter",'
+                                            ' severity="warning"}'
+                                        ),
+                                    }
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
+    )
     assert PROMTOOL is not None, "promtool is not installed: `make tools` installs it"
-    result = subprocess.run([PROMTOOL, "test", "rules", "down.test.yml"], capture_output=True,
-                            text=True, timeout=60, cwd=tmp_path, check=False)
+    result = subprocess.run(
+        [PROMTOOL, "test", "rules", "down.test.yml"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr

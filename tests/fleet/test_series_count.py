@@ -33,14 +33,22 @@ def series(scenario: str, folder: Path) -> int:
     sim = Path(sys.executable).parent / "npumon-sim-npu-smi"
     hccn = Path(sys.executable).parent / "npumon-sim-hccn-tool"
     # hccn_tool on the training nodes; the 310P inference node has none (the source is off)
-    nic = "" if scenario == "310p-duo" else (
-        f'hccn_tool:\n  command: ["{hccn}", "--scenario", "{scenario}"]\n')
-    config.write_text(f'npu_smi:\n  command: ["{sim}", "--scenario", "{scenario}"]\n'
-                      f"{nic}state_directory: {folder}\n")
+    nic = (
+        ""
+        if scenario == "310p-duo"
+        else (f'hccn_tool:\n  command: ["{hccn}", "--scenario", "{scenario}"]\n')
+    )
+    config.write_text(
+        f'npu_smi:\n  command: ["{sim}", "--scenario", "{scenario}"]\n'
+        f"{nic}state_directory: {folder}\n"
+    )
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "npumon"), "collect", "--once", "--config",
-         str(config)], capture_output=True, text=True, timeout=120,
-        env={**os.environ, "NPUMON_SIM_TIME": SIM_TIME})
+        [str(Path(sys.executable).parent / "npumon"), "collect", "--once", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NPUMON_SIM_TIME": SIM_TIME},
+    )
     return len(samples(done.stdout))
 
 
@@ -49,4 +57,5 @@ def test_series_per_simulated_node_match_the_readme(tmp_path: Path) -> None:
     measured = {name: series(scenario, tmp_path) for name, scenario in NODES.items()}
     print(f"series per node: {measured}")
     assert measured == {name: table.get(name) for name in NODES}, (
-        f"series per node changed: {measured}; update deploy/README.md if that is intended")
+        f"series per node changed: {measured}; update deploy/README.md if that is intended"
+    )

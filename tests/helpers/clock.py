@@ -38,4 +38,5 @@ class SteppedClock:
         def waiting() -> bool:
             with self._cond:
                 return sum(t > self._now for t in self._waiting.values()) >= threads
+
         wait_for(waiting, 10.0, f"{threads} job threads waiting")

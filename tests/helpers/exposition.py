@@ -38,8 +38,12 @@ def names(found: Samples) -> set[str]:
 
 def promtool_problems(text: str | bytes) -> str:
     """What `promtool check metrics` says about the text; "" when it is clean."""
-    result = subprocess.run(["promtool", "check", "metrics"],
-                            input=text.encode() if isinstance(text, str) else text,
-                            capture_output=True, timeout=30, check=False)
+    result = subprocess.run(
+        ["promtool", "check", "metrics"],
+        input=text.encode() if isinstance(text, str) else text,
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
     said = (result.stdout + result.stderr).decode()
     return said or ("" if result.returncode == 0 else f"exit code {result.returncode}")

@@ -19,16 +19,37 @@ def build_fake_dcmi(directory: Path, *omit: str, source: Path = FAKE_DCMI) -> Pa
     directory.mkdir(parents=True, exist_ok=True)
     library = directory / "libdcmi.so"
     subprocess.run(
-        [gcc, "-std=c11", "-D_DEFAULT_SOURCE", "-Wall", "-Wextra", "-Werror", "-shared",
-         "-fPIC", "-O1", *(f"-DOMIT_{name}" for name in omit), "-I", str(source),
-         "-o", str(library), str(source / "fake_dcmi.c")],
-        check=True, capture_output=True, timeout=120,
+        [
+            gcc,
+            "-std=c11",
+            "-D_DEFAULT_SOURCE",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-shared",
+            "-fPIC",
+            "-O1",
+            *(f"-DOMIT_{name}" for name in omit),
+            "-I",
+            str(source),
+            "-o",
+            str(library),
+            str(source / "fake_dcmi.c"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
     )
     return library
 
 
 def exported(library: Path) -> set[str]:
     """The dynamic symbols the library defines (`nm -D --defined-only`)."""
-    out = subprocess.run(["nm", "-D", "--defined-only", str(library)], check=True,
-                         capture_output=True, text=True, timeout=30).stdout
+    out = subprocess.run(
+        ["nm", "-D", "--defined-only", str(library)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout
     return {line.split()[-1] for line in out.splitlines() if line.strip()}

@@ -30,8 +30,12 @@ def stop(*processes: subprocess.Popen[bytes], grace: float = 10.0) -> None:
             process.wait(timeout=grace)
 
 
-def reported_port(log: Path, pattern: re.Pattern[str] = NPUMON_LISTENING,
-                  process: subprocess.Popen[bytes] | None = None, timeout: float = 30.0) -> int:
+def reported_port(
+    log: Path,
+    pattern: re.Pattern[str] = NPUMON_LISTENING,
+    process: subprocess.Popen[bytes] | None = None,
+    timeout: float = 30.0,
+) -> int:
     """The port a server wrote to its log (``pattern`` group 1); fails early if it exits."""
     found: list[int] = []
 

@@ -14,9 +14,19 @@ HERE = ROOT / "podresources"
 
 
 def test_the_committed_stubs_match_the_proto(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{HERE}",
-                    f"--python_out={tmp_path}", f"--pyi_out={tmp_path}", str(HERE / "api.proto")],
-                   check=True, timeout=60)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grpc_tools.protoc",
+            f"-I{HERE}",
+            f"--python_out={tmp_path}",
+            f"--pyi_out={tmp_path}",
+            str(HERE / "api.proto"),
+        ],
+        check=True,
+        timeout=60,
+    )
     for name in ("api_pb2.py", "api_pb2.pyi"):
         assert (tmp_path / name).read_text() == (HERE / name).read_text(), name
 
@@ -24,7 +34,8 @@ def test_the_committed_stubs_match_the_proto(tmp_path: Path) -> None:
 def test_a_list_answer_round_trips() -> None:
     answer = ListPodResourcesResponse()
     pod = answer.pod_resources.add(name="p", namespace="ns")
-    pod.containers.add(name="c").devices.add(resource_name="huawei.com/Ascend910",
-                                             device_ids=["Ascend910-0"])
+    pod.containers.add(name="c").devices.add(
+        resource_name="huawei.com/Ascend910", device_ids=["Ascend910-0"]
+    )
     again = ListPodResourcesResponse.FromString(answer.SerializeToString())
     assert again.pod_resources[0].containers[0].devices[0].device_ids == ["Ascend910-0"]

@@ -34,14 +34,18 @@ WATCHED = {"input_pipeline", "format_conversion", "ai_cpu_fallback"}
 
 def child_env(home: Path, **extra: str) -> dict[str, str]:
     """HOME in tmp (the socket marker lives there); no simulator knobs leaking in."""
-    base = {k: v for k, v in os.environ.items()
-            if not k.startswith("NPUMON_SIM_") and k not in ("PROFILING_MODE", "RANK")}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("NPUMON_SIM_") and k not in ("PROFILING_MODE", "RANK")
+    }
     return {**base, "HOME": str(home), **extra}
 
 
 @contextmanager
-def train_job(home: Path, *args: str, dynamic: bool = True,
-              stderr: Path | None = None) -> Iterator[subprocess.Popen[bytes]]:
+def train_job(
+    home: Path, *args: str, dynamic: bool = True, stderr: Path | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     """A running npumon-sim-train; terminated (and reaped) on exit."""
     env = child_env(home, **({"PROFILING_MODE": "dynamic"} if dynamic else {}))
     err = stderr.open("wb") if stderr else subprocess.DEVNULL
@@ -58,8 +62,9 @@ class Interactive:
     """A child driven line by line; ``expect`` reads stdout + stderr with a deadline."""
 
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
         self.text = ""
         self._seen = 0
 

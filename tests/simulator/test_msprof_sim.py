@@ -21,15 +21,30 @@ PROF_NAME = r"PROF_\d{6}_\d{17}_[A-Z]{16}"
 pytestmark = pytest.mark.integration  # every test runs the console scripts
 
 
-def _msprof(home: Path, *args: str, timeout: float = 20.0,
-            **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([MSPROF, *args], env=child_env(home, **env), capture_output=True,
-                          text=True, timeout=timeout, check=False)
+def _msprof(
+    home: Path, *args: str, timeout: float = 20.0, **env: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [MSPROF, *args],
+        env=child_env(home, **env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def _attach(home: Path, pid: int, out: Path, **env: str) -> Interactive:
-    return Interactive([MSPROF, "--dynamic=on", f"--pid={pid}", f"--output={out}",
-                        "--aic-metrics=PipeUtilization"], child_env(home, **env))
+    return Interactive(
+        [
+            MSPROF,
+            "--dynamic=on",
+            f"--pid={pid}",
+            f"--output={out}",
+            "--aic-metrics=PipeUtilization",
+        ],
+        child_env(home, **env),
+    )
 
 
 def _raw(out: Path, kind: str, steps: int, seed: int = 7) -> Path:
@@ -43,8 +58,10 @@ def test_attach_export_analyze_round_trip(tmp_path: Path) -> None:
     Which steps a window covers is test_sim_attach.py's (a fake clock, no waiting here)."""
     marker_dir = tmp_path
     with train_job(tmp_path, "--profile", "input_bound", "--step-seconds", "0.05") as job:
-        wait_for(lambda: (marker_dir / f"dynamic_profiling_socket_{job.pid}").exists(),
-                 what="the dynamic profiling socket")
+        wait_for(
+            lambda: (marker_dir / f"dynamic_profiling_socket_{job.pid}").exists(),
+            what="the dynamic profiling socket",
+        )
         session = _attach(tmp_path, job.pid, tmp_path / "out")
         session.expect(PROMPT)
         session.send("start")
@@ -69,8 +86,17 @@ def test_attach_export_analyze_round_trip(tmp_path: Path) -> None:
 
 def test_job_without_profiling_mode_is_refused(tmp_path: Path) -> None:
     config_dir, log = tmp_path / "cfg", tmp_path / "train.err"
-    with train_job(tmp_path, "--profile", "balanced", "--step-seconds", "0.05",
-                   "--dynamic-config-dir", str(config_dir), dynamic=False, stderr=log) as job:
+    with train_job(
+        tmp_path,
+        "--profile",
+        "balanced",
+        "--step-seconds",
+        "0.05",
+        "--dynamic-config-dir",
+        str(config_dir),
+        dynamic=False,
+        stderr=log,
+    ) as job:
         # no sleep: a config the job logs as invalid shows it is in its step loop, past the
         # point where a job started with PROFILING_MODE=dynamic creates its socket marker
         config = config_dir / "profiler_config.json"
@@ -154,8 +180,13 @@ def test_hang_at_start_blocks_until_killed(tmp_path: Path) -> None:
 def test_hang_at_export_blocks(tmp_path: Path) -> None:
     prof = _raw(tmp_path, "balanced", 3)
     with pytest.raises(subprocess.TimeoutExpired):
-        _msprof(tmp_path, "--export=on", f"--output={prof}", timeout=1.0,
-                NPUMON_SIM_MSPROF_HANG="export")
+        _msprof(
+            tmp_path,
+            "--export=on",
+            f"--output={prof}",
+            timeout=1.0,
+            NPUMON_SIM_MSPROF_HANG="export",
+        )
     assert not (prof / "mindstudio_profiler_output").exists()
 
 
@@ -184,9 +215,19 @@ def test_exported_tables_keep_the_real_quirks(tmp_path: Path) -> None:
     (summary,) = out.glob("op_summary_*.csv")
     table = list(csv.reader(summary.open(newline="")))
     header = table[0]
-    assert header[:11] == ["Device_id", "Model ID", "Task ID", "Stream ID", "Op Name", "OP Type",
-                           "OP State", "Task Type", "Task Start Time(us)", "Task Duration(us)",
-                           "Task Wait Time(us)"]
+    assert header[:11] == [
+        "Device_id",
+        "Model ID",
+        "Task ID",
+        "Stream ID",
+        "Op Name",
+        "OP Type",
+        "OP State",
+        "Task Type",
+        "Task Start Time(us)",
+        "Task Duration(us)",
+        "Task Wait Time(us)",
+    ]
     start = header.index("Task Start Time(us)")
     assert all(row[start].endswith("\t") for row in table[1:])
     comm = [row for row in table[1:] if row[7] == "COMMUNICATION"]
@@ -212,8 +253,16 @@ def test_export_leaves_exported_dirs_and_refuses_incomplete_ones(tmp_path: Path)
     assert refused.returncode == 1 and "[ERROR]" in refused.stdout
 
 
-@pytest.mark.parametrize("args", [(), ("--dynamic=on",), ("--export=off", "--output=x"),
-                                  ("train.py",), ("--query=on", "--output=x")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        (),
+        ("--dynamic=on",),
+        ("--export=off", "--output=x"),
+        ("train.py",),
+        ("--query=on", "--output=x"),
+    ],
+)
 def test_usage_errors(tmp_path: Path, args: tuple[str, ...]) -> None:
     proc = _msprof(tmp_path, *args)
     assert proc.returncode == 2
@@ -227,8 +276,10 @@ def test_several_pids_give_one_prof_dir_each(tmp_path: Path) -> None:
     other = subprocess.Popen(["sleep", "30"])
     try:
         (tmp_path / f"dynamic_profiling_socket_{other.pid}").touch()
-        session = Interactive([MSPROF, "--dynamic=on", f"--pid={pid},{other.pid}",
-                               f"--output={tmp_path / 'out'}"], child_env(tmp_path))
+        session = Interactive(
+            [MSPROF, "--dynamic=on", f"--pid={pid},{other.pid}", f"--output={tmp_path / 'out'}"],
+            child_env(tmp_path),
+        )
         session.expect(PROMPT)
         session.send("start")
         session.expect(PROMPT)

@@ -31,11 +31,13 @@ OUT = "ASCEND_PROFILER_OUTPUT"
 
 
 def capture(tmp: Path, kind: str, step_seconds: float = 0.5, **kwargs: Any) -> Path:
-    steps = simulate(kind, first_step=10, steps=4, step_seconds=step_seconds,
-                     start_seconds=1.7e9, seed=3)
+    steps = simulate(
+        kind, first_step=10, steps=4, step_seconds=step_seconds, start_seconds=1.7e9, seed=3
+    )
     meta = CaptureMeta(kind, 99, 2, step_seconds, 1.7e9, 1.7e9 + 4 * step_seconds, 10, 4, 3)
-    return write_ascend_pt(Plan(10, 4, tmp, True, {}), steps, meta, kwargs.pop("rank", 0),
-                           "node", **kwargs)
+    return write_ascend_pt(
+        Plan(10, 4, tmp, True, {}), steps, meta, kwargs.pop("rank", 0), "node", **kwargs
+    )
 
 
 def _keys(data: dict[str, Any]) -> dict[str, Any]:
@@ -71,8 +73,11 @@ def test_analysis_reads_the_scenarios_communication(tmp_path: Path, kind: str) -
     assert times is not None
     # every all-reduce task of kernel_details.csv is one collective of communication.json
     with (run / OUT / "kernel_details.csv").open() as handle:
-        hcom_us = sum(float(row["Duration(us)"]) for row in csv.DictReader(handle)
-                      if row["Type"] == "hcom_allReduce_")
+        hcom_us = sum(
+            float(row["Duration(us)"])
+            for row in csv.DictReader(handle)
+            if row["Type"] == "hcom_allReduce_"
+        )
     assert times.elapse_seconds == pytest.approx(hcom_us / 1e6, rel=1e-6)
     # the step table's not-overlapped communication: the collective minus its overlapped 30 %
     communication = next(p for p in summary.phases if p.phase == "communication")
@@ -81,7 +86,8 @@ def test_analysis_reads_the_scenarios_communication(tmp_path: Path, kind: str) -
     assert times.idle_seconds == pytest.approx(times.elapse_seconds * IDLE_SHARE, rel=1e-3)
     wait_ratio = profile.comm_wait / (1 - IDLE_SHARE)
     assert times.wait_seconds / (times.wait_seconds + times.transit_seconds) == pytest.approx(
-        wait_ratio, rel=1e-4)
+        wait_ratio, rel=1e-4
+    )
     links = {link.link_type: link for link in summary.links}
     assert set(links) == {"HCCS", "SDMA"}  # a one-node job: nothing over RDMA or PCIe
     hccs = links["HCCS"]
@@ -97,8 +103,10 @@ def test_slow_link_names_hccs_and_its_share_of_the_expected_bandwidth(tmp_path: 
     (slow,) = [b for b in summary.bottlenecks if b.kind == "slow_link"]
     assert slow.value == pytest.approx(3.0 / 18.0)
     assert slow.threshold == Thresholds().slow_link_ratio
-    assert slow.detail.startswith("HCCS moved ") and "at 3.0 GB/s, 17% of the expected 18 GB/s" \
-        in slow.detail
+    assert (
+        slow.detail.startswith("HCCS moved ")
+        and "at 3.0 GB/s, 17% of the expected 18 GB/s" in slow.detail
+    )
     assert {"communication", "slow_link"} <= {b.kind for b in summary.bottlenecks}
 
 
@@ -110,7 +118,8 @@ def test_balanced_job_is_in_the_attention_tier_without_a_finding(tmp_path: Path)
     assert ratio is not None and 0.05 < ratio <= 0.20
     assert report.summary.bottlenecks == ()
     assert f"is {ratio:.1%} of the step (attention: checklist > 5% attention" in format_report(
-        report)
+        report
+    )
 
 
 def test_the_exporter_serves_the_simulated_link_bandwidth_and_wait(tmp_path: Path) -> None:
@@ -124,7 +133,8 @@ def test_the_exporter_serves_the_simulated_link_bandwidth_and_wait(tmp_path: Pat
     assert value(found, link, workload="train", link_type="SDMA") == pytest.approx(3e9)
     assert value(found, link, workload="train", link_type="RDMA") is None
     assert value(found, "npu_communication_wait_ratio", workload="train") == pytest.approx(
-        0.10 / 0.95, rel=1e-4)
+        0.10 / 0.95, rel=1e-4
+    )
     assert value(found, "npu_profile_bottleneck", workload="train", kind="slow_link") == 1
 
 
@@ -138,13 +148,20 @@ def test_small_steps_move_small_packets(tmp_path: Path) -> None:
 
 
 def test_metadata_holds_the_data_parallel_group_and_the_environment(tmp_path: Path) -> None:
-    run = capture(tmp_path, "balanced", rank=2, world_size=4,
-                  environ={"ASCEND_LAUNCH_BLOCKING": "1", "UNRELATED": "x"})
+    run = capture(
+        tmp_path,
+        "balanced",
+        rank=2,
+        world_size=4,
+        environ={"ASCEND_LAUNCH_BLOCKING": "1", "UNRELATED": "x"},
+    )
     assert peers.dp_ranks(layout.metadata(run)) == (0, 1, 2, 3)
     env = environment.recorded(layout.metadata(run))
     assert env is not None and set(env) == set(
-        json.loads((TREES / "pp2dp2_level2" / "rank_2_ascend_pt" / "profiler_metadata.json")
-                   .read_text())["ENV_VARIABLES"])
+        json.loads(
+            (TREES / "pp2dp2_level2" / "rank_2_ascend_pt" / "profiler_metadata.json").read_text()
+        )["ENV_VARIABLES"]
+    )
     assert env["ASCEND_LAUNCH_BLOCKING"] == "1" and env["ACLNN_CACHE_LIMIT"] == "100000"
     (finding,) = environment.judge([("rank2", env)], Thresholds())
     assert "ASCEND_LAUNCH_BLOCKING=1" in finding.detail and finding.value == 1.0

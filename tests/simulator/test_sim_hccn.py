@@ -104,15 +104,20 @@ def test_npu_smi_hccs_and_sio_from_the_scenario() -> None:
     assert dict(sio.counts) == {"transmit": 33, "receive": 100}
     pcie = interconnect.parse_pcie_err(smi("310p-duo", 100, "-t", "pcie-err", "-i", "0"))
     assert set(dict(pcie.counts)) == {"pcs_rx", "phy_lane", "dl_lcrc", "dl_dcrc"}
-    no_sio = render_interconnect.answer(["info", "-t", "sio-info", "-i", "0"], SC,
-                                        node_state(SC, 10), 10)
+    no_sio = render_interconnect.answer(
+        ["info", "-t", "sio-info", "-i", "0"], SC, node_state(SC, 10), 10
+    )
     assert no_sio is not None and no_sio.exit_code != 0  # SIO is an A3/950 die-to-die link
 
 
 @pytest.mark.integration
 def test_the_console_script_runs_as_hccn_tool(tmp_path: Path) -> None:
     tool = Path(sys.executable).parent / "npumon-sim-hccn-tool"
-    done = subprocess.run([str(tool), "--scenario", "910b-8", "--time", "350", "-i", "0",
-                           "-link", "-g"], capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        [str(tool), "--scenario", "910b-8", "--time", "350", "-i", "0", "-link", "-g"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert (done.returncode, done.stdout) == (0, "link status: DOWN\n")
     assert main(["--scenario", "no-such-scenario", "-i", "0", "-link", "-g"]) == 2

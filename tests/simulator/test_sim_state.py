@@ -144,12 +144,15 @@ def test_dcmi_fail_and_hang_windows() -> None:
 
 def test_npus_override_gives_a_bigger_node_of_the_same_family() -> None:
     """bench/daemon_bench.py's 64-chip node: A3 with 32 NPUs x 2 dies."""
-    scenario = parse_scenario("family: a3\nnpus: 32\nprocesses:\n"
-                              "  - {npu: 31, chip: 1, pid: 7, name: python3, hbm_mb: 1024}\n")
+    scenario = parse_scenario(
+        "family: a3\nnpus: 32\nprocesses:\n"
+        "  - {npu: 31, chip: 1, pid: 7, name: python3, hbm_mb: 1024}\n"
+    )
     node = node_state(scenario, 100.0)
     assert [card.npu for card in node.cards] == list(range(32))
     assert sum(len(card.chips) for card in node.cards) == 64
     assert render(["info"], node).stdout.count("Ascend910") >= 64
     with pytest.raises(ScenarioError):
-        parse_scenario("family: a3\nnpus: 4\nprocesses:\n"
-                       "  - {npu: 5, pid: 7, name: python3, hbm_mb: 1024}\n")
+        parse_scenario(
+            "family: a3\nnpus: 4\nprocesses:\n  - {npu: 5, pid: 7, name: python3, hbm_mb: 1024}\n"
+        )

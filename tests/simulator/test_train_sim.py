@@ -21,9 +21,19 @@ FIXTURES = Path(__file__).parent.parent / "fixtures" / "msprof"
 
 
 def _config(prof_dir: Path, active: int, **extra: object) -> dict[str, object]:
-    return {"activities": ["CPU", "NPU"], "prof_dir": str(prof_dir), "analyse": True,
-            "active": active, "start_step": 0, "warmup": 0, "is_rank": False, "rank_list": [],
-            "experimental_config": {"profiler_level": "Level1"}, "is_valid": True, **extra}
+    return {
+        "activities": ["CPU", "NPU"],
+        "prof_dir": str(prof_dir),
+        "analyse": True,
+        "active": active,
+        "start_step": 0,
+        "warmup": 0,
+        "is_rank": False,
+        "rank_list": [],
+        "experimental_config": {"profiler_level": "Level1"},
+        "is_valid": True,
+        **extra,
+    }
 
 
 def _write(path: Path, text: str) -> None:
@@ -36,8 +46,17 @@ def _write(path: Path, text: str) -> None:
 @pytest.mark.integration
 def test_config_file_trigger_writes_a_finished_profile(tmp_path: Path) -> None:
     config_dir, out, log = tmp_path / "cfg", tmp_path / "out", tmp_path / "train.err"
-    with train_job(tmp_path, "--profile", "communication_bound", "--step-seconds", "0.05",
-                   "--dynamic-config-dir", str(config_dir), dynamic=False, stderr=log) as job:
+    with train_job(
+        tmp_path,
+        "--profile",
+        "communication_bound",
+        "--step-seconds",
+        "0.05",
+        "--dynamic-config-dir",
+        str(config_dir),
+        dynamic=False,
+        stderr=log,
+    ) as job:
         config = config_dir / "profiler_config.json"
         wait_for(config.exists, what="the template config dynamic_profile.init writes")
         assert json.loads(config.read_text())["is_valid"] is False
@@ -53,8 +72,12 @@ def test_config_file_trigger_writes_a_finished_profile(tmp_path: Path) -> None:
     assert not list(out.glob(".*"))  # no temp dir left behind
     tables = run / "ASCEND_PROFILER_OUTPUT"
     assert sorted(p.name for p in tables.iterdir()) == [
-        "communication.json", "kernel_details.csv", "op_statistic.csv", "step_trace_time.csv",
-        "trace_view.json"]
+        "communication.json",
+        "kernel_details.csv",
+        "op_statistic.csv",
+        "step_trace_time.csv",
+        "trace_view.json",
+    ]
     assert (run / "profiler_metadata.json").is_file()
     info = json.loads((run / "profiler_info.json").read_text())
     assert info["cann_version"] == "8.3.RC1"
@@ -122,12 +145,21 @@ def test_sigterm_exits_zero_and_removes_the_socket_marker(tmp_path: Path) -> Non
 
 @pytest.mark.integration
 def test_steps_option_ends_the_job(tmp_path: Path) -> None:
-    proc = subprocess.run([TRAIN, "--profile", "input_bound", "--step-seconds", "0.01",
-                           "--steps", "3"], env=child_env(tmp_path), timeout=20,
-                          capture_output=True, check=False)
+    proc = subprocess.run(
+        [TRAIN, "--profile", "input_bound", "--step-seconds", "0.01", "--steps", "3"],
+        env=child_env(tmp_path),
+        timeout=20,
+        capture_output=True,
+        check=False,
+    )
     assert proc.returncode == 0
-    bad = subprocess.run([TRAIN, "--profile", "nonsense"], env=child_env(tmp_path), timeout=20,
-                         capture_output=True, check=False)
+    bad = subprocess.run(
+        [TRAIN, "--profile", "nonsense"],
+        env=child_env(tmp_path),
+        timeout=20,
+        capture_output=True,
+        check=False,
+    )
     assert bad.returncode == 2
     assert os.listdir(tmp_path) == []  # no marker without PROFILING_MODE=dynamic
 

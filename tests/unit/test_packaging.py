@@ -6,8 +6,12 @@ import tomllib
 
 from tests.support import ROOT
 
-FOLDERS = {"npumon.daemon": "daemon", "npumon.exporters": "exporters",
-           "npumon.simulator": "simulator", "npumon.podresources": "podresources"}
+FOLDERS = {
+    "npumon.daemon": "daemon",
+    "npumon.exporters": "exporters",
+    "npumon.simulator": "simulator",
+    "npumon.podresources": "podresources",
+}
 
 
 def test_every_source_package_is_listed_in_pyproject() -> None:

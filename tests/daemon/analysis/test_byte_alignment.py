@@ -22,13 +22,15 @@ def _transfers(tree: str) -> list[tuple[str, int, int, float, str]]:
     for path in sorted((TREES / tree).glob("*/ASCEND_PROFILER_OUTPUT/communication.json")):
         for step in json.loads(path.read_text()).values():
             for group in step.values():
-                for name, op in (group.items() if isinstance(group, dict) else ()):
+                for name, op in group.items() if isinstance(group, dict) else ():
                     if name == "Total Op Info":
                         continue
                     for link in ("HCCS", "PCIE", "SIO"):
                         sizes = op["Communication Bandwidth Info"][link]["Size Distribution"]
-                        found += [(name, round(float(mb) * 1e6), n, ms, str(path))
-                                  for mb, (n, ms) in sizes.items()]
+                        found += [
+                            (name, round(float(mb) * 1e6), n, ms, str(path))
+                            for mb, (n, ms) in sizes.items()
+                        ]
     return found
 
 
@@ -36,8 +38,11 @@ def test_unaligned_all_reduce_transfers_are_found() -> None:
     transfers = [t for t in _transfers("text_level1") if t[1] > 512]
     off = [t for t in transfers if t[1] % 512]
     assert (1937312, 2) in {(t[1], t[2]) for t in off}  # 1,937,312 B = 3783 x 512 + 416
-    (found,) = [b for b in analyze_path(TREES / "text_level1").summary.bottlenecks
-                if b.kind == "byte_alignment"]
+    (found,) = [
+        b
+        for b in analyze_path(TREES / "text_level1").summary.bottlenecks
+        if b.kind == "byte_alignment"
+    ]
     ops, off_ops = {(t[4], t[0]) for t in transfers}, {(t[4], t[0]) for t in off}
     assert found.value == len(off_ops) == 4 and found.threshold == 1
     assert f"{len(off_ops)} of {len(ops)} communication ops" in found.detail
@@ -67,14 +72,19 @@ def test_alignment_size_is_configurable(base: int, fires: bool) -> None:
 def test_db_export_reads_the_same_sizes_from_analysis_db() -> None:
     """export_type=db: CommAnalyzerBandwidth's package_size rows are the size distribution."""
     db = sqlite3.connect(next((TREES / "db_level1").glob("*/ASCEND_PROFILER_OUTPUT/analysis.db")))
-    rows = db.execute("SELECT hccl_op_name, package_size, count, total_duration FROM "
-                      "CommAnalyzerBandwidth WHERE count > 0 AND transport_type IN "
-                      "('HCCS', 'PCIE', 'SIO')").fetchall()
+    rows = db.execute(
+        "SELECT hccl_op_name, package_size, count, total_duration FROM "
+        "CommAnalyzerBandwidth WHERE count > 0 AND transport_type IN "
+        "('HCCS', 'PCIE', 'SIO')"
+    ).fetchall()
     db.close()
     judged = [(op, round(mb * 1e6), n, ms) for op, mb, n, ms in rows if round(mb * 1e6) > 512]
     off = [t for t in judged if t[1] % 512]
-    (found,) = [b for b in analyze_path(TREES / "db_level1").summary.bottlenecks
-                if b.kind == "byte_alignment"]
+    (found,) = [
+        b
+        for b in analyze_path(TREES / "db_level1").summary.bottlenecks
+        if b.kind == "byte_alignment"
+    ]
     assert found.value == len({t[0] for t in off}) == 2
     assert f"of {len({t[0] for t in judged})} communication ops" in found.detail
     assert f"{sum(t[3] for t in off):.3f} ms of transfer" in found.detail

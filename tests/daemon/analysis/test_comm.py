@@ -14,8 +14,13 @@ from npumon.daemon.model.profile import Thresholds
 
 
 def _entry(link: str, mb: float, ms: float) -> dict[str, object]:
-    return {"Transport Type": link, "Transit Size(MB)": mb, "Transit Time(ms)": ms,
-            "Bandwidth(GB/s)": mb / ms, "Op Name": "hcom_allReduce__1_0_1"}
+    return {
+        "Transport Type": link,
+        "Transit Size(MB)": mb,
+        "Transit Time(ms)": ms,
+        "Bandwidth(GB/s)": mb / ms,
+        "Op Name": "hcom_allReduce__1_0_1",
+    }
 
 
 # SYNTHETIC: two steps; step 1 has samples and a -total op, step 2 only plain op names
@@ -24,13 +29,15 @@ SYNTHETIC_MATRIX = {
         "p2p": [],
         "collective": {
             "allreduce-top1@g": {"0-1": _entry("HCCS", 50.0, 10.0)},
-            "allreduce-total@g": {"0-0": _entry("LOCAL", 80.0, 0.1),
-                                  "0-1": _entry("HCCS", 80.0, 20.0),
-                                  "0-2": _entry("HCCS", 80.0, 10.0),
-                                  "0-3": _entry("HCCS", 80.0, 40.0),
-                                  "0-4": _entry("HCCS", 80.0, 8.0),
-                                  "0-5": _entry("HCCS", 0.5, 5.0),  # under slow_link_min_mb
-                                  "0-8": _entry("RDMA", 10.0, 1.0)},
+            "allreduce-total@g": {
+                "0-0": _entry("LOCAL", 80.0, 0.1),
+                "0-1": _entry("HCCS", 80.0, 20.0),
+                "0-2": _entry("HCCS", 80.0, 10.0),
+                "0-3": _entry("HCCS", 80.0, 40.0),
+                "0-4": _entry("HCCS", 80.0, 8.0),
+                "0-5": _entry("HCCS", 0.5, 5.0),  # under slow_link_min_mb
+                "0-8": _entry("RDMA", 10.0, 1.0),
+            },
             "allreduce-bottom1@g": {"0-1": _entry("HCCS", 1.0, 1.0)},
         },
     },
@@ -46,7 +53,8 @@ def _write(tmp_path: Path, with_steps: bool = True) -> Path:
         (out / "step_trace_time.csv").write_text(
             "Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,"
             "Stage,Bubble,Communication(Not Overlapped and Exclude Receive),Preparing\n"
-            "1,800,100,0,100,100,1000,0,100,0\n")
+            "1,800,100,0,100,100,1000,0,100,0\n"
+        )
     return out / "communication_matrix.json"
 
 
@@ -55,8 +63,7 @@ def test_matrix_counts_the_total_ops_and_plain_ops_once(tmp_path: Path) -> None:
     notes: list[str] = []
     read = comm.read((), Thresholds(), notes, (path,), (path,))
     assert read.times is None and not notes
-    pairs = {(p.link_type, p.src, p.dst): (p.transit_bytes, p.transit_seconds)
-             for p in read.pairs}
+    pairs = {(p.link_type, p.src, p.dst): (p.transit_bytes, p.transit_seconds) for p in read.pairs}
     assert pairs[("HCCS", "0", "1")] == pytest.approx((100e6, 25e-3))  # total + step2, no samples
     assert ("LOCAL", "0", "0") not in pairs
     links = {x.link_type: x for x in read.links}
@@ -78,6 +85,8 @@ def test_matrix_only_profile_judges_and_names_the_slowest_pairs(tmp_path: Path) 
     # HCCS: 340.5 MB in 88 ms = 3.9 GB/s of 18; pairs: 0->3 2 GB/s, 0->1 4 GB/s, 0->2 8 GB/s,
     # 0->4 10 GB/s; 0->5 moved too little to be named
     assert slow.detail.startswith("HCCS moved 340.5 MB at 3.9 GB/s")
-    assert slow.detail.endswith("slowest of its 5 rank pair(s) in communication_matrix.json: "
-                                "0->3 2.0 GB/s, 0->1 4.0 GB/s, 0->2 8.0 GB/s")
+    assert slow.detail.endswith(
+        "slowest of its 5 rank pair(s) in communication_matrix.json: "
+        "0->3 2.0 GB/s, 0->1 4.0 GB/s, 0->2 8.0 GB/s"
+    )
     assert summary.comm_times is None

@@ -32,7 +32,8 @@ def _compute(db: sqlite3.Connection, where: str = "1") -> tuple[float, int]:
     us, n = db.execute(
         "SELECT SUM(t.endNs - t.startNs) / 1000.0, COUNT(*) FROM TASK t JOIN COMPUTE_TASK_INFO c "
         "ON c.globalTaskId = t.globalTaskId JOIN STRING_IDS s ON s.id = c.name "
-        f"JOIN STRING_IDS k ON k.id = t.taskType WHERE {where}").fetchone()
+        f"JOIN STRING_IDS k ON k.id = t.taskType WHERE {where}"
+    ).fetchone()
     return float(us or 0.0), int(n)
 
 
@@ -41,22 +42,29 @@ def test_level0_db_operators_by_inferred_type_communication_apart() -> None:
     COMMUNICATION_OP carry names. Op types come from the kernel names (aclnnX_Y_Type -> Type,
     as text Level0), core types from TASK's task type."""
     db = _db(LEVEL0 / "ascend_pytorch_profiler_0.db")
-    assert db.execute("SELECT DISTINCT o.value FROM COMPUTE_TASK_INFO c JOIN STRING_IDS o ON "
-                      "o.id = c.opType").fetchall() == [("N/A",)]
+    assert db.execute(
+        "SELECT DISTINCT o.value FROM COMPUTE_TASK_INFO c JOIN STRING_IDS o ON o.id = c.opType"
+    ).fetchall() == [("N/A",)]
     total_us, _ = _compute(db)
     foreach_us, foreach_n = _compute(db, "s.value LIKE 'aclnn%\\_ForeachAddList' ESCAPE '\\'")
     transdata_us, _ = _compute(
-        db, "s.value LIKE 'aclnn%\\_TransData' ESCAPE '\\' OR s.value LIKE 'trans\\_TransData\\_%'"
-            " ESCAPE '\\'")
+        db,
+        "s.value LIKE 'aclnn%\\_TransData' ESCAPE '\\' OR s.value LIKE 'trans\\_TransData\\_%'"
+        " ESCAPE '\\'",
+    )
     aivec_us, _ = _compute(db, "k.value = 'KERNEL_AIVEC'")
     comm_us, comm_n = db.execute(
-        "SELECT SUM(endNs - startNs) / 1000.0, COUNT(*) FROM COMMUNICATION_OP").fetchone()
+        "SELECT SUM(endNs - startNs) / 1000.0, COUNT(*) FROM COMMUNICATION_OP"
+    ).fetchone()
     summary = analyze_path(TREES / "db_level0").summary
     assert summary.op_types_inferred
     assert summary.op_total_seconds == pytest.approx(total_us / 1e6)
     top = summary.op_time_ratio[0]
-    assert (top.op_type, top.core_type, top.count) == ("ForeachAddList", "ai_vector_core",
-                                                       foreach_n)
+    assert (top.op_type, top.core_type, top.count) == (
+        "ForeachAddList",
+        "ai_vector_core",
+        foreach_n,
+    )
     assert top.ratio == pytest.approx(foreach_us / total_us)
     assert all(o.op_type != "unknown" for o in summary.op_time_ratio)
     by_type = {o.op_type: o.ratio for o in summary.op_time_ratio}
@@ -85,20 +93,32 @@ def _analysis(path: Path, sql: str) -> list[tuple[object, ...]]:
 def test_level1_db_communication_from_analysis_db() -> None:
     """CommAnalyzerTime / CommAnalyzerBandwidth give what communication.json gives a text
     export: times, per-link bandwidth, the transfer share of the step (and so its tier)."""
-    ((elapse, transit, wait, idle),) = _analysis(LEVEL1, "SELECT SUM(elapse_time), "
-                                                 "SUM(transit_time), SUM(wait_time), "
-                                                 "SUM(idle_time) FROM CommAnalyzerTime")
-    links = dict((str(k), (float(mb), float(ms))) for k, mb, ms in _analysis(
-        LEVEL1, "SELECT transport_type, SUM(transit_size), SUM(transit_time) FROM (SELECT "
-                "DISTINCT hccl_op_name, group_name, step, transport_type, transit_size, "
-                "transit_time FROM CommAnalyzerBandwidth) GROUP BY 1"))
-    ((step_us,),) = _analysis(LEVEL1, "SELECT SUM(computing + communication_not_overlapped + "
-                                      "free) FROM StepTraceTime")
+    ((elapse, transit, wait, idle),) = _analysis(
+        LEVEL1,
+        "SELECT SUM(elapse_time), "
+        "SUM(transit_time), SUM(wait_time), "
+        "SUM(idle_time) FROM CommAnalyzerTime",
+    )
+    links = dict(
+        (str(k), (float(mb), float(ms)))
+        for k, mb, ms in _analysis(
+            LEVEL1,
+            "SELECT transport_type, SUM(transit_size), SUM(transit_time) FROM (SELECT "
+            "DISTINCT hccl_op_name, group_name, step, transport_type, transit_size, "
+            "transit_time FROM CommAnalyzerBandwidth) GROUP BY 1",
+        )
+    )
+    ((step_us,),) = _analysis(
+        LEVEL1, "SELECT SUM(computing + communication_not_overlapped + free) FROM StepTraceTime"
+    )
     summary = analyze_path(TREES / "db_level1").summary
     assert summary.comm_times is not None
-    assert (summary.comm_times.elapse_seconds, summary.comm_times.transit_seconds,
-            summary.comm_times.wait_seconds, summary.comm_times.idle_seconds) == pytest.approx(
-        (elapse / 1e3, transit / 1e3, wait / 1e3, idle / 1e3))
+    assert (
+        summary.comm_times.elapse_seconds,
+        summary.comm_times.transit_seconds,
+        summary.comm_times.wait_seconds,
+        summary.comm_times.idle_seconds,
+    ) == pytest.approx((elapse / 1e3, transit / 1e3, wait / 1e3, idle / 1e3))
     assert {x.link_type for x in summary.links} == {k for k, (mb, _) in links.items() if mb}
     for link in summary.links:
         mb, ms = links[link.link_type]
@@ -111,13 +131,21 @@ def test_level1_db_communication_from_analysis_db() -> None:
 
 def test_level1_db_slow_link_and_small_packets() -> None:
     """The same rules as on text: thresholds set so the db's own figures cross them."""
-    hccs_mb, hccs_ms = _analysis(LEVEL1, "SELECT SUM(transit_size), SUM(transit_time) FROM "
-                                 "(SELECT DISTINCT hccl_op_name, transport_type, transit_size, "
-                                 "transit_time FROM CommAnalyzerBandwidth) WHERE "
-                                 "transport_type = 'HCCS'")[0]
-    sdma = [float(mb) for (mb,) in _analysis(
-        LEVEL1, "SELECT transit_size FROM (SELECT DISTINCT hccl_op_name, transit_size FROM "
-                "CommAnalyzerBandwidth WHERE transport_type = 'SDMA' AND transit_size > 0)")]
+    hccs_mb, hccs_ms = _analysis(
+        LEVEL1,
+        "SELECT SUM(transit_size), SUM(transit_time) FROM "
+        "(SELECT DISTINCT hccl_op_name, transport_type, transit_size, "
+        "transit_time FROM CommAnalyzerBandwidth) WHERE "
+        "transport_type = 'HCCS'",
+    )[0]
+    sdma = [
+        float(mb)
+        for (mb,) in _analysis(
+            LEVEL1,
+            "SELECT transit_size FROM (SELECT DISTINCT hccl_op_name, transit_size FROM "
+            "CommAnalyzerBandwidth WHERE transport_type = 'SDMA' AND transit_size > 0)",
+        )
+    ]
     t = Thresholds(link_expected_gbps={"HCCS": 56.0}, small_packet_sdma_mb=50.0)
     summary = analyze_path(TREES / "db_level1", t).summary
     slow = next(b for b in summary.bottlenecks if b.kind == "slow_link")
@@ -133,19 +161,24 @@ def test_level1_db_slow_link_and_small_packets() -> None:
 def _pmu_groups(db: sqlite3.Connection) -> dict[tuple[str, str, str], tuple[float, ...]]:
     """(name, input shapes, output shapes) of the vector tasks whose op type has at least 1 % of
     all task time (compute and collectives) -> mean vec, mte2, mte3 ratios."""
-    ratio = ("(SELECT p.value FROM TASK_PMU_INFO p JOIN STRING_IDS m ON m.id = p.name WHERE "
-             "p.globalTaskId = c.globalTaskId AND m.value = '{}')")
+    ratio = (
+        "(SELECT p.value FROM TASK_PMU_INFO p JOIN STRING_IDS m ON m.id = p.name WHERE "
+        "p.globalTaskId = c.globalTaskId AND m.value = '{}')"
+    )
     rows = db.execute(
         "SELECT n.value, i.value, o.value, y.value, t.endNs - t.startNs, "
         + ", ".join(ratio.format(r) for r in ("aiv_vec_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio"))
         + " FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId "
-          "JOIN STRING_IDS n ON n.id = c.name JOIN STRING_IDS i ON i.id = c.inputShapes "
-          "JOIN STRING_IDS o ON o.id = c.outputShapes JOIN STRING_IDS y ON y.id = c.opType "
-          "JOIN STRING_IDS k ON k.id = c.taskType "
-          "WHERE k.value IN ('AI_VECTOR_CORE', 'MIX_AIV')").fetchall()
-    total = db.execute("SELECT (SELECT SUM(t.endNs - t.startNs) FROM TASK t JOIN "
-                       "COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId) + (SELECT "
-                       "SUM(endNs - startNs) FROM COMMUNICATION_OP)").fetchone()[0]
+        "JOIN STRING_IDS n ON n.id = c.name JOIN STRING_IDS i ON i.id = c.inputShapes "
+        "JOIN STRING_IDS o ON o.id = c.outputShapes JOIN STRING_IDS y ON y.id = c.opType "
+        "JOIN STRING_IDS k ON k.id = c.taskType "
+        "WHERE k.value IN ('AI_VECTOR_CORE', 'MIX_AIV')"
+    ).fetchall()
+    total = db.execute(
+        "SELECT (SELECT SUM(t.endNs - t.startNs) FROM TASK t JOIN "
+        "COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId) + (SELECT "
+        "SUM(endNs - startNs) FROM COMMUNICATION_OP)"
+    ).fetchone()[0]
     by_type: dict[str, int] = {}
     for row in rows:
         by_type[row[3]] = by_type.get(row[3], 0) + row[4]
@@ -153,18 +186,18 @@ def _pmu_groups(db: sqlite3.Connection) -> dict[tuple[str, str, str], tuple[floa
     for name, ins, outs, op_type, _, *ratios in rows:
         if by_type[op_type] / total >= 0.01:
             groups.setdefault((name, ins, outs), []).append((ratios[0], ratios[1], ratios[2]))
-    return {k: tuple(sum(r[i] for r in rs) / len(rs) for i in range(3))
-            for k, rs in groups.items()}
+    return {k: tuple(sum(r[i] for r in rs) / len(rs) for i in range(3)) for k, rs in groups.items()}
 
 
 def test_level1_db_operator_pmu_from_task_pmu_info() -> None:
     groups = _pmu_groups(_db(LEVEL1 / "ascend_pytorch_profiler_0.db"))
-    bound = {k for k, (v, m2, m3) in groups.items()
-             if v + m2 + m3 >= 0.9 or max(v, m2, m3) >= 0.7}
-    room = {k: max(0.7 - v, 0.7 - m2, 0.7 - m3) for k, (v, m2, m3) in groups.items()
-            if k not in bound}
-    (found,) = [b for b in analyze_path(TREES / "db_level1").summary.bottlenecks
-                if b.kind == "operator_pmu"]
+    bound = {k for k, (v, m2, m3) in groups.items() if v + m2 + m3 >= 0.9 or max(v, m2, m3) >= 0.7}
+    room = {
+        k: max(0.7 - v, 0.7 - m2, 0.7 - m3) for k, (v, m2, m3) in groups.items() if k not in bound
+    }
+    (found,) = [
+        b for b in analyze_path(TREES / "db_level1").summary.bottlenecks if b.kind == "operator_pmu"
+    ]
     assert found.value == len(groups)
     assert f"{len(room)} with headroom" in found.detail
     assert f"{len(bound)} bound" in found.detail
@@ -184,11 +217,17 @@ def test_level0_db_has_no_pmu_finding() -> None:
 def test_db_env_vars_from_meta_data(tree: str) -> None:
     """META_DATA's ENV_VARIABLES is profiler_metadata.json's, judged by the same rules."""
     root = TREES / tree / "rank0_ascend_pt" / OUT
-    (value,) = _db(root / "ascend_pytorch_profiler_0.db").execute(
-        "SELECT value FROM META_DATA WHERE name = 'ENV_VARIABLES'").fetchone()
+    (value,) = (
+        _db(root / "ascend_pytorch_profiler_0.db")
+        .execute("SELECT value FROM META_DATA WHERE name = 'ENV_VARIABLES'")
+        .fetchone()
+    )
     env = json.loads(value)
-    flagged = {k for k in ("ACLNN_CACHE_LIMIT", "HOST_CACHE_CAPACITY", "PYTORCH_NPU_ALLOC_CONF")
-               if env.get(k) == ""}  # unset: each is a finding (test_real_profiles restates all)
+    flagged = {
+        k
+        for k in ("ACLNN_CACHE_LIMIT", "HOST_CACHE_CAPACITY", "PYTORCH_NPU_ALLOC_CONF")
+        if env.get(k) == ""
+    }  # unset: each is a finding (test_real_profiles restates all)
     assert flagged and not any(env.get(k) for k in ("HCCL_RDMA_TC", "ASCEND_LAUNCH_BLOCKING"))
     (found,) = [b for b in analyze_path(TREES / tree).summary.bottlenecks if b.kind == "env_vars"]
     assert found.value == len(flagged)
@@ -205,8 +244,12 @@ def test_910a_pmu_column_names_are_read() -> None:
     header, body = rows(name)
     (row,) = body
     frame = table.frame
-    for ours, theirs in (("aiv_vec_ratio", "vec_ratio"), ("aiv_mte2_ratio", "mte2_ratio"),
-                         ("aiv_mte3_ratio", "mte3_ratio"), ("mac_ratio", "mac_ratio")):
+    for ours, theirs in (
+        ("aiv_vec_ratio", "vec_ratio"),
+        ("aiv_mte2_ratio", "mte2_ratio"),
+        ("aiv_mte3_ratio", "mte3_ratio"),
+        ("mac_ratio", "mac_ratio"),
+    ):
         assert frame[ours].iloc[0] == pytest.approx(float(row[header.index(theirs)]))
 
 
@@ -222,15 +265,23 @@ def test_910a_operator_pmu_fires_on_ai_core_vector_tasks(tmp_path: Path) -> None
         for row in body:
             if row[core] in ("AI_VECTOR_CORE", "MIX_AIV"):
                 row[core], row[mac] = "AI_CORE", "0"
-        renamed = [h.removeprefix("aiv_") if h.endswith(("vec_ratio", "mte2_ratio", "mte3_ratio"))
-                   and h.startswith("aiv_") else h for h in header]
+        renamed = [
+            h.removeprefix("aiv_")
+            if h.endswith(("vec_ratio", "mte2_ratio", "mte3_ratio")) and h.startswith("aiv_")
+            else h
+            for h in header
+        ]
         renamed = [h if h != "aic_mac_ratio" else "mac_ratio" for h in renamed]
         with table.open("w", encoding="utf-8", newline="") as handle:
             csv.writer(handle).writerows([renamed, *body])
-    real = [b for b in analyze_path(TREES / "text_level1").summary.bottlenecks
-            if b.kind == "operator_pmu"]
-    found = [b for b in analyze_path(tmp_path / "t").summary.bottlenecks
-             if b.kind == "operator_pmu"]
+    real = [
+        b
+        for b in analyze_path(TREES / "text_level1").summary.bottlenecks
+        if b.kind == "operator_pmu"
+    ]
+    found = [
+        b for b in analyze_path(tmp_path / "t").summary.bottlenecks if b.kind == "operator_pmu"
+    ]
     assert len(found) == 1 and found[0].value == real[0].value
     assert found[0].detail == real[0].detail
 
@@ -243,22 +294,31 @@ def test_host_side_figures_for_the_diagnosis(root: Path) -> None:
     names = dict(db.execute("SELECT id, value FROM STRING_IDS").fetchall())
 
     def total(table: str, wanted: Callable[[str], bool]) -> tuple[int, float]:
-        spans = [(int(e) - int(s)) for s, e, n in db.execute(
-            f"SELECT startNs, endNs, name FROM {table}") if wanted(names[n])]
+        spans = [
+            (int(e) - int(s))
+            for s, e, n in db.execute(f"SELECT startNs, endNs, name FROM {table}")
+            if wanted(names[n])
+        ]
         return len(spans), sum(spans) / 1e9
 
     loader = sqlite_host.dataloader_time(path)
     assert loader is not None and loader.count == 1  # one step captured
     assert (loader.count, loader.seconds) == pytest.approx(
-        total("PYTORCH_API", lambda n: n.startswith("enumerate(DataLoader)#")))
+        total("PYTORCH_API", lambda n: n.startswith("enumerate(DataLoader)#"))
+    )
     compiled = sqlite_host.compile_calls(path)
     assert compiled is not None and compiled.count > 0
     assert (compiled.count, compiled.seconds) == pytest.approx(
-        total("CANN_API", lambda n: n == "aclopCompileAndExecute"))
+        total("CANN_API", lambda n: n == "aclopCompileAndExecute")
+    )
     widths = {"FP32": 4, "FP16": 2, "BFP16": 2, "INT32": 4, "INT64": 8}
-    expected = [(names[n], c * widths[d]) for n, c, d in db.execute(
-        "SELECT opName, count, e.name FROM COMMUNICATION_OP JOIN ENUM_HCCL_DATA_TYPE e ON "
-        "e.id = dataType ORDER BY startNs")]
+    expected = [
+        (names[n], c * widths[d])
+        for n, c, d in db.execute(
+            "SELECT opName, count, e.name FROM COMMUNICATION_OP JOIN ENUM_HCCL_DATA_TYPE e ON "
+            "e.id = dataType ORDER BY startNs"
+        )
+    ]
     assert [(s.name, s.size_bytes) for s in sqlite_host.collective_sizes(path)] == expected
 
 

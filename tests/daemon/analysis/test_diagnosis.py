@@ -71,8 +71,11 @@ CASES = [
     ("compute_bound", Evidence(softmax_ratio=0.16), Evidence(softmax_ratio=0.14)),
     ("dynamic_shape", Evidence(dynamic_shape_ops=3, static_ops=0), Evidence(dynamic_shape_ops=0)),
     # dynamic beside static (binary kernels next to static MatMuls) is not a dynamic profile
-    ("dynamic_shape", Evidence(dynamic_shape_ops=512, static_ops=0),
-     Evidence(dynamic_shape_ops=512, static_ops=832)),
+    (
+        "dynamic_shape",
+        Evidence(dynamic_shape_ops=512, static_ops=0),
+        Evidence(dynamic_shape_ops=512, static_ops=832),
+    ),
     ("small_ops", Evidence(small_ops_ratio=0.7), Evidence(small_ops_ratio=0.5)),
 ]
 
@@ -153,39 +156,49 @@ def test_small_ops_advice_fits_the_mode() -> None:
 
 def test_host_bound_tells_the_data_loader_apart() -> None:
     small = loader(2.0, 0.02)
-    (found,) = diagnose(Evidence(phase_ratios={"free": 0.46, "preparing": 0.02, "computing": 0.4},
-                                 host=small))
+    (found,) = diagnose(
+        Evidence(phase_ratios={"free": 0.46, "preparing": 0.02, "computing": 0.4}, host=small)
+    )
     assert found.kind == "host_bound"
     assert "data loader is not the cause" in found.detail and "40%" in found.detail
     # without a measured data loader, nothing is said of it
     (unmeasured,) = diagnose(Evidence(phase_ratios={"free": 0.46, "preparing": 0.02}))
     assert "data loader" not in unmeasured.detail
-    big = Evidence(phase_ratios={"free": 0.3, "preparing": 0.3},
-                   host=loader(30.0, 0.3))
+    big = Evidence(phase_ratios={"free": 0.3, "preparing": 0.3}, host=loader(30.0, 0.3))
     assert [b.kind for b in diagnose(big)] == ["input_pipeline", "host_bound"]
     assert "see input_pipeline" in diagnose(big)[1].detail
     assert [b.kind for b in diagnose(Evidence(phase_ratios={"free": 0.3, "preparing": 0.3}))] == [
-        "slow_preparing", "host_bound"]
+        "slow_preparing",
+        "host_bound",
+    ]
 
 
 def test_ai_cpu_names_the_operators(tmp_path: Path) -> None:
-    path = _kernels(tmp_path, [("IndexPut1", "IndexPut", "AI_CPU", 30.0),
-                               ("NonZero1", "NonZero", "AI_CPU", 45.0),
-                               ("MatMul1", "MatMulV2", "AI_CORE", 5000.0)])
+    path = _kernels(
+        tmp_path,
+        [
+            ("IndexPut1", "IndexPut", "AI_CPU", 30.0),
+            ("NonZero1", "NonZero", "AI_CPU", 45.0),
+            ("MatMul1", "MatMulV2", "AI_CORE", 5000.0),
+        ],
+    )
     found = {b.kind: b for b in analyze_path(path).summary.bottlenecks}
     # 75 us of 5075: 1.5 % of operator time, under the old 5 % share rule, still a finding
     assert "NonZero, IndexPut" in found["ai_cpu_fallback"].detail
     assert analyze_path(path).summary.ai_cpu_op_types == ("NonZero", "IndexPut")
 
 
-@pytest.mark.parametrize(("transfer", "tier"), [
-    (0.03, "fine"), (0.05, "fine"), (0.06, "attention"), (0.20, "attention"), (0.25, "severe")])
+@pytest.mark.parametrize(
+    ("transfer", "tier"),
+    [(0.03, "fine"), (0.05, "fine"), (0.06, "attention"), (0.20, "attention"), (0.25, "severe")],
+)
 def test_communication_states_the_checklist_transfer_tier(transfer: float, tier: str) -> None:
     (found,) = diagnose(Evidence(phase_ratios={"communication": 0.4}, transfer_ratio=transfer))
     assert found.kind == "communication" and found.value == 0.4
     assert found.detail.endswith(
         f"data transfer (communication.json transit, not waiting) is {transfer:.1%} of the step "
-        f"({tier}: checklist > 5% attention, > 20% severe)")
+        f"({tier}: checklist > 5% attention, > 20% severe)"
+    )
 
 
 def test_the_attention_tier_alone_fires_nothing() -> None:
@@ -194,6 +207,8 @@ def test_the_attention_tier_alone_fires_nothing() -> None:
     assert diagnose(Evidence(phase_ratios={"communication": 0.1}, transfer_ratio=0.15)) == ()
     (found,) = diagnose(Evidence(phase_ratios={"communication": 0.4}))
     assert "data transfer" not in found.detail  # no communication.json: no tier claimed
-    (lower,) = diagnose(Evidence(phase_ratios={"communication": 0.4}, transfer_ratio=0.03),
-                        Thresholds(communication_notice_ratio=0.02))
+    (lower,) = diagnose(
+        Evidence(phase_ratios={"communication": 0.4}, transfer_ratio=0.03),
+        Thresholds(communication_notice_ratio=0.02),
+    )
     assert "(attention: checklist > 2% attention" in lower.detail

@@ -12,8 +12,12 @@ from analysis_helpers import FIXTURES
 from npumon.daemon.analysis.analysis import NoProfileData, analyze_path
 
 READ_BY_TESTS = (  # the globs/lists test_prof_readers.py parametrizes over
-    "kernel_details_*.csv", "op_summary_*.csv", "op_statistic_*.csv", "step_trace_time_*.csv",
-    "cluster_step_trace_time_msprof_analyze.csv", "profiler_info_torchnpu_cann8.3rc1.json",
+    "kernel_details_*.csv",
+    "op_summary_*.csv",
+    "op_statistic_*.csv",
+    "step_trace_time_*.csv",
+    "cluster_step_trace_time_msprof_analyze.csv",
+    "profiler_info_torchnpu_cann8.3rc1.json",
     "prof_dir_end_info.json",
 )
 NOT_ANALYSED = {

@@ -27,21 +27,28 @@ def _csv(path: Path) -> list[dict[str, str]]:
 
 def _step_us(rank: str) -> float:
     (row,) = _csv(TREE / rank / OUT / "step_trace_time.csv")
-    return float(row["Computing"]) + float(row["Communication(Not Overlapped)"]) + float(
-        row["Free"])
+    return (
+        float(row["Computing"]) + float(row["Communication(Not Overlapped)"]) + float(row["Free"])
+    )
 
 
 def _loader_us() -> float:
     events = json.loads((TREE / "rank0_ascend_pt" / OUT / "trace_view.json").read_text())
-    spans = [float(e["dur"]) for e in events
-             if str(e.get("name", "")).startswith("enumerate(DataLoader)#") and e.get("ph") == "X"]
+    spans = [
+        float(e["dur"])
+        for e in events
+        if str(e.get("name", "")).startswith("enumerate(DataLoader)#") and e.get("ph") == "X"
+    ]
     assert len(spans) == 1  # one step captured, one batch fetched
     return sum(spans)
 
 
 def _compile(rank: str) -> tuple[float, int]:
-    (row,) = [r for r in _csv(TREE / rank / OUT / "api_statistic.csv")
-              if r["API Name"] == "aclopCompileAndExecute"]
+    (row,) = [
+        r
+        for r in _csv(TREE / rank / OUT / "api_statistic.csv")
+        if r["API Name"] == "aclopCompileAndExecute"
+    ]
     return float(row["Time(us)"]), int(row["Count"])
 
 
@@ -113,8 +120,11 @@ def test_a_job_without_a_data_loader(tmp_path: Path) -> None:
     """A trace with no data loader span (a benchmark feeding tensors it made itself)."""
     shutil.copytree(TREE, tmp_path / "t")
     trace = tmp_path / "t" / "rank0_ascend_pt" / OUT / "trace_view.json"
-    events = [e for e in json.loads(trace.read_text())
-              if not str(e.get("name", "")).startswith("enumerate(DataLoader)#")]
+    events = [
+        e
+        for e in json.loads(trace.read_text())
+        if not str(e.get("name", "")).startswith("enumerate(DataLoader)#")
+    ]
     trace.write_text(json.dumps(events))
     summary = analyze_path(tmp_path / "t", Thresholds(input_pipeline_ratio=0.10)).summary
     (found,) = [b for b in summary.bottlenecks if b.kind == "slow_preparing"]
@@ -129,8 +139,13 @@ def test_db_exports_measure_compilation_and_the_data_loader(tree: str) -> None:
     out = FIXTURES / "trees" / tree / "rank0_ascend_pt" / OUT
     db = sqlite3.connect(next(out.glob("ascend_pytorch_profiler_*.db")))
     names = dict(db.execute("SELECT id, value FROM STRING_IDS").fetchall())
-    spans = {table: [(int(e) - int(s), names[n]) for s, e, n in db.execute(
-        f"SELECT startNs, endNs, name FROM {table}")] for table in ("PYTORCH_API", "CANN_API")}
+    spans = {
+        table: [
+            (int(e) - int(s), names[n])
+            for s, e, n in db.execute(f"SELECT startNs, endNs, name FROM {table}")
+        ]
+        for table in ("PYTORCH_API", "CANN_API")
+    }
     db.close()
     loader_ns = sum(d for d, n in spans["PYTORCH_API"] if n.startswith("enumerate(DataLoader)#"))
     compile_ns = sum(d for d, n in spans["CANN_API"] if n == "aclopCompileAndExecute")

@@ -36,7 +36,6 @@ def test_capture_time_from_metadata(tmp_path: Path) -> None:
     assert math.isclose(units["msprof"].capture_end_seconds or 0, 1659100610.4224)
 
 
-
 def test_metadata_is_read_inside_the_unit_only(tmp_path: Path) -> None:
     unit, outside = tmp_path / "node_1_ascend_pt", tmp_path / "secret.json"
     unit.mkdir()

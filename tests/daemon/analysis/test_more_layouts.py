@@ -33,8 +33,11 @@ def test_mindspore_22_profiler_output(tree: str) -> None:
     time = "execution_time" if "execution_time" in types[0] else "total_time"
     total_ms = sum(float(r[time]) for r in types)
     top = max(types, key=lambda r: float(r[time]))
-    steps = [r for r in _csv(root / "step_trace_raw_1_detail_time.csv")
-             if r["step_num"].isdigit() and float(r["total"])]
+    steps = [
+        r
+        for r in _csv(root / "step_trace_raw_1_detail_time.csv")
+        if r["step_num"].isdigit() and float(r["total"])
+    ]
     warm = Thresholds().warmup_steps
     judged = [r for r in steps if int(r["step_num"]) > warm] or steps
     summary = analyze_path(TREES / tree).summary
@@ -46,13 +49,14 @@ def test_mindspore_22_profiler_output(tree: str) -> None:
     assert first.count == int(top["execution_frequency"])
     assert summary.step is not None and summary.step.count == len(judged)
     assert summary.step.mean_seconds == pytest.approx(
-        sum(float(r["total"]) for r in judged) / len(judged) / 1e8)
+        sum(float(r["total"]) for r in judged) / len(judged) / 1e8
+    )
     phases = {p.phase: p.ratio for p in summary.phases}
     iteration = sum(float(r["total"]) for r in judged)
-    assert phases["fp_bp"] == pytest.approx(sum(float(r["fp_and_bp"]) for r in judged)
-                                            / iteration)
-    assert phases["iteration_refresh"] == pytest.approx(sum(float(r["tail"]) for r in judged)
-                                                        / iteration)
+    assert phases["fp_bp"] == pytest.approx(sum(float(r["fp_and_bp"]) for r in judged) / iteration)
+    assert phases["iteration_refresh"] == pytest.approx(
+        sum(float(r["tail"]) for r in judged) / iteration
+    )
 
 
 def test_mindspore_23_ascend_ms_reads_like_torch_npu(tmp_path: Path) -> None:
@@ -104,8 +108,12 @@ def test_lone_trace_view_says_what_it_holds(tmp_path: Path) -> None:
 def test_ingest_worker_gives_what_analyze_gives(tree: str) -> None:
     """The daemon's ingest runs the analysis worker: the same report as `npumon analyze`."""
     job = AnalysisJob(TREES / tree, "w", 10, Thresholds())
-    done = subprocess.run([sys.executable, "-m", "npumon.daemon.analysis.worker"],
-                          input=job_adapter().dump_json(job), capture_output=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "npumon.daemon.analysis.worker"],
+        input=job_adapter().dump_json(job),
+        capture_output=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     report = report_adapter().validate_json(done.stdout)
     assert report == analyze_path(TREES / tree, Thresholds(), 10, "w")
@@ -122,7 +130,8 @@ def test_mindspore_22_op_statistic_wins_and_hccl_raw_is_named(tmp_path: Path) ->
     stat = FIXTURES / "op_statistic_torchnpu_2025-01_level1.csv"
     shutil.copyfile(stat, root / "op_statistic_1.csv")
     (root / "hccl_raw_1.csv").write_text(
-        "step_num,communication_cost,wait_cost,link_info,communication_operator_cost\n")
+        "step_num,communication_cost,wait_cost,link_info,communication_operator_cost\n"
+    )
     report = analyze_path(tmp_path)
     expected = sum(float(r["Total Time(us)"]) for r in _csv(stat))
     assert report.summary.op_total_seconds == pytest.approx(expected / 1e6)

@@ -18,7 +18,8 @@ def _totals() -> dict[int, float]:
     """Step -> Computing + Communication(Not Overlapped) + Free, us, read with csv."""
     with TABLE.open(encoding="utf-8", newline="") as handle:
         return {
-            int(r["Step"]): float(r["Computing"]) + float(r["Communication(Not Overlapped)"])
+            int(r["Step"]): float(r["Computing"])
+            + float(r["Communication(Not Overlapped)"])
             + float(r["Free"])
             for r in csv.DictReader(handle)
         }

@@ -67,8 +67,6 @@ def test_op_statistic(name: str) -> None:
     assert frame["count"].sum() == sum(int(c or "") for c in column(name, "Count"))
 
 
-
-
 def test_level0_tables_have_no_op_types_but_names() -> None:
     name = "kernel_details_torchnpu_2025-01_level0.csv"
     frame = read_kernels([FIXTURES / name]).frame

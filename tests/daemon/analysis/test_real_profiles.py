@@ -33,15 +33,17 @@ def _kernels(tree: str) -> list[dict[str, str]]:
 
 
 def _stage_us(tree: str) -> float:
-    return sum(float(r["Stage"]) for rank in _ranks(tree)
-               for r in _csv(rank / OUT / "step_trace_time.csv"))
+    return sum(
+        float(r["Stage"]) for rank in _ranks(tree) for r in _csv(rank / OUT / "step_trace_time.csv")
+    )
 
 
 def test_level1_shares_agree_with_and_without_op_statistic(tmp_path: Path) -> None:
     full = analyze_path(TREES / "text_level1").summary
     stats = [r for rank in _ranks("text_level1") for r in _csv(rank / OUT / "op_statistic.csv")]
-    assert full.op_total_seconds == pytest.approx(sum(float(r["Total Time(us)"]) for r in stats)
-                                                  / 1e6)
+    assert full.op_total_seconds == pytest.approx(
+        sum(float(r["Total Time(us)"]) for r in stats) / 1e6
+    )
     shutil.copytree(TREES / "text_level1", tmp_path / "t")
     for table in (tmp_path / "t").glob(f"*/{OUT}/op_statistic.csv"):
         table.unlink()
@@ -53,7 +55,8 @@ def test_level1_shares_agree_with_and_without_op_statistic(tmp_path: Path) -> No
         assert without[key] == pytest.approx(ratio, abs=0.01)
     compute = [r for r in _kernels("text_level1") if r["Accelerator Core"] != "HCCL"]
     assert bare.op_total_seconds == pytest.approx(
-        sum(float(r["Duration(us)"]) for r in compute) / 1e6)
+        sum(float(r["Duration(us)"]) for r in compute) / 1e6
+    )
 
 
 def test_level1_communication_is_its_own_family() -> None:
@@ -71,7 +74,8 @@ def test_level1_communication_is_its_own_family() -> None:
     assert sum(cores.values()) == pytest.approx(1.0)
     dsa = [r for r in _kernels("text_level1") if r["Accelerator Core"] == "DSA_SQE"]
     assert cores["dsa_sqe"] == pytest.approx(
-        sum(float(r["Duration(us)"]) for r in dsa) / 1e6 / summary.op_total_seconds, rel=1e-3)
+        sum(float(r["Duration(us)"]) for r in dsa) / 1e6 / summary.op_total_seconds, rel=1e-3
+    )
 
 
 def test_level0_hcom_kernels_are_communication_not_operators() -> None:
@@ -80,10 +84,12 @@ def test_level0_hcom_kernels_are_communication_not_operators() -> None:
     hcom = [r for r in rows if r["Name"].startswith("hcom_")]
     assert len(hcom) == 8 and summary.op_types_inferred
     assert summary.op_total_seconds == pytest.approx(
-        sum(float(r["Duration(us)"]) for r in rows if r not in hcom) / 1e6)
+        sum(float(r["Duration(us)"]) for r in rows if r not in hcom) / 1e6
+    )
     assert summary.communication[0].collective == "all_reduce"
     assert summary.communication[0].seconds == pytest.approx(
-        sum(float(r["Duration(us)"]) for r in hcom) / 1e6)
+        sum(float(r["Duration(us)"]) for r in hcom) / 1e6
+    )
     # Level0 and Level1 of one job: the same top operator and share within 1 %
     level1 = analyze_path(TREES / "text_level1").summary
     assert summary.op_time_ratio[0].op_type == level1.op_time_ratio[0].op_type
@@ -95,17 +101,21 @@ def test_pp2dp2_gap_between_stages_is_pipeline_imbalance_not_slow_rank() -> None
     assert summary.peer_groups == (("rank0", "rank1"), ("rank2", "rank3"))
     kinds = {b.kind: b for b in summary.bottlenecks}
     assert "slow_rank" not in kinds
-    computing = [float(_csv(r / OUT / "step_trace_time.csv")[0]["Computing"])
-                 for r in _ranks("pp2dp2_level2")]
+    computing = [
+        float(_csv(r / OUT / "step_trace_time.csv")[0]["Computing"])
+        for r in _ranks("pp2dp2_level2")
+    ]
     stages = [(computing[0] + computing[1]) / 2, (computing[2] + computing[3]) / 2]
     mean_step = sum(r.step_seconds for r in summary.ranks) / 4
     assert kinds["pipeline_imbalance"].value == pytest.approx(
-        (stages[1] - stages[0]) / 1e6 / mean_step)
+        (stages[1] - stages[0]) / 1e6 / mean_step
+    )
     # the step and its phases are those of one rank (the slowest): they add up
     phases = {p.phase: p.seconds for p in summary.phases}
     assert summary.step is not None
     assert summary.step.mean_seconds == pytest.approx(
-        phases["computing"] + phases["communication"] + phases["free"])
+        phases["computing"] + phases["communication"] + phases["free"]
+    )
 
 
 def test_without_metadata_every_rank_is_a_peer(tmp_path: Path) -> None:
@@ -162,7 +172,8 @@ def test_communication_json_wait_transfer_and_bandwidth(tree: str) -> None:
     assert summary.comm_times.transit_seconds == pytest.approx(transit / 1e3)
     hccs = next(x for x in summary.links if x.link_type == "HCCS")
     assert hccs.bandwidth_bytes_per_second == pytest.approx(
-        links["HCCS"][0] / links["HCCS"][1] * 1e9)
+        links["HCCS"][0] / links["HCCS"][1] * 1e9
+    )
     assert {x.link_type for x in summary.links} == {k for k, v in links.items() if v[0] or v[1]}
 
 
@@ -170,8 +181,11 @@ def test_slow_link_against_the_expected_bandwidth() -> None:
     quiet = analyze_path(TREES / "text_level1").summary
     assert "slow_link" not in {b.kind for b in quiet.bottlenecks}  # 15.6 GB/s of 18
     strict = Thresholds(link_expected_gbps={"HCCS": 40.0})
-    found = [b for b in analyze_path(TREES / "text_level1", strict).summary.bottlenecks
-             if b.kind == "slow_link"]
+    found = [
+        b
+        for b in analyze_path(TREES / "text_level1", strict).summary.bottlenecks
+        if b.kind == "slow_link"
+    ]
     assert len(found) == 1 and found[0].detail.startswith("HCCS ")
     _, _, links = _comm_totals("text_level1")
     assert found[0].value == pytest.approx(links["HCCS"][0] / links["HCCS"][1] / 40.0)
@@ -199,20 +213,27 @@ def _matrix_pairs(rank: Path) -> dict[tuple[str, str, str], list[float]]:
 
 def test_slow_link_names_the_slowest_rank_pairs_of_the_matrix() -> None:
     strict = Thresholds(link_expected_gbps={"HCCS": 40.0})
-    (slow,) = [b for b in analyze_path(TREES / "text_level1", strict).summary.bottlenecks
-               if b.kind == "slow_link"]
+    (slow,) = [
+        b
+        for b in analyze_path(TREES / "text_level1", strict).summary.bottlenecks
+        if b.kind == "slow_link"
+    ]
     pairs = {k: v for rank in _ranks("text_level1") for k, v in _matrix_pairs(rank).items()}
-    hccs = sorted((mb / ms, src, dst) for (link, src, dst), (mb, ms) in pairs.items()
-                  if link == "HCCS")
+    hccs = sorted(
+        (mb / ms, src, dst) for (link, src, dst), (mb, ms) in pairs.items() if link == "HCCS"
+    )
     named = ", ".join(f"{src}->{dst} {gbps:.1f} GB/s" for gbps, src, dst in hccs[:3])
-    assert (f"; slowest of its {len(hccs)} rank pair(s) in communication_matrix.json: {named}; "
-            in slow.detail)
+    assert (
+        f"; slowest of its {len(hccs)} rank pair(s) in communication_matrix.json: {named}; "
+        in slow.detail
+    )
     assert [src for _, src, _ in hccs[:3]] == ["1", "1", "1"]  # rank1's links are the slowest
 
 
 @pytest.mark.parametrize("removed", [("rank0", "rank1"), ("rank1",)])
 def test_matrix_gives_the_link_bandwidth_without_communication_json(
-        tmp_path: Path, removed: tuple[str, ...]) -> None:
+    tmp_path: Path, removed: tuple[str, ...]
+) -> None:
     """SYNTHETIC edit of the real text_level1 export: communication.json deleted from some ranks,
     whose communication_matrix.json then gives their link totals."""
     shutil.copytree(TREES / "text_level1", tmp_path / "t")
@@ -225,8 +246,9 @@ def test_matrix_gives_the_link_bandwidth_without_communication_json(
             mb += sum(v[0] for (link, _, _), v in _matrix_pairs(rank).items() if link == "HCCS")
             ms += sum(v[1] for (link, _, _), v in _matrix_pairs(rank).items() if link == "HCCS")
         else:
-            block = json.loads((rank / OUT / "communication.json").read_text())[
-                "step50"]["collective"]["Total Op Info"]["Communication Bandwidth Info"]["HCCS"]
+            block = json.loads((rank / OUT / "communication.json").read_text())["step50"][
+                "collective"
+            ]["Total Op Info"]["Communication Bandwidth Info"]["HCCS"]
             mb += block["Transit Size(MB)"]
             ms += block["Transit Time(ms)"]
     hccs = next(x for x in summary.links if x.link_type == "HCCS")
@@ -242,9 +264,11 @@ def test_transfer_share_of_the_step_and_its_checklist_tier() -> None:
     (CANN 8.3) records almost no Transit Time while its links moved GBs: unknown, no tier."""
     summary = analyze_path(TREES / "text_level1").summary
     _, transit_ms, _ = _comm_totals("text_level1")
-    step_us = sum(float(r["Computing"]) + float(r["Communication(Not Overlapped)"])
-                  + float(r["Free"]) for rank in _ranks("text_level1")
-                  for r in _csv(rank / OUT / "step_trace_time.csv"))
+    step_us = sum(
+        float(r["Computing"]) + float(r["Communication(Not Overlapped)"]) + float(r["Free"])
+        for rank in _ranks("text_level1")
+        for r in _csv(rank / OUT / "step_trace_time.csv")
+    )
     assert summary.comm_transfer_ratio == pytest.approx(transit_ms * 1e3 / step_us)
     assert summary.comm_transfer_ratio < Thresholds().communication_notice_ratio
     (found,) = [b for b in summary.bottlenecks if b.kind == "communication"]
@@ -260,16 +284,23 @@ def test_db_export_matches_its_own_database() -> None:
     root = TREES / "db_level1" / "rank0_ascend_pt" / OUT
     summary = analyze_path(TREES / "db_level1").summary
     db = sqlite3.connect(f"file:{root / 'ascend_pytorch_profiler_0.db'}?mode=ro", uri=True)
-    compute_us = db.execute("SELECT SUM(t.endNs - t.startNs) / 1000.0 FROM TASK t JOIN "
-                            "COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId").fetchone()[0]
+    compute_us = db.execute(
+        "SELECT SUM(t.endNs - t.startNs) / 1000.0 FROM TASK t JOIN "
+        "COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId"
+    ).fetchone()[0]
     comm_us, comm_n = db.execute(
-        "SELECT SUM(endNs - startNs) / 1000.0, COUNT(*) FROM COMMUNICATION_OP").fetchone()
+        "SELECT SUM(endNs - startNs) / 1000.0, COUNT(*) FROM COMMUNICATION_OP"
+    ).fetchone()
     top = db.execute(
         "SELECT s.value, SUM(t.endNs - t.startNs) FROM TASK t JOIN COMPUTE_TASK_INFO c ON "
         "c.globalTaskId = t.globalTaskId JOIN STRING_IDS s ON s.id = c.opType GROUP BY 1 "
-        "ORDER BY 2 DESC LIMIT 1").fetchone()
-    steps = sqlite3.connect(f"file:{root / 'analysis.db'}?mode=ro", uri=True).execute(
-        "SELECT computing, communication_not_overlapped, free FROM StepTraceTime").fetchone()
+        "ORDER BY 2 DESC LIMIT 1"
+    ).fetchone()
+    steps = (
+        sqlite3.connect(f"file:{root / 'analysis.db'}?mode=ro", uri=True)
+        .execute("SELECT computing, communication_not_overlapped, free FROM StepTraceTime")
+        .fetchone()
+    )
     assert sorted(p.name for p in root.iterdir()) == ["analysis.db", "ascend_pytorch_profiler_0.db"]
     assert summary.op_total_seconds == pytest.approx(compute_us / 1e6)
     assert summary.communication[0].seconds == pytest.approx(comm_us / 1e6)
@@ -288,6 +319,7 @@ def test_db_export_matches_its_own_database() -> None:
 def _peer_env_flags(env: dict[str, str]) -> set[str]:
     def num(v: str) -> int | None:
         return int(v) if v.strip().lstrip("-").isdigit() else None
+
     flags = {
         "ASCEND_GLOBAL_LOG_LEVEL": lambda v: v != "" and num(v) != 3,
         "HCCL_RDMA_TC": lambda v: v != "",
@@ -326,13 +358,18 @@ def test_env_vars_launch_blocking_and_log_level(tmp_path: Path) -> None:
     shutil.copytree(TREES / "text_level1", tmp_path / "t")
     meta = tmp_path / "t" / "rank1_ascend_pt" / "profiler_metadata.json"
     data = json.loads(meta.read_text())
-    data["ENV_VARIABLES"].update(ASCEND_LAUNCH_BLOCKING="1", ASCEND_GLOBAL_LOG_LEVEL="1",
-                                 ACLNN_CACHE_LIMIT="100000", HOST_CACHE_CAPACITY="20",
-                                 PYTORCH_NPU_ALLOC_CONF="expandable_segments:True")
+    data["ENV_VARIABLES"].update(
+        ASCEND_LAUNCH_BLOCKING="1",
+        ASCEND_GLOBAL_LOG_LEVEL="1",
+        ACLNN_CACHE_LIMIT="100000",
+        HOST_CACHE_CAPACITY="20",
+        PYTORCH_NPU_ALLOC_CONF="expandable_segments:True",
+    )
     meta.write_text(json.dumps(data))
     (tmp_path / "t" / "rank0_ascend_pt" / "profiler_metadata.json").write_text(json.dumps(data))
-    found = next(b for b in analyze_path(tmp_path / "t").summary.bottlenecks
-                 if b.kind == "env_vars")
+    found = next(
+        b for b in analyze_path(tmp_path / "t").summary.bottlenecks if b.kind == "env_vars"
+    )
     assert found.value == 2
     assert "ASCEND_LAUNCH_BLOCKING=1" in found.detail
     assert "ASCEND_GLOBAL_LOG_LEVEL=1" in found.detail
@@ -340,8 +377,9 @@ def test_env_vars_launch_blocking_and_log_level(tmp_path: Path) -> None:
     assert "export ASCEND_LAUNCH_BLOCKING=0" in found.advice
     data["ENV_VARIABLES"].update(ASCEND_LAUNCH_BLOCKING="", ASCEND_GLOBAL_LOG_LEVEL="3")
     meta.write_text(json.dumps(data))  # rank1 fixed, rank0 still blocking: named by rank
-    found = next(b for b in analyze_path(tmp_path / "t").summary.bottlenecks
-                 if b.kind == "env_vars")
+    found = next(
+        b for b in analyze_path(tmp_path / "t").summary.bottlenecks if b.kind == "env_vars"
+    )
     assert "ASCEND_LAUNCH_BLOCKING=1 on rank0:" in found.detail
 
 
@@ -370,8 +408,11 @@ def _packets(tree: str, link: str, min_mb: float) -> tuple[int, int]:
 def test_small_packets_from_communication_json() -> None:
     ops, small = _packets("pp2dp2_level2", "SDMA", 16.0)
     assert small / ops > 0.2
-    found = [b for b in analyze_path(TREES / "pp2dp2_level2").summary.bottlenecks
-             if b.kind == "small_packets"]
+    found = [
+        b
+        for b in analyze_path(TREES / "pp2dp2_level2").summary.bottlenecks
+        if b.kind == "small_packets"
+    ]
     assert len(found) == 1 and found[0].value == pytest.approx(small / ops)
     assert found[0].detail.startswith(f"{small} of {ops} SDMA transfers")
     assert _packets("pp2dp2_level2", "RDMA", 1.0) == (0, 0)  # one node: no RDMA to judge
@@ -392,14 +433,17 @@ def test_small_packets_quiet_on_large_all_reduces() -> None:
 def test_level0_slow_rank_by_communication() -> None:
     """text_level0: both ranks compute alike, rank0 spends longer in communication: it waits for
     rank1 (msprof-analyze's slow rank "communication" on the same export)."""
-    rows = {r.name.split("_")[0]: _csv(r / OUT / "step_trace_time.csv")[0]
-            for r in _all_ranks("text_level0")}
+    rows = {
+        r.name.split("_")[0]: _csv(r / OUT / "step_trace_time.csv")[0]
+        for r in _all_ranks("text_level0")
+    }
     comm = {k: float(v["Communication(Not Overlapped)"]) for k, v in rows.items()}
     steps = [float(v["Computing"]) + comm[k] + float(v["Free"]) for k, v in rows.items()]
     gap = (comm["rank0"] - comm["rank1"]) / (sum(steps) / len(steps))
     assert gap > 0.05
-    found = [b for b in analyze_path(TREES / "text_level0").summary.bottlenecks
-             if b.kind == "slow_rank"]
+    found = [
+        b for b in analyze_path(TREES / "text_level0").summary.bottlenecks if b.kind == "slow_rank"
+    ]
     assert len(found) == 1 and found[0].value == pytest.approx(gap)
     assert found[0].detail.startswith("rank1 reaches the collectives late")
     assert f"{(comm['rank0'] - comm['rank1']) / 1e3:.1f} ms more" in found[0].detail
@@ -413,8 +457,13 @@ def _vector_groups(tree: str) -> dict[tuple[str, str, str], tuple[float, float, 
     operator time; (name, shapes) -> (duration, mean vec, mte2, mte3)."""
     rows = _kernels(tree)
     total = sum(float(r["Duration(us)"]) for r in rows)
-    vector = [r for r in rows if r["Accelerator Core"] in ("AI_VECTOR_CORE", "MIX_AIV")
-              and r["Input Shapes"] and r["Output Shapes"]]
+    vector = [
+        r
+        for r in rows
+        if r["Accelerator Core"] in ("AI_VECTOR_CORE", "MIX_AIV")
+        and r["Input Shapes"]
+        and r["Output Shapes"]
+    ]
     by_type: dict[str, float] = {}
     for r in vector:
         by_type[r["Type"]] = by_type.get(r["Type"], 0.0) + float(r["Duration(us)"])
@@ -422,21 +471,36 @@ def _vector_groups(tree: str) -> dict[tuple[str, str, str], tuple[float, float, 
     for r in vector:
         if by_type[r["Type"]] / total >= 0.01:
             groups.setdefault((r["Name"], r["Input Shapes"], r["Output Shapes"]), []).append(r)
+
     def mean(rs: list[dict[str, str]], col: str) -> float:
         return sum(float(r[col]) for r in rs) / len(rs)
-    return {k: (sum(float(r["Duration(us)"]) for r in rs), mean(rs, "aiv_vec_ratio"),
-                mean(rs, "aiv_mte2_ratio"), mean(rs, "aiv_mte3_ratio"))
-            for k, rs in groups.items()}
+
+    return {
+        k: (
+            sum(float(r["Duration(us)"]) for r in rs),
+            mean(rs, "aiv_vec_ratio"),
+            mean(rs, "aiv_mte2_ratio"),
+            mean(rs, "aiv_mte3_ratio"),
+        )
+        for k, rs in groups.items()
+    }
 
 
 def test_operator_pmu_vector_operators_level1() -> None:
     groups = _vector_groups("text_level1")
-    bound = {k for k, (_, v, m2, m3) in groups.items()
-             if v + m2 + m3 >= 0.9 or max(v, m2, m3) >= 0.7}
-    room = {k: max(0.7 - v, 0.7 - m2, 0.7 - m3) for k, (_, v, m2, m3) in groups.items()
-            if k not in bound}
-    found = [b for b in analyze_path(TREES / "text_level1").summary.bottlenecks
-             if b.kind == "operator_pmu"]
+    bound = {
+        k for k, (_, v, m2, m3) in groups.items() if v + m2 + m3 >= 0.9 or max(v, m2, m3) >= 0.7
+    }
+    room = {
+        k: max(0.7 - v, 0.7 - m2, 0.7 - m3)
+        for k, (_, v, m2, m3) in groups.items()
+        if k not in bound
+    }
+    found = [
+        b
+        for b in analyze_path(TREES / "text_level1").summary.bottlenecks
+        if b.kind == "operator_pmu"
+    ]
     assert len(found) == 1 and found[0].value == len(groups)
     assert f"{len(room)} with headroom" in found[0].detail
     assert f"{len(bound)} bound" in found[0].detail
@@ -458,8 +522,11 @@ def test_operator_pmu_needs_the_pmu_columns() -> None:
 def test_operator_pmu_thresholds_move_the_lists() -> None:
     groups = _vector_groups("text_level1")
     strict = Thresholds(pmu_vector_unit_ratio=1.0, pmu_vector_total_ratio=3.1)  # none bound
-    found = next(b for b in analyze_path(TREES / "text_level1", strict).summary.bottlenecks
-                 if b.kind == "operator_pmu")
+    found = next(
+        b
+        for b in analyze_path(TREES / "text_level1", strict).summary.bottlenecks
+        if b.kind == "operator_pmu"
+    )
     assert "bound" not in found.detail and f"{len(groups)} with headroom" in found.detail
     # every unit "bound": nothing has headroom, and an all-bound profile is no finding
     loose = Thresholds(pmu_vector_unit_ratio=0.0)
@@ -493,16 +560,20 @@ def test_operator_pmu_reads_a_bounded_head_of_a_big_table(monkeypatch: pytest.Mo
     data = path.read_bytes()
     start = readers.read_head(path).data_start
     # every line that starts inside the first 16 KB after the header, none cut
-    assert len(head.frame) == data[start:start + (16 << 10)].count(b"\n") + 1
-    assert head.notes == (f"{path}: operator PMU ratios judged on its first "
-                          f"{len(head.frame):,} tasks (0.015625 MB)",)
+    assert len(head.frame) == data[start : start + (16 << 10)].count(b"\n") + 1
+    assert head.notes == (
+        f"{path}: operator PMU ratios judged on its first {len(head.frame):,} tasks (0.015625 MB)",
+    )
     from npumon.daemon.analysis import analysis
 
     # two ranks' kernel tables share the budget: 16 KB each
     monkeypatch.setattr(analysis, "PMU_MAX_BYTES", 32 << 10)
     monkeypatch.setattr(analysis, "PMU_MIN_BYTES", 4 << 10)
-    found = [b for b in analyze_path(TREES / "text_level1").summary.bottlenecks
-             if b.kind == "operator_pmu"]
+    found = [
+        b
+        for b in analyze_path(TREES / "text_level1").summary.bottlenecks
+        if b.kind == "operator_pmu"
+    ]
     assert len(found) == 1 and "judged on its first" in found[0].detail
 
 

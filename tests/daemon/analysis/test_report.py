@@ -29,7 +29,11 @@ def test_analyze_dir_top_3_json(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["analyze", str(tmp_path), "--top", "3", "--json"]) == 0
     ops = json.loads(capsys.readouterr().out)["summary"]["op_time_ratio"]
     assert [o["op_type"] for o in ops] == [
-        "FlashAttentionScoreGrad", "MatMulV3", "FlashAttentionScore", "other"]
+        "FlashAttentionScoreGrad",
+        "MatMulV3",
+        "FlashAttentionScore",
+        "other",
+    ]
     assert sum(o["ratio"] for o in ops) == pytest.approx(1.0)
     assert main(["analyze", str(tmp_path), "--top", "3"]) == 0
     text = capsys.readouterr().out
@@ -43,8 +47,9 @@ def test_the_example_profile_in_the_repository_analyses() -> None:
     example = ROOT / "examples" / "profile"
     for name in ("kernel_details.csv", "op_statistic.csv", "step_trace_time.csv"):
         copy = example / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / name
-        assert copy.read_bytes() in {p.read_bytes() for p in
-                                     (ROOT / "tests" / "fixtures" / "msprof").glob("*.csv")}
+        assert copy.read_bytes() in {
+            p.read_bytes() for p in (ROOT / "tests" / "fixtures" / "msprof").glob("*.csv")
+        }
     from npumon.daemon.cli import main
 
     assert main(["analyze", str(example), "--json"]) == 0

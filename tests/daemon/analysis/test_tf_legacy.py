@@ -53,9 +53,11 @@ def test_model_with_most_iterations_past_warmup() -> None:
     mean = sum(float(r["Iteration Time(us)"]) for r in kept) / len(kept)
     assert summary.step.mean_seconds == pytest.approx(mean / 1e6)
     phases = {p.phase: p for p in summary.phases}
-    for phase, column in (("fp_bp", "FP to BP Time(us)"),
-                          ("iteration_refresh", "Grad Refresh Bound(us)"),
-                          ("data_aug", "Data Aug Bound(us)")):
+    for phase, column in (
+        ("fp_bp", "FP to BP Time(us)"),
+        ("iteration_refresh", "Grad Refresh Bound(us)"),
+        ("data_aug", "Data Aug Bound(us)"),
+    ):
         value = sum(float(r[column]) for r in kept) / len(kept)
         assert phases[phase].seconds == pytest.approx(value / 1e6)
         assert phases[phase].ratio == pytest.approx(value / mean)

@@ -24,12 +24,17 @@ def test_job_round_trips_and_unknown_thresholds_are_refused() -> None:
     assert job_adapter().validate_json(job_adapter().dump_json(job)) == job
     with pytest.raises(ValueError, match="bogus"):
         job_adapter().validate_json(
-            b'{"path": "/x", "workload": "w", "top_n": 3, "thresholds": {"bogus": 1}}')
+            b'{"path": "/x", "workload": "w", "top_n": 3, "thresholds": {"bogus": 1}}'
+        )
 
 
 def run_worker(stdin: bytes) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "npumon.daemon.analysis.worker"], input=stdin,
-                          capture_output=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "npumon.daemon.analysis.worker"],
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.integration

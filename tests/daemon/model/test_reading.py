@@ -25,27 +25,47 @@ CONFIG = parse_config(
     {"throttle": {"limits": {"910B": {"temperature_celsius": 80, "power_watts": 350}}}}
 ).throttle
 CHIP = TableChip(
-    npu=0, chip=0, name="910B3", health="OK", power_watts=300.0, temperature_celsius=60.0,
-    hugepages_used=0, hugepages_total=0, bus_id="0000:C1:00.0", aicore_ratio=0.9,
-    memory_used_bytes=0, memory_total_bytes=0, hbm_used_bytes=1, hbm_total_bytes=2,
-)  # fmt: skip
+    npu=0,
+    chip=0,
+    name="910B3",
+    health="OK",
+    power_watts=300.0,
+    temperature_celsius=60.0,
+    hugepages_used=0,
+    hugepages_total=0,
+    bus_id="0000:C1:00.0",
+    aicore_ratio=0.9,
+    memory_used_bytes=0,
+    memory_total_bytes=0,
+    hbm_used_bytes=1,
+    hbm_total_bytes=2,
+)
 RATED = 1800e6
 STATUS = SourceStatus("npu_smi_table", True, 0.0, 1.0, 0)
 
 
 def rule(name: str | None) -> ThrottleRule:
     limits = CONFIG.limits_for(name)
-    return ThrottleRule(CONFIG.frequency_ratio, CONFIG.min_aicore_utilization,
-                        limits.temperature_celsius, limits.power_watts)  # fmt: skip
+    return ThrottleRule(
+        CONFIG.frequency_ratio,
+        CONFIG.min_aicore_utilization,
+        limits.temperature_celsius,
+        limits.power_watts,
+    )
 
 
 def common(current_mhz: float, load: float | None = 0.9) -> ChipCommon:
-    return ChipCommon(chip=0, aicore_ratio=load, aicore_rated_hertz=RATED,
-                      aicore_current_hertz=current_mhz * 1e6)  # fmt: skip
+    return ChipCommon(
+        chip=0, aicore_ratio=load, aicore_rated_hertz=RATED, aicore_current_hertz=current_mhz * 1e6
+    )
 
 
-def throttle(table: TableChip, common: ChipCommon | None, usage: ChipUsage | None = None,
-             profiling: bool = False) -> str | None:  # fmt: skip
+def throttle(
+    table: TableChip,
+    common: ChipCommon | None,
+    usage: ChipUsage | None = None,
+    profiling: bool = False,
+) -> str | None:
     parts = ChipParts(table=table, usage=usage, common=common)
     return read_chip(parts, rule(table.name), max_processes=8, profiling=profiling).throttle
 
@@ -124,12 +144,16 @@ def test_the_store_keeps_the_largest_processes_up_to_the_config_cap(cap: int) ->
 
 
 def test_a_repeated_pid_and_an_unknown_size_are_not_series() -> None:
-    rows = (*processes([5, 7]), TableProcess(npu=0, chip=0, pid=101, name="p1", memory_bytes=7),
-            TableProcess(npu=0, chip=0, pid=9, name=None, memory_bytes=None))  # fmt: skip
+    rows = (
+        *processes([5, 7]),
+        TableProcess(npu=0, chip=0, pid=101, name="p1", memory_bytes=7),
+        TableProcess(npu=0, chip=0, pid=9, name=None, memory_bytes=None),
+    )
     reading = read_chip(ChipParts(table=CHIP, processes=rows), rule(None), max_processes=8)
     assert [(p.pid, p.hbm_used_bytes) for p in reading.processes] == [
-        (101, 7 * MIB), (100, 5 * MIB),
-    ]  # fmt: skip
+        (101, 7 * MIB),
+        (100, 5 * MIB),
+    ]
 
 
 def test_error_codes_carry_their_fault_table_level_once_each() -> None:
@@ -137,10 +161,18 @@ def test_error_codes_carry_their_fault_table_level_once_each() -> None:
     from npumon.daemon.model.npu_smi import HealthReport
 
     # the real 910A alarm sample's codes, one of them printed twice
-    health = HealthReport(status="Alarm", error_codes=("A4025021", "8C03A000", "8C084E00",
-                                                       "8C03A000"))  # fmt: skip
-    reading = read_chip(ChipParts(table=CHIP, health=health), rule(None), max_processes=8,
-                        fault_level=load_fault_table().level_of)  # fmt: skip
-    assert reading.error_codes == (("A4025021", "not_handle"), ("8C03A000", "restart_npu"),
-                                   ("8C084E00", "free_restart_npu"))  # fmt: skip
+    health = HealthReport(
+        status="Alarm", error_codes=("A4025021", "8C03A000", "8C084E00", "8C03A000")
+    )
+    reading = read_chip(
+        ChipParts(table=CHIP, health=health),
+        rule(None),
+        max_processes=8,
+        fault_level=load_fault_table().level_of,
+    )
+    assert reading.error_codes == (
+        ("A4025021", "not_handle"),
+        ("8C03A000", "restart_npu"),
+        ("8C084E00", "free_restart_npu"),
+    )
     assert reading.health_state == "alarm"

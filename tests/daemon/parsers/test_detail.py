@@ -29,12 +29,20 @@ def test_usages_910a_tab_indented_ddr_and_hbm() -> None:
     assert report.npu == 0
     assert report.chips == (
         ChipUsage(
-            chip=0, aicore_ratio=0.0, aicpu_ratio=0.0, ctrlcpu_ratio=0.0,
-            memory_total_bytes=13553 * MB, memory_usage_ratio=0.06, hugepages_total=0,
-            hugepages_usage_ratio=0.0, hbm_total_bytes=31129 * MB, hbm_usage_ratio=0.0,
-            memory_bandwidth_ratio=0.0, hbm_bandwidth_ratio=0.0,
+            chip=0,
+            aicore_ratio=0.0,
+            aicpu_ratio=0.0,
+            ctrlcpu_ratio=0.0,
+            memory_total_bytes=13553 * MB,
+            memory_usage_ratio=0.06,
+            hugepages_total=0,
+            hugepages_usage_ratio=0.0,
+            hbm_total_bytes=31129 * MB,
+            hbm_usage_ratio=0.0,
+            memory_bandwidth_ratio=0.0,
+            hbm_bandwidth_ratio=0.0,
         ),
-    )  # fmt: skip
+    )
 
 
 def test_usages_910b1_has_aivector_and_zero_ddr() -> None:
@@ -80,9 +88,14 @@ def test_usages_single_chip_output_and_310_aliases() -> None:
     report = parse_usages(text, npu=3, chip=1)
     assert report.npu == 3
     assert report.chips == (
-        ChipUsage(chip=1, memory_total_bytes=8192 * MB, memory_usage_ratio=0.33,
-                  hugepages_total=None, memory_bandwidth_ratio=0.07),
-    )  # fmt: skip
+        ChipUsage(
+            chip=1,
+            memory_total_bytes=8192 * MB,
+            memory_usage_ratio=0.33,
+            hugepages_total=None,
+            memory_bandwidth_ratio=0.07,
+        ),
+    )
     with pytest.raises(ParseError):
         parse_usages(text)  # which NPU and chip? the caller must say
 

@@ -12,32 +12,53 @@ from npumon.daemon.parsers.pod_resources import parse_pod_resources
 from tests.support import FIXTURES
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("Ascend910-3", DeviceRef("Ascend910-3", 3)),
-    ("Ascend310P-0", DeviceRef("Ascend310P-0", 0)),
-    ("npu-15", DeviceRef("npu-15", 15)),
-    ("Ascend910-2c-100-0", DeviceRef("Ascend910-2c-100-0", 0, 100)),
-    ("Ascend910-2c-117-1", DeviceRef("Ascend910-2c-117-1", 1, 117)),
-    ("Ascend310P-4c.3cpu-102-0", DeviceRef("Ascend310P-4c.3cpu-102-0", 0, 102)),
-    ("Ascend310P-2-1", DeviceRef("Ascend310P-2-1", 2)),  # share mode: physical ID, index
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Ascend910-3", DeviceRef("Ascend910-3", 3)),
+        ("Ascend310P-0", DeviceRef("Ascend310P-0", 0)),
+        ("npu-15", DeviceRef("npu-15", 15)),
+        ("Ascend910-2c-100-0", DeviceRef("Ascend910-2c-100-0", 0, 100)),
+        ("Ascend910-2c-117-1", DeviceRef("Ascend910-2c-117-1", 1, 117)),
+        ("Ascend310P-4c.3cpu-102-0", DeviceRef("Ascend310P-4c.3cpu-102-0", 0, 102)),
+        ("Ascend310P-2-1", DeviceRef("Ascend310P-2-1", 2)),  # share mode: physical ID, index
+    ],
+)
 def test_device_ids_name_the_physical_chip(text: str, expected: DeviceRef) -> None:
     assert parse_device_id(text) == expected
 
 
-@pytest.mark.parametrize("text", [
-    "", "Ascend910", "Ascend910-", "Ascend910-x", "GPU-0", "Ascend910-2c-100-3",  # vdev of chip 0
-    "Ascend910-2c-1-0", "nvidia.com/gpu-0", "Ascend910-2c--1",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "Ascend910",
+        "Ascend910-",
+        "Ascend910-x",
+        "GPU-0",
+        "Ascend910-2c-100-3",  # vdev of chip 0
+        "Ascend910-2c-1-0",
+        "nvidia.com/gpu-0",
+        "Ascend910-2c--1",
+    ],
+)
 def test_malformed_device_ids_raise(text: str) -> None:
     with pytest.raises(ParseError):
         parse_device_id(text)
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("0,1,2,3", (0, 1, 2, 3)), ("0-3", (0, 1, 2, 3)), ("Ascend910-5", (5,)), ("100", (100,)),
-    ("void", ()), ("", ()), ("1, 0-1,npu-7", (1, 0, 7)),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("0,1,2,3", (0, 1, 2, 3)),
+        ("0-3", (0, 1, 2, 3)),
+        ("Ascend910-5", (5,)),
+        ("100", (100,)),
+        ("void", ()),
+        ("", ()),
+        ("1, 0-1,npu-7", (1, 0, 7)),
+    ],
+)
 def test_visible_devices(text: str, expected: tuple[int, ...]) -> None:
     assert parse_visible_devices(text) == expected
 
@@ -59,11 +80,15 @@ def test_pod_uids_of_every_real_cgroup_layout() -> None:
 
 
 def test_only_npu_resources_are_kept_and_bad_ids_are_set_aside() -> None:
-    rows = [("ml", "a", "main", "huawei.com/Ascend910", ("Ascend910-0", "garbage", "Ascend910-1")),
-            ("ml", "b", "main", "nvidia.com/gpu", ("GPU-1",)),
-            ("ml", "c", "main", "huawei.com/Ascend910-2c", ("Ascend910-2c-100-0",)),
-            ("ml", "d", "main", "huawei.com/Ascend910", ("bad",))]
+    rows = [
+        ("ml", "a", "main", "huawei.com/Ascend910", ("Ascend910-0", "garbage", "Ascend910-1")),
+        ("ml", "b", "main", "nvidia.com/gpu", ("GPU-1",)),
+        ("ml", "c", "main", "huawei.com/Ascend910-2c", ("Ascend910-2c-100-0",)),
+        ("ml", "d", "main", "huawei.com/Ascend910", ("bad",)),
+    ]
     found = parse_pod_resources(rows, ("huawei.com/Ascend", "huawei.com/npu"))
     assert [(a.pod, [d.physical_id for d in a.devices]) for a in found.allocations] == [
-        ("a", [0, 1]), ("c", [0])]
+        ("a", [0, 1]),
+        ("c", [0]),
+    ]
     assert found.malformed == ("garbage", "bad")

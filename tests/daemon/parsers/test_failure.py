@@ -28,15 +28,18 @@ def test_invalid_card_from_the_sample() -> None:
 @pytest.mark.parametrize(
     ("text", "reason", "code"),
     [
-        ("dcmi model initialized failed, because the device is used. ret is -8020", "device_busy",
-         -8020),
+        (
+            "dcmi model initialized failed, because the device is used. ret is -8020",
+            "device_busy",
+            -8020,
+        ),
         ("Invalid chip id.\nError parameter of -c\n", "invalid_chip", None),
         ("There is no NPU card on this server.", "no_device", None),
         ("This device does not support querying power.", "not_supported", None),
         ("Command or option is not found.\nUsage: npu-smi info ...", "unknown_option", None),
         ("Failed to execute npu-smi info. ret is -9005.", "command_failed", -9005),
     ],
-)  # fmt: skip
+)
 def test_known_failure_texts(text: str, reason: str, code: int | None) -> None:
     failure = classify_failure(text)
     assert failure is not None and (failure.reason, failure.code) == (reason, code)
@@ -52,10 +55,14 @@ def test_normal_output_is_not_a_failure() -> None:
 ERROR_LINES = [
     "dcmi module initialize failed. ret is -8005",
     "dcmi model initialized failed, because the device is used. ret is -8020",
-    "Invalid card id.", "Invalid chip id.", "Invalid phy id.",
-    "There is no NPU card on this server.", "This device does not support querying power.",
-    "Command or option is not found.", "Failed to execute npu-smi info. ret is -9005.",
-]  # fmt: skip
+    "Invalid card id.",
+    "Invalid chip id.",
+    "Invalid phy id.",
+    "There is no NPU card on this server.",
+    "This device does not support querying power.",
+    "Command or option is not found.",
+    "Failed to execute npu-smi info. ret is -9005.",
+]
 PROCESS_ROW = "| 0       0            | 37656         | {name:<24} | 686                     |"
 
 
@@ -70,10 +77,19 @@ def test_an_error_text_with_its_continuation_lines_is_the_whole_output() -> None
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from(ERROR_LINES), st.sampled_from(
-    ["info_910a_8chip_warning_procs_24.1rc2.txt", "info_910b4-1_2chip_procs_25.2.2.txt",
-     "info_a3_ascend910_phyid_proc.txt", "info_t_board_910a.txt", "info_t_usages_910a.txt"]),
-    st.data())
+@given(
+    st.sampled_from(ERROR_LINES),
+    st.sampled_from(
+        [
+            "info_910a_8chip_warning_procs_24.1rc2.txt",
+            "info_910b4-1_2chip_procs_25.2.2.txt",
+            "info_a3_ascend910_phyid_proc.txt",
+            "info_t_board_910a.txt",
+            "info_t_usages_910a.txt",
+        ]
+    ),
+    st.data(),
+)
 def test_an_error_text_inside_good_output_is_never_a_failure(
     line: str, fixture: str, data: st.DataObject
 ) -> None:
@@ -81,8 +97,11 @@ def test_an_error_text_inside_good_output_is_never_a_failure(
     field), an error text inside successful output is data."""
     lines = fixture_text(fixture).splitlines()
     at = data.draw(st.integers(0, len(lines)))
-    planted = (PROCESS_ROW.format(name=line) if fixture.startswith("info_9")
-               or fixture.startswith("info_a3") else f"\tProduct Name : {line}")
+    planted = (
+        PROCESS_ROW.format(name=line)
+        if fixture.startswith("info_9") or fixture.startswith("info_a3")
+        else f"\tProduct Name : {line}"
+    )
     text = "\n".join([*lines[:at], planted, *lines[at:]])
     assert classify_whole_output(text) is None
     assert classify_failure(text) is not None  # what a failed exit would still recognise

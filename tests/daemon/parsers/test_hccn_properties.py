@@ -14,9 +14,28 @@ from tests.daemon.parsers.test_properties import FAST, NOISE, _check_bounds, _ch
 
 SAMPLES = {name: text(name) for name in names() if text(name)}
 ALL = sorted(set(PARSERS.values()), key=lambda p: (p.__module__, p.__name__))
-HCCN_NOISE = st.one_of(NOISE, st.sampled_from(
-    ["[devid 0]", "LINK UP", "packet statistics:", "optical info:", " mW", " dBm", " C",
-     "Speed: ", " Mb/s", "ipaddr:", " TLV", "\tIfname: ", "...", "| UP |", "+---+"]))
+HCCN_NOISE = st.one_of(
+    NOISE,
+    st.sampled_from(
+        [
+            "[devid 0]",
+            "LINK UP",
+            "packet statistics:",
+            "optical info:",
+            " mW",
+            " dBm",
+            " C",
+            "Speed: ",
+            " Mb/s",
+            "ipaddr:",
+            " TLV",
+            "\tIfname: ",
+            "...",
+            "| UP |",
+            "+---+",
+        ]
+    ),
+)
 
 
 def _run_all(sample: str) -> None:
@@ -48,7 +67,7 @@ def test_truncation_and_token_noise_of_every_sample(name: str, data: st.DataObje
     sample = SAMPLES[name][: data.draw(st.integers(0, len(SAMPLES[name])))]
     for _ in range(data.draw(st.integers(0, 3))):
         at = data.draw(st.integers(0, len(sample)))
-        sample = sample[:at] + data.draw(HCCN_NOISE) + sample[at + data.draw(st.integers(0, 3)):]
+        sample = sample[:at] + data.draw(HCCN_NOISE) + sample[at + data.draw(st.integers(0, 3)) :]
     _run_all(sample)
 
 

@@ -86,7 +86,8 @@ def test_optical_fixture_four_lanes_and_thresholds() -> None:
     assert o.temperature_celsius == 47.0
     assert o.supply_voltage_volts == pytest.approx(3.2629)
     assert dict(o.rx_power_watts) == pytest.approx(
-        {0: 1.0189 * MW, 1: 0.0054 * MW, 2: 0.9907 * MW, 3: 1.0213 * MW})
+        {0: 1.0189 * MW, 1: 0.0054 * MW, 2: 0.9907 * MW, 3: 1.0213 * MW}
+    )
     assert dict(o.tx_power_watts)[0] == pytest.approx(4.4035 * MW)
     assert dict(o.tx_bias_amperes)[3] == pytest.approx(7.924e-3)
     thresholds = {(q, b): v for q, b, v in o.thresholds}
@@ -105,7 +106,8 @@ def test_optical_doc_elided_laneless_keys_are_lane_0() -> None:
 
 def test_ip_fixtures_and_docs() -> None:
     assert parse("ip-g__mind-cluster-faultdiag-kg-before-dev0.txt").addresses == (
-        ("192.161.200.10", "255.255.255.0"),)
+        ("192.161.200.10", "255.255.255.0"),
+    )
     assert parse("ip-g__arthurchiao-blog.txt").addresses == (("29.1.112.213", "255.255.0.0"),)
     assert parse("ip-g__mind-cluster-faultdiag-doc.txt").addresses[0][0] == "10.xx.xx.10"  # masked
     assert parse("ip-g__mind-cluster-faultdiag-kg-before-dev2-empty.txt") == NetAddress(())
@@ -139,7 +141,11 @@ def test_dev_info_950_doc_and_synthetic() -> None:
     assert dict(doc.interfaces)["end0v0"] == ("192.168.2.199",)
     synthetic = parse("dev_info-g__mind-cluster-test-SYNTHETIC.txt")  # other header names
     assert [(p.port, p.port_type, p.up) for p in synthetic.ports] == [
-        (4, "ETH", False), (5, "ETH", True), (8, "UB", False), (9, "UB", True)]
+        (4, "ETH", False),
+        (5, "ETH", True),
+        (8, "UB", False),
+        (9, "UB", True),
+    ]
     assert synthetic.ports[2].media == "Optical"
 
 
@@ -164,16 +170,20 @@ def test_fec_doc_and_fixture() -> None:
 def test_tls_grep_lines() -> None:
     one = parse("tls-g-grep-switch__mind-cluster-faultdiag-doc.txt")
     assert one[0].pairs == (("dev", "0"), ("switch", "0"), ("preset", "1"), ("days", "60"))
-    assert [t.get("dev") for t in parse("tls-g-grep-switch-8dev__deepseekv3-deploy-guide.txt")] \
-        == [str(n) for n in range(8)]
+    assert [t.get("dev") for t in parse("tls-g-grep-switch-8dev__deepseekv3-deploy-guide.txt")] == [
+        str(n) for n in range(8)
+    ]
 
 
 # The -speed 910 form has no public capture: its parser follows the print format only.
-@pytest.mark.parametrize(("line", "expected"), [
-    ("Speed: 100000 Mb/s\n", 100000 * 1e6 / 8),
-    ("Speed: 200000 Mb/s", 200000 * 1e6 / 8),
-    ("Speed: Unknown!\n", None),
-])
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("Speed: 100000 Mb/s\n", 100000 * 1e6 / 8),
+        ("Speed: 200000 Mb/s", 200000 * 1e6 / 8),
+        ("Speed: Unknown!\n", None),
+    ],
+)
 def test_speed_print_format(line: str, expected: float | None) -> None:
     assert parse_speed(line).bytes_per_second == expected
 
@@ -184,8 +194,9 @@ def test_speed_anything_else_is_a_parse_error(bad: str) -> None:
         parse_speed(bad)
 
 
-@pytest.mark.parametrize("bad", ["link status: up", "link status: UP\nlink status: UP",
-                                 "status: UP", ""])
+@pytest.mark.parametrize(
+    "bad", ["link status: up", "link status: UP\nlink status: UP", "status: UP", ""]
+)
 def test_link_anything_else_is_a_parse_error(bad: str) -> None:
     with pytest.raises(ParseError):
         parse_link(bad)

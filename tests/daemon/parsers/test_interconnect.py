@@ -41,20 +41,25 @@ def test_hccs_synthetic_seven_links_one_degraded() -> None:
 
 
 def test_hccs_310p_prints_counters_only_and_a_single_port_list() -> None:
-    text = ("\thccs tx packets                : [12                  ]\n"
-            "\thccs retry count               : [0                   ]\n"
-            "\thccs error count               : [5                   ]\n")
+    text = (
+        "\thccs tx packets                : [12                  ]\n"
+        "\thccs retry count               : [0                   ]\n"
+        "\thccs error count               : [5                   ]\n"
+    )
     [link] = parse_hccs(text).links
     assert (link.tx_packets, link.crc_errors, link.healthy, link.lanes) == (12, 5, None, None)
 
 
-@pytest.mark.parametrize("bad", [
-    "\thccs error count : [1 2 3 ]\n\thccs retry count : [1 2 ]\n",  # lists of unequal length
-    "\thccs error count : 7\n",  # not a list
-    "\thccs health status : [OK maybe ]\n",
-    "\thccs surprise : [1 ]\n",  # an unknown hccs line: a new layout, not guessed at
-    "",
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "\thccs error count : [1 2 3 ]\n\thccs retry count : [1 2 ]\n",  # lists of unequal length
+        "\thccs error count : 7\n",  # not a list
+        "\thccs health status : [OK maybe ]\n",
+        "\thccs surprise : [1 ]\n",  # an unknown hccs line: a new layout, not guessed at
+        "",
+    ],
+)
 def test_hccs_refuses_anything_off_the_print_format(bad: str) -> None:
     with pytest.raises(ParseError):
         parse_hccs(bad)
@@ -67,11 +72,14 @@ def test_hccs_bw_synthetic_tx_before_rx_total_dropped() -> None:
     assert links[3] == (3, pytest.approx(3.141593e9), pytest.approx(2.718282e9))
 
 
-@pytest.mark.parametrize("bad", [
-    "hccs link rx_bandwidth(GB/S) tx_bandwidth(GB/S)\n0 1.0 2.0\n",  # rx first: not ours
-    "hccs link tx_bandwidth(GB/S) rx_bandwidth(GB/S)\n",  # no link row
-    "0 1.000000 2.000000\n",  # no header
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "hccs link rx_bandwidth(GB/S) tx_bandwidth(GB/S)\n0 1.0 2.0\n",  # rx first: not ours
+        "hccs link tx_bandwidth(GB/S) rx_bandwidth(GB/S)\n",  # no link row
+        "0 1.000000 2.000000\n",  # no header
+    ],
+)
 def test_hccs_bw_refuses_other_layouts(bad: str) -> None:
     with pytest.raises(ParseError):
         parse_hccs_bw(bad)

@@ -39,7 +39,9 @@ def test_records_start_with_chip_id_in_common() -> None:
     text = "NPU ID : 1\nChip ID : 0\nTemp : 40\nChip ID : 1\nTemp : 41\n"
     doc = split_records(text, chip_id_ends_block=False)
     assert [(r.chip, [f.value for f in r.fields]) for r in doc.records] == [
-        (0, ["0", "40"]), (1, ["1", "41"])]
+        (0, ["0", "40"]),
+        (1, ["1", "41"]),
+    ]
 
 
 def test_conflicting_npu_id_and_unknown_npu_are_errors() -> None:

@@ -19,16 +19,24 @@ CHIP = parse_info(fixture_text("info_910b4-1_2chip_procs_25.2.2.txt")).chips[0]
 @pytest.mark.parametrize(
     ("field", "value", "kept"),
     [
-        ("temperature_celsius", -273.2, None), ("temperature_celsius", 151.0, None),
-        ("temperature_celsius", -40.0, -40.0), ("temperature_celsius", 40.0, 40.0),
-        ("power_watts", -3.0, None), ("power_watts", 2000.5, None), ("power_watts", 0.0, 0.0),
-        ("aicore_ratio", 1.004, 1.0), ("aicore_ratio", -0.004, 0.0),
-        ("aicore_ratio", 1.5, None), ("aicore_ratio", -0.01, None),
-        ("hbm_used_bytes", -1024**2, None), ("hbm_used_bytes", 0, 0),
+        ("temperature_celsius", -273.2, None),
+        ("temperature_celsius", 151.0, None),
+        ("temperature_celsius", -40.0, -40.0),
+        ("temperature_celsius", 40.0, 40.0),
+        ("power_watts", -3.0, None),
+        ("power_watts", 2000.5, None),
+        ("power_watts", 0.0, 0.0),
+        ("aicore_ratio", 1.004, 1.0),
+        ("aicore_ratio", -0.004, 0.0),
+        ("aicore_ratio", 1.5, None),
+        ("aicore_ratio", -0.01, None),
+        ("hbm_used_bytes", -(1024**2), None),
+        ("hbm_used_bytes", 0, 0),
         ("hbm_total_bytes", 2 * 1024**4, None),
-        ("hugepages_used", -1, None), ("hugepages_total", 1232, 1232),
+        ("hugepages_used", -1, None),
+        ("hugepages_total", 1232, 1232),
     ],
-)  # fmt: skip
+)
 def test_bounds_by_unit(field: str, value: float, kept: float | None) -> None:
     chip = dataclasses.replace(CHIP, **{field: value})
     screened, rejected = screen(chip)
@@ -39,8 +47,13 @@ def test_bounds_by_unit(field: str, value: float, kept: float | None) -> None:
 
 
 def test_counters_frequencies_and_nested_records() -> None:
-    table = InfoTable("1", "1", (dataclasses.replace(CHIP, power_watts=-1.0),),
-                      (TableProcess(0, 0, 42, "python", -5 * 1024**2),), True)
+    table = InfoTable(
+        "1",
+        "1",
+        (dataclasses.replace(CHIP, power_watts=-1.0),),
+        (TableProcess(0, 0, 42, "python", -5 * 1024**2),),
+        True,
+    )
     screened, rejected = screen(table)
     assert screened.chips[0].power_watts is None and screened.processes[0].memory_bytes is None
     assert [r.field for r in rejected] == ["power_watts", "memory_bytes"]
@@ -62,8 +75,9 @@ def test_ids_and_text_have_no_bound() -> None:
         assert bound(name) is None
 
 
-NUMBER = st.one_of(st.none(), st.integers(-10**12, 10**13),
-                   st.floats(-1e12, 1e13, allow_nan=False))
+NUMBER = st.one_of(
+    st.none(), st.integers(-(10**12), 10**13), st.floats(-1e12, 1e13, allow_nan=False)
+)
 NUMERIC = [f.name for f in dataclasses.fields(TableChip) if bound(f.name) is not None]
 
 

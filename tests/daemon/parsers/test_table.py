@@ -29,12 +29,23 @@ def test_310_single_chip_23_0_0() -> None:
     assert (table.npu_smi_version, table.version) == ("23.0.0", "23.0.0")
     assert table.chips == (
         TableChip(
-            npu=0, chip=0, name="310", health="OK", power_watts=12.8, temperature_celsius=61.0,
-            hugepages_used=0, hugepages_total=969, bus_id="0000:01:00.0", aicore_ratio=0.0,
-            memory_used_bytes=577 * MB, memory_total_bytes=7759 * MB,
-            hbm_used_bytes=None, hbm_total_bytes=None, logic_id=0,
+            npu=0,
+            chip=0,
+            name="310",
+            health="OK",
+            power_watts=12.8,
+            temperature_celsius=61.0,
+            hugepages_used=0,
+            hugepages_total=969,
+            bus_id="0000:01:00.0",
+            aicore_ratio=0.0,
+            memory_used_bytes=577 * MB,
+            memory_total_bytes=7759 * MB,
+            hbm_used_bytes=None,
+            hbm_total_bytes=None,
+            logic_id=0,
         ),
-    )  # fmt: skip
+    )
     assert table.has_process_table and table.processes == ()
     assert table.warnings == ()
 
@@ -44,8 +55,11 @@ def test_310_four_chips_old_80_wide_20_2_without_hugepages() -> None:
     assert table.npu_smi_version == "20.2.0"
     assert [(c.npu, c.chip, c.logic_id) for c in table.chips] == [(215, i, i) for i in range(4)]
     assert [c.bus_id for c in table.chips] == [
-        "0000:DA:00.0", "0000:DC:00.0", "0000:DD:00.0", "0000:DB:00.0",
-    ]  # fmt: skip
+        "0000:DA:00.0",
+        "0000:DC:00.0",
+        "0000:DD:00.0",
+        "0000:DB:00.0",
+    ]
     assert [c.temperature_celsius for c in table.chips] == [56.0, 57.0, 57.0, 55.0]
     for chip in table.chips:
         assert chip.power_watts == 12.8 and chip.name == "310" and chip.health == "OK"
@@ -58,8 +72,11 @@ def test_310_four_chips_21_0_4_logic_ids_and_version_differs_from_tool() -> None
     table = info("info_310_4chip_npu-smi21.0.4.txt")
     assert (table.npu_smi_version, table.version) == ("21.0.4", "21.0.4.B030")
     assert [(c.npu, c.chip, c.logic_id) for c in table.chips] == [
-        (6, 0, 3), (6, 1, 4), (6, 2, 5), (6, 3, 6),
-    ]  # fmt: skip
+        (6, 0, 3),
+        (6, 1, 4),
+        (6, 2, 5),
+        (6, 3, 6),
+    ]
     assert [c.temperature_celsius for c in table.chips] == [73.0, 74.0, 70.0, 65.0]
     assert {(c.hugepages_used, c.hugepages_total) for c in table.chips} == {(0, 970)}
     assert [c.memory_used_bytes for c in table.chips] == [2703 * MB] + [2867 * MB] * 3
@@ -125,8 +142,15 @@ def test_910a_22_0_3() -> None:
     assert table.npu_smi_version == "22.0.3.1"
     assert [(c.npu, c.chip) for c in table.chips] == [(n, 0) for n in range(8)]
     assert [c.power_watts for c in table.chips] == [
-        67.2, 63.3, 64.8, 191.7, 66.4, 62.7, 64.5, 191.4,
-    ]  # fmt: skip
+        67.2,
+        63.3,
+        64.8,
+        191.7,
+        66.4,
+        62.7,
+        64.5,
+        191.4,
+    ]
     assert [c.temperature_celsius for c in table.chips] == [43, 38, 34, 42, 44, 33, 35, 40]
     assert table.chips[3].bus_id == "0000:3E:00.0"
     for chip in table.chips:
@@ -168,8 +192,10 @@ def test_910b1_blog_capture_with_elision_line() -> None:
     table = info("info_910b1_8chip_23.0rc2_elided.txt")
     assert table.npu_smi_version == "23.0.rc2"
     assert [(c.npu, c.power_watts, c.temperature_celsius) for c in table.chips] == [
-        (0, 88.4, 46.0), (1, 92.1, 47.0), (7, 92.7, 48.0),
-    ]  # fmt: skip
+        (0, 88.4, 46.0),
+        (1, 92.1, 47.0),
+        (7, 92.7, 48.0),
+    ]
     assert [c.bus_id for c in table.chips] == ["0000:C1:00.0", "0000:01:00.0", "0000:42:00.0"]
     for chip in table.chips:
         # A2 prints DDR as "0 / 0": a real zero, not absent.
@@ -182,8 +208,9 @@ def test_910b1_blog_capture_with_elision_line() -> None:
 def test_910b2c_trailing_spaces_and_five_digit_fraction() -> None:
     table = info("info_910b2c_2chip_proc.txt")
     assert [(c.npu, c.name, c.power_watts, c.temperature_celsius) for c in table.chips] == [
-        (0, "910B2C", 88.6, 51.0), (1, "910B2C", 99.6, 50.0),
-    ]  # fmt: skip
+        (0, "910B2C", 88.6, 51.0),
+        (1, "910B2C", 99.6, 50.0),
+    ]
     assert [c.hbm_used_bytes for c in table.chips] == [20701 * MB, 20687 * MB]
     assert table.chips[1].bus_id == "0000:19:00.0"
     assert procs(table) == [(0, 0, 124528, "python3.8", 17400 * MB)]
@@ -193,8 +220,9 @@ def test_910b4_1_vllm_workers() -> None:
     table = info("info_910b4-1_2chip_procs_25.2.2.txt")
     assert table.version == "25.2.2"
     assert [(c.npu, c.hbm_used_bytes, c.hbm_total_bytes) for c in table.chips] == [
-        (0, 61825 * MB, 65536 * MB), (1, 61825 * MB, 65536 * MB),
-    ]  # fmt: skip
+        (0, 61825 * MB, 65536 * MB),
+        (1, 61825 * MB, 65536 * MB),
+    ]
     assert [c.bus_id for c in table.chips] == ["0000:0E:00.0", "0000:0F:00.0"]
     assert procs(table) == [
         (0, 0, 19334, "VLLMWorker_TP", 58472 * MB),
@@ -205,11 +233,17 @@ def test_910b4_1_vllm_workers() -> None:
 def test_a3_two_dies_per_npu_die_1_power_dash() -> None:
     table = info("info_a3_ascend910_phyid_proc.txt")
     assert [(c.npu, c.chip, c.phy_id, c.power_watts) for c in table.chips] == [
-        (0, 0, 0, 162.8), (0, 1, 1, None), (1, 0, 2, 167.1), (1, 1, 3, None),
-    ]  # fmt: skip
+        (0, 0, 0, 162.8),
+        (0, 1, 1, None),
+        (1, 0, 2, 167.1),
+        (1, 1, 3, None),
+    ]
     assert [c.bus_id for c in table.chips] == [
-        "0000:9C:00.0", "0000:9E:00.0", "0000:37:00.0", "0000:39:00.0",
-    ]  # fmt: skip
+        "0000:9C:00.0",
+        "0000:9E:00.0",
+        "0000:37:00.0",
+        "0000:39:00.0",
+    ]
     assert [c.hbm_used_bytes for c in table.chips] == [3133 * MB, 2876 * MB, 3116 * MB, 10568 * MB]
     assert {c.name for c in table.chips} == {"Ascend910"}
     assert procs(table) == [(1, 1, 990711, "python", 7746 * MB)]
@@ -223,9 +257,10 @@ def test_a3_26_0_wide_layout_with_container_pid_column() -> None:
     assert [c.hbm_used_bytes for c in table.chips] == [3419 * MB, 2874 * MB, 31877 * MB]
     assert table.chips[2].bus_id == "0000:83:00.0"
     assert table.processes == (
-        TableProcess(npu=0, chip=0, pid=632268, name="python3.1", memory_bytes=197 * MB,
-                     container_pid=None),
-    )  # fmt: skip
+        TableProcess(
+            npu=0, chip=0, pid=632268, name="python3.1", memory_bytes=197 * MB, container_pid=None
+        ),
+    )
 
 
 # ---------------------------------------------------------------- synthetic edge cases
@@ -270,14 +305,16 @@ A5 = """\
 def test_950_layout_has_no_chip_column() -> None:
     table = parse_info(A5)
     assert [(c.npu, c.chip, c.health, c.power_watts) for c in table.chips] == [
-        (0, 0, "OK", 100.0), (3, 0, "Alarm", 120.0),
-    ]  # fmt: skip
+        (0, 0, "OK", 100.0),
+        (3, 0, "Alarm", 120.0),
+    ]
     assert [c.npu_util_ratio for c in table.chips] == [0.2, 0.0]
     assert all(c.aicore_ratio is None and c.bus_id is None for c in table.chips)
     assert table.chips[1].hbm_used_bytes == 2048 * MB
     assert [(p.npu, p.chip, p.pid, p.name, p.container_pid) for p in table.processes] == [
-        (0, None, 1001, "python", None), (0, None, 1002, None, 101),
-    ]  # fmt: skip
+        (0, None, 1001, "python", None),
+        (0, None, 1002, None, 101),
+    ]
 
 
 def test_process_rows_are_never_taken_for_chips() -> None:
@@ -294,7 +331,7 @@ def test_process_rows_are_never_taken_for_chips() -> None:
         ("| 19334         |", "| abc           |"),
         ("| Health        |", "| Healthy       |"),
     ],
-)  # fmt: skip
+)
 def test_malformed_value_is_a_parse_error_naming_its_line(old: str, new: str) -> None:
     text = fixture_text("info_910b4-1_2chip_procs_25.2.2.txt")
     assert old in text

@@ -53,12 +53,14 @@ def _chip_block_lines(lines: list[str]) -> list[int]:
     """Index of every chip's first row."""
     table = parse_info("".join(lines))
     first_rows = [
-        i for i, line in enumerate(lines)
-        if line.startswith("|") and any(
+        i
+        for i, line in enumerate(lines)
+        if line.startswith("|")
+        and any(
             line.split("|")[1].split()[:1] == [str(c.npu)] and c.name and c.name in line
             for c in table.chips
         )
-    ]  # fmt: skip
+    ]
     return first_rows
 
 
@@ -91,7 +93,7 @@ def test_what_is_missing_is_named() -> None:
     in_header = parse_info("".join(lines[:4]))
     assert in_header.cut_short == "the output ends inside the header"
     assert parse_info("".join(lines[:2])).cut_short == "the output ends inside the header"
-    no_chip = parse_info("".join(lines[: first_chip]))
+    no_chip = parse_info("".join(lines[:first_chip]))
     assert no_chip.cut_short == "no chip after the header"
 
 

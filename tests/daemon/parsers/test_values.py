@@ -34,9 +34,14 @@ def test_fraction(text: str, expected: tuple[int | None, int | None]) -> None:
 
 @pytest.mark.parametrize(
     ("call", "token"),
-    [(values.parse_int, "12.5"), (values.parse_int, "1" * 19), (values.parse_float, "1e5"),
-     (values.percent_to_ratio, "37,5"), (values.parse_fraction, "577")],
-)  # fmt: skip
+    [
+        (values.parse_int, "12.5"),
+        (values.parse_int, "1" * 19),
+        (values.parse_float, "1e5"),
+        (values.percent_to_ratio, "37,5"),
+        (values.parse_fraction, "577"),
+    ],
+)
 def test_malformed_is_a_parse_error_naming_the_line(call: object, token: str) -> None:
     with pytest.raises(ParseError) as caught:
         call(token, line_no=7, line=f"  Key : {token}")  # type: ignore[operator]

@@ -24,8 +24,10 @@ def read(name: str) -> str:
 def test_a_910b4_card_with_one_of_two_vnpus_in_use() -> None:
     report = parse_info_vnpu(read("info_vnpu_910b4_2vnpu_one_in_use_blog.txt"))
     assert report.total == 2
-    assert report.vnpus == (Vnpu(100, 0, "ffffffffffff", True, "vir10_3c_16g"),
-                            Vnpu(101, 1, "000000000000", False, "vir10_3c_16g"))  # fmt: skip
+    assert report.vnpus == (
+        Vnpu(100, 0, "ffffffffffff", True, "vir10_3c_16g"),
+        Vnpu(101, 1, "000000000000", False, "vir10_3c_16g"),
+    )
     resources = {name: (free, total) for name, free, total in report.resources}
     assert resources["aicore"] == (0, 20) and resources["memory"] == (0, 32)
     assert resources["pngd"] == (None, None)  # NA/NA: not supported, not 0
@@ -48,7 +50,10 @@ def test_a_310p3_fragment_without_row_separators() -> None:
     report = parse_info_vnpu(read("info_vnpu_310p3_3vnpu_FRAGMENT_hami.txt"))  # FRAGMENT
     assert report.resources == ()  # the fragment starts at the total
     assert [(v.vnpu_id, v.vgroup_id, v.template, v.in_use) for v in report.vnpus] == [
-        (100, 0, "vir01", True), (101, 1, "vir02", True), (102, 2, "vir04", True)]
+        (100, 0, "vir01", True),
+        (101, 1, "vir02", True),
+        (102, 2, "vir04", True),
+    ]
 
 
 def test_vnpu_mode() -> None:

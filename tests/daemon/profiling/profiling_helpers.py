@@ -33,8 +33,9 @@ STEP_SECONDS = "0.05"
 
 
 @contextmanager
-def train_job(home: Path, kind: str, *, dynamic: bool = True,
-              config_dir: Path | None = None) -> Iterator[subprocess.Popen[bytes]]:
+def train_job(
+    home: Path, kind: str, *, dynamic: bool = True, config_dir: Path | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     """npumon-sim-train in the background with HOME=home; stopped and reaped on exit."""
     env = {**os.environ, "HOME": str(home)}
     env.pop("PROFILING_MODE", None)
@@ -43,15 +44,22 @@ def train_job(home: Path, kind: str, *, dynamic: bool = True,
     argv = [SIM_TRAIN, "--profile", kind, "--step-seconds", STEP_SECONDS]
     if config_dir is not None:
         argv += ["--dynamic-config-dir", str(config_dir)]
-    job = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, start_new_session=True)
+    job = subprocess.Popen(
+        argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         if dynamic:
-            wait_for(lambda: (home / f"dynamic_profiling_socket_{job.pid}").exists(), 10.0,
-                     "the job's dynamic profiling socket")
+            wait_for(
+                lambda: (home / f"dynamic_profiling_socket_{job.pid}").exists(),
+                10.0,
+                "the job's dynamic profiling socket",
+            )
         if config_dir is not None:
-            wait_for(lambda: (config_dir / "profiler_config.json").exists(), 10.0,
-                     "the job's profiler_config.json")
+            wait_for(
+                lambda: (config_dir / "profiler_config.json").exists(),
+                10.0,
+                "the job's profiler_config.json",
+            )
         yield job
     finally:
         job.terminate()
@@ -87,8 +95,10 @@ class Recorder:
 
 
 def profiler_for(
-    config: Config, wait: Callable[[float], None] = lambda s: time.sleep(min(s, 0.3)),
-    clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
+    config: Config,
+    wait: Callable[[float], None] = lambda s: time.sleep(min(s, 0.3)),
+    clock: Callable[[], float] = time.time,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> tuple[Profiler, Recorder]:
     from npumon.daemon.config import Throttle
 
@@ -120,7 +130,9 @@ def tree_digest(root: Path) -> str:
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*")):
         st = path.lstat()
-        digest.update(f"{path.relative_to(root)}|{st.st_mode}|{st.st_size}|{st.st_mtime_ns}".encode())
+        digest.update(
+            f"{path.relative_to(root)}|{st.st_mode}|{st.st_size}|{st.st_mtime_ns}".encode()
+        )
         if path.is_file():
             digest.update(path.read_bytes())
     return digest.hexdigest()
@@ -139,10 +151,21 @@ def msprof_children(marker: Path) -> list[int]:
 def summary(workload: str, p99: float) -> ProfileSummary:
     """A summary with only a step time (p99 as given)."""
     return ProfileSummary(
-        workload=workload, layout="torch_npu", capture_time_seconds=None,
-        step=StepStats(4, p99 * 0.9, p99 * 0.9, p99 * 0.95, p99), phases=(),
-        op_total_seconds=None, op_time_ratio=(), core_type_time_ratio=(), ai_cpu_seconds=None,
-        ai_cpu_count=None, format_conversion_seconds=None, format_conversion_ratio=None,
-        dynamic_shape_op_count=None, op_types_inferred=False, ranks=(), rank_spread=(),
+        workload=workload,
+        layout="torch_npu",
+        capture_time_seconds=None,
+        step=StepStats(4, p99 * 0.9, p99 * 0.9, p99 * 0.95, p99),
+        phases=(),
+        op_total_seconds=None,
+        op_time_ratio=(),
+        core_type_time_ratio=(),
+        ai_cpu_seconds=None,
+        ai_cpu_count=None,
+        format_conversion_seconds=None,
+        format_conversion_ratio=None,
+        dynamic_shape_op_count=None,
+        op_types_inferred=False,
+        ranks=(),
+        rank_spread=(),
         bottlenecks=(),
     )

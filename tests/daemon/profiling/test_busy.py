@@ -11,8 +11,15 @@ def info(pid: int, name: str, *cmd: str, mode: str | None = "") -> ProcessInfo:
 
 
 def test_other_profilers_are_recognised() -> None:
-    msprof = info(7, "python", "/usr/bin/python3", "/opt/bin/msprof", "--dynamic=on",
-                  "--pid=10,11", "--output=/tmp/x")
+    msprof = info(
+        7,
+        "python",
+        "/usr/bin/python3",
+        "/opt/bin/msprof",
+        "--dynamic=on",
+        "--pid=10,11",
+        "--output=/tmp/x",
+    )
     assert other_profiler([11], [msprof]) is not None
     assert other_profiler([12], [msprof]) is None
     assert other_profiler([11], [msprof], own=[7]) is None

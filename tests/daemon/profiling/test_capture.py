@@ -42,7 +42,8 @@ def test_full_cycle_ends_ok_with_the_jobs_diagnosis(tmp_path: Path) -> None:
         time.sleep(seconds)
 
     profiler.host = profiler.capturer.host = type(profiler.host)(
-        profiler.host.alive, profiler.host.processes, recorder, wait=wait)
+        profiler.host.alive, profiler.host.processes, recorder, wait=wait
+    )
     with train_job(tmp_path, "conversion_bound") as job:
         outcome = profiler.capture(job_workload(job.pid))
     assert outcome.result == "ok", outcome.message
@@ -58,8 +59,11 @@ def test_full_cycle_ends_ok_with_the_jobs_diagnosis(tmp_path: Path) -> None:
     assert p99 is not None and p99 > 0
     assert value(text, "npumon_capture_last_success_timestamp_seconds", workload="trainer")
     assert value(text, "npumon_capture_duration_seconds", workload="trainer")
-    transdata = [k for k in text.splitlines() if k.startswith("npu_op_time_ratio{")
-                 and 'op_type="TransData"' in k]
+    transdata = [
+        k
+        for k in text.splitlines()
+        if k.startswith("npu_op_time_ratio{") and 'op_type="TransData"' in k
+    ]
     assert transdata, "the conversion op must be among the top operators"
     # raw data is removed after analysis (keep_raw false); the summary is persisted
     assert list((tmp_path / "state" / "captures").iterdir()) == []
@@ -128,7 +132,8 @@ def test_disk_quota_cleans_oldest_first_then_refuses(
         kept = [p for p in captures.iterdir() if p.name.startswith("trainer-")]
         assert len(kept) == 1  # keep_raw: this capture's raw data stays
         profiler.capturer.settings = config_for(
-            tmp_path, disk_quota="1MiB", keep_raw=True).profiling
+            tmp_path, disk_quota="1MiB", keep_raw=True
+        ).profiling
         second = profiler.capture(job_workload(job.pid))
     assert second.result == "disk_quota", second.message
     assert msprof_children(tmp_path) == []
@@ -140,8 +145,10 @@ def test_disk_quota_cleans_oldest_first_then_refuses(
 
 
 def test_job_without_dynamic_mode_is_skipped_not_attachable(tmp_path: Path) -> None:
-    config = config_for(tmp_path, targets=[{"workload": "plain", "cmdline": "npumon-sim-train",
-                                            "process_name": "."}])
+    config = config_for(
+        tmp_path,
+        targets=[{"workload": "plain", "cmdline": "npumon-sim-train", "process_name": "."}],
+    )
     profiler, recorder = profiler_for(config)
     with train_job(tmp_path, "balanced", dynamic=False) as job:
         found = [w for w in profiler.workloads() if job.pid in w.pids]
@@ -153,8 +160,9 @@ def test_job_without_dynamic_mode_is_skipped_not_attachable(tmp_path: Path) -> N
     assert "PROFILING_MODE=dynamic" in by_environ.message
     assert "PROFILING_MODE=dynamic" in by_msprof.message
     assert profiler.store.profiling() == frozenset()
-    assert value(exposition(profiler), "npumon_captures_total",
-                 result="skipped_not_attachable") == 2
+    assert (
+        value(exposition(profiler), "npumon_captures_total", result="skipped_not_attachable") == 2
+    )
 
 
 def test_another_msprof_on_the_job_means_skipped_busy(tmp_path: Path) -> None:
@@ -162,10 +170,16 @@ def test_another_msprof_on_the_job_means_skipped_busy(tmp_path: Path) -> None:
     with train_job(tmp_path, "balanced") as job:
         other = subprocess.Popen(
             [SIM_MSPROF, "--dynamic=on", f"--pid={job.pid}", f"--output={tmp_path / 'user'}"],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
-            wait_for(lambda: any("--dynamic=on" in " ".join(p) for p in _cmdlines(other.pid)),
-                     10.0, "the other msprof to start")
+            wait_for(
+                lambda: any("--dynamic=on" in " ".join(p) for p in _cmdlines(other.pid)),
+                10.0,
+                "the other msprof to start",
+            )
             outcome = profiler.capture(job_workload(job.pid))
         finally:
             other.kill()

@@ -19,9 +19,17 @@ from npumon.daemon.profiling.workloads import Workload
 @pytest.mark.integration
 def test_torch_npu_config_trigger_end_to_end(tmp_path: Path) -> None:
     config_dir = tmp_path / "job-config"
-    config = config_for(tmp_path, targets=[{
-        "workload": "torchjob", "cmdline": f"--dynamic-config-dir {config_dir}",
-        "mode": "torch_npu_config", "config_dir": str(config_dir)}])
+    config = config_for(
+        tmp_path,
+        targets=[
+            {
+                "workload": "torchjob",
+                "cmdline": f"--dynamic-config-dir {config_dir}",
+                "mode": "torch_npu_config",
+                "config_dir": str(config_dir),
+            }
+        ],
+    )
     profiler, recorder = profiler_for(config)
     with train_job(tmp_path, "input_bound", dynamic=False, config_dir=config_dir) as job:
         original = (config_dir / "profiler_config.json").read_bytes()
@@ -44,12 +52,21 @@ def test_a_pending_trigger_of_someone_else_is_left_alone(tmp_path: Path) -> None
     config_dir.mkdir()
     theirs = json.dumps({"is_valid": True, "prof_dir": "/their/dir", "active": 1}).encode()
     (config_dir / "profiler_config.json").write_bytes(theirs)
-    config = config_for(tmp_path, targets=[{"workload": "w", "cmdline": "x",
-                                             "mode": "torch_npu_config",
-                                             "config_dir": str(config_dir)}])
+    config = config_for(
+        tmp_path,
+        targets=[
+            {
+                "workload": "w",
+                "cmdline": "x",
+                "mode": "torch_npu_config",
+                "config_dir": str(config_dir),
+            }
+        ],
+    )
     profiler, _ = profiler_for(config)
-    outcome = profiler.capture(Workload("w", (os.getpid(),), "torch_npu_config", frozenset(),
-                                        config_dir=config_dir))
+    outcome = profiler.capture(
+        Workload("w", (os.getpid(),), "torch_npu_config", frozenset(), config_dir=config_dir)
+    )
     assert outcome.result == "skipped_busy"
     assert (config_dir / "profiler_config.json").read_bytes() == theirs
 
@@ -72,9 +89,16 @@ class FakeTime:
 
 def capture(tmp_path: Path, clock: FakeTime, alive: bool = True) -> Path:
     (tmp_path / "cfg").mkdir(exist_ok=True)  # the job's dynamic_profile.init() dir
-    return torch_config_capture(tmp_path / "cfg", tmp_path / "out", [4242], steps=2,
-                                timeout=30.0, wait=clock.wait, alive=lambda pid: alive,
-                                monotonic=clock.monotonic)
+    return torch_config_capture(
+        tmp_path / "cfg",
+        tmp_path / "out",
+        [4242],
+        steps=2,
+        timeout=30.0,
+        wait=clock.wait,
+        alive=lambda pid: alive,
+        monotonic=clock.monotonic,
+    )
 
 
 def test_the_trigger_returns_the_new_run_once_it_stops_changing(tmp_path: Path) -> None:

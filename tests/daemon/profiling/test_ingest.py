@@ -27,11 +27,15 @@ from npumon.simulator.prof_dir import CaptureMeta, write_raw
 pytestmark = pytest.mark.integration
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "msprof"
 RANK_FILES = {
-    0: {"step_trace_time": "step_trace_time_torchnpu_cann8.3rc1_rank0.csv",
+    0: {
+        "step_trace_time": "step_trace_time_torchnpu_cann8.3rc1_rank0.csv",
         "op_statistic": "op_statistic_torchnpu_cann8.3rc1.csv",
-        "kernel_details": "kernel_details_torchnpu_cann8.3rc1_level2.csv"},
-    **{r: {"step_trace_time": f"step_trace_time_torchnpu_cann8.3rc1_rank{r}.csv"}
-       for r in (1, 2, 3)},
+        "kernel_details": "kernel_details_torchnpu_cann8.3rc1_level2.csv",
+    },
+    **{
+        r: {"step_trace_time": f"step_trace_time_torchnpu_cann8.3rc1_rank{r}.csv"}
+        for r in (1, 2, 3)
+    },
 }
 
 
@@ -66,8 +70,9 @@ def test_ingest_never_modifies_the_users_dir_and_never_repeats(tmp_path: Path) -
     write_raw(user / "resnet", meta, 1)  # raw msprof data: needs export, on our copy
     age(user)
     before = tree_digest(user)
-    profiler, recorder = profiler_for(config_for(tmp_path, enabled=False,
-                                                 ingest={"paths": [str(user)]}))
+    profiler, recorder = profiler_for(
+        config_for(tmp_path, enabled=False, ingest={"paths": [str(user)]})
+    )
     outcomes = profiler.ingest_once()
     assert sorted((o.workload, o.result) for o in outcomes) == [("llama", "ok"), ("resnet", "ok")]
     assert tree_digest(user) == before
@@ -98,15 +103,23 @@ def test_collect_once_analyses_the_ingest_paths(tmp_path: Path) -> None:
     user = four_ranks(tmp_path / "profiles" / "qwen3")
     config = tmp_path / "npumon.yaml"
     sim = [str(Path(sys.executable).parent / "npumon-sim-npu-smi"), "--scenario", "910b-8"]
-    config.write_text(json.dumps({
-        "npu_smi": {"command": sim, "timeout": "30s"},
-        "state_directory": str(tmp_path / "state"),
-        "profiling": {"ingest": {"paths": [str(user.parent)]}},
-    }))
+    config.write_text(
+        json.dumps(
+            {
+                "npu_smi": {"command": sim, "timeout": "30s"},
+                "state_directory": str(tmp_path / "state"),
+                "profiling": {"ingest": {"paths": [str(user.parent)]}},
+            }
+        )
+    )
     before = tree_digest(user)
     result = subprocess.run(
         [sys.executable, "-m", "npumon.daemon", "collect", "--once", "--config", str(config)],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
     assert result.returncode == 0, result.stderr
     text = result.stdout
     promtool_ok(text)

@@ -38,9 +38,13 @@ def _aged_copy(tree: str, user: Path) -> Path:
 def test_analyze_and_ingest_agree(tree: str, tmp_path: Path) -> None:
     user = tmp_path / "profiles"
     copy = _aged_copy(tree, user)
-    cli = subprocess.run([sys.executable, "-m", "npumon.daemon", "analyze", "--json", str(copy)],
-                         capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "HOME": str(tmp_path)})
+    cli = subprocess.run(
+        [sys.executable, "-m", "npumon.daemon", "analyze", "--json", str(copy)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
     assert cli.returncode == 0, cli.stderr
     analysed = [(b["kind"], b["detail"]) for b in json.loads(cli.stdout)["summary"]["bottlenecks"]]
     profiler, _ = profiler_for(config_for(tmp_path, enabled=False, ingest={"paths": [str(user)]}))

@@ -47,8 +47,7 @@ def test_ingest_never_follows_a_table_symlink_out_and_never_logs_its_content(
     out = torch_run(root, step_trace_time="step_trace_time_torchnpu_2025-01_level1.csv")
     (out / "kernel_details.csv").symlink_to(secret)
     age(root)
-    profiler, _ = profiler_for(config_for(tmp_path, ingest={"paths": [str(root)],
-                                                            "settle": "1s"}))
+    profiler, _ = profiler_for(config_for(tmp_path, ingest={"paths": [str(root)], "settle": "1s"}))
     with caplog.at_level(logging.DEBUG):
         [outcome] = profiler.ingest_once()
     assert outcome.result == "ok" and outcome.report is not None
@@ -64,8 +63,7 @@ def test_a_table_that_is_not_a_table_is_reported_without_its_content(
     out = torch_run(root)
     (out / "kernel_details.csv").write_text(SECRET + "\n1,2,3\n")
     age(root)
-    profiler, _ = profiler_for(config_for(tmp_path, ingest={"paths": [str(root)],
-                                                            "settle": "1s"}))
+    profiler, _ = profiler_for(config_for(tmp_path, ingest={"paths": [str(root)], "settle": "1s"}))
     with caplog.at_level(logging.DEBUG):
         [outcome] = profiler.ingest_once()
     assert outcome.result == "failed" and "no header row" in outcome.message
@@ -78,8 +76,7 @@ def test_a_huge_sparse_step_table_is_skipped_not_read(tmp_path: Path) -> None:
     with (out / "step_trace_time.csv").open("r+b") as handle:
         handle.truncate(1 << 30)  # 1 GiB apparent, no disk: this took the daemon to 2.1 GB
     age(root)
-    profiler, _ = profiler_for(config_for(tmp_path, ingest={"paths": [str(root)],
-                                                            "settle": "1s"}))
+    profiler, _ = profiler_for(config_for(tmp_path, ingest={"paths": [str(root)], "settle": "1s"}))
     [outcome] = profiler.ingest_once()
     assert outcome.result == "skipped_too_large"
     assert "profiling.limits.step_table" in outcome.message
@@ -89,8 +86,9 @@ def test_a_huge_sparse_step_table_is_skipped_not_read(tmp_path: Path) -> None:
 def test_the_caps_are_configurable(tmp_path: Path) -> None:
     root = tmp_path / "prof"
     torch_run(root, kernel_details="kernel_details_torchnpu_cann8.3rc1_level2.csv")
-    config = config_for(tmp_path, ingest={"paths": [str(root)], "settle": "1s"},
-                        limits={"kernel_table": "1KiB"})
+    config = config_for(
+        tmp_path, ingest={"paths": [str(root)], "settle": "1s"}, limits={"kernel_table": "1KiB"}
+    )
     age(root)
     profiler, _ = profiler_for(config)
     [outcome] = profiler.ingest_once()
@@ -101,8 +99,9 @@ def test_a_worker_over_its_memory_limit_fails_alone(tmp_path: Path) -> None:
     root = tmp_path / "prof"
     torch_run(root, kernel_details="kernel_details_torchnpu_cann8.3rc1_level2.csv")
     age(root)
-    config = config_for(tmp_path, ingest={"paths": [str(root)], "settle": "1s"},
-                        limits={"worker_memory": "96MiB"})  # too small even to load pandas
+    config = config_for(
+        tmp_path, ingest={"paths": [str(root)], "settle": "1s"}, limits={"worker_memory": "96MiB"}
+    )  # too small even to load pandas
     profiler, _ = profiler_for(config)
     [outcome] = profiler.ingest_once()
     assert outcome.result == "failed" and "analysis exited" in outcome.message
@@ -121,8 +120,7 @@ def test_nan_and_inf_in_a_step_table_are_never_exported(tmp_path: Path) -> None:
         lines[index] = ",".join(cells)
     table.write_text("\n".join(lines) + "\n")
     age(root)
-    profiler, _ = profiler_for(config_for(tmp_path, ingest={"paths": [str(root)],
-                                                            "settle": "1s"}))
+    profiler, _ = profiler_for(config_for(tmp_path, ingest={"paths": [str(root)], "settle": "1s"}))
     profiler.ingest_once()
     found = samples(exposition(profiler))
     assert all(math.isfinite(v) for v in found.values())

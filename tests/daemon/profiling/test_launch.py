@@ -22,15 +22,19 @@ class FakeRunner:
         self.result = result
         self.calls: list[tuple[list[str], float, str | None]] = []
 
-    def __call__(self, argv: Sequence[str], timeout: float, *,
-                 stdin: str | None = None) -> CommandResult:
+    def __call__(
+        self, argv: Sequence[str], timeout: float, *, stdin: str | None = None
+    ) -> CommandResult:
         self.calls.append((list(argv), timeout, stdin))
         return self.result
 
 
 def ended(stdout: str = "", exit_code: int | None = 0, **flags: bool) -> FakeRunner:
-    return FakeRunner(CommandResult(("python",), stdout, "line 1\nNoProfileData: nothing",
-                                    exit_code, 0.1, **flags))
+    return FakeRunner(
+        CommandResult(
+            ("python",), stdout, "line 1\nNoProfileData: nothing", exit_code, 0.1, **flags
+        )
+    )
 
 
 def test_the_job_goes_on_stdin_by_module_name() -> None:

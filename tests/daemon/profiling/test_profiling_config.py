@@ -20,12 +20,18 @@ def test_documented_config_has_the_profiling_defaults() -> None:
 
 def test_profiling_config_problems_are_listed() -> None:
     with pytest.raises(ConfigError) as caught:
-        parse_config({"profiling": {
-            "thresholds": {"free_ratio": 0.3, "bogus": 1},
-            "disk_quota": "lots",
-            "targets": [{"workload": "a b", "cmdline": "("},
-                        {"workload": "t", "process_name": "x", "mode": "torch_npu_config"}],
-        }})
+        parse_config(
+            {
+                "profiling": {
+                    "thresholds": {"free_ratio": 0.3, "bogus": 1},
+                    "disk_quota": "lots",
+                    "targets": [
+                        {"workload": "a b", "cmdline": "("},
+                        {"workload": "t", "process_name": "x", "mode": "torch_npu_config"},
+                    ],
+                }
+            }
+        )
     problems = "\n".join(caught.value.problems)
     assert "profiling.thresholds.bogus: unknown key" in problems
     assert "profiling.disk_quota" in problems
@@ -35,7 +41,6 @@ def test_profiling_config_problems_are_listed() -> None:
     assert parse_config({"profiling": {"disk_quota": "512MiB"}}).profiling.disk_quota == 512 << 20
     only_ingest = parse_config({"profiling": {"ingest": {"paths": ["/data/prof"]}}}).profiling
     assert only_ingest.active() and not only_ingest.enabled
-
 
 
 def test_thresholds_are_the_diagnosis_model_with_its_types() -> None:

@@ -13,8 +13,9 @@ from npumon.exporters.profiles import render_profiles
 
 
 def test_due_workload_respects_the_interval_and_persisted_success(tmp_path: Path) -> None:
-    profiler, _ = profiler_for(config_for(tmp_path, interval="10m"), clock=lambda: 1000.0,
-                               monotonic=lambda: 1000.0)  # the two clocks agree at start
+    profiler, _ = profiler_for(
+        config_for(tmp_path, interval="10m"), clock=lambda: 1000.0, monotonic=lambda: 1000.0
+    )  # the two clocks agree at start
     a = Workload("a", (1,), "msprof_attach", frozenset())
     b = Workload("b", (2,), "msprof_attach", frozenset(), interval_seconds=60.0)
     profiler.state.record(summary("a", 0.1), 1000.0, 1.0)

@@ -54,11 +54,13 @@ def test_restart_restores_summaries_and_baseline(tmp_path: Path) -> None:
     second, _ = profiler_for(config)  # a new process reading the same state directory
     after = exposition(second)
     for text in (before, after):
-        assert value(text, "npu_step_duration_baseline_seconds", workload="llama") == \
-            pytest.approx(0.42)  # median(0.40, 0.44, 0.42); 0.50 is the one judged
+        assert value(text, "npu_step_duration_baseline_seconds", workload="llama") == pytest.approx(
+            0.42
+        )  # median(0.40, 0.44, 0.42); 0.50 is the one judged
         assert value(text, "npu_step_duration_seconds", workload="llama", stat="p99") == 0.50
-        assert value(text, "npumon_capture_last_success_timestamp_seconds",
-                     workload="llama") == 1003.0
+        assert (
+            value(text, "npumon_capture_last_success_timestamp_seconds", workload="llama") == 1003.0
+        )
     # counters are since start: the new process starts from 0
     assert value(after, "npumon_captures_total", result="ok") == 0
     assert value(before, "npumon_captures_total", result="ok") == 4
@@ -116,7 +118,10 @@ def test_state_written_by_0_1_0_still_loads(tmp_path: Path) -> None:
     assert resnet.summary is not None and resnet.summary.step is None
     assert resnet.capture_seconds is None and state.baseline("resnet") is None
     assert [b.kind for b in resnet.summary.bottlenecks] == [
-        "format_conversion", "ai_cpu_fallback", "dynamic_shape"]
+        "format_conversion",
+        "ai_cpu_fallback",
+        "dynamic_shape",
+    ]
     assert state.ingested["/data/prof/llama/node1_1000_2025_ascend_pt"] == 1764240000.25
 
 

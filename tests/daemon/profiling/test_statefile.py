@@ -20,8 +20,11 @@ from npumon.daemon.profiling.state import STATE_FILE, ProfileState
 from npumon.daemon.profiling.statefile import move_aside, read_state
 from tests.helpers.exposition import samples
 
-GOOD = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "state" /
-                   "profiling-state-v0.1.0.json").read_text())
+GOOD = json.loads(
+    (
+        Path(__file__).resolve().parents[2] / "fixtures" / "state" / "profiling-state-v0.1.0.json"
+    ).read_text()
+)
 QWEN: list[str | int] = ["workloads", "qwen3"]
 SUMMARY: list[str | int] = [*QWEN, "summary"]
 
@@ -60,10 +63,12 @@ SHAPES: dict[str, Callable[[Path], None]] = {
     "p99s a string": content(changed([*QWEN, "p99s"], "fast")),
     "p99 NaN": raw(FIXTURE_TEXT.replace("[0.4, 0.44", "[NaN, 0.44")),
     "p99 Infinity": raw(FIXTURE_TEXT.replace("[0.4, 0.44", "[Infinity, 0.44")),
-    "huge number overflows to inf": content(changed([*QWEN, "last_success"], 1e300)
-                                            .replace(b"1e+300", b"1e999")),
-    "number too long to parse": raw(FIXTURE_TEXT.replace('"capture_seconds": 3.25',
-                                                         '"capture_seconds": 1' + "0" * 5000)),
+    "huge number overflows to inf": content(
+        changed([*QWEN, "last_success"], 1e300).replace(b"1e+300", b"1e999")
+    ),
+    "number too long to parse": raw(
+        FIXTURE_TEXT.replace('"capture_seconds": 3.25', '"capture_seconds": 1' + "0" * 5000)
+    ),
     "timestamp as string": content(changed([*QWEN, "last_success"], "1764248400")),
     "count as bool": content(changed([*SUMMARY, "step", "count"], True)),
     "step time as string": content(changed([*SUMMARY, "step", "p99_seconds"], "0.8")),
@@ -89,8 +94,9 @@ def test_a_bad_state_file_is_moved_aside_counted_and_the_daemon_serves(
     make(directory / STATE_FILE)
     profiler, _ = profiler_for(config_for(tmp_path))  # start() loads the state
     text = exposition(profiler)
-    assert sum(v for (name, _), v in samples(text).items()
-               if name == "npumon_state_errors_total") == 1
+    assert (
+        sum(v for (name, _), v in samples(text).items() if name == "npumon_state_errors_total") == 1
+    )
     assert value(text, "npumon_scrape_collector_success", collector="profiles") == 1
     assert profiler.view().workloads == ()
     aside = list(directory.glob(f"{STATE_FILE}.corrupt-*"))

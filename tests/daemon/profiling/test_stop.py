@@ -27,16 +27,16 @@ def test_stop_kills_the_worker_in_flight_and_saves_the_state(
     root = tmp_path / "prof"
     out = root / "job" / "node1_1_2025_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
     out.mkdir(parents=True)
-    shutil.copyfile(FIXTURES / "step_trace_time_torchnpu_2025-01_level1.csv",
-                    out / "step_trace_time.csv")
+    shutil.copyfile(
+        FIXTURES / "step_trace_time_torchnpu_2025-01_level1.csv", out / "step_trace_time.csv"
+    )
     stamp = time.time() - 3600
     for path in [root, *root.rglob("*")]:
         os.utime(path, (stamp, stamp))
     hang = tmp_path / "hanging-worker"
     hang.write_text("#!/bin/sh\nexec sleep 120\n")
     hang.chmod(0o755)
-    profiler, _ = profiler_for(config_for(tmp_path, ingest={"paths": [str(root)],
-                                                            "settle": "1s"}))
+    profiler, _ = profiler_for(config_for(tmp_path, ingest={"paths": [str(root)], "settle": "1s"}))
     monkeypatch.setattr(sys, "executable", str(hang))  # launch.py starts sys.executable -m ...
     job = threading.Thread(target=profiler.ingest_once)
     job.start()

@@ -33,8 +33,9 @@ class FakeRunner:
         self.answers = answers
         self.calls: list[str] = []
 
-    def __call__(self, argv: Sequence[str], timeout: float, *, max_output_bytes: int = 0
-                 ) -> CommandResult:
+    def __call__(
+        self, argv: Sequence[str], timeout: float, *, max_output_bytes: int = 0
+    ) -> CommandResult:
         key = " ".join(argv[1:])
         self.calls.append(key)
         answer = self.answers.get(key, "This device does not support querying that.\n")
@@ -45,7 +46,9 @@ class FakeRunner:
 
 
 def sources(
-    runner: FakeRunner, clock: Clock, published: list[NpuSmiResults] | None = None,
+    runner: FakeRunner,
+    clock: Clock,
+    published: list[NpuSmiResults] | None = None,
     **kwargs: Any,
 ) -> tuple[NpuSmiSources, SnapshotStore]:
     """Sources over ``runner`` publishing to a new store (and to ``published``, if given)."""
@@ -57,9 +60,7 @@ def sources(
             published.append(results)
         store.publish_npu_smi(results, status)
 
-    polls = NpuSmiSources(
-        smi, publish, health_interval=60, clock=clock, monotonic=clock, **kwargs
-    )
+    polls = NpuSmiSources(smi, publish, health_interval=60, clock=clock, monotonic=clock, **kwargs)
     return polls, store
 
 

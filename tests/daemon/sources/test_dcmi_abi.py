@@ -16,11 +16,16 @@ pytestmark = pytest.mark.integration
 
 
 def _c_program() -> str:
-    lines = ['#include <stddef.h>', '#include <stdio.h>', '#include "fake_dcmi.h"',
-             "int main(void) {"]
+    lines = [
+        "#include <stddef.h>",
+        "#include <stdio.h>",
+        '#include "fake_dcmi.h"',
+        "int main(void) {",
+    ]
     for name, struct in STRUCTS.items():
-        lines.append(f'printf("{name} %zu %zu\\n", sizeof(struct {name}), '
-                     f"_Alignof(struct {name}));")
+        lines.append(
+            f'printf("{name} %zu %zu\\n", sizeof(struct {name}), _Alignof(struct {name}));'
+        )
         for field, _ in struct._fields_:
             lines.append(f'printf("{name}.{field} %zu\\n", offsetof(struct {name}, {field}));')
     lines += ["return 0;", "}"]
@@ -39,17 +44,37 @@ def test_every_struct_matches_gcc(tmp_path: Path) -> None:
     gcc = shutil.which("gcc")
     assert gcc
     (tmp_path / "layout.c").write_text(_c_program())
-    subprocess.run([gcc, "-std=c11", "-I", str(FAKE_DCMI), "-o", str(tmp_path / "layout"),
-                    str(tmp_path / "layout.c")], check=True, timeout=120)
-    printed = subprocess.run([str(tmp_path / "layout")], check=True, capture_output=True,
-                             text=True, timeout=30).stdout
+    subprocess.run(
+        [
+            gcc,
+            "-std=c11",
+            "-I",
+            str(FAKE_DCMI),
+            "-o",
+            str(tmp_path / "layout"),
+            str(tmp_path / "layout.c"),
+        ],
+        check=True,
+        timeout=120,
+    )
+    printed = subprocess.run(
+        [str(tmp_path / "layout")], check=True, capture_output=True, text=True, timeout=30
+    ).stdout
     assert printed == _ctypes_layout()
     # dcmi.md §4, measured against Huawei's header on x86_64 and aarch64
-    sizes = {line.split()[0]: int(line.split()[1]) for line in printed.splitlines()
-             if "." not in line.split()[0]}
-    assert sizes == {"dcmi_chip_info_v2": 132, "dcmi_pcie_info_all": 64, "dcmi_ecc_info": 36,
-                     "dcmi_hbm_info": 32, "dcmi_get_memory_info_stru": 112,
-                     "dcmi_proc_mem_info": 16}
+    sizes = {
+        line.split()[0]: int(line.split()[1])
+        for line in printed.splitlines()
+        if "." not in line.split()[0]
+    }
+    assert sizes == {
+        "dcmi_chip_info_v2": 132,
+        "dcmi_pcie_info_all": 64,
+        "dcmi_ecc_info": 36,
+        "dcmi_hbm_info": 32,
+        "dcmi_get_memory_info_stru": 112,
+        "dcmi_proc_mem_info": 16,
+    }
 
 
 def test_the_ecc_buffer_has_room_past_both_struct_forms() -> None:

@@ -23,9 +23,18 @@ from tests.daemon.sources.fake_runner import TABLE, Clock, FakeRunner
 CHIPS = (DcmiChip(0, 0, 0, 0), DcmiChip(1, 0, 1, 1))
 # the fixture table's values (power 78.2 / 77.9 W, 40 / 41 C, HBM 64 GiB) in DCMI's units
 ANSWERS: dict[str, Any] = {
-    "health": 0, "power": 782, "temperature": 40, "utilization": 0, "processes": [],
-    "hbm": {"memory_size": 65536, "memory_usage": 3000, "temp": 35, "bandwith_util_rate": 0,
-            "freq": 1600},
+    "health": 0,
+    "power": 782,
+    "temperature": 40,
+    "utilization": 0,
+    "processes": [],
+    "hbm": {
+        "memory_size": 65536,
+        "memory_usage": 3000,
+        "temp": 35,
+        "bandwith_util_rate": 0,
+        "freq": 1600,
+    },
     "chip": {"chip_type": "Ascend", "chip_name": "910B4", "chip_ver": "V1", "aicore_cnt": 20},
     "pcie": {"domain": 0, "bdf_busid": 0xC1, "bdf_deviceid": 0, "bdf_funcid": 0},
 }
@@ -47,18 +56,29 @@ class StubHelper:
 
     def call(self, calls: Sequence[Call]) -> list[tuple[int, Any]]:
         self.requests.append(list(calls))
-        return [(self.codes[name], None) if name in self.codes else (0, ANSWERS[name])
-                for name, *_ in calls]
+        return [
+            (self.codes[name], None) if name in self.codes else (0, ANSWERS[name])
+            for name, *_ in calls
+        ]
 
     def restart(self, why: str) -> None:
         self.restarts += 1
 
 
-def _smi(mode: Mode = "auto", table: str = TABLE) -> tuple[DcmiSmi, StubHelper, FakeRunner,
-                                                           list[BackendInfo], Clock]:
+def _smi(
+    mode: Mode = "auto", table: str = TABLE
+) -> tuple[DcmiSmi, StubHelper, FakeRunner, list[BackendInfo], Clock]:
     helper, runner, told, clock = StubHelper(), FakeRunner({"info": table}), [], Clock()
-    smi = DcmiSmi(["npu-smi"], 5.0, runner, mode=mode, helper=cast(DcmiHelper, helper),
-                  on_backend=told.append, proc_root=Path("/nonexistent"), monotonic=clock)
+    smi = DcmiSmi(
+        ["npu-smi"],
+        5.0,
+        runner,
+        mode=mode,
+        helper=cast(DcmiHelper, helper),
+        on_backend=told.append,
+        proc_root=Path("/nonexistent"),
+        monotonic=clock,
+    )
     return smi, helper, runner, told, clock
 
 
@@ -98,8 +118,7 @@ def test_a_late_helper_has_npu_smi_serve_counted_not_down() -> None:
 def test_a_disagreement_in_auto_has_npu_smi_serve_until_the_next_check() -> None:
     smi, helper, runner, told, clock = _smi()
     hot = {**ANSWERS, "temperature": 60}
-    helper.call = lambda calls: [(0, hot[n]) if n != "memory" else (-8255, None)
-                                 for n, *_ in calls]  # type: ignore[method-assign]
+    helper.call = lambda calls: [(0, hot[n]) if n != "memory" else (-8255, None) for n, *_ in calls]  # type: ignore[method-assign]
     run = SourceRun()
     assert _table(smi, run).chips[0].temperature_celsius == 40.0  # npu-smi's
     assert [f.reason for f in run.refusals] == ["cross_check", "cross_check"]
@@ -114,8 +133,7 @@ def test_a_disagreement_in_auto_has_npu_smi_serve_until_the_next_check() -> None
 def test_dcmi_mode_logs_a_disagreement_but_serves() -> None:
     smi, helper, runner, told, _ = _smi("dcmi")
     off = {**ANSWERS, "power": 2000}
-    helper.call = lambda calls: [(0, off[n]) if n != "memory" else (-8255, None)
-                                 for n, *_ in calls]  # type: ignore[method-assign]
+    helper.call = lambda calls: [(0, off[n]) if n != "memory" else (-8255, None) for n, *_ in calls]  # type: ignore[method-assign]
     run = SourceRun()
     assert _table(smi, run).chips[0].power_watts == 200.0
     assert told == [BackendInfo("dcmi", "configured")] and run.refusals
@@ -141,8 +159,9 @@ def test_cli_mode_never_touches_the_helper() -> None:
 def test_the_config_keys_and_their_defaults() -> None:
     config = parse_config({})
     assert (config.npu_smi.backend, config.dcmi.library) == ("auto", None)
-    assert parse_config({"dcmi": {"library": "/usr/local/dcmi/libdcmi.so"}}).dcmi.library == \
-        Path("/usr/local/dcmi/libdcmi.so")
+    assert parse_config({"dcmi": {"library": "/usr/local/dcmi/libdcmi.so"}}).dcmi.library == Path(
+        "/usr/local/dcmi/libdcmi.so"
+    )
     with pytest.raises(ConfigError, match="npu_smi.backend: expected one of auto, dcmi, cli"):
         parse_config({"npu_smi": {"backend": "nvml"}})
 
@@ -153,7 +172,12 @@ def test_a_refused_library_is_the_reason_cli_serves(tmp_path: Path) -> None:
     library.write_bytes(b"")
     library.chmod(0o666)
     config = parse_config({"npu_smi": {"command": ["npu-smi"]}, "dcmi": {"library": str(library)}})
-    smi = build_npu_smi(config, FakeRunner({"info": TABLE}), Path("/nonexistent"),
-                   TrustPolicy(owner_uid=os.getuid(), checked_below=tmp_path), told.append)
+    smi = build_npu_smi(
+        config,
+        FakeRunner({"info": TABLE}),
+        Path("/nonexistent"),
+        TrustPolicy(owner_uid=os.getuid(), checked_below=tmp_path),
+        told.append,
+    )
     assert smi.helper is None and told == [BackendInfo("cli", "library_refused")]
     assert _table(smi).chips[0].power_watts == 78.2

@@ -28,13 +28,23 @@ error 1 0 80E01801
 """
 
 
-def _helper(tmp_path: Path, state: str = STATE, *omit: str, timeout: float = 5.0,
-            clock: list[float] | None = None) -> DcmiHelper:
+def _helper(
+    tmp_path: Path,
+    state: str = STATE,
+    *omit: str,
+    timeout: float = 5.0,
+    clock: list[float] | None = None,
+) -> DcmiHelper:
     library = build_fake_dcmi(tmp_path / "lib", *omit)
     (tmp_path / "state").write_text(state)
     now = clock if clock is not None else [0.0]
-    return DcmiHelper(library, timeout, env={**os.environ, STATE_ENV: str(tmp_path / "state")},
-                      monotonic=lambda: now[0], groups=ProcessGroups())
+    return DcmiHelper(
+        library,
+        timeout,
+        env={**os.environ, STATE_ENV: str(tmp_path / "state")},
+        monotonic=lambda: now[0],
+        groups=ProcessGroups(),
+    )
 
 
 def test_hello_lists_the_chips_of_dcmi_init(tmp_path: Path) -> None:
@@ -44,10 +54,24 @@ def test_hello_lists_the_chips_of_dcmi_init(tmp_path: Path) -> None:
         assert hello.chips == (DcmiChip(0, 0, 0, 0), DcmiChip(1, 0, 1, 1))
         assert hello.missing == frozenset()
         assert (hello.dcmi_version, hello.driver_version) == ("25.2.2", "25.2.2.b001")
-        answers = helper.call([("power", 0, 0, 0), ("power", 1, 0, 0), ("processes", 0, 0, 0),
-                               ("errors", 1, 0, 0), ("utilization", 0, 0, 2), ("power", 7, 0, 0)])
-        assert answers == [(0, 1234), (-8255, None), (0, [[1234, 104857600]]),
-                           (0, [0x80E01801]), (0, 40), (-8001, None)]
+        answers = helper.call(
+            [
+                ("power", 0, 0, 0),
+                ("power", 1, 0, 0),
+                ("processes", 0, 0, 0),
+                ("errors", 1, 0, 0),
+                ("utilization", 0, 0, 2),
+                ("power", 7, 0, 0),
+            ]
+        )
+        assert answers == [
+            (0, 1234),
+            (-8255, None),
+            (0, [[1234, 104857600]]),
+            (0, [0x80E01801]),
+            (0, 40),
+            (-8001, None),
+        ]
         assert helper.starts == 1  # one dcmi_init for every call
     finally:
         helper.close()
@@ -58,7 +82,9 @@ def test_a_missing_symbol_answers_minus_99998(tmp_path: Path) -> None:
     try:
         assert helper.hello().missing == {"dcmi_get_device_power_info"}
         assert helper.call([("power", 0, 0, 0), ("temperature", 0, 0, 0)]) == [
-            (-99998, None), (0, 45)]
+            (-99998, None),
+            (0, 45),
+        ]
     finally:
         helper.close()
 
@@ -83,8 +109,9 @@ def test_a_failed_init_is_reported_and_backed_off(tmp_path: Path) -> None:
 
 def test_a_hung_call_kills_the_helper_within_the_deadline(tmp_path: Path) -> None:
     clock = [0.0]
-    helper = _helper(tmp_path, STATE + "hang dcmi_get_device_power_info\n", timeout=3.0,
-                     clock=clock)
+    helper = _helper(
+        tmp_path, STATE + "hang dcmi_get_device_power_info\n", timeout=3.0, clock=clock
+    )
     try:
         pid_before = helper.hello()
         assert pid_before.chips

@@ -30,8 +30,11 @@ LDCONFIG = """\
 def test_candidates_follow_npu_exporter_order() -> None:
     environ = {"LD_LIBRARY_PATH": "/a:/usr/local/dcmi::/b"}
     assert candidates(environ, LDCONFIG) == [
-        Path("/a/libdcmi.so"), Path("/usr/local/dcmi/libdcmi.so"), Path("/b/libdcmi.so"),
-        Path("/usr/local/Ascend/driver/lib64/driver/libdcmi.so"), Path("/usr/lib64/libdcmi.so"),
+        Path("/a/libdcmi.so"),
+        Path("/usr/local/dcmi/libdcmi.so"),
+        Path("/b/libdcmi.so"),
+        Path("/usr/local/Ascend/driver/lib64/driver/libdcmi.so"),
+        Path("/usr/lib64/libdcmi.so"),
     ]
 
 
@@ -99,8 +102,9 @@ def test_search_takes_the_first_acceptable_and_reports_a_refusal(tmp_path: Path)
     found = find_library(None, _policy(tmp_path), environ=environ, ldconfig=lambda: "")
     assert found == library
     with pytest.raises(LibraryRefused, match=f"directory {bad} is writable"):
-        find_library(None, _policy(tmp_path), environ={"LD_LIBRARY_PATH": str(bad)},
-                     ldconfig=lambda: "")
+        find_library(
+            None, _policy(tmp_path), environ={"LD_LIBRARY_PATH": str(bad)}, ldconfig=lambda: ""
+        )
 
 
 def test_nothing_found_says_where_it_looked(tmp_path: Path) -> None:
@@ -139,6 +143,9 @@ def test_a_file_that_is_no_library_fails_dlopen(tmp_path: Path) -> None:
 def test_the_helper_finds_the_drivers_other_libraries() -> None:
     library = Path("/usr/local/Ascend/driver/lib64/driver/libdcmi.so")
     env = helper_environment(library, {"LD_LIBRARY_PATH": "/opt/x:", "HOME": "/root"})
-    assert env == {"HOME": "/root", "LD_LIBRARY_PATH": "/opt/x:/usr/local/Ascend/driver/lib64/"
-                   "driver:/usr/local/Ascend/driver/lib64/common"}
+    assert env == {
+        "HOME": "/root",
+        "LD_LIBRARY_PATH": "/opt/x:/usr/local/Ascend/driver/lib64/"
+        "driver:/usr/local/Ascend/driver/lib64/common",
+    }
     assert helper_environment(library, env) == env

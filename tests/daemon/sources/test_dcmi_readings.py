@@ -30,47 +30,80 @@ from npumon.daemon.sources.dcmi_readings import (
 MIB = 1024 * 1024
 CHIP = DcmiChip(card=4, device=1, logic_id=9, phy_id=9)
 VALUES = {
-    "health": (0, 2), "power": (0, 3596), "temperature": (0, 58),
-    "hbm": (0, {"memory_size": 65536, "memory_usage": 3000, "temp": 50, "bandwith_util_rate": 4,
-                "freq": 1600}),
-    "memory": (-8255, None), "utilization2": (0, 37), "processes": (0, [[77, 5 * MIB]]),
+    "health": (0, 2),
+    "power": (0, 3596),
+    "temperature": (0, 58),
+    "hbm": (
+        0,
+        {
+            "memory_size": 65536,
+            "memory_usage": 3000,
+            "temp": 50,
+            "bandwith_util_rate": 4,
+            "freq": 1600,
+        },
+    ),
+    "memory": (-8255, None),
+    "utilization2": (0, 37),
+    "processes": (0, [[77, 5 * MIB]]),
     "chip": (0, {"chip_type": "Ascend", "chip_name": "910B3", "chip_ver": "V1", "aicore_cnt": 20}),
     "pcie": (0, {"domain": 0, "bdf_busid": 0xC1, "bdf_deviceid": 0, "bdf_funcid": 0}),
 }
 
 
-def _values(answers: dict[str, tuple[int, object]],
-            wanted: tuple[tuple[str, int], ...]) -> tuple[dict[str, object], list[str]]:
+def _values(
+    answers: dict[str, tuple[int, object]], wanted: tuple[tuple[str, int], ...]
+) -> tuple[dict[str, object], list[str]]:
     calls = calls_for([CHIP], wanted, lambda call: False)
     unsupported: list[str] = []
-    found = collect([CHIP], calls, [answers.get(value_key(n, a), (-8255, None))
-                                    for n, _, _, a in calls],
-                    lambda call: unsupported.append(value_key(call[0], call[3])))
+    found = collect(
+        [CHIP],
+        calls,
+        [answers.get(value_key(n, a), (-8255, None)) for n, _, _, a in calls],
+        lambda call: unsupported.append(value_key(call[0], call[3])),
+    )
     return found[CHIP], unsupported
 
 
 def _table(answers: dict[str, tuple[int, object]]) -> tuple[InfoTable, list[str]]:
     values, unsupported = _values(answers, TABLE_CALLS)
-    found = info_table({CHIP: values}, versions=("25.2.2", "25.2.2"),
-                       name_of=lambda pid: "python3")
+    found = info_table({CHIP: values}, versions=("25.2.2", "25.2.2"), name_of=lambda pid: "python3")
     return found, unsupported
 
 
 def test_units_become_the_parsers_base_units() -> None:
     found, unsupported = _table(VALUES)
-    assert found.chips == (TableChip(
-        npu=4, chip=1, name="910B3", health="Alarm", power_watts=359.6, temperature_celsius=58.0,
-        hugepages_used=0, hugepages_total=0, bus_id="0000:C1:00.0", aicore_ratio=0.37,
-        memory_used_bytes=0, memory_total_bytes=0, hbm_used_bytes=3000 * MIB,
-        hbm_total_bytes=65536 * MIB,
-    ),)
+    assert found.chips == (
+        TableChip(
+            npu=4,
+            chip=1,
+            name="910B3",
+            health="Alarm",
+            power_watts=359.6,
+            temperature_celsius=58.0,
+            hugepages_used=0,
+            hugepages_total=0,
+            bus_id="0000:C1:00.0",
+            aicore_ratio=0.37,
+            memory_used_bytes=0,
+            memory_total_bytes=0,
+            hbm_used_bytes=3000 * MIB,
+            hbm_total_bytes=65536 * MIB,
+        ),
+    )
     assert [(p.pid, p.name, p.memory_bytes) for p in found.processes] == [(77, "python3", 5 * MIB)]
     assert unsupported == ["memory"]  # DDR: 0 / 0, as npu-smi prints it for a chip without
 
 
 def test_ddr_and_hugepages_where_the_chip_has_them() -> None:
-    memory = {"memory_size": 44280, "memory_available": 40000, "freq": 3200, "hugepagesize": 2048,
-              "hugepages_total": 10, "hugepages_free": 4}
+    memory = {
+        "memory_size": 44280,
+        "memory_available": 40000,
+        "freq": 3200,
+        "hugepagesize": 2048,
+        "hugepages_total": 10,
+        "hugepages_free": 4,
+    }
     found, _ = _table({**VALUES, "memory": (0, memory)})
     chip = found.chips[0]
     assert (chip.memory_used_bytes, chip.memory_total_bytes) == (4280 * MIB, 44280 * MIB)
@@ -82,16 +115,19 @@ def test_minus_8255_is_absent_never_zero() -> None:
     assert found.chips[0].power_watts is None and "power" in unsupported
 
 
-@pytest.mark.parametrize(("rc", "reason", "function", "re_enumerate"), [
-    (-8002, "dcmi_permission", "power", False),
-    (-99998, "dcmi_missing_symbol", "power", False),
-    (-8006, "dcmi_timeout", None, False),
-    (-8012, "dcmi_not_ready", None, False),
-    (-8017, "dcmi_busy", None, False),
-    (-8020, "dcmi_busy", None, False),
-    (-8005, "dcmi_internal", None, False),
-    (-8008, "dcmi_chip_gone", None, True),
-])
+@pytest.mark.parametrize(
+    ("rc", "reason", "function", "re_enumerate"),
+    [
+        (-8002, "dcmi_permission", "power", False),
+        (-99998, "dcmi_missing_symbol", "power", False),
+        (-8006, "dcmi_timeout", None, False),
+        (-8012, "dcmi_not_ready", None, False),
+        (-8017, "dcmi_busy", None, False),
+        (-8020, "dcmi_busy", None, False),
+        (-8005, "dcmi_internal", None, False),
+        (-8008, "dcmi_chip_gone", None, True),
+    ],
+)
 def test_each_code_asks_for_what_dcmi_md_says(
     rc: int, reason: str, function: str | None, re_enumerate: bool
 ) -> None:
@@ -111,9 +147,11 @@ def test_cross_check_tolerances() -> None:
     assert disagreements(found, cli(power_watts=352.0, temperature_celsius=60.0)) == []
     assert [f for f, _ in disagreements(found, cli(power_watts=300.0))] == ["power_watts"]
     assert [f for f, _ in disagreements(found, cli(temperature_celsius=62.0))] == [
-        "temperature_celsius"]
+        "temperature_celsius"
+    ]
     assert [f for f, _ in disagreements(found, cli(hbm_total_bytes=32768 * MIB))] == [
-        "hbm_total_bytes"]
+        "hbm_total_bytes"
+    ]
     assert disagreements(found, cli(power_watts=None)) == []  # NA on one side: not compared
     moved = dataclasses.replace(found, chips=(dataclasses.replace(chip, npu=5),))
     assert [f for f, _ in disagreements(found, moved)] == ["ids"]
@@ -126,9 +164,16 @@ def test_health_not_ready_is_a_dropped_card() -> None:
 
 
 def test_usages_and_common_in_base_units() -> None:
-    answers = {**VALUES, "utilization12": (0, 25), "utilization14": (0, 35),
-               "utilization13": (0, 40), "utilization3": (0, 2), "utilization6": (0, 5),
-               "frequency7": (0, 1300), "frequency9": (0, 1800)}
+    answers = {
+        **VALUES,
+        "utilization12": (0, 25),
+        "utilization14": (0, 35),
+        "utilization13": (0, 40),
+        "utilization3": (0, 2),
+        "utilization6": (0, 5),
+        "frequency7": (0, 1300),
+        "frequency9": (0, 1800),
+    }
     usage = chip_usage(CHIP, _values(answers, USAGES_CALLS)[0])
     assert (usage.aicore_ratio, usage.aivector_ratio, usage.aicube_ratio) == (0.37, 0.25, 0.35)
     assert (usage.npu_util_ratio, usage.aicpu_ratio, usage.ctrlcpu_ratio) == (0.40, 0.02, None)
@@ -139,7 +184,10 @@ def test_usages_and_common_in_base_units() -> None:
     common = chip_common(CHIP, _values(answers, COMMON_CALLS)[0])
     assert (common.aicore_current_hertz, common.aicore_rated_hertz) == (1.3e9, 1.8e9)
     assert (common.power_watts, common.temperature_celsius, common.aicore_count) == (
-        359.6, 58.0, 20)
+        359.6,
+        58.0,
+        20,
+    )
 
 
 def test_health_ecc_and_memory_as_npu_smi_prints_them() -> None:
@@ -148,14 +196,25 @@ def test_health_ecc_and_memory_as_npu_smi_prints_them() -> None:
     with pytest.raises(DcmiRefusal) as dropped:
         health_report(CHIP, {"health": 0, "errors": [0x40F84E00]})
     assert dropped.value.re_enumerate
-    ecc = {"enable_flag": 1, "single_bit_error_cnt": 2, "double_bit_error_cnt": 1,
-           "total_single_bit_error_cnt": 7, "total_double_bit_error_cnt": 3,
-           "single_bit_isolated_pages_cnt": 0, "double_bit_isolated_pages_cnt": 1}
+    ecc = {
+        "enable_flag": 1,
+        "single_bit_error_cnt": 2,
+        "double_bit_error_cnt": 1,
+        "total_single_bit_error_cnt": 7,
+        "total_double_bit_error_cnt": 3,
+        "single_bit_isolated_pages_cnt": 0,
+        "double_bit_isolated_pages_cnt": 1,
+    }
     found = chip_ecc(CHIP, {value_key("ecc", 2): ecc})
     assert (found.hbm_single_bit_errors, found.hbm_double_bit_aggregate_total) == (2, 3)
     assert found.hbm_double_bit_isolated_pages == 1 and found.ddr_single_bit_errors is None
-    hbm = {"memory_size": 65536, "memory_usage": 1, "temp": 41, "freq": 1600,
-           "bandwith_util_rate": 0}
+    hbm = {
+        "memory_size": 65536,
+        "memory_usage": 1,
+        "temp": 41,
+        "freq": 1600,
+        "bandwith_util_rate": 0,
+    }
     memory = memory_report(CHIP, {"hbm": hbm})
     assert (memory.hbm_temperature_celsius, memory.hbm_clock_hertz) == (41.0, 1.6e9)
     assert (memory.memory_total_bytes, memory.memory_clock_hertz) == (0, 0.0)

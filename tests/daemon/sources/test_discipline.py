@@ -34,8 +34,9 @@ def test_an_error_text_inside_a_good_table_is_data_not_a_failure() -> None:
 
 
 def test_an_error_text_that_is_the_whole_output_of_a_good_exit_is_recognised() -> None:
-    runner = FakeRunner({"info": CommandResult(("npu-smi", "info"), "Invalid phy id.\n", "",
-                                               0, 0.01)})
+    runner = FakeRunner(
+        {"info": CommandResult(("npu-smi", "info"), "Invalid phy id.\n", "", 0, 0.01)}
+    )
     polls, store = sources(runner, Clock())
     polls.poll_table()
     assert status(store, "npu_smi_table") == (False, {"invalid_chip": 1})
@@ -148,8 +149,11 @@ def test_impossible_values_are_dropped_counted_and_rendered() -> None:
     assert chips[0].temperature_celsius is None and chips[0].power_watts is None  # not 0
     assert (chips[1].temperature_celsius, chips[1].power_watts) == (36.0, 71.2)
     assert chips[0].hbm_total_bytes is not None  # the rest of the chip stays
-    rendered = {key(s.name, **s.labels): s.value
-                for family in render_sources(store.latest()) for s in family.samples}
+    rendered = {
+        key(s.name, **s.labels): s.value
+        for family in render_sources(store.latest())
+        for s in family.samples
+    }
     assert rendered[key("npumon_values_rejected_total", field="temperature_celsius")] == 2.0
     assert rendered[key("npumon_values_rejected_total", field="power_watts")] == 2.0
 
@@ -161,8 +165,9 @@ class Hangs(FakeRunner):
         super().__init__(answers)
         self.clock, self.part = clock, part
 
-    def __call__(self, argv: Sequence[str], timeout: float, *, max_output_bytes: int = 0
-                 ) -> CommandResult:
+    def __call__(
+        self, argv: Sequence[str], timeout: float, *, max_output_bytes: int = 0
+    ) -> CommandResult:
         if self.part in " ".join(argv) + " ":
             self.calls.append(" ".join(argv[1:]))
             self.clock.now += 5.0
@@ -178,13 +183,13 @@ def _timed_run(store: SnapshotStore, source: str) -> tuple[float | None, bool]:
 def test_a_per_npu_pass_stops_at_its_first_timeout() -> None:
     clock = Clock()
     answers: dict[str, CommandResult | str] = {"info": TABLE_8}
-    runner = Hangs({**answers, **{f"info -t usages -i {n}": USAGES for n in range(8)}},
-                   clock, "-t common")
+    runner = Hangs(
+        {**answers, **{f"info -t usages -i {n}": USAGES for n in range(8)}}, clock, "-t common"
+    )
     polls, store = sources(runner, clock)
     polls.poll_table()
     polls.poll_detail()  # usages of NPU 0, then common of NPU 0 hangs: the pass stops there
-    assert [c for c in runner.calls if "-t" in c] == ["info -t usages -i 0",
-                                                       "info -t common -i 0"]
+    assert [c for c in runner.calls if "-t" in c] == ["info -t usages -i 0", "info -t common -i 0"]
     assert _timed_run(store, "npu_smi_detail") == (5.0, False)  # not 8 x 5 s
     assert status(store, "npu_smi_detail") == (False, {"timeout": 1})
     chips = {c.npu: c for c in store.latest().chips}

@@ -44,8 +44,9 @@ class HccnRunner:
         self.answers = {f"-i {d} {q}": a for d in devices for q, a in answers.items()}
         self.calls: list[str] = []
 
-    def __call__(self, argv: Sequence[str], timeout: float, *, max_output_bytes: int = 0
-                 ) -> CommandResult:
+    def __call__(
+        self, argv: Sequence[str], timeout: float, *, max_output_bytes: int = 0
+    ) -> CommandResult:
         key = " ".join(argv[1:])
         self.calls.append(key)
         answer = self.answers.get(key, CommandResult(tuple(argv), "", NOT_SUPPORTED, 255, 0.01))
@@ -54,11 +55,13 @@ class HccnRunner:
         return CommandResult(tuple(argv), answer, "", 0, 0.01)
 
 
-def hccn_sources(runner: HccnRunner, clock: Clock, chips: list[NicChip]
-                 ) -> tuple[HccnSources, SnapshotStore, list[HccnResults]]:
+def hccn_sources(
+    runner: HccnRunner, clock: Clock, chips: list[NicChip]
+) -> tuple[HccnSources, SnapshotStore, list[HccnResults]]:
     store = SnapshotStore(Config().throttle, clock=clock)
-    store.publish_npu_smi(NpuSmiResults(table=parse_info(TABLE)),
-                          SourceStatus("npu_smi_table", True, 0.1, 1.0, 0))
+    store.publish_npu_smi(
+        NpuSmiResults(table=parse_info(TABLE)), SourceStatus("npu_smi_table", True, 0.1, 1.0, 0)
+    )
     published: list[HccnResults] = []
 
     def publish(results: HccnResults, state: SourceStatus) -> None:
@@ -78,8 +81,17 @@ def test_every_query_of_every_chip_by_its_physical_id_and_merged_per_port() -> N
     polls, store, _ = hccn_sources(runner, clock, TWO)
     polls.poll_all()
     assert runner.calls[:2] == ["-i 4 -ip -g", "-i 4 -lldp -g"]  # identity first
-    assert runner.calls[4:10] == [f"-i 4 {q}" for q in (
-        "-link -g", "-speed -g", "-link_stat -g", "-stat -g", "-optical -g", "-net_health -g")]
+    assert runner.calls[4:10] == [
+        f"-i 4 {q}"
+        for q in (
+            "-link -g",
+            "-speed -g",
+            "-link_stat -g",
+            "-stat -g",
+            "-optical -g",
+            "-net_health -g",
+        )
+    ]
     assert len(runner.calls) == 2 * 2 + 2 * 6
     ports = {(p.npu, p.chip, p.port): p for p in store.latest().network.ports}
     assert set(ports) == {(0, 0, 0), (1, 0, 0)}
@@ -112,8 +124,9 @@ def test_no_hccn_tool_is_off_not_failing_and_checked_again_hourly() -> None:
     missing = CommandResult(("hccn_tool",), "", "No such file", None, 0.0, not_found=True)
 
     class Missing(HccnRunner):
-        def __call__(self, argv: Sequence[str], timeout: float, *, max_output_bytes: int = 0
-                     ) -> CommandResult:
+        def __call__(
+            self, argv: Sequence[str], timeout: float, *, max_output_bytes: int = 0
+        ) -> CommandResult:
             self.calls.append(" ".join(argv[1:]))
             return missing
 
@@ -143,8 +156,15 @@ def test_a_timeout_stops_the_pass_and_keeps_what_was_read() -> None:
 
 def test_a_port_without_an_ip_is_an_empty_address_not_a_failure() -> None:
     clock = Clock()
-    runner = HccnRunner([4], {**PORT_ANSWERS, "-ip -g": CommandResult(
-        ("hccn_tool",), "", "Get ipconf failed, because no ip was preset there!\n", 1, 0.01)})
+    runner = HccnRunner(
+        [4],
+        {
+            **PORT_ANSWERS,
+            "-ip -g": CommandResult(
+                ("hccn_tool",), "", "Get ipconf failed, because no ip was preset there!\n", 1, 0.01
+            ),
+        },
+    )
     polls, store, published = hccn_sources(runner, clock, TWO[:1])
     polls.poll_hccn_tool_identity()
     assert published[-1].address == {(0, 0, 0): NetAddress(())}
@@ -157,8 +177,10 @@ def test_950_ports_come_from_dev_info_and_are_asked_in_the_per_port_form() -> No
     runner = HccnRunner([], {})
     runner.answers = {
         "-g -dev_info -i 0": fixture("dev_info-g__driver-950-doc.txt"),
-        **{f"-g -link -i 0 -u 0 -p {p}": fixture("link-g-u-p__driver-950-doc.txt")
-           for p in (4, 5, 6)},
+        **{
+            f"-g -link -i 0 -u 0 -p {p}": fixture("link-g-u-p__driver-950-doc.txt")
+            for p in (4, 5, 6)
+        },
         "-g -speed -i 0 -u 0 -p 4": fixture("speed-g-u-p__driver-950-doc.txt"),
         "-g -link_stat -i 0 -u 0 -p 4": fixture("link_stat-g-u-p__driver-950-doc.txt"),
         "-g -stat -i 0 -u 0 -p 4": fixture("stat-g-u-p__driver-950-doc.txt"),

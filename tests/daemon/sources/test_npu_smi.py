@@ -41,8 +41,13 @@ def test_health_polls_every_chip_per_interval_and_unhealthy_chips_every_tick() -
     alarm_table = TABLE.replace(
         "| 1     910B4-1             | OK ", "| 1     910B4-1             | Alarm"
     )
-    runner = FakeRunner({"info": alarm_table, "info -t health -i 0 -c 0": HEALTH_OK,
-                         "info -t health -i 1 -c 0": HEALTH_OK})
+    runner = FakeRunner(
+        {
+            "info": alarm_table,
+            "info -t health -i 0 -c 0": HEALTH_OK,
+            "info -t health -i 1 -c 0": HEALTH_OK,
+        }
+    )
     clock = Clock()
     polls, _ = sources(runner, clock)
     polls.poll_table()
@@ -72,15 +77,15 @@ def test_timeout_and_missing_binary_are_labelled_and_drop_the_table() -> None:
     assert (up, failures) == (False, {"timeout": 1})
     last = next(s for s in store.latest().sources if s.source == "npu_smi_table")
     assert last.last_success_timestamp == 1000.0  # the first, successful poll
-    runner.answers["info"] = CommandResult(("npu-smi",), "", "No such file", None, 0.0,
-                                           not_found=True)
+    runner.answers["info"] = CommandResult(
+        ("npu-smi",), "", "No such file", None, 0.0, not_found=True
+    )
     polls.poll_table()
     assert status(store, "npu_smi_table") == (False, {"timeout": 1, "not_found": 1})
 
 
 def test_an_unexpected_exception_is_contained_and_counted() -> None:
-    def broken(argv: Sequence[str], timeout: float, *, max_output_bytes: int = 0
-               ) -> CommandResult:
+    def broken(argv: Sequence[str], timeout: float, *, max_output_bytes: int = 0) -> CommandResult:
         raise RuntimeError("boom")
 
     store = SnapshotStore(Config().throttle)
@@ -98,8 +103,9 @@ class SlowIdentity(FakeRunner):
         super().__init__(answers)
         self.clock = clock
 
-    def __call__(self, argv: Sequence[str], timeout: float, *, max_output_bytes: int = 0
-                 ) -> CommandResult:
+    def __call__(
+        self, argv: Sequence[str], timeout: float, *, max_output_bytes: int = 0
+    ) -> CommandResult:
         if "-m" in argv or "board" in argv:
             self.clock.now += 30.0
         return super().__call__(argv, timeout)
@@ -122,8 +128,13 @@ def test_a_new_chip_asks_for_identity_without_timing_it_as_the_table() -> None:
 
 
 def test_each_source_run_publishes_and_merges_once() -> None:
-    runner = FakeRunner({"info": TABLE, "info -t health -i 0 -c 0": HEALTH_OK,
-                         "info -t health -i 1 -c 0": HEALTH_OK})
+    runner = FakeRunner(
+        {
+            "info": TABLE,
+            "info -t health -i 0 -c 0": HEALTH_OK,
+            "info -t health -i 1 -c 0": HEALTH_OK,
+        }
+    )
     clock = Clock()
     store = SnapshotStore(Config().throttle, clock=clock)
     published: list[str] = []
@@ -132,8 +143,9 @@ def test_each_source_run_publishes_and_merges_once() -> None:
         published.append(status.source)
         store.publish_npu_smi(results, status)
 
-    polls = NpuSmiSources(NpuSmi(["npu-smi"], 5.0, runner), publish, health_interval=60,
-                          clock=clock, monotonic=clock)  # fmt: skip
+    polls = NpuSmiSources(
+        NpuSmi(["npu-smi"], 5.0, runner), publish, health_interval=60, clock=clock, monotonic=clock
+    )
     polls.poll_all()  # table, identity, detail, health: 2 NPUs, many calls per tier
     assert published == ["npu_smi_table", "npu_smi_identity", "npu_smi_detail", "npu_smi_health"]
     assert store.merges == 4
