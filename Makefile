@@ -8,7 +8,7 @@ DEMO   ?= .demo
 PORT   ?= 9732
 LISTEN ?= :$(PORT)
 
-.PHONY: all demo demo-stop test test-fast lint typecheck imports bench tools generate clean
+.PHONY: all demo demo-stop test test-fast lint format typecheck imports bench tools generate clean
 
 all: test
 
@@ -31,8 +31,15 @@ tools:
 	fi
 	@promtool --version 2>&1 | head -n 1
 
+PY_TREES := daemon exporters simulator podresources tests bench deploy
+
 lint: $(STAMP)
-	$(BIN)/ruff check daemon exporters simulator podresources tests bench
+	$(BIN)/ruff check $(PY_TREES)
+	$(BIN)/ruff format --check $(PY_TREES)
+
+# `ruff format` writes what `make lint` checks.
+format: $(STAMP)
+	$(BIN)/ruff format $(PY_TREES)
 
 # mypy resolves npumon.* through a tree of symlinks (the editable install uses an import hook
 # that mypy cannot follow).
