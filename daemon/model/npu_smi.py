@@ -156,30 +156,6 @@ class CommonReport:
     mcu_power_watts: float | None = None
 
 
-# ---------------------------------------------------------------- -t power / -t temp
-@dataclass(frozen=True, slots=True)
-class ChipReading:
-    """A single per-chip value (power in watts, or temperature in celsius)."""
-
-    chip: int
-    value: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class PowerReport:
-    npu: int
-    chips: tuple[ChipReading, ...]
-    mcu_power_watts: float | None = None
-    rated_power_watts: float | None = None  # 310 "Rated Power Dissipation(W)"
-
-
-@dataclass(frozen=True, slots=True)
-class TempReport:
-    npu: int
-    chips: tuple[ChipReading, ...]
-    mcu_sensors_celsius: tuple[tuple[str, float], ...] = ()  # ("LM75A_TE", 36.0), ...
-
-
 # ---------------------------------------------------------------- -t health
 @dataclass(frozen=True, slots=True)
 class HealthReport:

@@ -8,18 +8,13 @@ not a number is a ParseError.
 
 from __future__ import annotations
 
-import re
-
 from npumon.daemon.model.npu_smi import (
     ChipCommon,
     ChipEcc,
-    ChipReading,
     ChipUsage,
     CommonReport,
     EccReport,
     MemoryReport,
-    PowerReport,
-    TempReport,
     UsagesReport,
 )
 from npumon.daemon.parsers.errors import ParseError
@@ -89,17 +84,6 @@ _COMMON_MCU = spec(
         (["NPU Real-time Power(W)", "Power Dissipation(W)"], "mcu_power_watts", field_float),
     ]
 )
-
-# On 310 the chip's dcmi_get_device_power_info reading is printed as "Rated Power
-# Dissipation(W)" (npu-smi source): it is the chip's power, and also kept as the rated figure.
-_POWER = spec([(["NPU Real-time Power(W)", "Rated Power Dissipation(W)"], "value", field_float)])
-_POWER_RATED = spec([(["Rated Power Dissipation(W)"], "rated_power_watts", field_float)])
-_POWER_MCU = spec(
-    [(["Power Dissipation(W)", "NPU Real-time Power(W)"], "mcu_power_watts", field_float)]
-)
-
-_TEMP = spec([(["NPU Temperature (C)", "Temperature (C)", "Temperature(C)"], "value", field_float)])
-_SENSOR_KEY = re.compile(r"(?P<name>.+?)\s*\(C\)\Z", re.IGNORECASE)
 
 _MEMORY = spec(
     [
@@ -172,42 +156,6 @@ def parse_common(text: str, *, npu: int | None = None, chip: int | None = None) 
         npu=resolve_npu(doc.npu, npu),
         chips=chips,
         **(build(mcu.fields, _COMMON_MCU) if mcu else {}),
-    )
-
-
-def parse_power(text: str, *, npu: int | None = None, chip: int | None = None) -> PowerReport:
-    """`npu-smi info -t power -i N [-c M]`; 310 adds a card-level rated power."""
-    doc = split_records(text, chip_id_ends_block=True)
-    readings: list[ChipReading] = []
-    rated: float | None = None
-    for index, record in _chips(doc, chip, mcu_only_ok=True):
-        readings.append(ChipReading(index, build(record.fields, _POWER).get("value")))
-        rated_here = build(record.fields, _POWER_RATED).get("rated_power_watts")
-        rated = rated if rated_here is None else rated_here
-    mcu = _mcu(doc)
-    return PowerReport(
-        npu=resolve_npu(doc.npu, npu),
-        chips=tuple(readings),
-        mcu_power_watts=build(mcu.fields, _POWER_MCU).get("mcu_power_watts") if mcu else None,
-        rated_power_watts=rated,
-    )
-
-
-def parse_temp(text: str, *, npu: int | None = None, chip: int | None = None) -> TempReport:
-    """`npu-smi info -t temp -i N [-c M]`; the MCU block lists board sensors `NAME (C)`."""
-    doc = split_records(text, chip_id_ends_block=True)
-    readings = tuple(
-        ChipReading(i, build(r.fields, _TEMP).get("value")) for i, r in _chips(doc, chip)
-    )
-    sensors: list[tuple[str, float]] = []
-    mcu = _mcu(doc)
-    for f in mcu.fields if mcu else ():
-        match = _SENSOR_KEY.match(" ".join(f.line.partition(":")[0].split()))  # keep its case
-        value = field_float(f) if match else None
-        if match and value is not None:  # an absent sensor gives no sample
-            sensors.append((match["name"], value))
-    return TempReport(
-        npu=resolve_npu(doc.npu, npu), chips=readings, mcu_sensors_celsius=tuple(sensors)
     )
 
 

@@ -13,8 +13,6 @@ from npumon.daemon.parsers.detail import (
     parse_common,
     parse_ecc,
     parse_memory,
-    parse_power,
-    parse_temp,
     parse_usages,
 )
 from npumon.daemon.parsers.health import parse_health
@@ -147,25 +145,6 @@ def test_common(node: SimNode) -> None:
             assert got.aicore_count == chip.aicore_count
             assert got.temperature_celsius == chip.temperature_celsius
             assert got.power_watts == chip.power_watts
-
-
-def _check_power(node: SimNode) -> None:
-    for card in node.cards:
-        power = parse_power(_out(f"info -t power -i {card.npu}", node))
-        assert [(r.chip, r.value) for r in power.chips] == [
-            (c.chip, c.power_watts) for c in card.chips if c.power_watts is not None
-        ]
-        assert power.mcu_power_watts == card.mcu_power_watts
-
-
-def test_power_and_temp(node: SimNode) -> None:
-    _check_power(node)  # 310P: npu-smi prints only the MCU block (chips are NOT_SUPPORT)
-    for card in node.cards:
-        temp = parse_temp(_out(f"info -t temp -i {card.npu}", node))
-        assert [(r.chip, r.value) for r in temp.chips] == [
-            (c.chip, c.temperature_celsius) for c in card.chips
-        ]
-        assert temp.mcu_sensors_celsius == card.mcu_sensors_celsius
 
 
 def _check_memory(node: SimNode) -> None:

@@ -17,8 +17,6 @@ from npumon.daemon.model.npu_smi import (
     KnownFailure,
     MemoryReport,
     NpuList,
-    PowerReport,
-    TempReport,
     UsagesReport,
     VnpuReport,
 )
@@ -27,8 +25,6 @@ from npumon.daemon.parsers.detail import (
     parse_common,
     parse_ecc,
     parse_memory,
-    parse_power,
-    parse_temp,
     parse_usages,
 )
 from npumon.daemon.parsers.failure import classify_failure
@@ -46,6 +42,8 @@ NOT_PARSED_BY_DESIGN = {
     "info_watch_*": "npu-smi info watch scrolls forever; npumon polls the table and -t instead",
     "info_t_topo_*": "topology is static and not part of the metric contract",
     "info_help_*": "help text: the command inventory, read by people",
+    "info_t_power_*": "the table and -t common already give each chip's power",
+    "info_t_temp_*": "the table and -t common already give each chip's temperature",
 }
 
 # File-name pattern -> (parser, result type). First match wins; order matters (info_* last).
@@ -53,8 +51,6 @@ PARSERS: list[tuple[str, Callable[[str], Any], type]] = [
     ("error_*", classify_failure, KnownFailure),
     ("info_t_usages_*", parse_usages, UsagesReport),
     ("info_t_common_*", parse_common, CommonReport),
-    ("info_t_power_*", parse_power, PowerReport),
-    ("info_t_temp_*", parse_temp, TempReport),
     ("info_t_memory_*", parse_memory, MemoryReport),
     ("info_t_ecc_*", parse_ecc, EccReport),
     ("info_t_health_*", parse_health, HealthReport),

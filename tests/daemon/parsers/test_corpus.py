@@ -24,6 +24,8 @@ def test_corpus_is_not_empty_and_every_file_is_accounted_for() -> None:
     assert sorted(PARSED + NOT_PARSED) == fixture_names()
     assert NOT_PARSED == [
         "info_help_23.0rc2.txt",
+        "info_t_power_910b.txt",
+        "info_t_temp_910b_with_mcu_sensors.txt",
         "info_t_topo_910b1.txt",
         "info_watch_310b_devboard.txt",
         "info_watch_i2_train.txt",

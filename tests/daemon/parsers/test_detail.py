@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from npumon.daemon.model.npu_smi import ChipEcc, ChipReading, ChipUsage
+from npumon.daemon.model.npu_smi import ChipEcc, ChipUsage
 from npumon.daemon.parsers.detail import (
     parse_common,
     parse_ecc,
     parse_memory,
-    parse_power,
-    parse_temp,
     parse_usages,
 )
 from npumon.daemon.parsers.errors import ParseError
@@ -137,24 +135,6 @@ def test_common_310p_two_chips_blocks_start_with_chip_id() -> None:
 
 
 # ---------------------------------------------------------------- -t power / temp / memory / ecc
-def test_power_910b() -> None:
-    report = parse_power(fixture_text("info_t_power_910b.txt"))
-    assert (report.npu, report.chips) == (0, (ChipReading(0, 103.5),))
-    assert report.mcu_power_watts is None and report.rated_power_watts is None
-
-
-def test_power_key_value_without_spaces_and_na() -> None:
-    report = parse_power("NPU ID:4\nChip Count:1\n\nNPU Real-time Power(W):NA\nChip ID:0\n")
-    assert report.npu == 4 and report.chips == (ChipReading(0, None),)
-
-
-def test_temp_910b_chip_and_mcu_sensors() -> None:
-    report = parse_temp(fixture_text("info_t_temp_910b_with_mcu_sensors.txt"))
-    assert report.npu == 0
-    assert report.chips == (ChipReading(0, 39.0),)
-    assert report.mcu_sensors_celsius == (("LM75A_TE", 36.0), ("LM75B_TE", 36.0))
-
-
 def test_memory_doc_example() -> None:
     report = parse_memory(fixture_text("info_t_memory_doc_a5.txt"))
     assert (report.npu, report.chip) == (0, None)
@@ -173,28 +153,6 @@ def test_ecc_doc_example_40_char_keys() -> None:
 # ---------------------------------------------------------------- forms printed by npu-smi's source
 # Synthetic, written from the printf formats in npu-smi's source (npu-smi.md s.3); no real
 # capture of these forms exists in the samples.
-def test_power_310p_prints_only_the_mcu_block() -> None:
-    text = (
-        "\tNPU ID                         : 1\n\tChip Count                     : 2\n\n"
-        "\tPower Dissipation(W)           : 45.2\n\tChip Name                      : mcu\n"
-    )
-    report = parse_power(text)
-    assert (report.npu, report.chips, report.mcu_power_watts) == (1, (), 45.2)
-    with pytest.raises(ParseError):
-        parse_power("\tNPU ID                         : 1\n")  # neither chip nor MCU
-
-
-def test_power_310_rated_power_dissipation_is_the_chip_reading() -> None:
-    text = (
-        "\tNPU ID                         : 215\n\tChip Count                     : 4\n\n"
-        "\tRated Power Dissipation(W)     : 12.8\n\tChip ID                        : 0\n\n"
-        "\tRated Power Dissipation(W)     : 12.7\n\tChip ID                        : 1\n"
-    )
-    report = parse_power(text)
-    assert report.chips == (ChipReading(0, 12.8), ChipReading(1, 12.7))
-    assert report.rated_power_watts == 12.7
-
-
 def test_memory_310p_card_total_is_not_the_chip_capacity() -> None:
     text = (
         "\tNPU ID                         : 2944\n\tChip Count                     : 2\n\n"
