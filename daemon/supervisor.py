@@ -47,7 +47,7 @@ class Supervisor:
         self.reload_successful = True
         self.reload_success_timestamp = clock()
         self._generation = object()
-        self._version: tuple[object, object] = (None, None)
+        self._identity: tuple[object, object] = (None, None)
         # what follows the agent's families: the reload outcome, process_* and python_*
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Reload(self))
@@ -57,9 +57,9 @@ class Supervisor:
         self.exposition = Exposition(
             lambda openmetrics: self.agent.collector.exposition(openmetrics),
             self.registry,
-            self.version,
+            self.identity,
         )
-        """The /metrics body (``exposition(openmetrics)``), rendered once per ``version()``."""
+        """The /metrics body (``exposition(openmetrics)``), rendered once per ``identity()``."""
 
     @property
     def config(self) -> Config:
@@ -125,12 +125,12 @@ class Supervisor:
         """The current agent's latest snapshot (the landing page's sources and versions)."""
         return self.agent.store.latest()
 
-    def version(self) -> object:
+    def identity(self) -> object:
         """Changes whenever the exposition would: a new snapshot, agent or reload outcome."""
         snapshot = self.latest()
-        current = self._version
+        current = self._identity
         if current[0] is not snapshot or current[1] is not self._generation:
-            current = self._version = (snapshot, self._generation)
+            current = self._identity = (snapshot, self._generation)
         return current
 
     def _warn_restart_only(self, config: Config) -> None:

@@ -77,7 +77,7 @@ def test_a_good_reload_swaps_the_agent_and_says_so() -> None:
 def test_a_bad_config_keeps_the_running_one(caplog: pytest.LogCaptureFixture) -> None:
     loader, now = Loader(), [100.0]
     s = supervisor(loader, now)
-    old, version = s.agent, s.version()
+    old, identity = s.agent, s.identity()
     loader.next = ConfigError("npumon.yaml", ["npu_smi.timeout: expected a duration"])
     now[0] = 300.0
     with caplog.at_level(logging.ERROR):
@@ -87,7 +87,7 @@ def test_a_bad_config_keeps_the_running_one(caplog: pytest.LogCaptureFixture) ->
     assert got[key("npumon_config_last_reload_successful")] == 0.0
     assert got[key("npumon_config_last_reload_success_timestamp_seconds")] == 100.0
     assert "npu_smi.timeout" in caplog.text and "kept_running_config" in caplog.text
-    assert s.version() is not version  # the cached exposition must show the failure
+    assert s.identity() is not identity  # the cached exposition must show the failure
 
 
 def test_an_agent_that_cannot_start_brings_the_previous_config_back() -> None:
