@@ -27,7 +27,13 @@ LIVENESS_PATH = "/-/healthy"  # unauthenticated, says nothing but "OK": for Kube
 RENDER_THREADS = 2  # the exposition runs here, off the event loop
 GZIP_LEVEL = 1  # most of level 6's saving at a fraction of its time (bench/RESULTS.md)
 BUSY = b"Too many requests in flight\n"  # the 503's body
-DOCS = "README.md, docs/runbooks.md (one section per alert) and docs/privileges.md"
+# the project's documentation, the same base as the chart's prometheusRule.runbookBaseUrl
+DOCS_URL = "https://github.com/npumon/npumon/blob/main/"
+DOCS = (
+    ("README.md", "README"),
+    ("docs/runbooks.md", "runbooks (one section per alert)"),
+    ("docs/privileges.md", "privileges and limits"),
+)
 
 
 def gzip_wanted(accept_encoding: str) -> bool:
@@ -174,7 +180,9 @@ class EdgeApp:
             f"{rows or '<tr><td colspan=3>no source has run yet</td></tr>'}</table><ul>"
             '<li><a href="metrics">/metrics</a></li><li><a href="healthz">/healthz</a></li>'
             '<li><a href="-/healthy">/-/healthy</a> (liveness, no auth)</li></ul>'
-            f"<p>Documentation: {DOCS} in the npumon source.</p></body></html>\n"
+            "<p>Documentation: "
+            + ", ".join(f'<a href="{DOCS_URL}{path}">{name}</a>' for path, name in DOCS)
+            + "</p></body></html>\n"
         )
 
 

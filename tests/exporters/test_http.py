@@ -92,7 +92,7 @@ def test_healthz_and_landing(plain: Server) -> None:
     # each source as itself, never every one prefixed "npu-smi:"
     assert "<td>npu_smi_table</td><td>down</td><td>dcmi &lt;init&gt; failed</td>" in text
     assert "<td>hccn_tool_stat</td><td>up</td>" in text and "npu-smi:" not in text
-    assert "Documentation: README.md, docs/runbooks.md" in text
+    assert '<a href="https://github.com/npumon/npumon/blob/main/docs/runbooks.md">' in text
     assert _get(plain, "/nope")[0] == 404
 
 
