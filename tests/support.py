@@ -40,6 +40,10 @@ def fake_npu_smi(node: str, *options: str) -> list[str]:
     node.yaml is read here, once, and handed over as a JSON file: the fake then runs as
     `python -S` (no site-packages, no yaml), which makes the golden tests' many calls cheap.
     """
+    return _fake(node, "commands", options)
+
+
+def _fake(node: str, section: str, options: tuple[str, ...]) -> list[str]:
     return [
         sys.executable,
         "-S",
@@ -47,7 +51,7 @@ def fake_npu_smi(node: str, *options: str) -> list[str]:
         "--node",
         str(NODES / node),
         "--commands",
-        str(_commands_file(node)),
+        str(_commands_file(node, section)),
         *options,
     ]
 
@@ -59,16 +63,7 @@ def has_hccn_tool(node: str) -> bool:
 
 def fake_hccn_tool(node: str, *options: str) -> list[str]:
     """The hccn_tool.command argv prefix that replays the node's ``hccn_tool`` section."""
-    return [
-        sys.executable,
-        "-S",
-        str(FAKE_NPU_SMI),
-        "--node",
-        str(NODES / node),
-        "--commands",
-        str(_commands_file(node, "hccn_tool")),
-        *options,
-    ]
+    return _fake(node, "hccn_tool", options)
 
 
 FROZEN_TIME = 1_764_410_400.0  # 2025-11-29T10:00:00Z: the clock of fixture-node agents

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import resource
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.helpers.processes import reported_port, stop
+from tests.helpers.processes import reported_port, start_npumon, stop
 from tests.support import ROOT, fake_npu_smi
 
 pytestmark = pytest.mark.integration  # a real daemon
-
-NPUMON = str(Path(sys.executable).parent / "npumon")
 
 
 def open_files(pid: int) -> tuple[int, int]:
@@ -39,14 +35,9 @@ def test_the_daemon_raises_its_soft_limit_to_the_hard_one(tmp_path: Path) -> Non
             }
         )
     )
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [NPUMON, "run", "--config", str(config), "--web.listen-address", "127.0.0.1:0"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard)),
-        )
+    process = start_npumon(
+        config, log, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+    )
     try:
         reported_port(log, process=process)
         assert open_files(process.pid) == (hard, hard)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,13 +14,13 @@ import yaml
 
 from tests.helpers.exposition import key, samples
 from tests.helpers.http import get
-from tests.helpers.processes import reported_port, stop
+from tests.helpers.processes import NPUMON, reported_port, start_npumon, stop
 from tests.helpers.wait import wait_for
 from tests.support import fake_npu_smi
 
 pytestmark = pytest.mark.integration  # a real daemon, real signals, real children
 
-NPUMON = str(Path(sys.executable).parent / "npumon")
+
 NODE = "910b4-1_25.2.2"
 
 
@@ -38,13 +37,7 @@ def write_config(path: Path, **extra: object) -> None:
 def daemon(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path, Path]]:
     config, log = tmp_path / "npumon.yaml", tmp_path / "npumon.log"
     write_config(config)
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [NPUMON, "run", "--config", str(config), "--web.listen-address", "127.0.0.1:0"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    process = start_npumon(config, log)
     try:
         yield process, config, log
     finally:
@@ -113,13 +106,7 @@ def test_sigterm_during_a_hung_npu_smi_exits_promptly_and_leaves_no_child(
         "state_directory": str(tmp_path),
     }
     config.write_text(yaml.safe_dump(data))
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [NPUMON, "run", "--config", str(config), "--web.listen-address", "127.0.0.1:0"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    process = start_npumon(config, log)
     try:
         reported_port(log, process=process)
         wait_for(lambda: bool(_hung_children(marker)), 30, "npu-smi hanging")

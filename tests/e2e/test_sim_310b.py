@@ -3,7 +3,6 @@ process section is served over HTTP, with its values and no process series."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from npumon.simulator.render import render
 from npumon.simulator.state import node_state
 from tests.helpers.exposition import key, samples
 from tests.helpers.http import get
-from tests.helpers.processes import reported_port, stop
+from tests.helpers.processes import reported_port, start_npumon, stop
 from tests.helpers.wait import wait_for
 
 pytestmark = pytest.mark.integration  # a real daemon and the simulator as its npu-smi
@@ -58,20 +57,7 @@ def test_npumon_run_serves_the_310b_chip(tmp_path: Path) -> None:
     expected = parse_info(
         render(["info"], node_state(load_scenario("310b"), float(SIM_TIME))).stdout
     ).chips[0]
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                str(BIN / "npumon"),
-                "run",
-                "--config",
-                str(config),
-                "--web.listen-address",
-                "127.0.0.1:0",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    process = start_npumon(config, log)
     try:
         port = reported_port(log, process=process)
 

@@ -3,28 +3,15 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.helpers.processes import reported_port, stop
+from tests.helpers.processes import NPUMON, reported_port, start_npumon, stop
 from tests.support import fake_npu_smi
 
 pytestmark = pytest.mark.integration  # real daemons
-
-NPUMON = str(Path(sys.executable).parent / "npumon")
-
-
-def start(config: Path, log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            [NPUMON, "run", "--config", str(config), "--web.listen-address", "127.0.0.1:0"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
 
 
 def test_a_second_daemon_on_the_state_directory_refuses_to_start(tmp_path: Path) -> None:
@@ -36,7 +23,7 @@ def test_a_second_daemon_on_the_state_directory_refuses_to_start(tmp_path: Path)
             {"npu_smi": {"command": fake_npu_smi("910b4-1_25.2.2")}, "state_directory": str(state)}
         )
     )
-    first = start(config, tmp_path / "first.log")
+    first = start_npumon(config, tmp_path / "first.log")
     try:
         reported_port(tmp_path / "first.log", process=first)
         second = subprocess.run(
@@ -51,7 +38,7 @@ def test_a_second_daemon_on_the_state_directory_refuses_to_start(tmp_path: Path)
         assert first.poll() is None  # the first one runs on
         first.kill()  # however it ends, the kernel drops the lock
         first.wait(timeout=10)
-        third = start(config, tmp_path / "third.log")
+        third = start_npumon(config, tmp_path / "third.log")
         try:
             reported_port(tmp_path / "third.log", process=third)
         finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -142,7 +143,7 @@ def test_the_documented_sed_renames_the_job(tmp_path: Path) -> None:
     line = next(x for x in RULES.read_text().splitlines() if "sed -i 's/job=" in x)
     command = line.strip().removeprefix("#").strip()
     (tmp_path / RULES.name).write_text(RULES.read_text())
-    subprocess.run(command, shell=True, cwd=tmp_path, check=True, timeout=30)
+    subprocess.run(shlex.split(command), cwd=tmp_path, check=True, timeout=30)
     renamed = (tmp_path / RULES.name).read_text()
     assert JOB_MATCHER not in renamed.split("groups:")[1]
     (tmp_path / "down.test.yml").write_text(

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 from tests.helpers.wait import wait_for
 
+NPUMON = str(Path(sys.executable).parent / "npumon")
 NPUMON_LISTENING = re.compile(r"event=listening address=\S* port=(\d+)")
 PROMETHEUS_LISTENING = re.compile(r'msg="Listening on" address=\S*:(\d+)')
 
@@ -49,3 +52,18 @@ def reported_port(
 
     wait_for(logged, timeout, f"the listening port in {log}")
     return found[0]
+
+
+def start_npumon(
+    config: Path, log: Path, listen: str = "127.0.0.1:0", **popen: Any
+) -> subprocess.Popen[bytes]:
+    """A real `npumon run` on ``config``, stdout and stderr to ``log``, in its own session
+    (``popen``: more Popen arguments, e.g. ``env`` or ``preexec_fn``); stop it with ``stop``."""
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [NPUMON, "run", "--config", str(config), "--web.listen-address", listen],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            **popen,
+        )
