@@ -41,8 +41,7 @@ class SnapshotStore:
     chips change; a source-status or profile update reuses them. A part of the new snapshot
     equal to the same part of the previous one is the previous object (``is``), so the exporter
     can keep what it rendered from it (the network families are most of an exposition and
-    change only when hccn_tool or the interconnect queries run). Each ``listeners`` callable is
-    called, outside the lock, after every publish; it must return at once.
+    change only when hccn_tool or the interconnect queries run).
     """
 
     def __init__(
@@ -69,7 +68,6 @@ class SnapshotStore:
         self._sources: dict[str, SourceStatus] = {}
         self._backend: BackendInfo | None = None
         self._latest = EMPTY_SNAPSHOT
-        self.listeners: list[Callable[[], None]] = []
         self.merges = 0  # chip merges since start (a test checks one per source run)
 
     def latest(self) -> NodeSnapshot:
@@ -91,7 +89,6 @@ class SnapshotStore:
             self._sources = dict(previous._sources)  # noqa: SLF001
             self._backend = previous._backend  # noqa: SLF001
             self._publish(merge=True)
-        self._notify()
 
     def publish_npu_smi(self, results: NpuSmiResults, status: SourceStatus) -> None:
         """One npu-smi source run: its results (all tiers' latest) and its status, together."""
@@ -99,7 +96,6 @@ class SnapshotStore:
             self._npu_smi = results
             self._sources[status.source] = status
             self._publish(merge=True)
-        self._notify()
 
     def publish_hccn_tool(self, results: HccnResults, status: SourceStatus) -> None:
         """One hccn_tool run: every port's latest results and the run's status, together."""
@@ -107,7 +103,6 @@ class SnapshotStore:
             self._hccn = results
             self._sources[status.source] = status
             self._publish(merge=True)
-        self._notify()
 
     def publish_pod_resources(
         self, results: PodResourcesResults | None, status: SourceStatus
@@ -117,20 +112,17 @@ class SnapshotStore:
             self._pods = results
             self._sources[status.source] = status
             self._publish(merge=True)
-        self._notify()
 
     def publish_status(self, status: SourceStatus) -> None:
         with self._lock:
             self._sources[status.source] = status
             self._publish(merge=False)
-        self._notify()
 
     def set_backend(self, backend: BackendInfo) -> None:
         """The backend now serving the npu-smi table (npumon_backend_info)."""
         with self._lock:
             self._backend = backend
             self._publish(merge=False)
-        self._notify()
 
     def set_profiling(self, chips: frozenset[ChipId]) -> None:
         """Chips under a profiler capture now (their AI Core reads 0, throttling unjudged)."""
@@ -138,7 +130,6 @@ class SnapshotStore:
             changed = chips != self._profiling
             self._profiling = chips
             self._publish(merge=changed)
-        self._notify()
 
     def profiling(self) -> frozenset[ChipId]:
         return self._profiling
@@ -147,14 +138,6 @@ class SnapshotStore:
         """Profile summaries and capture self-metrics (rendered by exporters' profiles group)."""
         with self._lock:
             self._latest = replace(self._latest, taken_at=self._clock(), profiling=view)
-        self._notify()
-
-    def _notify(self) -> None:
-        for listener in list(self.listeners):
-            try:
-                listener()
-            except Exception:  # a listener is the exporter's business; the poll goes on
-                log.exception("event=publish_listener_failed")
 
     def _publish(self, *, merge: bool) -> None:
         before = self._latest

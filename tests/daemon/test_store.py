@@ -48,25 +48,6 @@ def test_equal_parts_keep_their_identity_and_changed_ones_do_not() -> None:
     assert third.chips is second.chips and third.sources is not second.sources
 
 
-def test_listeners_hear_every_publish_and_a_failing_one_stops_nothing(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    store = SnapshotStore(CONFIG)
-    heard: list[float] = []
-
-    def broken() -> None:
-        raise RuntimeError("listener bug")
-
-    store.listeners += [broken, lambda: heard.append(store.latest().taken_at)]
-    with caplog.at_level(logging.ERROR, logger="npumon.daemon.store"):
-        store.publish_npu_smi(results(), UP)
-        store.publish_status(UP)
-        store.set_profiling(frozenset())
-        store.set_profiles(None)
-    assert len(heard) == 4 and heard[0] > 0  # each after its snapshot was in place
-    assert caplog.text.count("event=publish_listener_failed") == 4
-
-
 def pods(*devices: int) -> PodResourcesResults:
     refs = tuple(DeviceRef(f"Ascend910-{d}", d) for d in devices)
     return PodResourcesResults(
