@@ -36,6 +36,14 @@ def _config(prof_dir: Path, active: int, **extra: object) -> dict[str, object]:
     }
 
 
+def _parses(path: Path) -> bool:
+    try:
+        json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return False
+    return True
+
+
 def _write(path: Path, text: str) -> None:
     """Replace atomically, as a careful writer (the daemon) does."""
     tmp = path.with_suffix(".tmp")
@@ -58,7 +66,8 @@ def test_config_file_trigger_writes_a_finished_profile(tmp_path: Path) -> None:
         stderr=log,
     ) as job:
         config = config_dir / "profiler_config.json"
-        wait_for(config.exists, what="the template config dynamic_profile.init writes")
+        # the simulated job writes the template in place: it may be seen half-written
+        wait_for(lambda: _parses(config), what="the template config dynamic_profile.init writes")
         assert json.loads(config.read_text())["is_valid"] is False
         _write(config, "{not json")
         wait_for(lambda: "ignoring" in log.read_text(), what="the invalid config to be logged")
