@@ -17,6 +17,7 @@ import logging
 import re
 import shlex
 import sys
+import threading
 import time
 from pathlib import PurePath
 from typing import IO, Literal
@@ -25,6 +26,7 @@ LogFormat = Literal["logfmt", "json"]
 QUIET = ("uvicorn", "uvicorn.error", "uvicorn.access", "asyncio", "grpc", "py.warnings")
 _PAIR = re.compile(r"(\w+)=(\"(?:[^\"\\]|\\.)*\"|\S*)")
 _PLAIN = re.compile(r"[^\s\"=\\]+")
+_handler: logging.Handler | None = None  # the one setup_logging installed
 
 
 class _Value(str):
@@ -108,14 +110,33 @@ class JsonFormatter(logging.Formatter):
 
 def setup_logging(level: str, fmt: LogFormat = "logfmt", stream: IO[str] | None = None) -> None:
     """Configure the root logger once (calling again replaces the handler and the level)."""
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else LogfmtFormatter())
+    global _handler
+    _handler = logging.StreamHandler(stream or sys.stderr)
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
-    root.addHandler(handler)
+    root.addHandler(_handler)
+    set_format(fmt)
     logging.captureWarnings(True)  # Python warnings as py.warnings lines, not bare stderr text
+    threading.excepthook = _thread_exception  # a thread's traceback as one formatted line
     set_level(level)
+
+
+def set_format(fmt: LogFormat) -> None:
+    """logfmt or JSON on the handler ``setup_logging`` installed (a reload may switch it)."""
+    if _handler is not None:
+        _handler.setFormatter(JsonFormatter() if fmt == "json" else LogfmtFormatter())
+
+
+def _thread_exception(args: threading.ExceptHookArgs) -> None:
+    if args.exc_type is SystemExit or args.exc_value is None:
+        return
+    name = args.thread.name if args.thread is not None else "unknown"
+    logging.getLogger("npumon").error(
+        "event=thread_crashed thread=%s",
+        name,
+        exc_info=(args.exc_type, args.exc_value, args.exc_traceback),
+    )
 
 
 def set_level(level: str) -> None:

@@ -16,7 +16,7 @@ from prometheus_client.core import Metric
 
 from npumon.daemon.app import Agent
 from npumon.daemon.config import Config, ConfigError
-from npumon.daemon.logs import set_level
+from npumon.daemon.logs import set_format, set_level
 from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.daemon.runner import terminate_all
 from npumon.exporters.builtin import render_reload
@@ -102,6 +102,7 @@ class Supervisor:
             return False
         self.agent = new
         set_level(config.logging.level)
+        set_format(config.logging.format)
         self.reload_successful, self.reload_success_timestamp = True, self._clock()
         log.info("event=reloaded")
         return True

@@ -15,7 +15,7 @@ import pytest
 
 from npumon.daemon.app import Agent
 from npumon.daemon.config import parse_config
-from npumon.daemon.logs import LogFormat, setup_logging
+from npumon.daemon.logs import LogFormat, set_format, setup_logging
 from npumon.daemon.runner import CommandResult
 from npumon.simulator.loader import load_scenario
 from npumon.simulator.render import render
@@ -184,3 +184,23 @@ def _logfmt_pairs(line: str) -> list[str]:
         keys.append(match[1])
     assert re.sub(r' ?(\w[\w.]*)=("(?:[^"\\]|\\.)*"|[^\s"=]*)(?= |$)', "", line) == "", line
     return keys
+
+
+def test_a_crashed_thread_is_one_formatted_line_and_a_reload_switches_format() -> None:
+    import threading
+
+    stream = io.StringIO()
+    hook = threading.excepthook
+    setup_logging("info", "logfmt", stream)
+    try:
+        set_format("json")  # what a reload with logging.format: json does
+        crash = threading.Thread(target=lambda: 1 / 0, name="npumon-poll")
+        crash.start()
+        crash.join()
+    finally:
+        setup_logging("warning", "logfmt")
+        threading.excepthook = hook
+    (line,) = stream.getvalue().splitlines()
+    fields = json.loads(line)
+    assert fields["level"] == "error" and fields["thread"] == "npumon-poll"
+    assert fields["exception"].endswith("ZeroDivisionError: division by zero")
