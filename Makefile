@@ -163,7 +163,7 @@ demo: $(STAMP)
 	else \
 	  nohup $(BIN)/npumon run --config $(DEMO)/npumon.yaml --web.listen-address $(LISTEN) \
 	    > $(DEMO)/npumon.log 2>&1 & echo $$! > $(DEMO)/npumon.pid; \
-	  $(BIN)/python -m npumon.daemon.waitfor $$(cat $(DEMO)/npumon.pid) $(DEMO)/npumon.log $(PORT) 20 \
+	  $(BIN)/python -m tests.helpers.waitfor $$(cat $(DEMO)/npumon.pid) $(DEMO)/npumon.log $(PORT) 20 \
 	    || $(DEMO_UNDO); \
 	fi
 	@echo ""

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -22,6 +21,7 @@ from pydantic import (
 from npumon.daemon import config_messages
 from npumon.daemon.faults import load_fault_table
 from npumon.daemon.model.profile import AnalysisLimits, Thresholds
+from npumon.daemon.yamlfile import LineOf, YamlFileError, load_yaml
 
 _DURATION = re.compile(r"(?P<num>\d+(\.\d+)?)(?P<unit>ms|s|m|h|d)\Z")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -287,8 +287,9 @@ class ConfigError(Exception):
         super().__init__(f"{source}: " + "; ".join(problems))
 
 
-def parse_config(data: Any, source: str = "<config>") -> Config:
-    """Validate already-loaded YAML data (None means an empty file: all defaults)."""
+def parse_config(data: Any, source: str = "<config>", lines: LineOf | None = None) -> Config:
+    """Validate already-loaded YAML data (None means an empty file: all defaults); ``lines``
+    tells the line of a key path in the file it came from."""
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
@@ -302,17 +303,14 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
     try:
         return Config.model_validate(data)
     except ValidationError as error:
-        raise ConfigError(source, config_messages.problems(error, Config)) from None
+        raise ConfigError(source, config_messages.problems(error, Config, lines)) from None
 
 
 def load_config(path: Path) -> Config:
-    """Read and validate one YAML file; ConfigError lists every problem."""
+    """Read and validate one YAML file (within the yamlfile limits); ConfigError lists every
+    problem."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError(str(path), [f"cannot read: {error.strerror or error}"]) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ConfigError(str(path), [config_messages.yaml_problem(path, error)]) from None
-    return parse_config(data, str(path))
+        document = load_yaml(path)
+    except YamlFileError as error:
+        raise ConfigError(str(path), [str(error)]) from None
+    return parse_config(document.data, str(path), document.line)

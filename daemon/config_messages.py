@@ -1,16 +1,16 @@
-"""Config problems in plain words: what a key expects, the kind of value found (never the value:
-a config may hold a secret), the closest known key for an unknown one, where YAML broke."""
+"""Config problems in plain words: the line, what a key expects, the kind of value found (never
+the value: a config may hold a secret), the closest known key for an unknown one."""
 
 from __future__ import annotations
 
 import difflib
 import re
 import types
-from pathlib import Path
 from typing import Any, Union, get_args, get_origin
 
-import yaml
 from pydantic import BaseModel, ValidationError
+
+from npumon.daemon.yamlfile import LineOf, key_path, on_line
 
 _HINTS = {
     "web.listen_address": "expected [host]:port, e.g. ':9732', '127.0.0.1:9732' or '[::]:9732'",
@@ -95,27 +95,20 @@ def _message(item: Any) -> str:
     return str(item["msg"]).removeprefix("Value error, ")
 
 
-def problems(error: ValidationError, root: type[BaseModel]) -> list[str]:
-    """One line per problem: the dotted path, what was expected, and what kind was found."""
+def problems(
+    error: ValidationError, root: type[BaseModel], lines: LineOf | None = None
+) -> list[str]:
+    """One line per problem: the line (``lines``: of a loaded file), the dotted path, what was
+    expected, and what kind was found."""
     out = []
     for item in error.errors():
-        path = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        path = key_path(item["loc"])
+        where = on_line(lines(item["loc"]) if lines else None) + path
         if item["type"] == "extra_forbidden":
-            out.append(f"{path}: {_unknown_key(root, item['loc'])}")
+            out.append(f"{where}: {_unknown_key(root, item['loc'])}")
             continue
         message = _HINTS.get(path) or _FRIENDLY.get(item["type"]) or _message(item)
         if item["type"] != "missing" and "got" not in message:
             message += f", got {kind_of(item.get('input'))}"
-        out.append(f"{path}: {message}")
+        out.append(f"{where}: {message}")
     return out
-
-
-def yaml_problem(path: Path, error: yaml.YAMLError) -> str:
-    """Where and what, without PyYAML's quote of the line (the file may hold a secret)."""
-    mark = getattr(error, "problem_mark", None)
-    where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
-    what = getattr(error, "problem", None) or type(error).__name__
-    context, begun = getattr(error, "context", None), getattr(error, "context_mark", None)
-    if context:
-        what += f" ({context}" + (f" begun on line {begun.line + 1})" if begun else ")")
-    return f"not valid YAML at {where}: {what}"

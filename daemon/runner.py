@@ -105,11 +105,6 @@ class ProcessGroups:
             self._killed.update(groups)
         return len(groups)
 
-    def reopen(self) -> None:
-        """Accept commands again after terminate_all (a test, or a restart in-process)."""
-        with self._lock:
-            self._closed = False
-
 
 PROCESS_GROUPS = ProcessGroups()
 

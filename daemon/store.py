@@ -113,11 +113,6 @@ class SnapshotStore:
             self._sources[status.source] = status
             self._publish(merge=True)
 
-    def publish_status(self, status: SourceStatus) -> None:
-        with self._lock:
-            self._sources[status.source] = status
-            self._publish(merge=False)
-
     def set_backend(self, backend: BackendInfo) -> None:
         """The backend now serving the npu-smi table (npumon_backend_info)."""
         with self._lock:
@@ -130,9 +125,6 @@ class SnapshotStore:
             changed = chips != self._profiling
             self._profiling = chips
             self._publish(merge=changed)
-
-    def profiling(self) -> frozenset[ChipId]:
-        return self._profiling
 
     def set_profiles(self, view: ProfilingView | None) -> None:
         """Profile summaries and capture self-metrics (rendered by exporters' profiles group)."""

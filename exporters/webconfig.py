@@ -8,8 +8,9 @@ import ssl
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from npumon.daemon.yamlfile import LineOf, YamlFileError, key_path, load_yaml, on_line
 
 TLSVersion = Literal["TLS10", "TLS11", "TLS12", "TLS13"]
 ClientAuth = Literal[
@@ -131,7 +132,7 @@ class WebConfig(BaseModel):
     def _usernames(cls, users: dict[str, str]) -> dict[str, str]:
         bad = [u for u in users if not u or ":" in u]
         if bad:
-            raise ValueError(f"user names must be non-empty and without ':': {bad}")
+            raise ValueError(f"user names must be non-empty and without ':' ({len(bad)} are not)")
         return users
 
 
@@ -140,20 +141,23 @@ def load_web_config(path: str | os.PathLike[str]) -> WebConfig:
 
     Raises WebConfigError listing every problem (schema, missing files, unloadable certs).
     """
-    source = str(path)
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise WebConfigError(source, [f"(file): {exc}"]) from exc
-    return parse_web_config(data, base=Path(path).resolve().parent, source=source)
+        document = load_yaml(Path(path))
+    except YamlFileError as exc:
+        raise WebConfigError(str(path), [str(exc)]) from None
+    base = Path(path).resolve().parent
+    return parse_web_config(document.data, base=base, source=str(path), lines=document.line)
 
 
-def parse_web_config(data: object, *, base: Path, source: str = "<web-config>") -> WebConfig:
-    """Validate already-loaded YAML data (see load_web_config)."""
+def parse_web_config(
+    data: object, *, base: Path, source: str = "<web-config>", lines: LineOf | None = None
+) -> WebConfig:
+    """Validate already-loaded YAML data (see load_web_config); ``lines``: a key path's line."""
     try:
         config = WebConfig.model_validate({} if data is None else data)
     except ValidationError as exc:
-        raise WebConfigError(source, [_problem(e["loc"], e["msg"]) for e in exc.errors()]) from exc
+        problems = [_problem(e["loc"], e["msg"], lines) for e in exc.errors()]
+        raise WebConfigError(source, problems) from None
     tls = config.tls_server_config
     if tls is None:
         return config
@@ -164,11 +168,11 @@ def parse_web_config(data: object, *, base: Path, source: str = "<web-config>") 
     return config.model_copy(update={"tls_server_config": tls})
 
 
-def _problem(loc: tuple[int | str, ...], msg: str) -> str:
+def _problem(loc: tuple[int | str, ...], msg: str, lines: LineOf | None) -> str:
+    """``line 3: basic_auth_users.alice: message``; pydantic's messages hold no input value."""
     if loc and loc[-1] == "[key]":  # pydantic's marker for a bad mapping key
         loc, msg = loc[:-1], f"not an allowed key: {msg}"
-    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
-    return f"{path or '(top level)'}: {msg}"
+    return f"{on_line(lines(loc) if lines else None)}{key_path(loc)}: {msg}"
 
 
 def _resolve(tls: TLSServerConfig, base: Path) -> TLSServerConfig:
@@ -194,7 +198,7 @@ def _tls_problems(tls: TLSServerConfig) -> list[str]:
     for name in ("cert_file", "key_file", "client_ca_file"):
         file = getattr(tls, name)
         if file is not None and not os.access(file, os.R_OK):
-            problems.append(f"{where}.{name}: cannot read {file}")
+            problems.append(f"{where}.{name}: cannot read the file it names")
     if not problems:
         try:
             ssl_context(tls)

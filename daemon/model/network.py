@@ -123,24 +123,6 @@ class DevInfo:
     interfaces: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (name, addresses)
 
 
-@dataclass(frozen=True, slots=True)
-class Bandwidth:
-    """`-bandwidth -g` / `-peak_bw -g`: MB/sec (10^6 bytes) as bytes per second."""
-
-    tx_bytes_per_second: float
-    rx_bytes_per_second: float
-
-
-@dataclass(frozen=True, slots=True)
-class KeyValues:
-    """Outputs npumon reads a few keys of (`-port_info`, `-fec`, `-tls`): every pair, in order."""
-
-    pairs: tuple[tuple[str, str], ...]
-
-    def get(self, key: str) -> str | None:
-        return next((v for k, v in self.pairs if k == key), None)
-
-
 # ---------------------------------------------------------------- npu-smi interconnect queries
 @dataclass(frozen=True, slots=True)
 class HccsLink:

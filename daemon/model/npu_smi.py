@@ -91,22 +91,6 @@ class ChipMapping:
     chips: tuple[MappedChip, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class ListedNpu:
-    npu: int
-    chip_count: int | None
-    product_name: str | None = None
-    serial: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class NpuList:
-    """`npu-smi info -l`: Total Count (or Card Count) and one block per NPU."""
-
-    total: int | None
-    npus: tuple[ListedNpu, ...]
-
-
 # ---------------------------------------------------------------- -t usages
 @dataclass(frozen=True, slots=True)
 class ChipUsage:
@@ -268,24 +252,3 @@ class NpuSmiResults:
     mapping: ChipMapping | None = None
     # -t hccs / hccs-bw / pcie-err / sio-info, read by the health tier (model/network.py)
     interconnect: Mapping[tuple[int, int], ChipInterconnect] = field(default_factory=dict)
-
-
-# ---------------------------------------------------------------- -t info-vnpu, -t vnpu-mode
-@dataclass(frozen=True, slots=True)
-class Vnpu:
-    """One vNPU of a chip (`Vnpu ID` is per card: phy_id*16+100 ... +115)."""
-
-    vnpu_id: int
-    vgroup_id: int
-    container_id: str  # 000000000000 when free
-    in_use: bool  # Status 1: bound to a running container
-    template: str  # vir10_3c_16g, vir01 ...
-
-
-@dataclass(frozen=True, slots=True)
-class VnpuReport:
-    """`npu-smi info -t info-vnpu -i N -c M`: free/total resources and the chip's vNPUs."""
-
-    resources: tuple[tuple[str, int | None, int | None], ...]  # (name, free, total); NA: None
-    total: int
-    vnpus: tuple[Vnpu, ...]

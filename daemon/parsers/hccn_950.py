@@ -1,6 +1,5 @@
 """Parsers for the Ascend 950 per-port forms, `hccn_tool -g -<query> -i <npu> [-u <udie> -p
-<port>]`: box tables (`-speed`, `-link_stat`, `-dev_info`), `key: value` (`-port_info`) and the
-two bandwidth lines (`-bandwidth`, `-peak_bw`, also the 910B `-bandwidth` print format).
+<port>]`: the box tables of `-speed`, `-link_stat` and `-dev_info`.
 
 Only documentation examples of these exist (and one SYNTHETIC test string); columns are found
 by header name, with the position npu-exporter reads as the fallback, so either header works.
@@ -10,17 +9,13 @@ from __future__ import annotations
 
 import re
 
-from npumon.daemon.model.network import Bandwidth, DevInfo, DevPort, KeyValues, LinkSpeed, LinkStats
+from npumon.daemon.model.network import DevInfo, DevPort, LinkSpeed, LinkStats
 from npumon.daemon.parsers import values
 from npumon.daemon.parsers.errors import ParseError
 from npumon.daemon.parsers.hccn_tool import lines
 
 Row = tuple[int, str, list[str]]  # (line number, line, cells)
 GBIT = 1e9 / 8  # bytes per second in one Gb/s
-MB = 1_000_000
-_BANDWIDTH = re.compile(
-    r"(?P<peak>Peak )?Bandwidth (?P<dir>TX|RX):\s*(?P<num>\d{1,12}(?:\.\d{1,6})?) MB/sec\Z"
-)
 _SPEED_CELL = re.compile(r"(?P<num>\d{1,6})\s*(?P<unit>G|M)\Z")
 
 
@@ -134,31 +129,3 @@ def parse_dev_info(text: str) -> DevInfo:
             if interfaces and cells[1]:
                 interfaces[-1][1].append(cells[1])
     return DevInfo(tuple(ports), tuple((n, tuple(a)) for n, a in interfaces))
-
-
-def parse_bandwidth(text: str) -> Bandwidth:
-    """`Bandwidth TX:     0.00 MB/sec` and `... RX:` (also `Peak Bandwidth ...`)."""
-    found: dict[str, float] = {}
-    for line_no, line in lines(text):
-        match = _BANDWIDTH.match(line.strip())
-        if match is None or match["dir"] in found:
-            raise ParseError("expected 'Bandwidth TX|RX: <n> MB/sec' once each", line_no, line)
-        found[match["dir"]] = float(match["num"]) * MB
-    if set(found) != {"TX", "RX"}:
-        raise ParseError("expected a TX and an RX line", 0, "")
-    return Bandwidth(tx_bytes_per_second=found["TX"], rx_bytes_per_second=found["RX"])
-
-
-def parse_port_info(text: str) -> KeyValues:
-    """`key: value` lines under `=== SECTION ===` banners (a key may repeat per section)."""
-    pairs: list[tuple[str, str]] = []
-    for line_no, line in lines(text):
-        if line.strip().startswith("="):
-            continue
-        key, sep, value = line.partition(":")
-        if not sep or not key.strip() or " " in key.strip():
-            raise ParseError("expected 'key: value'", line_no, line)
-        pairs.append((key.strip(), value.strip()))
-    if not pairs:
-        raise ParseError("no 'key: value' line", 0, "")
-    return KeyValues(tuple(pairs))

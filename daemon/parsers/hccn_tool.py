@@ -12,7 +12,6 @@ from collections.abc import Iterator
 
 from npumon.daemon.model.network import (
     NET_HEALTH_STATES,
-    KeyValues,
     LinkSpeed,
     LinkStats,
     LinkStatus,
@@ -29,10 +28,6 @@ _COUNTER = re.compile(r"(?P<key>[A-Za-z0-9_]{1,64}):\s?(?P<value>\d{1,20})\Z")
 _SPEED = re.compile(r"Speed:\s*(?:(?P<mbps>\d{1,9})\s*Mb/s|(?P<unknown>Unknown!?))\Z")
 _DEV_PREFIX = re.compile(r"\[(?:devid|device) \d{1,4}\]")
 _RECORD = re.compile(r"(?P<time>\S.{0,40}?\d{4})\s+LINK (?P<state>UP|DOWN)\Z")
-_TLS = re.compile(
-    r"dev(?:_id:|ice )(?P<dev>\d+), tls switch\[(?P<switch>\d+)\].*tls preconfigured\["
-    r"(?P<preset>\d+)\].*tls alarm time threshold\[(?P<days>\d+)\]days\Z"
-)
 MBIT = 1_000_000 / 8  # bytes per second in one Mb/s
 
 
@@ -186,22 +181,3 @@ def parse_lldp(text: str) -> LldpNeighbour:
     return LldpNeighbour(
         tlvs=tuple((name, tuple(body)) for name, body in tlvs), peer_switch=switch, peer_port=port
     )
-
-
-def parse_fec(text: str) -> KeyValues:
-    """`fec mode: rs FEC mode` (not polled; parsed for the fixture corpus and diagnosis)."""
-    value, _, _ = _one_value(text, "fec mode")
-    return KeyValues((("fec mode", value),))
-
-
-def parse_tls(text: str) -> tuple[KeyValues, ...]:
-    """The `-tls -g | grep switch` line of each device (not polled)."""
-    found: list[KeyValues] = []
-    for line_no, line in lines(text):
-        match = _TLS.match(line.strip())
-        if match is None:
-            raise ParseError("expected the 'tls switch' line", line_no, line)
-        found.append(KeyValues(tuple((k, match[k]) for k in ("dev", "switch", "preset", "days"))))
-    if not found:
-        raise ParseError("no 'tls switch' line", 0, "")
-    return tuple(found)

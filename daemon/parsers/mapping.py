@@ -1,13 +1,12 @@
-"""Parsers for `npu-smi info -m` (NPU/chip/logic-id mapping) and `npu-smi info -l` (NPU list)."""
+"""The parser for `npu-smi info -m` (NPU/chip/logic-id mapping)."""
 
 from __future__ import annotations
 
 import re
 
-from npumon.daemon.model.npu_smi import ChipMapping, ListedNpu, MappedChip, NpuList
+from npumon.daemon.model.npu_smi import ChipMapping, MappedChip
 from npumon.daemon.parsers import values
 from npumon.daemon.parsers.errors import ParseError
-from npumon.daemon.parsers.keyvalue import Field, field_int, field_text, read_fields
 
 # -m header names (the 950 adds Slot ID, A3/950 add Chip Phy-ID); Chip Name is always last.
 _MAP_COLUMN = re.compile(
@@ -75,54 +74,3 @@ def parse_mapping(text: str) -> ChipMapping:
     if cols is None and not no_card:
         raise ParseError("no npu-smi info -m header found", 0, "")
     return ChipMapping(tuple(chips.values()))
-
-
-_LIST_TOTAL = frozenset({"total count", "card count"})
-_LIST_FIELDS = {
-    "chip count": "chip_count",
-    "product name": "product_name",
-    "serial number": "serial",
-}
-
-
-def _listed(npu: int, fields: list[Field]) -> ListedNpu:
-    kw: dict[str, int | str | None] = {}
-    for f in fields:
-        name = _LIST_FIELDS[f.key]
-        if name in kw:
-            raise ParseError(f"{f.key!r} twice for NPU {npu}", f.line_no, f.line)
-        kw[name] = field_int(f) if name == "chip_count" else field_text(f)
-    chip_count = kw.get("chip_count")
-    product, serial = kw.get("product_name"), kw.get("serial")
-    return ListedNpu(
-        npu,
-        chip_count if isinstance(chip_count, int) else None,
-        product if isinstance(product, str) else None,
-        serial if isinstance(serial, str) else None,
-    )
-
-
-def parse_list(text: str) -> NpuList:
-    """`npu-smi info -l`: `Total Count` (310: `Card Count`), then one block per NPU ID."""
-    total: int | None = None
-    seen_total = False
-    blocks: list[tuple[int, list[Field]]] = []
-    for f in read_fields(text):
-        if f is None:
-            continue
-        if f.key in _LIST_TOTAL:
-            if seen_total:
-                raise ParseError("card count printed twice", f.line_no, f.line)
-            total, seen_total = field_int(f), True
-        elif f.key == "npu id":
-            npu = field_int(f)
-            if npu is None or any(npu == b[0] for b in blocks):
-                raise ParseError("missing or repeated NPU ID", f.line_no, f.line)
-            blocks.append((npu, []))
-        elif f.key in _LIST_FIELDS:
-            if not blocks:
-                raise ParseError(f"{f.key!r} before any NPU ID", f.line_no, f.line)
-            blocks[-1][1].append(f)
-    if not seen_total and not blocks:
-        raise ParseError("no npu-smi info -l output", 0, "")
-    return NpuList(total, tuple(_listed(npu, fields) for npu, fields in blocks))

@@ -35,7 +35,6 @@ from npumon.daemon.sources.wrapper import (
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 SOURCES = ("hccn_tool", "hccn_tool_identity")
-DEFAULT_COMMAND = ("/usr/local/Ascend/driver/tools/hccn_tool",)
 Publish = Callable[[HccnResults, SourceStatus], None]
 IDENTITY_WAIT = 600.0  # seconds an identity run waits for a port poll in progress
 

@@ -90,7 +90,7 @@ def test_check_config_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["check-config", str(bad)]) == 1
     err = capsys.readouterr().err
     assert "2 problem(s)" in err
-    assert "npu_smi.timout: unknown key" in err
+    assert "line 2: npu_smi.timout: unknown key" in err
     assert "web.listen_address:" in err
 
 
@@ -139,13 +139,14 @@ def test_check_config_speaks_plain_words_and_never_quotes_the_file(
     err = capsys.readouterr().err
     assert err.splitlines() == [
         f"{bad}: 6 problem(s)",  # in the order of config/npumon.yaml's sections
-        "  throttle.limits.910B.temprature_celsius: unknown key, did you mean temperature_celsius?",
-        "  web.listen_address: expected [host]:port, e.g. ':9732', '127.0.0.1:9732' or "
+        "  line 10: throttle.limits.910B.temprature_celsius: unknown key, did you mean "
+        "temperature_celsius?",
+        "  line 12: web.listen_address: expected [host]:port, e.g. ':9732', '127.0.0.1:9732' or "
         "'[::]:9732', got text",
-        "  logging.level: expected one of debug, info, warning, error, got text",
-        "  profiling.targets.0.intervall: unknown key, did you mean interval?",
-        "  profiling.disk_quota: expected a size such as 256MiB, 2GiB or 500MB, got text",
-        "  profiling.intreval: unknown key, did you mean interval?",
+        "  line 2: logging.level: expected one of debug, info, warning, error, got text",
+        "  line 7: profiling.targets.0.intervall: unknown key, did you mean interval?",
+        "  line 5: profiling.disk_quota: expected a size such as 256MiB, 2GiB or 500MB, got text",
+        "  line 4: profiling.intreval: unknown key, did you mean interval?",
     ]
     assert "hunter2" not in err and "lots-of-it" not in err and "loud" not in err
 

@@ -16,7 +16,7 @@ from npumon.daemon.parsers.detail import (
     parse_usages,
 )
 from npumon.daemon.parsers.health import parse_health
-from npumon.daemon.parsers.mapping import parse_list, parse_mapping
+from npumon.daemon.parsers.mapping import parse_mapping
 from npumon.daemon.parsers.table import parse_info
 from npumon.simulator.loader import load_scenario
 from npumon.simulator.render import render
@@ -97,15 +97,10 @@ def test_info_table(node: SimNode) -> None:
     assert table.has_process_table == (not fam.soc)
 
 
-def test_mapping_and_list(node: SimNode) -> None:
+def test_mapping(node: SimNode) -> None:
     mapping = parse_mapping(_out("info -m", node))
     assert [(m.npu, m.chip, m.logic_id, m.phy_id) for m in mapping.chips] == [
         (c.npu, c.chip, c.logic_id, c.phy_id) for c in _chips(node)
-    ]
-    listed = parse_list(_out("info -l", node))
-    assert listed.total == len(node.cards)
-    assert [(n.npu, n.chip_count) for n in listed.npus] == [
-        (card.npu, len(card.chips)) for card in node.cards
     ]
 
 

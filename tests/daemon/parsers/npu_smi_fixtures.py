@@ -16,9 +16,7 @@ from npumon.daemon.model.npu_smi import (
     InfoTable,
     KnownFailure,
     MemoryReport,
-    NpuList,
     UsagesReport,
-    VnpuReport,
 )
 from npumon.daemon.parsers.board import parse_board
 from npumon.daemon.parsers.detail import (
@@ -30,9 +28,8 @@ from npumon.daemon.parsers.detail import (
 from npumon.daemon.parsers.failure import classify_failure
 from npumon.daemon.parsers.health import parse_health
 from npumon.daemon.parsers.interconnect import parse_hccs, parse_hccs_bw, parse_pcie_err, parse_sio
-from npumon.daemon.parsers.mapping import parse_list, parse_mapping
+from npumon.daemon.parsers.mapping import parse_mapping
 from npumon.daemon.parsers.table import parse_info
-from npumon.daemon.parsers.vnpu import parse_info_vnpu, parse_vnpu_mode
 from tests import support
 
 FIXTURES = support.FIXTURES / "npu-smi"
@@ -44,6 +41,9 @@ NOT_PARSED_BY_DESIGN = {
     "info_help_*": "help text: the command inventory, read by people",
     "info_t_power_*": "the table and -t common already give each chip's power",
     "info_t_temp_*": "the table and -t common already give each chip's temperature",
+    "info_l_*": "npu-smi info -l: the table and -m already give the NPUs and chips",
+    "info_vnpu_*": "npu-smi info -t info-vnpu: vNPUs are attributed from the kubelet's devices",
+    "info_t_vnpu_mode_*": "npu-smi info -t vnpu-mode: a static setting, no metric",
 }
 
 # File-name pattern -> (parser, result type). First match wins; order matters (info_* last).
@@ -59,10 +59,7 @@ PARSERS: list[tuple[str, Callable[[str], Any], type]] = [
     ("info_t_hccs_*", parse_hccs, HccsReport),
     ("info_t_pcie_err_*", parse_pcie_err, ErrorCounts),
     ("info_t_sio_info_*", parse_sio, ErrorCounts),
-    ("info_t_vnpu_mode_*", parse_vnpu_mode, str),
-    ("info_vnpu_*", parse_info_vnpu, VnpuReport),
     ("info_m_*", parse_mapping, ChipMapping),
-    ("info_l_*", parse_list, NpuList),
     ("info_*", parse_info, InfoTable),
 ]
 

@@ -24,9 +24,16 @@ def test_corpus_is_not_empty_and_every_file_is_accounted_for() -> None:
     assert sorted(PARSED + NOT_PARSED) == fixture_names()
     assert NOT_PARSED == [
         "info_help_23.0rc2.txt",
+        "info_l_910b_8npu.txt",
         "info_t_power_910b.txt",
         "info_t_temp_910b_with_mcu_sensors.txt",
         "info_t_topo_910b1.txt",
+        "info_t_vnpu_mode_blog.txt",
+        "info_vnpu_310p3_3vnpu_FRAGMENT_hami.txt",
+        "info_vnpu_910b4-1_0vnpu_26.0rc1.txt",
+        "info_vnpu_910b4-1_2vnpu_26.0rc1.txt",
+        "info_vnpu_910b4_0vnpu_blog.txt",
+        "info_vnpu_910b4_2vnpu_one_in_use_blog.txt",
         "info_watch_310b_devboard.txt",
         "info_watch_i2_train.txt",
     ]

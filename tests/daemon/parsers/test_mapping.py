@@ -6,7 +6,7 @@ import pytest
 
 from npumon.daemon.model.npu_smi import MappedChip
 from npumon.daemon.parsers.errors import ParseError
-from npumon.daemon.parsers.mapping import parse_list, parse_mapping
+from npumon.daemon.parsers.mapping import parse_mapping
 from tests.daemon.parsers.npu_smi_fixtures import fixture_text
 
 
@@ -44,32 +44,6 @@ def test_mapping_a3_phy_id_and_no_card() -> None:
     assert parse_mapping("There is no NPU card on this server.\n").chips == ()
     with pytest.raises(ParseError):
         parse_mapping("Invalid card id.\n")
-
-
-def test_list_910b_total_count() -> None:
-    listed = parse_list(fixture_text("info_l_910b_8npu.txt"))
-    assert listed.total == 8
-    assert [(n.npu, n.chip_count, n.product_name, n.serial) for n in listed.npus] == [
-        (n, 1, None, None) for n in range(8)
-    ]
-
-
-def test_list_310_card_count_with_product_and_serial() -> None:
-    text = (
-        "\tCard Count                     : 2\n\n"
-        "\tNPU ID                         : 215\n"
-        "\tProduct Name                   : Atlas 300I Model 3000\n"
-        "\tSerial Number                  : 033GHU10K1000195\n"
-        "\tChip Count                     : 4\n\n"
-        "\tNPU ID                         : 1792\n"
-        "\tChip Count                     : 4\n"
-    )
-    listed = parse_list(text)
-    assert listed.total == 2
-    assert [(n.npu, n.chip_count, n.product_name, n.serial) for n in listed.npus] == [
-        (215, 4, "Atlas 300I Model 3000", "033GHU10K1000195"),
-        (1792, 4, None, None),
-    ]
 
 
 # ---------------------------------------------------------------- forms printed by npu-smi's source

@@ -93,6 +93,10 @@ class Recorder:
         self.calls.append(chips)
         self.store.set_profiling(chips)
 
+    def held(self) -> frozenset[tuple[int, int]]:
+        """The chips marked under capture now."""
+        return self.calls[-1] if self.calls else frozenset()
+
 
 def profiler_for(
     config: Config,

@@ -38,7 +38,7 @@ def test_full_cycle_ends_ok_with_the_jobs_diagnosis(tmp_path: Path) -> None:
     seen_during: list[frozenset[tuple[int, int]]] = []
 
     def wait(seconds: float) -> None:
-        seen_during.append(profiler.store.profiling())
+        seen_during.append(recorder.held())
         time.sleep(seconds)
 
     profiler.host = profiler.capturer.host = type(profiler.host)(
@@ -48,7 +48,7 @@ def test_full_cycle_ends_ok_with_the_jobs_diagnosis(tmp_path: Path) -> None:
         outcome = profiler.capture(job_workload(job.pid))
     assert outcome.result == "ok", outcome.message
     assert seen_during == [CHIPS]  # npu_profiling_active while capturing ...
-    assert recorder.calls[-1] == frozenset() and profiler.store.profiling() == frozenset()
+    assert recorder.calls[-1] == frozenset() and recorder.held() == frozenset()
     text = exposition(profiler)
     promtool_ok(text)
     assert value(text, "npumon_captures_total", result="ok") == 1
@@ -84,7 +84,7 @@ def test_a_hung_phase_times_out_and_the_group_is_killed(
     assert outcome.result == "timeout", outcome.message
     assert phase in outcome.message
     assert msprof_children(tmp_path) == []  # the hung msprof (and its group) is gone
-    assert CHIPS in recorder.calls and profiler.store.profiling() == frozenset()
+    assert CHIPS in recorder.calls and recorder.held() == frozenset()
     assert value(exposition(profiler), "npumon_captures_total", result="timeout") == 1
 
 
@@ -95,13 +95,13 @@ def test_target_exiting_mid_capture(tmp_path: Path) -> None:
         holder[0].kill()
         holder[0].wait(timeout=10)
 
-    profiler, _ = profiler_for(config_for(tmp_path), wait=wait)
+    profiler, recorder = profiler_for(config_for(tmp_path), wait=wait)
     with train_job(tmp_path, "balanced") as job:
         holder.append(job)
         outcome = profiler.capture(job_workload(job.pid))
     assert outcome.result == "target_exited", outcome.message
     assert msprof_children(tmp_path) == []
-    assert profiler.store.profiling() == frozenset()
+    assert recorder.held() == frozenset()
     assert value(exposition(profiler), "npumon_captures_total", result="target_exited") == 1
 
 
@@ -159,7 +159,7 @@ def test_job_without_dynamic_mode_is_skipped_not_attachable(tmp_path: Path) -> N
     assert by_environ.result == by_msprof.result == "skipped_not_attachable"
     assert "PROFILING_MODE=dynamic" in by_environ.message
     assert "PROFILING_MODE=dynamic" in by_msprof.message
-    assert profiler.store.profiling() == frozenset()
+    assert recorder.held() == frozenset()
     assert (
         value(exposition(profiler), "npumon_captures_total", result="skipped_not_attachable") == 2
     )

@@ -1,4 +1,4 @@
-"""`python -m npumon.daemon.waitfor PID LOG PORT SECONDS`: is *this* daemon serving? (make demo)
+"""`python -m tests.helpers.waitfor PID LOG PORT SECONDS`: is *this* daemon serving? (make demo)
 
 Answering on the port is not enough: another process may hold it. The daemon must be alive, must
 have logged that it listens on PORT, and its /-/healthy must answer 200.
