@@ -66,9 +66,16 @@ def _has_hccn_tool() -> bool:
 NICE_SIMULATORS = False  # --nice-simulators: the simulated npu-smi and hccn_tool at nice 19
 
 
+def _train_program(folder: Path) -> Path:
+    """This node's own path to the simulated training job (a link in its folder): the profiling
+    target matches it, never another run's or another user's job with the same arguments."""
+    return folder / "npumon-sim-train"
+
+
 def _config(folder: Path, scenario: str, timeout: str, device: int | None = None) -> Path:
     """The daemon's config: the simulated npu-smi (and hccn_tool where that source exists);
-    with `device`, profiling on at its defaults for the simulated job `--device <device>`."""
+    with `device`, profiling on at its defaults for the job this node started
+    (`_train_program(folder) ... --device <device>`)."""
     path = folder / "npumon.yaml"
     nice = '"nice", "-n", "19", ' if NICE_SIMULATORS else ""
     text = (
@@ -83,7 +90,8 @@ def _config(folder: Path, scenario: str, timeout: str, device: int | None = None
     if device is not None:
         text += (
             "profiling:\n  enabled: true\n  discover: false\n  targets:\n"
-            f"    - {{workload: train-{device}, cmdline: 'npumon-sim-train .*--device {device}$',"
+            f"    - {{workload: train-{device},"
+            f" cmdline: '^\\S+ {re.escape(str(_train_program(folder)))} .*--device {device}$',"
             f" npus: [{device % 8}]}}\n"
             f'  msprof: {{command: ["{BIN / "npumon-sim-msprof"}"]}}\n'
         )
@@ -157,9 +165,10 @@ class Node:
     def __init__(self, folder: Path, label: str, scenario: str, chips: int, device: int) -> None:
         folder.mkdir()
         self.label, self.chips, self.folder = label, chips, folder
+        _train_program(folder).symlink_to(BIN / "npumon-sim-train")
         self.train = subprocess.Popen(
             [
-                str(BIN / "npumon-sim-train"),
+                str(_train_program(folder)),
                 "--profile",
                 "conversion_bound",
                 "--step-seconds",
