@@ -150,6 +150,10 @@ def _wait_for_chips(port: int, chips: int, deadline_s: float) -> None:
     raise SystemExit(f"the daemon never served the {chips} chips")
 
 
+def _met(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
 def _pandas_mapped(pid: int) -> bool:
     """pandas' compiled modules mapped into the process: pandas was imported."""
     try:
@@ -316,11 +320,13 @@ def run_nodes(folder: Path, seconds: float, scrapes: int) -> dict[str, Any]:
             print(f"{node.label}, defaults + profiling, for {elapsed:.0f} s:")
             print(
                 f"  daemon's own CPU {figures['own_cpu_percent']:.2f} % of one core"
-                f"  (budget < 1 %)   children (npu-smi, msprof) "
+                f" (budget < 1 %): {_met(figures['own_cpu_percent'] < 1)}"
+                "   children (npu-smi, msprof) "
                 f"{figures['children_cpu_percent']:.2f} %"
             )
             print(
-                f"  RSS {figures['rss_mb']:.1f} MB (budget < 60 MB)  pandas loaded: "
+                f"  RSS {figures['rss_mb']:.1f} MB (budget < 60 MB):"
+                f" {_met(figures['rss_mb'] < 60)}  pandas loaded: "
                 f"{figures['pandas_loaded']}"
             )
             print(
@@ -376,7 +382,7 @@ def scrape_16_chips_hung(folder: Path, scrapes: int) -> dict[str, float]:
         )
         print(
             f"  p50 {1000 * statistics.median(latencies):.2f} ms  p99 {1000 * p99:.2f} ms"
-            "  (budget p99 < 5 ms)"
+            f"  (budget p99 < 5 ms): {_met(p99 < 0.005)}"
         )
         return {
             "p50_ms": 1000 * statistics.median(latencies),

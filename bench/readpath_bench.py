@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from daemon_bench import _config, _start, _wait_for_chips
+from daemon_bench import _config, _met, _start, _wait_for_chips
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = str(ROOT / "simulator" / "scenarios" / "a3-8x2.yaml")
@@ -188,10 +188,6 @@ def run(seconds: float) -> dict[str, Any]:
             for process in processes:
                 process.wait(10)
     return result
-
-
-def _met(ok: bool) -> str:
-    return "met" if ok else "NOT met"
 
 
 def _print(r: dict[str, Any]) -> None:
