@@ -66,9 +66,16 @@ def _has_hccn_tool() -> bool:
 NICE_SIMULATORS = False  # --nice-simulators: the simulated npu-smi and hccn_tool at nice 19
 
 
+def _train_program(folder: Path) -> Path:
+    """This node's own path to the simulated training job (a link in its folder): the profiling
+    target matches it, never another run's or another user's job with the same arguments."""
+    return folder / "npumon-sim-train"
+
+
 def _config(folder: Path, scenario: str, timeout: str, device: int | None = None) -> Path:
     """The daemon's config: the simulated npu-smi (and hccn_tool where that source exists);
-    with `device`, profiling on at its defaults for the simulated job `--device <device>`."""
+    with `device`, profiling on at its defaults for the job this node started
+    (`_train_program(folder) ... --device <device>`)."""
     path = folder / "npumon.yaml"
     nice = '"nice", "-n", "19", ' if NICE_SIMULATORS else ""
     text = (
@@ -83,7 +90,8 @@ def _config(folder: Path, scenario: str, timeout: str, device: int | None = None
     if device is not None:
         text += (
             "profiling:\n  enabled: true\n  discover: false\n  targets:\n"
-            f"    - {{workload: train-{device}, cmdline: 'npumon-sim-train .*--device {device}$',"
+            f"    - {{workload: train-{device},"
+            f" cmdline: '^\\S+ {re.escape(str(_train_program(folder)))} .*--device {device}$',"
             f" npus: [{device % 8}]}}\n"
             f'  msprof: {{command: ["{BIN / "npumon-sim-msprof"}"]}}\n'
         )
@@ -142,6 +150,10 @@ def _wait_for_chips(port: int, chips: int, deadline_s: float) -> None:
     raise SystemExit(f"the daemon never served the {chips} chips")
 
 
+def _met(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
 def _pandas_mapped(pid: int) -> bool:
     """pandas' compiled modules mapped into the process: pandas was imported."""
     try:
@@ -157,9 +169,10 @@ class Node:
     def __init__(self, folder: Path, label: str, scenario: str, chips: int, device: int) -> None:
         folder.mkdir()
         self.label, self.chips, self.folder = label, chips, folder
+        _train_program(folder).symlink_to(BIN / "npumon-sim-train")
         self.train = subprocess.Popen(
             [
-                str(BIN / "npumon-sim-train"),
+                str(_train_program(folder)),
                 "--profile",
                 "conversion_bound",
                 "--step-seconds",
@@ -307,11 +320,13 @@ def run_nodes(folder: Path, seconds: float, scrapes: int) -> dict[str, Any]:
             print(f"{node.label}, defaults + profiling, for {elapsed:.0f} s:")
             print(
                 f"  daemon's own CPU {figures['own_cpu_percent']:.2f} % of one core"
-                f"  (budget < 1 %)   children (npu-smi, msprof) "
+                f" (budget < 1 %): {_met(figures['own_cpu_percent'] < 1)}"
+                "   children (npu-smi, msprof) "
                 f"{figures['children_cpu_percent']:.2f} %"
             )
             print(
-                f"  RSS {figures['rss_mb']:.1f} MB (budget < 60 MB)  pandas loaded: "
+                f"  RSS {figures['rss_mb']:.1f} MB (budget < 60 MB):"
+                f" {_met(figures['rss_mb'] < 60)}  pandas loaded: "
                 f"{figures['pandas_loaded']}"
             )
             print(
@@ -367,7 +382,7 @@ def scrape_16_chips_hung(folder: Path, scrapes: int) -> dict[str, float]:
         )
         print(
             f"  p50 {1000 * statistics.median(latencies):.2f} ms  p99 {1000 * p99:.2f} ms"
-            "  (budget p99 < 5 ms)"
+            f"  (budget p99 < 5 ms): {_met(p99 < 0.005)}"
         )
         return {
             "p50_ms": 1000 * statistics.median(latencies),

@@ -15,9 +15,10 @@ other family is handed to prometheus_client's encoder.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, KeysView, Mapping
 from functools import lru_cache
-from typing import cast
+from operator import itemgetter
+from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
 from prometheus_client import exposition as text_format
@@ -55,12 +56,13 @@ def _escaped(value: str) -> str:
     return value
 
 
-def _labels(labels: Mapping[str, str]) -> str:
-    """``{a="1",b="2"}``, names sorted as prometheus_client sorts them; "" without labels."""
-    if not labels:
-        return ""
-    names = _sorted_names(tuple(labels))
-    return "{" + ",".join([f'{n}="{_escaped(labels[n])}"' for n in names]) + "}"
+@lru_cache(maxsize=4096)
+def _line_format(name: str, keys: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """A sample line's %-format for ``name`` with the label names ``keys``, and those names in
+    the order they appear (sorted, as prometheus_client sorts them)."""
+    names = _sorted_names(keys)
+    pairs = ",".join(f'{n}="%s"' for n in names)
+    return (f"{name}{{{pairs}}} %s\n" if names else f"{name} %s\n"), names
 
 
 @lru_cache(maxsize=4096)
@@ -72,7 +74,10 @@ def _samples(family: Metric) -> list[str] | None:
     """The family's sample lines; None when one is beyond this writer (a timestamp, an
     exemplar, a name other than the family's)."""
     name = metric_name(family.name + _PLAIN_SUFFIXES[family.type])
-    lines = []
+    lines: list[str] = []
+    keys: KeysView[str] | None = None
+    form, single = "", False
+    get: Callable[[Mapping[str, str]], Any] = _no_values
     for s in family.samples:
         if (
             s.name != name
@@ -81,8 +86,24 @@ def _samples(family: Metric) -> list[str] | None:
             or (s.native_histogram is not None)
         ):
             return None
-        lines.append(f"{name}{_labels(s.labels)} {_value(s.value)}\n")
+        labels = s.labels
+        if keys is None or labels.keys() != keys:  # label names change: a new line format
+            keys = labels.keys()
+            form, names = _line_format(name, tuple(keys))
+            get, single = (itemgetter(*names) if names else _no_values), len(names) == 1
+        values: tuple[str, ...] = (get(labels),) if single else get(labels)
+        joined = "".join(values)
+        if "\\" in joined or '"' in joined or "\n" in joined:
+            values = tuple(map(_escaped, values))
+        value = float.__repr__(float(s.value))
+        if len(value) > 7 or value[-1] > "9":  # inf, nan, or where Go's text has an exponent
+            value = _value(s.value)
+        lines.append(form % (*values, value))
     return lines
+
+
+def _no_values(labels: Mapping[str, str]) -> tuple[str, ...]:
+    return ()
 
 
 def _text_head(family: Metric) -> list[str]:

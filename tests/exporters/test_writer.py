@@ -64,6 +64,29 @@ def test_label_values_and_help_are_escaped_per_the_format(openmetrics: bool) -> 
     assert ours == reference
 
 
+VALUES = [0.0, 1.0, -1.0, 93.4, 1e-05, 1e20, 1234567.0, 45965377536.0, 0.1 + 0.2, -2.5e9, 7]
+SPECIAL = [float("inf"), float("-inf"), float("nan")]
+
+
+@pytest.mark.parametrize("openmetrics", [False, True], ids=["text", "openmetrics"])
+def test_values_and_label_sets_are_written_byte_for_byte_as_prometheus_client(
+    openmetrics: bool,
+) -> None:
+    family = Metric("npu_z", "doc", "gauge")
+    for i, value in enumerate([*VALUES, *SPECIAL]):
+        family.add_sample("npu_z", {"npu": str(i), "chip": "0"}, value)
+    family.add_sample("npu_z", {"b": "x", "a": "y", "c": "z"}, 3.0)  # other names, unsorted
+    family.add_sample("npu_z", {"only": 'one "quoted"'}, 4.0)
+    family.add_sample("npu_z", {}, 5.0)
+    family.add_sample("npu_z", {"chip": "1", "npu": "1"}, 6.0)  # the first names again
+    reference = (
+        (generate_openmetrics if openmetrics else generate_latest)(_One(family))  # type: ignore[arg-type]
+        .decode()
+        .removesuffix("# EOF\n")
+    )
+    assert _write(family, openmetrics) == reference
+
+
 def test_other_families_go_to_prometheus_client() -> None:
     timed = GaugeMetricFamily("npu_y", "doc", labels=("a",))
     timed.add_metric(["1"], 1.0, timestamp=12.5)  # npumon never stamps samples; still right
