@@ -216,8 +216,9 @@ def _metadata(unit: layout.ProfileUnit, c: _Collected) -> dict[str, object] | No
 
 
 def _unit_comm(unit: layout.ProfileUnit, c: _Collected) -> None:
-    """communication(_matrix).json, or for a db export the CommAnalyzer tables of analysis.db."""
-    comm_files = unit.tables.get(layout.COMMUNICATION, ())
+    """communication(_matrix).json, for a db export the CommAnalyzer tables of analysis.db, for
+    MindSpore <= 2.2 hccl_raw_N.csv."""
+    comm_files = unit.tables.get(layout.COMMUNICATION, ()) or unit.tables.get(layout.HCCL_RAW, ())
     matrix_files = unit.tables.get(layout.COMM_MATRIX, ())
     if not comm_files and layout.ANALYSIS_DB in unit.tables:
         db = unit.tables[layout.ANALYSIS_DB][0]
