@@ -104,7 +104,9 @@ def test_lone_trace_view_says_what_it_holds(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("tree", ["db_level0", "db_level1", "mindspore22_run1"])
+@pytest.mark.parametrize(
+    "tree", ["db_level0", "db_level1", "mindspore22_run1", "mindspore22_cluster"]
+)
 def test_ingest_worker_gives_what_analyze_gives(tree: str) -> None:
     """The daemon's ingest runs the analysis worker: the same report as `npumon analyze`."""
     job = AnalysisJob(TREES / tree, "w", 10, Thresholds())
