@@ -18,6 +18,7 @@ The file is scanned in chunks and never parsed whole, as host.py scans it.
 from __future__ import annotations
 
 import re
+import sys
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,7 +26,6 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from npumon.daemon.analysis.diagnosis import ADVICE
-from npumon.daemon.analysis.host import event_fields
 from npumon.daemon.analysis.layout import inside
 from npumon.daemon.analysis.sqlite_tables import select
 from npumon.daemon.model.profile import Bottleneck, Thresholds
@@ -113,11 +113,13 @@ PATTERNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         )
     ),
 )
-_NAME = re.compile(r'"name":\s*"((?:aten::|Optimizer\.step#)[^"]*)"')
-_TS = re.compile(r'"ts":\s*"?([0-9][0-9.]*)')
-_DUR = re.compile(r'"dur":\s*"?([0-9][0-9.eE+-]*)')
+# name, ts and dur of one event, in torch_npu's field order (ph, name, pid, tid, ts, dur)
+_EVENT = re.compile(
+    r'"name":\s*"((?:aten::|Optimizer\.step#)[^"]*)"[^{}]*?"ts":\s*"?([0-9.]+)"?,\s*'
+    r'"dur":\s*"?([0-9.eE+-]+)"?[,}]'  # up to its end: a number cut by the chunk is no match
+)
 _CHUNK = 8 << 20
-_TAIL = 1024  # longer than any event's "name": "..." field
+_TAIL = 4096  # longer than any event's name-to-dur fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +136,6 @@ class Timeline:
     """One rank's aten and optimizer sequences."""
 
     unit: str
-    source: str
     aten: tuple[Range, ...]
     optimizer: tuple[Range, ...]
 
@@ -150,6 +151,10 @@ class Match:
 
 
 def _ns(text: str) -> int | None:
+    """``"1736408883688177.930"`` (us) -> ns, exactly (a float loses the ns of such a ts)."""
+    whole, _, frac = text.partition(".")
+    if whole.isdigit() and (frac.isdigit() or not frac):
+        return int(whole) * 1000 + int((frac + "000")[:3])
     try:
         return int(Decimal(text) * 1000)
     except InvalidOperation:
@@ -171,12 +176,10 @@ def _first_level(ranges: list[Range]) -> tuple[Range, ...]:
     return tuple(kept)
 
 
-def _timeline(unit: str, source: str, names: list[tuple[int, int, str]]) -> Timeline:
+def _timeline(unit: str, names: list[tuple[int, int, str]]) -> Timeline:
     aten = [Range(s, d, n.removeprefix(ATEN)) for s, d, n in names if n.startswith(ATEN)]
     optim = [Range(s, d, n.removeprefix(OPTIMIZER)) for s, d, n in names if n.startswith(OPTIMIZER)]
-    return Timeline(
-        unit, source, _first_level(aten), tuple(sorted(optim, key=lambda r: r.start_ns))
-    )
+    return Timeline(unit, _first_level(aten), tuple(sorted(optim, key=lambda r: r.start_ns)))
 
 
 def read_trace(unit: str, root: Path, notes: list[str]) -> Timeline | None:
@@ -189,25 +192,18 @@ def read_trace(unit: str, root: Path, notes: list[str]) -> Timeline | None:
     try:
         with path.open(encoding="utf-8", errors="replace") as handle:
             while chunk := handle.read(_CHUNK):
-                text, done, pending = tail + chunk, 0, None
-                for match in _NAME.finditer(text):
-                    window = event_fields(text, match.start())
-                    if window is None:  # the event runs past this chunk: finish it with the next
-                        pending = match.start()
-                        break
-                    ts, dur = _TS.search(window), _DUR.search(window)
-                    start, length = (_ns(m[1]) if m else None for m in (ts, dur))
+                text, done = tail + chunk, 0
+                for match in _EVENT.finditer(text):
+                    start, length = _ns(match[2]), _ns(match[3])
                     if start is not None and length is not None:
-                        found.append((start, length, match[1]))
-                    done = match.start() + len(window)
-                # an unfinished event, or the last characters (a name cut at the chunk's end)
-                tail = (
-                    text[pending:] if pending is not None else text[max(done, len(text) - _TAIL) :]
-                )
+                        found.append((start, length, sys.intern(match[1])))
+                    done = match.end()
+                # past the last event read: an event cut at the chunk's end, read with the next
+                tail = text[max(done, len(text) - _TAIL) :]
     except OSError as exc:
         notes.append(f"{path}: not read for the affinity API rule ({exc.strerror})")
         return None
-    return _timeline(unit, str(path), found)
+    return _timeline(unit, found)
 
 
 _DB_SQL = """SELECT CAST(p.startNs AS INTEGER), CAST(p.endNs AS INTEGER) - CAST(p.startNs AS
@@ -221,7 +217,7 @@ def read_db(unit: str, path: Path) -> Timeline | None:
     if rows is None:
         return None
     names = [(s, d, str(n)) for s, d, n in rows if isinstance(s, int) and isinstance(d, int)]
-    return _timeline(unit, str(path), names)
+    return _timeline(unit, names)
 
 
 def _regex(pattern: str) -> re.Pattern[str]:
@@ -243,29 +239,43 @@ _COMPILED = tuple(
 )
 
 
-def _matches(ranges: Sequence[Range], regex: re.Pattern[str]) -> list[int]:
-    """The host ns of each non-overlapping match in the sequence."""
-    joined = "".join(f"-{r.name}-" for r in ranges)
+@dataclass(frozen=True, slots=True)
+class _Joined:
+    """A sequence as ``-op--op-`` and where each op starts in it."""
+
+    ranges: Sequence[Range]
+    text: str
+    starts: list[int]
+
+
+def _joined(ranges: Sequence[Range]) -> _Joined:
     starts, at = [], 0
     for r in ranges:
         starts.append(at)
         at += len(r.name) + 2
+    return _Joined(ranges, "".join(f"-{r.name}-" for r in ranges), starts)
+
+
+def _matches(seq: _Joined, regex: re.Pattern[str]) -> list[int]:
+    """The host ns of each non-overlapping match in the sequence."""
     found = []
-    for match in regex.finditer(joined):
+    for match in regex.finditer(seq.text):
         if match.end() == match.start():
             continue
-        first, last = bisect_right(starts, match.start()) - 1, bisect_right(starts, match.end() - 1)
-        found.append(sum(r.dur_ns for r in ranges[first:last]))
+        first = bisect_right(seq.starts, match.start()) - 1
+        last = bisect_right(seq.starts, match.end() - 1)
+        found.append(sum(r.dur_ns for r in seq.ranges[first:last]))
     return found
 
 
 def find(timelines: Sequence[Timeline]) -> tuple[Match, ...]:
     """Every pattern matched in some rank, most calls first."""
+    joined = [{"aten": _joined(t.aten), "optimizer": _joined(t.optimizer)} for t in timelines]
     found = []
     for sequence, replacement, pattern, regex in _COMPILED:
         calls = host = ranks = 0
-        for timeline in timelines:
-            ns = _matches(timeline.aten if sequence == "aten" else timeline.optimizer, regex)
+        for seqs in joined:
+            ns = _matches(seqs[sequence], regex)
             calls, host, ranks = calls + len(ns), host + sum(ns), ranks + bool(ns)
         if calls:
             found.append(Match(sequence, replacement, pattern, calls, host, ranks))

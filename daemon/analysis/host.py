@@ -100,7 +100,7 @@ def _data_loader(path: Path, notes: list[str]) -> tuple[float, int] | None:
                 text, start = tail + chunk, 0
                 tail = text[-len(DATA_LOADER_EVENT) + 1 :]
                 while (at := text.find(DATA_LOADER_EVENT, start)) >= 0:
-                    window = event_fields(text, at)
+                    window = _fields(text, at)
                     if window is None:  # the event runs past this chunk: finish it with the next
                         tail = text[at:]
                         break
@@ -115,7 +115,7 @@ def _data_loader(path: Path, notes: list[str]) -> tuple[float, int] | None:
     return total, calls
 
 
-def event_fields(text: str, at: int) -> str | None:
+def _fields(text: str, at: int) -> str | None:
     """The event's text from its name to its ``args`` (or its end); None if not all in text."""
     ends = [i for i in (text.find('"args"', at), text.find("}", at)) if i >= 0]
     if not ends:

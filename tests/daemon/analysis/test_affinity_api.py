@@ -126,27 +126,8 @@ def test_aten_patterns_synthetic(tmp_path: Path) -> None:
     """SYNTHETIC (no public timeline holds an aten sequence the peer's patterns match): a rotary
     embedding written out (chunk, neg, cat, mul, mul, add) twice, a permute-contiguous-view with
     a nested aten::view inside the permute, a chunk-silu-mul and a gelu; an AdamW step."""
-    ops = [
-        "chunk",
-        "neg",
-        "cat",
-        "mul",
-        "mul",
-        "add",
-        "chunk",
-        "neg",
-        "cat",
-        "mul",
-        "mul",
-        "add",
-        "permute",
-        "contiguous",
-        "view",
-        "chunk",
-        "silu",
-        "mul",
-        "gelu",
-    ]
+    rotary = ["chunk", "neg", "cat", "mul", "mul", "add"]
+    ops = [*rotary, *rotary, "permute", "contiguous", "view", "chunk", "silu", "mul", "gelu"]
     events, ts = [], 1736408883688177.0
     for op in ops:
         events.append(_event(f"aten::{op}", ts, 10.0))
