@@ -378,6 +378,10 @@ def analysis(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
             "|" + "---|" * len(table[0]),
             *("| " + " | ".join(r) + " |" for r in table[1:]),
             "",
+            "Findings are each tool's kinds (the peer's advisor rows mapped to npumon's names in "
+            'bench/peer_bench.py); "npumon misses" lists the peer\'s findings no npumon finding '
+            "answers, and says why where a peer finding is not real.",
+            "",
         ]
     misses += t.misses
     return out

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from npumon.daemon.analysis import (
+    affinity,
     comm,
     environment,
     host,
@@ -67,6 +68,7 @@ class _Collected:
     # a db reader fills it from PYTORCH_API / CANN_API)
     host_times: dict[str, host.HostTimes] = field(default_factory=dict)
     graph_model: dict[str, int] = field(default_factory=dict)  # per unit: the Model ID analysed
+    timelines: list[affinity.Timeline] = field(default_factory=list)  # host API sequences
 
     def step_total_us(self, units: list[str]) -> float | None:
         """All captured steps of these units (warm-up included: the tasks ran in them too)."""
@@ -214,8 +216,9 @@ def _metadata(unit: layout.ProfileUnit, c: _Collected) -> dict[str, object] | No
 
 
 def _unit_comm(unit: layout.ProfileUnit, c: _Collected) -> None:
-    """communication(_matrix).json, or for a db export the CommAnalyzer tables of analysis.db."""
-    comm_files = unit.tables.get(layout.COMMUNICATION, ())
+    """communication(_matrix).json, for a db export the CommAnalyzer tables of analysis.db, for
+    MindSpore <= 2.2 hccl_raw_N.csv."""
+    comm_files = unit.tables.get(layout.COMMUNICATION, ()) or unit.tables.get(layout.HCCL_RAW, ())
     matrix_files = unit.tables.get(layout.COMM_MATRIX, ())
     if not comm_files and layout.ANALYSIS_DB in unit.tables:
         db = unit.tables[layout.ANALYSIS_DB][0]
@@ -231,6 +234,19 @@ def _unit_comm(unit: layout.ProfileUnit, c: _Collected) -> None:
         c.comm_units.append(unit.name)
     else:
         c.matrix_only.extend(matrix_files)
+
+
+def _unit_timeline(unit: layout.ProfileUnit, c: _Collected) -> None:
+    """The host API sequences of trace_view.json, or of a db export's PYTORCH_API."""
+    try:
+        timeline = affinity.read_trace(unit.name, unit.root, c.problems)
+        if timeline is None and layout.DB in unit.tables:
+            timeline = affinity.read_db(unit.name, unit.tables[layout.DB][0])
+    except TableError as exc:
+        c.problems.append(str(exc))
+        return
+    if timeline is not None:
+        c.timelines.append(timeline)
 
 
 def _capture_time(units: tuple[layout.ProfileUnit, ...], sources: list[str]) -> float | None:
@@ -349,6 +365,7 @@ def analyze_path(
             times = host.read_db(unit.tables[layout.DB][0])
         if times is not None:
             c.host_times[unit.name] = times
+        _unit_timeline(unit, c)
     if not c.sources:
         raise NoProfileData(f"{path}: no readable profiler table:\n  " + "\n  ".join(c.problems))
     summary = _summary(c, units, thresholds, top_n, workload or path.resolve().name)
@@ -378,6 +395,7 @@ def _summary(
         + comm.byte_alignment(communication.alignment, thresholds)
         + environment.judge(c.env, thresholds)
         + pmu.judge(c.vector, thresholds)
+        + affinity.judge(c.timelines, thresholds)
     )
     evidence = _evidence(facts, steps, mode, judged, transfer, c.host_share())
     return ProfileSummary(

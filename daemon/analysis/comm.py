@@ -34,7 +34,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from npumon.daemon.analysis import sqlite_comm
+from npumon.daemon.analysis import mindspore, sqlite_comm
 from npumon.daemon.analysis.diagnosis import finding
 from npumon.daemon.analysis.readers import TableError
 from npumon.daemon.model.profile import Bottleneck, CommTimes, LinkStat, Thresholds
@@ -232,8 +232,11 @@ class CommRead:
 
 
 def _load(path: Path, notes: list[str], matrix: bool = False) -> object | None:
-    """A communication(_matrix).json, or the same document from an export_type=db analysis.db."""
+    """A communication(_matrix).json, or the same document from an export_type=db analysis.db
+    or a MindSpore hccl_raw_N.csv (no matrix)."""
     try:
+        if path.name.startswith("hccl_raw_"):
+            return None if matrix else mindspore.communication(path)
         if path.suffix == ".db":
             return sqlite_comm.matrix(path) if matrix else sqlite_comm.communication(path)
         data: object = json.loads(path.read_text(encoding="utf-8", errors="replace"))

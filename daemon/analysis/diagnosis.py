@@ -102,6 +102,11 @@ ADVICE = {
     "the bounding unit: mte2/mte3 (memory traffic: fewer copies, TransData, better formats) or "
     "vec (fewer elementwise passes, fused operators). msprof-analyze's advisor lists the same "
     "operators per shape.",
+    "affinity_api": "The host timeline runs sequences of torch calls that torch_npu has one "
+    "fused, NPU-affine API for (msprof-analyze's affinity API analysis): each sequence launches "
+    "several kernels where the replacement launches one. Replace them in the model code (find "
+    "them with with_stack=True in the profiler's call stacks) and capture again; check the "
+    "replacement's documentation for the shapes and dtypes it supports.",
     "env_vars": "Environment variables the profiler recorded differ from the recommended "
     "settings (msprof-analyze's environment check); each is named with its reason. Set them in "
     "the job's launch script and capture again.",

@@ -18,6 +18,7 @@ DB = "db"  # export_type=db: ascend_pytorch_profiler_N.db / msprof_*.db (sqlite_
 ANALYSIS_DB = "analysis_db"  # torch_npu analysis.db: StepTraceTime, CommAnalyzer* tables
 AICORE_TYPE = "aicore_type"  # MindSpore <= 2.2 aicore_intermediate_N_type.csv (mindspore.py)
 STEP_TRACE_RAW = "step_trace_raw"  # MindSpore <= 2.2 step_trace_raw_N_detail_time.csv
+HCCL_RAW = "hccl_raw"  # MindSpore <= 2.2 hccl_raw_N.csv: communication per step (mindspore.py)
 
 _TORCH_FILES = {
     KERNEL: "kernel_details.csv",
@@ -188,26 +189,15 @@ def _mindspore_units(path: Path) -> list[ProfileUnit]:
             )
             rank = int(match["r1"] or match["r2"] or match["r3"])
             by_rank.setdefault(rank, {})[kind] = (file,)
+    for rank, tables in by_rank.items():
+        hccl = path / f"hccl_raw_{rank}.csv"
+        if hccl.is_file():
+            tables[HCCL_RAW] = (hccl,)
     return [
-        ProfileUnit(
-            f"rank{rank}",
-            "mindspore",
-            path,
-            tables,
-            None,
-            tuple(_hccl_raw_note(path / f"hccl_raw_{rank}.csv")),
-        )
+        ProfileUnit(f"rank{rank}", "mindspore", path, tables, None)
         for rank, tables in sorted(by_rank.items())
         if AICORE_TYPE in tables or STEP_TRACE_RAW in tables
     ]
-
-
-def _hccl_raw_note(file: Path) -> Iterator[str]:
-    if file.is_file():
-        yield (
-            f"{file}: MindSpore's per-step communication table is not read (its link sizes "
-            "and bandwidths carry no documented unit): no communication figures for this rank"
-        )
 
 
 def _msprof_tables(directory: Path) -> tuple[dict[str, tuple[Path, ...]], tuple[str, ...]]:

@@ -38,6 +38,7 @@ BOTTLENECK_KINDS = (
     "byte_alignment",
     "env_vars",
     "operator_pmu",
+    "affinity_api",
 )
 
 # What enters from JSON (the worker's report, the state file) is taken as written: strict types
@@ -256,6 +257,9 @@ class Thresholds(BaseModel):
     operator_pmu_min_share: NonNegative = 0.01  # op types of at least this share of op time
     pmu_vector_total_ratio: NonNegative = 0.90  # vec + mte2 + mte3: vec_mte2_mte3 bound
     pmu_vector_unit_ratio: NonNegative = 0.70  # one unit's ratio: bound; below it: headroom
+    # msprof-analyze's affinity API rule: a torch call sequence of the host timeline with a fused
+    # torch_npu replacement is named from this many matches in the capture (the peer: any)
+    affinity_api_min_calls: int = Field(default=1, ge=1)
     aclnn_cache_limit_min: int = Field(default=10000, ge=0)  # env_vars: ACLNN_CACHE_LIMIT below
     regression_ratio: NonNegative = 0.05  # p99 step time above baseline
     device_busy_good: NonNegative = 0.80  # AI Core busy > 80 % fine, 50-80 % room, < 50 % low

@@ -1,4 +1,4 @@
-"""Ingest: find finished PROF_* / *_ascend_pt directories that jobs wrote themselves.
+"""Ingest: find finished PROF_* / *_ascend_pt / MindSpore directories that jobs wrote themselves.
 
 Never writes under the user's paths: a profile that still needs `msprof --export` is copied into
 our captures directory first."""
@@ -23,8 +23,16 @@ class IngestGroup:
     members: tuple[tuple[str, float], ...]  # (profile dir, newest mtime in it)
 
 
+MINDSPORE_TABLES = ("step_trace_raw_*_detail_time.csv", "aicore_intermediate_*_type.csv")
+
+
 def is_profile_dir(path: Path) -> bool:
-    return path.name.startswith("PROF_") or path.name.endswith("_ascend_pt")
+    """msprof's PROF_*, torch_npu's *_ascend_pt, MindSpore >= 2.3's *_ascend_ms, or MindSpore
+    <= 2.2's profiler/ holding its step or operator tables."""
+    name = path.name
+    if name.startswith("PROF_") or name.endswith(("_ascend_pt", "_ascend_ms")):
+        return True
+    return name == "profiler" and any(next(path.glob(g), None) for g in MINDSPORE_TABLES)
 
 
 def _profile_dirs(path: Path, depth: int) -> Iterator[Path]:

@@ -19,6 +19,7 @@ READ_BY_TESTS = (  # the globs/lists test_prof_readers.py parametrizes over
     "cluster_step_trace_time_msprof_analyze.csv",
     "profiler_info_torchnpu_cann8.3rc1.json",
     "prof_dir_end_info.json",
+    "trace_view_mstt_advisor_2024-01_adam.json",  # test_affinity_api.py, as a unit's timeline
 )
 NOT_ANALYSED = {
     # host-side API statistics and timeline: read (host.py) only beside the device tables of a

@@ -104,7 +104,9 @@ def test_lone_trace_view_says_what_it_holds(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("tree", ["db_level0", "db_level1", "mindspore22_run1"])
+@pytest.mark.parametrize(
+    "tree", ["db_level0", "db_level1", "mindspore22_run1", "mindspore22_cluster"]
+)
 def test_ingest_worker_gives_what_analyze_gives(tree: str) -> None:
     """The daemon's ingest runs the analysis worker: the same report as `npumon analyze`."""
     job = AnalysisJob(TREES / tree, "w", 10, Thresholds())
@@ -123,8 +125,9 @@ def test_ingest_worker_gives_what_analyze_gives(tree: str) -> None:
 def test_mindspore_22_op_statistic_wins_and_hccl_raw_is_named(tmp_path: Path) -> None:
     """SYNTHETIC placement: MindSpore copies msprof's op_statistic into profiler/ as
     op_statistic_N.csv (a real torch_npu op_statistic stands in); it is read in preference to
-    aicore_intermediate_N_type.csv. An hccl_raw_N.csv (the header of MindInsight's
-    cluster_propose/hccl_raw_0.csv, no rows) is not read, and a problem line says so."""
+    aicore_intermediate_N_type.csv. An hccl_raw_N.csv with the header of MindInsight's
+    cluster_propose/hccl_raw_0.csv and no rows gives no communication figures, and a problem
+    line says so (test_mindspore_comm.py reads whole ones)."""
     root = tmp_path / "profiler"
     shutil.copytree(TREES / "mindspore22_run2" / "profiler", root)
     stat = FIXTURES / "op_statistic_torchnpu_2025-01_level1.csv"
@@ -138,4 +141,5 @@ def test_mindspore_22_op_statistic_wins_and_hccl_raw_is_named(tmp_path: Path) ->
     assert str(root / "op_statistic_1.csv") in report.sources
     assert not any("aicore_intermediate" in s for s in report.sources)
     (note,) = [p for p in report.problems if "hccl_raw_1.csv" in p]
-    assert "not read" in note
+    assert "no step rows, not read" in note
+    assert report.summary.comm_times is None

@@ -22,6 +22,7 @@ from profiling_helpers import (
     value,
 )
 
+from npumon.daemon.profiling.ingest import is_profile_dir
 from npumon.simulator.prof_dir import CaptureMeta, write_raw
 
 pytestmark = pytest.mark.integration
@@ -130,3 +131,17 @@ def test_collect_once_analyses_the_ingest_paths(tmp_path: Path) -> None:
     assert p99 is not None and expected[0] * (1 - 1e-5) <= p99
     assert value(text, "npu_profile_bottleneck", workload="qwen3", kind="communication") == 1
     assert value(text, "npu_aicore_utilization_ratio", npu="0", chip="0") is not None
+
+
+def test_mindspore_profile_dirs_are_found_and_other_profiler_dirs_are_not(tmp_path: Path) -> None:
+    """MindSpore <= 2.2 writes profiler/ with its tables, >= 2.3 *_ascend_ms/; a profiler/ folder
+    without MindSpore's tables (another tool's) is not a profile."""
+    ms22 = tmp_path / "job" / "profiler"
+    shutil.copytree(FIXTURES / "trees" / "mindspore22_cluster" / "profiler", ms22)
+    other = tmp_path / "other" / "profiler"
+    other.mkdir(parents=True)
+    (other / "hccl_raw_0.csv").write_text("step_num\n")
+    ms23 = tmp_path / "rank0_20250101_ascend_ms"
+    ms23.mkdir()
+    assert is_profile_dir(ms22) and is_profile_dir(ms23)
+    assert not is_profile_dir(other)

@@ -16,12 +16,14 @@ from profiling_helpers import config_for, profiler_for
 
 pytestmark = pytest.mark.integration
 TREES = Path(__file__).resolve().parents[2] / "fixtures" / "msprof" / "trees"
-CASES = {  # tree -> a finding each must give
-    "text_level1": "byte_alignment",
-    "db_level0": "online_compile",
-    "db_level1": "byte_alignment",
-    "synthetic_partial_last_step": "host_bound",
-    "synthetic_tf_legacy": "input_pipeline",
+CASES = {  # tree -> findings each must give
+    "text_level1": {"byte_alignment", "affinity_api"},
+    "db_level0": {"online_compile", "affinity_api"},
+    "db_level1": {"byte_alignment", "affinity_api"},
+    "mindspore22_cluster": {"small_packets"},  # from hccl_raw_N.csv
+    "mindspore22_run1": {"compute_bound", "small_ops"},
+    "synthetic_partial_last_step": {"host_bound"},
+    "synthetic_tf_legacy": {"input_pipeline"},
 }
 
 
@@ -52,4 +54,4 @@ def test_analyze_and_ingest_agree(tree: str, tmp_path: Path) -> None:
     assert outcome.result == "ok" and outcome.report is not None
     ingested = [(b.kind, b.detail) for b in outcome.report.summary.bottlenecks]
     assert ingested == analysed
-    assert CASES[tree] in {kind for kind, _ in analysed}
+    assert CASES[tree] <= {kind for kind, _ in analysed}
