@@ -29,7 +29,7 @@ class Evidence:
     static_ops: int | None = None  # None when the table does not say
     small_ops_ratio: float | None = None
     mode: str | None = None  # eager or graph
-    transfer_ratio: float | None = None  # communication.json transit over step time
+    transfer_ratio: float | None = None  # the communication table's transit over step time
     findings: tuple[Bottleneck, ...] = ()  # judged elsewhere: ranks (peers.py), links (comm.py)
 
 
@@ -285,7 +285,7 @@ def transfer_tier(transfer: float | None, t: Thresholds) -> str:
         else "fine"
     )
     return (
-        f"; data transfer (communication.json transit, not waiting) is {transfer:.1%} of the "
+        f"; data transfer (transit time of the communication table, not waiting) is {transfer:.1%} of the "
         f"step ({tier}: checklist > {t.communication_notice_ratio:.0%} attention, > "
         f"{t.communication_ratio:.0%} severe)"
     )
