@@ -197,14 +197,24 @@ def collect(
     calls: Sequence[Call],
     answers: Sequence[tuple[int, Any]],
     unsupported: Callable[[Call], None],
+    refused: Callable[[DcmiRefusal], None] | None = None,
 ) -> dict[DcmiChip, dict[str, Any]]:
-    """Each chip's values by value key; -8255 left out (and told), other codes raised."""
+    """Each chip's values by value key; -8255 left out (and told to ``unsupported``), a
+    function refused for good (missing, -8002) left out and told to ``refused`` when given;
+    other codes raised."""
     by_chip = {(c.card, c.device): c for c in chips}
     values: dict[DcmiChip, dict[str, Any]] = {c: {} for c in chips}
     for call, (rc, value) in zip(calls, answers, strict=True):
         name, card, device, arg = call
         chip = by_chip[(card, device)]
-        if check(name, chip, rc):
+        try:
+            present = check(name, chip, rc)
+        except DcmiRefusal as refusal:
+            if refused is None or refusal.function is None:
+                raise
+            refused(refusal)
+            continue
+        if present:
             values[chip][value_key(name, arg)] = value
         else:
             unsupported(call)

@@ -1,6 +1,6 @@
 """The DCMI backend through the daemon: one simulated node read through npu-smi and through the
 gcc-built fake libdcmi.so gives the same exposition; a hang, a missing symbol, -8255 and -8002
-each leave npu-smi serving what DCMI cannot."""
+each leave npu-smi serving what DCMI cannot (a refused function: only the fields it fills)."""
 
 from __future__ import annotations
 
@@ -163,27 +163,43 @@ def test_a_hung_call_is_killed_and_npu_smi_serves(
     assert value(found, "npu_hbm_total_bytes", npu="0", chip="0") == 65536 * 1024 * 1024
 
 
+_REFUSALS = re.compile(r'^npumon_source_failures_total\{reason="dcmi_[a-z_]+".*\n', re.MULTILINE)
+
+
 @pytest.mark.parametrize(
-    ("omit", "extra", "reason"),
+    ("omit", "extra", "reason", "source", "table_runs"),
     [
-        (("dcmi_get_device_power_info",), "", "dcmi_missing_symbol"),
-        ((), "fail dcmi_get_device_temperature -8002\n", "dcmi_permission"),
+        # the table and -t common both mix power with other functions
+        (("dcmi_get_device_power_info",), "", "dcmi_missing_symbol", "npu_smi_table", 3),
+        ((), "fail dcmi_get_device_temperature -8002\n", "dcmi_permission", "npu_smi_table", 3),
+        # -t common alone has the frequencies: the table stays DCMI's
+        (("dcmi_get_device_frequency",), "", "dcmi_missing_symbol", "npu_smi_detail", 1),
     ],
 )
-def test_a_function_dcmi_cannot_give_is_served_by_npu_smi(
+def test_a_function_dcmi_cannot_give_is_served_per_field_by_npu_smi(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     omit: tuple[str, ...],
     extra: str,
     reason: str,
+    source: str,
+    table_runs: int,
 ) -> None:
     monkeypatch.setenv(STATE_ENV, str(_node(tmp_path, "910b-8", extra)))
-    agent = _agent(tmp_path, "910b-8", "auto", *omit)
-    found = _two_table_polls(agent)  # after the cross-check: DCMI would serve, but cannot
-    assert value(found, "npumon_backend_info", backend="cli", reason=reason) == 1
-    assert value(found, "npu_power_watts", npu="0", chip="0") is not None
-    assert value(found, "npu_temperature_celsius", npu="0", chip="0") is not None
+    cli = _table_exposition(_agent(tmp_path, "910b-8", "cli"))
+    calls: list[tuple[str, ...]] = []
+    dcmi = _table_exposition(_agent(tmp_path, "910b-8", "auto", *omit, calls=calls))
+    found = samples(dcmi)
+    # DCMI still serves; the refusal is counted once (not asked again this hour)
+    assert value(found, "npumon_backend_info", backend="dcmi", reason="cross_check_passed") == 1
+    assert value(found, "npumon_source_failures_total", source=source, reason=reason) == 1
     assert value(found, "npumon_source_up", source="npu_smi_table") == 1
+    # npu-smi ran only the queries that give the refused function's fields
+    assert calls.count(("info",)) == table_runs
+    assert calls.count(("info", "-t", "common", "-i", "0")) == 1
+    assert not [c for c in calls if c[1:3] in (("-t", "usages"), ("-t", "memory"))]
+    # and what it filled is what backend cli shows
+    assert _REFUSALS.sub("", _VOLATILE.sub("", dcmi)) == _VOLATILE.sub("", cli)
 
 
 def test_minus_8255_is_absent_and_not_asked_again(
