@@ -44,6 +44,7 @@ def _chip_keys(node: SimNode, c: SimChip) -> dict[str, object]:
             f"ecc{ecc}_total_dbe": dbe,
         }
     )
+    keys.update(_dcmi_only(node, c))
     if c.power_watts is not None:  # NA (310P) and "-" (A3 die 1): -8255
         keys["power"] = round(c.power_watts * 10)
     optional = {
@@ -71,6 +72,19 @@ def _chip_keys(node: SimNode, c: SimChip) -> dict[str, object]:
             hugepages_total=c.hugepages_total,
             hugepages_free=c.hugepages_total - c.hugepages_used,
         )
+    return keys
+
+
+def _dcmi_only(node: SimNode, c: SimChip) -> dict[str, object]:
+    """Readings npu-smi does not print: voltage (0.01 V) rising with load; PCIe bandwidth
+    (MB/ms, min/max/avg) on 910B only, as npu-exporter collects it, host-to-device writes
+    scaling with AI Core load."""
+    keys: dict[str, object] = {"volt": 80 + c.aicore_percent // 10}
+    if node.family.key == "910b":
+        avg = 1 + c.aicore_percent // 10
+        for name, scale in (("tx_p_bw", 1), ("rx_p_bw", 2), ("rx_cpl_bw", 1), ("tx_cpl_bw", 1)):
+            keys[f"pcie_{name}"] = f"{avg * scale // 2}/{avg * scale * 2}/{avg * scale}"
+        keys.update(pcie_tx_np_bw="0/1/0", pcie_rx_np_bw="0/1/0", pcie_tx_np_lantency="1/3/2")
     return keys
 
 

@@ -19,13 +19,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar, cast
 
-from npumon.daemon.model.npu_smi import CommonReport, EccReport, InfoTable, UsagesReport
+from npumon.daemon.model.npu_smi import ChipDcmi, CommonReport, EccReport, InfoTable, UsagesReport
 from npumon.daemon.model.snapshot import BackendInfo
 from npumon.daemon.parsers import plausible, table
 from npumon.daemon.sources.dcmi_client import Call, DcmiChip, DcmiHelper, Hello, HelperFailure
 from npumon.daemon.sources.dcmi_fields import fields_of, merge
 from npumon.daemon.sources.dcmi_readings import (
     COMMON_CALLS,
+    DCMI_ONLY_CALLS,
     ECC_CALLS,
     HEALTH_CALLS,
     MEMORY_CALLS,
@@ -35,6 +36,7 @@ from npumon.daemon.sources.dcmi_readings import (
     Values,
     calls_for,
     chip_common,
+    chip_dcmi,
     chip_ecc,
     chip_usage,
     collect,
@@ -116,6 +118,13 @@ _PER_CHIP = frozenset({"health", "memory"})
 DETAIL_KINDS = ("info", *DETAIL)
 
 
+def _served(function: str, fields: Sequence[str]) -> str:
+    """What npu-smi serves for a refused function, for the refusal's message."""
+    if fields:
+        return ", ".join(fields)
+    return "the process list" if function == "processes" else "nothing: it has no such query"
+
+
 def _detail(args: Sequence[str]) -> tuple[str, int, int | None] | None:
     """(query, NPU, chip) for `-t usages|common|ecc -i N` and `-t health|memory -i N -c M`."""
     if len(args) < 4 or args[0] != "-t" or args[1] not in DETAIL or args[2] != "-i":
@@ -183,6 +192,33 @@ class DcmiSmi(NpuSmi):
         if served is None:
             return super().query(run, parse, *args)
         return cast(T, served)  # the model type `parse` gives for these args
+
+    def dcmi_only(
+        self, run: SourceRun, chips: Sequence[tuple[int, int]]
+    ) -> dict[tuple[int, int], ChipDcmi]:
+        """Voltage and PCIe bandwidth of ``chips``, once a cross-check has passed; one request
+        per chip (the PCIe call samples for its window: the table waits at most one chip's)."""
+        helper, found = self.helper, {}
+        if helper is None or not self._checked or self._monotonic() < self._off_until:
+            return {}
+        try:
+            listed = {(c.card, c.device): c for c in helper.hello().chips}
+            for key in (k for k in chips if k in listed):
+                chip = listed[key]
+                reading = chip_dcmi(self._values(run, helper, [chip], DCMI_ONLY_CALLS)[chip])
+                if reading != ChipDcmi():
+                    found[key] = reading
+        except (HelperFailure, DcmiRefusal) as failure:
+            run.refused(
+                SourceFailure(
+                    failure.reason,
+                    f"DCMI: {failure.message}; no voltage or PCIe "
+                    "bandwidth for the chips after it this pass",
+                )
+            )
+            if isinstance(failure, DcmiRefusal) and failure.re_enumerate:
+                helper.restart(failure.message)
+        return found
 
     def _cli(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T:
         return super().query(run, parse, *args)
@@ -323,7 +359,7 @@ class DcmiSmi(NpuSmi):
             SourceFailure(
                 refusal.reason,
                 f"DCMI: {refusal.message}; npu-smi serves what {name} gives "
-                f"({', '.join(fields) or 'the process list'}) for {self._retry_after:.0f} s",
+                f"({_served(name, fields)}) for {self._retry_after:.0f} s",
             )
         )
 

@@ -89,7 +89,26 @@ class ProcMemInfo(ctypes.Structure):
     _fields_ = (("proc_id", c_int), ("proc_mem_usage", c_ulong))  # bytes
 
 
+PCIE_PROF_DATA_NUM = 3  # AGENTDRV_PROF_DATA_NUM: min, max, avg over the sampling window
+
+
+class PcieLinkBandwidthInfo(ctypes.Structure):
+    """``profiling_time`` (ms) is the caller's sampling window; each array is (min, max, avg)."""
+
+    _fields_ = (
+        ("profiling_time", c_int),
+        ("tx_p_bw", c_uint * PCIE_PROF_DATA_NUM),  # MB/ms
+        ("tx_np_bw", c_uint * PCIE_PROF_DATA_NUM),
+        ("tx_cpl_bw", c_uint * PCIE_PROF_DATA_NUM),
+        ("tx_np_lantency", c_uint * PCIE_PROF_DATA_NUM),
+        ("rx_p_bw", c_uint * PCIE_PROF_DATA_NUM),
+        ("rx_np_bw", c_uint * PCIE_PROF_DATA_NUM),
+        ("rx_cpl_bw", c_uint * PCIE_PROF_DATA_NUM),
+    )
+
+
 STRUCTS: dict[str, type[ctypes.Structure]] = {
+    "dcmi_pcie_link_bandwidth_info": PcieLinkBandwidthInfo,
     "dcmi_chip_info_v2": ChipInfoV2,
     "dcmi_pcie_info_all": PcieInfoAll,
     "dcmi_ecc_info": EccInfo,
@@ -122,4 +141,6 @@ FUNCTIONS: dict[str, tuple[object, ...]] = {
     "dcmi_get_device_resource_info": (c_int, c_int, POINTER(ProcMemInfo), _INT_P),
     "dcmi_get_device_chip_info_v2": (c_int, c_int, POINTER(ChipInfoV2)),
     "dcmi_get_device_pcie_info_v2": (c_int, c_int, POINTER(PcieInfoAll)),
+    "dcmi_get_device_voltage": (c_int, c_int, _UINT_P),
+    "dcmi_get_pcie_link_bandwidth_info": (c_int, c_int, POINTER(PcieLinkBandwidthInfo)),
 }

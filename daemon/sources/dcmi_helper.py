@@ -27,6 +27,7 @@ from npumon.daemon.sources.dcmi_abi import (
     HbmInfo,
     MemoryInfoV3,
     PcieInfoAll,
+    PcieLinkBandwidthInfo,
     ProcMemInfo,
 )
 from npumon.daemon.sources.dcmi_library import load
@@ -110,6 +111,15 @@ def _pcie(fn: Any, card: int, device: int, _: int) -> Answer:
     return rc, _fields(info, names) if rc == 0 else None
 
 
+PCIE_BANDWIDTH = ("tx_p_bw", "tx_np_bw", "tx_cpl_bw", "rx_p_bw", "rx_np_bw", "rx_cpl_bw")
+
+
+def _pcie_bandwidth(fn: Any, card: int, device: int, window_ms: int) -> Answer:
+    info = PcieLinkBandwidthInfo(profiling_time=window_ms)
+    rc = fn(card, device, byref(info))
+    return rc, {name: list(getattr(info, name)) for name in PCIE_BANDWIDTH} if rc == 0 else None
+
+
 def _int_out_typed(fn: Any, card: int, device: int, kind: int) -> Answer:
     out = c_uint()
     rc = fn(card, device, kind, byref(out))
@@ -130,6 +140,9 @@ CALLS: dict[str, tuple[str, Callable[[Any, int, int, int], Answer]]] = {
     "processes": ("dcmi_get_device_resource_info", _processes),
     "chip": ("dcmi_get_device_chip_info_v2", _chip),
     "pcie": ("dcmi_get_device_pcie_info_v2", _pcie),
+    "voltage": ("dcmi_get_device_voltage", lambda f, c, d, _: _int_out(f, c, d, c_uint())),
+    # arg: the sampling window in ms (the call takes about that long)
+    "pcie_bandwidth": ("dcmi_get_pcie_link_bandwidth_info", _pcie_bandwidth),
 }
 
 

@@ -34,6 +34,8 @@ _VOLATILE = re.compile(
     r"|npumon_backend_info)\{.*\n",
     re.MULTILINE,
 )
+DCMI_ONLY = ("npu_voltage_volts", "npu_pcie_bandwidth_bytes_per_second")  # no npu-smi query
+_DCMI_ONLY = re.compile(rf"^(# [A-Z]+ )?({'|'.join(DCMI_ONLY)})\b.*\n", re.MULTILINE)
 
 
 def _node(tmp_path: Path, scenario: str, extra: str = "") -> Path:
@@ -135,7 +137,7 @@ def test_one_node_through_both_backends_is_one_exposition(
             if name == "npu_error_code_info" and dict(labels).get("npu") == "5"
         }
         assert codes == {"A4025021", "8C03A000"}
-    assert _VOLATILE.sub("", dcmi) == _VOLATILE.sub("", cli)
+    assert _VOLATILE.sub("", _DCMI_ONLY.sub("", dcmi)) == _VOLATILE.sub("", cli)
 
 
 def test_a_hung_call_is_killed_and_npu_smi_serves(
@@ -199,7 +201,7 @@ def test_a_function_dcmi_cannot_give_is_served_per_field_by_npu_smi(
     assert calls.count(("info", "-t", "common", "-i", "0")) == 1
     assert not [c for c in calls if c[1:3] in (("-t", "usages"), ("-t", "memory"))]
     # and what it filled is what backend cli shows
-    assert _REFUSALS.sub("", _VOLATILE.sub("", dcmi)) == _VOLATILE.sub("", cli)
+    assert _REFUSALS.sub("", _VOLATILE.sub("", _DCMI_ONLY.sub("", dcmi))) == _VOLATILE.sub("", cli)
 
 
 def test_minus_8255_is_absent_and_not_asked_again(
@@ -230,3 +232,28 @@ def test_a_cross_check_disagreement_turns_dcmi_off_in_auto(
         value(found, "npumon_source_failures_total", source="npu_smi_table", reason="cross_check")
         == 8
     )
+
+
+@pytest.mark.parametrize("scenario", ["910b-8", "310p-duo"])
+def test_voltage_and_pcie_bandwidth_come_only_through_dcmi(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: str
+) -> None:
+    """The simulator's values, in volts and bytes per second; no PCIe series where the fake
+    answers -8255 (310P), none of either through npu-smi."""
+    monkeypatch.setenv(STATE_ENV, str(_node(tmp_path, scenario)))
+    chip = node_state(load_scenario(scenario), AT).cards[0].chips[0]
+    where = {"npu": str(chip.npu), "chip": str(chip.chip)}
+    found = samples(_table_exposition(_agent(tmp_path, scenario, "dcmi")))
+    volts = value(found, "npu_voltage_volts", **where)
+    assert volts == pytest.approx((80 + chip.aicore_percent // 10) * 0.01)
+    pcie = [dict(labels) for name, labels in found if name == DCMI_ONLY[1]]
+    if scenario == "910b-8":
+        assert len(pcie) == 8 * 2 * 3 * 3  # chips x directions x kinds x stats
+        avg = 1 + chip.aicore_percent // 10  # MB/ms, receive posted at twice the rate
+        assert value(
+            found, DCMI_ONLY[1], **where, direction="receive", kind="posted", stat="avg"
+        ) == pytest.approx(2 * avg * 1e9)
+    else:
+        assert pcie == []
+    cli = samples(_table_exposition(_agent(tmp_path, scenario, "cli")))
+    assert not set(DCMI_ONLY) & names(cli)

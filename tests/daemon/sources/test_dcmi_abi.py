@@ -68,6 +68,7 @@ def test_every_struct_matches_gcc(tmp_path: Path) -> None:
         if "." not in line.split()[0]
     }
     assert sizes == {
+        "dcmi_pcie_link_bandwidth_info": 88,
         "dcmi_chip_info_v2": 132,
         "dcmi_pcie_info_all": 64,
         "dcmi_ecc_info": 36,

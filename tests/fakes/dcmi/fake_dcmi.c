@@ -23,7 +23,7 @@
 #define INVALID_PARAMETER -8001
 #define NOT_READY -8012
 #define MAX_CHIPS 64
-#define MAX_KEYS 48
+#define MAX_KEYS 64
 #define MAX_RULES 32
 
 struct kv { char key[32]; char value[64]; };
@@ -233,6 +233,10 @@ INT_READER(dcmi_get_device_power_info, int, "power")
 INT_READER(dcmi_get_device_temperature, int, "temp")
 #endif
 
+#ifndef OMIT_dcmi_get_device_voltage
+INT_READER(dcmi_get_device_voltage, unsigned int, "volt")
+#endif
+
 #ifndef OMIT_dcmi_get_device_errorcode_v2
 int dcmi_get_device_errorcode_v2(int card_id, int device_id, int *error_count,
                                  unsigned int *error_code_list, unsigned int list_len) {
@@ -391,6 +395,33 @@ int dcmi_get_device_pcie_info_v2(int card_id, int device_id, struct dcmi_pcie_in
     pcie_info->bdf_busid = bus;
     pcie_info->bdf_deviceid = dev;
     pcie_info->bdf_funcid = func;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_dcmi_get_pcie_link_bandwidth_info
+/* Keys pcie_<field>=min/max/avg (MB/ms); no pcie_tx_p_bw key: NOT_SUPPORT. The window the
+ * caller set must be positive, as the driver checks it. */
+int dcmi_get_pcie_link_bandwidth_info(int card_id, int device_id,
+                                      struct dcmi_pcie_link_bandwidth_info *pcie_link_bandwidth_info) {
+    static const char *names[] = {"tx_p_bw", "tx_np_bw", "tx_cpl_bw", "tx_np_lantency",
+                                  "rx_p_bw", "rx_np_bw", "rx_cpl_bw"};
+    struct dcmi_pcie_link_bandwidth_info *out = pcie_link_bandwidth_info;
+    unsigned int *arrays[] = {out->tx_p_bw, out->tx_np_bw, out->tx_cpl_bw, out->tx_np_lantency,
+                              out->rx_p_bw, out->rx_np_bw, out->rx_cpl_bw};
+    struct chip *c;
+    char key[32];
+    int rc = guard("dcmi_get_pcie_link_bandwidth_info", card_id, device_id, &c);
+    if (rc) return rc;
+    if (out->profiling_time <= 0) return INVALID_PARAMETER;
+    if (lookup(c, "pcie_tx_p_bw") == NULL) return NOT_SUPPORT;
+    for (int i = 0; i < 7; i++) {
+        const char *v;
+        snprintf(key, sizeof(key), "pcie_%s", names[i]);
+        v = lookup(c, key);
+        if (v == NULL || sscanf(v, "%u/%u/%u", &arrays[i][0], &arrays[i][1], &arrays[i][2]) != 3)
+            arrays[i][0] = arrays[i][1] = arrays[i][2] = 0;
+    }
     return 0;
 }
 #endif

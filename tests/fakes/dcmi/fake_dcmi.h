@@ -8,6 +8,7 @@
 #define DIE_ID_COUNT 5
 #define MAX_LENGTH 256
 #define DCMI_UTIL_RESERVED_LEN 8
+#define AGENTDRV_PROF_DATA_NUM 3
 
 struct dcmi_chip_info_v2 {
     unsigned char chip_type[MAX_CHIP_NAME_LEN];
@@ -68,6 +69,16 @@ struct dcmi_multi_utilization_info {
     unsigned int npu_util;
     unsigned int reserved[DCMI_UTIL_RESERVED_LEN];
 };
+struct dcmi_pcie_link_bandwidth_info {
+    int profiling_time;
+    unsigned int tx_p_bw[AGENTDRV_PROF_DATA_NUM];
+    unsigned int tx_np_bw[AGENTDRV_PROF_DATA_NUM];
+    unsigned int tx_cpl_bw[AGENTDRV_PROF_DATA_NUM];
+    unsigned int tx_np_lantency[AGENTDRV_PROF_DATA_NUM];
+    unsigned int rx_p_bw[AGENTDRV_PROF_DATA_NUM];
+    unsigned int rx_np_bw[AGENTDRV_PROF_DATA_NUM];
+    unsigned int rx_cpl_bw[AGENTDRV_PROF_DATA_NUM];
+};
 enum dcmi_freq_type {
     DCMI_FREQ_DDR = 1, DCMI_FREQ_CTRLCPU = 2, DCMI_FREQ_HBM = 6, DCMI_FREQ_AICORE_CURRENT_ = 7,
     DCMI_FREQ_AICORE_MAX = 9, DCMI_FREQ_VECTORCORE_CURRENT = 12
@@ -103,5 +114,8 @@ int dcmi_get_device_resource_info(int card_id, int device_id, struct dcmi_proc_m
                                   int *proc_num);
 int dcmi_get_device_chip_info_v2(int card_id, int device_id, struct dcmi_chip_info_v2 *chip_info);
 int dcmi_get_device_pcie_info_v2(int card_id, int device_id, struct dcmi_pcie_info_all *pcie_info);
+int dcmi_get_device_voltage(int card_id, int device_id, unsigned int *voltage);
+int dcmi_get_pcie_link_bandwidth_info(int card_id, int device_id,
+                                      struct dcmi_pcie_link_bandwidth_info *pcie_link_bandwidth_info);
 
 #endif

@@ -1,0 +1,44 @@
+"""What only DCMI gives, under `npu_smi.backend` auto or dcmi: chip voltage and PCIe bandwidth
+(no sample through npu-smi, nor where the driver answers -8255)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from npumon.daemon.model.snapshot import NodeSnapshot
+from npumon.exporters.spec import CHIP_LABELS, SAMPLED, Family, Gauge, ids, render_table
+
+VOLTAGE: tuple[Family, ...] = (
+    Gauge(
+        "npu_voltage_volts",
+        "Chip supply voltage in volts (DCMI dcmi_get_device_voltage; no npu-smi counterpart"
+        " is polled).",
+        "voltage_volts",
+        "volts",
+    ),
+)
+PCIE_BANDWIDTH = "npu_pcie_bandwidth_bytes_per_second"
+render_voltage = render_table(VOLTAGE)
+
+
+def render_dcmi(snap: NodeSnapshot) -> Iterator[Metric]:
+    """Voltage and PCIe bandwidth per chip (min, max, avg over the driver's sampling window).
+
+    npu_voltage_volts{npu="0",chip="0"} 0.85
+    npu_pcie_bandwidth_bytes_per_second{npu="0",chip="0",direction="receive",kind="posted",
+      stat="avg"} 6e+09
+    """
+    yield from render_voltage(snap)
+    family = GaugeMetricFamily(
+        PCIE_BANDWIDTH,
+        "PCIe link bandwidth in bytes per second by direction, TLP kind (posted writes,"
+        " non_posted reads, completions) and stat (min, max, avg over the driver's sampling"
+        f" window; DCMI dcmi_get_pcie_link_bandwidth_info). {SAMPLED}",
+        labels=(*CHIP_LABELS, "direction", "kind", "stat"),
+    )
+    for c in snap.chips:
+        for direction, kind, stat, value in c.pcie_bandwidth:
+            family.add_metric([*ids(c), direction, kind, stat], value)
+    yield family
