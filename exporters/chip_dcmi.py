@@ -1,5 +1,5 @@
-"""What only DCMI gives, under `npu_smi.backend` auto or dcmi: chip voltage and PCIe bandwidth
-(no sample through npu-smi, nor where the driver answers -8255)."""
+"""What only DCMI gives, under `npu_smi.backend` auto or dcmi: chip voltage, PCIe bandwidth and
+per-vNPU AI Core and memory (no sample through npu-smi, nor where the driver answers -8255)."""
 
 from __future__ import annotations
 
@@ -42,3 +42,30 @@ def render_dcmi(snap: NodeSnapshot) -> Iterator[Metric]:
         for direction, kind, stat, value in c.pcie_bandwidth:
             family.add_metric([*ids(c), direction, kind, stat], value)
     yield family
+    yield from _vnpus(snap)
+
+
+# (name, HELP, position in a ChipReading.vnpus entry)
+VNPU: tuple[tuple[str, str, int], ...] = (
+    ("npu_vnpu_aicore_utilization_ratio", "AI Core utilization of a vNPU, 0..1.", 1),
+    ("npu_vnpu_memory_total_bytes", "Memory of a vNPU in bytes.", 2),
+    ("npu_vnpu_memory_used_bytes", "Memory a vNPU uses, in bytes.", 3),
+)
+
+
+def _vnpus(snap: NodeSnapshot) -> Iterator[Metric]:
+    """Per vNPU carved from a chip (DCMI dcmi_get_device_info, VDEV_MNG; 310P).
+
+    npu_vnpu_aicore_utilization_ratio{npu="96",chip="1",vnpu_id="100"} 0.42
+    """
+    for name, doc, at in VNPU:
+        family = GaugeMetricFamily(
+            name,
+            f"{doc} DCMI dcmi_get_device_info (VDEV_MNG); vnpu_id as in"
+            f" npu_chip_allocation_info. {SAMPLED}",
+            labels=(*CHIP_LABELS, "vnpu_id"),
+        )
+        for c in snap.chips:
+            for vnpu in c.vnpus:
+                family.add_metric([*ids(c), str(vnpu[0])], float(vnpu[at]))
+        yield family

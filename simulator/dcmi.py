@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 
 from npumon.simulator.cli import load_at
+from npumon.simulator.model import Vnpu
 from npumon.simulator.state import SimChip, SimNode, node_state
 
 HEALTH_CODES = {"OK": 0, "Warning": 1, "Alarm": 2, "Critical": 3}
@@ -88,8 +90,19 @@ def _dcmi_only(node: SimNode, c: SimChip) -> dict[str, object]:
     return keys
 
 
-def state_text(node: SimNode) -> str:
-    """The fake's state file for the node (cards that disappeared are not listed)."""
+def _vnpu_lines(c: SimChip, vnpus: Sequence[Vnpu]) -> list[str]:
+    """`vnpu <card> <device> <id> <util %> <total KB> <free KB>`: busy as the chip."""
+    lines = []
+    for v in (v for v in vnpus if (v.npu, v.chip) == (c.npu, c.chip)):
+        total = v.memory_mb * 1024
+        free = total - total * c.aicore_percent // 100
+        lines.append(f"vnpu {c.npu} {c.chip} {v.vnpu_id} {c.aicore_percent} {total} {free}")
+    return lines
+
+
+def state_text(node: SimNode, vnpus: Sequence[Vnpu] = ()) -> str:
+    """The fake's state file for the node (cards that disappeared are not listed) and the
+    scenario's vNPUs."""
     lines = [f"version {node.npu_smi_version} {node.npu_smi_version}"]
     if node.dcmi_fail_code is not None:
         lines.append(f"init {node.dcmi_fail_code}")
@@ -100,6 +113,7 @@ def state_text(node: SimNode) -> str:
             lines.append(f"chip {c.npu} {c.chip} {c.logic_id} {phy} {keys}")
             lines += [f"proc {c.npu} {c.chip} {p.pid} {p.memory_mb * MIB}" for p in c.processes]
             lines += [f"error {c.npu} {c.chip} {code}" for code in c.error_codes]
+            lines += _vnpu_lines(c, vnpus)
     return "\n".join(lines) + "\n"
 
 
@@ -114,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     if loaded is None:
         return 2
     scenario, t = loaded
-    sys.stdout.write(state_text(node_state(scenario, t)))
+    sys.stdout.write(state_text(node_state(scenario, t), scenario.vnpus))
     return 0
 
 

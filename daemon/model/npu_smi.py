@@ -257,6 +257,8 @@ class ChipDcmi:
     # dcmi_get_pcie_link_bandwidth_info over its sampling window:
     # (direction transmit|receive, kind posted|non_posted|completion, stat min|max|avg, B/s)
     pcie_bandwidth: tuple[tuple[str, str, str, float], ...] = ()
+    # dcmi_get_device_info VDEV_MNG: (vnpu_id, AI Core ratio, memory total bytes, used bytes)
+    vnpus: tuple[tuple[int, float, int, int], ...] = ()
 
 
 # ---------------------------------------------------------------- what the npu-smi sources hold

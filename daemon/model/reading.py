@@ -88,6 +88,7 @@ class ChipReading:
     allocated: bool | None = None  # held by a container; None: no pod-resources on the node
     voltage_volts: float | None = None  # DCMI only
     pcie_bandwidth: tuple[tuple[str, str, str, float], ...] = ()  # DCMI only (ChipDcmi)
+    vnpus: tuple[tuple[int, float, int, int], ...] = ()  # DCMI only (ChipDcmi)
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +239,7 @@ def read_chip(
         allocated=owners.allocated((t.npu, t.chip)),
         voltage_volts=d.voltage_volts,
         pcie_bandwidth=d.pcie_bandwidth,
+        vnpus=d.vnpus,
     )
     return _with_throttle(reading, rule, profiling)
 

@@ -80,7 +80,11 @@ ECC_CALLS: tuple[tuple[str, int], ...] = (("ecc", ECC_HBM), ("ecc", ECC_DDR))
 MEMORY_CALLS: tuple[tuple[str, int], ...] = (("hbm", 0), ("memory", 0))
 # what npu-smi has no query for, read by the health tier; the PCIe call samples for its window
 PCIE_WINDOW_MS = 200  # npu-exporter's -profilingTime default
-DCMI_ONLY_CALLS: tuple[tuple[str, int], ...] = (("voltage", 0), ("pcie_bandwidth", PCIE_WINDOW_MS))
+DCMI_ONLY_CALLS: tuple[tuple[str, int], ...] = (
+    ("voltage", 0),
+    ("pcie_bandwidth", PCIE_WINDOW_MS),
+    ("vnpus", 0),
+)
 VOLTS_PER_UNIT = 0.01  # dcmi_get_device_voltage: 0.01 V (npu-exporter's DcGetDeviceVoltage)
 BYTES_PER_SECOND_PER_UNIT = 1e9  # MB/ms
 PCIE_DIRECTIONS = {"tx": "transmit", "rx": "receive"}
@@ -357,7 +361,7 @@ def memory_report(chip: DcmiChip, values: Values) -> MemoryReport:
 
 
 def chip_dcmi(values: Values) -> ChipDcmi:
-    """Voltage and PCIe bandwidth (dcmi.md §3's units into volts and bytes per second)."""
+    """Voltage, PCIe bandwidth and vNPUs (volts, bytes per second, ratios, bytes from KB)."""
     volts, bandwidth = values.get("voltage"), values.get("pcie_bandwidth") or {}
     rows = []
     for name, triple in bandwidth.items():
@@ -369,4 +373,8 @@ def chip_dcmi(values: Values) -> ChipDcmi:
     return ChipDcmi(
         voltage_volts=None if volts is None else round(volts * VOLTS_PER_UNIT, 2),
         pcie_bandwidth=tuple(rows),
+        vnpus=tuple(
+            (vdev, _ratio(util), total * 1024, (total - free) * 1024)
+            for vdev, util, total, free in values.get("vnpus") or ()
+        ),
     )

@@ -34,15 +34,22 @@ _VOLATILE = re.compile(
     r"|npumon_backend_info)\{.*\n",
     re.MULTILINE,
 )
-DCMI_ONLY = ("npu_voltage_volts", "npu_pcie_bandwidth_bytes_per_second")  # no npu-smi query
+DCMI_ONLY = (  # no npu-smi query gives these
+    "npu_voltage_volts",
+    "npu_pcie_bandwidth_bytes_per_second",
+    "npu_vnpu_aicore_utilization_ratio",
+    "npu_vnpu_memory_total_bytes",
+    "npu_vnpu_memory_used_bytes",
+)
 _DCMI_ONLY = re.compile(rf"^(# [A-Z]+ )?({'|'.join(DCMI_ONLY)})\b.*\n", re.MULTILINE)
 
 
 def _node(tmp_path: Path, scenario: str, extra: str = "") -> Path:
     """The fake's state and a /proc with the simulated processes' names."""
-    node = node_state(load_scenario(scenario), AT)
+    loaded = load_scenario(scenario)
+    node = node_state(loaded, AT)
     state = tmp_path / f"{scenario}.state"
-    state.write_text(state_text(node) + extra)
+    state.write_text(state_text(node, loaded.vnpus) + extra)
     for card in node.cards:
         for chip in card.chips:
             for process in chip.processes:
@@ -235,13 +242,14 @@ def test_a_cross_check_disagreement_turns_dcmi_off_in_auto(
 
 
 @pytest.mark.parametrize("scenario", ["910b-8", "310p-duo"])
-def test_voltage_and_pcie_bandwidth_come_only_through_dcmi(
+def test_voltage_pcie_bandwidth_and_vnpus_come_only_through_dcmi(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: str
 ) -> None:
-    """The simulator's values, in volts and bytes per second; no PCIe series where the fake
-    answers -8255 (310P), none of either through npu-smi."""
+    """The simulator's values, in volts, bytes per second and ratios; no PCIe series where the
+    fake answers -8255 (310P), no vNPU series where the chip has none; none through npu-smi."""
     monkeypatch.setenv(STATE_ENV, str(_node(tmp_path, scenario)))
-    chip = node_state(load_scenario(scenario), AT).cards[0].chips[0]
+    node = node_state(load_scenario(scenario), AT)
+    chip = node.cards[0].chips[0]
     where = {"npu": str(chip.npu), "chip": str(chip.chip)}
     found = samples(_table_exposition(_agent(tmp_path, scenario, "dcmi")))
     volts = value(found, "npu_voltage_volts", **where)
@@ -253,7 +261,19 @@ def test_voltage_and_pcie_bandwidth_come_only_through_dcmi(
         assert value(
             found, DCMI_ONLY[1], **where, direction="receive", kind="posted", stat="avg"
         ) == pytest.approx(2 * avg * 1e9)
+        assert "npu_vnpu_memory_total_bytes" not in names(found)  # no vNPUs: -8255
     else:
         assert pcie == []
+        vnpu = {"npu": "96", "chip": "1", "vnpu_id": "101"}
+        busy = next(c for c in node.cards if c.npu == 96).chips[1].aicore_percent / 100
+        assert value(found, "npu_vnpu_aicore_utilization_ratio", **vnpu) == pytest.approx(busy)
+        total = 24576 * 1024 * 1024
+        assert value(found, "npu_vnpu_memory_total_bytes", **vnpu) == total
+        used = value(found, "npu_vnpu_memory_used_bytes", **vnpu)
+        assert used == pytest.approx(busy * total, rel=0.01)
+        assert {dict(labels)["vnpu_id"] for n, labels in found if n == DCMI_ONLY[2]} == {
+            "100",
+            "101",
+        }
     cli = samples(_table_exposition(_agent(tmp_path, scenario, "cli")))
     assert not set(DCMI_ONLY) & names(cli)
