@@ -227,16 +227,17 @@ class NpuSmiSources:
                     reports[(npu, chip)] = report
         except SourceFailure:
             if full:  # this pass was to re-read them: the old ones are no longer current
-                self._ecc, self._memory, self._interconnect = {}, {}, {}
+                self._ecc, self._memory, self._interconnect, self._dcmi = {}, {}, {}, {}
             raise
         finally:
             self._health = reports
         if full:
             self._last_full_health = now
             self._interconnect = {}  # re-read below, after ECC and memory
+            # first: a timeout below ends the pass, and DCMI's own failures never raise
+            self._dcmi = self._smi.dcmi_only(run, _chips(current))
             self._ecc_and_memory(run, _chips(current))
             self._links(run, _chips(current))
-            self._dcmi = self._smi.dcmi_only(run, _chips(current))
 
     def _links(self, run: SourceRun, chips: list[ChipId]) -> None:
         links: dict[ChipId, ChipInterconnect] = {}
