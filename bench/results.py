@@ -147,10 +147,18 @@ def polling(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
             t.row(f"npu-smi calls per minute, {label}", f"{c['npu_smi']:.1f}")
             t.row(f"hccn_tool calls per minute, {label}", f"{c['hccn_tool']:.1f}")
     for label, d in (_load(folder, "dcmi") or {}).items():  # bench/dcmi_bench.py
+        # label: "<chips>, backend cli|dcmi"
+        left = " (interconnect queries only)" if label.endswith("dcmi") else ""
         t.row(
-            f"npu-smi calls per minute, backend dcmi, {label}",
-            f"{d['npu_smi_calls_per_minute']:.1f} (interconnect queries only)",
+            f"npu-smi calls per minute, {label}",
+            f"{d['npu_smi_calls_per_minute']:.1f}{left}",
         )
+        t.row(
+            f"daemon CPU without its children (in-process npu-smi stand-in), {label}",
+            f"{d['daemon_cpu_percent']:.3f} % of a core",
+        )
+        if not label.endswith("dcmi"):
+            continue
         t.row(
             f"DCMI helper CPU (fake libdcmi), {label}",
             f"{d['helper_cpu_percent']:.3f} % of a core",

@@ -150,6 +150,7 @@ CollectorName = Literal[
     "memory",
     "clocks",
     "ecc",
+    "dcmi",
     "network",
     "optical",
     "interconnect",

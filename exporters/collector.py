@@ -25,6 +25,7 @@ from npumon.exporters.builtin import (
     render_sources,
 )
 from npumon.exporters.chip_clocks import render_clocks, render_ecc
+from npumon.exporters.chip_dcmi import render_dcmi
 from npumon.exporters.chip_health import render_health, render_identity
 from npumon.exporters.chip_load import render_power, render_profiling, render_utilization
 from npumon.exporters.chip_memory import render_memory, render_processes
@@ -51,6 +52,7 @@ COLLECTORS: tuple[tuple[str, Renderer, tuple[str, ...]], ...] = (
     ("memory", render_memory, CHIPS),  # npu_hbm_*, npu_memory_*, npu_hugepages_*
     ("clocks", render_clocks, CHIPS),  # npu_aicore_*frequency_hertz, npu_throttled
     ("ecc", render_ecc, CHIPS),  # npu_*_ecc_errors_total
+    ("dcmi", render_dcmi, CHIPS),  # npu_voltage_volts, npu_pcie_bandwidth_bytes_per_second
     ("network", render_network, ("network.ports",)),  # npu_network_*, npu_roce_errors_total
     ("optical", render_optical, ("network.ports",)),  # npu_optical_* (hccn_tool -optical)
     ("interconnect", render_interconnect, ("network.chips",)),  # npu_hccs_*, npu_pcie_*, npu_sio_*

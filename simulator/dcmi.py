@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 
 from npumon.simulator.cli import load_at
+from npumon.simulator.model import Vnpu
 from npumon.simulator.state import SimChip, SimNode, node_state
 
 HEALTH_CODES = {"OK": 0, "Warning": 1, "Alarm": 2, "Critical": 3}
@@ -44,6 +46,7 @@ def _chip_keys(node: SimNode, c: SimChip) -> dict[str, object]:
             f"ecc{ecc}_total_dbe": dbe,
         }
     )
+    keys.update(_dcmi_only(node, c))
     if c.power_watts is not None:  # NA (310P) and "-" (A3 die 1): -8255
         keys["power"] = round(c.power_watts * 10)
     optional = {
@@ -74,8 +77,32 @@ def _chip_keys(node: SimNode, c: SimChip) -> dict[str, object]:
     return keys
 
 
-def state_text(node: SimNode) -> str:
-    """The fake's state file for the node (cards that disappeared are not listed)."""
+def _dcmi_only(node: SimNode, c: SimChip) -> dict[str, object]:
+    """Readings npu-smi does not print: voltage (0.01 V) rising with load; PCIe bandwidth
+    (MB/ms, min/max/avg) on 910B only, as npu-exporter collects it, host-to-device writes
+    scaling with AI Core load."""
+    keys: dict[str, object] = {"volt": 80 + c.aicore_percent // 10}
+    if node.family.key == "910b":
+        avg = 1 + c.aicore_percent // 10
+        for name, scale in (("tx_p_bw", 1), ("rx_p_bw", 2), ("rx_cpl_bw", 1), ("tx_cpl_bw", 1)):
+            keys[f"pcie_{name}"] = f"{avg * scale // 2}/{avg * scale * 2}/{avg * scale}"
+        keys.update(pcie_tx_np_bw="0/1/0", pcie_rx_np_bw="0/1/0", pcie_tx_np_lantency="1/3/2")
+    return keys
+
+
+def _vnpu_lines(c: SimChip, vnpus: Sequence[Vnpu]) -> list[str]:
+    """`vnpu <card> <device> <id> <util %> <total KB> <free KB>`: busy as the chip."""
+    lines = []
+    for v in (v for v in vnpus if (v.npu, v.chip) == (c.npu, c.chip)):
+        total = v.memory_mb * 1024
+        free = total - total * c.aicore_percent // 100
+        lines.append(f"vnpu {c.npu} {c.chip} {v.vnpu_id} {c.aicore_percent} {total} {free}")
+    return lines
+
+
+def state_text(node: SimNode, vnpus: Sequence[Vnpu] = ()) -> str:
+    """The fake's state file for the node (cards that disappeared are not listed) and the
+    scenario's vNPUs."""
     lines = [f"version {node.npu_smi_version} {node.npu_smi_version}"]
     if node.dcmi_fail_code is not None:
         lines.append(f"init {node.dcmi_fail_code}")
@@ -86,6 +113,7 @@ def state_text(node: SimNode) -> str:
             lines.append(f"chip {c.npu} {c.chip} {c.logic_id} {phy} {keys}")
             lines += [f"proc {c.npu} {c.chip} {p.pid} {p.memory_mb * MIB}" for p in c.processes]
             lines += [f"error {c.npu} {c.chip} {code}" for code in c.error_codes]
+            lines += _vnpu_lines(c, vnpus)
     return "\n".join(lines) + "\n"
 
 
@@ -100,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     if loaded is None:
         return 2
     scenario, t = loaded
-    sys.stdout.write(state_text(node_state(scenario, t)))
+    sys.stdout.write(state_text(node_state(scenario, t), scenario.vnpus))
     return 0
 
 

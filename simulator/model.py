@@ -40,6 +40,13 @@ class Process(NamedTuple):
     hbm_mb: int
 
 
+class Vnpu(NamedTuple):
+    npu: int
+    chip: int
+    vnpu_id: int
+    memory_mb: int
+
+
 class Overheat(NamedTuple):
     start: float  # seconds after the scenario epoch
     end: float | None  # None: forever
@@ -132,6 +139,7 @@ class Scenario(NamedTuple):
     events: tuple[Event, ...]
     network: tuple[NetEvent, ...] = ()  # the `network` section (hccn_tool)
     npus: int | None = None  # families.family_of: more NPUs than the family's own
+    vnpus: tuple[Vnpu, ...] = ()  # what DCMI reports (simulator/dcmi.py); npu-smi prints none
 
     def elapsed(self, t: float) -> float:
         """Seconds since the epoch, looped when the scenario has a period."""
@@ -163,4 +171,5 @@ def scenario_from_dict(data: dict[str, Any]) -> Scenario:
         events=tuple(_event(e) for e in data["events"]),
         network=tuple(NetEvent(**e) for e in data.get("network", {}).get("events", ())),
         npus=None if data.get("npus") is None else int(data["npus"]),
+        vnpus=tuple(Vnpu(**v) for v in data.get("vnpus", ())),
     )

@@ -48,6 +48,16 @@ class ProcessSpec(_Model):
     hbm_mb: int = Field(ge=0)
 
 
+class VnpuSpec(_Model):
+    """A vNPU carved from a chip (310P `npu-smi set -t create-vnpu`), as DCMI reports it: busy
+    as its chip, its memory used in the same share."""
+
+    npu: int = Field(ge=0)
+    chip: int = Field(default=0, ge=0)
+    vnpu_id: int = Field(ge=0)
+    memory_mb: int = Field(gt=0)
+
+
 class _EventSpec(_Model):
     """A timed event; start/end are seconds after the scenario epoch (end None: forever)."""
 
@@ -174,6 +184,7 @@ class ScenarioSpec(_Model):
     load: LoadSpec = Field(default_factory=LoadSpec)
     chip_loads: tuple[ChipLoadSpec, ...] = ()
     processes: tuple[ProcessSpec, ...] = ()
+    vnpus: tuple[VnpuSpec, ...] = ()
     events: tuple[EventSpec, ...] = ()
     network: NetworkSpec = Field(default_factory=NetworkSpec)
     kubernetes: KubernetesSpec | None = None
@@ -184,7 +195,13 @@ class ScenarioSpec(_Model):
     def _ids_exist(self) -> ScenarioSpec:
         """Every NPU / chip a scenario names must exist in its family."""
         fam = family_of(self.family, self.npus)
-        refs = [*self.chip_loads, *self.processes, *self.events, *self.network.events]
+        refs = [
+            *self.chip_loads,
+            *self.processes,
+            *self.vnpus,
+            *self.events,
+            *self.network.events,
+        ]
         for ref in refs:
             npu, chip = getattr(ref, "npu", None), getattr(ref, "chip", None)
             if npu is not None and npu not in fam.npu_ids:

@@ -232,6 +232,19 @@ class KnownFailure:
     code: int | None = None  # e.g. -8005
 
 
+# ---------------------------------------------------------------- DCMI only (no npu-smi query)
+@dataclass(frozen=True, slots=True)
+class ChipDcmi:
+    """What only DCMI gives for one chip, in base units (None / empty: unsupported, -8255)."""
+
+    voltage_volts: float | None = None  # dcmi_get_device_voltage
+    # dcmi_get_pcie_link_bandwidth_info over its sampling window:
+    # (direction transmit|receive, kind posted|non_posted|completion, stat min|max|avg, B/s)
+    pcie_bandwidth: tuple[tuple[str, str, str, float], ...] = ()
+    # dcmi_get_device_info VDEV_MNG: (vnpu_id, AI Core ratio, memory total bytes, used bytes)
+    vnpus: tuple[tuple[int, float, int, int], ...] = ()
+
+
 # ---------------------------------------------------------------- what the npu-smi sources hold
 @dataclass(frozen=True, slots=True)
 class NpuSmiResults:
@@ -252,3 +265,6 @@ class NpuSmiResults:
     mapping: ChipMapping | None = None
     # -t hccs / hccs-bw / pcie-err / sio-info, read by the health tier (model/network.py)
     interconnect: Mapping[tuple[int, int], ChipInterconnect] = field(default_factory=dict)
+    # DCMI-only readings, read by the health tier under backend auto/dcmi (ChipDcmi)
+    dcmi: Mapping[tuple[int, int], ChipDcmi] = field(default_factory=dict)
+

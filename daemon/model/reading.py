@@ -16,6 +16,7 @@ from npumon.daemon.model.kubelet import ChipOwner, ProcessOwner
 from npumon.daemon.model.npu_smi import (
     BoardReport,
     ChipCommon,
+    ChipDcmi,
     ChipEcc,
     ChipUsage,
     HealthReport,
@@ -85,6 +86,9 @@ class ChipReading:
     profiling_active: bool = False
     owners: tuple[ChipOwner, ...] = ()  # containers holding it (kubelet pod-resources)
     allocated: bool | None = None  # held by a container; None: no pod-resources on the node
+    voltage_volts: float | None = None  # DCMI only
+    pcie_bandwidth: tuple[tuple[str, str, str, float], ...] = ()  # DCMI only (ChipDcmi)
+    vnpus: tuple[tuple[int, float, int, int], ...] = ()  # DCMI only (ChipDcmi)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +109,7 @@ FaultLevel = Callable[[str], str]
 _NO_USAGE = ChipUsage(chip=0)
 _NO_COMMON = ChipCommon(chip=0)
 _NO_ECC = ChipEcc(chip=0)
+_NO_DCMI = ChipDcmi()
 _NO_MEMORY = MemoryReport(npu=0, chip=None)
 _NO_BOARD = BoardReport(npu=0, chip=None)
 _NO_MAPPING = MappedChip(npu=0, chip=0, logic_id=None, name=None)
@@ -135,6 +140,7 @@ class ChipParts:
     card_board: BoardReport | None = None  # -t board -i N (serial, firmware)
     mapping: MappedChip | None = None  # -m (logic id, phy id)
     processes: tuple[TableProcess, ...] = ()
+    dcmi: ChipDcmi | None = None  # what only DCMI gives
 
 
 def read_chips(
@@ -163,6 +169,7 @@ def read_chips(
                 card_board=results.card_board.get(t.npu),
                 mapping=mapped.get((t.npu, t.chip)),
                 processes=_processes_of(results.table.processes, (t.npu, t.chip)),
+                dcmi=results.dcmi.get((t.npu, t.chip)),
             ),
             rules(t.name),
             max_processes=max_processes,
@@ -186,7 +193,7 @@ def read_chip(
     """The merged reading of one chip: the most specific or freshest tier first, per field."""
     t, u = parts.table, parts.usage or _NO_USAGE
     c, m = parts.common or _NO_COMMON, parts.memory or _NO_MEMORY
-    e = parts.ecc or _NO_ECC
+    e, d = parts.ecc or _NO_ECC, parts.dcmi or _NO_DCMI
     reading = ChipReading(
         npu=t.npu,
         chip=t.chip,
@@ -230,6 +237,9 @@ def read_chip(
         profiling_active=profiling,
         owners=owners.owners((t.npu, t.chip)),
         allocated=owners.allocated((t.npu, t.chip)),
+        voltage_volts=d.voltage_volts,
+        pcie_bandwidth=d.pcie_bandwidth,
+        vnpus=d.vnpus,
     )
     return _with_throttle(reading, rule, profiling)
 

@@ -5,7 +5,9 @@ and, once a cross-check has passed, `-t usages|common|ecc -i N` and `-t health|m
 from the DCMI helper when it can, else runs npu-smi. At start and every hour one npu-smi table is
 read beside the DCMI one of the same moment; in `auto` a disagreement in the chips turns DCMI off
 until the next check, one beyond tolerance in a value has npu-smi serve until then (in `dcmi` it
-is logged and counted only). Every fallback is counted on the run as a refusal
+is logged and counted only). A function the library lacks or refuses (-8002) is refused per
+field: for an hour the npu-smi query being answered fills only the fields that function gives
+(`dcmi_fields.py`), the rest stays DCMI's. Every fallback is counted on the run as a refusal
 (`npumon_source_failures_total{reason="dcmi_..."}`), which does not mark the source down.
 """
 
@@ -17,12 +19,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar, cast
 
-from npumon.daemon.model.npu_smi import CommonReport, EccReport, InfoTable, UsagesReport
+from npumon.daemon.model.npu_smi import ChipDcmi, CommonReport, EccReport, InfoTable, UsagesReport
 from npumon.daemon.model.snapshot import BackendInfo
 from npumon.daemon.parsers import plausible, table
 from npumon.daemon.sources.dcmi_client import Call, DcmiChip, DcmiHelper, Hello, HelperFailure
+from npumon.daemon.sources.dcmi_fields import fields_of, merge
 from npumon.daemon.sources.dcmi_readings import (
     COMMON_CALLS,
+    DCMI_ONLY_CALLS,
     ECC_CALLS,
     HEALTH_CALLS,
     MEMORY_CALLS,
@@ -32,6 +36,7 @@ from npumon.daemon.sources.dcmi_readings import (
     Values,
     calls_for,
     chip_common,
+    chip_dcmi,
     chip_ecc,
     chip_usage,
     collect,
@@ -110,6 +115,14 @@ DETAIL: dict[str, tuple[tuple[tuple[str, int], ...], Callable[..., object]]] = {
     "memory": (MEMORY_CALLS, lambda npu, chips, v: memory_report(chips[0], v[chips[0]])),
 }
 _PER_CHIP = frozenset({"health", "memory"})
+DETAIL_KINDS = ("info", *DETAIL)
+
+
+def _served(function: str, fields: Sequence[str]) -> str:
+    """What npu-smi serves for a refused function, for the refusal's message."""
+    if fields:
+        return ", ".join(fields)
+    return "the process list" if function == "processes" else "nothing: it has no such query"
 
 
 def _detail(args: Sequence[str]) -> tuple[str, int, int | None] | None:
@@ -151,9 +164,11 @@ class DcmiSmi(NpuSmi):
         self._retry_after = retry_unsupported_after
         self._monotonic = monotonic
         self._next_check = 0.0
-        self._off_until = 0.0  # a cross-check or a refusal has npu-smi serve until then
+        self._off_until = 0.0  # a failed cross-check has npu-smi serve until then
         self._checked = False  # the detail tier waits for the first cross-check
         self._unsupported: dict[Call, float] = {}
+        # function (request name) -> until when npu-smi serves the fields it fills (missing, -8002)
+        self._refused: dict[str, float] = {}
         self._versions: tuple[str | None, str | None] = (None, None)
         self._dcmi_reason = "configured" if mode == "dcmi" else "cross_check_passed"
         self.backend: BackendInfo | None = None  # the one serving now, once it is known
@@ -169,9 +184,53 @@ class DcmiSmi(NpuSmi):
             served = self._answer(
                 run, helper, lambda r, h, hello: self._report(r, h, hello, *detail)
             )
+            if served is not None:
+                wanted = DETAIL[detail[0]][0]
+                served = self._filled(
+                    detail[0], served, wanted, lambda: self._cli(run, parse, *args)
+                )
         if served is None:
             return super().query(run, parse, *args)
         return cast(T, served)  # the model type `parse` gives for these args
+
+    def dcmi_only(
+        self, run: SourceRun, chips: Sequence[tuple[int, int]]
+    ) -> dict[tuple[int, int], ChipDcmi]:
+        """Voltage and PCIe bandwidth of ``chips``, once a cross-check has passed; one request
+        per chip (the PCIe call samples for its window: the table waits at most one chip's)."""
+        helper, found = self.helper, {}
+        if helper is None or not self._checked or self._monotonic() < self._off_until:
+            return {}
+        try:
+            listed = {(c.card, c.device): c for c in helper.hello().chips}
+            for key in (k for k in chips if k in listed):
+                chip = listed[key]
+                reading = chip_dcmi(self._values(run, helper, [chip], DCMI_ONLY_CALLS)[chip])
+                if reading != ChipDcmi():
+                    found[key] = reading
+        except (HelperFailure, DcmiRefusal) as failure:
+            run.refused(
+                SourceFailure(
+                    failure.reason,
+                    f"DCMI: {failure.message}; no voltage or PCIe "
+                    "bandwidth for the chips after it this pass",
+                )
+            )
+            if isinstance(failure, DcmiRefusal) and failure.re_enumerate:
+                helper.restart(failure.message)
+        return found
+
+    def _cli(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T:
+        return super().query(run, parse, *args)
+
+    def _filled(
+        self, kind: str, found: object, wanted: Sequence[tuple[str, int]], cli: Callable[[], object]
+    ) -> object:
+        """``found`` with the fields of the functions refused now taken from npu-smi's answer
+        to the same query (``cli``, run only then; its failure is the poll's, as under cli)."""
+        now = self._monotonic()
+        names = sorted({n for n, _ in wanted if self._refused.get(n, 0.0) > now})
+        return merge(kind, found, cli(), names) if names else found
 
     def _answer(
         self,
@@ -191,18 +250,30 @@ class DcmiSmi(NpuSmi):
     def _table(self, run: SourceRun, helper: DcmiHelper, hello: Hello) -> InfoTable:
         if self._monotonic() >= self._next_check:
             return self._cross_checked(run, helper, hello)
-        found = self._read(run, helper, hello)
+        found = self._filled(
+            "info",
+            self._read(run, helper, hello),
+            TABLE_CALLS,
+            lambda: self._cli(run, table.parse_info),
+        )
         self._announce(BackendInfo("dcmi", self._dcmi_reason))
-        return found
+        return cast(InfoTable, found)
 
     def _values(
-        self, helper: DcmiHelper, chips: Sequence[DcmiChip], wanted: Sequence[tuple[str, int]]
+        self,
+        run: SourceRun,
+        helper: DcmiHelper,
+        chips: Sequence[DcmiChip],
+        wanted: Sequence[tuple[str, int]],
     ) -> dict[DcmiChip, dict[str, object]]:
         calls = calls_for(chips, wanted, self._skip)
-        return collect(chips, calls, helper.call(calls), self._mark_unsupported)
+        answers = helper.call(calls)
+        return collect(
+            chips, calls, answers, self._mark_unsupported, lambda r: self._refuse(run, r)
+        )
 
     def _read(self, run: SourceRun, helper: DcmiHelper, hello: Hello) -> InfoTable:
-        values = self._values(helper, hello.chips, TABLE_CALLS)
+        values = self._values(run, helper, hello.chips, TABLE_CALLS)
         found = info_table(values, versions=self._versions, name_of=self._name_of)
         screened, rejected = plausible.screen(found)
         run.reject(rejected, ("dcmi", "info"))
@@ -223,7 +294,7 @@ class DcmiSmi(NpuSmi):
                 "dcmi_chip_gone", f"dcmi_init listed no NPU {npu} chip {chip}", re_enumerate=True
             )
         wanted, build = DETAIL[kind]
-        report = build(npu, chips, self._values(helper, chips, wanted))
+        report = build(npu, chips, self._values(run, helper, chips, wanted))
         screened, rejected = plausible.screen(report)
         run.reject(rejected, ("dcmi", "-t", kind, "-i", str(npu)))
         return screened
@@ -237,6 +308,7 @@ class DcmiSmi(NpuSmi):
         except (HelperFailure, DcmiRefusal) as failure:
             self._fall_back(run, helper, failure)
             return cli
+        found = cast(InfoTable, self._filled("info", found, TABLE_CALLS, lambda: cli))
         self._next_check = self._monotonic() + self._interval
         self._checked = True
         problems = disagreements(found, cli)
@@ -262,16 +334,38 @@ class DcmiSmi(NpuSmi):
         self, run: SourceRun, helper: DcmiHelper, failure: HelperFailure | DcmiRefusal
     ) -> None:
         run.refused(SourceFailure(failure.reason, f"DCMI: {failure.message}; npu-smi serves"))
-        if isinstance(failure, DcmiRefusal):
-            if failure.re_enumerate:
-                helper.restart(failure.message)
-                self._next_check = 0.0  # the chips may have changed: check again
-            if failure.function is not None:  # not this hour
-                self._off_until = self._monotonic() + self._retry_after
+        if isinstance(failure, DcmiRefusal) and failure.re_enumerate:
+            helper.restart(failure.message)
+            self._next_check = 0.0  # the chips may have changed: check again
         self._announce(BackendInfo("cli", failure.reason))
 
+    def _refuse(self, run: SourceRun, refusal: DcmiRefusal) -> None:
+        """A function refused for good: npu-smi serves what it fills for ``retry_after``,
+        counted once each time (the rest of every query stays DCMI's)."""
+        name = refusal.function
+        assert name is not None
+        if self._refused.get(name, 0.0) > self._monotonic():
+            return  # another chip of the same poll
+        self._refused[name] = self._monotonic() + self._retry_after
+        fields = sorted({f for kind in DETAIL_KINDS for f in fields_of(kind, [name])})
+        log.warning(
+            "event=dcmi_function_refused function=%s reason=%s fields=%s message=%r",
+            name,
+            refusal.reason,
+            ",".join(fields),
+            refusal.message,
+        )
+        run.refused(
+            SourceFailure(
+                refusal.reason,
+                f"DCMI: {refusal.message}; npu-smi serves what {name} gives "
+                f"({_served(name, fields)}) for {self._retry_after:.0f} s",
+            )
+        )
+
     def _skip(self, call: Call) -> bool:
-        return self._unsupported.get(call, 0.0) > self._monotonic()
+        now = self._monotonic()
+        return self._unsupported.get(call, 0.0) > now or self._refused.get(call[0], 0.0) > now
 
     def _mark_unsupported(self, call: Call) -> None:
         self._unsupported[call] = self._monotonic() + self._retry_after

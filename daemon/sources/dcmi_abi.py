@@ -7,7 +7,18 @@ order and C types unchanged, never packed; a test compares every size and offset
 from __future__ import annotations
 
 import ctypes
-from ctypes import POINTER, c_char, c_int, c_ubyte, c_uint, c_ulong, c_ulonglong
+from ctypes import (
+    POINTER,
+    c_char,
+    c_float,
+    c_int,
+    c_ubyte,
+    c_uint,
+    c_ulong,
+    c_ulonglong,
+    c_ushort,
+    c_void_p,
+)
 
 MAX_CHIP_NAME_LEN = 32
 MAX_CARDS = 64
@@ -89,7 +100,112 @@ class ProcMemInfo(ctypes.Structure):
     _fields_ = (("proc_id", c_int), ("proc_mem_usage", c_ulong))  # bytes
 
 
+PCIE_PROF_DATA_NUM = 3  # AGENTDRV_PROF_DATA_NUM: min, max, avg over the sampling window
+
+
+class PcieLinkBandwidthInfo(ctypes.Structure):
+    """``profiling_time`` (ms) is the caller's sampling window; each array is (min, max, avg)."""
+
+    _fields_ = (
+        ("profiling_time", c_int),
+        ("tx_p_bw", c_uint * PCIE_PROF_DATA_NUM),  # MB/ms
+        ("tx_np_bw", c_uint * PCIE_PROF_DATA_NUM),
+        ("tx_cpl_bw", c_uint * PCIE_PROF_DATA_NUM),
+        ("tx_np_lantency", c_uint * PCIE_PROF_DATA_NUM),
+        ("rx_p_bw", c_uint * PCIE_PROF_DATA_NUM),
+        ("rx_np_bw", c_uint * PCIE_PROF_DATA_NUM),
+        ("rx_cpl_bw", c_uint * PCIE_PROF_DATA_NUM),
+    )
+
+
+VDEV_RESERVE, VDEV_SIZE, SOC_SPLIT_MAX = 32, 20, 32  # DCMI_VDEV_FOR_RESERVE, _SIZE, _SPLIT_MAX
+VDEV_MNG = 52  # enum dcmi_main_cmd DCMI_MAIN_CMD_VDEV_MNG
+# DRV-H's DCMI_VDEV_MNG_SUB_CMD (not in MC-H; npu-exporter's vnpu collector uses 5)
+SUB_TOTAL_RESOURCE, SUB_VDEV_ACTIVITY = 1, 5
+
+
+class BaseResource(ctypes.Structure):
+    _fields_ = (
+        ("token", c_ulonglong),
+        ("token_max", c_ulonglong),
+        ("task_timeout", c_ulonglong),
+        ("vfg_id", c_uint),
+        ("vip_mode", c_ubyte),
+        ("reserved", c_ubyte * (VDEV_RESERVE - 1)),
+    )
+
+
+class ComputingResource(ctypes.Structure):
+    _fields_ = (
+        ("aic", c_float),
+        ("aiv", c_float),
+        *((name, c_ushort) for name in ("dsa", "rtsq", "acsq", "cdqm", "c_core", "ffts")),
+        ("sdma", c_ushort),
+        ("pcie_dma", c_ushort),
+        ("memory_size", c_ulonglong),  # MB
+        ("event_id", c_uint),
+        ("notify_id", c_uint),
+        ("stream_id", c_uint),
+        ("model_id", c_uint),
+        ("topic_schedule_aicpu", c_ushort),
+        ("host_ctrl_cpu", c_ushort),
+        ("host_aicpu", c_ushort),
+        ("device_aicpu", c_ushort),
+        ("topic_ctrl_cpu_slot", c_ushort),
+        ("vdev_aicore_utilization", c_uint),  # %
+        ("vdev_memory_total", c_ulonglong),  # KB (npu-exporter's vnpu_pod_total_memory)
+        ("vdev_memory_free", c_ulonglong),  # KB
+        ("reserved", c_ubyte * (VDEV_RESERVE - VDEV_SIZE)),
+    )
+
+
+class MediaResource(ctypes.Structure):
+    _fields_ = (
+        *((name, c_float) for name in ("jpegd", "jpege", "vpc", "vdec", "pngd", "venc")),
+        ("reserved", c_ubyte * VDEV_RESERVE),
+    )
+
+
+class VdevQueryInfo(ctypes.Structure):
+    _fields_ = (
+        ("name", c_char * 16),
+        ("status", c_uint),
+        ("is_container_used", c_uint),
+        ("vfid", c_uint),
+        ("vfg_id", c_uint),
+        ("container_id", c_ulonglong),
+        ("base", BaseResource),
+        ("computing", ComputingResource),
+        ("media", MediaResource),
+    )
+
+
+class VdevQuery(ctypes.Structure):
+    """dcmi_vdev_query_stru: the caller sets ``vdev_id``."""
+
+    _fields_ = (("vdev_id", c_uint), ("query_info", VdevQueryInfo))
+
+
+class SocTotalResource(ctypes.Structure):
+    _fields_ = (
+        ("vdev_num", c_uint),
+        ("vdev_id", c_uint * SOC_SPLIT_MAX),
+        ("vfg_num", c_uint),
+        ("vfg_bitmap", c_uint),
+        ("base", BaseResource),
+        ("computing", ComputingResource),
+        ("media", MediaResource),
+    )
+
+
 STRUCTS: dict[str, type[ctypes.Structure]] = {
+    "dcmi_base_resource": BaseResource,
+    "dcmi_computing_resource": ComputingResource,
+    "dcmi_media_resource": MediaResource,
+    "dcmi_vdev_query_info": VdevQueryInfo,
+    "dcmi_vdev_query_stru": VdevQuery,
+    "dcmi_soc_total_resource": SocTotalResource,
+    "dcmi_pcie_link_bandwidth_info": PcieLinkBandwidthInfo,
     "dcmi_chip_info_v2": ChipInfoV2,
     "dcmi_pcie_info_all": PcieInfoAll,
     "dcmi_ecc_info": EccInfo,
@@ -122,4 +238,7 @@ FUNCTIONS: dict[str, tuple[object, ...]] = {
     "dcmi_get_device_resource_info": (c_int, c_int, POINTER(ProcMemInfo), _INT_P),
     "dcmi_get_device_chip_info_v2": (c_int, c_int, POINTER(ChipInfoV2)),
     "dcmi_get_device_pcie_info_v2": (c_int, c_int, POINTER(PcieInfoAll)),
+    "dcmi_get_device_voltage": (c_int, c_int, _UINT_P),
+    "dcmi_get_device_info": (c_int, c_int, c_int, c_uint, c_void_p, _UINT_P),
+    "dcmi_get_pcie_link_bandwidth_info": (c_int, c_int, POINTER(PcieLinkBandwidthInfo)),
 }

@@ -21,13 +21,20 @@ from npumon.daemon.sources.dcmi_abi import (
     MAX_CARDS,
     MAX_ERROR_CODES,
     MAX_PROCESSES,
+    SOC_SPLIT_MAX,
+    SUB_TOTAL_RESOURCE,
+    SUB_VDEV_ACTIVITY,
+    VDEV_MNG,
     VERSION_BYTES,
     ChipInfoV2,
     EccBuffer,
     HbmInfo,
     MemoryInfoV3,
     PcieInfoAll,
+    PcieLinkBandwidthInfo,
     ProcMemInfo,
+    SocTotalResource,
+    VdevQuery,
 )
 from npumon.daemon.sources.dcmi_library import load
 
@@ -110,6 +117,32 @@ def _pcie(fn: Any, card: int, device: int, _: int) -> Answer:
     return rc, _fields(info, names) if rc == 0 else None
 
 
+PCIE_BANDWIDTH = ("tx_p_bw", "tx_np_bw", "tx_cpl_bw", "rx_p_bw", "rx_np_bw", "rx_cpl_bw")
+
+
+def _pcie_bandwidth(fn: Any, card: int, device: int, window_ms: int) -> Answer:
+    info = PcieLinkBandwidthInfo(profiling_time=window_ms)
+    rc = fn(card, device, byref(info))
+    return rc, {name: list(getattr(info, name)) for name in PCIE_BANDWIDTH} if rc == 0 else None
+
+
+def _vnpus(fn: Any, card: int, device: int, _: int) -> Answer:
+    """[[vdev id, AI Core %, memory total KB, free KB], ...]: the list, then each one's activity."""
+    total = SocTotalResource()
+    size = c_uint(ctypes.sizeof(total))
+    rc = fn(card, device, VDEV_MNG, SUB_TOTAL_RESOURCE, byref(total), byref(size))
+    found = []
+    for vdev in total.vdev_id[: min(total.vdev_num, SOC_SPLIT_MAX)] if rc == 0 else ():
+        query = VdevQuery(vdev_id=vdev)
+        size = c_uint(ctypes.sizeof(query))
+        rc = fn(card, device, VDEV_MNG, SUB_VDEV_ACTIVITY, byref(query), byref(size))
+        if rc != 0:
+            break
+        c = query.query_info.computing
+        found.append([vdev, c.vdev_aicore_utilization, c.vdev_memory_total, c.vdev_memory_free])
+    return rc, found if rc == 0 else None
+
+
 def _int_out_typed(fn: Any, card: int, device: int, kind: int) -> Answer:
     out = c_uint()
     rc = fn(card, device, kind, byref(out))
@@ -130,6 +163,10 @@ CALLS: dict[str, tuple[str, Callable[[Any, int, int, int], Answer]]] = {
     "processes": ("dcmi_get_device_resource_info", _processes),
     "chip": ("dcmi_get_device_chip_info_v2", _chip),
     "pcie": ("dcmi_get_device_pcie_info_v2", _pcie),
+    "voltage": ("dcmi_get_device_voltage", lambda f, c, d, _: _int_out(f, c, d, c_uint())),
+    # arg: the sampling window in ms (the call takes about that long)
+    "pcie_bandwidth": ("dcmi_get_pcie_link_bandwidth_info", _pcie_bandwidth),
+    "vnpus": ("dcmi_get_device_info", _vnpus),
 }
 
 

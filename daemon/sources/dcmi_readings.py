@@ -12,6 +12,7 @@ from typing import Any
 
 from npumon.daemon.model.npu_smi import (
     ChipCommon,
+    ChipDcmi,
     ChipEcc,
     ChipUsage,
     HealthReport,
@@ -77,6 +78,18 @@ ECC_DDR, ECC_HBM = 0, 2  # enum dcmi_device_type
 HEALTH_CALLS: tuple[tuple[str, int], ...] = (("health", 0), ("errors", 0))
 ECC_CALLS: tuple[tuple[str, int], ...] = (("ecc", ECC_HBM), ("ecc", ECC_DDR))
 MEMORY_CALLS: tuple[tuple[str, int], ...] = (("hbm", 0), ("memory", 0))
+# what npu-smi has no query for, read by the health tier; the PCIe call samples for its window
+PCIE_WINDOW_MS = 200  # npu-exporter's -profilingTime default
+DCMI_ONLY_CALLS: tuple[tuple[str, int], ...] = (
+    ("voltage", 0),
+    ("pcie_bandwidth", PCIE_WINDOW_MS),
+    ("vnpus", 0),
+)
+VOLTS_PER_UNIT = 0.01  # dcmi_get_device_voltage: 0.01 V (npu-exporter's DcGetDeviceVoltage)
+BYTES_PER_SECOND_PER_UNIT = 1e9  # MB/ms
+PCIE_DIRECTIONS = {"tx": "transmit", "rx": "receive"}
+PCIE_KINDS = {"p": "posted", "np": "non_posted", "cpl": "completion"}
+PCIE_STATS = ("min", "max", "avg")  # the order of each array
 CARD_DROP = 0x40F84E00  # the fault code of a card that fell off the bus: re-enumerate
 Values = Mapping[str, Any]  # one chip's answers by value key (see value_key); absent: -8255
 _TYPED = frozenset({"utilization", "frequency", "ecc"})  # calls whose argument is a type
@@ -197,14 +210,24 @@ def collect(
     calls: Sequence[Call],
     answers: Sequence[tuple[int, Any]],
     unsupported: Callable[[Call], None],
+    refused: Callable[[DcmiRefusal], None] | None = None,
 ) -> dict[DcmiChip, dict[str, Any]]:
-    """Each chip's values by value key; -8255 left out (and told), other codes raised."""
+    """Each chip's values by value key; -8255 left out (and told to ``unsupported``), a
+    function refused for good (missing, -8002) left out and told to ``refused`` when given;
+    other codes raised."""
     by_chip = {(c.card, c.device): c for c in chips}
     values: dict[DcmiChip, dict[str, Any]] = {c: {} for c in chips}
     for call, (rc, value) in zip(calls, answers, strict=True):
         name, card, device, arg = call
         chip = by_chip[(card, device)]
-        if check(name, chip, rc):
+        try:
+            present = check(name, chip, rc)
+        except DcmiRefusal as refusal:
+            if refused is None or refusal.function is None:
+                raise
+            refused(refusal)
+            continue
+        if present:
             values[chip][value_key(name, arg)] = value
         else:
             unsupported(call)
@@ -334,4 +357,24 @@ def memory_report(chip: DcmiChip, values: Values) -> MemoryReport:
         hbm_total_bytes=hbm["memory_size"] * MIB if hbm else None,
         hbm_clock_hertz=hbm["freq"] * 1e6 if hbm else None,
         hbm_temperature_celsius=float(hbm["temp"]) if hbm else None,
+    )
+
+
+def chip_dcmi(values: Values) -> ChipDcmi:
+    """Voltage, PCIe bandwidth and vNPUs (volts, bytes per second, ratios, bytes from KB)."""
+    volts, bandwidth = values.get("voltage"), values.get("pcie_bandwidth") or {}
+    rows = []
+    for name, triple in bandwidth.items():
+        direction, kind, _ = name.split("_")
+        rows += [
+            (PCIE_DIRECTIONS[direction], PCIE_KINDS[kind], stat, v * BYTES_PER_SECOND_PER_UNIT)
+            for stat, v in zip(PCIE_STATS, triple, strict=True)
+        ]
+    return ChipDcmi(
+        voltage_volts=None if volts is None else round(volts * VOLTS_PER_UNIT, 2),
+        pcie_bandwidth=tuple(rows),
+        vnpus=tuple(
+            (vdev, _ratio(util), total * 1024, (total - free) * 1024)
+            for vdev, util, total, free in values.get("vnpus") or ()
+        ),
     )

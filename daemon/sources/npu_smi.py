@@ -16,6 +16,7 @@ from npumon.daemon.model.network import ChipInterconnect
 from npumon.daemon.model.npu_smi import (
     BoardReport,
     ChipCommon,
+    ChipDcmi,
     ChipEcc,
     ChipMapping,
     ChipUsage,
@@ -92,6 +93,7 @@ class NpuSmiSources:
         self._memory: dict[ChipId, MemoryReport] = dict(start.memory)
         self._mapping: ChipMapping | None = start.mapping
         self._interconnect: dict[ChipId, ChipInterconnect] = dict(start.interconnect)
+        self._dcmi: dict[ChipId, ChipDcmi] = dict(start.dcmi)
         self._card_board: dict[int, BoardReport] = dict(start.card_board)
         self._chip_board: dict[ChipId, BoardReport] = dict(start.chip_board)
         self._identity_npus: set[int] = {npu for npu, _ in start.chip_board} | set(start.card_board)
@@ -146,6 +148,7 @@ class NpuSmiSources:
             card_board=self._card_board,
             mapping=self._mapping,
             interconnect=self._interconnect,
+            dcmi=self._dcmi,
         )
 
     def _publish(self, status: SourceStatus) -> None:
@@ -224,13 +227,15 @@ class NpuSmiSources:
                     reports[(npu, chip)] = report
         except SourceFailure:
             if full:  # this pass was to re-read them: the old ones are no longer current
-                self._ecc, self._memory, self._interconnect = {}, {}, {}
+                self._ecc, self._memory, self._interconnect, self._dcmi = {}, {}, {}, {}
             raise
         finally:
             self._health = reports
         if full:
             self._last_full_health = now
             self._interconnect = {}  # re-read below, after ECC and memory
+            # first: a timeout below ends the pass, and DCMI's own failures never raise
+            self._dcmi = self._smi.dcmi_only(run, _chips(current))
             self._ecc_and_memory(run, _chips(current))
             self._links(run, _chips(current))
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
+from npumon.daemon.model.npu_smi import ChipDcmi
 from npumon.daemon.parsers import plausible
 from npumon.daemon.runner import CommandResult, resolve_command, run_command
 from npumon.daemon.sources.wrapper import SourceFailure, SourceRun, check_result, parse_or_fail
 
 T = TypeVar("T")
+ChipId = tuple[int, int]
 # The largest real `npu-smi info` (16 chips, a process row per chip) is about 20 kB; past this
 # the output is a driver looping, and keeping it would cost the daemon many times its size.
 MAX_OUTPUT_BYTES = 1024 * 1024
@@ -43,6 +45,10 @@ class NpuSmi:
         parsed, rejected = plausible.screen(parse_or_fail(parse, check_result(result), result.argv))
         run.reject(rejected, result.argv)
         return parsed
+
+    def dcmi_only(self, run: SourceRun, chips: Sequence[ChipId]) -> dict[ChipId, ChipDcmi]:
+        """What only DCMI gives (voltage, PCIe bandwidth): nothing through npu-smi."""
+        return {}
 
 
 class Unsupported:

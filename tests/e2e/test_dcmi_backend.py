@@ -1,6 +1,6 @@
 """The DCMI backend through the daemon: one simulated node read through npu-smi and through the
 gcc-built fake libdcmi.so gives the same exposition; a hang, a missing symbol, -8255 and -8002
-each leave npu-smi serving what DCMI cannot."""
+each leave npu-smi serving what DCMI cannot (a refused function: only the fields it fills)."""
 
 from __future__ import annotations
 
@@ -34,13 +34,22 @@ _VOLATILE = re.compile(
     r"|npumon_backend_info)\{.*\n",
     re.MULTILINE,
 )
+DCMI_ONLY = (  # no npu-smi query gives these
+    "npu_voltage_volts",
+    "npu_pcie_bandwidth_bytes_per_second",
+    "npu_vnpu_aicore_utilization_ratio",
+    "npu_vnpu_memory_total_bytes",
+    "npu_vnpu_memory_used_bytes",
+)
+_DCMI_ONLY = re.compile(rf"^(# [A-Z]+ )?({'|'.join(DCMI_ONLY)})\b.*\n", re.MULTILINE)
 
 
 def _node(tmp_path: Path, scenario: str, extra: str = "") -> Path:
     """The fake's state and a /proc with the simulated processes' names."""
-    node = node_state(load_scenario(scenario), AT)
+    loaded = load_scenario(scenario)
+    node = node_state(loaded, AT)
     state = tmp_path / f"{scenario}.state"
-    state.write_text(state_text(node) + extra)
+    state.write_text(state_text(node, loaded.vnpus) + extra)
     for card in node.cards:
         for chip in card.chips:
             for process in chip.processes:
@@ -135,7 +144,7 @@ def test_one_node_through_both_backends_is_one_exposition(
             if name == "npu_error_code_info" and dict(labels).get("npu") == "5"
         }
         assert codes == {"A4025021", "8C03A000"}
-    assert _VOLATILE.sub("", dcmi) == _VOLATILE.sub("", cli)
+    assert _VOLATILE.sub("", _DCMI_ONLY.sub("", dcmi)) == _VOLATILE.sub("", cli)
 
 
 def test_a_hung_call_is_killed_and_npu_smi_serves(
@@ -163,27 +172,43 @@ def test_a_hung_call_is_killed_and_npu_smi_serves(
     assert value(found, "npu_hbm_total_bytes", npu="0", chip="0") == 65536 * 1024 * 1024
 
 
+_REFUSALS = re.compile(r'^npumon_source_failures_total\{reason="dcmi_[a-z_]+".*\n', re.MULTILINE)
+
+
 @pytest.mark.parametrize(
-    ("omit", "extra", "reason"),
+    ("omit", "extra", "reason", "source", "table_runs"),
     [
-        (("dcmi_get_device_power_info",), "", "dcmi_missing_symbol"),
-        ((), "fail dcmi_get_device_temperature -8002\n", "dcmi_permission"),
+        # the table and -t common both mix power with other functions
+        (("dcmi_get_device_power_info",), "", "dcmi_missing_symbol", "npu_smi_table", 3),
+        ((), "fail dcmi_get_device_temperature -8002\n", "dcmi_permission", "npu_smi_table", 3),
+        # -t common alone has the frequencies: the table stays DCMI's
+        (("dcmi_get_device_frequency",), "", "dcmi_missing_symbol", "npu_smi_detail", 1),
     ],
 )
-def test_a_function_dcmi_cannot_give_is_served_by_npu_smi(
+def test_a_function_dcmi_cannot_give_is_served_per_field_by_npu_smi(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     omit: tuple[str, ...],
     extra: str,
     reason: str,
+    source: str,
+    table_runs: int,
 ) -> None:
     monkeypatch.setenv(STATE_ENV, str(_node(tmp_path, "910b-8", extra)))
-    agent = _agent(tmp_path, "910b-8", "auto", *omit)
-    found = _two_table_polls(agent)  # after the cross-check: DCMI would serve, but cannot
-    assert value(found, "npumon_backend_info", backend="cli", reason=reason) == 1
-    assert value(found, "npu_power_watts", npu="0", chip="0") is not None
-    assert value(found, "npu_temperature_celsius", npu="0", chip="0") is not None
+    cli = _table_exposition(_agent(tmp_path, "910b-8", "cli"))
+    calls: list[tuple[str, ...]] = []
+    dcmi = _table_exposition(_agent(tmp_path, "910b-8", "auto", *omit, calls=calls))
+    found = samples(dcmi)
+    # DCMI still serves; the refusal is counted once (not asked again this hour)
+    assert value(found, "npumon_backend_info", backend="dcmi", reason="cross_check_passed") == 1
+    assert value(found, "npumon_source_failures_total", source=source, reason=reason) == 1
     assert value(found, "npumon_source_up", source="npu_smi_table") == 1
+    # npu-smi ran only the queries that give the refused function's fields
+    assert calls.count(("info",)) == table_runs
+    assert calls.count(("info", "-t", "common", "-i", "0")) == 1
+    assert not [c for c in calls if c[1:3] in (("-t", "usages"), ("-t", "memory"))]
+    # and what it filled is what backend cli shows
+    assert _REFUSALS.sub("", _VOLATILE.sub("", _DCMI_ONLY.sub("", dcmi))) == _VOLATILE.sub("", cli)
 
 
 def test_minus_8255_is_absent_and_not_asked_again(
@@ -214,3 +239,41 @@ def test_a_cross_check_disagreement_turns_dcmi_off_in_auto(
         value(found, "npumon_source_failures_total", source="npu_smi_table", reason="cross_check")
         == 8
     )
+
+
+@pytest.mark.parametrize("scenario", ["910b-8", "310p-duo"])
+def test_voltage_pcie_bandwidth_and_vnpus_come_only_through_dcmi(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: str
+) -> None:
+    """The simulator's values, in volts, bytes per second and ratios; no PCIe series where the
+    fake answers -8255 (310P), no vNPU series where the chip has none; none through npu-smi."""
+    monkeypatch.setenv(STATE_ENV, str(_node(tmp_path, scenario)))
+    node = node_state(load_scenario(scenario), AT)
+    chip = node.cards[0].chips[0]
+    where = {"npu": str(chip.npu), "chip": str(chip.chip)}
+    found = samples(_table_exposition(_agent(tmp_path, scenario, "dcmi")))
+    volts = value(found, "npu_voltage_volts", **where)
+    assert volts == pytest.approx((80 + chip.aicore_percent // 10) * 0.01)
+    pcie = [dict(labels) for name, labels in found if name == DCMI_ONLY[1]]
+    if scenario == "910b-8":
+        assert len(pcie) == 8 * 2 * 3 * 3  # chips x directions x kinds x stats
+        avg = 1 + chip.aicore_percent // 10  # MB/ms, receive posted at twice the rate
+        assert value(
+            found, DCMI_ONLY[1], **where, direction="receive", kind="posted", stat="avg"
+        ) == pytest.approx(2 * avg * 1e9)
+        assert "npu_vnpu_memory_total_bytes" not in names(found)  # no vNPUs: -8255
+    else:
+        assert pcie == []
+        vnpu = {"npu": "96", "chip": "1", "vnpu_id": "101"}
+        busy = next(c for c in node.cards if c.npu == 96).chips[1].aicore_percent / 100
+        assert value(found, "npu_vnpu_aicore_utilization_ratio", **vnpu) == pytest.approx(busy)
+        total = 24576 * 1024 * 1024
+        assert value(found, "npu_vnpu_memory_total_bytes", **vnpu) == total
+        used = value(found, "npu_vnpu_memory_used_bytes", **vnpu)
+        assert used == pytest.approx(busy * total, rel=0.01)
+        assert {dict(labels)["vnpu_id"] for n, labels in found if n == DCMI_ONLY[2]} == {
+            "100",
+            "101",
+        }
+    cli = samples(_table_exposition(_agent(tmp_path, scenario, "cli")))
+    assert not set(DCMI_ONLY) & names(cli)

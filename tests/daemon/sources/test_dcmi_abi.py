@@ -68,6 +68,13 @@ def test_every_struct_matches_gcc(tmp_path: Path) -> None:
         if "." not in line.split()[0]
     }
     assert sizes == {
+        "dcmi_base_resource": 64,
+        "dcmi_computing_resource": 96,
+        "dcmi_media_resource": 56,
+        "dcmi_vdev_query_info": 256,
+        "dcmi_vdev_query_stru": 264,
+        "dcmi_soc_total_resource": 360,
+        "dcmi_pcie_link_bandwidth_info": 88,
         "dcmi_chip_info_v2": 132,
         "dcmi_pcie_info_all": 64,
         "dcmi_ecc_info": 36,

@@ -48,6 +48,7 @@ class StubHelper:
         self.fail: HelperFailure | None = None
         self.codes: dict[str, int] = {"memory": -8255}
         self.restarts = 0
+        self.temperature: int = ANSWERS["temperature"]
 
     def hello(self) -> Hello:
         if self.fail is not None:
@@ -56,8 +57,9 @@ class StubHelper:
 
     def call(self, calls: Sequence[Call]) -> list[tuple[int, Any]]:
         self.requests.append(list(calls))
+        answers = {**ANSWERS, "temperature": self.temperature}
         return [
-            (self.codes[name], None) if name in self.codes else (0, ANSWERS[name])
+            (self.codes[name], None) if name in self.codes else (0, answers[name])
             for name, *_ in calls
         ]
 
@@ -103,6 +105,26 @@ def test_minus_8255_is_not_asked_again_within_the_hour() -> None:
     clock.now += 3600
     _table(smi)  # the hourly cross-check, and memory asked again
     assert [c for c in helper.requests[2] if c[0] == "memory"]
+
+
+def test_a_refused_function_is_npu_smis_for_an_hour_then_asked_again() -> None:
+    """-8002 from power: not asked, npu-smi's table gives power (78.2 W), the rest DCMI's."""
+    smi, helper, runner, told, clock = _smi()
+    helper.codes["power"] = -8002
+    helper.temperature = 42  # DCMI's, within the cross-check's 3 C of the table's 40 C
+    runs = [SourceRun() for _ in range(3)]
+    _table(smi, runs[0])  # the cross-check: power refused, npu-smi's power merged in
+    found = _table(smi, runs[1])
+    assert not [c for c in helper.requests[1] if c[0] == "power"]
+    assert runner.calls == ["info", "info"]  # the table's npu-smi run, for power only
+    assert found.chips[0].power_watts == 78.2 and found.chips[0].temperature_celsius == 42.0
+    assert told == [BackendInfo("dcmi", "cross_check_passed")]
+    assert [f.reason for f in runs[0].refusals] == ["dcmi_permission"]
+    assert runs[1].refusals == []  # counted once an hour
+    clock.now += 3600
+    del helper.codes["power"]
+    _table(smi, runs[2])
+    assert [c for c in helper.requests[2] if c[0] == "power"]  # asked again after the hour
 
 
 def test_a_late_helper_has_npu_smi_serve_counted_not_down() -> None:

@@ -18,6 +18,7 @@ from npumon.daemon.sources.dcmi_readings import (
     calls_for,
     check,
     chip_common,
+    chip_dcmi,
     chip_ecc,
     chip_usage,
     collect,
@@ -218,3 +219,16 @@ def test_health_ecc_and_memory_as_npu_smi_prints_them() -> None:
     memory = memory_report(CHIP, {"hbm": hbm})
     assert (memory.hbm_temperature_celsius, memory.hbm_clock_hertz) == (41.0, 1.6e9)
     assert (memory.memory_total_bytes, memory.memory_clock_hertz) == (0, 0.0)
+
+
+def test_voltage_pcie_bandwidth_and_vnpus_in_base_units() -> None:
+    bandwidth = {"tx_p_bw": [1, 4, 2], "rx_cpl_bw": [0, 0, 0]}
+    found = chip_dcmi({"voltage": 85, "pcie_bandwidth": bandwidth})
+    assert found.voltage_volts == 0.85
+    assert ("transmit", "posted", "max", 4e9) in found.pcie_bandwidth
+    assert ("receive", "completion", "avg", 0.0) in found.pcie_bandwidth
+    assert len(found.pcie_bandwidth) == 6
+    vnpus = chip_dcmi({"vnpus": [[100, 42, 2048, 512]]}).vnpus
+    assert vnpus == ((100, 0.42, 2048 * 1024, 1536 * 1024),)  # KB into bytes, used = total - free
+    # -8255 from both: nothing, never 0
+    assert chip_dcmi({}).voltage_volts is None and chip_dcmi({}).pcie_bandwidth == ()

@@ -10,6 +10,7 @@
  *   chip <card> <device> <logic> <phy> key=value ...   (a missing key: -8255 from its function)
  *   proc <card> <device> <pid> <bytes>
  *   error <card> <device> <hex code>
+ *   vnpu <card> <device> <vdev id> <aicore %> <total KB> <free KB>
  * Build with -DOMIT_<function> to leave a symbol out. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,7 @@
 #define INVALID_PARAMETER -8001
 #define NOT_READY -8012
 #define MAX_CHIPS 64
-#define MAX_KEYS 48
+#define MAX_KEYS 64
 #define MAX_RULES 32
 
 struct kv { char key[32]; char value[64]; };
@@ -33,6 +34,9 @@ struct chip {
     int pids[64];
     unsigned long proc_bytes[64];
     unsigned int errors[128];
+    int nvnpus;
+    unsigned int vnpu_ids[DCMI_SOC_SPLIT_MAX], vnpu_util[DCMI_SOC_SPLIT_MAX];
+    unsigned long long vnpu_total[DCMI_SOC_SPLIT_MAX], vnpu_free[DCMI_SOC_SPLIT_MAX];
 };
 struct rule { char function[64]; int code; int hang; };
 
@@ -104,7 +108,8 @@ static void load_line(char *line) {
     char function[64];
     int card, device, pid, code;
     unsigned long bytes;
-    unsigned int error;
+    unsigned int error, vid, util;
+    unsigned long long total, free_kb;
     struct chip *c;
     if (strncmp(line, "chip ", 5) == 0 && nchips < MAX_CHIPS) {
         load_chip(line);
@@ -112,6 +117,14 @@ static void load_line(char *line) {
         if ((c = find(card, device)) && c->nprocs < 64) {
             c->pids[c->nprocs] = pid;
             c->proc_bytes[c->nprocs++] = bytes;
+        }
+    } else if (sscanf(line, "vnpu %d %d %u %u %llu %llu", &card, &device, &vid, &util, &total,
+                      &free_kb) == 6) {
+        if ((c = find(card, device)) && c->nvnpus < DCMI_SOC_SPLIT_MAX) {
+            c->vnpu_ids[c->nvnpus] = vid;
+            c->vnpu_util[c->nvnpus] = util;
+            c->vnpu_total[c->nvnpus] = total;
+            c->vnpu_free[c->nvnpus++] = free_kb;
         }
     } else if (sscanf(line, "error %d %d %x", &card, &device, &error) == 3) {
         if ((c = find(card, device)) && c->nerrors < 128) c->errors[c->nerrors++] = error;
@@ -231,6 +244,10 @@ INT_READER(dcmi_get_device_power_info, int, "power")
 #endif
 #ifndef OMIT_dcmi_get_device_temperature
 INT_READER(dcmi_get_device_temperature, int, "temp")
+#endif
+
+#ifndef OMIT_dcmi_get_device_voltage
+INT_READER(dcmi_get_device_voltage, unsigned int, "volt")
 #endif
 
 #ifndef OMIT_dcmi_get_device_errorcode_v2
@@ -392,5 +409,65 @@ int dcmi_get_device_pcie_info_v2(int card_id, int device_id, struct dcmi_pcie_in
     pcie_info->bdf_deviceid = dev;
     pcie_info->bdf_funcid = func;
     return 0;
+}
+#endif
+
+#ifndef OMIT_dcmi_get_pcie_link_bandwidth_info
+/* Keys pcie_<field>=min/max/avg (MB/ms); no pcie_tx_p_bw key: NOT_SUPPORT. The window the
+ * caller set must be positive, as the driver checks it. */
+int dcmi_get_pcie_link_bandwidth_info(int card_id, int device_id,
+                                      struct dcmi_pcie_link_bandwidth_info *pcie_link_bandwidth_info) {
+    static const char *names[] = {"tx_p_bw", "tx_np_bw", "tx_cpl_bw", "tx_np_lantency",
+                                  "rx_p_bw", "rx_np_bw", "rx_cpl_bw"};
+    struct dcmi_pcie_link_bandwidth_info *out = pcie_link_bandwidth_info;
+    unsigned int *arrays[] = {out->tx_p_bw, out->tx_np_bw, out->tx_cpl_bw, out->tx_np_lantency,
+                              out->rx_p_bw, out->rx_np_bw, out->rx_cpl_bw};
+    struct chip *c;
+    char key[32];
+    int rc = guard("dcmi_get_pcie_link_bandwidth_info", card_id, device_id, &c);
+    if (rc) return rc;
+    if (out->profiling_time <= 0) return INVALID_PARAMETER;
+    if (lookup(c, "pcie_tx_p_bw") == NULL) return NOT_SUPPORT;
+    for (int i = 0; i < 7; i++) {
+        const char *v;
+        snprintf(key, sizeof(key), "pcie_%s", names[i]);
+        v = lookup(c, key);
+        if (v == NULL || sscanf(v, "%u/%u/%u", &arrays[i][0], &arrays[i][1], &arrays[i][2]) != 3)
+            arrays[i][0] = arrays[i][1] = arrays[i][2] = 0;
+    }
+    return 0;
+}
+#endif
+
+#ifndef OMIT_dcmi_get_device_info
+/* Only DCMI_MAIN_CMD_VDEV_MNG: the vNPU list (total resource) and one vNPU's activity; a chip
+ * without vnpu lines answers NOT_SUPPORT. */
+int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd,
+                         unsigned int sub_cmd, void *buf, unsigned int *size) {
+    struct chip *c;
+    int rc = guard("dcmi_get_device_info", card_id, device_id, &c);
+    if (rc) return rc;
+    if (main_cmd != DCMI_MAIN_CMD_VDEV_MNG || c->nvnpus == 0) return NOT_SUPPORT;
+    if (sub_cmd == DCMI_VMNG_SUB_CMD_GET_TOTAL_RESOURCE) {
+        struct dcmi_soc_total_resource *total = buf;
+        if (*size < sizeof(*total)) return INVALID_PARAMETER;
+        memset(total, 0, sizeof(*total));
+        total->vdev_num = (unsigned int)c->nvnpus;
+        memcpy(total->vdev_id, c->vnpu_ids, sizeof(unsigned int) * (size_t)c->nvnpus);
+        return 0;
+    }
+    if (sub_cmd == DCMI_VMNG_SUB_CMD_GET_VDEV_ACTIVITY) {
+        struct dcmi_vdev_query_stru *query = buf;
+        if (*size < sizeof(*query)) return INVALID_PARAMETER;
+        for (int i = 0; i < c->nvnpus; i++) {
+            if (c->vnpu_ids[i] != query->vdev_id) continue;
+            query->query_info.computing.vdev_aicore_utilization = c->vnpu_util[i];
+            query->query_info.computing.vdev_memory_total = c->vnpu_total[i];
+            query->query_info.computing.vdev_memory_free = c->vnpu_free[i];
+            return 0;
+        }
+        return INVALID_PARAMETER;
+    }
+    return NOT_SUPPORT;
 }
 #endif

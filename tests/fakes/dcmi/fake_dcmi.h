@@ -8,6 +8,11 @@
 #define DIE_ID_COUNT 5
 #define MAX_LENGTH 256
 #define DCMI_UTIL_RESERVED_LEN 8
+#define AGENTDRV_PROF_DATA_NUM 3
+#define DCMI_VDEV_RES_NAME_LEN 16
+#define DCMI_VDEV_SIZE 20
+#define DCMI_VDEV_FOR_RESERVE 32
+#define DCMI_SOC_SPLIT_MAX 32
 
 struct dcmi_chip_info_v2 {
     unsigned char chip_type[MAX_CHIP_NAME_LEN];
@@ -68,6 +73,86 @@ struct dcmi_multi_utilization_info {
     unsigned int npu_util;
     unsigned int reserved[DCMI_UTIL_RESERVED_LEN];
 };
+struct dcmi_pcie_link_bandwidth_info {
+    int profiling_time;
+    unsigned int tx_p_bw[AGENTDRV_PROF_DATA_NUM];
+    unsigned int tx_np_bw[AGENTDRV_PROF_DATA_NUM];
+    unsigned int tx_cpl_bw[AGENTDRV_PROF_DATA_NUM];
+    unsigned int tx_np_lantency[AGENTDRV_PROF_DATA_NUM];
+    unsigned int rx_p_bw[AGENTDRV_PROF_DATA_NUM];
+    unsigned int rx_np_bw[AGENTDRV_PROF_DATA_NUM];
+    unsigned int rx_cpl_bw[AGENTDRV_PROF_DATA_NUM];
+};
+struct dcmi_base_resource {
+    unsigned long long token;
+    unsigned long long token_max;
+    unsigned long long task_timeout;
+    unsigned int vfg_id;
+    unsigned char vip_mode;
+    unsigned char reserved[DCMI_VDEV_FOR_RESERVE - 1];
+};
+struct dcmi_computing_resource {
+    float aic;
+    float aiv;
+    unsigned short dsa;
+    unsigned short rtsq;
+    unsigned short acsq;
+    unsigned short cdqm;
+    unsigned short c_core;
+    unsigned short ffts;
+    unsigned short sdma;
+    unsigned short pcie_dma;
+    unsigned long long memory_size;
+    unsigned int event_id;
+    unsigned int notify_id;
+    unsigned int stream_id;
+    unsigned int model_id;
+    unsigned short topic_schedule_aicpu;
+    unsigned short host_ctrl_cpu;
+    unsigned short host_aicpu;
+    unsigned short device_aicpu;
+    unsigned short topic_ctrl_cpu_slot;
+    unsigned int vdev_aicore_utilization;
+    unsigned long long vdev_memory_total;
+    unsigned long long vdev_memory_free;
+    unsigned char reserved[DCMI_VDEV_FOR_RESERVE - DCMI_VDEV_SIZE];
+};
+struct dcmi_media_resource {
+    float jpegd;
+    float jpege;
+    float vpc;
+    float vdec;
+    float pngd;
+    float venc;
+    unsigned char reserved[DCMI_VDEV_FOR_RESERVE];
+};
+struct dcmi_vdev_query_info {
+    char name[DCMI_VDEV_RES_NAME_LEN];
+    unsigned int status;
+    unsigned int is_container_used;
+    unsigned int vfid;
+    unsigned int vfg_id;
+    unsigned long long container_id;
+    struct dcmi_base_resource base;
+    struct dcmi_computing_resource computing;
+    struct dcmi_media_resource media;
+};
+struct dcmi_vdev_query_stru {
+    unsigned int vdev_id;
+    struct dcmi_vdev_query_info query_info;
+};
+struct dcmi_soc_total_resource {
+    unsigned int vdev_num;
+    unsigned int vdev_id[DCMI_SOC_SPLIT_MAX];
+    unsigned int vfg_num;
+    unsigned int vfg_bitmap;
+    struct dcmi_base_resource base;
+    struct dcmi_computing_resource computing;
+    struct dcmi_media_resource media;
+};
+enum dcmi_main_cmd { DCMI_MAIN_CMD_VDEV_MNG = 52 };
+/* DRV-H's DCMI_VDEV_MNG_SUB_CMD (not in MC-H) */
+enum { DCMI_VMNG_SUB_CMD_GET_TOTAL_RESOURCE = 1, DCMI_VMNG_SUB_CMD_GET_VDEV_ACTIVITY = 5 };
 enum dcmi_freq_type {
     DCMI_FREQ_DDR = 1, DCMI_FREQ_CTRLCPU = 2, DCMI_FREQ_HBM = 6, DCMI_FREQ_AICORE_CURRENT_ = 7,
     DCMI_FREQ_AICORE_MAX = 9, DCMI_FREQ_VECTORCORE_CURRENT = 12
@@ -103,5 +188,10 @@ int dcmi_get_device_resource_info(int card_id, int device_id, struct dcmi_proc_m
                                   int *proc_num);
 int dcmi_get_device_chip_info_v2(int card_id, int device_id, struct dcmi_chip_info_v2 *chip_info);
 int dcmi_get_device_pcie_info_v2(int card_id, int device_id, struct dcmi_pcie_info_all *pcie_info);
+int dcmi_get_device_voltage(int card_id, int device_id, unsigned int *voltage);
+int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd,
+                         unsigned int sub_cmd, void *buf, unsigned int *size);
+int dcmi_get_pcie_link_bandwidth_info(int card_id, int device_id,
+                                      struct dcmi_pcie_link_bandwidth_info *pcie_link_bandwidth_info);
 
 #endif

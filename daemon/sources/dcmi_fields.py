@@ -1,0 +1,105 @@
+"""Which model fields each DCMI function fills, per query, and the merge that has npu-smi's
+answer fill only those: a function the library lacks or refuses (-8002) is served per field by
+the npu-smi query that gives it, the rest of that query's answer stays DCMI's.
+
+Pure: a DCMI model and the npu-smi model of the same query in, one model out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# query -> DCMI request name (dcmi_helper.CALLS) -> the fields of the query's per-chip model it
+# fills (TableChip, ChipUsage, ChipCommon, ChipEcc, HealthReport, MemoryReport); a test checks
+# every field a function changes is listed here
+FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
+    "info": {
+        "health": ("health",),
+        "power": ("power_watts",),
+        "temperature": ("temperature_celsius",),
+        "hbm": ("hbm_used_bytes", "hbm_total_bytes"),
+        "memory": ("memory_used_bytes", "memory_total_bytes", "hugepages_used", "hugepages_total"),
+        "utilization": ("aicore_ratio",),
+        "chip": ("name",),
+        "pcie": ("bus_id",),
+        "processes": (),  # the table's process list, merged whole (`merge`)
+    },
+    "usages": {
+        "hbm": ("hbm_total_bytes",),
+        "memory": (
+            "memory_total_bytes",
+            "memory_usage_ratio",
+            "hugepages_total",
+            "memory_bandwidth_ratio",
+        ),
+        "utilization": (
+            "aicore_ratio",
+            "aivector_ratio",
+            "aicube_ratio",
+            "aicpu_ratio",
+            "ctrlcpu_ratio",
+            "npu_util_ratio",
+            "memory_usage_ratio",
+            "hbm_usage_ratio",
+            "memory_bandwidth_ratio",
+            "hbm_bandwidth_ratio",
+        ),
+    },
+    "common": {
+        "power": ("power_watts",),
+        "temperature": ("temperature_celsius",),
+        "chip": ("aicore_count",),
+        "memory": ("memory_usage_ratio",),
+        "utilization": ("memory_usage_ratio", "hbm_usage_ratio", "aicore_ratio"),
+        "frequency": ("aicore_rated_hertz", "aicore_current_hertz"),
+    },
+    "ecc": {
+        "ecc": tuple(
+            f"{memory}_{bits}_{count}"
+            for memory in ("hbm", "ddr")
+            for bits in ("single_bit", "double_bit")
+            for count in ("errors", "aggregate_total")
+        )
+        + ("hbm_single_bit_isolated_pages", "hbm_double_bit_isolated_pages"),
+    },
+    "health": {"health": ("status",), "errors": ("error_codes", "error_information")},
+    "memory": {
+        "hbm": ("hbm_total_bytes", "hbm_clock_hertz", "hbm_temperature_celsius"),
+        "memory": ("memory_total_bytes", "memory_clock_hertz"),
+    },
+}
+
+
+def fields_of(query: str, functions: Iterable[str]) -> tuple[str, ...]:
+    """The model fields ``functions`` fill in ``query``'s answer."""
+    table = FIELDS[query]
+    return tuple(f for name in functions for f in table.get(name, ()))
+
+
+def _taken(ours: Any, theirs: Any, fields: tuple[str, ...]) -> Any:
+    return dataclasses.replace(ours, **{f: getattr(theirs, f) for f in fields})
+
+
+def _rows(
+    ours: tuple[Any, ...], theirs: tuple[Any, ...], fields: tuple[str, ...]
+) -> tuple[Any, ...]:
+    """Per-chip rows with ``fields`` from npu-smi's row of the chip (kept where it has none)."""
+    key = (lambda r: (r.npu, r.chip)) if ours and hasattr(ours[0], "npu") else (lambda r: r.chip)
+    by_key = {key(r): r for r in theirs}
+    return tuple(_taken(r, by_key[key(r)], fields) if key(r) in by_key else r for r in ours)
+
+
+def merge(query: str, dcmi: Any, cli: Any, functions: Iterable[str]) -> Any:
+    """DCMI's answer to ``query`` with what ``functions`` fill taken from npu-smi's ``cli``."""
+    names = tuple(functions)
+    fields = fields_of(query, names)
+    if query in ("health", "memory"):  # one chip's report
+        return _taken(dcmi, cli, fields)
+    merged = dataclasses.replace(dcmi, chips=_rows(dcmi.chips, cli.chips, fields))
+    if query == "info" and "processes" in names:
+        merged = dataclasses.replace(
+            merged, processes=cli.processes, has_process_table=cli.has_process_table
+        )
+    return merged

@@ -1,0 +1,100 @@
+"""The per-field fallback's map: every field a DCMI function changes in a query's model is listed
+for it (else npu-smi would not fill it when the function is refused), and the merge takes
+exactly those fields from npu-smi's answer."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from npumon.daemon.sources.dcmi import DETAIL
+from npumon.daemon.sources.dcmi_client import DcmiChip
+from npumon.daemon.sources.dcmi_fields import FIELDS, merge
+from npumon.daemon.sources.dcmi_readings import TABLE_CALLS, info_table, value_key
+
+MIB = 1024 * 1024
+CHIP = DcmiChip(card=3, device=0, logic_id=3, phy_id=3)
+ECC = {
+    "enable_flag": 1,
+    "single_bit_error_cnt": 2,
+    "double_bit_error_cnt": 1,
+    "total_single_bit_error_cnt": 7,
+    "total_double_bit_error_cnt": 3,
+    "single_bit_isolated_pages_cnt": 4,
+    "double_bit_isolated_pages_cnt": 5,
+}
+
+
+def _answer(name: str, arg: int) -> Any:
+    """A value of every DCMI call, none of them 0 (so that absent and present differ)."""
+    return {
+        "health": 1,
+        "errors": [0xA4025021],
+        "power": 3596,
+        "temperature": 58,
+        "hbm": {"memory_size": 65536, "memory_usage": 3000, "temp": 50, "freq": 1600},
+        "memory": {
+            "memory_size": 16384,
+            "memory_available": 4000,
+            "freq": 2400,
+            "hugepagesize": 2048,
+            "hugepages_total": 30,
+            "hugepages_free": 10,
+        },
+        "utilization": 10 + arg,
+        "frequency": 1000 + arg,
+        "ecc": ECC,
+        "processes": [[77, 5 * MIB]],
+        "chip": {"chip_type": "Ascend", "chip_name": "310P3", "chip_ver": "V1", "aicore_cnt": 8},
+        "pcie": {"domain": 0, "bdf_busid": 0x42, "bdf_deviceid": 0, "bdf_funcid": 0},
+    }[name]
+
+
+def _model(query: str, without: str | None) -> Any:
+    wanted = TABLE_CALLS if query == "info" else DETAIL[query][0]
+    values = {value_key(n, a): _answer(n, a) for n, a in wanted if n != without}
+    if query == "info":
+        return info_table({CHIP: values}, versions=(None, None), name_of=lambda pid: "python3")
+    return DETAIL[query][1](CHIP.card, [CHIP], {CHIP: values})
+
+
+def _rows(model: Any) -> list[Any]:
+    return list(model.chips) if hasattr(model, "chips") else [model]
+
+
+def _changed(a: Any, b: Any) -> set[str]:
+    return {
+        f.name
+        for ra, rb in zip(_rows(a), _rows(b), strict=True)
+        for f in dataclasses.fields(ra)
+        if getattr(ra, f.name) != getattr(rb, f.name)
+    }
+
+
+CASES = [
+    (query, name)
+    for query in ("info", *DETAIL)
+    for name in sorted({n for n, _ in (TABLE_CALLS if query == "info" else DETAIL[query][0])})
+]
+
+
+@pytest.mark.parametrize(("query", "name"), CASES)
+def test_every_field_a_function_fills_is_in_the_map(query: str, name: str) -> None:
+    full, lacking = _model(query, None), _model(query, name)
+    changed = _changed(full, lacking)
+    assert changed <= set(FIELDS[query][name]), f"{query}: {name} also fills {changed}"
+    if query == "info" and name == "processes":
+        assert full.processes != lacking.processes
+    else:
+        assert changed, f"{query}: {name} fills nothing the test can see"
+
+
+@pytest.mark.parametrize(("query", "name"), CASES)
+def test_the_merge_takes_only_the_refused_functions_fields(query: str, name: str) -> None:
+    """npu-smi's answer here is DCMI's full one; DCMI's lacks the function."""
+    merged = merge(query, _model(query, name), _model(query, None), [name])
+    assert merged == _model(query, None)
+    untouched = merge(query, _model(query, name), _model(query, None), [])
+    assert untouched == _model(query, name)
