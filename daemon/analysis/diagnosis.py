@@ -285,8 +285,8 @@ def transfer_tier(transfer: float | None, t: Thresholds) -> str:
         else "fine"
     )
     return (
-        f"; data transfer (transit time of the communication table, not waiting) is {transfer:.1%} of the "
-        f"step ({tier}: checklist > {t.communication_notice_ratio:.0%} attention, > "
+        f"; data transfer (the communication table's transit, not waiting) is {transfer:.1%} of"
+        f" the step ({tier}: checklist > {t.communication_notice_ratio:.0%} attention, > "
         f"{t.communication_ratio:.0%} severe)"
     )
 

@@ -267,4 +267,3 @@ class NpuSmiResults:
     interconnect: Mapping[tuple[int, int], ChipInterconnect] = field(default_factory=dict)
     # DCMI-only readings, read by the health tier under backend auto/dcmi (ChipDcmi)
     dcmi: Mapping[tuple[int, int], ChipDcmi] = field(default_factory=dict)
-

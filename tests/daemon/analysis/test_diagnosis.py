@@ -196,7 +196,8 @@ def test_communication_states_the_checklist_transfer_tier(transfer: float, tier:
     (found,) = diagnose(Evidence(phase_ratios={"communication": 0.4}, transfer_ratio=transfer))
     assert found.kind == "communication" and found.value == 0.4
     assert found.detail.endswith(
-        f"data transfer (transit time of the communication table, not waiting) is {transfer:.1%} of the step "
+        f"data transfer (the communication table's transit, not waiting) is {transfer:.1%} "
+        f"of the step "
         f"({tier}: checklist > 5% attention, > 20% severe)"
     )
 
