@@ -156,7 +156,7 @@ CollectorName = Literal[
     "interconnect",
     "processes",
     "kubernetes",
-    "profiling",
+    "capture",
     "sources",
     "node",
     "profiles",

@@ -64,7 +64,7 @@ class SnapshotStore:
         self._pods: PodResourcesResults | None = None  # None: no pod-resources (or it failed)
         self._problems: Counter[str] = Counter()
         self._seen_problems: set[str] = set()
-        self._profiling: frozenset[ChipId] = frozenset()
+        self._capturing: frozenset[ChipId] = frozenset()
         self._sources: dict[str, SourceStatus] = {}
         self._backend: BackendInfo | None = None
         self._latest = EMPTY_SNAPSHOT
@@ -119,17 +119,17 @@ class SnapshotStore:
             self._backend = backend
             self._publish(merge=False)
 
-    def set_profiling(self, chips: frozenset[ChipId]) -> None:
+    def set_capturing(self, chips: frozenset[ChipId]) -> None:
         """Chips under a profiler capture now (their AI Core reads 0, throttling unjudged)."""
         with self._lock:
-            changed = chips != self._profiling
-            self._profiling = chips
+            changed = chips != self._capturing
+            self._capturing = chips
             self._publish(merge=changed)
 
     def set_profiles(self, view: ProfilingView | None) -> None:
         """Profile summaries and capture self-metrics (rendered by exporters' profiles group)."""
         with self._lock:
-            self._latest = replace(self._latest, taken_at=self._clock(), profiling=view)
+            self._latest = replace(self._latest, taken_at=self._clock(), profiles=view)
 
     def _publish(self, *, merge: bool) -> None:
         before = self._latest
@@ -139,7 +139,7 @@ class SnapshotStore:
                 self._npu_smi,
                 self._throttle_rule,
                 max_processes=self._max_processes,
-                profiling=self._profiling,
+                capturing=self._capturing,
                 fault_level=self._fault_level,
                 owners=self._attribute(),
             )

@@ -53,14 +53,14 @@ POWER: tuple[Family, ...] = (
     ),
 )
 
-PROFILING: tuple[Family, ...] = (
+CAPTURE: tuple[Family, ...] = (
     Gauge(
         "npu_profiling_active",
         "1 while an npumon profiler capture runs on the chip (AI Core utilization reads 0 then).",
-        "profiling_active",
+        "capture_active",
     ),
 )
 
 render_utilization = render_table(UTILIZATION)
-render_profiling = render_table(PROFILING)
+render_capture = render_table(CAPTURE)
 render_power = render_table(POWER)

@@ -27,7 +27,7 @@ from npumon.exporters.builtin import (
 from npumon.exporters.chip_clocks import render_clocks, render_ecc
 from npumon.exporters.chip_dcmi import render_dcmi
 from npumon.exporters.chip_health import render_health, render_identity
-from npumon.exporters.chip_load import render_power, render_profiling, render_utilization
+from npumon.exporters.chip_load import render_capture, render_power, render_utilization
 from npumon.exporters.chip_memory import render_memory, render_processes
 from npumon.exporters.compat import render_compat
 from npumon.exporters.kubernetes import render_kubernetes
@@ -58,10 +58,10 @@ COLLECTORS: tuple[tuple[str, Renderer, tuple[str, ...]], ...] = (
     ("interconnect", render_interconnect, ("network.chips",)),  # npu_hccs_*, npu_pcie_*, npu_sio_*
     ("processes", render_processes, CHIPS),  # npu_process_hbm_used_bytes
     ("kubernetes", render_kubernetes, ("chips", "attribution_problems")),  # npu_chip_allocation_*
-    ("profiling", render_profiling, CHIPS),  # npu_profiling_active
+    ("capture", render_capture, CHIPS),  # npu_profiling_active
     ("sources", render_sources, ("sources",)),  # npumon_source_*
     ("node", render_node, ("",)),  # npumon_chips, npumon_snapshot_timestamp_seconds
-    ("profiles", render_profiles, ("profiling",)),  # npu_step_*, npu_op_*, npu_profile_*, ...
+    ("profiles", render_profiles, ("profiles",)),  # npu_step_*, npu_op_*, npu_profile_*, ...
     ("npu_exporter_compat", render_compat, ("chips", "has_table", "node")),  # off by default
 )
 """Every collector, in exposition order; names are the values of `collectors.disabled`."""

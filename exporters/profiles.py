@@ -1,4 +1,4 @@
-"""Profiling families rendered from NodeSnapshot.profiling at scrape time (pure, no I/O).
+"""Profiling families rendered from NodeSnapshot.profiles at scrape time (pure, no I/O).
 
 Nothing profiling holds can break a scrape: each family is built on its own, a family that
 cannot be built is left out, a NaN or infinite value is never a sample, and both are counted
@@ -302,7 +302,7 @@ def render_profiles(snap: NodeSnapshot) -> Iterator[Metric]:
     npu_op_time_ratio{workload="llama",op_type="MatMulV3",core_type="ai_core"} 0.31
     npumon_captures_total{result="ok"} 12
     """
-    view = snap.profiling
+    view = snap.profiles
     if view is None:
         return
     skips = _Skips()

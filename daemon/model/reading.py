@@ -83,7 +83,7 @@ class ChipReading:
     memory_ecc_single_bit_errors: int | None = None
     memory_ecc_double_bit_errors: int | None = None
     processes: tuple[ProcessReading, ...] = ()  # largest first, capped by the config
-    profiling_active: bool = False
+    capture_active: bool = False
     owners: tuple[ChipOwner, ...] = ()  # containers holding it (kubelet pod-resources)
     allocated: bool | None = None  # held by a container; None: no pod-resources on the node
     voltage_volts: float | None = None  # DCMI only
@@ -148,7 +148,7 @@ def read_chips(
     rules: ThrottleRules,
     *,
     max_processes: int,
-    profiling: frozenset[ChipId] = frozenset(),
+    capturing: frozenset[ChipId] = frozenset(),
     fault_level: FaultLevel = lambda code: "unknown",
     owners: Attribution = NO_ATTRIBUTION,
 ) -> tuple[ChipReading, ...]:
@@ -173,7 +173,7 @@ def read_chips(
             ),
             rules(t.name),
             max_processes=max_processes,
-            profiling=(t.npu, t.chip) in profiling,
+            capturing=(t.npu, t.chip) in capturing,
             fault_level=fault_level,
             owners=owners,
         )
@@ -186,7 +186,7 @@ def read_chip(
     rule: ThrottleRule,
     *,
     max_processes: int,
-    profiling: bool = False,
+    capturing: bool = False,
     fault_level: FaultLevel = lambda code: "unknown",
     owners: Attribution = NO_ATTRIBUTION,
 ) -> ChipReading:
@@ -234,14 +234,14 @@ def read_chip(
             e.ddr_double_bit_aggregate_total, e.ddr_double_bit_errors
         ),
         processes=largest_processes(parts.processes, max_processes, owners),
-        profiling_active=profiling,
+        capture_active=capturing,
         owners=owners.owners((t.npu, t.chip)),
         allocated=owners.allocated((t.npu, t.chip)),
         voltage_volts=d.voltage_volts,
         pcie_bandwidth=d.pcie_bandwidth,
         vnpus=d.vnpus,
     )
-    return _with_throttle(reading, rule, profiling)
+    return _with_throttle(reading, rule, capturing)
 
 
 def _identity(parts: ChipParts) -> tuple[tuple[str, str], ...]:
@@ -291,14 +291,14 @@ def largest_processes(
     return tuple(unique.values())
 
 
-def _with_throttle(r: ChipReading, rule: ThrottleRule, profiling: bool) -> ChipReading:
+def _with_throttle(r: ChipReading, rule: ThrottleRule, capturing: bool) -> ChipReading:
     """Clocked down under load, and why. Idle down-clocking is by design, not throttling.
 
     Cannot be judged (None) without both clocks, without a load, or while a capture zeroes
     AI Core.
     """
     current, rated, load = r.aicore_frequency_hertz, r.aicore_rated_frequency_hertz, r.aicore_ratio
-    if current is None or rated is None or load is None or profiling:
+    if current is None or rated is None or load is None or capturing:
         return r
     if current >= rule.frequency_ratio * rated or load < rule.min_aicore_utilization:
         return replace(r, throttle=NOT_THROTTLED)

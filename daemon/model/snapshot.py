@@ -58,7 +58,7 @@ class NodeSnapshot:
     chips: tuple[ChipReading, ...]
     sources: tuple[SourceStatus, ...]
     has_table: bool = False  # False until the first successful `npu-smi info`
-    profiling: ProfilingView | None = None  # None when profiling and ingest are both off
+    profiles: ProfilingView | None = None  # None when profiling and ingest are both off
     network: NetworkView = EMPTY_NETWORK  # NIC ports (hccn_tool), HCCS/PCIe/SIO (npu-smi)
     # since start, per kind (conflict, unmapped_device): attribution problems (model/attribution)
     attribution_problems: tuple[tuple[str, int], ...] = ()

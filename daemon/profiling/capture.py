@@ -43,7 +43,7 @@ class Host:
 
     alive: Callable[[int], bool]
     processes: Callable[[], Iterable[ProcessInfo]]
-    set_profiling: Callable[[frozenset[ChipId]], None]
+    set_capturing: Callable[[frozenset[ChipId]], None]
     runner: CommandRunner = run_command
     wait: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.time
@@ -105,7 +105,7 @@ class Capturer:
 
     def _capture_into(self, w: Workload, out: Path) -> AnalysisReport:
         s = self.settings
-        self.host.set_profiling(w.chips)
+        self.host.set_capturing(w.chips)
         try:
             if w.mode == "torch_npu_config":
                 assert w.config_dir is not None  # the config validator requires it
@@ -132,7 +132,7 @@ class Capturer:
                     children=self.host.children,
                 )
         finally:
-            self.host.set_profiling(frozenset())
+            self.host.set_capturing(frozenset())
         self._check_size(out)
         capture_msprof.export_pending(s.msprof.command, out, s.timeouts.export, self.host.runner)
         return analyse(out, w.name, s, self.host.runner)

@@ -40,7 +40,7 @@ class Profiler:
         self.settings = config.profiling
         self.store = store
         self.probe = probe or ProcessProbe()
-        self.host = _stoppable(host or Host(self.probe.alive, self.probe.all, store.set_profiling))
+        self.host = _stoppable(host or Host(self.probe.alive, self.probe.all, store.set_capturing))
         self.children = self.host.children
         root = config.state_directory
         self.state = ProfileState(

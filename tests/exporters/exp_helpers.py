@@ -168,9 +168,9 @@ def chip_310p() -> ChipParts:
     return ChipParts(table=table, usage=usage)
 
 
-def merged(parts: ChipParts, *, max_processes: int = 8, profiling: bool = False) -> ChipReading:
+def merged(parts: ChipParts, *, max_processes: int = 8, capturing: bool = False) -> ChipReading:
     """The reading the store would build from these parts (daemon/model/reading.py)."""
-    return read_chip(parts, RULE, max_processes=max_processes, profiling=profiling)
+    return read_chip(parts, RULE, max_processes=max_processes, capturing=capturing)
 
 
 def node(*chips: ChipParts | ChipReading, sources: tuple[SourceStatus, ...] = ()) -> NodeSnapshot:

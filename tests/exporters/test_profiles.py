@@ -48,7 +48,7 @@ GOOD = ProfileSummary(
 
 def snapshot(summary: ProfileSummary, **profile: Any) -> NodeSnapshot:
     view = ProfilingView(workloads=(WorkloadProfile("llama", summary, **profile),))
-    return replace(EMPTY_SNAPSHOT, profiling=view)
+    return replace(EMPTY_SNAPSHOT, profiles=view)
 
 
 def scrape(snap: NodeSnapshot) -> str:

@@ -126,7 +126,7 @@ def test_the_exporter_serves_the_simulated_link_bandwidth_and_wait(tmp_path: Pat
     summary = replace(analyze_path(capture(tmp_path, "slow_link")).summary, workload="train")
     view = ProfilingView(workloads=(WorkloadProfile("train", summary),))
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(NpuCollector(lambda: replace(EMPTY_SNAPSHOT, profiling=view), "test"))
+    registry.register(NpuCollector(lambda: replace(EMPTY_SNAPSHOT, profiles=view), "test"))
     found = samples(generate_latest(registry).decode())
     link = "npu_communication_link_bandwidth_bytes_per_second"
     assert value(found, link, workload="train", link_type="HCCS") == pytest.approx(3e9)

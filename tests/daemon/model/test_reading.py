@@ -64,10 +64,10 @@ def throttle(
     table: TableChip,
     common: ChipCommon | None,
     usage: ChipUsage | None = None,
-    profiling: bool = False,
+    capturing: bool = False,
 ) -> str | None:
     parts = ChipParts(table=table, usage=usage, common=common)
-    return read_chip(parts, rule(table.name), max_processes=8, profiling=profiling).throttle
+    return read_chip(parts, rule(table.name), max_processes=8, capturing=capturing).throttle
 
 
 def test_full_clock_under_load_is_not_throttled() -> None:
@@ -94,10 +94,10 @@ def test_usage_load_wins_over_the_table() -> None:
     assert throttle(chip, common(1200, None), usage) == "unknown"
 
 
-def test_cannot_judge_without_frequencies_or_while_profiling() -> None:
+def test_cannot_judge_without_frequencies_or_while_capturing() -> None:
     assert throttle(CHIP, None) is None
     assert throttle(CHIP, replace(common(1200), aicore_rated_hertz=None)) is None
-    assert throttle(CHIP, common(1200), profiling=True) is None
+    assert throttle(CHIP, common(1200), capturing=True) is None
 
 
 def test_model_without_limits_uses_the_defaults() -> None:

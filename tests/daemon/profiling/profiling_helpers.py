@@ -83,7 +83,7 @@ def config_for(tmp_path: Path, **profiling: Any) -> Config:
 
 
 class Recorder:
-    """set_profiling that records what the store held at every call."""
+    """set_capturing that records what the store held at every call."""
 
     def __init__(self, store: SnapshotStore) -> None:
         self.store = store
@@ -91,7 +91,7 @@ class Recorder:
 
     def __call__(self, chips: frozenset[tuple[int, int]]) -> None:
         self.calls.append(chips)
-        self.store.set_profiling(chips)
+        self.store.set_capturing(chips)
 
     def held(self) -> frozenset[tuple[int, int]]:
         """The chips marked under capture now."""
