@@ -1,4 +1,4 @@
-"""HTTP(S) edge on uvicorn: bounded headers read under a deadline, then the EdgeApp."""
+"""HTTP(S) edge on uvicorn: connections capped, TLS and headers read under one deadline."""
 
 from __future__ import annotations
 
@@ -8,11 +8,15 @@ import os
 import socket
 import ssl
 import threading
-from collections.abc import Callable
-from typing import Any, ClassVar
+import time
+from asyncio.sslproto import SSLProtocol
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import h11
 import uvicorn
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, Metric
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from npumon.daemon.model.snapshot import NodeSnapshot
@@ -25,13 +29,16 @@ __all__ = ["Server", "parse_listen_address", "serve"]
 log = logging.getLogger(__name__)
 
 MAX_REQUESTS = 40  # in-flight requests before a fast 503 (node_exporter's --web.max-requests)
+MAX_CONNECTIONS = 1024  # open connections; the next one is closed at once (docs/privileges.md)
 MAX_HEADER_BYTES = 64 * 1024  # request line + headers; above it: 431 and the connection closed
-HEADER_TIMEOUT_SECONDS = 10.0  # from connect (or the last response) to the end of the headers
+HEADER_TIMEOUT_SECONDS = 10.0  # from connect (TLS handshake included) or the last response
 BACKLOG = 2048  # the kernel's accept queue (the kernel caps it at net.core.somaxconn)
 TOO_LARGE = (
     b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\n"
     b"connection: close\r\n\r\n"
 )
+NOT_TLS = b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
+HTTP_STARTS = (b"GET /", b"HEAD ", b"POST ", b"PUT /", b"OPTIO")  # Go's net/http looksLikeHTTP
 KEEP_ALIVE_SECONDS = 30  # an idle keep-alive connection is closed after this
 SHUTDOWN_SECONDS = 2  # grace for requests in flight at shutdown
 
@@ -48,19 +55,60 @@ def parse_listen_address(address: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
-class _Protocol(H11Protocol):
-    """uvicorn's h11 protocol plus a header deadline, which uvicorn lacks: a client that has
-    not finished its request headers ``header_timeout`` s after connecting (or after the last
-    response) is disconnected, however slowly it keeps sending."""
+class Edge:
+    """What a server's connections share: the open count under its cap, and the collector of
+    ``npumon_http_bad_requests_total`` (for the registry the exposition renders)."""
 
-    header_timeout: ClassVar[float] = HEADER_TIMEOUT_SECONDS
+    def __init__(self, max_connections: int, header_timeout: float) -> None:
+        self.max_connections, self.header_timeout = max_connections, header_timeout
+        self.open = self.bad_requests = 0
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        yield CounterMetricFamily(
+            "npumon_http_bad_requests",
+            "Malformed HTTP requests (bad request line, headers or chunked body), answered 400"
+            " or closed, since npumon started.",
+            value=self.bad_requests,
+        )
+
+
+class _Protocol(H11Protocol):
+    """uvicorn's h11 protocol plus what it lacks: the connection cap, a header deadline (a
+    client whose headers are not complete ``header_timeout`` s after connecting, or after the
+    last response, is disconnected however slowly it sends) and malformed requests logged at
+    debug and counted, never a traceback."""
+
+    edge: Edge
     _deadline: asyncio.TimerHandle | None = None
     _header_bytes = 0
+    _counted = False
+    live = False  # uvicorn's connection_made has run
+    connected_at = 0.0
+
+    def admit(self, transport: asyncio.Transport) -> bool:
+        """Count the connection in, or close it at once when the cap is reached."""
+        if self.edge.open >= self.edge.max_connections:
+            transport.abort()
+            return False
+        self.edge.open += 1
+        self._counted, self.connected_at = True, self.loop.time()
+        return True
+
+    def release(self) -> None:
+        if self._counted:
+            self._counted = False
+            self.edge.open -= 1
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         # (uvicorn's own signature narrows BaseTransport to Transport the same way)
+        if not self._counted and not self.admit(transport):
+            return
+        self.live = True
         super().connection_made(transport)
-        self._arm()
+        self._arm(self.connected_at)
 
     def data_received(self, data: bytes) -> None:
         if self.conn.their_state is h11.IDLE:
@@ -75,19 +123,29 @@ class _Protocol(H11Protocol):
         if self.conn.their_state is not h11.IDLE:  # the headers are complete
             self._disarm()
 
+    def send_400_response(self, msg: str) -> None:
+        self.edge.bad_requests += 1
+        log.debug("event=bad_request client=%s state=%s", self.client, self.conn.our_state)
+        if self.conn.our_state is h11.IDLE:  # no request accepted yet: the 400 is the answer
+            super().send_400_response(msg)
+        else:  # a bad body, or bytes after the response: the app's answer cannot follow a 400
+            self.transport.close()
+
     def on_response_complete(self) -> None:
         super().on_response_complete()
         if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
-            self._arm()
+            self._arm(self.loop.time())
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        super().connection_lost(exc)
+        if self._counted:  # refused connections never reached uvicorn's connection_made
+            self.release()
+            self._disarm()
+            super().connection_lost(exc)
 
-    def _arm(self) -> None:
+    def _arm(self, since: float) -> None:
         self._disarm()
         self._header_bytes = 0
-        self._deadline = self.loop.call_later(self.header_timeout, self._expired)
+        self._deadline = self.loop.call_at(since + self.edge.header_timeout, self._expired)
 
     def _disarm(self) -> None:
         if self._deadline is not None:
@@ -101,19 +159,92 @@ class _Protocol(H11Protocol):
             self.transport.close()
 
 
+class _TLSFront(asyncio.Protocol):
+    """A TLS connection before its handshake: plain HTTP gets a 400 with a hint (as Go's
+    net/http), and the handshake runs inside the header deadline that starts at connect."""
+
+    def __init__(self, app: _Protocol, context: ssl.SSLContext) -> None:
+        self._app, self._context, self._head = app, context, b""
+        self._timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: Any) -> None:  # a selector socket transport
+        self._raw = transport
+        if self._app.admit(transport):
+            deadline = self._app.connected_at + self._app.edge.header_timeout
+            self._timer = self._app.loop.call_at(deadline, transport.close)
+
+    def data_received(self, data: bytes) -> None:
+        self._head += data
+        if self._head[:1] != b"\x16" and len(self._head) < 5:
+            return  # too little to tell a ClientHello from a request line
+        if self._head[:1] != b"\x16":  # not a TLS handshake record
+            if self._head[:5] in HTTP_STARTS:
+                self._raw.write(NOT_TLS)
+            self._raw.close()
+            return
+        assert self._timer is not None
+        self._timer.cancel()
+        loop, app = self._app.loop, self._app
+        waiter = loop.create_future()
+        waiter.add_done_callback(self._handshake_done)
+        left = max(app.connected_at + app.edge.header_timeout - loop.time(), 1e-3)
+        # typeshed says int; asyncio takes any number of seconds
+        tls = SSLProtocol(loop, app, self._context, waiter, True, ssl_handshake_timeout=left)  # type: ignore[arg-type]
+        self._raw.set_protocol(tls)
+        tls.connection_made(self._raw)
+        buffer = tls.get_buffer(len(self._head))
+        buffer[: len(self._head)] = self._head
+        tls.buffer_updated(len(self._head))
+
+    def _handshake_done(self, waiter: asyncio.Future[None]) -> None:
+        if waiter.cancelled() or waiter.exception() or not self._app.live:  # it failed
+            self._app.release()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._app.release()
+
+
+class _LoopErrors:
+    """The event loop's exception handler: at most one line a second, with the count since
+    the last one (asyncio reports a failed accept, e.g. EMFILE, per queued connection)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock, self._next, self.count = clock, 0.0, 0
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        self.count += 1
+        if self._clock() >= self._next:
+            self._next = self._clock() + 1.0
+            error = context.get("exception")
+            log.error(
+                "event=loop_error message=%r error=%r count=%d",
+                context.get("message"),
+                error,
+                self.count,
+            )
+            self.count = 0
+
+
 class Server:
-    """A running server: ``port`` (the bound one, useful with port 0) and ``shutdown()``."""
+    """A running server: ``port`` (the bound one, useful with port 0), ``edge`` and
+    ``shutdown()``."""
 
     def __init__(
-        self, server: uvicorn.Server, sock: socket.socket, app: EdgeApp, tls: bool
+        self, server: uvicorn.Server, sock: socket.socket, app: EdgeApp, edge: Edge, tls: bool
     ) -> None:
-        self._server, self._sock, self._app = server, sock, app
+        self._server, self._sock, self._app, self.edge = server, sock, app, edge
         self.port = int(sock.getsockname()[1])
         self.tls = tls
         self._thread = threading.Thread(
-            target=server.run, kwargs={"sockets": [sock]}, name="npumon-http", daemon=True
+            target=asyncio.run, args=(self._serve(),), name="npumon-http", daemon=True
         )
         self._thread.start()
+
+    async def _serve(self) -> None:
+        asyncio.get_running_loop().set_exception_handler(_LoopErrors())
+        await self._server.serve(sockets=[self._sock])
 
     def shutdown(self) -> None:
         """Stop accepting, close connections and wait briefly for the serving thread."""
@@ -134,9 +265,8 @@ def _bind(host: str, port: int) -> socket.socket:
     else:
         info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
         family, target = info[0], (str(info[4][0]), port)
-    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP. Without
-    # it a response's headers and body leave in two writes and the body waits for the client's
-    # delayed ACK (~40 ms) on every request after the first on a kept-alive connection.
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and
+    # without it a body that leaves in a second write waits for the client's delayed ACK.
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if family == socket.AF_INET6 and target[0] == "::":
@@ -147,17 +277,22 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _uvicorn_config(
-    app: EdgeApp, tls: ssl.SSLContext | None, protocol: type[H11Protocol]
-) -> uvicorn.Config:
+def _protocol(edge: Edge, tls: ssl.SSLContext | None) -> Callable[..., asyncio.Protocol]:
+    """uvicorn's protocol factory: h11 for plain HTTP, the TLS front wrapping it for TLS."""
+    h11_class = type("NpumonProtocol", (_Protocol,), {"edge": edge})
+    if tls is None:
+        return h11_class
+    return lambda **uvicorn_args: _TLSFront(h11_class(**uvicorn_args), tls)
+
+
+def _uvicorn_config(app: EdgeApp, protocol: Callable[..., asyncio.Protocol]) -> uvicorn.Config:
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         # uvicorn warns once per malformed or oversized request: a log flood under attack.
         logging.getLogger(name).setLevel(logging.ERROR)
-    factory: Any = None if tls is None else (lambda config, default: tls)
     return uvicorn.Config(
         app,
         loop="asyncio",
-        http=protocol,
+        http=protocol,  # type: ignore[arg-type]  # any factory taking uvicorn's arguments
         ws="none",
         lifespan="off",
         interface="asgi3",
@@ -170,7 +305,6 @@ def _uvicorn_config(
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
         timeout_graceful_shutdown=SHUTDOWN_SECONDS,
         h11_max_incomplete_event_size=MAX_HEADER_BYTES,
-        ssl_context_factory=factory,
     )
 
 
@@ -182,7 +316,9 @@ def serve(
     *,
     version: str = "",
     latest: Callable[[], NodeSnapshot] | None = None,
+    registry: CollectorRegistry | None = None,
     max_requests: int = MAX_REQUESTS,
+    max_connections: int = MAX_CONNECTIONS,
     header_timeout: float = HEADER_TIMEOUT_SECONDS,
 ) -> Server:
     """Start serving in a background thread and return once the socket listens.
@@ -192,14 +328,18 @@ def serve(
     web-config.yml path (re-read when it changes), a loaded WebConfig (fixed) or None (plain
     HTTP, no auth). ``healthy`` decides /healthz (200 or 503); ``latest`` (the store's) gives
     the sources named on the landing page and in that 503, and the node's npu-smi and driver
-    versions. Neither may block: they read in-memory state only. Raises WebConfigError when
-    the web config file is broken.
+    versions. Neither may block: they read in-memory state only. ``registry`` (the one the
+    exposition renders) gets the edge's own counter. Raises WebConfigError when the web
+    config file is broken.
     """
     web = LiveWebConfig(web_config)
     tls = web.server_context()
     app = EdgeApp(
         exposition, web, max_requests=max_requests, healthy=healthy, latest=latest, version=version
     )
-    protocol = type("NpumonProtocol", (_Protocol,), {"header_timeout": header_timeout})
+    edge = Edge(max_connections, header_timeout)
+    if registry is not None:
+        registry.register(edge)
     sock = _bind(*parse_listen_address(address))
-    return Server(uvicorn.Server(_uvicorn_config(app, tls, protocol)), sock, app, tls is not None)
+    config = _uvicorn_config(app, _protocol(edge, tls))
+    return Server(uvicorn.Server(config), sock, app, edge, tls is not None)
