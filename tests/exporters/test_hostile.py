@@ -3,8 +3,8 @@ handshake inside the header deadline, malformed requests, accept errors, bounded
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import resource
 import socket
 import ssl
 import subprocess
@@ -159,7 +159,8 @@ import logging
 logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s %(message)s")
 from edge_helpers import exposition
 from npumon.exporters.http import serve
-server = serve(exposition(), "127.0.0.1:0", None, lambda: True, max_connections=int(sys.argv[1]) * 4)
+cap = int(sys.argv[1]) * 4
+server = serve(exposition(), "127.0.0.1:0", None, lambda: True, max_connections=cap)
 print(server.port, flush=True)
 sys.stdin.read()
 """
@@ -223,10 +224,8 @@ def _peak_kib_after_stuffing(cap: int, connections: int) -> int:
             except OSError:  # closed at once: beyond the cap
                 pass
             socks.append(sock)
-        try:  # answered once the server has read what came before, if a slot is free
+        with contextlib.suppress(OSError):  # answered once what came before is read
             get(port, "/-/healthy")
-        except OSError:
-            pass
         for sock in socks:
             sock.close()  # after the bytes it sent, which the server reads first
         deadline = time.monotonic() + TIMEOUT
