@@ -93,7 +93,7 @@ class EdgeApp:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         extra = active.headers
         if active.auth is not None and not await self._authorized(
-            active.auth, headers.get("authorization")
+            active.auth, headers.get("authorization"), receive
         ):
             challenge = [
                 (k.lower().encode(), v.encode()) for k, v in active.auth.challenge().items()
@@ -117,12 +117,18 @@ class EdgeApp:
         else:
             await _send(send, 404, b"Not Found: try /metrics\n", TEXT, extra)
 
-    async def _authorized(self, auth: BasicAuth, header: str | None) -> bool:
+    async def _authorized(self, auth: BasicAuth, header: str | None, receive: Any) -> bool:
+        """Cached, or a bcrypt check queued for the one bcrypt thread; dropped from the queue
+        when the client disconnects first (a check nobody waits for costs nothing)."""
         known = auth.cached(header)
         if known is not None:
             return known
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._bcrypt, auth.check, header)
+        check = asyncio.get_running_loop().run_in_executor(self._bcrypt, auth.check, header)
+        gone = asyncio.ensure_future(_disconnected(receive))
+        await asyncio.wait((check, gone), return_when=asyncio.FIRST_COMPLETED)
+        gone.cancel()
+        check.cancel()  # a queued check never runs; a running one ends unobserved
+        return check.done() and not check.cancelled() and check.result()
 
     async def _metrics(self, send: Send, headers: dict[str, str], extra: Headers) -> None:
         _, content_type = choose_encoder(headers.get("accept", ""))
@@ -184,6 +190,11 @@ class EdgeApp:
             + ", ".join(f'<a href="{DOCS_URL}{path}">{name}</a>' for path, name in DOCS)
             + "</p></body></html>\n"
         )
+
+
+async def _disconnected(receive: Any) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def _e(text: str | None) -> str:
