@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import ssl
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,7 +56,8 @@ def _fixed(tls: TLSServerConfig | None) -> tuple[str, str, str] | None:
 
 class LiveWebConfig:
     """``current()`` is the config in force, or None while the file is broken (answer 500, as
-    exporter-toolkit does). The file is stat()ed per request and re-read when it changed.
+    exporter-toolkit does). The file is stat()ed per request; when it changed, a thread re-reads
+    it (a user's bcrypt cost makes that up to seconds) and the old config serves until then.
 
     TLS itself is on or off from the start; the certificate, key and client CA are re-read on
     a handshake after any of their files changed. A change of client_auth_type or the TLS
@@ -78,25 +80,28 @@ class LiveWebConfig:
         self._context: ssl.SSLContext | None = None
         self._context_stamps: tuple[Stamp, ...] = ()
         self._refused_for: Stamp = None
+        self._reloading = False  # only the event loop starts reloads; one at a time
 
     def current(self) -> Active | None:
-        """The config in force; re-read first when the file changed."""
-        if self._path is None:
-            return self._active
-        stamp = _stamp(self._path)
-        if stamp != self._stamp:
-            self._stamp = stamp
-            self._reload(self._path)
+        """The config in force; a reload starts when the file changed."""
+        if self._path is not None and not self._reloading:
+            stamp = _stamp(self._path)
+            if stamp != self._stamp:
+                self._stamp, self._reloading = stamp, True
+                name = "npumon-web-config"
+                threading.Thread(
+                    target=self._reload, args=(self._path,), name=name, daemon=True
+                ).start()
         return self._active
 
     def _reload(self, path: Path) -> None:
         try:
-            self._active = _activate(load_web_config(path))
+            active: Active | None = _activate(load_web_config(path))
+            log.info("event=web_config_reloaded file=%s", path)
         except WebConfigError as error:
-            self._active = None
+            active = None
             log.error("event=web_config_reload_failed file=%s error=%r", path, str(error))
-            return
-        log.info("event=web_config_reloaded file=%s", path)
+        self._active, self._reloading = active, False
 
     def server_context(self) -> ssl.SSLContext | None:
         """The listener's SSLContext (None: plain HTTP); it re-reads certificates on handshake."""
