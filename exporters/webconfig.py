@@ -25,7 +25,8 @@ Header = Literal[
     "X-Content-Type-Options",
     "X-XSS-Protection",
     "Strict-Transport-Security",
-]  # exporter-toolkit's set
+]  # exporter-toolkit's set; the values it checks:
+_HEADER_VALUES = {"X-Content-Type-Options": ("nosniff",), "X-Frame-Options": ("deny", "sameorigin")}
 _TLS_VERSIONS = {
     "TLS10": ssl.TLSVersion.TLSv1,
     "TLS11": ssl.TLSVersion.TLSv1_1,
@@ -106,6 +107,17 @@ class HTTPServerConfig(BaseModel):
     model_config = _STRICT
     http2: bool = True
     headers: dict[Header, str] = Field(default_factory=dict)
+
+    @field_validator("headers")
+    @classmethod
+    def _values(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            allowed = _HEADER_VALUES.get(name, (value,))
+            if value not in allowed:
+                raise ValueError(f"{name} must be {' or '.join(allowed)} (as exporter-toolkit)")
+            if any(c in value for c in "\r\n\0"):
+                raise ValueError(f"{name}: the value must be one line")
+        return headers
 
 
 class WebConfig(BaseModel):

@@ -129,6 +129,8 @@ def test_web_config_file_flag_wins_over_the_config(tmp_path: Path) -> None:
                 str(web),
                 "--web.max-requests",
                 "7",
+                "--web.max-connections",
+                "9",
             ],
             stdout=subprocess.DEVNULL,
             stderr=out,
@@ -136,8 +138,9 @@ def test_web_config_file_flag_wins_over_the_config(tmp_path: Path) -> None:
     try:
         port = reported_port(log, process=daemon)
         assert get(port, "/metrics")[0] == 401
-        assert get(port, "/metrics", auth("prom", "pw"))[0] == 200
+        status, _, body = get(port, "/metrics", auth("prom", "pw"))
+        assert status == 200 and b"npumon_http_bad_requests_total 0.0" in body
         assert get(port, "/-/healthy")[0] == 200
-        assert "max_requests=7" in log.read_text()
+        assert "max_requests=7 max_connections=9" in log.read_text()
     finally:
         stop(daemon)
