@@ -57,36 +57,26 @@ def parse_listen_address(address: str) -> tuple[str, int]:
 
 class Edge:
     """What a server's connections share: the open count under its cap, and the collector of
-    ``npumon_http_bad_requests_total`` (for the registry the exposition renders)."""
+    ``npumon_http_bad_requests_total`` for the registry the exposition renders."""
 
     def __init__(self, max_connections: int, header_timeout: float) -> None:
         self.max_connections, self.header_timeout = max_connections, header_timeout
         self.open = self.bad_requests = 0
 
-    def describe(self) -> list[Metric]:
-        return []
-
     def collect(self) -> Iterator[Metric]:
-        yield CounterMetricFamily(
-            "npumon_http_bad_requests",
-            "Malformed HTTP requests (bad request line, headers or chunked body), answered 400"
-            " or closed, since npumon started.",
-            value=self.bad_requests,
-        )
+        help_text = "Malformed HTTP requests, answered 400 or closed, since npumon started."
+        yield CounterMetricFamily("npumon_http_bad_requests", help_text, self.bad_requests)
 
 
 class _Protocol(H11Protocol):
-    """uvicorn's h11 protocol plus what it lacks: the connection cap, a header deadline (a
-    client whose headers are not complete ``header_timeout`` s after connecting, or after the
-    last response, is disconnected however slowly it sends) and malformed requests logged at
-    debug and counted, never a traceback."""
+    """uvicorn's h11 protocol plus what it lacks: the connection cap; a header deadline (the
+    headers complete ``header_timeout`` s after connect, or after the last response, however
+    slowly they come); malformed requests counted and logged at debug, never a traceback."""
 
     edge: Edge
+    connected_at: float | None = None  # while counted in edge.open
     _deadline: asyncio.TimerHandle | None = None
     _header_bytes = 0
-    _counted = False
-    live = False  # uvicorn's connection_made has run
-    connected_at = 0.0
 
     def admit(self, transport: asyncio.Transport) -> bool:
         """Count the connection in, or close it at once when the cap is reached."""
@@ -94,21 +84,20 @@ class _Protocol(H11Protocol):
             transport.abort()
             return False
         self.edge.open += 1
-        self._counted, self.connected_at = True, self.loop.time()
+        self.connected_at = self.loop.time()
         return True
 
     def release(self) -> None:
-        if self._counted:
-            self._counted = False
+        if self.connected_at is not None:
+            self.connected_at = None
             self.edge.open -= 1
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         # (uvicorn's own signature narrows BaseTransport to Transport the same way)
-        if not self._counted and not self.admit(transport):
+        if self.connected_at is None and not self.admit(transport):
             return
-        self.live = True
         super().connection_made(transport)
-        self._arm(self.connected_at)
+        self._arm(self.connected_at or 0.0)
 
     def data_received(self, data: bytes) -> None:
         if self.conn.their_state is h11.IDLE:
@@ -137,7 +126,7 @@ class _Protocol(H11Protocol):
             self._arm(self.loop.time())
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._counted:  # refused connections never reached uvicorn's connection_made
+        if self.transport is not None:  # refused connections never reached uvicorn
             self.release()
             self._disarm()
             super().connection_lost(exc)
@@ -160,55 +149,49 @@ class _Protocol(H11Protocol):
 
 
 class _TLSFront(asyncio.Protocol):
-    """A TLS connection before its handshake: plain HTTP gets a 400 with a hint (as Go's
-    net/http), and the handshake runs inside the header deadline that starts at connect."""
+    """A TLS connection until its ClientHello: plain HTTP gets a 400 with a hint (as from Go's
+    net/http), and the handshake shares the header deadline that starts at connect."""
 
     def __init__(self, app: _Protocol, context: ssl.SSLContext) -> None:
         self._app, self._context, self._head = app, context, b""
-        self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: Any) -> None:  # a selector socket transport
-        self._raw = transport
-        if self._app.admit(transport):
-            deadline = self._app.connected_at + self._app.edge.header_timeout
-            self._timer = self._app.loop.call_at(deadline, transport.close)
+        self._raw, app = transport, self._app
+        if app.admit(transport):
+            app.loop.call_at(app.loop.time() + app.edge.header_timeout, self._expired)
 
     def data_received(self, data: bytes) -> None:
         self._head += data
-        if self._head[:1] != b"\x16" and len(self._head) < 5:
-            return  # too little to tell a ClientHello from a request line
         if self._head[:1] != b"\x16":  # not a TLS handshake record
-            if self._head[:5] in HTTP_STARTS:
-                self._raw.write(NOT_TLS)
-            self._raw.close()
+            if len(self._head) >= 5:
+                self._raw.write(NOT_TLS if self._head[:5] in HTTP_STARTS else b"")
+                self._raw.close()
             return
-        assert self._timer is not None
-        self._timer.cancel()
-        loop, app = self._app.loop, self._app
+        app, loop = self._app, self._app.loop
         waiter = loop.create_future()
         waiter.add_done_callback(self._handshake_done)
-        left = max(app.connected_at + app.edge.header_timeout - loop.time(), 1e-3)
-        # typeshed says int; asyncio takes any number of seconds
+        left = max((app.connected_at or 0.0) + app.edge.header_timeout - loop.time(), 1e-3)
         tls = SSLProtocol(loop, app, self._context, waiter, True, ssl_handshake_timeout=left)  # type: ignore[arg-type]
         self._raw.set_protocol(tls)
         tls.connection_made(self._raw)
-        buffer = tls.get_buffer(len(self._head))
-        buffer[: len(self._head)] = self._head
+        tls.get_buffer(len(self._head))[: len(self._head)] = self._head
         tls.buffer_updated(len(self._head))
 
+    def _expired(self) -> None:
+        if self._raw.get_protocol() is self:  # still before the handshake
+            self._raw.close()
+
     def _handshake_done(self, waiter: asyncio.Future[None]) -> None:
-        if waiter.cancelled() or waiter.exception() or not self._app.live:  # it failed
-            self._app.release()
+        if waiter.cancelled() or waiter.exception() or self._app.transport is None:
+            self._app.release()  # the handshake failed: the app never saw the connection
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
         self._app.release()
 
 
 class _LoopErrors:
-    """The event loop's exception handler: at most one line a second, with the count since
-    the last one (asyncio reports a failed accept, e.g. EMFILE, per queued connection)."""
+    """The event loop's exception handler: one line a second at most, with the count since the
+    last (asyncio reports a failed accept, e.g. EMFILE, once per queued connection)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock, self._next, self.count = clock, 0.0, 0
@@ -217,13 +200,8 @@ class _LoopErrors:
         self.count += 1
         if self._clock() >= self._next:
             self._next = self._clock() + 1.0
-            error = context.get("exception")
-            log.error(
-                "event=loop_error message=%r error=%r count=%d",
-                context.get("message"),
-                error,
-                self.count,
-            )
+            message, error = context.get("message"), context.get("exception")
+            log.error("event=loop_error message=%r error=%r count=%d", message, error, self.count)
             self.count = 0
 
 
