@@ -206,18 +206,14 @@ class _LoopErrors:
 
 
 class Server:
-    """A running server: ``port`` (the bound one, useful with port 0), ``edge`` and
-    ``shutdown()``."""
+    """A running server: ``port`` (the bound one, useful with port 0) and ``shutdown()``."""
 
     def __init__(
-        self, server: uvicorn.Server, sock: socket.socket, app: EdgeApp, edge: Edge, tls: bool
+        self, config: uvicorn.Config, sock: socket.socket, app: EdgeApp, edge: Edge, tls: bool
     ) -> None:
-        self._server, self._sock, self._app, self.edge = server, sock, app, edge
-        self.port = int(sock.getsockname()[1])
-        self.tls = tls
-        self._thread = threading.Thread(
-            target=asyncio.run, args=(self._serve(),), name="npumon-http", daemon=True
-        )
+        self._server, self._sock, self._app, self.edge = uvicorn.Server(config), sock, app, edge
+        self.port, self.tls = int(sock.getsockname()[1]), tls
+        self._thread = threading.Thread(target=asyncio.run, args=(self._serve(),), daemon=True)
         self._thread.start()
 
     async def _serve(self) -> None:
@@ -233,57 +229,18 @@ class Server:
 
 
 def _bind(host: str, port: int) -> socket.socket:
-    if host == "":
-        # ':9732' means every address; dual-stack IPv6 covers IPv4 too where the host has it.
-        family, target = (
-            (socket.AF_INET6, ("::", port))
-            if socket.has_dualstack_ipv6()
-            else (socket.AF_INET, ("0.0.0.0", port))
-        )
-    else:
-        info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        family, target = info[0], (str(info[4][0]), port)
+    if host == "":  # every address: dual-stack IPv6 covers IPv4 too where the host has it
+        host = "::" if socket.has_dualstack_ipv6() else "0.0.0.0"
+    family, *_, (address, *_) = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and
     # without it a body that leaves in a second write waits for the client's delayed ACK.
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if family == socket.AF_INET6 and target[0] == "::":
+    if address == "::":
         sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-    sock.bind(target)
+    sock.bind((address, port))
     sock.listen(BACKLOG)  # connections queue from now on, before the loop thread runs
-    sock.setblocking(False)
     return sock
-
-
-def _protocol(edge: Edge, tls: ssl.SSLContext | None) -> Callable[..., asyncio.Protocol]:
-    """uvicorn's protocol factory: h11 for plain HTTP, the TLS front wrapping it for TLS."""
-    h11_class = type("NpumonProtocol", (_Protocol,), {"edge": edge})
-    if tls is None:
-        return h11_class
-    return lambda **uvicorn_args: _TLSFront(h11_class(**uvicorn_args), tls)
-
-
-def _uvicorn_config(app: EdgeApp, protocol: Callable[..., asyncio.Protocol]) -> uvicorn.Config:
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
-        # uvicorn warns once per malformed or oversized request: a log flood under attack.
-        logging.getLogger(name).setLevel(logging.ERROR)
-    return uvicorn.Config(
-        app,
-        loop="asyncio",
-        http=protocol,  # type: ignore[arg-type]  # any factory taking uvicorn's arguments
-        ws="none",
-        lifespan="off",
-        interface="asgi3",
-        log_config=None,
-        access_log=False,
-        proxy_headers=False,
-        server_header=False,
-        headers=[("server", "npumon")],
-        backlog=BACKLOG,
-        timeout_keep_alive=KEEP_ALIVE_SECONDS,
-        timeout_graceful_shutdown=SHUTDOWN_SECONDS,
-        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
-    )
 
 
 def serve(
@@ -301,23 +258,37 @@ def serve(
 ) -> Server:
     """Start serving in a background thread and return once the socket listens.
 
-    ``exposition(openmetrics)`` is the /metrics body (rendercache.Exposition keeps it per
-    snapshot); it runs on a render thread, never on the event loop. ``web_config`` is a
-    web-config.yml path (re-read when it changes), a loaded WebConfig (fixed) or None (plain
-    HTTP, no auth). ``healthy`` decides /healthz (200 or 503); ``latest`` (the store's) gives
-    the sources named on the landing page and in that 503, and the node's npu-smi and driver
-    versions. Neither may block: they read in-memory state only. ``registry`` (the one the
-    exposition renders) gets the edge's own counter. Raises WebConfigError when the web
-    config file is broken.
+    ``web_config``: a web-config.yml path (re-read when it changes, WebConfigError when broken),
+    a loaded WebConfig or None (plain HTTP, no auth); ``registry``, the one the exposition
+    renders, gets the edge's counter. The rest is EdgeApp's.
     """
     web = LiveWebConfig(web_config)
     tls = web.server_context()
-    app = EdgeApp(
-        exposition, web, max_requests=max_requests, healthy=healthy, latest=latest, version=version
-    )
+    app = EdgeApp(exposition, web, max_requests, healthy=healthy, latest=latest, version=version)
     edge = Edge(max_connections, header_timeout)
     if registry is not None:
         registry.register(edge)
-    sock = _bind(*parse_listen_address(address))
-    config = _uvicorn_config(app, _protocol(edge, tls))
-    return Server(uvicorn.Server(config), sock, app, edge, tls is not None)
+    plain = type("NpumonProtocol", (_Protocol,), {"edge": edge})
+    protocol = (
+        plain if tls is None else lambda **uvicorn_args: _TLSFront(plain(**uvicorn_args), tls)
+    )
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        # uvicorn warns once per malformed or oversized request: a log flood under attack.
+        logging.getLogger(name).setLevel(logging.ERROR)
+    config = uvicorn.Config(
+        app,
+        http=protocol,  # type: ignore[arg-type]  # any factory taking uvicorn's arguments
+        ws="none",
+        lifespan="off",
+        interface="asgi3",
+        log_config=None,
+        access_log=False,
+        proxy_headers=False,
+        server_header=False,
+        headers=[("server", "npumon")],
+        backlog=BACKLOG,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        timeout_graceful_shutdown=SHUTDOWN_SECONDS,
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+    )
+    return Server(config, _bind(*parse_listen_address(address)), app, edge, tls is not None)
