@@ -6,7 +6,6 @@ import asyncio
 import logging
 import os
 import socket
-import ssl
 import threading
 import time
 from asyncio.sslproto import SSLProtocol
@@ -152,8 +151,8 @@ class _TLSFront(asyncio.Protocol):
     """A TLS connection until its ClientHello: plain HTTP gets a 400 with a hint (as from Go's
     net/http), and the handshake shares the header deadline that starts at connect."""
 
-    def __init__(self, app: _Protocol, context: ssl.SSLContext) -> None:
-        self._app, self._context, self._head = app, context, b""
+    def __init__(self, app: _Protocol, web: LiveWebConfig) -> None:
+        self._app, self._web, self._head = app, web, b""
 
     def connection_made(self, transport: Any) -> None:  # a selector socket transport
         self._raw, app = transport, self._app
@@ -167,11 +166,14 @@ class _TLSFront(asyncio.Protocol):
                 self._raw.write(NOT_TLS if self._head[:5] in HTTP_STARTS else b"")
                 self._raw.close()
             return
-        app, loop = self._app, self._app.loop
+        app, loop, context = self._app, self._app.loop, self._web.tls_context()
+        if context is None:  # TLS is off in the config in force, or its files do not load
+            self._raw.close()
+            return
         waiter = loop.create_future()
         waiter.add_done_callback(self._handshake_done)
         left = max((app.connected_at or 0.0) + app.edge.header_timeout - loop.time(), 1e-3)
-        tls = SSLProtocol(loop, app, self._context, waiter, True, ssl_handshake_timeout=left)  # type: ignore[arg-type]
+        tls = SSLProtocol(loop, app, context, waiter, True, ssl_handshake_timeout=left)  # type: ignore[arg-type]
         self._raw.set_protocol(tls)
         tls.connection_made(self._raw)
         tls.get_buffer(len(self._head))[: len(self._head)] = self._head
@@ -263,21 +265,21 @@ def serve(
     renders, gets the edge's counter. The rest is EdgeApp's.
     """
     web = LiveWebConfig(web_config)
-    tls = web.server_context()
     app = EdgeApp(exposition, web, max_requests, healthy=healthy, latest=latest, version=version)
     edge = Edge(max_connections, header_timeout)
     if registry is not None:
         registry.register(edge)
     plain = type("NpumonProtocol", (_Protocol,), {"edge": edge})
-    protocol = (
-        plain if tls is None else lambda **uvicorn_args: _TLSFront(plain(**uvicorn_args), tls)
-    )
+
+    def tls(**uvicorn_args: Any) -> asyncio.Protocol:
+        return _TLSFront(plain(**uvicorn_args), web)
+
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         # uvicorn warns once per malformed or oversized request: a log flood under attack.
         logging.getLogger(name).setLevel(logging.ERROR)
     config = uvicorn.Config(
         app,
-        http=protocol,  # type: ignore[arg-type]  # any factory taking uvicorn's arguments
+        http=tls if web.tls else plain,  # type: ignore[arg-type]  # any protocol factory
         ws="none",
         lifespan="off",
         interface="asgi3",
@@ -291,4 +293,4 @@ def serve(
         timeout_graceful_shutdown=SHUTDOWN_SECONDS,
         h11_max_incomplete_event_size=MAX_HEADER_BYTES,
     )
-    return Server(config, _bind(*parse_listen_address(address)), app, edge, tls is not None)
+    return Server(config, _bind(*parse_listen_address(address)), app, edge, web.tls)

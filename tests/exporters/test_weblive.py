@@ -144,3 +144,28 @@ def test_web_config_file_flag_wins_over_the_config(tmp_path: Path) -> None:
         assert "max_requests=7 max_connections=9" in log.read_text()
     finally:
         stop(daemon)
+
+
+def test_tls_settings_apply_to_new_connections_without_a_restart(tmp_path: Path) -> None:
+    cert, key_file = self_signed(tmp_path)
+    path = tmp_path / "web.yml"
+    tls = f"tls_server_config: {{cert_file: {cert.name}, key_file: {key_file.name}"
+    _write(path, tls + "}\n")
+    server = serve(exposition(), "127.0.0.1:0", path, lambda: True)
+    client = ssl.create_default_context(cafile=str(cert))
+    client.maximum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        assert get(server, "/metrics", context=client)[0] == 200
+        _write(path, tls + ", min_version: TLS13}\n")
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:  # the reload runs on its own thread
+            try:
+                get(server, "/metrics", context=client)
+            except (ssl.SSLError, ConnectionError):
+                break  # a TLS 1.2 client is refused now
+        else:
+            raise AssertionError("min_version TLS13 did not apply")
+        client.maximum_version = ssl.TLSVersion.TLSv1_3
+        assert get(server, "/metrics", context=client)[0] == 200
+    finally:
+        server.shutdown()
