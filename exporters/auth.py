@@ -37,16 +37,11 @@ class BasicAuth:
     ``check`` writes the caches, on the one bcrypt thread; the event loop only looks them up.
     """
 
-    def __init__(self, users: Mapping[str, str], realm: str = "npumon") -> None:
+    def __init__(self, users: Mapping[str, str]) -> None:
         self._users = {user: hashed.encode() for user, hashed in users.items()}
-        self._realm = realm
         self._dummy = _dummy_hash(max((_cost(h) for h in self._users.values()), default=10))
         self._ok: set[bytes] = set()
         self._failed: dict[bytes, None] = {}  # oldest first
-
-    def challenge(self) -> dict[str, str]:
-        """The 401 header that makes clients send credentials."""
-        return {"WWW-Authenticate": f'Basic realm="{self._realm}", charset="UTF-8"'}
 
     def cached(self, header: str | None) -> bool | None:
         """True/False when known without bcrypt (cached, or not decodable); None otherwise."""

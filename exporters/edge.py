@@ -27,6 +27,7 @@ LIVENESS_PATH = "/-/healthy"  # unauthenticated, says nothing but "OK": for Kube
 RENDER_THREADS = 2  # the exposition runs here, off the event loop
 GZIP_LEVEL = 1  # most of level 6's saving at a fraction of its time (bench/RESULTS.md)
 BUSY = b"Too many requests in flight\n"  # the 503's body
+CHALLENGE = (b"www-authenticate", b'Basic realm="npumon", charset="UTF-8"')  # the 401's header
 # the project's documentation, the same base as the chart's prometheusRule.runbookBaseUrl
 DOCS_URL = "https://github.com/npumon/npumon/blob/main/"
 DOCS = (
@@ -95,10 +96,7 @@ class EdgeApp:
         if active.auth is not None and not await self._authorized(
             active.auth, headers.get("authorization"), receive
         ):
-            challenge = [
-                (k.lower().encode(), v.encode()) for k, v in active.auth.challenge().items()
-            ]
-            await _send(send, 401, b"Unauthorized\n", TEXT, extra, challenge)
+            await _send(send, 401, b"Unauthorized\n", TEXT, extra, [CHALLENGE])
         elif path == "/metrics":
             if self._in_flight >= self._max:
                 await _send(send, 503, BUSY, TEXT, extra)
