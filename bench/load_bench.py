@@ -7,7 +7,13 @@ SETTLE_SECONDS after. Scenarios: plain, TLS + basic auth, npu-smi hanging on eve
 the default --web.max-requests 40 (beyond it a 503, with no latency target). Stops by itself;
 the last line is ``RESULT {json}``.
 
+``--hostile held|stuffing``: instead, ``--connections`` (10,000 / 12,000) sockets opened to the
+daemon and held (sending nothing, or 63 KB of headers never finished) for ``--seconds``, while
+one scraper tries a new connection every second; prints scrapes answered / attempted, the
+daemon's peak RSS and the bytes it logged.
+
 Usage: python bench/load_bench.py [--seconds 60] [--short] [--scenario NAME ...] [--json PATH]
+       python bench/load_bench.py --hostile held [--connections 10000] [--seconds 20]
 """
 
 from __future__ import annotations
@@ -15,9 +21,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import random
+import resource
+import socket
 import ssl
 import statistics
 import subprocess
@@ -267,6 +276,74 @@ def _print(
     )
 
 
+HOSTILE = {
+    "held": (10_000, b""),
+    "stuffing": (12_000, b"GET / HTTP/1.1\r\nX-Pad: " + b"a" * 63_000),
+}
+
+
+def _scrape_once(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=CLIENT_TIMEOUT) as sock:
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
+            return sock.recv(12).startswith(b"HTTP/1.1 200")
+    except OSError:
+        return False
+
+
+def run_hostile(kind: str, connections: int | None, seconds: float) -> dict[str, float]:
+    count, payload = HOSTILE[kind]
+    count = connections or count
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the daemon inherits it too
+    with tempfile.TemporaryDirectory() as tmp:
+        daemon, port = _start(Path(tmp), None, False, False)
+        proc, log = psutil.Process(daemon.pid), Path(tmp) / "npumon.log"
+        log0, rss0, held, sent = log.stat().st_size, proc.memory_info().rss, [], 0
+        peak, answered, attempted = rss0, 0, 0
+        started = time.monotonic()
+        try:
+            for _ in range(count):
+                sock = socket.socket()
+                sock.setblocking(False)
+                sock.connect_ex(("127.0.0.1", port))
+                held.append(sock)
+            time.sleep(0.5)  # the connects complete (loopback)
+            for sock in held:
+                with contextlib.suppress(OSError):  # closed by the daemon: beyond its cap
+                    sent += sock.send(payload) if payload else 0
+            opened = time.monotonic() - started
+            while time.monotonic() - started < seconds:
+                attempted += 1
+                answered += _scrape_once(port)
+                peak = max(peak, proc.memory_info().rss)
+                time.sleep(1.0)  # one scrape a second against a real daemon
+        finally:
+            for sock in held:
+                sock.close()
+            logged = log.stat().st_size - log0
+            daemon.terminate()
+            daemon.wait(10)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    result = {
+        "connections": count,
+        "opened_s": opened,
+        "sent_mb": sent / 1e6,
+        "answered": answered,
+        "attempted": attempted,
+        "rss_before_mb": rss0 / 2**20,
+        "rss_peak_mb": peak / 2**20,
+        "log_bytes": logged,
+    }
+    print(
+        f"== {kind}: {count} connections ({sent / 1e6:.0f} MB of headers sent) held {seconds:g} s:"
+        f" scrapes answered {answered}/{attempted}, daemon RSS {rss0 / 2**20:.0f} -> peak"
+        f" {peak / 2**20:.0f} MB, log {logged} bytes",
+        flush=True,
+    )
+    return result
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float)
@@ -276,7 +353,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--short", action="store_true", help="5 s, 20 scrapers (where not given)")
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--hostile", choices=sorted(HOSTILE))
+    parser.add_argument("--connections", type=int, help="for --hostile")
     args = parser.parse_args(argv)
+    if args.hostile:
+        result = run_hostile(args.hostile, args.connections, args.seconds or 20.0)
+        print("RESULT " + json.dumps({args.hostile: result}))
+        return
     for name, (full, short) in SIZES.items():  # where not given: the full or the short run's
         if getattr(args, name) is None:
             setattr(args, name, short if args.short else full)

@@ -63,6 +63,12 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         help="override web.max_requests: in-flight requests before a 503",
     )
+    run.add_argument(
+        "--web.max-connections",
+        dest="max_connections",
+        type=int,
+        help="override web.max_connections: open connections before new ones are closed",
+    )
     collect = sub.add_parser(
         "collect", help="run every source once and print the exposition", parents=[logs]
     )
@@ -107,6 +113,7 @@ def _with_flags(config: Config, args: argparse.Namespace) -> Config:
         "listen_address": getattr(args, "listen_address", None),
         "config_file": getattr(args, "web_config_file", None),
         "max_requests": getattr(args, "max_requests", None),
+        "max_connections": getattr(args, "max_connections", None),
     }
     log_flags = {"level": args.log_level, "format": args.log_format}
     data = config.model_dump()
@@ -187,7 +194,9 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
             supervisor.healthy,
             version=__version__,
             latest=supervisor.latest,
+            registry=supervisor.registry,
             max_requests=config.web.max_requests,
+            max_connections=config.web.max_connections,
         )
     except (OSError, ValueError) as error:  # a taken port, an address this host does not have
         supervisor.stop()
@@ -199,11 +208,12 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
         return 1
     supervisor.start()
     log.info(
-        "event=listening address=%s port=%d tls=%s max_requests=%d",
+        "event=listening address=%s port=%d tls=%s max_requests=%d max_connections=%d",
         address,
         server.port,
         server.tls,
         config.web.max_requests,
+        config.web.max_connections,
     )
     try:
         _until_stopped(supervisor, signals)

@@ -110,6 +110,7 @@ class Web(_Model):
     listen_address: str = Field(default=":9732", pattern=r"^(\[[0-9A-Fa-f:.]+\]|[^:\[\]]*):\d+$")
     config_file: Path | None = None
     max_requests: int = Field(default=40, ge=1, le=10000)
+    max_connections: int = Field(default=1024, ge=1, le=1_000_000)
 
 
 class Textfile(_Model):

@@ -25,7 +25,7 @@ from npumon.exporters.rendercache import Exposition
 log = logging.getLogger(__name__)
 
 # Settings a running HTTP server cannot change; a reload says so instead of pretending.
-RESTART_ONLY = ("listen_address", "config_file", "max_requests")
+RESTART_ONLY = ("listen_address", "config_file", "max_requests", "max_connections")
 
 
 class Supervisor:

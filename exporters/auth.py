@@ -8,7 +8,6 @@ import functools
 import hashlib
 import secrets
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 
 import bcrypt
@@ -17,7 +16,7 @@ import bcrypt
 # costs one core at most, and the scrapes whose credentials are cached never wait for it.
 _BCRYPT_LOCK = threading.Lock()
 _MAX_OK = 1024  # valid credentials; failures cannot evict them
-_MAX_FAILED = 256  # recent failures, least recently used dropped first
+_MAX_FAILED = 256  # recent failures, the oldest dropped first
 
 
 @functools.lru_cache(maxsize=8)
@@ -34,21 +33,15 @@ class BasicAuth:
     """``cached(header)`` answers from recent results; ``check(header)`` runs bcrypt if needed.
 
     Results are keyed by a SHA-256 of user, password and stored hash (the password itself is
-    never kept). A wrong password is cached too, so a client retrying it costs a lookup.
+    never kept). A wrong password is cached too, so a client retrying it costs a lookup. Only
+    ``check`` writes the caches, on the one bcrypt thread; the event loop only looks them up.
     """
 
-    def __init__(self, users: Mapping[str, str], realm: str = "npumon") -> None:
+    def __init__(self, users: Mapping[str, str]) -> None:
         self._users = {user: hashed.encode() for user, hashed in users.items()}
-        self._realm = realm
-        cost = max((_cost(h) for h in self._users.values()), default=10)
-        self._dummy = _dummy_hash(cost)
+        self._dummy = _dummy_hash(max((_cost(h) for h in self._users.values()), default=10))
         self._ok: set[bytes] = set()
-        self._failed: OrderedDict[bytes, None] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def challenge(self) -> dict[str, str]:
-        """The 401 header that makes clients send credentials."""
-        return {"WWW-Authenticate": f'Basic realm="{self._realm}", charset="UTF-8"'}
+        self._failed: dict[bytes, None] = {}  # oldest first
 
     def cached(self, header: str | None) -> bool | None:
         """True/False when known without bcrypt (cached, or not decodable); None otherwise."""
@@ -56,47 +49,33 @@ class BasicAuth:
         if creds is None:
             return False
         key = self._key(*creds)
-        with self._lock:
-            if key in self._ok:
-                return True
-            if key in self._failed:
-                self._failed.move_to_end(key)
-                return False
-        return None
+        return True if key in self._ok else False if key in self._failed else None
 
     def check(self, header: str | None) -> bool:
-        """True when the header carries a configured user and matching password."""
-        known = self.cached(header)
-        if known is not None:
-            return known
-        creds = _decode(header)
-        assert creds is not None  # cached() answered False otherwise
+        """True when the header carries a configured user and matching password (checks run
+        one at a time, so one decided while this one queued is answered from the cache)."""
+        known, creds = self.cached(header), _decode(header)
+        if known is not None or creds is None:
+            return bool(known)
         user, password = creds
         hashed = self._users.get(user)
         with _BCRYPT_LOCK:
-            known = self.cached(header)  # decided while this request waited for the lock
-            if known is not None:
-                return known
             try:
                 ok = bcrypt.checkpw(password, hashed or self._dummy) and hashed is not None
             except ValueError:  # e.g. a password over bcrypt's 72 bytes
                 ok = False
-        self._remember(self._key(user, password), ok)
+        key = self._key(user, password)
+        if ok and len(self._ok) < _MAX_OK:
+            self._ok.add(key)
+        elif not ok:
+            self._failed[key] = None
+            if len(self._failed) > _MAX_FAILED:
+                del self._failed[next(iter(self._failed))]
         return ok
 
     def _key(self, user: str, password: bytes) -> bytes:
         hashed = self._users.get(user, b"")
         return hashlib.sha256(b"\0".join((user.encode(), password, hashed))).digest()
-
-    def _remember(self, key: bytes, ok: bool) -> None:
-        with self._lock:
-            if ok:
-                if len(self._ok) < _MAX_OK:
-                    self._ok.add(key)
-                return
-            self._failed[key] = None
-            if len(self._failed) > _MAX_FAILED:
-                self._failed.popitem(last=False)
 
 
 def _decode(header: str | None) -> tuple[str, bytes] | None:

@@ -27,6 +27,7 @@ LIVENESS_PATH = "/-/healthy"  # unauthenticated, says nothing but "OK": for Kube
 RENDER_THREADS = 2  # the exposition runs here, off the event loop
 GZIP_LEVEL = 1  # most of level 6's saving at a fraction of its time (bench/RESULTS.md)
 BUSY = b"Too many requests in flight\n"  # the 503's body
+CHALLENGE = (b"www-authenticate", b'Basic realm="npumon", charset="UTF-8"')  # the 401's header
 # the project's documentation, the same base as the chart's prometheusRule.runbookBaseUrl
 DOCS_URL = "https://github.com/npumon/npumon/blob/main/"
 DOCS = (
@@ -59,8 +60,8 @@ class EdgeApp:
         self,
         exposition: Exposition,
         web: LiveWebConfig,
-        *,
         max_requests: int,
+        *,
         healthy: Callable[[], bool],
         latest: Callable[[], NodeSnapshot] | None,
         version: str,
@@ -93,12 +94,9 @@ class EdgeApp:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         extra = active.headers
         if active.auth is not None and not await self._authorized(
-            active.auth, headers.get("authorization")
+            active.auth, headers.get("authorization"), receive
         ):
-            challenge = [
-                (k.lower().encode(), v.encode()) for k, v in active.auth.challenge().items()
-            ]
-            await _send(send, 401, b"Unauthorized\n", TEXT, extra, challenge)
+            await _send(send, 401, b"Unauthorized\n", TEXT, extra, [CHALLENGE])
         elif path == "/metrics":
             if self._in_flight >= self._max:
                 await _send(send, 503, BUSY, TEXT, extra)
@@ -117,12 +115,18 @@ class EdgeApp:
         else:
             await _send(send, 404, b"Not Found: try /metrics\n", TEXT, extra)
 
-    async def _authorized(self, auth: BasicAuth, header: str | None) -> bool:
+    async def _authorized(self, auth: BasicAuth, header: str | None, receive: Any) -> bool:
+        """Cached, or a bcrypt check queued for the one bcrypt thread; dropped from the queue
+        when the client disconnects first (a check nobody waits for costs nothing)."""
         known = auth.cached(header)
         if known is not None:
             return known
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._bcrypt, auth.check, header)
+        check = asyncio.get_running_loop().run_in_executor(self._bcrypt, auth.check, header)
+        gone = asyncio.ensure_future(_disconnected(receive))
+        await asyncio.wait((check, gone), return_when=asyncio.FIRST_COMPLETED)
+        gone.cancel()
+        check.cancel()  # a queued check never runs; a running one ends unobserved
+        return check.done() and not check.cancelled() and check.result()
 
     async def _metrics(self, send: Send, headers: dict[str, str], extra: Headers) -> None:
         _, content_type = choose_encoder(headers.get("accept", ""))
@@ -184,6 +188,11 @@ class EdgeApp:
             + ", ".join(f'<a href="{DOCS_URL}{path}">{name}</a>' for path, name in DOCS)
             + "</p></body></html>\n"
         )
+
+
+async def _disconnected(receive: Any) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def _e(text: str | None) -> str:

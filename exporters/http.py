@@ -1,4 +1,4 @@
-"""HTTP(S) edge on uvicorn: bounded headers read under a deadline, then the EdgeApp."""
+"""HTTP(S) edge on uvicorn: connections capped, TLS and headers read under one deadline."""
 
 from __future__ import annotations
 
@@ -6,13 +6,16 @@ import asyncio
 import logging
 import os
 import socket
-import ssl
 import threading
-from collections.abc import Callable
-from typing import Any, ClassVar
+import time
+from asyncio.sslproto import SSLProtocol
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import h11
 import uvicorn
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, Metric
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from npumon.daemon.model.snapshot import NodeSnapshot
@@ -25,13 +28,16 @@ __all__ = ["Server", "parse_listen_address", "serve"]
 log = logging.getLogger(__name__)
 
 MAX_REQUESTS = 40  # in-flight requests before a fast 503 (node_exporter's --web.max-requests)
+MAX_CONNECTIONS = 1024  # open connections; the next one is closed at once (docs/privileges.md)
 MAX_HEADER_BYTES = 64 * 1024  # request line + headers; above it: 431 and the connection closed
-HEADER_TIMEOUT_SECONDS = 10.0  # from connect (or the last response) to the end of the headers
+HEADER_TIMEOUT_SECONDS = 10.0  # from connect (TLS handshake included) or the last response
 BACKLOG = 2048  # the kernel's accept queue (the kernel caps it at net.core.somaxconn)
 TOO_LARGE = (
     b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\n"
     b"connection: close\r\n\r\n"
 )
+NOT_TLS = b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
+HTTP_STARTS = (b"GET /", b"HEAD ", b"POST ", b"PUT /", b"OPTIO")  # Go's net/http looksLikeHTTP
 KEEP_ALIVE_SECONDS = 30  # an idle keep-alive connection is closed after this
 SHUTDOWN_SECONDS = 2  # grace for requests in flight at shutdown
 
@@ -48,19 +54,49 @@ def parse_listen_address(address: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
-class _Protocol(H11Protocol):
-    """uvicorn's h11 protocol plus a header deadline, which uvicorn lacks: a client that has
-    not finished its request headers ``header_timeout`` s after connecting (or after the last
-    response) is disconnected, however slowly it keeps sending."""
+class Edge:
+    """What a server's connections share: the open count under its cap, and the collector of
+    ``npumon_http_bad_requests_total`` for the registry the exposition renders."""
 
-    header_timeout: ClassVar[float] = HEADER_TIMEOUT_SECONDS
+    def __init__(self, max_connections: int, header_timeout: float) -> None:
+        self.max_connections, self.header_timeout = max_connections, header_timeout
+        self.open = self.bad_requests = 0
+
+    def collect(self) -> Iterator[Metric]:
+        help_text = "Malformed HTTP requests, answered 400 or closed, since npumon started."
+        yield CounterMetricFamily("npumon_http_bad_requests", help_text, self.bad_requests)
+
+
+class _Protocol(H11Protocol):
+    """uvicorn's h11 protocol plus what it lacks: the connection cap; a header deadline (the
+    headers complete ``header_timeout`` s after connect, or after the last response, however
+    slowly they come); malformed requests counted and logged at debug, never a traceback."""
+
+    edge: Edge
+    connected_at: float | None = None  # while counted in edge.open
     _deadline: asyncio.TimerHandle | None = None
     _header_bytes = 0
 
+    def admit(self, transport: asyncio.Transport) -> bool:
+        """Count the connection in, or close it at once when the cap is reached."""
+        if self.edge.open >= self.edge.max_connections:
+            transport.abort()
+            return False
+        self.edge.open += 1
+        self.connected_at = self.loop.time()
+        return True
+
+    def release(self) -> None:
+        if self.connected_at is not None:
+            self.connected_at = None
+            self.edge.open -= 1
+
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         # (uvicorn's own signature narrows BaseTransport to Transport the same way)
+        if self.connected_at is None and not self.admit(transport):
+            return
         super().connection_made(transport)
-        self._arm()
+        self._arm(self.connected_at or 0.0)
 
     def data_received(self, data: bytes) -> None:
         if self.conn.their_state is h11.IDLE:
@@ -75,19 +111,29 @@ class _Protocol(H11Protocol):
         if self.conn.their_state is not h11.IDLE:  # the headers are complete
             self._disarm()
 
+    def send_400_response(self, msg: str) -> None:
+        self.edge.bad_requests += 1
+        log.debug("event=bad_request client=%s state=%s", self.client, self.conn.our_state)
+        if self.conn.our_state is h11.IDLE:  # no request accepted yet: the 400 is the answer
+            super().send_400_response(msg)
+        else:  # a bad body, or bytes after the response: the app's answer cannot follow a 400
+            self.transport.close()
+
     def on_response_complete(self) -> None:
         super().on_response_complete()
         if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
-            self._arm()
+            self._arm(self.loop.time())
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        super().connection_lost(exc)
+        if self.transport is not None:  # refused connections never reached uvicorn
+            self.release()
+            self._disarm()
+            super().connection_lost(exc)
 
-    def _arm(self) -> None:
+    def _arm(self, since: float) -> None:
         self._disarm()
         self._header_bytes = 0
-        self._deadline = self.loop.call_later(self.header_timeout, self._expired)
+        self._deadline = self.loop.call_at(since + self.edge.header_timeout, self._expired)
 
     def _disarm(self) -> None:
         if self._deadline is not None:
@@ -101,19 +147,80 @@ class _Protocol(H11Protocol):
             self.transport.close()
 
 
+class _TLSFront(asyncio.Protocol):
+    """A TLS connection until its ClientHello: plain HTTP gets a 400 with a hint (as from Go's
+    net/http), and the handshake shares the header deadline that starts at connect."""
+
+    def __init__(self, app: _Protocol, web: LiveWebConfig) -> None:
+        self._app, self._web, self._head = app, web, b""
+
+    def connection_made(self, transport: Any) -> None:  # a selector socket transport
+        self._raw, app = transport, self._app
+        if app.admit(transport):
+            app.loop.call_at(app.loop.time() + app.edge.header_timeout, self._expired)
+
+    def data_received(self, data: bytes) -> None:
+        self._head += data
+        if self._head[:1] != b"\x16":  # not a TLS handshake record
+            if len(self._head) >= 5:
+                self._raw.write(NOT_TLS if self._head[:5] in HTTP_STARTS else b"")
+                self._raw.close()
+            return
+        app, loop, context = self._app, self._app.loop, self._web.tls_context()
+        if context is None:  # TLS is off in the config in force, or its files do not load
+            self._raw.close()
+            return
+        waiter = loop.create_future()
+        waiter.add_done_callback(self._handshake_done)
+        left = max((app.connected_at or 0.0) + app.edge.header_timeout - loop.time(), 1e-3)
+        tls = SSLProtocol(loop, app, context, waiter, True, ssl_handshake_timeout=left)  # type: ignore[arg-type]
+        self._raw.set_protocol(tls)
+        tls.connection_made(self._raw)
+        tls.get_buffer(len(self._head))[: len(self._head)] = self._head
+        tls.buffer_updated(len(self._head))
+
+    def _expired(self) -> None:
+        if self._raw.get_protocol() is self:  # still before the handshake
+            self._raw.close()
+
+    def _handshake_done(self, waiter: asyncio.Future[None]) -> None:
+        if waiter.cancelled() or waiter.exception() or self._app.transport is None:
+            self._app.release()  # the handshake failed: the app never saw the connection
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._app.release()
+
+
+class _LoopErrors:
+    """The event loop's exception handler: one line a second at most, with the count since the
+    last (asyncio reports a failed accept, e.g. EMFILE, once per queued connection)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock, self._next, self.count = clock, 0.0, 0
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        self.count += 1
+        if self._clock() >= self._next:
+            self._next = self._clock() + 1.0
+            message, error = context.get("message"), context.get("exception")
+            log.error("event=loop_error message=%r error=%r count=%d", message, error, self.count)
+            self.count = 0
+
+
 class Server:
     """A running server: ``port`` (the bound one, useful with port 0) and ``shutdown()``."""
 
     def __init__(
-        self, server: uvicorn.Server, sock: socket.socket, app: EdgeApp, tls: bool
+        self, config: uvicorn.Config, sock: socket.socket, app: EdgeApp, edge: Edge, tls: bool
     ) -> None:
-        self._server, self._sock, self._app = server, sock, app
-        self.port = int(sock.getsockname()[1])
-        self.tls = tls
-        self._thread = threading.Thread(
-            target=server.run, kwargs={"sockets": [sock]}, name="npumon-http", daemon=True
-        )
+        self._server, self._sock, self._app, self.edge = uvicorn.Server(config), sock, app, edge
+        self.port, self.tls = int(sock.getsockname()[1]), tls
+        self._thread = threading.Thread(target=asyncio.run, args=(self._serve(),), daemon=True)
         self._thread.start()
+
+    async def _serve(self) -> None:
+        asyncio.get_running_loop().set_exception_handler(_LoopErrors())
+        await self._server.serve(sockets=[self._sock])
 
     def shutdown(self) -> None:
         """Stop accepting, close connections and wait briefly for the serving thread."""
@@ -124,40 +231,55 @@ class Server:
 
 
 def _bind(host: str, port: int) -> socket.socket:
-    if host == "":
-        # ':9732' means every address; dual-stack IPv6 covers IPv4 too where the host has it.
-        family, target = (
-            (socket.AF_INET6, ("::", port))
-            if socket.has_dualstack_ipv6()
-            else (socket.AF_INET, ("0.0.0.0", port))
-        )
-    else:
-        info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        family, target = info[0], (str(info[4][0]), port)
-    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP. Without
-    # it a response's headers and body leave in two writes and the body waits for the client's
-    # delayed ACK (~40 ms) on every request after the first on a kept-alive connection.
+    if host == "":  # every address: dual-stack IPv6 covers IPv4 too where the host has it
+        host = "::" if socket.has_dualstack_ipv6() else "0.0.0.0"
+    family, *_, (address, *_) = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and
+    # without it a body that leaves in a second write waits for the client's delayed ACK.
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if family == socket.AF_INET6 and target[0] == "::":
+    if address == "::":
         sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-    sock.bind(target)
+    sock.bind((address, port))
     sock.listen(BACKLOG)  # connections queue from now on, before the loop thread runs
-    sock.setblocking(False)
     return sock
 
 
-def _uvicorn_config(
-    app: EdgeApp, tls: ssl.SSLContext | None, protocol: type[H11Protocol]
-) -> uvicorn.Config:
+def serve(
+    exposition: Exposition,
+    address: str,
+    web_config: WebConfig | str | os.PathLike[str] | None,
+    healthy: Callable[[], bool],
+    *,
+    version: str = "",
+    latest: Callable[[], NodeSnapshot] | None = None,
+    registry: CollectorRegistry | None = None,
+    max_requests: int = MAX_REQUESTS,
+    max_connections: int = MAX_CONNECTIONS,
+    header_timeout: float = HEADER_TIMEOUT_SECONDS,
+) -> Server:
+    """Start serving in a background thread and return once the socket listens.
+
+    ``web_config``: a web-config.yml path (re-read when it changes, WebConfigError when broken),
+    a loaded WebConfig or None (plain HTTP, no auth); ``registry``, the one the exposition
+    renders, gets the edge's counter. The rest is EdgeApp's.
+    """
+    web = LiveWebConfig(web_config)
+    app = EdgeApp(exposition, web, max_requests, healthy=healthy, latest=latest, version=version)
+    edge = Edge(max_connections, header_timeout)
+    if registry is not None:
+        registry.register(edge)
+    plain = type("NpumonProtocol", (_Protocol,), {"edge": edge})
+
+    def tls(**uvicorn_args: Any) -> asyncio.Protocol:
+        return _TLSFront(plain(**uvicorn_args), web)
+
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         # uvicorn warns once per malformed or oversized request: a log flood under attack.
         logging.getLogger(name).setLevel(logging.ERROR)
-    factory: Any = None if tls is None else (lambda config, default: tls)
-    return uvicorn.Config(
+    config = uvicorn.Config(
         app,
-        loop="asyncio",
-        http=protocol,
+        http=tls if web.tls else plain,  # type: ignore[arg-type]  # any protocol factory
         ws="none",
         lifespan="off",
         interface="asgi3",
@@ -170,36 +292,5 @@ def _uvicorn_config(
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
         timeout_graceful_shutdown=SHUTDOWN_SECONDS,
         h11_max_incomplete_event_size=MAX_HEADER_BYTES,
-        ssl_context_factory=factory,
     )
-
-
-def serve(
-    exposition: Exposition,
-    address: str,
-    web_config: WebConfig | str | os.PathLike[str] | None,
-    healthy: Callable[[], bool],
-    *,
-    version: str = "",
-    latest: Callable[[], NodeSnapshot] | None = None,
-    max_requests: int = MAX_REQUESTS,
-    header_timeout: float = HEADER_TIMEOUT_SECONDS,
-) -> Server:
-    """Start serving in a background thread and return once the socket listens.
-
-    ``exposition(openmetrics)`` is the /metrics body (rendercache.Exposition keeps it per
-    snapshot); it runs on a render thread, never on the event loop. ``web_config`` is a
-    web-config.yml path (re-read when it changes), a loaded WebConfig (fixed) or None (plain
-    HTTP, no auth). ``healthy`` decides /healthz (200 or 503); ``latest`` (the store's) gives
-    the sources named on the landing page and in that 503, and the node's npu-smi and driver
-    versions. Neither may block: they read in-memory state only. Raises WebConfigError when
-    the web config file is broken.
-    """
-    web = LiveWebConfig(web_config)
-    tls = web.server_context()
-    app = EdgeApp(
-        exposition, web, max_requests=max_requests, healthy=healthy, latest=latest, version=version
-    )
-    protocol = type("NpumonProtocol", (_Protocol,), {"header_timeout": header_timeout})
-    sock = _bind(*parse_listen_address(address))
-    return Server(uvicorn.Server(_uvicorn_config(app, tls, protocol)), sock, app, tls is not None)
+    return Server(config, _bind(*parse_listen_address(address)), app, edge, web.tls)

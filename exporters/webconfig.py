@@ -26,7 +26,8 @@ Header = Literal[
     "X-Content-Type-Options",
     "X-XSS-Protection",
     "Strict-Transport-Security",
-]  # exporter-toolkit's set
+]  # exporter-toolkit's set; the values it checks:
+_HEADER_VALUES = {"X-Content-Type-Options": ("nosniff",), "X-Frame-Options": ("deny", "sameorigin")}
 _TLS_VERSIONS = {
     "TLS10": ssl.TLSVersion.TLSv1,
     "TLS11": ssl.TLSVersion.TLSv1_1,
@@ -58,6 +59,19 @@ def _bcrypt_hash(value: str) -> str:
     return value
 
 
+def _files_only(value: Any) -> Any:
+    raise ValueError(f"{_UNSUPPORTED} (use the *_file keys; OpenSSL picks ciphers)")
+
+
+def _no_rate_limit(value: Any) -> Any:
+    raise ValueError(f"{_UNSUPPORTED}; rate-limit in a proxy or with scrape_interval")
+
+
+# Known exporter-toolkit keys npumon cannot honour: refused by name, never ignored silently.
+_FilesOnly = Annotated[Any, AfterValidator(_files_only)]
+_NoRateLimit = Annotated[Any, AfterValidator(_no_rate_limit)]
+
+
 class TLSServerConfig(BaseModel):
     """tls_server_config: the file-based subset of exporter-toolkit's keys."""
 
@@ -68,29 +82,13 @@ class TLSServerConfig(BaseModel):
     client_ca_file: str | None = None
     min_version: TLSVersion = "TLS12"
     max_version: TLSVersion = "TLS13"
-    # Known exporter-toolkit keys npumon cannot honour: rejected by name, never ignored silently.
-    cert: Any = None
-    key: Any = None
-    client_ca: Any = None
-    client_allowed_sans: Any = None
-    cipher_suites: Any = None
-    prefer_server_cipher_suites: Any = None
-    curve_preferences: Any = None
-
-    @field_validator(
-        "cert",
-        "key",
-        "client_ca",
-        "client_allowed_sans",
-        "cipher_suites",
-        "prefer_server_cipher_suites",
-        "curve_preferences",
-    )
-    @classmethod
-    def _unsupported(cls, value: Any) -> Any:
-        if value is not None:
-            raise ValueError(f"{_UNSUPPORTED} (use the *_file keys; OpenSSL picks ciphers)")
-        return value
+    cert: _FilesOnly = None
+    key: _FilesOnly = None
+    client_ca: _FilesOnly = None
+    client_allowed_sans: _FilesOnly = None
+    cipher_suites: _FilesOnly = None
+    prefer_server_cipher_suites: _FilesOnly = None
+    curve_preferences: _FilesOnly = None
 
     @field_validator("client_auth_type")
     @classmethod
@@ -108,6 +106,17 @@ class HTTPServerConfig(BaseModel):
     http2: bool = True
     headers: dict[Header, str] = Field(default_factory=dict)
 
+    @field_validator("headers")
+    @classmethod
+    def _values(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            allowed = _HEADER_VALUES.get(name, (value,))
+            if value not in allowed:
+                raise ValueError(f"{name} must be {' or '.join(allowed)} (as exporter-toolkit)")
+            if any(c in value for c in "\r\n\0"):
+                raise ValueError(f"{name}: the value must be one line")
+        return headers
+
 
 class WebConfig(BaseModel):
     """The whole web-config.yml; an empty file means plain HTTP without auth."""
@@ -118,14 +127,7 @@ class WebConfig(BaseModel):
     basic_auth_users: dict[str, Annotated[str, AfterValidator(_bcrypt_hash)]] = Field(
         default_factory=dict
     )
-    rate_limit: Any = None
-
-    @field_validator("rate_limit")
-    @classmethod
-    def _no_rate_limit(cls, value: Any) -> Any:
-        if value is not None:
-            raise ValueError(f"{_UNSUPPORTED}; rate-limit in a proxy or with scrape_interval")
-        return value
+    rate_limit: _NoRateLimit = None
 
     @field_validator("basic_auth_users")
     @classmethod

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import bcrypt
 import pytest
-from edge_helpers import auth, exposition, get
+from edge_helpers import auth, exposition, get, raw_connection
 
 from npumon.exporters import auth as auth_module
 from npumon.exporters.http import Server, serve
@@ -29,6 +29,7 @@ class _CountingCheckpw:
         self.hashes: list[bytes] = []
         self.running = 0
         self.most = 0
+        self.delay = 0.02  # stands for a costlier hash: overlapping calls would show
         self._lock = threading.Lock()
         self._real = bcrypt.checkpw
 
@@ -38,7 +39,7 @@ class _CountingCheckpw:
             self.running += 1
             self.most = max(self.most, self.running)
         try:
-            time.sleep(0.02)  # stands for a costlier hash: overlapping calls would show
+            time.sleep(self.delay)
             return self._real(password, hashed)
         finally:
             with self._lock:
@@ -95,3 +96,20 @@ def test_only_the_liveness_path_is_open(server: Server) -> None:
     assert "www-authenticate" not in headers
     for path in ("/healthz", "/metrics", "/", "/nope", "/-/healthy/../metrics"):
         assert get(server, path)[0] == 401, path
+
+
+def test_checks_of_departed_clients_are_dropped_from_the_queue(
+    server: Server, checkpw: _CountingCheckpw
+) -> None:
+    checkpw.delay = 0.2  # a cost-14 hash takes ~1 s: 60 queued would keep a user 12 s
+    for i in range(60):
+        request = f"GET /metrics HTTP/1.1\r\nHost: x\r\n{_header(f'w{i}')}\r\n\r\n"
+        raw_connection(server, request.encode()).close()  # and leave at once
+    started = time.monotonic()
+    assert get(server, "/metrics", auth("prom", "s3cret"))[0] == 200
+    assert time.monotonic() - started < 2.0
+    assert len(checkpw.hashes) <= 3, f"{len(checkpw.hashes)} checks ran for departed clients"
+
+
+def _header(password: str) -> str:
+    return "Authorization: " + auth("prom", password)["Authorization"]

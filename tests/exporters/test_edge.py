@@ -44,7 +44,15 @@ async def _request(edge: EdgeApp, scope: dict[str, Any]) -> tuple[int, bytes]:
     async def send(message: MutableMapping[str, Any]) -> None:
         sent.append(message)
 
-    await edge(scope, None, send)
+    received: list[None] = []
+
+    async def receive() -> dict[str, Any]:  # the request, then a client that stays
+        if received:
+            await asyncio.Event().wait()
+        received.append(None)
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    await edge(scope, receive, send)
     return int(sent[0]["status"]), bytes(sent[1]["body"])
 
 

@@ -70,6 +70,36 @@ def test_every_problem_is_listed_with_its_path(tmp_path: Path) -> None:
     assert any("not supported by npumon" in p for p in caught.value.problems)
 
 
+@pytest.mark.parametrize(
+    ("headers", "problem"),
+    [
+        ("{X-Frame-Options: bogus}", "X-Frame-Options must be deny or sameorigin"),
+        ("{X-Frame-Options: DENY}", "X-Frame-Options must be deny or sameorigin"),
+        ("{X-Content-Type-Options: sniff}", "X-Content-Type-Options must be nosniff"),
+        ('{X-XSS-Protection: "1\\r\\nSet-Cookie: a=b"}', "X-XSS-Protection: the value must be"),
+    ],
+)
+def test_header_values_are_checked_as_exporter_toolkit_does(
+    tmp_path: Path, headers: str, problem: str
+) -> None:
+    path = tmp_path / "web.yml"
+    path.write_text(f"http_server_config:\n  headers: {headers}\n")
+    with pytest.raises(WebConfigError) as caught:
+        load_web_config(path)
+    [message] = caught.value.problems
+    assert message.startswith("http_server_config.headers: ") and problem in message
+    assert "bogus" not in message  # the key is named, the value not quoted
+
+
+def test_header_values_exporter_toolkit_accepts(tmp_path: Path) -> None:
+    path = tmp_path / "web.yml"
+    path.write_text(
+        "http_server_config:\n  headers:\n    X-Frame-Options: sameorigin\n"
+        "    X-Content-Type-Options: nosniff\n    Strict-Transport-Security: max-age=31536000\n"
+    )
+    assert len(load_web_config(path).http_server_config.headers) == 3
+
+
 def test_missing_files_and_ca_are_reported_together(tmp_path: Path) -> None:
     path = tmp_path / "web.yml"
     path.write_text(

@@ -7,6 +7,7 @@ import os
 import ssl
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,17 +40,45 @@ def web_file(tmp_path: Path) -> Iterator[tuple[Path, Server]]:
     server.shutdown()
 
 
+def _becomes(server: Server, status: int, headers: dict[str, str] | None = None) -> bool:
+    """True once /metrics answers ``status`` (the reload runs on a thread of its own)."""
+    deadline = time.monotonic() + 10.0
+    while get(server, "/metrics", headers)[0] != status:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def test_web_config_is_reread_when_it_changes(web_file: tuple[Path, Server]) -> None:
     path, server = web_file
     assert get(server, "/metrics")[0] == 200
     _write(path, f"basic_auth_users:\n  prom: '{HASHED}'\n")
-    assert get(server, "/metrics")[0] == 401
+    assert _becomes(server, 401)
     assert get(server, "/metrics", auth("prom", "pw"))[0] == 200
     _write(path, "basic_auth_users:\n  prom: cleartext\n")  # broken: closed, not open
-    assert get(server, "/metrics", auth("prom", "pw"))[0] == 500
+    assert _becomes(server, 500, auth("prom", "pw"))
     assert get(server, "/-/healthy")[0] == 200
     _write(path, "")
-    assert get(server, "/metrics")[0] == 200
+    assert _becomes(server, 200)
+
+
+COST_14 = "$2b$14$" + "a" * 53  # a cost-14 hash: activating it computes a dummy one (~1 s)
+
+
+def test_a_slow_reload_runs_off_the_event_loop(web_file: tuple[Path, Server]) -> None:
+    path, server = web_file
+    _write(path, f"basic_auth_users:\n  slow: '{COST_14}'\n")
+    started = time.monotonic()
+    assert get(server, "/metrics")[0] == 200  # starts the reload; the old config answers
+    slowest = 0.0
+    while get(server, "/metrics")[0] == 200 and time.monotonic() - started < 20.0:
+        before = time.monotonic()
+        assert get(server, "/-/healthy")[0] == 200
+        slowest = max(slowest, time.monotonic() - before)
+    reload_took = time.monotonic() - started
+    assert get(server, "/metrics")[0] == 401  # the new config, once ready
+    assert reload_took > 0.3 and slowest < 0.25, (reload_took, slowest)
 
 
 def test_a_broken_web_config_file_refuses_to_start(tmp_path: Path) -> None:
@@ -100,6 +129,8 @@ def test_web_config_file_flag_wins_over_the_config(tmp_path: Path) -> None:
                 str(web),
                 "--web.max-requests",
                 "7",
+                "--web.max-connections",
+                "9",
             ],
             stdout=subprocess.DEVNULL,
             stderr=out,
@@ -107,8 +138,34 @@ def test_web_config_file_flag_wins_over_the_config(tmp_path: Path) -> None:
     try:
         port = reported_port(log, process=daemon)
         assert get(port, "/metrics")[0] == 401
-        assert get(port, "/metrics", auth("prom", "pw"))[0] == 200
+        status, _, body = get(port, "/metrics", auth("prom", "pw"))
+        assert status == 200 and b"npumon_http_bad_requests_total 0.0" in body
         assert get(port, "/-/healthy")[0] == 200
-        assert "max_requests=7" in log.read_text()
+        assert "max_requests=7 max_connections=9" in log.read_text()
     finally:
         stop(daemon)
+
+
+def test_tls_settings_apply_to_new_connections_without_a_restart(tmp_path: Path) -> None:
+    cert, key_file = self_signed(tmp_path)
+    path = tmp_path / "web.yml"
+    tls = f"tls_server_config: {{cert_file: {cert.name}, key_file: {key_file.name}"
+    _write(path, tls + "}\n")
+    server = serve(exposition(), "127.0.0.1:0", path, lambda: True)
+    client = ssl.create_default_context(cafile=str(cert))
+    client.maximum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        assert get(server, "/metrics", context=client)[0] == 200
+        _write(path, tls + ", min_version: TLS13}\n")
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:  # the reload runs on its own thread
+            try:
+                get(server, "/metrics", context=client)
+            except (ssl.SSLError, ConnectionError):
+                break  # a TLS 1.2 client is refused now
+        else:
+            raise AssertionError("min_version TLS13 did not apply")
+        client.maximum_version = ssl.TLSVersion.TLSv1_3
+        assert get(server, "/metrics", context=client)[0] == 200
+    finally:
+        server.shutdown()

@@ -1,0 +1,242 @@
+"""The edge under hostile load, over real loopback sockets: the connection cap, the TLS
+handshake inside the header deadline, malformed requests, accept errors, bounded memory."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import ssl
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from edge_helpers import TIMEOUT, exposition, get, raw_connection, self_signed
+from exp_helpers import key, samples
+from prometheus_client import CollectorRegistry, generate_latest
+
+from npumon.exporters.http import Server, _LoopErrors, serve
+from npumon.exporters.webconfig import parse_web_config
+
+pytestmark = pytest.mark.integration  # real loopback servers and subprocesses
+
+
+def _closed_within(sock: socket.socket, seconds: float) -> bool:
+    """True when the peer closes ``sock`` within ``seconds`` (EOF or a reset)."""
+    sock.settimeout(seconds)
+    try:
+        while sock.recv(65536):
+            pass
+    except TimeoutError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+@pytest.fixture
+def capped() -> Iterator[Server]:
+    server = serve(exposition(), "127.0.0.1:0", None, lambda: True, max_connections=5)
+    yield server
+    server.shutdown()
+
+
+def test_beyond_max_connections_a_new_connection_is_closed_at_once(capped: Server) -> None:
+    held = [raw_connection(capped) for _ in range(5)]
+    try:
+        extra = raw_connection(capped)
+        assert _closed_within(extra, 2.0)
+        extra.close()
+        held.pop().close()
+        deadline = time.monotonic() + TIMEOUT
+        while capped.edge.open >= 5 and time.monotonic() < deadline:
+            time.sleep(0.01)  # the server learns of the close on its loop thread
+        assert get(capped, "/metrics")[0] == 200  # a freed slot serves again
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def _tls(tmp_path: Path, header_timeout: float = 10.0) -> tuple[Server, ssl.SSLContext]:
+    cert, key_file = self_signed(tmp_path)
+    config = parse_web_config(
+        {"tls_server_config": {"cert_file": cert.name, "key_file": key_file.name}}, base=tmp_path
+    )
+    server = serve(exposition(), "127.0.0.1:0", config, lambda: True, header_timeout=header_timeout)
+    return server, ssl.create_default_context(cafile=str(cert))
+
+
+@pytest.mark.parametrize("sent", [b"", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"])
+def test_a_tls_handshake_that_never_completes_is_cut_at_the_deadline(
+    tmp_path: Path, sent: bytes
+) -> None:
+    # nothing at all, or the first bytes of a ClientHello: cut 0.5 s after connect (was 60 s)
+    server, _ = _tls(tmp_path, header_timeout=0.5)
+    try:
+        started = time.monotonic()
+        sock = raw_connection(server, sent)
+        assert _closed_within(sock, 5.0)
+        assert time.monotonic() - started < 3.0
+        sock.close()
+        assert server.edge.open in (0, 1)  # released (or being released) with the socket
+    finally:
+        server.shutdown()
+
+
+def test_tls_slots_come_back_after_failed_handshakes(tmp_path: Path) -> None:
+    server, client = _tls(tmp_path)
+    try:
+        for garbage in (b"\x16\x03\x01\x00\x05hello", b"nonsense\r\n", b"GET / HTTP/1.1\r\n\r\n"):
+            sock = raw_connection(server, garbage)
+            assert _closed_within(sock, 5.0)
+            sock.close()
+        deadline = time.monotonic() + TIMEOUT
+        while server.edge.open and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.edge.open == 0
+        assert get(server, "/metrics", context=client)[0] == 200
+    finally:
+        server.shutdown()
+
+
+MALFORMED = [
+    b"GARBAGE\r\n\r\n",  # a bad request line
+    b"GET /metrics HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n",
+    b"GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n",
+]
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_malformed_requests_are_counted_and_logged_at_debug_only(
+    caplog: pytest.LogCaptureFixture, split: bool
+) -> None:
+    registry = CollectorRegistry()
+    server = serve(exposition(), "127.0.0.1:0", None, lambda: True, registry=registry)
+    caplog.set_level(logging.DEBUG)
+    try:
+        for request in MALFORMED * 5:
+            head, sep, body = request.partition(b"\r\n\r\n")
+            sock = raw_connection(server, head + sep if split else request)
+            if split:  # the body after the app has started (or answered)
+                time.sleep(0.05)
+                sock.sendall(body or b"junk\r\n")
+            assert _closed_within(sock, 5.0)
+            sock.close()
+        assert get(server, "/metrics")[0] == 200
+    finally:
+        server.shutdown()
+    loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert loud == [], [r.getMessage()[:200] for r in loud]
+    counted = samples(generate_latest(registry))[key("npumon_http_bad_requests_total")]
+    assert counted >= 10  # every request whose head is bad; the split bodies may be answered
+
+
+def test_loop_errors_are_logged_once_a_second_with_a_count(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    now = [100.0]
+    handler = _LoopErrors(clock=lambda: now[0])
+    context = {"message": "socket.accept() out of system resource", "exception": OSError(24)}
+    with caplog.at_level(logging.ERROR):
+        for _ in range(2048):
+            handler(None, context)  # type: ignore[arg-type]
+        now[0] += 1.0
+        handler(None, context)  # type: ignore[arg-type]
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2
+    assert "count=1 " not in lines[1] and lines[1].endswith("count=2048")
+
+
+SERVER = """
+import resource, sys, time
+resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), int(sys.argv[1])))
+sys.path[:0] = sys.argv[2:]
+import logging
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s %(message)s")
+from edge_helpers import exposition
+from npumon.exporters.http import serve
+cap = int(sys.argv[1]) * 4
+server = serve(exposition(), "127.0.0.1:0", None, lambda: True, max_connections=cap)
+print(server.port, flush=True)
+sys.stdin.read()
+"""
+
+
+def _child(script: str, nofile: int) -> subprocess.Popen[str]:
+    here = str(Path(__file__).parent)
+    root = str(Path(__file__).parents[2])
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script), str(nofile), here, root],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_accept_errors_at_the_fd_limit_do_not_flood_the_log() -> None:
+    # A server with 64 descriptors and no lower connection cap: 300 connections run it out.
+    child = _child(SERVER, 64)
+    socks = []
+    try:
+        assert child.stdout is not None
+        port = int(child.stdout.readline())
+        socks = [socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) for _ in range(300)]
+        time.sleep(1.5)  # the child's own loop clock: at most two lines in this time
+    finally:
+        for sock in socks:
+            sock.close()
+        _, err = child.communicate("", timeout=30)
+    accept = [line for line in err.splitlines() if "ERROR" in line]
+    assert 1 <= len(accept) <= 3, err[:2000]
+    assert "event=loop_error" in accept[0] and "Too many open files" in accept[0]
+    assert len(err) < 4000, f"{len(err)} bytes of log"
+
+
+MEMORY = """
+import resource, sys
+sys.path[:0] = sys.argv[2:]
+from edge_helpers import exposition
+from npumon.exporters.http import serve
+server = serve(exposition(), "127.0.0.1:0", None, lambda: True, max_connections=int(sys.argv[1]))
+print(server.port, flush=True)
+sys.stdin.readline()
+print(int(open("/proc/self/statm").read().split()[1]) * resource.getpagesize() // 1024, flush=True)
+sys.stdin.read()
+"""
+
+
+def _rss_kib_while_stuffed(cap: int, connections: int) -> int:
+    child = _child(MEMORY, cap)
+    socks = []
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        port = int(child.stdout.readline())
+        stuffing = b"GET /metrics HTTP/1.1\r\nX-Pad: " + b"a" * 63_000
+        for _ in range(connections):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+            with contextlib.suppress(OSError):  # closed at once: beyond the cap
+                sock.sendall(stuffing)
+            socks.append(sock)
+        with contextlib.suppress(OSError):  # answered once what came before is read
+            get(port, "/-/healthy")
+        child.stdin.write("\n")
+        child.stdin.flush()
+        return int(child.stdout.readline())  # the child's resident KiB, the sockets open
+    finally:
+        for sock in socks:
+            sock.close()
+        child.communicate("", timeout=30)
+
+
+def test_header_stuffing_memory_is_bounded_by_the_connection_cap() -> None:
+    # 400 connections of 63 KB unfinished headers: ~25 MB buffered without a cap (shown with
+    # a cap of 1000); with a cap of 20, at most 20 x 64 KiB, whatever the number of connections.
+    growth = {
+        cap: _rss_kib_while_stuffed(cap, 400) - _rss_kib_while_stuffed(cap, 0) for cap in (20, 1000)
+    }
+    assert growth[20] < 5 * 1024 < 12 * 1024 < growth[1000], growth  # KiB
