@@ -87,7 +87,7 @@ def test_header_values_are_checked_as_exporter_toolkit_does(
     with pytest.raises(WebConfigError) as caught:
         load_web_config(path)
     [message] = caught.value.problems
-    assert message.startswith("http_server_config.headers: ") and problem in message
+    assert message.startswith("line 2: http_server_config.headers: ") and problem in message
     assert "bogus" not in message  # the key is named, the value not quoted
 
 
