@@ -544,3 +544,14 @@ def test_documented_install_command_renders(doc: str) -> None:
                 values.setdefault(key, {}).update(value)
     monitor = one(render(values), "ServiceMonitor")
     assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+
+
+def test_web_values_reach_npumon_as_flags_it_parses() -> None:
+    from npumon.daemon.cli import _parser, _with_flags
+
+    values = {"web": {"maxRequests": 12, "maxConnections": 300}}
+    args = _parser().parse_args(container(render(values))["args"])
+    web = _with_flags(parse_config({}), args).web
+    assert (web.max_requests, web.max_connections) == (12, 300)
+    default = _parser().parse_args(container(render({}))["args"])
+    assert _with_flags(parse_config({}), default).web.max_connections == 1024
