@@ -9,15 +9,6 @@ from __future__ import annotations
 
 import re
 
-COLLECTIVES = (
-    "all_reduce",
-    "all_gather",
-    "reduce_scatter",
-    "broadcast",
-    "all_to_all",
-    "send_receive",
-    "other",
-)
 _COMM_CORES = frozenset({"communication"})
 _COMM_NAME = re.compile(r"^(hcom_|hccl|lccl|allreduce|allgather|reducescatter|alltoall)", re.I)
 # checked in order on the name without separators, lower case

@@ -49,7 +49,6 @@ _TIMES = {
 TOTAL = "Total Op Info"
 PACKET_LINKS = ("SDMA", "RDMA")  # the transports msprof-analyze's packet analysis judges
 SDMA_LINKS = ("HCCS", "PCIE", "SIO")  # the link types SDMA transfers go over
-MATRIX_FILE = "communication_matrix.json"
 EXAMPLES_NAMED = 3  # unaligned transfers the byte_alignment finding names
 PAIRS_NAMED = 3  # slowest src-dst pairs the slow_link finding names
 _SAMPLE_OP = re.compile(r"-(top\d+|middle|bottom\d+)$")  # matrix entries that repeat single ops

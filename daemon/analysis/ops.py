@@ -104,10 +104,6 @@ class OpFacts:
         return sum(us for us, _ in self.groups.values())
 
     @property
-    def comm_us(self) -> float:
-        return sum(us for us, _ in self.comm.values())
-
-    @property
     def ai_cpu_us(self) -> float | None:
         return None if self.ai_cpu_ops is None else sum(u for u, _ in self.ai_cpu_ops.values())
 

@@ -15,21 +15,6 @@ from npumon.daemon.analysis.sqlite_tables import select
 
 DATALOADER_PREFIX = "enumerate(DataLoader)#"  # the top-level range: nested frames repeat it
 COMPILE_API = "aclopCompileAndExecute"
-_DTYPE_BYTES = {
-    "INT8": 1,
-    "UINT8": 1,
-    "INT16": 2,
-    "UINT16": 2,
-    "FP16": 2,
-    "BFP16": 2,
-    "INT32": 4,
-    "UINT32": 4,
-    "FP32": 4,
-    "INT64": 8,
-    "UINT64": 8,
-    "FP64": 8,
-    "INT128": 16,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,13 +22,6 @@ class ApiTotal:
     """Calls of one kind of host range and their summed wall time."""
 
     count: int
-    seconds: float
-
-
-@dataclass(frozen=True, slots=True)
-class CollectiveSize:
-    name: str
-    size_bytes: int | None  # None when the data type is N/A or unknown
     seconds: float
 
 
@@ -82,22 +60,3 @@ def compile_calls(path: Path) -> ApiTotal | None:
             COMPILE_API,
         )
     )
-
-
-def collective_sizes(path: Path) -> tuple[CollectiveSize, ...]:
-    """Each collective of COMMUNICATION_OP: count x element size of its data type."""
-    rows = select(
-        path,
-        "COMMUNICATION_OP",
-        "SELECT n.value, c.count, d.name, c.endNs - c.startNs FROM COMMUNICATION_OP c "
-        "LEFT JOIN STRING_IDS n ON n.id = c.opName "
-        "LEFT JOIN ENUM_HCCL_DATA_TYPE d ON d.id = c.dataType ORDER BY c.startNs",
-    )
-    found = []
-    for name, count, dtype, ns in rows or ():
-        width = _DTYPE_BYTES.get(str(dtype))
-        size = count * width if isinstance(count, int) and width else None
-        found.append(
-            CollectiveSize(str(name), size, float(ns) / 1e9 if isinstance(ns, int | float) else 0.0)
-        )
-    return tuple(found)

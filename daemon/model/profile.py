@@ -9,15 +9,6 @@ from typing import Annotated
 
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, TypeAdapter, with_config
 
-PHASES = (
-    "fp_bp",
-    "iteration_refresh",
-    "data_aug",
-    "computing",
-    "communication",
-    "free",
-    "preparing",
-)
 # compute core types listed first; any other kind a table names (e.g. a new chip's) follows
 CORE_TYPES = ("ai_core", "ai_vector_core", "ai_cpu", "mix", "dsa_sqe")
 BOTTLENECK_KINDS = (
