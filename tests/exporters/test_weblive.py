@@ -18,6 +18,7 @@ from edge_helpers import auth, exposition, get, peer_certificate, self_signed
 from npumon.exporters.http import Server, serve
 from npumon.exporters.webconfig import WebConfigError
 from tests.helpers.processes import reported_port, stop
+from tests.helpers.wait import wait_for
 
 pytestmark = pytest.mark.integration  # real loopback servers, openssl, a real daemon
 
@@ -40,27 +41,22 @@ def web_file(tmp_path: Path) -> Iterator[tuple[Path, Server]]:
     server.shutdown()
 
 
-def _becomes(server: Server, status: int, headers: dict[str, str] | None = None) -> bool:
-    """True once /metrics answers ``status`` (the reload runs on a thread of its own)."""
-    deadline = time.monotonic() + 10.0
-    while get(server, "/metrics", headers)[0] != status:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
+def _becomes(server: Server, status: int, headers: dict[str, str] | None = None) -> None:
+    """Return once /metrics answers ``status`` (the reload runs on a thread of its own)."""
+    wait_for(lambda: get(server, "/metrics", headers)[0] == status, 10.0, f"/metrics {status}")
 
 
 def test_web_config_is_reread_when_it_changes(web_file: tuple[Path, Server]) -> None:
     path, server = web_file
     assert get(server, "/metrics")[0] == 200
     _write(path, f"basic_auth_users:\n  prom: '{HASHED}'\n")
-    assert _becomes(server, 401)
+    _becomes(server, 401)
     assert get(server, "/metrics", auth("prom", "pw"))[0] == 200
     _write(path, "basic_auth_users:\n  prom: cleartext\n")  # broken: closed, not open
-    assert _becomes(server, 500, auth("prom", "pw"))
+    _becomes(server, 500, auth("prom", "pw"))
     assert get(server, "/-/healthy")[0] == 200
     _write(path, "")
-    assert _becomes(server, 200)
+    _becomes(server, 200)
 
 
 COST_14 = "$2b$14$" + "a" * 53  # a cost-14 hash: activating it computes a dummy one (~1 s)
