@@ -17,8 +17,8 @@ from npumon.daemon.model.network import (
     PortCounters,
     PortKey,
 )
+from npumon.daemon.model.npu_smi import ChipId
 
-ChipId = tuple[int, int]
 Counts = tuple[tuple[str, int], ...]
 
 # (label value, -stat keys in precedence order): the MAC counters see all traffic (RoCE too);

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 from npumon.daemon.model.network import ChipInterconnect
 
+ChipId = tuple[int, int]  # (npu, chip), as npu-smi numbers them
+
 
 # ---------------------------------------------------------------- npu-smi info (the table)
 @dataclass(frozen=True, slots=True)

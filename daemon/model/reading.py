@@ -18,6 +18,7 @@ from npumon.daemon.model.npu_smi import (
     ChipCommon,
     ChipDcmi,
     ChipEcc,
+    ChipId,
     ChipUsage,
     HealthReport,
     MappedChip,
@@ -28,7 +29,6 @@ from npumon.daemon.model.npu_smi import (
 )
 
 T = TypeVar("T")
-ChipId = tuple[int, int]
 """(npu, chip): NPU ID and chip index inside the NPU, the identity of every per-chip series."""
 
 HEALTH_STATES = ("ok", "warning", "alarm", "critical", "unknown")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from npumon.daemon.model.network_view import EMPTY_NETWORK, NetworkView
+from npumon.daemon.model.npu_smi import ChipId
 from npumon.daemon.model.profile import ProfilingView
-from npumon.daemon.model.reading import ChipId, ChipReading
+from npumon.daemon.model.reading import ChipReading
 
 __all__ = [
     "EMPTY_SNAPSHOT",

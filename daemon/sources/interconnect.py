@@ -10,10 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 from npumon.daemon.model.network import ChipInterconnect
+from npumon.daemon.model.npu_smi import ChipId
 from npumon.daemon.parsers import interconnect
 from npumon.daemon.sources.wrapper import SourceRun
 
-ChipId = tuple[int, int]
 Ask = Callable[..., Any]  # NpuSmiSources._ask: (run, parse, *args) -> parsed or None
 
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
-from npumon.daemon.model.npu_smi import ChipDcmi
+from npumon.daemon.model.npu_smi import ChipDcmi, ChipId
 from npumon.daemon.parsers import plausible
 from npumon.daemon.runner import CommandResult, resolve_command, run_command
 from npumon.daemon.sources.wrapper import SourceFailure, SourceRun, check_result, parse_or_fail
 
 T = TypeVar("T")
-ChipId = tuple[int, int]
 # The largest real `npu-smi info` (16 chips, a process row per chip) is about 20 kB; past this
 # the output is a driver looping, and keeping it would cost the daemon many times its size.
 MAX_OUTPUT_BYTES = 1024 * 1024
