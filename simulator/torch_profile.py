@@ -92,9 +92,13 @@ class ConfigWatcher:
         self.rank = rank
         self.log = log
         directory.mkdir(parents=True, exist_ok=True)
-        if not self.path.exists():
-            self.path.write_text(json.dumps(TEMPLATE, indent=4), encoding="utf-8")
         self._seen = self._signature()
+        if self._seen is None:
+            # written whole then renamed, so a reader never meets a half-written template; and
+            # nothing is marked seen, so an edit made right after the rename is still read
+            partial = self.path.with_name(f".{CONFIG_FILE}.{os.getpid()}")
+            partial.write_text(json.dumps(TEMPLATE, indent=4), encoding="utf-8")
+            os.replace(partial, self.path)
 
     def _signature(self) -> tuple[int, int, str] | None:
         try:
