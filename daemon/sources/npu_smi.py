@@ -233,10 +233,13 @@ class NpuSmiSources:
             self._health = reports
         if full:
             self._last_full_health = now
-            self._interconnect = {}  # re-read below, after ECC and memory
             # first: a timeout below ends the pass, and DCMI's own failures never raise
             self._dcmi = self._smi.dcmi_only(run, _chips(current))
-            self._ecc_and_memory(run, _chips(current))
+            try:
+                self._ecc_and_memory(run, _chips(current))
+            except SourceFailure:
+                self._interconnect = {}  # this pass was to re-read them: no longer current
+                raise
             self._links(run, _chips(current))
 
     def _links(self, run: SourceRun, chips: list[ChipId]) -> None:

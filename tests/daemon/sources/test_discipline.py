@@ -13,13 +13,14 @@ from npumon.daemon.model.npu_smi import NpuSmiResults
 from npumon.daemon.runner import CommandResult
 from npumon.daemon.store import SnapshotStore
 from npumon.exporters.builtin import render_sources
-from tests.daemon.sources.fake_runner import NPU_SMI, Clock, FakeRunner, sources, status
+from tests.daemon.sources.fake_runner import NPU_SMI, TABLE, Clock, FakeRunner, sources, status
 from tests.helpers.exposition import key
 
 TABLE_8 = (NPU_SMI / "info_910a_8chip_warning_procs_24.1rc2.txt").read_text()
 MAP_8 = (NPU_SMI / "info_m_910a_8chip_24.1rc2.txt").read_text()
 USAGES = (NPU_SMI / "info_t_usages_910a.txt").read_text()
 HEALTH_OK = (NPU_SMI / "info_t_health_910a_ok.txt").read_text()
+ECC = (NPU_SMI / "info_t_ecc_910_doc.txt").read_text()
 NPU_0_ROW = "| 0     xxx            | OK            | 70.5        42                1232 / 1232"
 
 
@@ -219,3 +220,58 @@ def test_an_aborted_pass_serves_nothing_older_than_itself() -> None:
     # first pass, 8 x 6, not asked since)
     assert status(store, "npu_smi_health") == (False, {"not_supported": 48, "timeout": 1})
     assert _timed_run(store, "npu_smi_health") == (5.0, False)
+
+
+class _Watching(FakeRunner):
+    """Calls ``watch`` before answering each query that contains ``part``."""
+
+    def __init__(self, answers: dict[str, CommandResult | str], part: str) -> None:
+        super().__init__(answers)
+        self.part, self.watch = part, lambda: None
+
+    def __call__(
+        self, argv: Sequence[str], timeout: float, *, max_output_bytes: int = 0
+    ) -> CommandResult:
+        if self.part in " ".join(argv):
+            self.watch()
+        return super().__call__(argv, timeout)
+
+
+def test_links_stay_served_while_a_full_health_pass_re_reads_them() -> None:
+    """Another tier publishes while the health tier is between its ECC and link queries: the
+    links of the last pass are still current then, and must not vanish from that snapshot."""
+    clock = Clock()
+    answers: dict[str, CommandResult | str] = {"info": TABLE}
+    hccs = (NPU_SMI / "info_t_hccs_910b_7links_SYNTHETIC.txt").read_text()
+    answers.update({f"info -t hccs -i {n} -c 0": hccs for n in range(2)})
+    answers.update({f"info -t health -i {n} -c 0": HEALTH_OK for n in range(2)})
+    answers.update({f"info -t ecc -i {n}": ECC for n in range(2)})
+    runner = _Watching(answers, "-t ecc")
+    polls, _ = sources(runner, clock)
+    polls.poll_table()
+    polls.poll_health()
+    assert len(polls.results().interconnect) == 2
+    seen: list[int] = []
+    runner.watch = lambda: seen.append(len(polls.results().interconnect))
+    clock.now += 60  # the next full pass
+    polls.poll_health()
+    assert seen and all(n == 2 for n in seen), seen
+    assert len(polls.results().interconnect) == 2
+
+
+def test_links_go_when_a_full_pass_stops_before_re_reading_them() -> None:
+    clock = Clock()
+    answers: dict[str, CommandResult | str] = {"info": TABLE}
+    hccs = (NPU_SMI / "info_t_hccs_910b_7links_SYNTHETIC.txt").read_text()
+    answers.update({f"info -t hccs -i {n} -c 0": hccs for n in range(2)})
+    answers.update({f"info -t health -i {n} -c 0": HEALTH_OK for n in range(2)})
+    answers.update({f"info -t ecc -i {n}": ECC for n in range(2)})
+    runner = Hangs(answers, clock, "no call hangs yet")
+    polls, _ = sources(runner, clock)
+    polls.poll_table()
+    polls.poll_health()
+    assert len(polls.results().interconnect) == 2
+    runner.part = "-t ecc"  # the next full pass times out before its link queries
+    clock.now += 60
+    polls.poll_health()
+    assert polls.results().interconnect == {}
