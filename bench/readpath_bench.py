@@ -8,7 +8,11 @@
 2. Each daemon's own CPU over that window (its children, npu-smi and hccn_tool, apart) and RSS;
    for the one scraped every 15 s, the share of a core its renders took at most (the sum over
    its scrapes of npumon_scrape_collector_duration_seconds, wall time).
-3. Ten requests on one kept-alive connection, each after a first request on a new connection.
+3. The floor: the same Prometheus scraping, at both intervals, a minimal server that answers
+   every GET with one fixed copy of the 15 s daemon's body (OpenMetrics, gzip), taken once every
+   source has succeeded: what this Prometheus on this machine measures for that body with no
+   render at all. npumon's p99 is printed beside it.
+4. Ten requests on one kept-alive connection, each after a first request on a new connection.
 
 Each figure is printed with its budget (issue 19) and whether it is met.
 
@@ -18,7 +22,9 @@ Usage: python bench/readpath_bench.py [--seconds 60] [--json PATH]
 from __future__ import annotations
 
 import argparse
+import gzip
 import http.client
+import http.server
 import json
 import shutil
 import socket
@@ -26,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -33,13 +40,16 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from daemon_bench import _config, _met, _start, _wait_for_chips
+from daemon_bench import _config, _has_hccn_tool, _met, _start, _wait_for_chips
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = str(ROOT / "simulator" / "scenarios" / "a3-8x2.yaml")
 CHIPS = 16
 JOBS = {"npumon_5s": 5, "npumon_15s": 15}  # job name: scrape interval in seconds
 ROUND_TRIES = 5
+OPENMETRICS = {"Accept": "application/openmetrics-text; version=1.0.0", "Accept-Encoding": "gzip"}
+# a body is whole once these sources have succeeded (hccn_tool where the simulator has it)
+WHOLE = (b'last_success_timestamp_seconds{source="npu_smi_health"}', b"npu_network_up{")
 
 
 def _free_port() -> int:
@@ -84,7 +94,7 @@ def _kept_alive(port: int) -> dict[str, list[float]]:
     """Ten GETs of /metrics on one connection, each after a GET on a new connection (ms), both
     of the same snapshot: a round whose two bodies differ (a poll published in between, so the
     second paid a render the first did not) is asked again, up to ROUND_TRIES times."""
-    headers = {"Accept": "application/openmetrics-text; version=1.0.0", "Accept-Encoding": "gzip"}
+    headers = OPENMETRICS
 
     def timed(conn: http.client.HTTPConnection) -> tuple[float, bytes]:
         started = time.perf_counter()
@@ -111,6 +121,47 @@ def _kept_alive(port: int) -> dict[str, list[float]]:
         kept.append(kept_ms)
     kept_conn.close()
     return {"kept_alive_ms": kept, "new_connection_ms": new}
+
+
+def _whole_body(port: int, deadline_s: float) -> tuple[bytes, str]:
+    """The daemon's OpenMetrics body (gzip) and content type, once it holds every tier."""
+    deadline, whole = time.monotonic() + deadline_s, WHOLE if _has_hccn_tool() else WHOLE[:1]
+    while True:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/metrics", headers=OPENMETRICS)
+        response = conn.getresponse()
+        body, content_type = response.read(), response.getheader("content-type", "")
+        conn.close()
+        if all(part in gzip.decompress(body) for part in whole):
+            return body, content_type
+        if time.monotonic() > deadline:
+            raise SystemExit("the daemon never served every tier")
+        time.sleep(1.0)  # the simulated tiers run on wall time
+
+
+def _fixed_server(body: bytes, content_type: str) -> http.server.ThreadingHTTPServer:
+    """HTTP/1.1 on a free loopback port answering every GET with ``body`` (gzip)."""
+
+    class Fixed(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            for name, value in (
+                ("Content-Type", content_type),
+                ("Content-Encoding", "gzip"),
+                ("Content-Length", str(len(body))),
+            ):
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Fixed)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
 
 
 def _start_exporters(
@@ -141,12 +192,20 @@ def _start_exporters(
     return processes, targets, pids
 
 
+def _add_floor(targets: dict[str, tuple[int, int]]) -> http.server.ThreadingHTTPServer:
+    """The fixed-body server, as job ``fixed_<interval>s`` at each interval."""
+    server = _fixed_server(*_whole_body(targets["npumon_15s"][0], 180))
+    targets |= {f"fixed_{i}s": (server.server_address[1], i) for i in JOBS.values()}
+    return server
+
+
 def run(seconds: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         processes: list[subprocess.Popen[bytes]] = []
         try:
             processes, targets, pids = _start_exporters(folder)
+            floor = _add_floor(targets)
             prometheus, prom_port = _prometheus(folder, targets)
             processes.append(prometheus)
             procs = {job: psutil.Process(pid) for job, pid in pids.items()}
@@ -180,8 +239,10 @@ def run(seconds: float) -> dict[str, Any]:
                 },
                 "rss_mb": {job: p.memory_info().rss / 2**20 for job, p in procs.items()},
                 "node_exporter": any(job.startswith("node_exporter") for job in targets),
+                "samples": _query(prom_port, "scrape_samples_scraped"),
             }
             result |= _kept_alive(targets["npumon_15s"][0])
+            floor.shutdown()
         finally:
             for process in processes:
                 process.terminate()
@@ -208,6 +269,11 @@ def _print(r: dict[str, Any]) -> None:
         print(
             f"  every {interval} s: npumon p99 {p99:.2f} ms, node_exporter p99 {theirs:.2f} ms"
             f" (budget < 10 ms and below node_exporter): {_met(p99 < 10 and p99 < theirs)}"
+        )
+        fixed = r["p99_ms"].get(f"fixed_{interval}s", float("nan"))
+        print(
+            f"  every {interval} s: the same body as fixed bytes, no render: p99 {fixed:.2f} ms"
+            f" ({r['samples'].get(job, 0):.0f} samples); npumon {p99 - fixed:+.2f} ms over it"
         )
     cpu, render = r["cpu_percent"]["npumon_15s"], r["render_seconds"].get("npumon_15s", 0.0)
     share = 100 * render / r["seconds"]

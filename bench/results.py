@@ -287,25 +287,43 @@ def readpath(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
         misses += t.misses
         return t.render()
     contention = (
-        "Prometheus' own figure, on 2 cores shared with both daemons' simulated npu-smi and "
-        "hccn_tool (a Python process per call) and other work; a scrape after a poll renders "
-        "the families of the snapshot parts it changed (the network ones after hccn_tool)."
+        "Prometheus' own figure, which includes parsing the body and appending every sample "
+        "to its TSDB, on 2 cores shared with both daemons' simulated npu-smi and hccn_tool (a "
+        "Python process per call) and other work; a scrape after a poll renders the families "
+        "of the snapshot parts it changed (the network ones after hccn_tool)."
     )
     for interval in (5, 15):
         ours = r["p99_ms"].get(f"npumon_{interval}s")
         theirs = r["p99_ms"].get(f"node_exporter_{interval}s")
+        fixed = r["p99_ms"].get(f"fixed_{interval}s")
         if ours is None:
             t.row(f"scrape p99 every {interval} s", NA, "< 10 ms", False)
             continue
         below = theirs is None or ours < theirs
+        floor = (
+            ""
+            if fixed is None
+            else f" The same body served as fixed bytes by a server that renders nothing had "
+            f"p99 {fixed:.2f} ms from the same Prometheus (p50 "
+            f"{_ms(r['p50_ms'].get(f'fixed_{interval}s'))}, npumon's p50 "
+            f"{_ms(r['p50_ms'].get(f'npumon_{interval}s'))}): the floor for "
+            f"{r.get('samples', {}).get(f'npumon_{interval}s', 0):.0f} samples on this machine."
+        )
         t.row(
             f"scrape_duration_seconds p99, every {interval} s: npumon / node_exporter",
             f"{_ms(ours)} / {_ms(theirs)}",
             "< 10 ms and below node_exporter",
             ours < 10 and below,
             f"npumon's p99 every {interval} s was {ours:.2f} ms, node_exporter's "
-            f"{_ms(theirs)}. {contention}",
+            f"{_ms(theirs)}. {contention}{floor}",
         )
+        if fixed is not None:
+            t.row(
+                f"scrape_duration_seconds p99, every {interval} s: npumon's body as fixed bytes",
+                _ms(fixed),
+                "-",
+                None,
+            )
     cpu = r["cpu_percent"]["npumon_15s"]
     share = 100 * r["render_seconds"].get("npumon_15s", 0.0) / r["seconds"]
     t.row(
