@@ -6,14 +6,14 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TypeVar
 
 from npumon.daemon.config import Throttle as ThrottleConfig
 from npumon.daemon.model.attribution import Attribution, attribute
 from npumon.daemon.model.kubelet import PodResourcesResults
-from npumon.daemon.model.network import HccnResults
+from npumon.daemon.model.network import ChipInterconnect, HccnResults
 from npumon.daemon.model.network_view import read_network
 from npumon.daemon.model.npu_smi import InfoTable, NpuSmiResults
 from npumon.daemon.model.profile import ProfilingView
@@ -61,6 +61,9 @@ class SnapshotStore:
         self._lock = threading.Lock()
         self._npu_smi = NpuSmiResults()
         self._hccn = HccnResults()
+        # what the network view was last read from: a publish that changed none of them (a
+        # table poll) keeps that view rather than re-reading every port
+        self._network_inputs: NetworkInputs | None = None
         self._pods: PodResourcesResults | None = None  # None: no pod-resources (or it failed)
         self._problems: Counter[str] = Counter()
         self._seen_problems: set[str] = set()
@@ -145,15 +148,15 @@ class SnapshotStore:
             )
             self.merges += 1
         network = before.network
-        if merge:
-            fresh = read_network(
-                self._hccn, self._npu_smi.interconnect, ((c.npu, c.chip) for c in chips)
-            )
+        inputs = (self._hccn, self._npu_smi.interconnect, [(c.npu, c.chip) for c in chips])
+        if merge and not _unchanged(inputs, self._network_inputs):
+            fresh = read_network(*inputs)
             network = replace(
                 fresh,
                 ports=_same(fresh.ports, network.ports),
                 chips=_same(fresh.chips, network.chips),
             )
+            self._network_inputs = inputs
         self._latest = replace(
             before,
             taken_at=self._clock(),
@@ -203,6 +206,16 @@ class SnapshotStore:
             driver_version=table.version if table else None,
             cann_version=self._cann_version,
         )
+
+
+NetworkInputs = tuple[HccnResults, Mapping[ChipId, ChipInterconnect], list[ChipId]]
+
+
+def _unchanged(now: NetworkInputs, before: NetworkInputs | None) -> bool:
+    """The same result objects (each source replaces its own on change) and the same chips."""
+    return (
+        before is not None and now[0] is before[0] and now[1] is before[1] and now[2] == before[2]
+    )
 
 
 def _same(new: _T, old: _T) -> _T:

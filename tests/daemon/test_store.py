@@ -7,20 +7,21 @@ from dataclasses import replace
 
 import pytest
 
+from npumon.daemon import store as store_module
 from npumon.daemon.model.kubelet import (
     ChipOwner,
     ContainerAllocation,
     DeviceRef,
     PodResourcesResults,
 )
-from npumon.daemon.model.network import HccnResults, NetAddress
+from npumon.daemon.model.network import ChipInterconnect, HccnResults, NetAddress
 from npumon.daemon.model.npu_smi import ChipMapping, MappedChip, NpuSmiResults
 from npumon.daemon.model.snapshot import SourceStatus
 from npumon.daemon.parsers.table import parse_info
 from npumon.daemon.sources.npu_smi import SOURCES
 from npumon.daemon.store import IDENTITY_SOURCE, SnapshotStore
 from tests.daemon.model.test_reading import CONFIG
-from tests.daemon.sources.fake_runner import TABLE
+from tests.daemon.sources.fake_runner import NPU_SMI, TABLE
 
 UP = SourceStatus("npu_smi_table", True, 0.0, 1.0, 0)
 
@@ -46,6 +47,32 @@ def test_equal_parts_keep_their_identity_and_changed_ones_do_not() -> None:
     assert third.network is not second.network and third.network.ports
     assert third.network.chips is second.network.chips  # the interconnect part did not change
     assert third.chips is second.chips and third.sources is not second.sources
+
+
+def test_the_network_view_is_read_again_only_when_its_inputs_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reads: list[object] = []
+    real = store_module.read_network
+    monkeypatch.setattr(store_module, "read_network", lambda *a: reads.append(a) or real(*a))
+    store, polled = SnapshotStore(CONFIG), results()  # the sources keep one links mapping
+    hccn = HccnResults(address={(0, 0, 0): NetAddress(addresses=(("10.0.0.1", "255.0.0.0"),))})
+    store.publish_hccn_tool(hccn, SourceStatus("hccn_tool", True, 0.0, 2.0, 0))
+    store.publish_npu_smi(polled, UP)  # the chips appear: read
+    assert len(reads) == 2 and store.latest().network.ports
+    for _ in range(3):  # table polls: the same hccn_tool results, links and chips
+        store.publish_npu_smi(replace(polled, table=parse_info(TABLE)), UP)
+    store.publish_hccn_tool(hccn, SourceStatus("hccn_tool", True, 0.0, 3.0, 0))  # the same object
+    assert len(reads) == 2
+    store.publish_hccn_tool(replace(hccn), SourceStatus("hccn_tool", True, 0.0, 4.0, 0))
+    assert len(reads) == 3
+    links: dict[tuple[int, int], ChipInterconnect] = {}
+    store.publish_npu_smi(replace(polled, interconnect=links), UP)  # new link results
+    assert len(reads) == 4
+    other = (NPU_SMI / "info_910a_8chip_warning_procs_24.1rc2.txt").read_text()
+    store.publish_npu_smi(replace(polled, interconnect=links, table=parse_info(other)), UP)
+    assert len(reads) == 5  # other chips
+    assert [(c.npu, c.chip) for c in store.latest().chips] == [(n, 0) for n in range(8)]
 
 
 def pods(*devices: int) -> PodResourcesResults:
