@@ -10,6 +10,7 @@ and a new field is checked the day it is added. A value outside its bound become
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -51,9 +52,16 @@ def bound(field: str) -> tuple[float, float] | None:
     return None
 
 
-def _check(field: str, value: float) -> tuple[float | None, bool]:
+@functools.cache
+def _fields(cls: type) -> tuple[tuple[str, tuple[float, float] | None], ...]:
+    """A dataclass's field names with their bounds, worked out once per class."""
+    return tuple((f.name, bound(f.name)) for f in dataclasses.fields(cls))
+
+
+def _check(
+    field: str, limits: tuple[float, float] | None, value: float
+) -> tuple[float | None, bool]:
     """(value to keep, rejected?) for one number."""
-    limits = bound(field)
     if limits is None:
         return value, False
     low, high = limits
@@ -80,14 +88,14 @@ def _screen(value: Any, rejected: list[Rejected]) -> Any:
     if not dataclasses.is_dataclass(value) or isinstance(value, type):
         return value
     changes: dict[str, Any] = {}
-    for f in dataclasses.fields(value):
-        old = getattr(value, f.name)
+    for name, limits in _fields(type(value)):
+        old = getattr(value, name)
         if isinstance(old, int | float) and not isinstance(old, bool):
-            new, dropped = _check(f.name, old)
+            new, dropped = _check(name, limits, old)
             if dropped:
-                rejected.append(Rejected(f.name, float(old)))
+                rejected.append(Rejected(name, float(old)))
         else:
             new = _screen(old, rejected)
         if new is not old:
-            changes[f.name] = new
+            changes[name] = new
     return dataclasses.replace(value, **changes) if changes else value
