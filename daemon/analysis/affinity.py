@@ -26,11 +26,10 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from npumon.daemon.analysis.diagnosis import ADVICE
-from npumon.daemon.analysis.layout import inside
+from npumon.daemon.analysis.layout import TRACE_VIEW, inside
 from npumon.daemon.analysis.sqlite_tables import select
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
-TRACE_VIEW = "trace_view.json"
 ATEN = "aten::"
 OPTIMIZER = "Optimizer.step#"
 _TRANSPOSE = tuple(

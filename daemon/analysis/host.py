@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from npumon.daemon.analysis import sqlite_host
-from npumon.daemon.analysis.layout import inside
+from npumon.daemon.analysis.layout import TRACE_VIEW, inside
 
-TRACE_VIEW = "trace_view.json"
 API_STATISTIC = "api_statistic.csv"
 DATA_LOADER_EVENT = '"enumerate(DataLoader)#'  # the event name, opening quote included
 COMPILE_API = "aclopCompileAndExecute"
