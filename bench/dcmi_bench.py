@@ -88,7 +88,8 @@ def simulate(
 ) -> dict[str, Any]:
     loaded = load_scenario(scenario)
     state = folder / f"{scenario}.state"
-    state.write_text(state_text(node_state(loaded, 1_000_000.0), loaded.vnpus))
+    at = 1_000_000.0
+    state.write_text(state_text(node_state(loaded, at), loaded.vnpus, loaded, at))
     os.environ["NPUMON_FAKE_DCMI_STATE"] = str(state)
     clock, calls = Clock(), Counter[str]()
     config = Config()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ def _node(tmp_path: Path, scenario: str, extra: str = "") -> Path:
     loaded = load_scenario(scenario)
     node = node_state(loaded, AT)
     state = tmp_path / f"{scenario}.state"
-    state.write_text(state_text(node, loaded.vnpus) + extra)
+    state.write_text(state_text(node, loaded.vnpus, loaded, AT) + extra)
     for card in node.cards:
         for chip in card.chips:
             for process in chip.processes:
@@ -134,7 +135,25 @@ def test_one_node_through_both_backends_is_one_exposition(
     assert calls.count(("info",)) == 1
     served = {"usages", "common", "ecc", "health", "memory"}
     assert not [c for c in calls if c[1:2] == ("-t",) and c[2] in served]
+    # the interconnect: -t hccs and -t hccs-bw once per chip (the links' check against DCMI,
+    # or the answer where DCMI has none: 310P), pcie-err and sio-info where the fake says
+    # -8255 (310P's own PCIe counters, SIO off A3)
+    node = node_state(load_scenario(scenario), AT)
+    chips = sum(len(card.chips) for card in node.cards)
+    asked = Counter(c[2] for c in calls if c[1:2] == ("-t",))
+    p310, a3 = node.family.p310, node.family.a3
+    assert (asked["hccs"], asked["hccs-bw"]) == (chips, chips)
+    assert (asked["pcie-err"], asked["sio-info"]) == (chips if p310 else 0, 0 if a3 else chips)
     found = samples(dcmi)
+    if not p310:
+        links = {
+            "npu_hccs_transmit_packets_total",
+            "npu_hccs_up",
+            "npu_hccs_transmit_bandwidth_bytes_per_second",
+            "npu_pcie_errors_total",
+        }
+        assert links <= names(found)
+        assert ("npu_sio_crc_errors_total" in names(found)) == a3
     assert value(found, "npumon_backend_info", backend="dcmi", reason="cross_check_passed") == 1
     assert dcmi_agent.smi.helper is not None and dcmi_agent.smi.helper.starts == 1
     if scenario == "910b-8":  # the alarm's codes came through dcmi_get_device_errorcode_v2
