@@ -100,7 +100,9 @@ def _slash(values: Sequence[object]) -> str:
     return "/".join(str(v) for v in values)
 
 
-def _interconnect(sc: Scenario, c: SimChip, fam_p310: bool, fam_a3: bool, el: float) -> dict:
+def _interconnect(
+    sc: Scenario, c: SimChip, fam_p310: bool, fam_a3: bool, el: float
+) -> dict[str, object]:
     """What npu-smi's stand-in prints for -t hccs / hccs-bw / pcie-err / sio-info, as the
     driver's structs hold it: per port index from 0, the links at ports 1-7."""
     keys: dict[str, object] = {}
