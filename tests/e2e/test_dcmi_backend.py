@@ -296,3 +296,70 @@ def test_voltage_pcie_bandwidth_and_vnpus_come_only_through_dcmi(
         }
     cli = samples(_table_exposition(_agent(tmp_path, scenario, "cli")))
     assert not set(DCMI_ONLY) & names(cli)
+
+
+_LINK_CHECK = re.compile(
+    r'^npumon_source_failures_total\{reason="cross_check",source="npu_smi_health"\}.*\n',
+    re.MULTILINE,
+)
+
+
+@pytest.mark.parametrize(
+    ("omit", "extra", "refused", "asked"),
+    [
+        # npu-smi serves -t hccs-bw; DCMI the rest
+        (("dcmi_get_hccs_link_bandwidth_info",), "", {"dcmi_missing_symbol": 1}, {"hccs-bw"}),
+        # the board's id gives the port range of -t hccs and -t hccs-bw
+        (("dcmi_get_mainboard_id",), "", {"dcmi_missing_symbol": 1}, {"hccs", "hccs-bw"}),
+        # HCCS, PCIe errors, SIO (and the vNPUs, DCMI's alone) are all dcmi_get_device_info
+        (
+            (),
+            "fail dcmi_get_device_info -8002\n",
+            {"dcmi_permission": 4},
+            {"hccs", "pcie-err", "sio-info"},
+        ),
+    ],
+)
+def test_an_interconnect_function_dcmi_cannot_give_is_npu_smis(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    omit: tuple[str, ...],
+    extra: str,
+    refused: dict[str, int],
+    asked: set[str],
+) -> None:
+    monkeypatch.setenv(STATE_ENV, str(_node(tmp_path, "a3-8x2", extra)))
+    cli = _table_exposition(_agent(tmp_path, "a3-8x2", "cli"))
+    calls: list[tuple[str, ...]] = []
+    dcmi = _table_exposition(_agent(tmp_path, "a3-8x2", "auto", *omit, calls=calls))
+    found = samples(dcmi)
+    for reason, count in refused.items():  # once per function, not per chip
+        assert (
+            value(found, "npumon_source_failures_total", source="npu_smi_health", reason=reason)
+            == count
+        )
+    queried = Counter(c[2] for c in calls if c[1:2] == ("-t",))
+    link_checks = {"hccs", "hccs-bw"}  # asked once per die where DCMI answers, for the check
+    for query in ("hccs", "hccs-bw", "pcie-err", "sio-info"):
+        assert queried[query] == (16 if query in asked | link_checks else 0), query
+    assert _REFUSALS.sub("", _VOLATILE.sub("", _DCMI_ONLY.sub("", dcmi))) == _VOLATILE.sub("", cli)
+
+
+def test_links_that_disagree_with_npu_smi_are_npu_smis(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A board id of an Atlas 9000 SuperPoD moves DCMI's ports to 2-7; npu-smi's stand-in still
+    prints 1-7: the check sees 6 links against 7 and npu-smi serves both link queries."""
+    state = _node(tmp_path, "910b-8")
+    state.write_text(state.read_text().replace(" mainboard=20 ", " mainboard=28 "))
+    monkeypatch.setenv(STATE_ENV, str(state))
+    cli = _table_exposition(_agent(tmp_path, "910b-8", "cli"))
+    dcmi = _table_exposition(_agent(tmp_path, "910b-8", "auto"))
+    found = samples(dcmi)
+    assert (
+        value(found, "npumon_source_failures_total", source="npu_smi_health", reason="cross_check")
+        == 16  # hccs and hccs-bw of 8 chips
+    )
+    assert _LINK_CHECK.sub("", _VOLATILE.sub("", _DCMI_ONLY.sub("", dcmi))) == _VOLATILE.sub(
+        "", cli
+    )
