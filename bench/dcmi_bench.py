@@ -142,6 +142,7 @@ def simulate(
         "by_query": dict(
             sorted(((k, v / (minutes - 1)) for k, v in rest.items()), key=lambda kv: -kv[1])
         ),
+        "first_minute_by_query": dict(sorted(first.items(), key=lambda kv: -kv[1])),
     }
 
 
@@ -185,6 +186,9 @@ def main() -> None:
                 )
                 for name, rate in found["by_query"].items():
                     print(f"   {rate:6.2f}/min  {name}")
+                if backend == "dcmi":
+                    first = found["first_minute_by_query"]
+                    print("   first minute: " + ", ".join(f"{n} {c}" for n, c in first.items()))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))
 
