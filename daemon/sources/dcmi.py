@@ -1,8 +1,10 @@
 """npu-smi's per-chip queries through DCMI, with npu-smi as the fallback and the cross-check.
 
 ``DcmiSmi`` is an ``NpuSmi``: the tiers ask it as they ask npu-smi, and it answers `npu-smi info`
-and, once a cross-check has passed, `-t usages|common|ecc -i N` and `-t health|memory -i N -c M`
-from the DCMI helper when it can, else runs npu-smi. At start and every hour one npu-smi table is
+and, once a cross-check has passed, `-t usages|common|ecc -i N`, `-t health|memory -i N -c M` and
+the interconnect's `-t hccs|hccs-bw|pcie-err|sio-info` from the DCMI helper when it can, else
+runs npu-smi; the first `-t hccs|hccs-bw` of a chip after each cross-check is compared with
+npu-smi's. At start and every hour one npu-smi table is
 read beside the DCMI one of the same moment; in `auto` a disagreement in the chips turns DCMI off
 until the next check, one beyond tolerance in a value has npu-smi serve until then (in `dcmi` it
 is logged and counted only). A function the library lacks or refuses (-8002) is refused per
