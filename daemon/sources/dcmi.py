@@ -226,10 +226,9 @@ class DcmiSmi(NpuSmi):
         self._off_until = 0.0  # a failed cross-check has npu-smi serve until then
         self._checked = False  # the detail tier waits for the first cross-check
         self._checked_at = 0.0  # when the last table cross-check passed
-        # (query, NPU, chip) -> the table check after which its links were compared; and until
-        # when npu-smi serves the ones that disagreed
-        self._links_checked: dict[tuple[str, int, int | None], float] = {}
-        self._links_off: dict[tuple[str, int, int | None], float] = {}
+        # (query, NPU, chip) -> (the table check after which its links were compared, whether
+        # they agreed): npu-smi serves the ones that did not until the next check
+        self._links: dict[tuple[str, int, int | None], tuple[float | None, bool]] = {}
         self._unsupported: dict[Call, float] = {}
         # function (request name) -> until when npu-smi serves the fields it fills (missing, -8002)
         self._refused: dict[str, float] = {}
@@ -300,17 +299,17 @@ class DcmiSmi(NpuSmi):
     ) -> object:
         """DCMI's `-t hccs|hccs-bw` of one chip; the first after each table cross-check is
         compared with npu-smi's, and on a disagreement npu-smi serves it until the next."""
-        now = self._monotonic()
-        if self._links_off.get(detail, 0.0) > now:
+        at, agreed = self._links.get(detail, (None, True))
+        if at == self._checked_at and not agreed:
             return cli()
         found = read()
         if found is None:
             return cli()
-        if self._links_checked.get(detail, -1.0) >= self._checked_at:
+        if at == self._checked_at:
             return found
         theirs = cli()  # its failure is the poll's, as under cli
-        self._links_checked[detail] = self._checked_at
         problem = link_disagreement(found, theirs)
+        self._links[detail] = (self._checked_at, problem is None)
         if problem is None:
             return found
         log.warning("event=dcmi_cross_check_failed query=%s detail=%r", detail[0], problem)
@@ -321,7 +320,6 @@ class DcmiSmi(NpuSmi):
                 f"{detail[2]}: {problem}; npu-smi serves it until the next check",
             )
         )
-        self._links_off[detail] = self._next_check
         return theirs
 
     def _cli(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T:
