@@ -229,7 +229,8 @@ CALLS: dict[str, tuple[str, Callable[[Any, int, int, int], Answer]]] = {
     # arg: the sampling window in ms (the call takes about that long)
     "pcie_bandwidth": ("dcmi_get_pcie_link_bandwidth_info", _pcie_bandwidth),
     "vnpus": ("dcmi_get_device_info", _vnpus),
-    "mainboard": ("dcmi_get_mainboard_id", lambda f, c, d, _: _int_out(f, c, d, c_uint())),
+    # the card's, asked of device 0 as npu-smi's get_env_offset_info does
+    "mainboard": ("dcmi_get_mainboard_id", lambda f, c, d, _: _int_out(f, c, 0, c_uint())),
     "hccs": ("dcmi_get_device_info", _hccs),
     # arg: the sampling window in ms, as for pcie_bandwidth
     "hccs_bw": ("dcmi_get_hccs_link_bandwidth_info", _hccs_bandwidth),
