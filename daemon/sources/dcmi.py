@@ -56,7 +56,7 @@ from npumon.daemon.sources.dcmi_readings import (
     pcie_errors,
     sio_errors,
 )
-from npumon.daemon.sources.query import NpuSmi, Runner
+from npumon.daemon.sources.query import ABORTS_A_PASS, NpuSmi, Runner
 from npumon.daemon.sources.wrapper import SourceFailure, SourceRun
 
 log = logging.getLogger(__name__)
@@ -298,7 +298,8 @@ class DcmiSmi(NpuSmi):
         cli: Callable[[], object],
     ) -> object:
         """DCMI's `-t hccs|hccs-bw` of one chip; the first after each table cross-check is
-        compared with npu-smi's, and on a disagreement npu-smi serves it until the next."""
+        compared with npu-smi's, and on a disagreement npu-smi serves it until the next (an
+        npu-smi that cannot answer leaves DCMI's unchecked, counted)."""
         at, agreed = self._links.get(detail, (None, True))
         if at == self._checked_at and not agreed:
             return cli()
@@ -307,7 +308,21 @@ class DcmiSmi(NpuSmi):
             return cli()
         if at == self._checked_at:
             return found
-        theirs = cli()  # its failure is the poll's, as under cli
+        try:
+            theirs = cli()
+        except SourceFailure as failure:  # a timeout ends the pass, as under cli
+            if failure.reason in ABORTS_A_PASS:
+                raise
+            run.refused(
+                SourceFailure(
+                    failure.reason,
+                    f"the check of DCMI's -t {detail[0]} of NPU {detail[1]} against npu-smi's "
+                    f"could not read npu-smi ({failure.message}); DCMI serves it unchecked "
+                    "until the next check",
+                )
+            )
+            self._links[detail] = (self._checked_at, True)
+            return found
         problem = link_disagreement(found, theirs)
         self._links[detail] = (self._checked_at, problem is None)
         if problem is None:

@@ -238,3 +238,14 @@ def test_the_link_comparison_and_its_slack() -> None:
     bw = HccsBandwidth(((1, 1.0, 2.0), (2, 1.0, 2.0)))
     assert link_disagreement(bw, HccsBandwidth(((1, 5.0, 5.0), (2, 0.0, 0.0)))) is None
     assert link_disagreement(bw, HccsBandwidth(((0, 1.0, 2.0), (1, 1.0, 2.0)))) is not None
+
+
+def test_an_npu_smi_that_cannot_answer_leaves_dcmis_links_unchecked() -> None:
+    """npu-smi's -t hccs failing to parse (or refusing) is counted; DCMI serves until the next
+    table check, and npu-smi is not asked again before it."""
+    dcmi = hccs_report({"mainboard": 0x14, "hccs": HCCS})
+    smi, _, runner, _ = _smi("\thccs health status : OK\n")
+    run = SourceRun()
+    assert _hccs(smi, run) == dcmi and _hccs(smi) == dcmi
+    assert [f.reason for f in run.refusals] == ["parse_error"]
+    assert runner.calls.count("info " + " ".join(HCCS_ARGS)) == 1
