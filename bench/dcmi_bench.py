@@ -88,7 +88,8 @@ def simulate(
 ) -> dict[str, Any]:
     loaded = load_scenario(scenario)
     state = folder / f"{scenario}.state"
-    state.write_text(state_text(node_state(loaded, 1_000_000.0), loaded.vnpus))
+    at = 1_000_000.0
+    state.write_text(state_text(node_state(loaded, at), loaded.vnpus, loaded, at))
     os.environ["NPUMON_FAKE_DCMI_STATE"] = str(state)
     clock, calls = Clock(), Counter[str]()
     config = Config()
@@ -141,6 +142,7 @@ def simulate(
         "by_query": dict(
             sorted(((k, v / (minutes - 1)) for k, v in rest.items()), key=lambda kv: -kv[1])
         ),
+        "first_minute_by_query": dict(sorted(first.items(), key=lambda kv: -kv[1])),
     }
 
 
@@ -184,6 +186,9 @@ def main() -> None:
                 )
                 for name, rate in found["by_query"].items():
                     print(f"   {rate:6.2f}/min  {name}")
+                if backend == "dcmi":
+                    first = found["first_minute_by_query"]
+                    print("   first minute: " + ", ".join(f"{n} {c}" for n, c in first.items()))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))
 

@@ -11,8 +11,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from npumon.simulator import render_interconnect as links
 from npumon.simulator.cli import load_at
-from npumon.simulator.model import Vnpu
+from npumon.simulator.model import Scenario, Vnpu
 from npumon.simulator.state import SimChip, SimNode, node_state
 
 HEALTH_CODES = {"OK": 0, "Warning": 1, "Alarm": 2, "Critical": 3}
@@ -90,6 +91,42 @@ def _dcmi_only(node: SimNode, c: SimChip) -> dict[str, object]:
     return keys
 
 
+MAINBOARD = 0x14  # not an Atlas 9000 A3 SuperPoD's (0x1C, 0x1D): HCCS ports 1-7
+HDLC_OK = 3
+LANE_WORD = 1 | 0b1111 << 1 | 0b10 << 9  # switched to HCCS, lanes 0-3 in use, 4-lane mode
+
+
+def _slash(values: Sequence[object]) -> str:
+    return "/".join(str(v) for v in values)
+
+
+def _interconnect(
+    sc: Scenario, c: SimChip, fam_p310: bool, fam_a3: bool, el: float
+) -> dict[str, object]:
+    """What npu-smi's stand-in prints for -t hccs / hccs-bw / pcie-err / sio-info, as the
+    driver's structs hold it: per port index from 0, the links at ports 1-7."""
+    keys: dict[str, object] = {}
+    if not fam_p310:
+        counters = links.hccs_counters(sc, c, el)
+        crc = counters["crc"]
+        first_error = next((i for i, e in enumerate(crc) if e), None)
+        keys.update(
+            mainboard=MAINBOARD,
+            hccs_pcs_status=0 if first_error is None else 1 | 1 << 8,
+            hccs_hdlc_status=HDLC_OK,
+            hccs_ports=sum(1 << port for port in range(1, links.HCCS_LINKS + 1)),
+            hccs_lanes=_slash([LANE_WORD] * links.HCCS_LINKS),
+            **{f"hccs_{k}": _slash([0, *v]) for k, v in counters.items()},
+        )
+        pairs = links.hccs_bandwidths(sc, c)
+        keys["hccs_bw_tx"] = _slash(["0", *(f"{tx:.6f}" for tx, _ in pairs)])
+        keys["hccs_bw_rx"] = _slash(["0", *(f"{rx:.6f}" for _, rx in pairs)])
+        keys["pcie_err"] = _slash([0, 0, 0, 0, links.pcie_retries(el)])
+    if fam_a3:
+        keys["sio_err"] = _slash(links.sio_counts(sc, c, el))
+    return keys
+
+
 def _vnpu_lines(c: SimChip, vnpus: Sequence[Vnpu]) -> list[str]:
     """`vnpu <card> <device> <id> <util %> <total KB> <free KB>`: busy as the chip."""
     lines = []
@@ -100,15 +137,21 @@ def _vnpu_lines(c: SimChip, vnpus: Sequence[Vnpu]) -> list[str]:
     return lines
 
 
-def state_text(node: SimNode, vnpus: Sequence[Vnpu] = ()) -> str:
-    """The fake's state file for the node (cards that disappeared are not listed) and the
-    scenario's vNPUs."""
+def state_text(
+    node: SimNode, vnpus: Sequence[Vnpu] = (), scenario: Scenario | None = None, t: float = 0.0
+) -> str:
+    """The fake's state file for the node (cards that disappeared are not listed), the
+    scenario's vNPUs and, given the scenario and time, the interconnect readings."""
     lines = [f"version {node.npu_smi_version} {node.npu_smi_version}"]
     if node.dcmi_fail_code is not None:
         lines.append(f"init {node.dcmi_fail_code}")
     for card in node.cards:
         for c in card.chips:
-            keys = " ".join(f"{k}={v}" for k, v in _chip_keys(node, c).items())
+            found = _chip_keys(node, c)
+            if scenario is not None:
+                fam, el = node.family, scenario.elapsed(t)
+                found.update(_interconnect(scenario, c, fam.p310, fam.a3, el))
+            keys = " ".join(f"{k}={v}" for k, v in found.items())
             phy = c.logic_id if c.phy_id is None else c.phy_id
             lines.append(f"chip {c.npu} {c.chip} {c.logic_id} {phy} {keys}")
             lines += [f"proc {c.npu} {c.chip} {p.pid} {p.memory_mb * MIB}" for p in c.processes]
@@ -128,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     if loaded is None:
         return 2
     scenario, t = loaded
-    sys.stdout.write(state_text(node_state(scenario, t), scenario.vnpus))
+    sys.stdout.write(state_text(node_state(scenario, t), scenario.vnpus, scenario, t))
     return 0
 
 

@@ -30,26 +30,39 @@ def _errors(sc: Scenario, chip: SimChip, kind: str, el: float) -> int:
     )
 
 
-def hccs(sc: Scenario, chip: SimChip, el: float) -> str:
+def hccs_counters(sc: Scenario, chip: SimChip, el: float) -> dict[str, list[int]]:
+    """Per link: packets sent and received, CRC errors (the last link carries the scenario's)
+    and retries."""
     crc = _errors(sc, chip, "hccs_crc_errors", el)
     rate = [
         1e6 * (0.5 + _unit(sc.seed, chip.npu, chip.chip, "hccs", link))
         for link in range(HCCS_LINKS)
     ]
-    tx = [int(r * el) for r in rate]
-    rx = [int(r * 0.98 * el) for r in rate]
-    errors = [0] * (HCCS_LINKS - 1) + [crc]  # the last link carries the scenario's errors
+    errors = [0] * (HCCS_LINKS - 1) + [crc]
+    return {
+        "tx": [int(r * el) for r in rate],
+        "rx": [int(r * 0.98 * el) for r in rate],
+        "crc": errors,
+        "retry": [e // 2 for e in errors],
+    }
+
+
+def hccs(sc: Scenario, chip: SimChip, el: float) -> str:
+    counters = hccs_counters(sc, chip, el)
+    tx, rx, errors = counters["tx"], counters["rx"], counters["crc"]
+    # one health for the chip, as the driver keeps it: NOK while a link has CRC errors
+    health = "NOK" if any(errors) else "OK"
     rows: list[tuple[str, Sequence[object]]] = [
-        ("hccs health status ", ["OK"] * (HCCS_LINKS - 1) + ["NOK" if crc else "OK"]),
+        ("hccs health status ", [health] * HCCS_LINKS),
         ("hccs lane mode ", [4] * HCCS_LINKS),
         ("hccs link speed ", [224] * HCCS_LINKS),
         ("hccs tx packets ", tx),
         ("hccs tx bytes ", [p * 20 for p in tx]),
         ("hccs rx packets ", rx),
         ("hccs rx bytes ", [p * 20 for p in rx]),
-        ("hccs retry count ", [e // 2 for e in errors]),
+        ("hccs retry count ", counters["retry"]),
         ("hccs error count ", errors),
-        ("hccs first error lane ", ["NA"] * (HCCS_LINKS - 1) + [1 if crc else "NA"]),
+        ("hccs first error lane ", ["NA"] * (HCCS_LINKS - 1) + [1 if errors[-1] else "NA"]),
     ]
     lines = [f"\t{key:<30} : {_list(values)}\n" for key, values in rows]
     # the lane bitmap: 8 digits per port, then 16 spaces
@@ -59,19 +72,37 @@ def hccs(sc: Scenario, chip: SimChip, el: float) -> str:
     return "".join(lines)
 
 
-def hccs_bw(sc: Scenario, chip: SimChip) -> str:
-    out = f"{'hccs link':<30} {'tx_bandwidth(GB/S)':<30} {'rx_bandwidth(GB/S)':<30}\n"
+def hccs_bandwidths(sc: Scenario, chip: SimChip) -> list[tuple[float, float]]:
+    """(tx, rx) GB/s per link."""
     load = chip.aicore_percent / 100
-    pairs = [
+    return [
         (
             12.0 * load * (0.8 + 0.2 * _unit(sc.seed, chip.npu, link)),
             11.5 * load * (0.8 + 0.2 * _unit(sc.seed, chip.npu, link, "rx")),
         )
         for link in range(HCCS_LINKS)
     ]
-    out += "".join(f"{link:<35d} {tx:<30.6f} {rx:<30.6f}\n" for link, (tx, rx) in enumerate(pairs))
+
+
+def hccs_bw(sc: Scenario, chip: SimChip) -> str:
+    """Rows numbered by the driver's port index: from 1 (macros 1-7) on this board."""
+    out = f"{'hccs link':<30} {'tx_bandwidth(GB/S)':<30} {'rx_bandwidth(GB/S)':<30}\n"
+    pairs = hccs_bandwidths(sc, chip)
+    out += "".join(
+        f"{port:<35d} {tx:<30.6f} {rx:<30.6f}\n" for port, (tx, rx) in enumerate(pairs, start=1)
+    )
     total_tx, total_rx = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
     return out + f"{'total':<35} {total_tx:<30.6f} {total_rx:<30.6f}\n"
+
+
+def pcie_retries(el: float) -> int:
+    return int(el // 600)  # a replay now and then on a healthy link
+
+
+def sio_counts(sc: Scenario, chip: SimChip, el: float) -> tuple[int, int]:
+    """(tx, rx) CRC errors on the die-to-die link."""
+    crc = _errors(sc, chip, "sio_crc_errors", el)
+    return crc // 3, crc
 
 
 def pcie_err(sc: Scenario, chip: SimChip, el: float, p310: bool) -> str:
@@ -83,14 +114,8 @@ def pcie_err(sc: Scenario, chip: SimChip, el: float, p310: bool) -> str:
             "Dl Dcrc Error Count",
         )
         return "".join(f"\t{name:<30} : 0\n" for name in names)
-    retries = int(el // 600)  # a replay now and then on a healthy link
-    values = (
-        ("TX Error Count", 0),
-        ("RX Error Count", 0),
-        ("Lcrc Error Count", 0),
-        ("Ecrc Error Count", 0),
-        ("Retry Count", retries),
-    )
+    names = ("TX Error Count", "RX Error Count", "Lcrc Error Count", "Ecrc Error Count")
+    values = (*zip(names, (0, 0, 0, 0), strict=True), ("Retry Count", pcie_retries(el)))
     return f"\t{'NPU ID':<30} : {chip.npu}\n" + "".join(f"\t{k:<30} : {v}\n" for k, v in values)
 
 
@@ -110,8 +135,8 @@ def answer(argv: list[str], sc: Scenario, node: SimNode, t: float) -> SimResult 
     if kind == "sio-info":
         if not fam.a3:
             return unsupported
-        crc = _errors(sc, chip, "sio_crc_errors", el)
-        return SimResult(f"\tTX Error Count : {crc // 3}\n\tRX Error Count : {crc}\n")
+        tx, rx = sio_counts(sc, chip, el)
+        return SimResult(f"\tTX Error Count : {tx}\n\tRX Error Count : {rx}\n")
     if kind == "pcie-err":
         return SimResult(pcie_err(sc, chip, el, fam.p310))
     if fam.p310 or "-c" not in opts:  # 310P: no HCCS mesh here; hccs needs -c

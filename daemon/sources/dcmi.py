@@ -1,8 +1,10 @@
 """npu-smi's per-chip queries through DCMI, with npu-smi as the fallback and the cross-check.
 
 ``DcmiSmi`` is an ``NpuSmi``: the tiers ask it as they ask npu-smi, and it answers `npu-smi info`
-and, once a cross-check has passed, `-t usages|common|ecc -i N` and `-t health|memory -i N -c M`
-from the DCMI helper when it can, else runs npu-smi. At start and every hour one npu-smi table is
+and, once a cross-check has passed, `-t usages|common|ecc -i N`, `-t health|memory -i N -c M` and
+the interconnect's `-t hccs|hccs-bw|pcie-err|sio-info` from the DCMI helper when it can, else
+runs npu-smi; the first `-t hccs|hccs-bw` of a chip after each cross-check is compared with
+npu-smi's. At start and every hour one npu-smi table is
 read beside the DCMI one of the same moment; in `auto` a disagreement in the chips turns DCMI off
 until the next check, one beyond tolerance in a value has npu-smi serve until then (in `dcmi` it
 is logged and counted only). A function the library lacks or refuses (-8002) is refused per
@@ -13,12 +15,14 @@ field: for an hour the npu-smi query being answered fills only the fields that f
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar, cast
 
+from npumon.daemon.model.network import HccsBandwidth, HccsReport
 from npumon.daemon.model.npu_smi import ChipDcmi, CommonReport, EccReport, InfoTable, UsagesReport
 from npumon.daemon.model.snapshot import BackendInfo
 from npumon.daemon.parsers import plausible, table
@@ -28,8 +32,12 @@ from npumon.daemon.sources.dcmi_readings import (
     COMMON_CALLS,
     DCMI_ONLY_CALLS,
     ECC_CALLS,
+    HCCS_BW_CALLS,
+    HCCS_CALLS,
     HEALTH_CALLS,
     MEMORY_CALLS,
+    PCIE_ERROR_CALLS,
+    SIO_CALLS,
     TABLE_CALLS,
     USAGES_CALLS,
     DcmiRefusal,
@@ -40,11 +48,15 @@ from npumon.daemon.sources.dcmi_readings import (
     chip_ecc,
     chip_usage,
     collect,
+    hccs_bandwidth,
+    hccs_report,
     health_report,
     info_table,
     memory_report,
+    pcie_errors,
+    sio_errors,
 )
-from npumon.daemon.sources.query import NpuSmi, Runner
+from npumon.daemon.sources.query import ABORTS_A_PASS, NpuSmi, Runner
 from npumon.daemon.sources.wrapper import SourceFailure, SourceRun
 
 log = logging.getLogger(__name__)
@@ -113,8 +125,22 @@ DETAIL: dict[str, tuple[tuple[tuple[str, int], ...], Callable[..., object]]] = {
     "ecc": (ECC_CALLS, lambda npu, chips, v: _per_npu(npu, chips, v, "ecc")),
     "health": (HEALTH_CALLS, lambda npu, chips, v: health_report(chips[0], v[chips[0]])),
     "memory": (MEMORY_CALLS, lambda npu, chips, v: memory_report(chips[0], v[chips[0]])),
+    # the interconnect queries: None (the value is absent: -8255, missing, -8002) has npu-smi
+    # serve the whole query
+    "hccs": (HCCS_CALLS, lambda npu, chips, v: hccs_report(v[chips[0]])),
+    "hccs-bw": (HCCS_BW_CALLS, lambda npu, chips, v: hccs_bandwidth(v[chips[0]])),
+    "pcie-err": (PCIE_ERROR_CALLS, lambda npu, chips, v: pcie_errors(v[chips[0]])),
+    "sio-info": (SIO_CALLS, lambda npu, chips, v: sio_errors(v[chips[0]])),
 }
-_PER_CHIP = frozenset({"health", "memory"})
+INTERCONNECT = frozenset({"hccs", "hccs-bw", "pcie-err", "sio-info"})  # served whole or not
+_PER_CHIP = frozenset({"health", "memory", "hccs", "hccs-bw"})  # `-i N -c M`
+_EITHER = frozenset({"pcie-err", "sio-info"})  # `-i N` on a one-chip NPU, else `-i N -c M`
+# checked against one npu-smi answer per chip after each table cross-check: their port
+# numbering comes from the board's id
+LINK_CHECKED = frozenset({"hccs", "hccs-bw"})
+# a counter read by npu-smi just after DCMI may have grown by this much
+LINK_COUNTER_SLACK = 10_000_000
+LINK_COUNTER_RATIO = 0.01
 DETAIL_KINDS = ("info", *DETAIL)
 
 
@@ -126,15 +152,48 @@ def _served(function: str, fields: Sequence[str]) -> str:
 
 
 def _detail(args: Sequence[str]) -> tuple[str, int, int | None] | None:
-    """(query, NPU, chip) for `-t usages|common|ecc -i N` and `-t health|memory -i N -c M`."""
+    """(query, NPU, chip) for `-t usages|common|ecc -i N`, `-t health|memory|hccs|hccs-bw -i N
+    -c M` and `-t pcie-err|sio-info -i N [-c M]`."""
     if len(args) < 4 or args[0] != "-t" or args[1] not in DETAIL or args[2] != "-i":
         return None
-    per_chip = args[1] in _PER_CHIP
-    if len(args) != (6 if per_chip else 4) or not args[3].isdigit():
+    if not args[3].isdigit():
         return None
-    if per_chip and (args[4] != "-c" or not args[5].isdigit()):
+    kind = args[1]
+    with_chip = len(args) == 6 and args[4] == "-c" and args[5].isdigit()
+    if not with_chip and len(args) != 4:
         return None
-    return args[1], int(args[3]), int(args[5]) if per_chip else None
+    if with_chip != (kind in _PER_CHIP) and kind not in _EITHER:
+        return None
+    return kind, int(args[3]), int(args[5]) if with_chip else None
+
+
+def _counters_close(x: int | None, y: int | None) -> bool:
+    if x is None or y is None:
+        return x == y
+    return abs(x - y) <= max(LINK_COUNTER_SLACK, LINK_COUNTER_RATIO * max(x, y))
+
+
+def link_disagreement(dcmi: object, cli: object) -> str | None:
+    """What differs between DCMI's and npu-smi's `-t hccs` or `-t hccs-bw` of one chip: the
+    link numbers, health, lanes or speed; counters beyond the slack (bandwidths are samples
+    of different moments: only their link numbers are compared). None: they agree."""
+    if isinstance(dcmi, HccsBandwidth) and isinstance(cli, HccsBandwidth):
+        ours, theirs = [link for link, _, _ in dcmi.links], [link for link, _, _ in cli.links]
+        return None if ours == theirs else f"links dcmi {ours}, npu-smi {theirs}"
+    assert isinstance(dcmi, HccsReport) and isinstance(cli, HccsReport)
+    if len(dcmi.links) != len(cli.links):
+        return f"{len(dcmi.links)} links through dcmi, {len(cli.links)} through npu-smi"
+    for a, b in zip(dcmi.links, cli.links, strict=True):
+        same = (a.link, a.healthy, a.lanes, a.speed_bytes_per_second) == (
+            b.link,
+            b.healthy,
+            b.lanes,
+            b.speed_bytes_per_second,
+        )
+        counters = ("tx_packets", "rx_packets", "retries", "crc_errors")
+        if not same or not all(_counters_close(getattr(a, f), getattr(b, f)) for f in counters):
+            return f"link {a.link}: dcmi {a}, npu-smi {b}"
+    return None
 
 
 class DcmiSmi(NpuSmi):
@@ -166,6 +225,10 @@ class DcmiSmi(NpuSmi):
         self._next_check = 0.0
         self._off_until = 0.0  # a failed cross-check has npu-smi serve until then
         self._checked = False  # the detail tier waits for the first cross-check
+        self._checked_at = 0.0  # when the last table cross-check passed
+        # (query, NPU, chip) -> (the table check after which its links were compared, whether
+        # they agreed): npu-smi serves the ones that did not until the next check
+        self._links: dict[tuple[str, int, int | None], tuple[float | None, bool]] = {}
         self._unsupported: dict[Call, float] = {}
         # function (request name) -> until when npu-smi serves the fields it fills (missing, -8002)
         self._refused: dict[str, float] = {}
@@ -181,9 +244,16 @@ class DcmiSmi(NpuSmi):
         if helper is not None and not args:
             served = self._answer(run, helper, self._table)
         elif helper is not None and self._checked and detail is not None:
-            served = self._answer(
-                run, helper, lambda r, h, hello: self._report(r, h, hello, *detail)
-            )
+
+            def read() -> object | None:
+                return self._answer(
+                    run, helper, lambda r, h, hello: self._report(r, h, hello, *detail)
+                )
+
+            if detail[0] in LINK_CHECKED:
+                cli = functools.partial(self._cli, run, parse, *args)
+                return cast(T, self._link_checked(run, detail, read, cli))
+            served = read()
             if served is not None:
                 wanted = DETAIL[detail[0]][0]
                 served = self._filled(
@@ -219,6 +289,53 @@ class DcmiSmi(NpuSmi):
             if isinstance(failure, DcmiRefusal) and failure.re_enumerate:
                 helper.restart(failure.message)
         return found
+
+    def _link_checked(
+        self,
+        run: SourceRun,
+        detail: tuple[str, int, int | None],
+        read: Callable[[], object | None],
+        cli: Callable[[], object],
+    ) -> object:
+        """DCMI's `-t hccs|hccs-bw` of one chip; the first after each table cross-check is
+        compared with npu-smi's, and on a disagreement npu-smi serves it until the next (an
+        npu-smi that cannot answer leaves DCMI's unchecked, counted)."""
+        at, agreed = self._links.get(detail, (None, True))
+        if at == self._checked_at and not agreed:
+            return cli()
+        found = read()
+        if found is None:
+            return cli()
+        if at == self._checked_at:
+            return found
+        try:
+            theirs = cli()
+        except SourceFailure as failure:  # a timeout ends the pass, as under cli
+            if failure.reason in ABORTS_A_PASS:
+                raise
+            run.refused(
+                SourceFailure(
+                    failure.reason,
+                    f"the check of DCMI's -t {detail[0]} of NPU {detail[1]} against npu-smi's "
+                    f"could not read npu-smi ({failure.message}); DCMI serves it unchecked "
+                    "until the next check",
+                )
+            )
+            self._links[detail] = (self._checked_at, True)
+            return found
+        problem = link_disagreement(found, theirs)
+        self._links[detail] = (self._checked_at, problem is None)
+        if problem is None:
+            return found
+        log.warning("event=dcmi_cross_check_failed query=%s detail=%r", detail[0], problem)
+        run.refused(
+            SourceFailure(
+                "cross_check",
+                f"DCMI and npu-smi disagree on -t {detail[0]} of NPU {detail[1]} chip "
+                f"{detail[2]}: {problem}; npu-smi serves it until the next check",
+            )
+        )
+        return theirs
 
     def _cli(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T:
         return super().query(run, parse, *args)
@@ -287,7 +404,7 @@ class DcmiSmi(NpuSmi):
         kind: str,
         npu: int,
         chip: int | None,
-    ) -> object:
+    ) -> object | None:
         chips = [c for c in hello.chips if c.card == npu and chip in (None, c.device)]
         if not chips:
             raise DcmiRefusal(
@@ -295,6 +412,8 @@ class DcmiSmi(NpuSmi):
             )
         wanted, build = DETAIL[kind]
         report = build(npu, chips, self._values(run, helper, chips, wanted))
+        if report is None:
+            return None
         screened, rejected = plausible.screen(report)
         run.reject(rejected, ("dcmi", "-t", kind, "-i", str(npu)))
         return screened
@@ -309,7 +428,8 @@ class DcmiSmi(NpuSmi):
             self._fall_back(run, helper, failure)
             return cli
         found = cast(InfoTable, self._filled("info", found, TABLE_CALLS, lambda: cli))
-        self._next_check = self._monotonic() + self._interval
+        self._checked_at = self._monotonic()
+        self._next_check = self._checked_at + self._interval
         self._checked = True
         problems = disagreements(found, cli)
         for field, detail in problems:

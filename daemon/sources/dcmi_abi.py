@@ -10,6 +10,7 @@ import ctypes
 from ctypes import (
     POINTER,
     c_char,
+    c_double,
     c_float,
     c_int,
     c_ubyte,
@@ -198,7 +199,83 @@ class SocTotalResource(ctypes.Structure):
     )
 
 
+# dcmi_get_device_info's interconnect commands (enum dcmi_main_cmd, DCMI_HCCS_SUB_CMD,
+# DCMI_SIO_SUB_CMD, DCMI_PCIE_SUB_CMD_PCIE_ERROR_INFO of the driver's dcmi_interface_api.h)
+MAIN_HCCS, MAIN_PCIE, MAIN_SIO = 16, 55, 56
+SUB_HCCS_STATUS, SUB_HCCS_LANES, SUB_HCCS_STATISTICS_U64 = 0, 1, 5
+SUB_PCIE_ERRORS, SUB_SIO_CRC_ERRORS = 1, 0
+HCCS_MAX_PCS = 16  # DCMI_HCCS_MAX_PCS_NUM
+HCCS_RESERVED_FIELDS = 64  # DCMI_HCCS_RES_FIELD_NUM
+
+
+class HccsStatus(ctypes.Structure):
+    """dcmi_hccs_statues (sic): links healthy when pcs_status is 0 and hdlc_status 3."""
+
+    _fields_ = (("pcs_status", c_uint), ("hdlc_status", c_uint), ("reserve", c_ubyte * 4))
+
+
+class HccsLaneInfo(ctypes.Structure):
+    """``pcs_lane_bitmap`` holds one word per bit set in ``hccs_port_pcs_bitmap``, in order."""
+
+    _fields_ = (
+        ("hccs_port_pcs_bitmap", c_uint),
+        ("pcs_lane_bitmap", c_uint * HCCS_MAX_PCS),
+        ("reserve", c_uint * 16),
+    )
+
+
+class HccsStatisticsU64(ctypes.Structure):
+    """dcmi_hccs_statistic_info_u64: per port since the driver loaded."""
+
+    _fields_ = (
+        ("tx_cnt", c_ulonglong * HCCS_MAX_PCS),  # packets
+        ("rx_cnt", c_ulonglong * HCCS_MAX_PCS),
+        ("crc_err_cnt", c_ulonglong * HCCS_MAX_PCS),
+        ("retry_cnt", c_ulonglong * HCCS_MAX_PCS),
+        ("reserved", c_ulonglong * HCCS_RESERVED_FIELDS),
+    )
+
+
+class HccsBandwidthInfo(ctypes.Structure):
+    """The caller sets ``profiling_time`` (1-1000 ms, the call samples that long); GB/s."""
+
+    _fields_ = (
+        ("profiling_time", c_int),
+        ("total_txbw", c_double),
+        ("total_rxbw", c_double),
+        ("tx_bandwidth", c_double * HCCS_MAX_PCS),
+        ("rx_bandwidth", c_double * HCCS_MAX_PCS),
+    )
+
+
+class PcieLinkErrorInfo(ctypes.Structure):
+    _fields_ = (
+        ("tx_err_cnt", c_uint),
+        ("rx_err_cnt", c_uint),
+        ("lcrc_err_cnt", c_uint),  # DLLP LCRC
+        ("ecrc_err_cnt", c_uint),  # TLP ECRC
+        ("retry_cnt", c_uint),
+        ("rsv", c_uint * 32),
+    )
+
+
+class SioCrcErrors(ctypes.Structure):
+    """dcmi_sio_crc_err_statistics_info: CRC errors on the die-to-die link."""
+
+    _fields_ = (
+        ("tx_error_count", c_ushort),
+        ("rx_error_count", c_ushort),
+        ("reserved", c_ubyte * 8),
+    )
+
+
 STRUCTS: dict[str, type[ctypes.Structure]] = {
+    "dcmi_hccs_statues": HccsStatus,
+    "dcmi_hccs_lane_info": HccsLaneInfo,
+    "dcmi_hccs_statistic_info_u64": HccsStatisticsU64,
+    "dcmi_hccs_bandwidth_info": HccsBandwidthInfo,
+    "dcmi_pcie_link_error_info": PcieLinkErrorInfo,
+    "dcmi_sio_crc_err_statistics_info": SioCrcErrors,
     "dcmi_base_resource": BaseResource,
     "dcmi_computing_resource": ComputingResource,
     "dcmi_media_resource": MediaResource,
@@ -241,4 +318,6 @@ FUNCTIONS: dict[str, tuple[object, ...]] = {
     "dcmi_get_device_voltage": (c_int, c_int, _UINT_P),
     "dcmi_get_device_info": (c_int, c_int, c_int, c_uint, c_void_p, _UINT_P),
     "dcmi_get_pcie_link_bandwidth_info": (c_int, c_int, POINTER(PcieLinkBandwidthInfo)),
+    "dcmi_get_mainboard_id": (c_int, c_int, _UINT_P),
+    "dcmi_get_hccs_link_bandwidth_info": (c_int, c_int, POINTER(HccsBandwidthInfo)),
 }

@@ -12,8 +12,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 # query -> DCMI request name (dcmi_helper.CALLS) -> the fields of the query's per-chip model it
-# fills (TableChip, ChipUsage, ChipCommon, ChipEcc, HealthReport, MemoryReport); a test checks
-# every field a function changes is listed here
+# fills (TableChip, ChipUsage, ChipCommon, ChipEcc, HealthReport, MemoryReport, and the
+# interconnect reports, which one function set fills whole); a test checks every field a
+# function changes is listed here
 FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     "info": {
         "health": ("health",),
@@ -69,7 +70,12 @@ FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "hbm": ("hbm_total_bytes", "hbm_clock_hertz", "hbm_temperature_celsius"),
         "memory": ("memory_total_bytes", "memory_clock_hertz"),
     },
+    "hccs": {"mainboard": ("links",), "hccs": ("links",)},
+    "hccs-bw": {"mainboard": ("links",), "hccs_bw": ("links",)},
+    "pcie-err": {"pcie_errors": ("counts",)},
+    "sio-info": {"sio": ("counts",)},
 }
+_ONE_REPORT = frozenset({"health", "memory", "hccs", "hccs-bw", "pcie-err", "sio-info"})
 
 
 def fields_of(query: str, functions: Iterable[str]) -> tuple[str, ...]:
@@ -95,7 +101,7 @@ def merge(query: str, dcmi: Any, cli: Any, functions: Iterable[str]) -> Any:
     """DCMI's answer to ``query`` with what ``functions`` fill taken from npu-smi's ``cli``."""
     names = tuple(functions)
     fields = fields_of(query, names)
-    if query in ("health", "memory"):  # one chip's report
+    if query in _ONE_REPORT:  # one chip's report
         return _taken(dcmi, cli, fields)
     merged = dataclasses.replace(dcmi, chips=_rows(dcmi.chips, cli.chips, fields))
     if query == "info" and "processes" in names:

@@ -18,10 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from npumon.daemon.sources.dcmi_abi import (
+    MAIN_HCCS,
+    MAIN_PCIE,
+    MAIN_SIO,
     MAX_CARDS,
     MAX_ERROR_CODES,
     MAX_PROCESSES,
     SOC_SPLIT_MAX,
+    SUB_HCCS_LANES,
+    SUB_HCCS_STATISTICS_U64,
+    SUB_HCCS_STATUS,
+    SUB_PCIE_ERRORS,
+    SUB_SIO_CRC_ERRORS,
     SUB_TOTAL_RESOURCE,
     SUB_VDEV_ACTIVITY,
     VDEV_MNG,
@@ -29,10 +37,16 @@ from npumon.daemon.sources.dcmi_abi import (
     ChipInfoV2,
     EccBuffer,
     HbmInfo,
+    HccsBandwidthInfo,
+    HccsLaneInfo,
+    HccsStatisticsU64,
+    HccsStatus,
     MemoryInfoV3,
     PcieInfoAll,
     PcieLinkBandwidthInfo,
+    PcieLinkErrorInfo,
     ProcMemInfo,
+    SioCrcErrors,
     SocTotalResource,
     VdevQuery,
 )
@@ -143,6 +157,54 @@ def _vnpus(fn: Any, card: int, device: int, _: int) -> Answer:
     return rc, found if rc == 0 else None
 
 
+def _device_info(fn: Any, card: int, device: int, main: int, sub: int, struct: Any) -> int:
+    size = c_uint(ctypes.sizeof(struct))
+    return int(fn(card, device, main, sub, byref(struct), byref(size)))
+
+
+def _hccs(fn: Any, card: int, device: int, _: int) -> Answer:
+    """npu-smi's `-t hccs` calls, in its order: statistics, status, lane info; each array by
+    port index (the first failing call's code: 310P has the statistics alone)."""
+    stats, status, lanes = HccsStatisticsU64(), HccsStatus(), HccsLaneInfo()
+    for sub, struct in (
+        (SUB_HCCS_STATISTICS_U64, stats),
+        (SUB_HCCS_STATUS, status),
+        (SUB_HCCS_LANES, lanes),
+    ):
+        rc = _device_info(fn, card, device, MAIN_HCCS, sub, struct)
+        if rc != 0:
+            return rc, None
+    return 0, {
+        "tx": list(stats.tx_cnt),
+        "rx": list(stats.rx_cnt),
+        "crc": list(stats.crc_err_cnt),
+        "retry": list(stats.retry_cnt),
+        "pcs_status": status.pcs_status,
+        "hdlc_status": status.hdlc_status,
+        "ports": lanes.hccs_port_pcs_bitmap,
+        "lanes": list(lanes.pcs_lane_bitmap),
+    }
+
+
+def _hccs_bandwidth(fn: Any, card: int, device: int, window_ms: int) -> Answer:
+    info = HccsBandwidthInfo(profiling_time=window_ms)
+    rc = fn(card, device, byref(info))
+    return rc, {"tx": list(info.tx_bandwidth), "rx": list(info.rx_bandwidth)} if rc == 0 else None
+
+
+def _pcie_errors(fn: Any, card: int, device: int, _: int) -> Answer:
+    info = PcieLinkErrorInfo()
+    rc = _device_info(fn, card, device, MAIN_PCIE, SUB_PCIE_ERRORS, info)
+    names = ("tx_err_cnt", "rx_err_cnt", "lcrc_err_cnt", "ecrc_err_cnt", "retry_cnt")
+    return rc, [getattr(info, n) for n in names] if rc == 0 else None
+
+
+def _sio(fn: Any, card: int, device: int, _: int) -> Answer:
+    info = SioCrcErrors()
+    rc = _device_info(fn, card, device, MAIN_SIO, SUB_SIO_CRC_ERRORS, info)
+    return rc, [info.tx_error_count, info.rx_error_count] if rc == 0 else None
+
+
 def _int_out_typed(fn: Any, card: int, device: int, kind: int) -> Answer:
     out = c_uint()
     rc = fn(card, device, kind, byref(out))
@@ -167,6 +229,13 @@ CALLS: dict[str, tuple[str, Callable[[Any, int, int, int], Answer]]] = {
     # arg: the sampling window in ms (the call takes about that long)
     "pcie_bandwidth": ("dcmi_get_pcie_link_bandwidth_info", _pcie_bandwidth),
     "vnpus": ("dcmi_get_device_info", _vnpus),
+    # the card's, asked of device 0 as npu-smi's get_env_offset_info does
+    "mainboard": ("dcmi_get_mainboard_id", lambda f, c, d, _: _int_out(f, c, 0, c_uint())),
+    "hccs": ("dcmi_get_device_info", _hccs),
+    # arg: the sampling window in ms, as for pcie_bandwidth
+    "hccs_bw": ("dcmi_get_hccs_link_bandwidth_info", _hccs_bandwidth),
+    "pcie_errors": ("dcmi_get_device_info", _pcie_errors),
+    "sio": ("dcmi_get_device_info", _sio),
 }
 
 

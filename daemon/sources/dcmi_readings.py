@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsLink, HccsReport
 from npumon.daemon.model.npu_smi import (
     ChipCommon,
     ChipDcmi,
@@ -85,6 +86,22 @@ DCMI_ONLY_CALLS: tuple[tuple[str, int], ...] = (
     ("pcie_bandwidth", PCIE_WINDOW_MS),
     ("vnpus", 0),
 )
+# the interconnect queries, each the calls npu-smi's own source makes for it; the board's id
+# tells where the HCCS ports start (npu-smi's get_env_offset_info)
+HCCS_WINDOW_MS = 200  # npu-exporter's -hccsBWProfilingTime default
+HCCS_CALLS: tuple[tuple[str, int], ...] = (("mainboard", 0), ("hccs", 0))
+HCCS_BW_CALLS: tuple[tuple[str, int], ...] = (("mainboard", 0), ("hccs_bw", HCCS_WINDOW_MS))
+PCIE_ERROR_CALLS: tuple[tuple[str, int], ...] = (("pcie_errors", 0),)
+SIO_CALLS: tuple[tuple[str, int], ...] = (("sio", 0),)
+HCCS_LAST_PORT = 7  # DCMI_HCCS_910B_PCS_NUM: macros 1-7 are HCCS
+SUPERPOD_9000_BOARDS = frozenset({0x1C, 0x1D})  # Atlas 9000 A3 SuperPoD: M2-M7 only
+HCCS_LANE_GBPS = 56
+HCCS_PACKET_BYTES = 20  # npu-smi's "bytes" are packets x 20
+HDLC_OK = 3
+LANE_MODES = {0: 0, 1: 1, 2: 4, 3: 2}  # bits 9-10 of a port's lane word -> lanes
+GBIT, GB = 1e9 / 8, 1e9
+PCIE_ERROR_KINDS = ("tx", "rx", "lcrc", "ecrc", "retry")  # parse_pcie_err's names
+SIO_DIRECTIONS = ("transmit", "receive")
 VOLTS_PER_UNIT = 0.01  # dcmi_get_device_voltage: 0.01 V (npu-exporter's DcGetDeviceVoltage)
 BYTES_PER_SECOND_PER_UNIT = 1e9  # MB/ms
 PCIE_DIRECTIONS = {"tx": "transmit", "rx": "receive"}
@@ -378,3 +395,77 @@ def chip_dcmi(values: Values) -> ChipDcmi:
             for vdev, util, total, free in values.get("vnpus") or ()
         ),
     )
+
+
+def hccs_ports(mainboard: int) -> range:
+    """The port indexes npu-smi prints, from the board's offset (1; 2 on 9000 SuperPoD) to 7."""
+    return range(2 if mainboard in SUPERPOD_9000_BOARDS else 1, HCCS_LAST_PORT + 1)
+
+
+def _lane_words(ports: int, packed: Sequence[int]) -> list[int]:
+    """One lane word per port index: the driver packs one per bit set in ``ports``."""
+    words, skipped = [], 0
+    for index in range(len(packed)):
+        if ports >> index & 1:
+            words.append(packed[index - skipped])
+        else:
+            words.append(0)
+            skipped += 1
+    return words
+
+
+def hccs_report(values: Values) -> HccsReport | None:
+    """`-t hccs` as npu-smi prints it: one link per port of the board's range, numbered from 0
+    in print order; one health for the chip (pcs_status 0 and HDLC OK). None: npu-smi serves."""
+    board, found = values.get("mainboard"), values.get("hccs")
+    if board is None or found is None:
+        return None
+    healthy = found["pcs_status"] == 0 and found["hdlc_status"] == HDLC_OK
+    words = _lane_words(found["ports"], found["lanes"])
+    links = []
+    for link, port in enumerate(hccs_ports(board)):
+        lanes = LANE_MODES[words[port] >> 9 & 0x3]
+        tx, rx = found["tx"][port], found["rx"][port]
+        links.append(
+            HccsLink(
+                link,
+                healthy=healthy,
+                lanes=lanes,
+                speed_bytes_per_second=lanes * HCCS_LANE_GBPS * GBIT,
+                tx_packets=tx,
+                tx_octets=tx * HCCS_PACKET_BYTES,
+                rx_packets=rx,
+                rx_octets=rx * HCCS_PACKET_BYTES,
+                retries=found["retry"][port],
+                crc_errors=found["crc"][port],
+            )
+        )
+    return HccsReport(tuple(links))
+
+
+def _printed(gb_per_second: float) -> float:
+    """Bytes per second of a GB/s figure as npu-smi prints it (6 decimals)."""
+    return float(f"{gb_per_second:.6f}") * GB
+
+
+def hccs_bandwidth(values: Values) -> HccsBandwidth | None:
+    """`-t hccs-bw`: rows numbered by port index, as npu-smi prints them."""
+    board, found = values.get("mainboard"), values.get("hccs_bw")
+    if board is None or found is None:
+        return None
+    return HccsBandwidth(
+        tuple(
+            (port, _printed(found["tx"][port]), _printed(found["rx"][port]))
+            for port in hccs_ports(board)
+        )
+    )
+
+
+def pcie_errors(values: Values) -> ErrorCounts | None:
+    found = values.get("pcie_errors")
+    return None if found is None else ErrorCounts(tuple(zip(PCIE_ERROR_KINDS, found, strict=True)))
+
+
+def sio_errors(values: Values) -> ErrorCounts | None:
+    found = values.get("sio")
+    return None if found is None else ErrorCounts(tuple(zip(SIO_DIRECTIONS, found, strict=True)))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ def _node(tmp_path: Path, scenario: str, extra: str = "") -> Path:
     loaded = load_scenario(scenario)
     node = node_state(loaded, AT)
     state = tmp_path / f"{scenario}.state"
-    state.write_text(state_text(node, loaded.vnpus) + extra)
+    state.write_text(state_text(node, loaded.vnpus, loaded, AT) + extra)
     for card in node.cards:
         for chip in card.chips:
             for process in chip.processes:
@@ -134,7 +135,25 @@ def test_one_node_through_both_backends_is_one_exposition(
     assert calls.count(("info",)) == 1
     served = {"usages", "common", "ecc", "health", "memory"}
     assert not [c for c in calls if c[1:2] == ("-t",) and c[2] in served]
+    # the interconnect: -t hccs and -t hccs-bw once per chip (the links' check against DCMI,
+    # or the answer where DCMI has none: 310P), pcie-err and sio-info where the fake says
+    # -8255 (310P's own PCIe counters, SIO off A3)
+    node = node_state(load_scenario(scenario), AT)
+    chips = sum(len(card.chips) for card in node.cards)
+    asked = Counter(c[2] for c in calls if c[1:2] == ("-t",))
+    p310, a3 = node.family.p310, node.family.a3
+    assert (asked["hccs"], asked["hccs-bw"]) == (chips, chips)
+    assert (asked["pcie-err"], asked["sio-info"]) == (chips if p310 else 0, 0 if a3 else chips)
     found = samples(dcmi)
+    if not p310:
+        links = {
+            "npu_hccs_transmit_packets_total",
+            "npu_hccs_up",
+            "npu_hccs_transmit_bandwidth_bytes_per_second",
+            "npu_pcie_errors_total",
+        }
+        assert links <= names(found)
+        assert ("npu_sio_crc_errors_total" in names(found)) == a3
     assert value(found, "npumon_backend_info", backend="dcmi", reason="cross_check_passed") == 1
     assert dcmi_agent.smi.helper is not None and dcmi_agent.smi.helper.starts == 1
     if scenario == "910b-8":  # the alarm's codes came through dcmi_get_device_errorcode_v2
@@ -277,3 +296,70 @@ def test_voltage_pcie_bandwidth_and_vnpus_come_only_through_dcmi(
         }
     cli = samples(_table_exposition(_agent(tmp_path, scenario, "cli")))
     assert not set(DCMI_ONLY) & names(cli)
+
+
+_LINK_CHECK = re.compile(
+    r'^npumon_source_failures_total\{reason="cross_check",source="npu_smi_health"\}.*\n',
+    re.MULTILINE,
+)
+
+
+@pytest.mark.parametrize(
+    ("omit", "extra", "refused", "asked"),
+    [
+        # npu-smi serves -t hccs-bw; DCMI the rest
+        (("dcmi_get_hccs_link_bandwidth_info",), "", {"dcmi_missing_symbol": 1}, {"hccs-bw"}),
+        # the board's id gives the port range of -t hccs and -t hccs-bw
+        (("dcmi_get_mainboard_id",), "", {"dcmi_missing_symbol": 1}, {"hccs", "hccs-bw"}),
+        # HCCS, PCIe errors, SIO (and the vNPUs, DCMI's alone) are all dcmi_get_device_info
+        (
+            (),
+            "fail dcmi_get_device_info -8002\n",
+            {"dcmi_permission": 4},
+            {"hccs", "pcie-err", "sio-info"},
+        ),
+    ],
+)
+def test_an_interconnect_function_dcmi_cannot_give_is_npu_smis(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    omit: tuple[str, ...],
+    extra: str,
+    refused: dict[str, int],
+    asked: set[str],
+) -> None:
+    monkeypatch.setenv(STATE_ENV, str(_node(tmp_path, "a3-8x2", extra)))
+    cli = _table_exposition(_agent(tmp_path, "a3-8x2", "cli"))
+    calls: list[tuple[str, ...]] = []
+    dcmi = _table_exposition(_agent(tmp_path, "a3-8x2", "auto", *omit, calls=calls))
+    found = samples(dcmi)
+    for reason, count in refused.items():  # once per function, not per chip
+        assert (
+            value(found, "npumon_source_failures_total", source="npu_smi_health", reason=reason)
+            == count
+        )
+    queried = Counter(c[2] for c in calls if c[1:2] == ("-t",))
+    link_checks = {"hccs", "hccs-bw"}  # asked once per die where DCMI answers, for the check
+    for query in ("hccs", "hccs-bw", "pcie-err", "sio-info"):
+        assert queried[query] == (16 if query in asked | link_checks else 0), query
+    assert _REFUSALS.sub("", _VOLATILE.sub("", _DCMI_ONLY.sub("", dcmi))) == _VOLATILE.sub("", cli)
+
+
+def test_links_that_disagree_with_npu_smi_are_npu_smis(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A board id of an Atlas 9000 SuperPoD moves DCMI's ports to 2-7; npu-smi's stand-in still
+    prints 1-7: the check sees 6 links against 7 and npu-smi serves both link queries."""
+    state = _node(tmp_path, "910b-8")
+    state.write_text(state.read_text().replace(" mainboard=20 ", " mainboard=28 "))
+    monkeypatch.setenv(STATE_ENV, str(state))
+    cli = _table_exposition(_agent(tmp_path, "910b-8", "cli"))
+    dcmi = _table_exposition(_agent(tmp_path, "910b-8", "auto"))
+    found = samples(dcmi)
+    assert (
+        value(found, "npumon_source_failures_total", source="npu_smi_health", reason="cross_check")
+        == 16  # hccs and hccs-bw of 8 chips
+    )
+    assert _LINK_CHECK.sub("", _VOLATILE.sub("", _DCMI_ONLY.sub("", dcmi))) == _VOLATILE.sub(
+        "", cli
+    )

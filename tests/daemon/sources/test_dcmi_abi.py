@@ -81,6 +81,14 @@ def test_every_struct_matches_gcc(tmp_path: Path) -> None:
         "dcmi_hbm_info": 32,
         "dcmi_get_memory_info_stru": 112,
         "dcmi_proc_mem_info": 16,
+        # the driver's own header (docs/architecture.md, DCMI): the sums of its members, the
+        # int before the doubles padded to 8
+        "dcmi_hccs_statues": 12,
+        "dcmi_hccs_lane_info": 4 + 16 * 4 + 16 * 4,
+        "dcmi_hccs_statistic_info_u64": (4 * 16 + 64) * 8,
+        "dcmi_hccs_bandwidth_info": 8 + 2 * 8 + 2 * 16 * 8,
+        "dcmi_pcie_link_error_info": (5 + 32) * 4,
+        "dcmi_sio_crc_err_statistics_info": 12,
     }
 
 

@@ -176,3 +176,50 @@ def test_a_helper_killed_from_outside_is_replaced_after_the_backoff(tmp_path: Pa
         assert helper.starts == 2 and helper.pid != pid
     finally:
         helper.close()
+
+
+LINKS = """\
+version 25.2.2 25.2.2
+chip 0 0 0 0 mainboard=28 hccs_pcs_status=257 hccs_hdlc_status=3 hccs_ports=6 \
+hccs_lanes=1055/1541 hccs_tx=0/5/6 hccs_rx=0/7/8 hccs_crc=0/0/9 hccs_retry=0/1/2 \
+hccs_bw_tx=0/1.5/2.25 hccs_bw_rx=0/0.5/0.75 pcie_err=1/2/3/4/5 sio_err=6/7
+chip 1 0 1 1 temp=40
+"""
+
+
+def test_the_interconnect_structs_come_through_whole(tmp_path: Path) -> None:
+    """Every array by port index, the window the bandwidth call is given, and -8255 from a chip
+    without the values (the status call is the second: its code is the answer's)."""
+    helper = _helper(tmp_path, LINKS)
+    try:
+        hccs, bw, pcie, sio, board, none, bad_window = helper.call(
+            [
+                ("hccs", 0, 0, 0),
+                ("hccs_bw", 0, 0, 200),
+                ("pcie_errors", 0, 0, 0),
+                ("sio", 0, 0, 0),
+                ("mainboard", 0, 0, 0),
+                ("hccs", 1, 0, 0),
+                ("hccs_bw", 0, 0, 0),
+            ]
+        )
+    finally:
+        helper.close()
+    pad = [0] * 13
+    assert hccs == (
+        0,
+        {
+            "tx": [0, 5, 6, *pad],
+            "rx": [0, 7, 8, *pad],
+            "crc": [0, 0, 9, *pad],
+            "retry": [0, 1, 2, *pad],
+            "pcs_status": 257,
+            "hdlc_status": 3,
+            "ports": 6,
+            "lanes": [1055, 1541, *[0] * 14],
+        },
+    )
+    assert bw == (0, {"tx": [0, 1.5, 2.25, *pad], "rx": [0, 0.5, 0.75, *pad]})
+    assert (pcie, sio, board) == ((0, [1, 2, 3, 4, 5]), (0, [6, 7]), (0, 28))
+    assert none == (-8255, None)
+    assert bad_window == (-8001, None)  # profiling_time must be 1-1000 ms

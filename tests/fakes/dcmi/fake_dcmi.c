@@ -11,6 +11,8 @@
  *   proc <card> <device> <pid> <bytes>
  *   error <card> <device> <hex code>
  *   vnpu <card> <device> <vdev id> <aicore %> <total KB> <free KB>
+ * A list value is a/b/c...: HCCS lists are by port index from 0 (hccs_lanes: one word per bit
+ * of hccs_ports, as the driver packs them).
  * Build with -DOMIT_<function> to leave a symbol out. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +29,7 @@
 #define MAX_KEYS 64
 #define MAX_RULES 32
 
-struct kv { char key[32]; char value[64]; };
+struct kv { char key[32]; char value[512]; };
 struct chip {
     int card, device, logic, phy, nkeys, nprocs, nerrors;
     struct kv keys[MAX_KEYS];
@@ -146,7 +148,7 @@ static void load_line(char *line) {
 #ifndef OMIT_dcmi_init
 int dcmi_init(void) {
     const char *path = getenv("NPUMON_FAKE_DCMI_STATE");
-    char line[4096];
+    static char line[16384];
     FILE *f = path ? fopen(path, "r") : NULL;
     if (f == NULL) return INNER_ERR;
     nchips = nrules = 0;
@@ -305,6 +307,20 @@ int dcmi_get_device_memory_info_v3(int card_id, int device_id,
 }
 #endif
 
+/* The a/b/c list of a key into out (up to max); -1 where the key is absent. */
+static int numbers(const struct chip *c, const char *key, double *out, int max) {
+    const char *v = lookup(c, key);
+    int n = 0;
+    if (v == NULL) return -1;
+    while (*v && n < max) {
+        char *end;
+        out[n++] = strtod(v, &end);
+        if (*end != '/') break;
+        v = end + 1;
+    }
+    return n;
+}
+
 /* A reading selected by a type argument: the key <prefix><type>. */
 static int typed_number(const char *function, int card_id, int device_id, const char *prefix,
                         int type, unsigned int *out) {
@@ -439,14 +455,116 @@ int dcmi_get_pcie_link_bandwidth_info(int card_id, int device_id,
 }
 #endif
 
+#ifndef OMIT_dcmi_get_mainboard_id
+INT_READER(dcmi_get_mainboard_id, unsigned int, "mainboard")
+#endif
+
+#ifndef OMIT_dcmi_get_hccs_link_bandwidth_info
+/* Keys hccs_bw_tx / hccs_bw_rx (GB/s by port); the window must be 1-1000 ms, as the driver's. */
+int dcmi_get_hccs_link_bandwidth_info(int card_id, int device_id,
+                                      struct dcmi_hccs_bandwidth_info *hccs_bandwidth_info) {
+    struct dcmi_hccs_bandwidth_info *out = hccs_bandwidth_info;
+    double tx[DCMI_HCCS_MAX_PCS_NUM] = {0}, rx[DCMI_HCCS_MAX_PCS_NUM] = {0};
+    struct chip *c;
+    int rc = guard("dcmi_get_hccs_link_bandwidth_info", card_id, device_id, &c);
+    if (rc) return rc;
+    if (out->profiling_time < 1 || out->profiling_time > 1000) return INVALID_PARAMETER;
+    if (numbers(c, "hccs_bw_tx", tx, DCMI_HCCS_MAX_PCS_NUM) < 0 ||
+        numbers(c, "hccs_bw_rx", rx, DCMI_HCCS_MAX_PCS_NUM) < 0)
+        return NOT_SUPPORT;
+    out->total_txbw = out->total_rxbw = 0;
+    for (int i = 0; i < DCMI_HCCS_MAX_PCS_NUM; i++) {
+        out->tx_bandwidth[i] = tx[i];
+        out->rx_bandwidth[i] = rx[i];
+        out->total_txbw += tx[i];
+        out->total_rxbw += rx[i];
+    }
+    return 0;
+}
+#endif
+
+/* DCMI_MAIN_CMD_HCCS: status, lane info and the 64-bit statistics, from the hccs_* keys. */
+static int hccs_info(const struct chip *c, unsigned int sub_cmd, void *buf, unsigned int size) {
+    static const char *stats[] = {"hccs_tx", "hccs_rx", "hccs_crc", "hccs_retry"};
+    double v[DCMI_HCCS_MAX_PCS_NUM];
+    long long a, b;
+    if (sub_cmd == DCMI_HCCS_CMD_GET_STATUS) {
+        struct dcmi_hccs_statues *out = buf;
+        if (size < sizeof(*out)) return INVALID_PARAMETER;
+        if (!number(c, "hccs_pcs_status", &a) || !number(c, "hccs_hdlc_status", &b)) return NOT_SUPPORT;
+        memset(out, 0, sizeof(*out));
+        out->pcs_status = (unsigned int)a;
+        out->hdlc_status = (unsigned int)b;
+        return 0;
+    }
+    if (sub_cmd == DCMI_HCCS_CMD_GET_LANE_INFO) {
+        struct dcmi_hccs_lane_info *out = buf;
+        int n;
+        if (size < sizeof(*out)) return INVALID_PARAMETER;
+        memset(v, 0, sizeof(v));
+        if (!number(c, "hccs_ports", &a) || (n = numbers(c, "hccs_lanes", v, DCMI_HCCS_MAX_PCS_NUM)) < 0)
+            return NOT_SUPPORT;
+        memset(out, 0, sizeof(*out));
+        out->hccs_port_pcs_bitmap = (unsigned int)a;
+        for (int i = 0; i < n; i++) out->pcs_lane_bitmap[i] = (unsigned int)v[i];
+        return 0;
+    }
+    if (sub_cmd == DCMI_HCCS_CMD_GET_STATISTIC_INFO_U64) {
+        struct dcmi_hccs_statistic_info_u64 *out = buf;
+        unsigned long long *arrays[] = {out->tx_cnt, out->rx_cnt, out->crc_err_cnt, out->retry_cnt};
+        if (size < sizeof(*out)) return INVALID_PARAMETER;
+        memset(out, 0, sizeof(*out));
+        for (int k = 0; k < 4; k++) {
+            int n;
+            memset(v, 0, sizeof(v));
+            if ((n = numbers(c, stats[k], v, DCMI_HCCS_MAX_PCS_NUM)) < 0) return NOT_SUPPORT;
+            for (int i = 0; i < n; i++) arrays[k][i] = (unsigned long long)v[i];
+        }
+        return 0;
+    }
+    return NOT_SUPPORT;
+}
+
+/* DCMI_MAIN_CMD_PCIE's error counters (pcie_err=tx/rx/lcrc/ecrc/retry) and DCMI_MAIN_CMD_SIO's
+ * CRC errors (sio_err=tx/rx). */
+static int error_counts(const struct chip *c, enum dcmi_main_cmd main_cmd, unsigned int sub_cmd,
+                        void *buf, unsigned int size) {
+    double v[5] = {0};
+    if (main_cmd == DCMI_MAIN_CMD_PCIE && sub_cmd == DCMI_PCIE_SUB_CMD_PCIE_ERROR_INFO) {
+        struct dcmi_pcie_link_error_info *out = buf;
+        if (size < sizeof(*out)) return INVALID_PARAMETER;
+        if (numbers(c, "pcie_err", v, 5) < 0) return NOT_SUPPORT;
+        memset(out, 0, sizeof(*out));
+        out->tx_err_cnt = (unsigned int)v[0];
+        out->rx_err_cnt = (unsigned int)v[1];
+        out->lcrc_err_cnt = (unsigned int)v[2];
+        out->ecrc_err_cnt = (unsigned int)v[3];
+        out->retry_cnt = (unsigned int)v[4];
+        return 0;
+    }
+    if (main_cmd == DCMI_MAIN_CMD_SIO && sub_cmd == DCMI_SIO_SUB_CMD_CRC_ERR_STATISTICS) {
+        struct dcmi_sio_crc_err_statistics_info *out = buf;
+        if (size < sizeof(*out)) return INVALID_PARAMETER;
+        if (numbers(c, "sio_err", v, 2) < 0) return NOT_SUPPORT;
+        memset(out, 0, sizeof(*out));
+        out->tx_error_count = (unsigned short)v[0];
+        out->rx_error_count = (unsigned short)v[1];
+        return 0;
+    }
+    return NOT_SUPPORT;
+}
+
 #ifndef OMIT_dcmi_get_device_info
-/* Only DCMI_MAIN_CMD_VDEV_MNG: the vNPU list (total resource) and one vNPU's activity; a chip
- * without vnpu lines answers NOT_SUPPORT. */
+/* DCMI_MAIN_CMD_VDEV_MNG: the vNPU list (total resource) and one vNPU's activity (a chip without
+ * vnpu lines answers NOT_SUPPORT); HCCS, PCIe errors and SIO from the chip's keys. */
 int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd,
                          unsigned int sub_cmd, void *buf, unsigned int *size) {
     struct chip *c;
     int rc = guard("dcmi_get_device_info", card_id, device_id, &c);
     if (rc) return rc;
+    if (main_cmd == DCMI_MAIN_CMD_HCCS) return hccs_info(c, sub_cmd, buf, *size);
+    if (main_cmd == DCMI_MAIN_CMD_PCIE || main_cmd == DCMI_MAIN_CMD_SIO)
+        return error_counts(c, main_cmd, sub_cmd, buf, *size);
     if (main_cmd != DCMI_MAIN_CMD_VDEV_MNG || c->nvnpus == 0) return NOT_SUPPORT;
     if (sub_cmd == DCMI_VMNG_SUB_CMD_GET_TOTAL_RESOURCE) {
         struct dcmi_soc_total_resource *total = buf;

@@ -150,7 +150,56 @@ struct dcmi_soc_total_resource {
     struct dcmi_computing_resource computing;
     struct dcmi_media_resource media;
 };
-enum dcmi_main_cmd { DCMI_MAIN_CMD_VDEV_MNG = 52 };
+/* The interconnect structs of the driver's own dcmi_interface_api.h (not in MC-H) */
+#define DCMI_HCCS_MAX_PCS_NUM 16
+#define DCMI_HCCS_RES_FIELD_NUM 64
+struct dcmi_hccs_statues {
+    unsigned int pcs_status;
+    unsigned int hdlc_status;
+    unsigned char reserve[4];
+};
+struct dcmi_hccs_lane_info {
+    unsigned int hccs_port_pcs_bitmap;
+    unsigned int pcs_lane_bitmap[DCMI_HCCS_MAX_PCS_NUM];
+    unsigned int reserve[16];
+};
+struct dcmi_hccs_statistic_info_u64 {
+    unsigned long long tx_cnt[DCMI_HCCS_MAX_PCS_NUM];
+    unsigned long long rx_cnt[DCMI_HCCS_MAX_PCS_NUM];
+    unsigned long long crc_err_cnt[DCMI_HCCS_MAX_PCS_NUM];
+    unsigned long long retry_cnt[DCMI_HCCS_MAX_PCS_NUM];
+    unsigned long long reserved[DCMI_HCCS_RES_FIELD_NUM];
+};
+struct dcmi_hccs_bandwidth_info {
+    int profiling_time;
+    double total_txbw;
+    double total_rxbw;
+    double tx_bandwidth[DCMI_HCCS_MAX_PCS_NUM];
+    double rx_bandwidth[DCMI_HCCS_MAX_PCS_NUM];
+};
+struct dcmi_pcie_link_error_info {
+    unsigned int tx_err_cnt;
+    unsigned int rx_err_cnt;
+    unsigned int lcrc_err_cnt;
+    unsigned int ecrc_err_cnt;
+    unsigned int retry_cnt;
+    unsigned int rsv[32];
+};
+struct dcmi_sio_crc_err_statistics_info {
+    unsigned short tx_error_count;
+    unsigned short rx_error_count;
+    unsigned char reserved[8];
+};
+enum dcmi_main_cmd {
+    DCMI_MAIN_CMD_HCCS = 16, DCMI_MAIN_CMD_VDEV_MNG = 52, DCMI_MAIN_CMD_PCIE = 55,
+    DCMI_MAIN_CMD_SIO = 56
+};
+enum {
+    DCMI_HCCS_CMD_GET_STATUS = 0, DCMI_HCCS_CMD_GET_LANE_INFO = 1,
+    DCMI_HCCS_CMD_GET_STATISTIC_INFO_U64 = 5
+};
+#define DCMI_PCIE_SUB_CMD_PCIE_ERROR_INFO 1
+#define DCMI_SIO_SUB_CMD_CRC_ERR_STATISTICS 0
 /* DRV-H's DCMI_VDEV_MNG_SUB_CMD (not in MC-H) */
 enum { DCMI_VMNG_SUB_CMD_GET_TOTAL_RESOURCE = 1, DCMI_VMNG_SUB_CMD_GET_VDEV_ACTIVITY = 5 };
 enum dcmi_freq_type {
@@ -193,5 +242,8 @@ int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd
                          unsigned int sub_cmd, void *buf, unsigned int *size);
 int dcmi_get_pcie_link_bandwidth_info(int card_id, int device_id,
                                       struct dcmi_pcie_link_bandwidth_info *pcie_link_bandwidth_info);
+int dcmi_get_mainboard_id(int card_id, int device_id, unsigned int *mainboard_id);
+int dcmi_get_hccs_link_bandwidth_info(int card_id, int device_id,
+                                      struct dcmi_hccs_bandwidth_info *hccs_bandwidth_info);
 
 #endif

@@ -1,0 +1,251 @@
+"""The interconnect queries through DCMI: the driver's structs into the parsers' models, npu-smi
+serving a query DCMI has no value for, and the links' check against one npu-smi answer."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsLink, HccsReport
+from npumon.daemon.parsers import interconnect
+from npumon.daemon.sources.dcmi import DcmiSmi, _detail, link_disagreement
+from npumon.daemon.sources.dcmi_client import DcmiHelper
+from npumon.daemon.sources.dcmi_readings import (
+    hccs_bandwidth,
+    hccs_ports,
+    hccs_report,
+    pcie_errors,
+    sio_errors,
+)
+from npumon.daemon.sources.wrapper import SourceRun
+from tests.daemon.sources.fake_runner import NPU_SMI, TABLE, Clock, FakeRunner
+from tests.daemon.sources.test_dcmi_backend_choice import ANSWERS, StubHelper
+
+LANE_WORD = 1 | 0b1111 << 1 | 0b10 << 9  # switched, lanes 0-3, 4-lane mode
+PORTS = 0b11111110  # ports 1-7
+HCCS = {
+    "tx": [0, *range(100, 107), *[0] * 8],
+    "rx": [0, *range(200, 207), *[0] * 8],
+    "crc": [0, 0, 0, 0, 0, 0, 0, 42, *[0] * 8],
+    "retry": [0, 0, 0, 0, 0, 0, 0, 17, *[0] * 8],
+    "pcs_status": 0,
+    "hdlc_status": 3,
+    "ports": PORTS,
+    "lanes": [LANE_WORD] * 7 + [0] * 9,
+}
+BANDWIDTH = {"tx": [0.0, *[12.3456789] * 7, *[0.0] * 8], "rx": [0.0, *[1.0] * 7, *[0.0] * 8]}
+
+
+def test_hccs_links_as_npu_smi_prints_them() -> None:
+    report = hccs_report({"mainboard": 0x14, "hccs": HCCS})
+    assert report is not None and len(report.links) == 7
+    first, last = report.links[0], report.links[6]
+    assert first == HccsLink(
+        0,
+        healthy=True,
+        lanes=4,
+        speed_bytes_per_second=224 * 1e9 / 8,  # 4 lanes x 56 Gbps
+        tx_packets=100,
+        tx_octets=2000,  # packets x 20
+        rx_packets=200,
+        rx_octets=4000,
+        retries=0,
+        crc_errors=0,
+    )
+    assert (last.link, last.crc_errors, last.retries) == (6, 42, 17)
+
+
+def test_an_atlas_9000_superpod_board_starts_at_port_2() -> None:
+    assert list(hccs_ports(0x1C)) == list(hccs_ports(0x1D)) == [2, 3, 4, 5, 6, 7]
+    assert list(hccs_ports(0x14)) == [1, 2, 3, 4, 5, 6, 7]
+    report = hccs_report({"mainboard": 0x1C, "hccs": HCCS})
+    assert report is not None and [link.tx_packets for link in report.links] == [
+        101,
+        102,
+        103,
+        104,
+        105,
+        106,
+    ]
+    rows = hccs_bandwidth({"mainboard": 0x1D, "hccs_bw": BANDWIDTH})
+    assert rows is not None and [link for link, _, _ in rows.links] == [2, 3, 4, 5, 6, 7]
+
+
+def test_one_health_for_the_chip_and_the_packed_lane_words() -> None:
+    """pcs_status set or HDLC not OK: every link NOK; a port that is not HCCS takes no word."""
+    failing = {**HCCS, "pcs_status": 0x101}
+    report = hccs_report({"mainboard": 0, "hccs": failing})
+    assert report is not None and {link.healthy for link in report.links} == {False}
+    two_lanes = 1 | 0b11 << 1 | 0b11 << 9
+    packed = {**HCCS, "ports": 0b11110110, "lanes": [LANE_WORD, LANE_WORD, two_lanes] + [0] * 13}
+    report = hccs_report({"mainboard": 0, "hccs": packed})
+    assert report is not None
+    assert [link.lanes for link in report.links] == [4, 4, 0, 2, 0, 0, 0]
+
+
+def test_bandwidth_rows_by_port_at_npu_smis_precision() -> None:
+    rows = hccs_bandwidth({"mainboard": 0x14, "hccs_bw": BANDWIDTH})
+    assert rows is not None and rows.links[0] == (1, 12.345679e9, 1e9)
+    assert [link for link, _, _ in rows.links] == list(range(1, 8))
+
+
+def test_pcie_and_sio_counters_carry_the_parsers_names() -> None:
+    pcie = pcie_errors({"pcie_errors": [1, 2, 3, 4, 5]})
+    assert pcie == ErrorCounts((("tx", 1), ("rx", 2), ("lcrc", 3), ("ecrc", 4), ("retry", 5)))
+    assert {k for k, _ in pcie.counts} <= set(interconnect.PCIE_KINDS.values())
+    sio = sio_errors({"sio": [3, 9]})
+    assert sio == ErrorCounts((("transmit", 3), ("receive", 9)))
+    assert {k for k, _ in sio.counts} == set(interconnect.SIO_DIRECTIONS.values())
+
+
+def test_no_value_no_model() -> None:
+    """-8255, a missing symbol or -8002 leave the value out: npu-smi serves the query."""
+    assert hccs_report({"hccs": HCCS}) is None and hccs_report({"mainboard": 0}) is None
+    assert hccs_bandwidth({"mainboard": 0}) is None
+    assert pcie_errors({}) is None and sio_errors({}) is None
+
+
+@pytest.mark.parametrize(
+    ("args", "parsed"),
+    [
+        (("-t", "hccs", "-i", "3", "-c", "1"), ("hccs", 3, 1)),
+        (("-t", "hccs-bw", "-i", "3", "-c", "0"), ("hccs-bw", 3, 0)),
+        (("-t", "hccs", "-i", "3"), None),  # npu-smi's -t hccs needs -c
+        (("-t", "pcie-err", "-i", "3"), ("pcie-err", 3, None)),
+        (("-t", "sio-info", "-i", "3", "-c", "1"), ("sio-info", 3, 1)),
+        (("-t", "usages", "-i", "3", "-c", "1"), None),
+        (("-t", "pcie-err", "-i", "x"), None),
+    ],
+)
+def test_which_queries_dcmi_answers(args: tuple[str, ...], parsed: object) -> None:
+    assert _detail(args) == parsed
+
+
+def _hccs_text(report: HccsReport) -> str:
+    """`-t hccs` in the driver's print format for ``report``."""
+    rows = (
+        ("hccs health status ", ["OK" if x.healthy else "NOK" for x in report.links]),
+        ("hccs lane mode ", [x.lanes for x in report.links]),
+        (
+            "hccs link speed ",
+            [int((x.speed_bytes_per_second or 0) * 8 / 1e9) for x in report.links],
+        ),
+        ("hccs tx packets ", [x.tx_packets for x in report.links]),
+        ("hccs tx bytes ", [x.tx_octets for x in report.links]),
+        ("hccs rx packets ", [x.rx_packets for x in report.links]),
+        ("hccs rx bytes ", [x.rx_octets for x in report.links]),
+        ("hccs retry count ", [x.retries for x in report.links]),
+        ("hccs error count ", [x.crc_errors for x in report.links]),
+    )
+    return "".join(
+        f"\t{key:<30} : [" + "".join(f"{v!s:<20} " for v in values) + "]\n" for key, values in rows
+    )
+
+
+HCCS_ARGS = ("-t", "hccs", "-i", "0", "-c", "0")
+
+
+def _smi(npu_smi_hccs: str) -> tuple[DcmiSmi, StubHelper, FakeRunner, Clock]:
+    helper, clock = StubHelper(), Clock()
+    runner = FakeRunner({"info": TABLE, "info " + " ".join(HCCS_ARGS): npu_smi_hccs})
+    answers: dict[str, Any] = {
+        "mainboard": 0x14,
+        "hccs": HCCS,
+        "hccs_bw": BANDWIDTH,
+        "pcie_errors": [0, 0, 0, 0, 2],
+    }
+    ANSWERS.update(answers)
+    helper.codes["sio"] = -8255
+    smi = DcmiSmi(
+        ["npu-smi"],
+        5.0,
+        runner,
+        mode="auto",
+        helper=cast(DcmiHelper, helper),
+        proc_root=Path("/nonexistent"),
+        monotonic=clock,
+    )
+    smi.query(SourceRun(), lambda text: text)  # the table's cross-check
+    return smi, helper, runner, clock
+
+
+@pytest.fixture(autouse=True)
+def _stub_answers() -> Any:
+    saved = dict(ANSWERS)
+    yield
+    ANSWERS.clear()
+    ANSWERS.update(saved)
+
+
+def _hccs(smi: DcmiSmi, run: SourceRun | None = None) -> HccsReport:
+    return smi.query(run or SourceRun(), interconnect.parse_hccs, *HCCS_ARGS)
+
+
+def test_hccs_is_checked_once_per_table_check_then_dcmis() -> None:
+    dcmi = hccs_report({"mainboard": 0x14, "hccs": HCCS})
+    assert dcmi is not None
+    smi, helper, runner, clock = _smi(_hccs_text(dcmi))
+    run = SourceRun()
+    assert _hccs(smi, run) == dcmi and run.refusals == []
+    assert _hccs(smi) == dcmi
+    assert runner.calls.count("info " + " ".join(HCCS_ARGS)) == 1  # the check, once
+    clock.now += 3600
+    smi.query(SourceRun(), lambda text: text)  # the next table cross-check
+    _hccs(smi)
+    assert runner.calls.count("info " + " ".join(HCCS_ARGS)) == 2
+
+
+def test_a_link_disagreement_has_npu_smi_serve_until_the_next_check() -> None:
+    """The driver's fixture has one NOK link among OK ones: DCMI's health is the chip's."""
+    text = NPU_SMI / "info_t_hccs_910b_7links_SYNTHETIC.txt"
+    smi, helper, runner, clock = _smi(text.read_text())
+    run = SourceRun()
+    served = _hccs(smi, run)
+    assert served == interconnect.parse_hccs(text.read_text())
+    assert [f.reason for f in run.refusals] == ["cross_check"]
+    asked = len(helper.requests)
+    assert _hccs(smi) == served and len(helper.requests) == asked  # npu-smi's, DCMI not asked
+    clock.now += 3600
+    smi.query(SourceRun(), lambda text: text)
+    _hccs(smi)
+    assert len(helper.requests) > asked + 1  # checked again after the hour
+
+
+def test_pcie_from_dcmi_and_sio_from_npu_smi_where_dcmi_says_8255() -> None:
+    smi, helper, runner, clock = _smi("")
+    pcie = smi.query(SourceRun(), interconnect.parse_pcie_err, "-t", "pcie-err", "-i", "0")
+    assert dict(pcie.counts)["retry"] == 2 and not [c for c in runner.calls if "pcie-err" in c]
+    sio_args = ("-t", "sio-info", "-i", "0")
+    for _ in range(2):
+        with pytest.raises(Exception, match="not support"):
+            smi.query(SourceRun(), interconnect.parse_sio, *sio_args)
+    assert runner.calls.count("info -t sio-info -i 0") == 2
+    assert sum(1 for r in helper.requests for c in r if c[0] == "sio") == 1  # cached an hour
+
+
+def test_the_link_comparison_and_its_slack() -> None:
+    dcmi = hccs_report({"mainboard": 0x14, "hccs": HCCS})
+    assert dcmi is not None and link_disagreement(dcmi, dcmi) is None
+    grown = HccsReport(
+        tuple(replace(x, tx_packets=(x.tx_packets or 0) + 9_000_000) for x in dcmi.links)
+    )
+    assert link_disagreement(dcmi, grown) is None  # within 10 M packets
+    short = HccsReport(dcmi.links[1:])
+    assert link_disagreement(dcmi, short) == "7 links through dcmi, 6 through npu-smi"
+    bw = HccsBandwidth(((1, 1.0, 2.0), (2, 1.0, 2.0)))
+    assert link_disagreement(bw, HccsBandwidth(((1, 5.0, 5.0), (2, 0.0, 0.0)))) is None
+    assert link_disagreement(bw, HccsBandwidth(((0, 1.0, 2.0), (1, 1.0, 2.0)))) is not None
+
+
+def test_an_npu_smi_that_cannot_answer_leaves_dcmis_links_unchecked() -> None:
+    """npu-smi's -t hccs failing to parse (or refusing) is counted; DCMI serves until the next
+    table check, and npu-smi is not asked again before it."""
+    dcmi = hccs_report({"mainboard": 0x14, "hccs": HCCS})
+    smi, _, runner, _ = _smi("\thccs health status : OK\n")
+    run = SourceRun()
+    assert _hccs(smi, run) == dcmi and _hccs(smi) == dcmi
+    assert [f.reason for f in run.refusals] == ["parse_error"]
+    assert runner.calls.count("info " + " ".join(HCCS_ARGS)) == 1
