@@ -149,7 +149,11 @@ def _hccs_text(report: HccsReport) -> str:
     lists = "".join(
         f"\t{key:<30} : [" + "".join(f"{v!s:<20} " for v in values) + "]\n" for key, values in rows
     )
-    return f"\t{'hccs health status ':<30} : {health}\n{lists}\t{'hccs first error lane ':<30} : {first}\n"
+    return (
+        f"\t{'hccs health status ':<30} : {health}\n"
+        + lists
+        + f"\t{'hccs first error lane ':<30} : {first}\n"
+    )
 
 
 HCCS_ARGS = ("-t", "hccs", "-i", "0", "-c", "0")
