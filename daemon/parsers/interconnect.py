@@ -34,7 +34,7 @@ _HCCS_LISTS = {
 _LANE_LIST = "link lane list"  # which of a port's lanes carry traffic: not kept, only checked
 _LANE_BITS = re.compile(r"[01]{1,8}\Z")
 _HEALTH, _FIRST_ERROR = "health status", "first error lane"  # one value per chip
-HCCS_PORTS = 8  # port indexes 0-7; the all-links lists end at port 7 (DCMI_HCCS_910B_PCS_NUM)
+_LAST_PORT = 7  # the all-links lists end at port 7 (DCMI_HCCS_910B_PCS_NUM)
 PCIE_KINDS = {
     "tx error count": "tx",
     "rx error count": "rx",
@@ -48,7 +48,7 @@ PCIE_KINDS = {
     "dl dcrc error count": "dl_dcrc",
 }
 SIO_DIRECTIONS = {"tx error count": "transmit", "rx error count": "receive"}
-_BW_HEADER = re.compile(r"hccs link\s+tx_bandwidth\(GB/S\)\s+rx_bandwidth\(GB/S\)\Z", re.I)
+_BW_HEADER = re.compile(r"(hccs|xlink) link\s+tx_bandwidth\(GB/S\)\s+rx_bandwidth\(GB/S\)\Z", re.I)
 _BW_ROW = re.compile(
     r"(?P<link>\d{1,3}|total)\s+(?P<tx>\d{1,9}\.\d{1,9})\s+(?P<rx>\d{1,9}\.\d{1,9})\Z"
 )
@@ -88,9 +88,9 @@ def _hccs_ports(count: int, chip_wide: bool, lane: int | None) -> range:
         return range(lane, lane + 1)
     if not chip_wide:
         return range(count)
-    if not 1 < count < HCCS_PORTS:  # one entry is a `-lane` answer, whose port is not printed
+    if not 1 < count <= _LAST_PORT:  # one entry is a `-lane` answer, whose port is not printed
         raise ParseError(f"{count} hccs ports: the lists run from port 1 or 2 to 7", 0, "")
-    return range(HCCS_PORTS - count, HCCS_PORTS)
+    return range(_LAST_PORT + 1 - count, _LAST_PORT + 1)
 
 
 def parse_hccs(text: str, lane: int | None = None) -> HccsReport:

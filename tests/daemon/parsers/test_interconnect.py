@@ -115,6 +115,8 @@ def test_hccs_bw_rows_by_port_index_tx_before_rx_total_dropped() -> None:
     assert links[2] == (3, pytest.approx(3.141593e9), pytest.approx(2.718282e9))
     superpod = parse_hccs_bw(fixture_text("info_t_hccs_bw_a3_superpod_6links_FROM_SOURCE.txt"))
     assert [link for link, _, _ in superpod.links] == list(range(2, 8))
+    xlink = "xlink link tx_bandwidth(GB/S) rx_bandwidth(GB/S)\n3 1.500000 0.500000\n"
+    assert parse_hccs_bw(xlink).links == ((3, 1.5e9, 0.5e9),)  # the ORIENT_CH build's header
 
 
 @pytest.mark.parametrize(
