@@ -242,7 +242,6 @@ def _per_link(family: Metric, chips: Iterable[ChipLinks], field: str, scale: flo
 
 
 HCCS = (
-    ("npu_hccs_up", "gauge", "healthy", "1 when the HCCS link is healthy (npu-smi: OK)."),
     ("npu_hccs_lanes", "gauge", "lanes", "Lanes the HCCS link runs on (0, 1, 2 or 4)."),
     ("npu_hccs_speed_bytes", "gauge", "speed_bytes_per_second", "HCCS link speed, bytes/s."),
     ("npu_hccs_transmit_packets", "counter", "tx_packets", "Packets sent on the HCCS link."),
@@ -255,7 +254,27 @@ HCCS = (
 
 
 def render_interconnect(snap: NodeSnapshot) -> Iterator[Metric]:
+    """The chip's HCCS health and its ports by the driver's port index, PCIe and SIO errors:
+
+    npu_hccs_up{npu="0",chip="0"} 0
+    npu_hccs_first_error_link{npu="0",chip="0"} 7
+    npu_hccs_crc_errors_total{npu="0",chip="0",link="7"} 42
+    """
     chips = snap.network.chips
+    for name, field, doc in (
+        ("npu_hccs_up", "hccs_healthy", "1 when npu-smi says the chip's HCCS is OK."),
+        (
+            "npu_hccs_first_error_link",
+            "hccs_first_error_link",
+            "The first HCCS port (link) with a problem; absent while there is none.",
+        ),
+    ):
+        family = _gauge(name, doc, CHIP)
+        for c in chips:
+            v = getattr(c, field)
+            if v is not None:
+                family.add_metric([str(c.npu), str(c.chip)], float(v))
+        yield family
     for name, kind, field, doc in HCCS:
         make = _gauge if kind == "gauge" else _counter
         yield _per_link(make(name, doc, LINK), chips, field)

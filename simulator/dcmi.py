@@ -108,14 +108,13 @@ def _interconnect(
     keys: dict[str, object] = {}
     if not fam_p310:
         counters = links.hccs_counters(sc, c, el)
-        crc = counters["crc"]
-        first_error = next((i for i, e in enumerate(crc) if e), None)
+        first_error = links.first_error_port(counters)
         keys.update(
             mainboard=MAINBOARD,
-            hccs_pcs_status=0 if first_error is None else 1 | 1 << 8,
+            hccs_pcs_status=0 if first_error is None else 1 | first_error << 8,
             hccs_hdlc_status=HDLC_OK,
-            hccs_ports=sum(1 << port for port in range(1, links.HCCS_LINKS + 1)),
-            hccs_lanes=_slash([LANE_WORD] * links.HCCS_LINKS),
+            hccs_ports=sum(1 << port for port in links.HCCS_PORTS),
+            hccs_lanes=_slash([LANE_WORD] * len(links.HCCS_PORTS)),
             **{f"hccs_{k}": _slash([0, *v]) for k, v in counters.items()},
         )
         pairs = links.hccs_bandwidths(sc, c)

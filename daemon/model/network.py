@@ -128,8 +128,7 @@ class DevInfo:
 class HccsLink:
     """One HCCS port of `npu-smi info -t hccs` (the lists hold one entry per port)."""
 
-    link: int
-    healthy: bool | None = None
+    link: int  # the driver's port index (1-7; 2-7 on Atlas 9000 A3 SuperPoD; 0 on 310P)
     lanes: int | None = None
     speed_bytes_per_second: float | None = None
     tx_packets: int | None = None
@@ -142,7 +141,11 @@ class HccsLink:
 
 @dataclass(frozen=True, slots=True)
 class HccsReport:
+    """`npu-smi info -t hccs`: the chip's ports and what the driver keeps once per chip."""
+
     links: tuple[HccsLink, ...]
+    healthy: bool | None = None  # `hccs health status : OK|NOK`; 310P prints none
+    first_error_link: int | None = None  # `hccs first error lane`: the first port with a problem
 
 
 @dataclass(frozen=True, slots=True)

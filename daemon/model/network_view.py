@@ -90,6 +90,8 @@ class ChipLinks:
     npu: int
     chip: int
     hccs: tuple[HccsLink, ...] = ()
+    hccs_healthy: bool | None = None  # one health for the chip's HCCS, as the driver keeps it
+    hccs_first_error_link: int | None = None  # the first port with a problem; None: none
     hccs_bandwidth: tuple[tuple[int, float, float], ...] = ()  # (link, tx, rx) bytes/s
     pcie_errors: Counts = ()  # (kind, count)
     sio_crc_errors: Counts = ()  # (direction, count)
@@ -160,6 +162,8 @@ def read_chip_links(npu: int, chip: int, parts: ChipInterconnect) -> ChipLinks:
         npu=npu,
         chip=chip,
         hccs=parts.hccs.links if parts.hccs else (),
+        hccs_healthy=parts.hccs.healthy if parts.hccs else None,
+        hccs_first_error_link=parts.hccs.first_error_link if parts.hccs else None,
         hccs_bandwidth=parts.hccs_bw.links if parts.hccs_bw else (),
         pcie_errors=parts.pcie.counts if parts.pcie else (),
         sio_crc_errors=parts.sio.counts if parts.sio else (),

@@ -34,6 +34,7 @@ from npumon.daemon.sources.dcmi_readings import (
     ECC_CALLS,
     HCCS_BW_CALLS,
     HCCS_CALLS,
+    HCCS_WINDOW_MS,
     HEALTH_CALLS,
     MEMORY_CALLS,
     PCIE_ERROR_CALLS,
@@ -153,7 +154,10 @@ def _served(function: str, fields: Sequence[str]) -> str:
 
 def _detail(args: Sequence[str]) -> tuple[str, int, int | None] | None:
     """(query, NPU, chip) for `-t usages|common|ecc -i N`, `-t health|memory|hccs|hccs-bw -i N
-    -c M` and `-t pcie-err|sio-info -i N [-c M]`."""
+    -c M` and `-t pcie-err|sio-info -i N [-c M]`; `-t hccs-bw` samples DCMI's own window, the
+    one poll_interconnect asks npu-smi for with `-time`."""
+    if list(args[:2]) == ["-t", "hccs-bw"] and list(args[-2:]) == ["-time", str(HCCS_WINDOW_MS)]:
+        args = args[:-2]
     if len(args) < 4 or args[0] != "-t" or args[1] not in DETAIL or args[2] != "-i":
         return None
     if not args[3].isdigit():
@@ -175,18 +179,21 @@ def _counters_close(x: int | None, y: int | None) -> bool:
 
 def link_disagreement(dcmi: object, cli: object) -> str | None:
     """What differs between DCMI's and npu-smi's `-t hccs` or `-t hccs-bw` of one chip: the
-    link numbers, health, lanes or speed; counters beyond the slack (bandwidths are samples
-    of different moments: only their link numbers are compared). None: they agree."""
+    chip's health or first error port, link numbers, lanes or speed; counters beyond the
+    slack (bandwidths are samples of different moments: only their link numbers are
+    compared). None: they agree."""
     if isinstance(dcmi, HccsBandwidth) and isinstance(cli, HccsBandwidth):
         ours, theirs = [link for link, _, _ in dcmi.links], [link for link, _, _ in cli.links]
         return None if ours == theirs else f"links dcmi {ours}, npu-smi {theirs}"
     assert isinstance(dcmi, HccsReport) and isinstance(cli, HccsReport)
+    chip = (dcmi.healthy, dcmi.first_error_link), (cli.healthy, cli.first_error_link)
+    if chip[0] != chip[1]:
+        return f"health and first error port: dcmi {chip[0]}, npu-smi {chip[1]}"
     if len(dcmi.links) != len(cli.links):
         return f"{len(dcmi.links)} links through dcmi, {len(cli.links)} through npu-smi"
     for a, b in zip(dcmi.links, cli.links, strict=True):
-        same = (a.link, a.healthy, a.lanes, a.speed_bytes_per_second) == (
+        same = (a.link, a.lanes, a.speed_bytes_per_second) == (
             b.link,
-            b.healthy,
             b.lanes,
             b.speed_bytes_per_second,
         )

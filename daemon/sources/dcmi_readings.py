@@ -415,21 +415,21 @@ def _lane_words(ports: int, packed: Sequence[int]) -> list[int]:
 
 
 def hccs_report(values: Values) -> HccsReport | None:
-    """`-t hccs` as npu-smi prints it: one link per port of the board's range, numbered from 0
-    in print order; one health for the chip (pcs_status 0 and HDLC OK). None: npu-smi serves."""
+    """`-t hccs` as npu-smi prints it: one link per port of the board's range, by port index;
+    one health for the chip (pcs_status 0 and HDLC OK) and the first port with a problem
+    (pcs_status bits 8-15, while pcs_status is not 0). None: npu-smi serves."""
     board, found = values.get("mainboard"), values.get("hccs")
     if board is None or found is None:
         return None
-    healthy = found["pcs_status"] == 0 and found["hdlc_status"] == HDLC_OK
+    status = found["pcs_status"]
     words = _lane_words(found["ports"], found["lanes"])
     links = []
-    for link, port in enumerate(hccs_ports(board)):
+    for port in hccs_ports(board):
         lanes = LANE_MODES[words[port] >> 9 & 0x3]
         tx, rx = found["tx"][port], found["rx"][port]
         links.append(
             HccsLink(
-                link,
-                healthy=healthy,
+                port,
                 lanes=lanes,
                 speed_bytes_per_second=lanes * HCCS_LANE_GBPS * GBIT,
                 tx_packets=tx,
@@ -440,7 +440,11 @@ def hccs_report(values: Values) -> HccsReport | None:
                 crc_errors=found["crc"][port],
             )
         )
-    return HccsReport(tuple(links))
+    return HccsReport(
+        tuple(links),
+        healthy=status == 0 and found["hdlc_status"] == HDLC_OK,
+        first_error_link=None if status == 0 else status >> 8 & 0xFF,
+    )
 
 
 def _printed(gb_per_second: float) -> float:

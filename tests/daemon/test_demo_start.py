@@ -13,7 +13,7 @@ import yaml
 from npumon.daemon.app import Agent
 from npumon.daemon.config import parse_config
 from npumon.daemon.runner import CommandResult
-from npumon.simulator import hccn
+from npumon.simulator import hccn, render_interconnect
 from npumon.simulator.kubelet import scenario_pods, serve
 from npumon.simulator.loader import load_scenario, read_scenario_text
 from npumon.simulator.render import render
@@ -37,7 +37,9 @@ class DemoNode:
 
     def __call__(self, argv: Sequence[str], timeout: float, **_: object) -> CommandResult:
         if argv[0] == "npu-smi":
-            result = render(list(argv[1:]), node_state(self.scenario, self.now))
+            args, node = list(argv[1:]), node_state(self.scenario, self.now)
+            links = render_interconnect.answer(args, self.scenario, node, self.now)
+            result = links or render(args, node)  # as the simulator's npu-smi
         else:
             result = hccn.answer(list(argv[1:]), self.scenario, self.now)
         return CommandResult(tuple(argv), result.stdout, result.stderr, result.exit_code, 0.0)

@@ -73,11 +73,15 @@ def test_collect_once_prints_the_interconnect_series_of_the_replay(tmp_path: Pat
     assert value(found, "npu_optical_rx_power_threshold_watts", **port, bound="low") == 0.1445 * MW
     assert value(found, "npu_optical_temperature_celsius", **port) == 47
     assert value(found, "npu_optical_present", **port) == 0  # as the capture says
-    # npu-smi's health tier: -t pcie-err / sio-info (950 docs), -t hccs (SYNTHETIC)
+    # npu-smi's health tier: -t pcie-err / sio-info (950 docs), -t hccs (FROM_SOURCE)
     assert value(found, "npu_pcie_errors_total", npu="0", chip="0", kind="rx") == 991
     assert value(found, "npu_sio_crc_errors_total", npu="1", chip="1", direction="receive") == 0
-    assert value(found, "npu_hccs_crc_errors_total", npu="0", chip="0", link="6") == 42
-    assert value(found, "npu_hccs_up", npu="0", chip="0", link="6") == 0
+    assert value(found, "npu_hccs_crc_errors_total", npu="0", chip="0", link="7") == 42
+    assert value(found, "npu_hccs_up", npu="0", chip="0") == 0
+    assert value(found, "npu_hccs_first_error_link", npu="0", chip="0") == 7
+    # -t hccs-bw answers only with its -time window: the rows are the port indexes
+    bandwidth = "npu_hccs_transmit_bandwidth_bytes_per_second"
+    assert value(found, bandwidth, npu="0", chip="0", link="1") == 12.5e9
     assert value(found, "npumon_source_up", source="hccn_tool") == 1
     print(done.stdout)  # the report quotes these lines
 

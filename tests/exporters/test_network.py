@@ -57,12 +57,15 @@ def test_every_family_with_its_labels_and_a_clean_promtool_lint() -> None:
     chip = ChipLinks(
         0,
         0,
-        hccs=(HccsLink(6, healthy=False, crc_errors=42),),
+        hccs=(HccsLink(6, crc_errors=42),),
+        hccs_healthy=False,
+        hccs_first_error_link=6,
         hccs_bandwidth=((6, 1e9, 2e9),),
         pcie_errors=(("rx", 991),),
         sio_crc_errors=(("receive", 1),),
     )
-    text = exposition(NetworkView(ports=(port,), chips=(chip,)))
+    healthy = ChipLinks(0, 1, hccs_healthy=True)  # first error lane NA
+    text = exposition(NetworkView(ports=(port,), chips=(chip, healthy)))
     assert promtool_problems(text) == ""
     found = samples(text)
     assert value(found, "npu_network_carrier_changes_total", **PORT) == 5
@@ -91,7 +94,10 @@ def test_every_family_with_its_labels_and_a_clean_promtool_lint() -> None:
     assert value(found, "npu_optical_rx_power_watts", **PORT, lane="1") == 1e-3
     assert value(found, "npu_optical_rx_power_threshold_watts", **PORT, bound="low") == 1.445e-4
     assert value(found, "npu_optical_present", **PORT) == 1
-    assert value(found, "npu_hccs_up", npu="0", chip="0", link="6") == 0
+    assert value(found, "npu_hccs_up", npu="0", chip="0") == 0  # one health for the chip
+    assert value(found, "npu_hccs_first_error_link", npu="0", chip="0") == 6
+    assert value(found, "npu_hccs_up", npu="0", chip="1") == 1
+    assert value(found, "npu_hccs_first_error_link", npu="0", chip="1") is None
     assert value(found, "npu_hccs_crc_errors_total", npu="0", chip="0", link="6") == 42
     assert value(found, "npu_hccs_lanes", npu="0", chip="0", link="6") is None  # not printed
     assert (

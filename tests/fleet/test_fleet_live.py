@@ -160,7 +160,7 @@ def test_expected_alerts_reach_pending(prometheus: str) -> None:
         {"alertname": "NpuNetworkErrors", "instance": n910b, "npu": "4"},
         {"alertname": "NpuOpticalRxPowerOutOfRange", "instance": n910b, "npu": "1", "lane": "0"},
         {"alertname": "NpuNetworkPfcStorm", "instance": n910b, "npu": "5"},
-        {"alertname": "NpuHccsCrcErrors", "instance": n910b, "npu": "7", "link": "6"},
+        {"alertname": "NpuHccsCrcErrors", "instance": n910b, "npu": "7", "link": "7"},
         {"alertname": "NpuSioCrcErrors", "instance": na3, "npu": "4", "chip": "1"},
     ]
     with contextlib.suppress(AssertionError):  # the assertion below names what is missing

@@ -95,12 +95,40 @@ def test_a3_ports_are_asked_by_phy_id_and_310p_has_no_nic() -> None:
 
 
 def test_npu_smi_hccs_and_sio_from_the_scenario() -> None:
-    links = interconnect.parse_hccs(smi("910b-8", 100, "-t", "hccs", "-i", "7", "-c", "0")).links
-    assert len(links) == 7 and links[6].crc_errors == 50 and links[6].healthy is False
-    assert links[0].crc_errors == 0 and links[0].lanes == 4
-    assert links[0].healthy is False  # one health for the chip, as the driver keeps it
-    bw = interconnect.parse_hccs_bw(smi("910b-8", 100, "-t", "hccs-bw", "-i", "0", "-c", "0"))
+    report = interconnect.parse_hccs(smi("910b-8", 100, "-t", "hccs", "-i", "7", "-c", "0"))
+    links = report.links
+    assert [link.link for link in links] == list(range(1, 8))  # by port index
+    assert links[6].crc_errors == 50 and links[0].crc_errors == 0 and links[0].lanes == 4
+    # one health for the chip, as the driver keeps it, and the first port with errors
+    assert (report.healthy, report.first_error_link) == (False, 7)
+    clean = interconnect.parse_hccs(smi("910b-8", 100, "-t", "hccs", "-i", "0", "-c", "0"))
+    assert (clean.healthy, clean.first_error_link) == (True, None)
+    p310 = interconnect.parse_hccs(smi("310p-duo", 100, "-t", "hccs", "-i", "0", "-c", "1"))
+    assert [link.link for link in p310.links] == [0] and p310.healthy is None
+    window = ("-time", "200")
+    bw = interconnect.parse_hccs_bw(
+        smi("910b-8", 100, "-t", "hccs-bw", "-i", "0", "-c", "0", *window)
+    )
     assert [link for link, _, _ in bw.links] == list(range(1, 8))  # by port index
+
+
+@pytest.mark.parametrize("window", [(), ("-time", "0"), ("-time", "1001"), ("-time", "x")])
+def test_npu_smi_refuses_hccs_bw_without_a_window_of_1_to_1000_ms(window: tuple[str, ...]) -> None:
+    argv = ["info", "-t", "hccs-bw", "-i", "0", "-c", "0", *window]
+    result = render_interconnect.answer(argv, SC, node_state(SC, 10), 10)
+    assert result is not None and result.exit_code != 0
+    assert result.stdout == "\nThis command must input profiling_time(1-1000, ms).\n\n"
+
+
+def test_npu_smi_hccs_prints_the_drivers_lines() -> None:
+    """print_npu_hccs_lane: health and first error lane single values; lane list 4 digits and
+    16 spaces a port; lists of `%-20u ` entries."""
+    lines = smi("910b-8", 100, "-t", "hccs", "-i", "7", "-c", "0").splitlines()
+    assert lines[0] == "\thccs health status             : NOK"
+    assert lines[2] == "\thccs link lane list            : [" + ("1111" + " " * 17) * 7 + "]"
+    assert lines[3] == "\thccs link speed                : [" + f"{224:<20} " * 7 + "]"
+    assert lines[-1] == "\thccs first error lane          : 7"
+
     sio = interconnect.parse_sio(smi("a3-8x2", 100, "-t", "sio-info", "-i", "4", "-c", "1"))
     assert dict(sio.counts) == {"transmit": 33, "receive": 100}
     pcie = interconnect.parse_pcie_err(smi("310p-duo", 100, "-t", "pcie-err", "-i", "0"))

@@ -42,10 +42,10 @@ BANDWIDTH = {"tx": [0.0, *[12.3456789] * 7, *[0.0] * 8], "rx": [0.0, *[1.0] * 7,
 def test_hccs_links_as_npu_smi_prints_them() -> None:
     report = hccs_report({"mainboard": 0x14, "hccs": HCCS})
     assert report is not None and len(report.links) == 7
+    assert (report.healthy, report.first_error_link) == (True, None)
     first, last = report.links[0], report.links[6]
     assert first == HccsLink(
-        0,
-        healthy=True,
+        1,  # the port index, as npu-smi's -t hccs-bw labels it
         lanes=4,
         speed_bytes_per_second=224 * 1e9 / 8,  # 4 lanes x 56 Gbps
         tx_packets=100,
@@ -55,7 +55,7 @@ def test_hccs_links_as_npu_smi_prints_them() -> None:
         retries=0,
         crc_errors=0,
     )
-    assert (last.link, last.crc_errors, last.retries) == (6, 42, 17)
+    assert (last.link, last.crc_errors, last.retries) == (7, 42, 17)
 
 
 def test_an_atlas_9000_superpod_board_starts_at_port_2() -> None:
@@ -75,10 +75,12 @@ def test_an_atlas_9000_superpod_board_starts_at_port_2() -> None:
 
 
 def test_one_health_for_the_chip_and_the_packed_lane_words() -> None:
-    """pcs_status set or HDLC not OK: every link NOK; a port that is not HCCS takes no word."""
-    failing = {**HCCS, "pcs_status": 0x101}
-    report = hccs_report({"mainboard": 0, "hccs": failing})
-    assert report is not None and {link.healthy for link in report.links} == {False}
+    """pcs_status set or HDLC not OK: the chip is NOK; pcs_status bits 8-15 name the first port
+    with a problem; a port that is not HCCS takes no lane word."""
+    report = hccs_report({"mainboard": 0, "hccs": {**HCCS, "pcs_status": 0x701}})
+    assert report is not None and (report.healthy, report.first_error_link) == (False, 7)
+    report = hccs_report({"mainboard": 0, "hccs": {**HCCS, "hdlc_status": 1}})
+    assert report is not None and (report.healthy, report.first_error_link) == (False, None)
     two_lanes = 1 | 0b11 << 1 | 0b11 << 9
     packed = {**HCCS, "ports": 0b11110110, "lanes": [LANE_WORD, LANE_WORD, two_lanes] + [0] * 13}
     report = hccs_report({"mainboard": 0, "hccs": packed})
@@ -113,6 +115,8 @@ def test_no_value_no_model() -> None:
     [
         (("-t", "hccs", "-i", "3", "-c", "1"), ("hccs", 3, 1)),
         (("-t", "hccs-bw", "-i", "3", "-c", "0"), ("hccs-bw", 3, 0)),
+        (("-t", "hccs-bw", "-i", "3", "-c", "0", "-time", "200"), ("hccs-bw", 3, 0)),
+        (("-t", "hccs-bw", "-i", "3", "-c", "0", "-time", "5"), None),  # not DCMI's window
         (("-t", "hccs", "-i", "3"), None),  # npu-smi's -t hccs needs -c
         (("-t", "pcie-err", "-i", "3"), ("pcie-err", 3, None)),
         (("-t", "sio-info", "-i", "3", "-c", "1"), ("sio-info", 3, 1)),
@@ -125,10 +129,12 @@ def test_which_queries_dcmi_answers(args: tuple[str, ...], parsed: object) -> No
 
 
 def _hccs_text(report: HccsReport) -> str:
-    """`-t hccs` in the driver's print format for ``report``."""
+    """`-t hccs` in the driver's print format (print_npu_hccs_lane) for ``report``."""
+    health = "OK" if report.healthy else "NOK"
+    first = "NA" if report.first_error_link is None else report.first_error_link
     rows = (
-        ("hccs health status ", ["OK" if x.healthy else "NOK" for x in report.links]),
         ("hccs lane mode ", [x.lanes for x in report.links]),
+        ("hccs link lane list ", ["1111" + " " * 16 for _ in report.links]),
         (
             "hccs link speed ",
             [int((x.speed_bytes_per_second or 0) * 8 / 1e9) for x in report.links],
@@ -140,8 +146,13 @@ def _hccs_text(report: HccsReport) -> str:
         ("hccs retry count ", [x.retries for x in report.links]),
         ("hccs error count ", [x.crc_errors for x in report.links]),
     )
-    return "".join(
+    lists = "".join(
         f"\t{key:<30} : [" + "".join(f"{v!s:<20} " for v in values) + "]\n" for key, values in rows
+    )
+    return (
+        f"\t{'hccs health status ':<30} : {health}\n"
+        + lists
+        + f"\t{'hccs first error lane ':<30} : {first}\n"
     )
 
 
@@ -199,8 +210,8 @@ def test_hccs_is_checked_once_per_table_check_then_dcmis() -> None:
 
 
 def test_a_link_disagreement_has_npu_smi_serve_until_the_next_check() -> None:
-    """The driver's fixture has one NOK link among OK ones: DCMI's health is the chip's."""
-    text = NPU_SMI / "info_t_hccs_910b_7links_SYNTHETIC.txt"
+    """npu-smi says the chip is NOK, port 7 first; DCMI says OK."""
+    text = NPU_SMI / "info_t_hccs_910b_nok_port7_FROM_SOURCE.txt"
     smi, helper, runner, clock = _smi(text.read_text())
     run = SourceRun()
     served = _hccs(smi, run)
@@ -229,12 +240,19 @@ def test_pcie_from_dcmi_and_sio_from_npu_smi_where_dcmi_says_8255() -> None:
 def test_the_link_comparison_and_its_slack() -> None:
     dcmi = hccs_report({"mainboard": 0x14, "hccs": HCCS})
     assert dcmi is not None and link_disagreement(dcmi, dcmi) is None
-    grown = HccsReport(
-        tuple(replace(x, tx_packets=(x.tx_packets or 0) + 9_000_000) for x in dcmi.links)
+    grown = replace(
+        dcmi,
+        links=tuple(replace(x, tx_packets=(x.tx_packets or 0) + 9_000_000) for x in dcmi.links),
     )
     assert link_disagreement(dcmi, grown) is None  # within 10 M packets
-    short = HccsReport(dcmi.links[1:])
+    short = replace(dcmi, links=dcmi.links[1:])
     assert link_disagreement(dcmi, short) == "7 links through dcmi, 6 through npu-smi"
+    renumbered = replace(dcmi, links=tuple(replace(x, link=x.link - 1) for x in dcmi.links))
+    assert link_disagreement(dcmi, renumbered) is not None
+    failing = replace(dcmi, healthy=False, first_error_link=7)
+    assert link_disagreement(dcmi, failing) == (
+        "health and first error port: dcmi (True, None), npu-smi (False, 7)"
+    )
     bw = HccsBandwidth(((1, 1.0, 2.0), (2, 1.0, 2.0)))
     assert link_disagreement(bw, HccsBandwidth(((1, 5.0, 5.0), (2, 0.0, 0.0)))) is None
     assert link_disagreement(bw, HccsBandwidth(((0, 1.0, 2.0), (1, 1.0, 2.0)))) is not None

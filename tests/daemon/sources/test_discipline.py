@@ -242,7 +242,7 @@ def test_links_stay_served_while_a_full_health_pass_re_reads_them() -> None:
     links of the last pass are still current then, and must not vanish from that snapshot."""
     clock = Clock()
     answers: dict[str, CommandResult | str] = {"info": TABLE}
-    hccs = (NPU_SMI / "info_t_hccs_910b_7links_SYNTHETIC.txt").read_text()
+    hccs = (NPU_SMI / "info_t_hccs_910b_7links_FROM_SOURCE.txt").read_text()
     answers.update({f"info -t hccs -i {n} -c 0": hccs for n in range(2)})
     answers.update({f"info -t health -i {n} -c 0": HEALTH_OK for n in range(2)})
     answers.update({f"info -t ecc -i {n}": ECC for n in range(2)})
@@ -262,7 +262,7 @@ def test_links_stay_served_while_a_full_health_pass_re_reads_them() -> None:
 def test_links_go_when_a_full_pass_stops_before_re_reading_them() -> None:
     clock = Clock()
     answers: dict[str, CommandResult | str] = {"info": TABLE}
-    hccs = (NPU_SMI / "info_t_hccs_910b_7links_SYNTHETIC.txt").read_text()
+    hccs = (NPU_SMI / "info_t_hccs_910b_7links_FROM_SOURCE.txt").read_text()
     answers.update({f"info -t hccs -i {n} -c 0": hccs for n in range(2)})
     answers.update({f"info -t health -i {n} -c 0": HEALTH_OK for n in range(2)})
     answers.update({f"info -t ecc -i {n}": ECC for n in range(2)})
