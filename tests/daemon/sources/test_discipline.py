@@ -237,16 +237,22 @@ class _Watching(FakeRunner):
         return super().__call__(argv, timeout)
 
 
+def _with_links() -> dict[str, CommandResult | str]:
+    """The 2-chip table, each chip's health, ECC and HCCS links."""
+    hccs = (NPU_SMI / "info_t_hccs_910b_7links_FROM_SOURCE.txt").read_text()
+    answers: dict[str, CommandResult | str] = {"info": TABLE}
+    for n in range(2):
+        answers[f"info -t hccs -i {n} -c 0"] = hccs
+        answers[f"info -t health -i {n} -c 0"] = HEALTH_OK
+        answers[f"info -t ecc -i {n}"] = ECC
+    return answers
+
+
 def test_links_stay_served_while_a_full_health_pass_re_reads_them() -> None:
     """Another tier publishes while the health tier is between its ECC and link queries: the
     links of the last pass are still current then, and must not vanish from that snapshot."""
     clock = Clock()
-    answers: dict[str, CommandResult | str] = {"info": TABLE}
-    hccs = (NPU_SMI / "info_t_hccs_910b_7links_FROM_SOURCE.txt").read_text()
-    answers.update({f"info -t hccs -i {n} -c 0": hccs for n in range(2)})
-    answers.update({f"info -t health -i {n} -c 0": HEALTH_OK for n in range(2)})
-    answers.update({f"info -t ecc -i {n}": ECC for n in range(2)})
-    runner = _Watching(answers, "-t ecc")
+    runner = _Watching(_with_links(), "-t ecc")
     polls, _ = sources(runner, clock)
     polls.poll_table()
     polls.poll_health()
@@ -261,12 +267,7 @@ def test_links_stay_served_while_a_full_health_pass_re_reads_them() -> None:
 
 def test_links_go_when_a_full_pass_stops_before_re_reading_them() -> None:
     clock = Clock()
-    answers: dict[str, CommandResult | str] = {"info": TABLE}
-    hccs = (NPU_SMI / "info_t_hccs_910b_7links_FROM_SOURCE.txt").read_text()
-    answers.update({f"info -t hccs -i {n} -c 0": hccs for n in range(2)})
-    answers.update({f"info -t health -i {n} -c 0": HEALTH_OK for n in range(2)})
-    answers.update({f"info -t ecc -i {n}": ECC for n in range(2)})
-    runner = Hangs(answers, clock, "no call hangs yet")
+    runner = Hangs(_with_links(), clock, "no call hangs yet")
     polls, _ = sources(runner, clock)
     polls.poll_table()
     polls.poll_health()
