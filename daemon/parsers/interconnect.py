@@ -34,7 +34,7 @@ _HCCS_LISTS = {
 _LANE_LIST = "link lane list"  # which of a port's lanes carry traffic: not kept, only checked
 _LANE_BITS = re.compile(r"[01]{1,8}\Z")
 _HEALTH, _FIRST_ERROR = "health status", "first error lane"  # one value per chip
-_LAST_PORT = 7  # the all-links lists end at port 7 (DCMI_HCCS_910B_PCS_NUM)
+HCCS_LAST_PORT = 7  # the all-links lists end at port 7 (DCMI_HCCS_910B_PCS_NUM)
 PCIE_KINDS = {
     "tx error count": "tx",
     "rx error count": "rx",
@@ -88,9 +88,9 @@ def _hccs_ports(count: int, chip_wide: bool, lane: int | None) -> range:
         return range(lane, lane + 1)
     if not chip_wide:
         return range(count)
-    if not 1 < count <= _LAST_PORT:  # one entry is a `-lane` answer, whose port is not printed
+    if not 1 < count <= HCCS_LAST_PORT:  # one entry is a `-lane` answer, whose port is not printed
         raise ParseError(f"{count} hccs ports: the lists run from port 1 or 2 to 7", 0, "")
-    return range(_LAST_PORT + 1 - count, _LAST_PORT + 1)
+    return range(HCCS_LAST_PORT + 1 - count, HCCS_LAST_PORT + 1)
 
 
 def parse_hccs(text: str, lane: int | None = None) -> HccsReport:

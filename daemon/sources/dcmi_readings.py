@@ -22,6 +22,7 @@ from npumon.daemon.model.npu_smi import (
     TableChip,
     TableProcess,
 )
+from npumon.daemon.parsers.interconnect import GB, GBIT, HCCS_LAST_PORT, SIO_DIRECTIONS
 from npumon.daemon.sources.dcmi_client import Call, DcmiChip
 
 MIB = 1024 * 1024
@@ -93,15 +94,12 @@ HCCS_CALLS: tuple[tuple[str, int], ...] = (("mainboard", 0), ("hccs", 0))
 HCCS_BW_CALLS: tuple[tuple[str, int], ...] = (("mainboard", 0), ("hccs_bw", HCCS_WINDOW_MS))
 PCIE_ERROR_CALLS: tuple[tuple[str, int], ...] = (("pcie_errors", 0),)
 SIO_CALLS: tuple[tuple[str, int], ...] = (("sio", 0),)
-HCCS_LAST_PORT = 7  # DCMI_HCCS_910B_PCS_NUM: macros 1-7 are HCCS
 SUPERPOD_9000_BOARDS = frozenset({0x1C, 0x1D})  # Atlas 9000 A3 SuperPoD: M2-M7 only
 HCCS_LANE_GBPS = 56
 HCCS_PACKET_BYTES = 20  # npu-smi's "bytes" are packets x 20
 HDLC_OK = 3
 LANE_MODES = {0: 0, 1: 1, 2: 4, 3: 2}  # bits 9-10 of a port's lane word -> lanes
-GBIT, GB = 1e9 / 8, 1e9
-PCIE_ERROR_KINDS = ("tx", "rx", "lcrc", "ecrc", "retry")  # parse_pcie_err's names
-SIO_DIRECTIONS = ("transmit", "receive")
+PCIE_ERROR_KINDS = ("tx", "rx", "lcrc", "ecrc", "retry")  # the struct's order, in PCIE_KINDS' names
 VOLTS_PER_UNIT = 0.01  # dcmi_get_device_voltage: 0.01 V (npu-exporter's DcGetDeviceVoltage)
 BYTES_PER_SECOND_PER_UNIT = 1e9  # MB/ms
 PCIE_DIRECTIONS = {"tx": "transmit", "rx": "receive"}
@@ -472,4 +470,8 @@ def pcie_errors(values: Values) -> ErrorCounts | None:
 
 def sio_errors(values: Values) -> ErrorCounts | None:
     found = values.get("sio")
-    return None if found is None else ErrorCounts(tuple(zip(SIO_DIRECTIONS, found, strict=True)))
+    return (
+        None
+        if found is None
+        else ErrorCounts(tuple(zip(SIO_DIRECTIONS.values(), found, strict=True)))
+    )
