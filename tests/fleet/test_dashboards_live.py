@@ -165,35 +165,27 @@ def cluster_instances(prometheus: str) -> dict[str, set[str]]:
 
 def test_the_cluster_variable_narrows_every_target(prometheus: str, ask: Any) -> None:
     """Cluster a holds the 910B and A3 nodes, b the 310P node and a dead target: with one of
-    them selected, no series of the other shows, and the two answers differ."""
+    them selected, no series of the other shows, and the answers are not all the fleet's.
+
+    Two clusters may answer alike (the scenarios' timed events: A3 in Warning from 300 s to
+    480 s, a 310P chip in Alarm from 100 s to 200 s, beside the 910B's lasting Alarm); a target
+    the variable does not narrow answers for each cluster what it answers for the fleet."""
     clusters = cluster_instances(prometheus)
     assert sorted(clusters) == ["a", "b"] and len(clusters["b"]) == 2
-    same: list[str] = []
-    leaked: list[tuple[Target, dict[str, str]]] = []  # a series of the other cluster
+    same = []
     for target in targets():
+        answers = {}
+        for cluster, instances in clusters.items():
+            answers[cluster] = ask(substitute(target.expr, cluster=cluster))
+            for labels, _ in answers[cluster]:
+                found = dict(labels)
+                assert found.get("cluster", cluster) == cluster, (target, found)
+                assert found.get("instance", next(iter(instances))) in instances, (target, found)
         names = {s.name for s in selectors(target.expr) if s.name}
-        absent = may_be_empty(target.dashboard, target.title, names)
-
-        def differ(target: Target = target, absent: bool = absent) -> bool:
-            answers = {}
-            for cluster, instances in clusters.items():
-                answers[cluster] = ask(substitute(target.expr, cluster=cluster))
-                for labels, _ in answers[cluster]:
-                    found = dict(labels)
-                    if (
-                        found.get("cluster", cluster) != cluster
-                        or found.get("instance", next(iter(instances))) not in instances
-                    ):
-                        leaked.append((target, found))
-            return answers["a"] != answers["b"] or (absent and answers["a"] == frozenset())
-
-        # asked again for a few seconds when equal: a 1 s scrape that times out on a loaded
-        # machine leaves a node's series stale for a moment, which no panel is meant to show
-        try:
-            wait_for(differ, 10, f"{target.title} to differ between the clusters", **POLLING)
-        except AssertionError:
+        if may_be_empty(target.dashboard, target.title, names) and answers["a"] == frozenset():
+            continue
+        if answers["a"] == answers["b"] == ask(substitute(target.expr)):
             same.append(f"{target.dashboard} / {target.title}: {target.expr}")
-    assert leaked == []
     assert same == [], "targets the cluster variable does not change:\n" + "\n".join(same)
 
 
