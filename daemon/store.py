@@ -71,7 +71,6 @@ class SnapshotStore:
         self._sources: dict[str, SourceStatus] = {}
         self._backend: BackendInfo | None = None
         self._latest = EMPTY_SNAPSHOT
-        self.merges = 0  # chip merges since start (a test checks one per source run)
 
     def latest(self) -> NodeSnapshot:
         return self._latest  # a plain attribute read: atomic, never blocks on a writer
@@ -146,7 +145,6 @@ class SnapshotStore:
                 fault_level=self._fault_level,
                 owners=self._attribute(),
             )
-            self.merges += 1
         network = before.network
         inputs = (self._hccn, self._npu_smi.interconnect, [(c.npu, c.chip) for c in chips])
         if merge and not _unchanged(inputs, self._network_inputs):

@@ -89,10 +89,3 @@ def load_fault_table(path: Path | None = None) -> FaultTable:
     except OSError as error:
         raise FaultTableError(f"{path}: cannot read ({error.strerror or error})") from None
     return FaultTable.from_json(text, str(path))
-
-
-def most_severe(levels: list[str]) -> str | None:
-    """The chip's handling level: the most severe of its codes (unknown ranks after sub_health)."""
-    order = (*LEVELS[:-2], UNKNOWN, *LEVELS[-2:])
-    present = [level for level in order if level in levels]
-    return present[0] if present else None

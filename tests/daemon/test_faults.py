@@ -14,7 +14,6 @@ from npumon.daemon.faults import (
     FaultTable,
     FaultTableError,
     load_fault_table,
-    most_severe,
 )
 
 SHIPPED = Path(__file__).resolve().parents[2] / "daemon" / "faults" / "fault-codes.json"
@@ -48,12 +47,6 @@ def test_levels_of_real_codes(code: str, level: str) -> None:
 def test_codes_compare_as_numbers_not_as_strings_of_a_width() -> None:
     table = FaultTable.from_json('{"RestartNPUCodes": ["00001234"]}', "t")
     assert table.level_of("1234") == "restart_npu"
-
-
-def test_the_chip_takes_its_most_severe_code() -> None:
-    assert most_severe(["not_handle", "restart_npu", "free_restart_npu"]) == "restart_npu"
-    assert most_severe(["sub_health", UNKNOWN]) == UNKNOWN
-    assert most_severe([]) is None
 
 
 def test_a_node_table_that_is_not_the_plugins_format_is_a_config_error(tmp_path: Path) -> None:
