@@ -4,7 +4,8 @@
    simulated 16-chip A3 node (hccn_tool on where the simulator has it), one every 5 s and one
    every 15 s, and Debian's ``prometheus-node-exporter`` at both intervals when it is installed,
    for ``--seconds``: ``scrape_duration_seconds`` p50 / p99 / max per job, as Prometheus
-   measured it.
+   measured it; and apart, each job's first scrape (the one that adds every series to the
+   TSDB) and the p99 of its other scrapes.
 2. Each daemon's own CPU over that window (its children, npu-smi and hccn_tool, apart) and RSS;
    for the one scraped every 15 s, the share of a core its renders took at most (the sum over
    its scrapes of npumon_scrape_collector_duration_seconds, wall time).
@@ -83,11 +84,45 @@ def _prometheus(
     return process, port
 
 
-def _query(port: int, expr: str) -> dict[str, float]:
+def _results(port: int, expr: str) -> list[dict[str, Any]]:
     url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
     with urllib.request.urlopen(url, timeout=10) as response:
-        data = json.load(response)["data"]["result"]
-    return {r["metric"].get("job", ""): float(r["value"][1]) for r in data}
+        result: list[dict[str, Any]] = json.load(response)["data"]["result"]
+    return result
+
+
+def _query(port: int, expr: str) -> dict[str, float]:
+    return {r["metric"].get("job", ""): float(r["value"][1]) for r in _results(port, expr)}
+
+
+def _series(port: int, expr: str) -> dict[str, list[float]]:
+    """A range vector's values per job, oldest first."""
+    return {
+        r["metric"].get("job", ""): [float(v) for _, v in r["values"]] for r in _results(port, expr)
+    }
+
+
+def _quantile(q: float, values: list[float]) -> float:
+    """PromQL's quantile_over_time: linear between the two nearest ranks."""
+    ordered = sorted(values)
+    rank = q * (len(ordered) - 1)
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def _first_apart(port: int, window: str) -> dict[str, dict[str, float]]:
+    """Per job: its first scrape (ms; that one adds every series to the TSDB, and how many it
+    added) and the p99 of the others."""
+    durations = _series(port, f"scrape_duration_seconds{window}")
+    added = _series(port, f"scrape_series_added{window}")
+    return {
+        "first_ms": {job: 1000 * v[0] for job, v in durations.items()},
+        "first_series_added": {job: v[0] for job, v in added.items()},
+        "after_first_p99_ms": {
+            job: 1000 * _quantile(0.99, v[1:]) for job, v in durations.items() if len(v) > 1
+        },
+    }
 
 
 def _kept_alive(port: int) -> dict[str, list[float]]:
@@ -241,6 +276,7 @@ def run(seconds: float) -> dict[str, Any]:
                 "node_exporter": any(job.startswith("node_exporter") for job in targets),
                 "samples": _query(prom_port, "scrape_samples_scraped"),
             }
+            result |= _first_apart(prom_port, window)
             result |= _kept_alive(targets["npumon_15s"][0])
             floor.shutdown()
         finally:
@@ -257,7 +293,10 @@ def _print(r: dict[str, Any]) -> None:
         print(
             f"  {job}: scrape_duration_seconds p50 {r['p50_ms'].get(job, float('nan')):.2f} ms"
             f"  p99 {r['p99_ms'][job]:.2f} ms  max {r['max_ms'].get(job, float('nan')):.2f} ms"
-            f"  ({r['scrapes'].get(job, 0):.0f} scrapes)"
+            f"  ({r['scrapes'].get(job, 0):.0f} scrapes); the first"
+            f" {r['first_ms'].get(job, float('nan')):.2f} ms (adds"
+            f" {r['first_series_added'].get(job, 0):.0f} series), p99 of the others"
+            f" {r['after_first_p99_ms'].get(job, float('nan')):.2f} ms"
         )
     if not r["node_exporter"]:
         print("  (prometheus-node-exporter is not installed: no comparison)")

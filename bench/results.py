@@ -318,6 +318,13 @@ def readpath(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
             f"{_ms(r['p50_ms'].get(f'npumon_{interval}s'))}): the floor for "
             f"{r.get('samples', {}).get(f'npumon_{interval}s', 0):.0f} samples on this machine."
         )
+        job = f"npumon_{interval}s"
+        if job in r.get("first_ms", {}):
+            floor += (
+                f" npumon's first scrape took {r['first_ms'][job]:.2f} ms (it added "
+                f"{r['first_series_added'][job]:.0f} series to the TSDB); the p99 of its other "
+                f"scrapes was {_ms(r['after_first_p99_ms'].get(job))}."
+            )
         t.row(
             f"scrape_duration_seconds p99, every {interval} s: npumon / node_exporter",
             f"{_ms(ours)} / {_ms(theirs)}",
@@ -330,6 +337,24 @@ def readpath(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
             t.row(
                 f"scrape_duration_seconds p99, every {interval} s: npumon's body as fixed bytes",
                 _ms(fixed),
+                "-",
+                None,
+            )
+        jobs = (f"npumon_{interval}s", f"node_exporter_{interval}s", f"fixed_{interval}s")
+        if all(job in r.get("first_ms", {}) for job in jobs):
+            t.row(
+                f"every {interval} s, the first scrape (series it adds): npumon / node_exporter"
+                " / fixed bytes",
+                " / ".join(
+                    f"{_ms(r['first_ms'][j])} ({r['first_series_added'][j]:.0f})" for j in jobs
+                ),
+                "-",
+                None,
+            )
+            t.row(
+                f"every {interval} s, p99 of the other scrapes: npumon / node_exporter / fixed"
+                " bytes",
+                " / ".join(_ms(r["after_first_p99_ms"].get(j)) for j in jobs),
                 "-",
                 None,
             )
