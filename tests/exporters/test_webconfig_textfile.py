@@ -70,6 +70,16 @@ def test_every_problem_is_listed_with_its_path(tmp_path: Path) -> None:
     assert any("not supported by npumon" in p for p in caught.value.problems)
 
 
+def test_a_user_name_with_a_colon_is_refused_on_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "web.yml"
+    path.write_text(f"basic_auth_users:\n  ok: '{HASH}'\n  'a:b': '{HASH}'\n  '': '{HASH}'\n")
+    with pytest.raises(WebConfigError) as caught:
+        load_web_config(path)
+    assert [p.split(": ", 1)[0] for p in caught.value.problems] == ["line 3", "line 4"]
+    assert all("non-empty and without ':'" in p for p in caught.value.problems)
+    assert not any("a:b" in p for p in caught.value.problems)  # a key that is no name is hidden
+
+
 @pytest.mark.parametrize(
     ("headers", "problem"),
     [
