@@ -70,6 +70,8 @@ class EdgeApp:
         self._healthy, self._latest, self._version = healthy, latest, version
         self._in_flight = 0  # the semaphore: only the event loop thread counts
         self._zipped: dict[bool, tuple[bytes, bytes]] = {}  # per format: a body and its gzip
+        # One bcrypt at a time (as exporter-toolkit): a burst of wrong passwords costs one core
+        # at most, and the scrapes whose credentials are cached never wait for it.
         self._bcrypt = ThreadPoolExecutor(1, thread_name_prefix="npumon-bcrypt")
         self._render = ThreadPoolExecutor(RENDER_THREADS, thread_name_prefix="npumon-render")
 
