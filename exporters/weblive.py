@@ -6,8 +6,8 @@ import logging
 import os
 import ssl
 import threading
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from npumon.exporters.auth import BasicAuth
 from npumon.exporters.webconfig import WebConfig, WebConfigError, load_web_config, ssl_context
@@ -25,8 +25,7 @@ def _stamp(path: str | os.PathLike[str]) -> Stamp:
     return st.st_mtime_ns, st.st_size, st.st_ino
 
 
-@dataclass(frozen=True)
-class Active:
+class Active(NamedTuple):
     """One loaded web config with what requests need of it."""
 
     config: WebConfig
@@ -35,12 +34,9 @@ class Active:
 
 
 def _activate(config: WebConfig) -> Active:
-    auth = BasicAuth(config.basic_auth_users) if config.basic_auth_users else None
-    headers = tuple(
-        (name.lower().encode(), value.encode())
-        for name, value in config.http_server_config.headers.items()
-    )
-    return Active(config, auth, headers)
+    users, headers = config.basic_auth_users, config.http_server_config.headers
+    response = tuple((name.lower().encode(), value.encode()) for name, value in headers.items())
+    return Active(config, BasicAuth(users) if users else None, response)
 
 
 class LiveWebConfig:
@@ -48,21 +44,19 @@ class LiveWebConfig:
     exporter-toolkit does). The file is stat()ed per request; when it changed, a thread re-reads
     it (a user's bcrypt cost makes that up to seconds) and the old config serves until then.
 
-    TLS is on or off from the start; ``tls_context()`` gives each new TLS connection the
-    certificate, key, CA and settings in force, re-read after any of their files changed.
+    ``source``: a web-config.yml path (re-read when it changes, WebConfigError when broken), a
+    loaded WebConfig (fixed) or None (plain HTTP, no auth). TLS is on or off from the start;
+    ``tls_context()`` gives each new TLS connection the certificate, key, CA and settings in
+    force, re-read after any of their files changed.
     """
 
     def __init__(self, source: WebConfig | str | os.PathLike[str] | None) -> None:
-        """``source``: a web-config.yml path (re-read when it changes), a loaded WebConfig
-        (fixed) or None (plain HTTP, no auth)."""
         self._path = None if source is None or isinstance(source, WebConfig) else Path(source)
-        self._stamp: Stamp = None
+        self._stamp = None if self._path is None else _stamp(self._path)  # before the read
+        loaded = source if isinstance(source, WebConfig) else WebConfig()
         self._active: Active | None = _activate(
-            source if isinstance(source, WebConfig) else WebConfig()
+            loaded if self._path is None else load_web_config(self._path)
         )
-        if self._path is not None:
-            self._stamp = _stamp(self._path)
-            self._active = _activate(load_web_config(self._path))  # raises when broken
         self.tls = self._active.config.tls_server_config is not None
         self._context: tuple[object, ssl.SSLContext | None] = (None, None)
         self._reloading = False  # only the event loop starts reloads; one at a time
@@ -73,10 +67,7 @@ class LiveWebConfig:
             stamp = _stamp(self._path)
             if stamp != self._stamp:
                 self._stamp, self._reloading = stamp, True
-                name = "npumon-web-config"
-                threading.Thread(
-                    target=self._reload, args=(self._path,), name=name, daemon=True
-                ).start()
+                threading.Thread(target=self._reload, args=(self._path,), daemon=True).start()
         return self._active
 
     def _reload(self, path: Path) -> None:
