@@ -54,7 +54,7 @@ _TLS_INLINE = (
     "curve_preferences",
 )
 # Keys exporter-toolkit knows that npumon cannot honour: refused by name with the reason why.
-_REFUSED = {
+_REFUSED: dict[tuple[int | str, ...], str] = {
     ("rate_limit",): "rate-limit in a proxy or with scrape_interval",
     **{("tls_server_config", k): "use the *_file keys; OpenSSL picks ciphers" for k in _TLS_INLINE},
 }
