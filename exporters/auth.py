@@ -22,11 +22,9 @@ def _dummy_hash(cost: int) -> bytes:
 
 class BasicAuth:
     """``cached(header)`` answers from recent results; ``check(header)`` runs bcrypt if needed.
-
     Results are keyed by a SHA-256 of user, password and stored hash (the password itself is
-    never kept). A wrong password is cached too, so a client retrying it costs a lookup. Only
-    ``check`` writes the caches, on the edge's one bcrypt thread; the event loop only reads.
-    """
+    never kept); a wrong password is cached too, so a client retrying it costs a lookup. Only
+    ``check`` writes the caches, on the edge's one bcrypt thread; the event loop only reads."""
 
     def __init__(self, users: Mapping[str, str]) -> None:
         self._users = {user: hashed.encode() for user, hashed in users.items()}

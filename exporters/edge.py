@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 Scope = MutableMapping[str, Any]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 Header = tuple[bytes, bytes]
+Headers = tuple[Header, ...]
 Exposition = Callable[[bool], bytes]  # OpenMetrics? -> the body
 TEXT = "text/plain; charset=utf-8"
 LIVENESS_PATH = "/-/healthy"  # unauthenticated, says nothing but "OK": for Kubernetes probes
@@ -79,40 +80,35 @@ class EdgeApp:
     async def __call__(self, scope: Scope, receive: Any, send: Send) -> None:
         if scope["type"] != "http":
             return
+        path, active = scope["path"], self._web.current()
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         if scope["method"] not in ("GET", "HEAD"):
             await _send(send, 405, b"Method Not Allowed\n", TEXT, (b"allow", b"GET, HEAD"))
-            return
-        path = scope["path"]
-        if path == LIVENESS_PATH:
+        elif path == LIVENESS_PATH:
             await _send(send, 200, b"OK\n", TEXT)
-            return
-        active = self._web.current()
-        if active is None:  # the web config file is broken: fail closed (exporter-toolkit too)
+        elif active is None:  # the web config file is broken: fail closed (exporter-toolkit too)
             await _send(send, 500, b"Internal Server Error\n", TEXT)
-            return
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        extra = active.headers
-        if active.auth is not None and not await self._authorized(
+        elif active.auth is not None and not await self._authorized(
             active.auth, headers.get("authorization"), receive
         ):
-            await _send(send, 401, b"Unauthorized\n", TEXT, *extra, CHALLENGE)
+            await _send(send, 401, b"Unauthorized\n", TEXT, *active.headers, CHALLENGE)
+        elif path == "/metrics" and self._in_flight >= self._max:
+            await _send(send, 503, BUSY, TEXT, *active.headers)
         elif path == "/metrics":
-            if self._in_flight >= self._max:
-                await _send(send, 503, BUSY, TEXT, *extra)
-                return
             self._in_flight += 1
             try:
-                await self._metrics(send, headers, extra)
+                await self._metrics(send, headers, active.headers)
             finally:
                 self._in_flight -= 1
         elif path == "/healthz":
             reason = self._unhealthy()
             text = f"unhealthy: {reason}\n" if reason else "ok\n"
-            await _send(send, 503 if reason else 200, text.encode(), TEXT, *extra)
+            await _send(send, 503 if reason else 200, text.encode(), TEXT, *active.headers)
         elif path == "/":
-            await _send(send, 200, self._landing().encode(), "text/html; charset=utf-8", *extra)
+            page = self._landing().encode()
+            await _send(send, 200, page, "text/html; charset=utf-8", *active.headers)
         else:
-            await _send(send, 404, b"Not Found: try /metrics\n", TEXT, *extra)
+            await _send(send, 404, b"Not Found: try /metrics\n", TEXT, *active.headers)
 
     async def _authorized(self, auth: BasicAuth, header: str | None, receive: Any) -> bool:
         """Cached, or a bcrypt check queued for the one bcrypt thread; dropped from the queue
@@ -127,9 +123,7 @@ class EdgeApp:
         check.cancel()  # a queued check never runs; a running one ends unobserved
         return check.done() and not check.cancelled() and check.result()
 
-    async def _metrics(
-        self, send: Send, headers: dict[str, str], extra: tuple[Header, ...]
-    ) -> None:
+    async def _metrics(self, send: Send, headers: dict[str, str], extra: Headers) -> None:
         _, content_type = choose_encoder(headers.get("accept", ""))
         openmetrics = content_type.startswith("application/openmetrics-text")
         zipped = gzip_wanted(headers.get("accept-encoding", ""))

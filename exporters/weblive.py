@@ -40,15 +40,14 @@ def _activate(config: WebConfig) -> Active:
 
 
 class LiveWebConfig:
-    """``current()`` is the config in force, or None while the file is broken (answer 500, as
+    """The web config from ``source``: a web-config.yml path (re-read when it changes,
+    WebConfigError at start when broken), a loaded WebConfig (fixed) or None (plain HTTP).
+
+    ``current()`` is the config in force, or None while the file is broken (answer 500, as
     exporter-toolkit does). The file is stat()ed per request; when it changed, a thread re-reads
     it (a user's bcrypt cost makes that up to seconds) and the old config serves until then.
-
-    ``source``: a web-config.yml path (re-read when it changes, WebConfigError when broken), a
-    loaded WebConfig (fixed) or None (plain HTTP, no auth). TLS is on or off from the start;
-    ``tls_context()`` gives each new TLS connection the certificate, key, CA and settings in
-    force, re-read after any of their files changed.
-    """
+    TLS is on or off from the start; ``tls_context()`` gives each new TLS connection the files
+    and settings in force, re-read after any of them changed."""
 
     def __init__(self, source: WebConfig | str | os.PathLike[str] | None) -> None:
         self._path = None if source is None or isinstance(source, WebConfig) else Path(source)
