@@ -37,13 +37,13 @@ DOCS_URL = "https://github.com/npumon/npumon/blob/main/"
 def gzip_wanted(accept_encoding: str) -> bool:
     """True when gzip (or ``*``) is listed with a q-value above 0 (``gzip;q=0`` refuses it)."""
     weights: dict[str, float] = {}
-    for item in accept_encoding.split(","):
+    for item in accept_encoding.lower().split(","):
         coding, *params = (part.strip() for part in item.split(";"))
-        qs = [v for n, _, v in (p.partition("=") for p in params) if n.strip().lower() == "q"]
+        qs = [v for n, _, v in (p.partition("=") for p in params) if n.strip() == "q"] or ["1"]
         try:
-            weights[coding.lower()] = float(qs[-1]) if qs else 1.0
+            weights[coding] = float(qs[-1])
         except ValueError:  # a q-value that is not a number refuses the coding
-            weights[coding.lower()] = 0.0
+            weights[coding] = 0.0
     return weights.get("gzip", weights.get("*", 0.0)) > 0
 
 

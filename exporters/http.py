@@ -23,8 +23,6 @@ from npumon.exporters.edge import EdgeApp, Exposition
 from npumon.exporters.webconfig import WebConfig
 from npumon.exporters.weblive import LiveWebConfig
 
-__all__ = ["Server", "parse_listen_address", "serve"]
-
 log = logging.getLogger(__name__)
 
 MAX_REQUESTS = 40  # in-flight requests before a fast 503 (node_exporter's --web.max-requests)
@@ -70,7 +68,7 @@ class _Protocol(H11Protocol):
 
     edge: Edge
     _raw: asyncio.Transport | None = None  # the socket's transport, while counted in edge.open
-    _deadline: asyncio.TimerHandle | None = None
+    _deadline: asyncio.TimerHandle  # from admit() on; cancelled whenever the headers complete
     _header_bytes = 0
 
     def admit(self, transport: asyncio.Transport) -> bool:
@@ -80,14 +78,14 @@ class _Protocol(H11Protocol):
             return False
         self.edge.open += 1
         self._raw = transport
-        self._arm()
+        self._deadline = self.loop.call_later(self.edge.header_timeout, self._expired)
         return True
 
     def release(self) -> None:
-        self._disarm()
         if self._raw is not None:
             self._raw = None
             self.edge.open -= 1
+            self._deadline.cancel()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         # (uvicorn's own signature narrows BaseTransport to Transport the same way)
@@ -104,7 +102,7 @@ class _Protocol(H11Protocol):
                 return
         super().data_received(data)
         if self.conn.their_state is not h11.IDLE:  # the headers are complete
-            self._disarm()
+            self._deadline.cancel()
 
     def send_400_response(self, msg: str) -> None:
         self.edge.bad_requests += 1
@@ -117,25 +115,15 @@ class _Protocol(H11Protocol):
     def on_response_complete(self) -> None:
         super().on_response_complete()
         if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
-            self._arm()
+            self._header_bytes = 0  # the next request's, under a deadline of its own
+            self._deadline = self.loop.call_later(self.edge.header_timeout, self._expired)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.release()
         if self.transport is not None:  # refused connections never reached uvicorn
             super().connection_lost(exc)
 
-    def _arm(self) -> None:
-        self._disarm()
-        self._header_bytes = 0
-        self._deadline = self.loop.call_later(self.edge.header_timeout, self._expired)
-
-    def _disarm(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
-
     def _expired(self) -> None:
-        self._deadline = None
         if self._raw is not None and not self._raw.is_closing():
             log.debug("event=header_timeout client=%s", self.client)
             self._raw.close()  # under TLS: the socket, whether or not the handshake is done
