@@ -44,10 +44,10 @@ class BasicAuth:
     def check(self, header: str | None) -> bool:
         """True when the header carries a configured user and matching password (a check
         decided while this one queued is answered from the cache)."""
-        known, creds = self.cached(header), _decode(header)
-        if known is not None or creds is None:
-            return bool(known)
-        user, password = creds
+        known = self.cached(header)
+        if known is not None:
+            return known
+        user, password = _decode(header) or ("", b"")  # decodable, or cached() said False
         hashed = self._users.get(user)
         try:
             ok = bcrypt.checkpw(password, hashed or self._dummy) and hashed is not None

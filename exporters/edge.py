@@ -18,7 +18,6 @@ from npumon.exporters.weblive import LiveWebConfig
 
 log = logging.getLogger(__name__)
 
-Scope = MutableMapping[str, Any]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 Header = tuple[bytes, bytes]
 Headers = tuple[Header, ...]
@@ -29,7 +28,6 @@ RENDER_THREADS = 2  # the exposition runs here, off the event loop
 GZIP_LEVEL = 1  # most of level 6's saving at a fraction of its time (bench/RESULTS.md)
 BUSY = b"Too many requests in flight\n"  # the 503's body
 CHALLENGE = (b"www-authenticate", b'Basic realm="npumon", charset="UTF-8"')  # the 401's header
-VARY = (b"vary", b"Accept-Encoding")  # /metrics' body depends on it
 # the project's documentation, the same base as the chart's prometheusRule.runbookBaseUrl
 DOCS_URL = "https://github.com/npumon/npumon/blob/main/"
 
@@ -77,7 +75,7 @@ class EdgeApp:
         self._bcrypt.shutdown(wait=False, cancel_futures=True)
         self._render.shutdown(wait=False, cancel_futures=True)
 
-    async def __call__(self, scope: Scope, receive: Any, send: Send) -> None:
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Send) -> None:
         if scope["type"] != "http":
             return
         path, active = scope["path"], self._web.current()
@@ -136,7 +134,7 @@ class EdgeApp:
             await _send(send, 500, f"scrape failed: {exc!r}\n".encode(), TEXT, *extra)
             return
         coding = [(b"content-encoding", b"gzip")] if zipped else []
-        await _send(send, 200, body, content_type, *extra, *coding, VARY)
+        await _send(send, 200, body, content_type, *extra, *coding, (b"vary", b"Accept-Encoding"))
 
     def _body(self, openmetrics: bool, zipped: bool) -> bytes:
         """The exposition, gzipped once per body (the same object while the snapshot stays)."""

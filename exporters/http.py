@@ -49,8 +49,7 @@ def parse_listen_address(address: str) -> tuple[str, int]:
 
 
 class Edge:
-    """What a server's connections share: the open count under its cap, and the collector of
-    ``npumon_http_bad_requests_total`` for the registry the exposition renders."""
+    """What a server's connections share: the open count under its cap, the bad requests."""
 
     def __init__(self, max_connections: int, header_timeout: float) -> None:
         self.max_connections, self.header_timeout = max_connections, header_timeout

@@ -38,17 +38,19 @@ _BCRYPT = re.compile(r"\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}\Z")
 _UNSUPPORTED = "is valid for exporter-toolkit but not supported by npumon"
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 _FILES = ("cert_file", "key_file", "client_ca_file")
-# What exporter-toolkit knows and npumon cannot honour is refused by name, with the reason: the
-# client_auth_types that ask for a certificate without verifying it (Python's ssl cannot), and
-# keys (inline PEM, cipher and curve settings, rate_limit).
+# What exporter-toolkit knows and npumon cannot honour, refused by name with the reason: the
+# client_auth_types that do not verify the certificate they ask for (Python's ssl cannot), keys.
 _UNVERIFIED = ("RequestClientCert", "RequireAnyClientCert")
-_TLS_INLINE = (
-    "cert key client_ca client_allowed_sans cipher_suites prefer_server_cipher_suites "
-    "curve_preferences"
-).split()
-_REFUSED: dict[tuple[int | str, ...], str] = {
-    ("rate_limit",): "rate-limit in a proxy or with scrape_interval",
-    **{("tls_server_config", k): "use the *_file keys; OpenSSL picks ciphers" for k in _TLS_INLINE},
+_FILES_ONLY = "use the *_file keys; OpenSSL picks ciphers"
+_REFUSED = {
+    "rate_limit": "rate-limit in a proxy or with scrape_interval",
+    "tls_server_config.cert": _FILES_ONLY,
+    "tls_server_config.key": _FILES_ONLY,
+    "tls_server_config.client_ca": _FILES_ONLY,
+    "tls_server_config.client_allowed_sans": _FILES_ONLY,
+    "tls_server_config.cipher_suites": _FILES_ONLY,
+    "tls_server_config.prefer_server_cipher_suites": _FILES_ONLY,
+    "tls_server_config.curve_preferences": _FILES_ONLY,
 }
 
 
@@ -170,8 +172,8 @@ def _problem(error: ErrorDetails, lines: LineOf | None) -> str:
     loc, msg = error["loc"], error["msg"]
     if loc and loc[-1] == "[key]":  # pydantic's marker for a bad mapping key
         loc, msg = loc[:-1], f"not an allowed key: {msg}"
-    elif error["type"] == "extra_forbidden" and loc in _REFUSED:
-        msg = f"{_UNSUPPORTED}; {_REFUSED[loc]}"
+    elif error["type"] == "extra_forbidden" and key_path(loc) in _REFUSED:
+        msg = f"{_UNSUPPORTED}; {_REFUSED[key_path(loc)]}"
     elif error["type"] == "literal_error" and error["input"] in _UNVERIFIED:
         msg = f"{error['input']} {_UNSUPPORTED}; use {' or '.join(get_args(ClientAuth)[1:])}"
     return f"{on_line(lines(loc) if lines else None)}{key_path(loc)}: {msg}"

@@ -7,7 +7,6 @@ import os
 import ssl
 import threading
 from pathlib import Path
-from typing import NamedTuple
 
 from npumon.exporters.auth import BasicAuth
 from npumon.exporters.webconfig import WebConfig, WebConfigError, load_web_config, ssl_context
@@ -25,18 +24,13 @@ def _stamp(path: str | os.PathLike[str]) -> Stamp:
     return st.st_mtime_ns, st.st_size, st.st_ino
 
 
-class Active(NamedTuple):
-    """One loaded web config with what requests need of it."""
+class Active:
+    """One loaded web config with what requests need of it: its basic auth and headers."""
 
-    config: WebConfig
-    auth: BasicAuth | None
-    headers: tuple[tuple[bytes, bytes], ...]
-
-
-def _activate(config: WebConfig) -> Active:
-    users, headers = config.basic_auth_users, config.http_server_config.headers
-    response = tuple((name.lower().encode(), value.encode()) for name, value in headers.items())
-    return Active(config, BasicAuth(users) if users else None, response)
+    def __init__(self, config: WebConfig) -> None:
+        users, headers = config.basic_auth_users, config.http_server_config.headers
+        self.config, self.auth = config, BasicAuth(users) if users else None
+        self.headers = tuple((n.lower().encode(), v.encode()) for n, v in headers.items())
 
 
 class LiveWebConfig:
@@ -52,11 +46,10 @@ class LiveWebConfig:
     def __init__(self, source: WebConfig | str | os.PathLike[str] | None) -> None:
         self._path = None if source is None or isinstance(source, WebConfig) else Path(source)
         self._stamp = None if self._path is None else _stamp(self._path)  # before the read
-        loaded = source if isinstance(source, WebConfig) else WebConfig()
-        self._active: Active | None = _activate(
-            loaded if self._path is None else load_web_config(self._path)
-        )
-        self.tls = self._active.config.tls_server_config is not None
+        fixed = source if isinstance(source, WebConfig) else WebConfig()
+        config = fixed if self._path is None else load_web_config(self._path)
+        self._active: Active | None = Active(config)
+        self.tls = config.tls_server_config is not None
         self._context: tuple[object, ssl.SSLContext | None] = (None, None)
         self._reloading = False  # only the event loop starts reloads; one at a time
 
@@ -71,7 +64,7 @@ class LiveWebConfig:
 
     def _reload(self, path: Path) -> None:
         try:
-            active: Active | None = _activate(load_web_config(path))
+            active: Active | None = Active(load_web_config(path))
             log.info("event=web_config_reloaded file=%s", path)
         except WebConfigError as error:
             active = None
