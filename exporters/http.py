@@ -32,7 +32,7 @@ HEADER_TIMEOUT_SECONDS = 10.0  # from connect (TLS handshake included) or the la
 BACKLOG = 2048  # the kernel's accept queue (the kernel caps it at net.core.somaxconn)
 NOT_TLS = b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
 HTTP_STARTS = (b"GET /", b"HEAD ", b"POST ", b"PUT /", b"OPTIO")  # Go's net/http looksLikeHTTP
-KEEP_ALIVE_SECONDS = 30  # an idle keep-alive connection is closed after this
+KEEP_ALIVE_SECONDS = 30  # uvicorn's idle close; the header deadline closes idle ones first
 SHUTDOWN_SECONDS = 2  # grace for requests in flight at shutdown
 
 
