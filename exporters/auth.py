@@ -1,20 +1,15 @@
-"""HTTP basic auth against bcrypt hashes: one bcrypt at a time, recent results cached."""
+"""HTTP basic auth against bcrypt hashes, recent results cached."""
 
 from __future__ import annotations
 
 import base64
-import binascii
 import functools
 import hashlib
 import secrets
-import threading
 from collections.abc import Mapping
 
 import bcrypt
 
-# One bcrypt at a time in the whole process (as exporter-toolkit): a burst of wrong passwords
-# costs one core at most, and the scrapes whose credentials are cached never wait for it.
-_BCRYPT_LOCK = threading.Lock()
 _MAX_OK = 1024  # valid credentials; failures cannot evict them
 _MAX_FAILED = 256  # recent failures, the oldest dropped first
 
@@ -25,21 +20,16 @@ def _dummy_hash(cost: int) -> bytes:
     return bcrypt.hashpw(secrets.token_bytes(16), bcrypt.gensalt(rounds=cost))
 
 
-def _cost(hashed: bytes) -> int:
-    return int(hashed[4:6])  # $2b$10$...: checked to be bcrypt by the web-config validation
-
-
 class BasicAuth:
     """``cached(header)`` answers from recent results; ``check(header)`` runs bcrypt if needed.
-
     Results are keyed by a SHA-256 of user, password and stored hash (the password itself is
-    never kept). A wrong password is cached too, so a client retrying it costs a lookup. Only
-    ``check`` writes the caches, on the one bcrypt thread; the event loop only looks them up.
-    """
+    never kept); a wrong password is cached too, so a client retrying it costs a lookup. Only
+    ``check`` writes the caches, on the edge's one bcrypt thread; the event loop only reads."""
 
     def __init__(self, users: Mapping[str, str]) -> None:
         self._users = {user: hashed.encode() for user, hashed in users.items()}
-        self._dummy = _dummy_hash(max((_cost(h) for h in self._users.values()), default=10))
+        costs = (int(h[4:6]) for h in self._users.values())  # $2b$10$...: validated as bcrypt
+        self._dummy = _dummy_hash(max(costs, default=10))
         self._ok: set[bytes] = set()
         self._failed: dict[bytes, None] = {}  # oldest first
 
@@ -52,18 +42,17 @@ class BasicAuth:
         return True if key in self._ok else False if key in self._failed else None
 
     def check(self, header: str | None) -> bool:
-        """True when the header carries a configured user and matching password (checks run
-        one at a time, so one decided while this one queued is answered from the cache)."""
-        known, creds = self.cached(header), _decode(header)
-        if known is not None or creds is None:
-            return bool(known)
-        user, password = creds
+        """True when the header carries a configured user and matching password (a check
+        decided while this one queued is answered from the cache)."""
+        known = self.cached(header)
+        if known is not None:
+            return known
+        user, password = _decode(header) or ("", b"")  # decodable, or cached() said False
         hashed = self._users.get(user)
-        with _BCRYPT_LOCK:
-            try:
-                ok = bcrypt.checkpw(password, hashed or self._dummy) and hashed is not None
-            except ValueError:  # e.g. a password over bcrypt's 72 bytes
-                ok = False
+        try:
+            ok = bcrypt.checkpw(password, hashed or self._dummy) and hashed is not None
+        except ValueError:  # e.g. a password over bcrypt's 72 bytes
+            ok = False
         key = self._key(user, password)
         if ok and len(self._ok) < _MAX_OK:
             self._ok.add(key)
@@ -79,19 +68,10 @@ class BasicAuth:
 
 
 def _decode(header: str | None) -> tuple[str, bytes] | None:
-    if not header:
-        return None
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "basic":
-        return None
-    try:
-        raw = base64.b64decode(token.strip(), validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    user, sep, password = raw.partition(b":")
-    if not sep:
-        return None
-    try:
-        return user.decode("utf-8"), password
-    except UnicodeDecodeError:
+    """(user, password) from a well-formed ``Basic`` header, else None."""
+    scheme, _, token = (header or "").partition(" ")
+    try:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        user, sep, password = base64.b64decode(token.strip(), validate=True).partition(b":")
+        return (user.decode("utf-8"), password) if scheme.lower() == "basic" and sep else None
+    except ValueError:
         return None

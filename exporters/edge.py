@@ -18,9 +18,9 @@ from npumon.exporters.weblive import LiveWebConfig
 
 log = logging.getLogger(__name__)
 
-Scope = MutableMapping[str, Any]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-Headers = tuple[tuple[bytes, bytes], ...]
+Header = tuple[bytes, bytes]
+Headers = tuple[Header, ...]
 Exposition = Callable[[bool], bytes]  # OpenMetrics? -> the body
 TEXT = "text/plain; charset=utf-8"
 LIVENESS_PATH = "/-/healthy"  # unauthenticated, says nothing but "OK": for Kubernetes probes
@@ -30,23 +30,18 @@ BUSY = b"Too many requests in flight\n"  # the 503's body
 CHALLENGE = (b"www-authenticate", b'Basic realm="npumon", charset="UTF-8"')  # the 401's header
 # the project's documentation, the same base as the chart's prometheusRule.runbookBaseUrl
 DOCS_URL = "https://github.com/npumon/npumon/blob/main/"
-DOCS = (
-    ("README.md", "README"),
-    ("docs/runbooks.md", "runbooks (one section per alert)"),
-    ("docs/privileges.md", "privileges and limits"),
-)
 
 
 def gzip_wanted(accept_encoding: str) -> bool:
     """True when gzip (or ``*``) is listed with a q-value above 0 (``gzip;q=0`` refuses it)."""
     weights: dict[str, float] = {}
-    for item in accept_encoding.split(","):
+    for item in accept_encoding.lower().split(","):
         coding, *params = (part.strip() for part in item.split(";"))
-        qs = [v for n, _, v in (p.partition("=") for p in params) if n.strip().lower() == "q"]
+        qs = [v for n, _, v in (p.partition("=") for p in params) if n.strip() == "q"] or ["1"]
         try:
-            weights[coding.lower()] = float(qs[-1]) if qs else 1.0
+            weights[coding] = float(qs[-1])
         except ValueError:  # a q-value that is not a number refuses the coding
-            weights[coding.lower()] = 0.0
+            weights[coding] = 0.0
     return weights.get("gzip", weights.get("*", 0.0)) > 0
 
 
@@ -67,9 +62,12 @@ class EdgeApp:
         version: str,
     ) -> None:
         self._exposition, self._web, self._max = exposition, web, max_requests
-        self._healthy, self._latest, self._version = healthy, latest, version
+        self._healthy, self._version = healthy, version
+        self._latest = latest or (lambda: EMPTY_SNAPSHOT)
         self._in_flight = 0  # the semaphore: only the event loop thread counts
         self._zipped: dict[bool, tuple[bytes, bytes]] = {}  # per format: a body and its gzip
+        # One bcrypt at a time (as exporter-toolkit): a burst of wrong passwords costs one core
+        # at most, and the scrapes whose credentials are cached never wait for it.
         self._bcrypt = ThreadPoolExecutor(1, thread_name_prefix="npumon-bcrypt")
         self._render = ThreadPoolExecutor(RENDER_THREADS, thread_name_prefix="npumon-render")
 
@@ -77,43 +75,38 @@ class EdgeApp:
         self._bcrypt.shutdown(wait=False, cancel_futures=True)
         self._render.shutdown(wait=False, cancel_futures=True)
 
-    async def __call__(self, scope: Scope, receive: Any, send: Send) -> None:
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Send) -> None:
         if scope["type"] != "http":
             return
-        if scope["method"] not in ("GET", "HEAD"):
-            await _send(send, 405, b"Method Not Allowed\n", TEXT, (), [(b"allow", b"GET, HEAD")])
-            return
-        path = scope["path"]
-        if path == LIVENESS_PATH:
-            await _send(send, 200, b"OK\n", TEXT, ())
-            return
-        active = self._web.current()
-        if active is None:  # the web config file is broken: fail closed (exporter-toolkit too)
-            await _send(send, 500, b"Internal Server Error\n", TEXT, ())
-            return
+        path, active = scope["path"], self._web.current()
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        extra = active.headers
-        if active.auth is not None and not await self._authorized(
+        if scope["method"] not in ("GET", "HEAD"):
+            await _send(send, 405, b"Method Not Allowed\n", TEXT, (b"allow", b"GET, HEAD"))
+        elif path == LIVENESS_PATH:
+            await _send(send, 200, b"OK\n", TEXT)
+        elif active is None:  # the web config file is broken: fail closed (exporter-toolkit too)
+            await _send(send, 500, b"Internal Server Error\n", TEXT)
+        elif active.auth is not None and not await self._authorized(
             active.auth, headers.get("authorization"), receive
         ):
-            await _send(send, 401, b"Unauthorized\n", TEXT, extra, [CHALLENGE])
+            await _send(send, 401, b"Unauthorized\n", TEXT, *active.headers, CHALLENGE)
+        elif path == "/metrics" and self._in_flight >= self._max:
+            await _send(send, 503, BUSY, TEXT, *active.headers)
         elif path == "/metrics":
-            if self._in_flight >= self._max:
-                await _send(send, 503, BUSY, TEXT, extra)
-                return
             self._in_flight += 1
             try:
-                await self._metrics(send, headers, extra)
+                await self._metrics(send, headers, active.headers)
             finally:
                 self._in_flight -= 1
         elif path == "/healthz":
-            ok, reason = self._health()
-            text = "ok\n" if ok else f"unhealthy: {reason}\n"
-            await _send(send, 200 if ok else 503, text.encode(), TEXT, extra)
+            reason = self._unhealthy()
+            text = f"unhealthy: {reason}\n" if reason else "ok\n"
+            await _send(send, 503 if reason else 200, text.encode(), TEXT, *active.headers)
         elif path == "/":
-            await _send(send, 200, self._landing().encode(), "text/html; charset=utf-8", extra)
+            page = self._landing().encode()
+            await _send(send, 200, page, "text/html; charset=utf-8", *active.headers)
         else:
-            await _send(send, 404, b"Not Found: try /metrics\n", TEXT, extra)
+            await _send(send, 404, b"Not Found: try /metrics\n", TEXT, *active.headers)
 
     async def _authorized(self, auth: BasicAuth, header: str | None, receive: Any) -> bool:
         """Cached, or a bcrypt check queued for the one bcrypt thread; dropped from the queue
@@ -138,14 +131,13 @@ class EdgeApp:
             )
         except Exception as exc:  # a collector outside NpuCollector's boundaries: visible 500
             log.error("event=scrape_failed error=%r", exc, exc_info=exc)
-            await _send(send, 500, f"scrape failed: {exc!r}\n".encode(), TEXT, extra)
+            await _send(send, 500, f"scrape failed: {exc!r}\n".encode(), TEXT, *extra)
             return
-        more = [(b"content-encoding", b"gzip")] if zipped else []
-        await _send(send, 200, body, content_type, extra, more + [(b"vary", b"Accept-Encoding")])
+        coding = [(b"content-encoding", b"gzip")] if zipped else []
+        await _send(send, 200, body, content_type, *extra, *coding, (b"vary", b"Accept-Encoding"))
 
     def _body(self, openmetrics: bool, zipped: bool) -> bytes:
-        """The exposition, gzipped once per body it returns (the same object while the
-        snapshot is unchanged)."""
+        """The exposition, gzipped once per body (the same object while the snapshot stays)."""
         body = self._exposition(openmetrics)
         if not zipped:
             return body
@@ -154,22 +146,19 @@ class EdgeApp:
             kept = self._zipped[openmetrics] = (body, gzip.compress(body, GZIP_LEVEL))
         return kept[1]
 
-    def _health(self) -> tuple[bool, str]:
+    def _unhealthy(self) -> str:
+        """Why the node is not healthy; empty when it is."""
         try:
-            ok = bool(self._healthy())
+            if self._healthy():
+                return ""
         except Exception as exc:  # a broken health callback is an unhealthy answer, not a 500
-            return False, f"health check failed: {exc!r}"
-        if ok:
-            return True, ""
-        down = [f"{s.source} down: {s.last_error}" for s in self._snapshot().sources if not s.up]
-        return False, "; ".join(down) or "no source has run yet"
-
-    def _snapshot(self) -> NodeSnapshot:
-        return EMPTY_SNAPSHOT if self._latest is None else self._latest()
+            return f"health check failed: {exc!r}"
+        down = [f"{s.source} down: {s.last_error}" for s in self._latest().sources if not s.up]
+        return "; ".join(down) or "no source has run yet"
 
     def _landing(self) -> str:
         """Version, the node's npu-smi and driver, each source as itself, the links."""
-        snap, (ok, _) = self._snapshot(), self._health()
+        snap, ok = self._latest(), not self._unhealthy()
         rows = "".join(
             f"<tr><td>{_e(s.source)}</td><td>{'up' if s.up else 'down'}</td>"
             f"<td>{html.escape(s.last_error or '')}</td></tr>"
@@ -184,9 +173,9 @@ class EdgeApp:
             f"{rows or '<tr><td colspan=3>no source has run yet</td></tr>'}</table><ul>"
             '<li><a href="metrics">/metrics</a></li><li><a href="healthz">/healthz</a></li>'
             '<li><a href="-/healthy">/-/healthy</a> (liveness, no auth)</li></ul>'
-            "<p>Documentation: "
-            + ", ".join(f'<a href="{DOCS_URL}{path}">{name}</a>' for path, name in DOCS)
-            + "</p></body></html>\n"
+            f'<p>Documentation: <a href="{DOCS_URL}README.md">README</a>, '
+            f'<a href="{DOCS_URL}docs/runbooks.md">runbooks (one section per alert)</a>, '
+            f'<a href="{DOCS_URL}docs/privileges.md">privileges and limits</a></p></body></html>\n'
         )
 
 
@@ -199,19 +188,7 @@ def _e(text: str | None) -> str:
     return html.escape(text or "unknown")
 
 
-async def _send(
-    send: Send,
-    status: int,
-    body: bytes,
-    content_type: str,
-    extra: Headers,
-    more: list[tuple[bytes, bytes]] | None = None,
-) -> None:
-    headers = [
-        (b"content-type", content_type.encode()),
-        (b"content-length", str(len(body)).encode()),
-        *extra,
-        *(more or []),
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
+async def _send(send: Send, status: int, body: bytes, content_type: str, *headers: Header) -> None:
+    start = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": start + [*headers]})
     await send({"type": "http.response.body", "body": body})

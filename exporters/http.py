@@ -23,22 +23,16 @@ from npumon.exporters.edge import EdgeApp, Exposition
 from npumon.exporters.webconfig import WebConfig
 from npumon.exporters.weblive import LiveWebConfig
 
-__all__ = ["Server", "parse_listen_address", "serve"]
-
 log = logging.getLogger(__name__)
 
 MAX_REQUESTS = 40  # in-flight requests before a fast 503 (node_exporter's --web.max-requests)
 MAX_CONNECTIONS = 1024  # open connections; the next one is closed at once (docs/privileges.md)
-MAX_HEADER_BYTES = 64 * 1024  # request line + headers; above it: 431 and the connection closed
+MAX_HEADER_BYTES = 64 * 1024  # request line + headers; above it: 400 and the connection closed
 HEADER_TIMEOUT_SECONDS = 10.0  # from connect (TLS handshake included) or the last response
 BACKLOG = 2048  # the kernel's accept queue (the kernel caps it at net.core.somaxconn)
-TOO_LARGE = (
-    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\n"
-    b"connection: close\r\n\r\n"
-)
 NOT_TLS = b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
 HTTP_STARTS = (b"GET /", b"HEAD ", b"POST ", b"PUT /", b"OPTIO")  # Go's net/http looksLikeHTTP
-KEEP_ALIVE_SECONDS = 30  # an idle keep-alive connection is closed after this
+KEEP_ALIVE_SECONDS = 30  # uvicorn's idle close; the header deadline closes idle ones first
 SHUTDOWN_SECONDS = 2  # grace for requests in flight at shutdown
 
 
@@ -55,8 +49,7 @@ def parse_listen_address(address: str) -> tuple[str, int]:
 
 
 class Edge:
-    """What a server's connections share: the open count under its cap, and the collector of
-    ``npumon_http_bad_requests_total`` for the registry the exposition renders."""
+    """What a server's connections share: the open count under its cap, the bad requests."""
 
     def __init__(self, max_connections: int, header_timeout: float) -> None:
         self.max_connections, self.header_timeout = max_connections, header_timeout
@@ -68,48 +61,47 @@ class Edge:
 
 
 class _Protocol(H11Protocol):
-    """uvicorn's h11 protocol plus what it lacks: the connection cap; a header deadline (the
-    headers complete ``header_timeout`` s after connect, or after the last response, however
-    slowly they come); malformed requests counted and logged at debug, never a traceback."""
+    """uvicorn's h11 protocol plus what it lacks: the connection cap; a header deadline (the TLS
+    handshake and the headers complete ``header_timeout`` s after connect, or after the last
+    response, however slowly they come); malformed requests counted and logged at debug."""
 
     edge: Edge
-    connected_at: float | None = None  # while counted in edge.open
-    _deadline: asyncio.TimerHandle | None = None
+    _raw: asyncio.Transport | None = None  # the socket's transport, while counted in edge.open
+    _deadline: asyncio.TimerHandle  # from admit() on; cancelled whenever the headers complete
     _header_bytes = 0
 
     def admit(self, transport: asyncio.Transport) -> bool:
-        """Count the connection in, or close it at once when the cap is reached."""
+        """Count the connection in and start its deadline, or close it at once at the cap."""
         if self.edge.open >= self.edge.max_connections:
             transport.abort()
             return False
         self.edge.open += 1
-        self.connected_at = self.loop.time()
+        self._raw = transport
+        self._deadline = self.loop.call_later(self.edge.header_timeout, self._expired)
         return True
 
     def release(self) -> None:
-        if self.connected_at is not None:
-            self.connected_at = None
+        if self._raw is not None:
+            self._raw = None
             self.edge.open -= 1
+            self._deadline.cancel()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         # (uvicorn's own signature narrows BaseTransport to Transport the same way)
-        if self.connected_at is None and not self.admit(transport):
-            return
-        super().connection_made(transport)
-        self._arm(self.connected_at or 0.0)
+        if self._raw is not None or self.admit(transport):  # the TLS front admitted it before
+            super().connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
         if self.conn.their_state is h11.IDLE:
-            # h11 checks its limit only while a request is incomplete, not on one big read.
+            # h11 checks its limit only while a request is incomplete, not on one big read;
+            # above it, the 400 that uvicorn sends when h11's limit is hit.
             self._header_bytes += len(data)
             if self._header_bytes > MAX_HEADER_BYTES:
-                self._disarm()
-                self.transport.write(TOO_LARGE)
-                self.transport.close()
+                self.send_400_response("Request header fields too large")
                 return
         super().data_received(data)
         if self.conn.their_state is not h11.IDLE:  # the headers are complete
-            self._disarm()
+            self._deadline.cancel()
 
     def send_400_response(self, msg: str) -> None:
         self.edge.bad_requests += 1
@@ -122,42 +114,30 @@ class _Protocol(H11Protocol):
     def on_response_complete(self) -> None:
         super().on_response_complete()
         if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
-            self._arm(self.loop.time())
+            self._header_bytes = 0  # the next request's, under a deadline of its own
+            self._deadline = self.loop.call_later(self.edge.header_timeout, self._expired)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.release()
         if self.transport is not None:  # refused connections never reached uvicorn
-            self.release()
-            self._disarm()
             super().connection_lost(exc)
 
-    def _arm(self, since: float) -> None:
-        self._disarm()
-        self._header_bytes = 0
-        self._deadline = self.loop.call_at(since + self.edge.header_timeout, self._expired)
-
-    def _disarm(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
-
     def _expired(self) -> None:
-        self._deadline = None
-        if not self.transport.is_closing():
+        if self._raw is not None and not self._raw.is_closing():
             log.debug("event=header_timeout client=%s", self.client)
-            self.transport.close()
+            self._raw.close()  # under TLS: the socket, whether or not the handshake is done
 
 
 class _TLSFront(asyncio.Protocol):
     """A TLS connection until its ClientHello: plain HTTP gets a 400 with a hint (as from Go's
-    net/http), and the handshake shares the header deadline that starts at connect."""
+    net/http); the app protocol admits the connection, so its deadline covers the handshake."""
 
     def __init__(self, app: _Protocol, web: LiveWebConfig) -> None:
         self._app, self._web, self._head = app, web, b""
 
     def connection_made(self, transport: Any) -> None:  # a selector socket transport
-        self._raw, app = transport, self._app
-        if app.admit(transport):
-            app.loop.call_at(app.loop.time() + app.edge.header_timeout, self._expired)
+        self._raw = transport
+        self._app.admit(transport)
 
     def data_received(self, data: bytes) -> None:
         self._head += data
@@ -166,22 +146,17 @@ class _TLSFront(asyncio.Protocol):
                 self._raw.write(NOT_TLS if self._head[:5] in HTTP_STARTS else b"")
                 self._raw.close()
             return
-        app, loop, context = self._app, self._app.loop, self._web.tls_context()
+        context = self._web.tls_context()
         if context is None:  # TLS is off in the config in force, or its files do not load
             self._raw.close()
             return
-        waiter = loop.create_future()
+        waiter = self._app.loop.create_future()
         waiter.add_done_callback(self._handshake_done)
-        left = max((app.connected_at or 0.0) + app.edge.header_timeout - loop.time(), 1e-3)
-        tls = SSLProtocol(loop, app, context, waiter, True, ssl_handshake_timeout=left)  # type: ignore[arg-type]
+        tls = SSLProtocol(self._app.loop, self._app, context, waiter, True)
         self._raw.set_protocol(tls)
         tls.connection_made(self._raw)
         tls.get_buffer(len(self._head))[: len(self._head)] = self._head
         tls.buffer_updated(len(self._head))
-
-    def _expired(self) -> None:
-        if self._raw.get_protocol() is self:  # still before the handshake
-            self._raw.close()
 
     def _handshake_done(self, waiter: asyncio.Future[None]) -> None:
         if waiter.cancelled() or waiter.exception() or self._app.transport is None:
@@ -258,31 +233,23 @@ def serve(
     max_connections: int = MAX_CONNECTIONS,
     header_timeout: float = HEADER_TIMEOUT_SECONDS,
 ) -> Server:
-    """Start serving in a background thread and return once the socket listens.
-
-    ``web_config``: a web-config.yml path (re-read when it changes, WebConfigError when broken),
-    a loaded WebConfig or None (plain HTTP, no auth); ``registry``, the one the exposition
-    renders, gets the edge's counter. The rest is EdgeApp's.
-    """
+    """Serve in a background thread; return once the socket listens. ``web_config`` is
+    LiveWebConfig's source; ``registry`` (the exposition's) gets the edge's counter; the rest is
+    EdgeApp's."""
     web = LiveWebConfig(web_config)
     app = EdgeApp(exposition, web, max_requests, healthy=healthy, latest=latest, version=version)
     edge = Edge(max_connections, header_timeout)
     if registry is not None:
         registry.register(edge)
     plain = type("NpumonProtocol", (_Protocol,), {"edge": edge})
-
-    def tls(**uvicorn_args: Any) -> asyncio.Protocol:
-        return _TLSFront(plain(**uvicorn_args), web)
-
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         # uvicorn warns once per malformed or oversized request: a log flood under attack.
         logging.getLogger(name).setLevel(logging.ERROR)
     config = uvicorn.Config(
         app,
-        http=tls if web.tls else plain,  # type: ignore[arg-type]  # any protocol factory
+        http=(lambda **kw: _TLSFront(plain(**kw), web)) if web.tls else plain,  # type: ignore[arg-type]
         ws="none",
         lifespan="off",
-        interface="asgi3",
         log_config=None,
         access_log=False,
         proxy_headers=False,

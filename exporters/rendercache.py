@@ -14,12 +14,9 @@ Families = Callable[[bool], bytes]  # OpenMetrics? -> npumon's families, without
 
 class Exposition:
     """``exposition(openmetrics)``: npumon's families, then the registry's (the reload outcome,
-    process_*, python_*), with OpenMetrics' ``# EOF``.
-
-    ``identity()`` names what the body is rendered from (a new snapshot or reload is a new
-    object, compared with ``is``): the body is kept per format until it changes. Renders are one
-    at a time, so scrapes that arrive while a snapshot renders wait for that render and reuse it.
-    """
+    process_*, python_*), with OpenMetrics' ``# EOF``; kept per format until ``identity()`` (a
+    new snapshot or reload is a new object) changes. Renders are one at a time, so scrapes that
+    arrive while a snapshot renders wait for that render and reuse it."""
 
     def __init__(
         self, families: Families, registry: CollectorRegistry, identity: Callable[[], object]

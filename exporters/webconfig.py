@@ -6,20 +6,15 @@ import os
 import re
 import ssl
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 
 from npumon.daemon.yamlfile import LineOf, YamlFileError, key_path, load_yaml, on_line
 
 TLSVersion = Literal["TLS10", "TLS11", "TLS12", "TLS13"]
-ClientAuth = Literal[
-    "NoClientCert",
-    "RequestClientCert",
-    "RequireAnyClientCert",
-    "VerifyClientCertIfGiven",
-    "RequireAndVerifyClientCert",
-]
+ClientAuth = Literal["NoClientCert", "VerifyClientCertIfGiven", "RequireAndVerifyClientCert"]
 Header = Literal[
     "Content-Security-Policy",
     "X-Frame-Options",
@@ -42,14 +37,28 @@ _VERIFY_MODES = {
 _BCRYPT = re.compile(r"\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}\Z")
 _UNSUPPORTED = "is valid for exporter-toolkit but not supported by npumon"
 _STRICT = ConfigDict(extra="forbid", frozen=True)
+_FILES = ("cert_file", "key_file", "client_ca_file")
+# What exporter-toolkit knows and npumon cannot honour, refused by name with the reason: the
+# client_auth_types that do not verify the certificate they ask for (Python's ssl cannot), keys.
+_UNVERIFIED = ("RequestClientCert", "RequireAnyClientCert")
+_FILES_ONLY = "use the *_file keys; OpenSSL picks ciphers"
+_REFUSED = {
+    "rate_limit": "rate-limit in a proxy or with scrape_interval",
+    "tls_server_config.cert": _FILES_ONLY,
+    "tls_server_config.key": _FILES_ONLY,
+    "tls_server_config.client_ca": _FILES_ONLY,
+    "tls_server_config.client_allowed_sans": _FILES_ONLY,
+    "tls_server_config.cipher_suites": _FILES_ONLY,
+    "tls_server_config.prefer_server_cipher_suites": _FILES_ONLY,
+    "tls_server_config.curve_preferences": _FILES_ONLY,
+}
 
 
 class WebConfigError(ValueError):
     """Every problem of a web-config file at once, each as 'dotted.path: message'."""
 
     def __init__(self, source: str, problems: list[str]) -> None:
-        self.source = source
-        self.problems = problems
+        self.source, self.problems = source, problems
         super().__init__(f"{source}: " + "; ".join(problems))
 
 
@@ -59,17 +68,14 @@ def _bcrypt_hash(value: str) -> str:
     return value
 
 
-def _files_only(value: Any) -> Any:
-    raise ValueError(f"{_UNSUPPORTED} (use the *_file keys; OpenSSL picks ciphers)")
+def _user(name: str) -> str:
+    if not name or ":" in name:
+        raise ValueError("a user name must be non-empty and without ':'")
+    return name
 
 
-def _no_rate_limit(value: Any) -> Any:
-    raise ValueError(f"{_UNSUPPORTED}; rate-limit in a proxy or with scrape_interval")
-
-
-# Known exporter-toolkit keys npumon cannot honour: refused by name, never ignored silently.
-_FilesOnly = Annotated[Any, AfterValidator(_files_only)]
-_NoRateLimit = Annotated[Any, AfterValidator(_no_rate_limit)]
+_User = Annotated[str, AfterValidator(_user)]
+_BcryptHash = Annotated[str, AfterValidator(_bcrypt_hash)]
 
 
 class TLSServerConfig(BaseModel):
@@ -82,21 +88,6 @@ class TLSServerConfig(BaseModel):
     client_ca_file: str | None = None
     min_version: TLSVersion = "TLS12"
     max_version: TLSVersion = "TLS13"
-    cert: _FilesOnly = None
-    key: _FilesOnly = None
-    client_ca: _FilesOnly = None
-    client_allowed_sans: _FilesOnly = None
-    cipher_suites: _FilesOnly = None
-    prefer_server_cipher_suites: _FilesOnly = None
-    curve_preferences: _FilesOnly = None
-
-    @field_validator("client_auth_type")
-    @classmethod
-    def _verifiable(cls, value: str) -> str:
-        if value not in _VERIFY_MODES:
-            # Python's ssl cannot ask for a client certificate without verifying it.
-            raise ValueError(f"{value} {_UNSUPPORTED}; use {' or '.join(list(_VERIFY_MODES)[1:])}")
-        return value
 
 
 class HTTPServerConfig(BaseModel):
@@ -124,25 +115,12 @@ class WebConfig(BaseModel):
     model_config = _STRICT
     tls_server_config: TLSServerConfig | None = None
     http_server_config: HTTPServerConfig = Field(default_factory=HTTPServerConfig)
-    basic_auth_users: dict[str, Annotated[str, AfterValidator(_bcrypt_hash)]] = Field(
-        default_factory=dict
-    )
-    rate_limit: _NoRateLimit = None
-
-    @field_validator("basic_auth_users")
-    @classmethod
-    def _usernames(cls, users: dict[str, str]) -> dict[str, str]:
-        bad = [u for u in users if not u or ":" in u]
-        if bad:
-            raise ValueError(f"user names must be non-empty and without ':' ({len(bad)} are not)")
-        return users
+    basic_auth_users: dict[_User, _BcryptHash] = Field(default_factory=dict)
 
 
 def load_web_config(path: str | os.PathLike[str]) -> WebConfig:
-    """Read and validate a web-config file; relative file names are relative to its folder.
-
-    Raises WebConfigError listing every problem (schema, missing files, unloadable certs).
-    """
+    """Read and validate a web-config file (file names relative to its folder), or raise
+    WebConfigError listing every problem: schema, missing files, unloadable certificates."""
     try:
         document = load_yaml(Path(path))
     except YamlFileError as exc:
@@ -158,34 +136,12 @@ def parse_web_config(
     try:
         config = WebConfig.model_validate({} if data is None else data)
     except ValidationError as exc:
-        problems = [_problem(e["loc"], e["msg"], lines) for e in exc.errors()]
-        raise WebConfigError(source, problems) from None
+        raise WebConfigError(source, [_problem(e, lines) for e in exc.errors()]) from None
     tls = config.tls_server_config
     if tls is None:
         return config
-    tls = _resolve(tls, base)
-    problems = _tls_problems(tls)
-    if problems:
-        raise WebConfigError(source, problems)
-    return config.model_copy(update={"tls_server_config": tls})
-
-
-def _problem(loc: tuple[int | str, ...], msg: str, lines: LineOf | None) -> str:
-    """``line 3: basic_auth_users.alice: message``; pydantic's messages hold no input value."""
-    if loc and loc[-1] == "[key]":  # pydantic's marker for a bad mapping key
-        loc, msg = loc[:-1], f"not an allowed key: {msg}"
-    return f"{on_line(lines(loc) if lines else None)}{key_path(loc)}: {msg}"
-
-
-def _resolve(tls: TLSServerConfig, base: Path) -> TLSServerConfig:
-    names = ("cert_file", "key_file", "client_ca_file")
-    update = {n: str(base / v) for n in names if (v := getattr(tls, n)) is not None}
-    return tls.model_copy(update=update)
-
-
-def _tls_problems(tls: TLSServerConfig) -> list[str]:
-    where = "tls_server_config"
-    problems = []
+    tls = tls.model_copy(update={n: str(base / v) for n in _FILES if (v := getattr(tls, n))})
+    where, problems = "tls_server_config", []
     if tls.client_auth_type != "NoClientCert" and tls.client_ca_file is None:
         problems.append(f"{where}.client_ca_file: required when client_auth_type verifies certs")
     if tls.client_auth_type == "NoClientCert" and tls.client_ca_file is not None:
@@ -197,7 +153,7 @@ def _tls_problems(tls: TLSServerConfig) -> list[str]:
         )
     if _TLS_VERSIONS[tls.min_version] > _TLS_VERSIONS[tls.max_version]:
         problems.append(f"{where}.min_version: {tls.min_version} is above max_version")
-    for name in ("cert_file", "key_file", "client_ca_file"):
+    for name in _FILES:
         file = getattr(tls, name)
         if file is not None and not os.access(file, os.R_OK):
             problems.append(f"{where}.{name}: cannot read the file it names")
@@ -206,7 +162,21 @@ def _tls_problems(tls: TLSServerConfig) -> list[str]:
             ssl_context(tls)
         except (ssl.SSLError, OSError) as exc:
             problems.append(f"{where}: cannot load the certificate, key or CA: {exc}")
-    return problems
+    if problems:
+        raise WebConfigError(source, problems)
+    return config.model_copy(update={"tls_server_config": tls})
+
+
+def _problem(error: ErrorDetails, lines: LineOf | None) -> str:
+    """``line 3: basic_auth_users.alice: message``; pydantic's messages hold no input value."""
+    loc, msg = error["loc"], error["msg"]
+    if loc and loc[-1] == "[key]":  # pydantic's marker for a bad mapping key
+        loc, msg = loc[:-1], f"not an allowed key: {msg}"
+    elif error["type"] == "extra_forbidden" and key_path(loc) in _REFUSED:
+        msg = f"{_UNSUPPORTED}; {_REFUSED[key_path(loc)]}"
+    elif error["type"] == "literal_error" and error["input"] in _UNVERIFIED:
+        msg = f"{error['input']} {_UNSUPPORTED}; use {' or '.join(get_args(ClientAuth)[1:])}"
+    return f"{on_line(lines(loc) if lines else None)}{key_path(loc)}: {msg}"
 
 
 def ssl_context(tls: TLSServerConfig) -> ssl.SSLContext:

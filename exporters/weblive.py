@@ -6,7 +6,6 @@ import logging
 import os
 import ssl
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 from npumon.exporters.auth import BasicAuth
@@ -25,45 +24,32 @@ def _stamp(path: str | os.PathLike[str]) -> Stamp:
     return st.st_mtime_ns, st.st_size, st.st_ino
 
 
-@dataclass(frozen=True)
 class Active:
-    """One loaded web config with what requests need of it."""
+    """One loaded web config with what requests need of it: its basic auth and headers."""
 
-    config: WebConfig
-    auth: BasicAuth | None
-    headers: tuple[tuple[bytes, bytes], ...]
-
-
-def _activate(config: WebConfig) -> Active:
-    auth = BasicAuth(config.basic_auth_users) if config.basic_auth_users else None
-    headers = tuple(
-        (name.lower().encode(), value.encode())
-        for name, value in config.http_server_config.headers.items()
-    )
-    return Active(config, auth, headers)
+    def __init__(self, config: WebConfig) -> None:
+        users, headers = config.basic_auth_users, config.http_server_config.headers
+        self.config, self.auth = config, BasicAuth(users) if users else None
+        self.headers = tuple((n.lower().encode(), v.encode()) for n, v in headers.items())
 
 
 class LiveWebConfig:
-    """``current()`` is the config in force, or None while the file is broken (answer 500, as
+    """The web config from ``source``: a web-config.yml path (re-read when it changes,
+    WebConfigError at start when broken), a loaded WebConfig (fixed) or None (plain HTTP).
+
+    ``current()`` is the config in force, or None while the file is broken (answer 500, as
     exporter-toolkit does). The file is stat()ed per request; when it changed, a thread re-reads
     it (a user's bcrypt cost makes that up to seconds) and the old config serves until then.
-
-    TLS is on or off from the start; ``tls_context()`` gives each new TLS connection the
-    certificate, key, CA and settings in force, re-read after any of their files changed.
-    """
+    TLS is on or off from the start; ``tls_context()`` gives each new TLS connection the files
+    and settings in force, re-read after any of them changed."""
 
     def __init__(self, source: WebConfig | str | os.PathLike[str] | None) -> None:
-        """``source``: a web-config.yml path (re-read when it changes), a loaded WebConfig
-        (fixed) or None (plain HTTP, no auth)."""
         self._path = None if source is None or isinstance(source, WebConfig) else Path(source)
-        self._stamp: Stamp = None
-        self._active: Active | None = _activate(
-            source if isinstance(source, WebConfig) else WebConfig()
-        )
-        if self._path is not None:
-            self._stamp = _stamp(self._path)
-            self._active = _activate(load_web_config(self._path))  # raises when broken
-        self.tls = self._active.config.tls_server_config is not None
+        self._stamp = None if self._path is None else _stamp(self._path)  # before the read
+        fixed = source if isinstance(source, WebConfig) else WebConfig()
+        config = fixed if self._path is None else load_web_config(self._path)
+        self._active: Active | None = Active(config)
+        self.tls = config.tls_server_config is not None
         self._context: tuple[object, ssl.SSLContext | None] = (None, None)
         self._reloading = False  # only the event loop starts reloads; one at a time
 
@@ -73,15 +59,12 @@ class LiveWebConfig:
             stamp = _stamp(self._path)
             if stamp != self._stamp:
                 self._stamp, self._reloading = stamp, True
-                name = "npumon-web-config"
-                threading.Thread(
-                    target=self._reload, args=(self._path,), name=name, daemon=True
-                ).start()
+                threading.Thread(target=self._reload, args=(self._path,), daemon=True).start()
         return self._active
 
     def _reload(self, path: Path) -> None:
         try:
-            active: Active | None = _activate(load_web_config(path))
+            active: Active | None = Active(load_web_config(path))
             log.info("event=web_config_reloaded file=%s", path)
         except WebConfigError as error:
             active = None

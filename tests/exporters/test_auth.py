@@ -3,6 +3,7 @@ as much as known ones, and only the liveness path is open."""
 
 from __future__ import annotations
 
+import base64
 import threading
 import time
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ import pytest
 from edge_helpers import auth, exposition, get, raw_connection
 
 from npumon.exporters import auth as auth_module
+from npumon.exporters.auth import BasicAuth
 from npumon.exporters.http import Server, serve
 from npumon.exporters.webconfig import parse_web_config
 
@@ -113,3 +115,21 @@ def test_checks_of_departed_clients_are_dropped_from_the_queue(
 
 def _header(password: str) -> str:
     return "Authorization: " + auth("prom", password)["Authorization"]
+
+
+def _basic(raw: bytes) -> str:
+    return "Basic " + base64.b64encode(raw).decode()
+
+
+@pytest.mark.parametrize(
+    "header",
+    [None, "", "Bearer x", "Basic !!", "Basic YTp", _basic(b"no-colon"), _basic(b"\xff:pw")],
+)
+def test_a_malformed_header_is_refused_without_bcrypt(
+    header: str | None, checkpw: _CountingCheckpw
+) -> None:
+    hashed = bcrypt.hashpw(b"pw", bcrypt.gensalt(rounds=4)).decode()
+    basic = BasicAuth({"a": hashed, "\ufffd": hashed})
+    assert basic.cached(header) is False and basic.check(header) is False
+    assert checkpw.hashes == []
+    assert basic.check("basic" + _basic(b"a:pw")[5:])  # the scheme in any case

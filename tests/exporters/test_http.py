@@ -227,6 +227,40 @@ def test_slow_headers_are_cut_at_the_deadline() -> None:
         server.shutdown()
 
 
+def _answer(sock: socket.socket) -> bytes:
+    """Read one /healthz response (headers and its "ok" body) from a raw connection."""
+    sock.settimeout(10.0)
+    data = b""
+    while not data.endswith(b"\r\n\r\nok\n"):
+        chunk = sock.recv(4096)
+        assert chunk, f"closed after {data!r}"
+        data += chunk
+    return data
+
+
+def test_the_header_deadline_restarts_after_each_response() -> None:
+    server = serve(_exposition(), "127.0.0.1:0", None, lambda: True, header_timeout=1.0)
+    request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    sock = raw_connection(server)
+    try:
+        sock.settimeout(0.6)
+        with pytest.raises(TimeoutError):  # no request yet, still open 0.6 s after connect
+            sock.recv(1)
+        sock.sendall(request)
+        assert _answer(sock).startswith(b"HTTP/1.1 200")
+        sock.settimeout(0.7)
+        with pytest.raises(TimeoutError):  # 1.3 s after connect, but 0.7 s after the response
+            sock.recv(1)
+        sock.sendall(request)
+        assert _answer(sock).startswith(b"HTTP/1.1 200")
+        started = time.monotonic()
+        assert sock.recv(1) == b""  # idle: closed at the deadline from this response
+        assert 0.5 < time.monotonic() - started < 3.0
+    finally:
+        sock.close()
+        server.shutdown()
+
+
 def test_connections_cost_no_thread_each_and_scrapes_still_answer(plain: Server) -> None:
     threads_before = threading.active_count()
     parked = [raw_connection(plain, b"GET /metrics HTTP/1.1\r\n") for _ in range(200)]

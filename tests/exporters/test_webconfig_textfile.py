@@ -71,6 +71,37 @@ def test_every_problem_is_listed_with_its_path(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("rate_limit: {interval: 1s}\n", "rate_limit: is valid for exporter-toolkit but not"),
+        ("tls_server_config: {cert: x}\n", "tls_server_config.cert: is valid for exporter-"),
+        (
+            "tls_server_config: {client_auth_type: RequireAnyClientCert}\n",
+            "RequireAnyClientCert is valid for exporter-toolkit but not supported by npumon; use",
+        ),
+    ],
+)
+def test_what_exporter_toolkit_knows_and_npumon_cannot_do_is_refused_by_name(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    path = tmp_path / "web.yml"
+    path.write_text(text)
+    with pytest.raises(WebConfigError) as caught:
+        load_web_config(path)
+    assert any(p.startswith("line 1: ") and problem in p for p in caught.value.problems)
+
+
+def test_a_user_name_with_a_colon_is_refused_on_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "web.yml"
+    path.write_text(f"basic_auth_users:\n  ok: '{HASH}'\n  'a:b': '{HASH}'\n  '': '{HASH}'\n")
+    with pytest.raises(WebConfigError) as caught:
+        load_web_config(path)
+    assert [p.split(": ", 1)[0] for p in caught.value.problems] == ["line 3", "line 4"]
+    assert all("non-empty and without ':'" in p for p in caught.value.problems)
+    assert not any("a:b" in p for p in caught.value.problems)  # a key that is no name is hidden
+
+
+@pytest.mark.parametrize(
     ("headers", "problem"),
     [
         ("{X-Frame-Options: bogus}", "X-Frame-Options must be deny or sameorigin"),
