@@ -31,6 +31,7 @@ from npumon.exporters.chip_load import render_capture, render_power, render_util
 from npumon.exporters.chip_memory import render_memory, render_processes
 from npumon.exporters.compat import render_compat
 from npumon.exporters.kubernetes import render_kubernetes
+from npumon.exporters.lines import LineRenderer
 from npumon.exporters.network import render_interconnect, render_network, render_optical
 from npumon.exporters.profiles import render_profiles
 from npumon.exporters.spec import Renderer
@@ -136,7 +137,10 @@ class NpuCollector:
                 kept = self._chunks.get(key)
             if kept is not None and _same_objects(kept[0], now):
                 return kept[1]
-            body = encode([f for f in render(snap) if f.samples])
+            if isinstance(render, LineRenderer):
+                body = render.write(snap, openmetrics)
+            else:
+                body = encode([f for f in render(snap) if f.samples])
             with self._lock:
                 self._chunks[key] = (now, body)
             return body
