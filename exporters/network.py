@@ -14,8 +14,8 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
-from npumon.daemon.model.network import NET_HEALTH_STATES
-from npumon.daemon.model.network_view import PortReading
+from npumon.daemon.model.network import NET_HEALTH_STATES, OpticalReport
+from npumon.daemon.model.network_view import ChipLinks, PortReading
 from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.exporters.lines import Items, LineFamily, LineRenderer
 
@@ -48,6 +48,23 @@ def _info(p: PortReading) -> list[tuple[Any, ...]]:
     """Always the three labels ("" when unknown), so label sets never vary."""
     labels = dict(p.info)
     return [(*(labels.get(k, "") for k in INFO_LABELS), 1)] if p.info else []
+
+
+def _traffic(key: str) -> Callable[[PortReading], int | None]:
+    return lambda p: dict(p.traffic).get(key)
+
+
+def _thresholds(quantity: str) -> Callable[[OpticalReport], list[tuple[str, float]]]:
+    return lambda o: [(bound, v) for q, bound, v in o.thresholds if q == quantity]
+
+
+def _per_link(field: str) -> Callable[[ChipLinks], list[tuple[int, Any]]]:
+    return lambda c: [(k.link, v) for k in c.hccs if (v := getattr(k, field)) is not None]
+
+
+def _bandwidth(index: int) -> Callable[[ChipLinks], list[tuple[int, float]]]:
+    """(link, tx, rx) rows: index 1 for transmit, 2 for receive."""
+    return lambda c: [(row[0], row[index]) for row in c.hccs_bandwidth]
 
 
 TRAFFIC_DOC = {
@@ -83,7 +100,7 @@ NETWORK = (
         attrgetter("carrier_down_changes"),
     ),
     *(
-        _port(f"npu_network_{key}", "counter", doc, lambda p, k=key: dict(p.traffic).get(k))
+        _port(f"npu_network_{key}", "counter", doc, _traffic(key))
         for key, doc in TRAFFIC_DOC.items()
     ),
     *(
@@ -167,7 +184,7 @@ OPTICAL = (  # of the port's OpticalReport
             "gauge",
             f"The module's own alarm threshold for {quantity.replace('_', ' ')} "
             "(bound high or low).",
-            lambda o, w=f"{quantity}_{unit}": [(b, v) for q, b, v in o.thresholds if q == w],
+            _thresholds(f"{quantity}_{unit}"),
             "bound",
         )
         for quantity, unit in (
@@ -206,7 +223,7 @@ INTERCONNECT = (  # of the chip's ChipLinks
             name,
             kind,
             doc,
-            lambda c, f=field: [(k.link, v) for k in c.hccs if (v := getattr(k, f)) is not None],
+            _per_link(field),
             "link",
         )
         for name, kind, field, doc in HCCS
@@ -216,7 +233,7 @@ INTERCONNECT = (  # of the chip's ChipLinks
             f"npu_hccs_{direction}_bandwidth_bytes_per_second",
             "gauge",
             f"HCCS {direction} bandwidth over npu-smi's sampling window.",
-            lambda c, i=index: [(row[0], row[i]) for row in c.hccs_bandwidth],
+            _bandwidth(index),
             "link",
         )
         for index, direction in ((1, "transmit"), (2, "receive"))
