@@ -52,6 +52,8 @@ class LineFamily:
         *,
         text: bool = False,
     ) -> None:
+        if kind not in ("gauge", "counter"):
+            raise ValueError(f"{name}: kind {kind!r} is neither gauge nor counter")
         self.name, self.kind, self.doc = name, kind, f"{doc} {SAMPLED}"
         self.labels, self.value, self.extra, self.text = (*identity, *extra), value, extra, text
         sample = metric_name(name + ("_total" if kind == "counter" else ""))
@@ -68,6 +70,7 @@ class LineFamily:
     def lines(self, items: Items, openmetrics: bool) -> list[str]:
         """The family's lines; none when it has no sample (as NpuCollector leaves it out)."""
         form, arrange, get, number = self.template, self.arrange, self.value, value_text
+        # %s writes an int label value (a lane, a link) as str() does
         if not self.extra:
             out = [
                 form % arrange((*ids, number(v)))
@@ -86,7 +89,7 @@ class LineFamily:
                 for ids, item in items
                 for label, v in get(item)
             ]
-        else:  # %s writes an int label value as str() does
+        else:
             out = [
                 form % arrange((*ids, *labels, number(v)))
                 for ids, item in items
