@@ -126,9 +126,10 @@ class NpuCollector:
 
     def exposition(self, openmetrics: bool = False) -> bytes:
         """What ``collect()`` yields, as exposition text (no ``# EOF``), written by
-        exporters/writer.py (a LineRenderer, exporters/lines.py, writes its own). A collector's text is reused while the snapshot parts it reads (its
-        inputs in COLLECTORS) are the same objects: the store keeps an unchanged part's identity,
-        so a table poll re-formats the chip families but not the network ones."""
+        exporters/writer.py (a LineRenderer, exporters/lines.py, writes its own). A collector's
+        text is reused while the snapshot parts it reads (its inputs in COLLECTORS) are the same
+        objects: the store keeps an unchanged part's identity, so a table poll re-formats the
+        chip families but not the network ones."""
         encode = write_openmetrics if openmetrics else write_text
 
         def text(name: str, render: Renderer, inputs: Inputs, snap: NodeSnapshot) -> bytes:
