@@ -31,6 +31,7 @@ from npumon.exporters.chip_load import render_capture, render_power, render_util
 from npumon.exporters.chip_memory import render_memory, render_processes
 from npumon.exporters.compat import render_compat
 from npumon.exporters.kubernetes import render_kubernetes
+from npumon.exporters.lines import LineRenderer
 from npumon.exporters.network import render_interconnect, render_network, render_optical
 from npumon.exporters.profiles import render_profiles
 from npumon.exporters.spec import Renderer
@@ -125,9 +126,10 @@ class NpuCollector:
 
     def exposition(self, openmetrics: bool = False) -> bytes:
         """What ``collect()`` yields, as exposition text (no ``# EOF``), written by
-        exporters/writer.py. A collector's text is reused while the snapshot parts it reads (its
-        inputs in COLLECTORS) are the same objects: the store keeps an unchanged part's identity,
-        so a table poll re-formats the chip families but not the network ones."""
+        exporters/writer.py (a LineRenderer, exporters/lines.py, writes its own). A collector's
+        text is reused while the snapshot parts it reads (its inputs in COLLECTORS) are the same
+        objects: the store keeps an unchanged part's identity, so a table poll re-formats the
+        chip families but not the network ones."""
         encode = write_openmetrics if openmetrics else write_text
 
         def text(name: str, render: Renderer, inputs: Inputs, snap: NodeSnapshot) -> bytes:
@@ -136,7 +138,10 @@ class NpuCollector:
                 kept = self._chunks.get(key)
             if kept is not None and _same_objects(kept[0], now):
                 return kept[1]
-            body = encode([f for f in render(snap) if f.samples])
+            if isinstance(render, LineRenderer):
+                body = render.write(snap, openmetrics)
+            else:
+                body = encode([f for f in render(snap) if f.samples])
             with self._lock:
                 self._chunks[key] = (now, body)
             return body

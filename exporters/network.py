@@ -4,47 +4,34 @@ shape, optical modules, and the chip's HCCS, PCIe and die-to-die (SIO) links (np
 Every port series carries `npu`, `chip` and `port` ("0" on single-port chips), so label sets
 never vary. The `_total` families are the tools' own counters: they restart at 0 on a driver
 reload and on `hccn_tool -stat -c`, which `rate()` and `increase()` treat as a counter reset.
+Each family is a LineFamily (exporters/lines.py): a scrape writes its lines straight from the
+model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
-
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from npumon.daemon.model.network import NET_HEALTH_STATES, OpticalReport
 from npumon.daemon.model.network_view import ChipLinks, PortReading
 from npumon.daemon.model.snapshot import NodeSnapshot
-from npumon.exporters.spec import SAMPLED
+from npumon.exporters.lines import Items, LineFamily, LineRenderer
 
 PORT = ("npu", "chip", "port")
-LINK = ("npu", "chip", "link")
 CHIP = ("npu", "chip")
+INFO_LABELS = ("ip", "peer_switch", "peer_port")
 
 
-def _ids(p: PortReading) -> list[str]:
-    return [str(p.npu), str(p.chip), str(p.port)]
+def _port(
+    name: str, kind: str, doc: str, value: Callable[[Any], Any], *extra: str, text: bool = False
+) -> LineFamily:
+    return LineFamily(name, kind, doc, PORT, value, extra, text=text)
 
 
-def _gauge(name: str, doc: str, labels: Iterable[str]) -> GaugeMetricFamily:
-    return GaugeMetricFamily(name, f"{doc} {SAMPLED}", labels=tuple(labels))
-
-
-def _counter(name: str, doc: str, labels: Iterable[str]) -> CounterMetricFamily:
-    return CounterMetricFamily(name, f"{doc} {SAMPLED}", labels=tuple(labels))
-
-
-def _per_port(
-    family: Metric,
-    ports: Iterable[PortReading],
-    value: Callable[[PortReading], float | int | bool | None],
-) -> Metric:
-    for p in ports:
-        v = value(p)
-        if v is not None:
-            family.add_metric(_ids(p), float(v))  # type: ignore[attr-defined]
-    return family
+def _chip(name: str, kind: str, doc: str, value: Callable[[Any], Any], *extra: str) -> LineFamily:
+    return LineFamily(name, kind, doc, CHIP, value, extra)
 
 
 def _carrier_changes(p: PortReading) -> int | None:
@@ -52,16 +39,32 @@ def _carrier_changes(p: PortReading) -> int | None:
     return None if up is None or down is None else up + down
 
 
-def _labelled(
-    family: Metric,
-    ports: Iterable[PortReading],
-    items: Callable[[PortReading], Iterable[tuple[Any, ...]]],
-) -> Metric:
-    """One sample per (extra label values..., value) item of each port."""
-    for p in ports:
-        for *extra, v in items(p):
-            family.add_metric([*_ids(p), *map(str, extra)], float(v))  # type: ignore[attr-defined]
-    return family
+def _health(p: PortReading) -> list[tuple[str, int]]:
+    states = () if p.health_state is None else NET_HEALTH_STATES
+    return [(s, 1 if s == p.health_state else 0) for s in states]
+
+
+def _info(p: PortReading) -> list[tuple[Any, ...]]:
+    """Always the three labels ("" when unknown), so label sets never vary."""
+    labels = dict(p.info)
+    return [(*(labels.get(k, "") for k in INFO_LABELS), 1)] if p.info else []
+
+
+def _traffic(key: str) -> Callable[[PortReading], int | None]:
+    return lambda p: dict(p.traffic).get(key)
+
+
+def _thresholds(quantity: str) -> Callable[[OpticalReport], list[tuple[str, float]]]:
+    return lambda o: [(bound, v) for q, bound, v in o.thresholds if q == quantity]
+
+
+def _per_link(field: str) -> Callable[[ChipLinks], list[tuple[int, Any]]]:
+    return lambda c: [(k.link, v) for k in c.hccs if (v := getattr(k, field)) is not None]
+
+
+def _bandwidth(index: int) -> Callable[[ChipLinks], list[tuple[int, float]]]:
+    """(link, tx, rx) rows: index 1 for transmit, 2 for receive."""
+    return lambda c: [(row[0], row[index]) for row in c.hccs_bandwidth]
 
 
 TRAFFIC_DOC = {
@@ -70,177 +73,128 @@ TRAFFIC_DOC = {
     "receive_packets": "Packets received by the NIC port.",
     "transmit_packets": "Packets sent by the NIC port.",
 }
-
-
-def render_network(snap: NodeSnapshot) -> Iterator[Metric]:
-    ports = snap.network.ports
-    yield _per_port(
-        _gauge("npu_network_up", "1 when the NIC port's link is up.", PORT), ports, lambda p: p.up
-    )
-    yield _per_port(
-        _gauge("npu_network_speed_bytes", "Negotiated link speed in bytes per second.", PORT),
-        ports,
-        lambda p: p.speed_bytes_per_second,
-    )
-    yield _per_port(
-        _counter(
-            "npu_network_carrier_changes",
-            "Link up and down events since the driver loaded (hccn_tool -link_stat).",
-            PORT,
-        ),
-        ports,
+NETWORK = (
+    _port("npu_network_up", "gauge", "1 when the NIC port's link is up.", attrgetter("up")),
+    _port(
+        "npu_network_speed_bytes",
+        "gauge",
+        "Negotiated link speed in bytes per second.",
+        attrgetter("speed_bytes_per_second"),
+    ),
+    _port(
+        "npu_network_carrier_changes",
+        "counter",
+        "Link up and down events since the driver loaded (hccn_tool -link_stat).",
         _carrier_changes,
-    )
-    yield _per_port(
-        _counter("npu_network_carrier_up_changes", "Link up events.", PORT),
-        ports,
-        lambda p: p.carrier_up_changes,
-    )
-    yield _per_port(
-        _counter("npu_network_carrier_down_changes", "Link down events (newer drivers).", PORT),
-        ports,
-        lambda p: p.carrier_down_changes,
-    )
-    for key, doc in TRAFFIC_DOC.items():
-        yield _per_port(
-            _counter(f"npu_network_{key}", doc, PORT),
-            ports,
-            lambda p, k=key: dict(p.traffic).get(k),  # type: ignore[misc]
+    ),
+    _port(
+        "npu_network_carrier_up_changes",
+        "counter",
+        "Link up events.",
+        attrgetter("carrier_up_changes"),
+    ),
+    _port(
+        "npu_network_carrier_down_changes",
+        "counter",
+        "Link down events (newer drivers).",
+        attrgetter("carrier_down_changes"),
+    ),
+    *(
+        _port(f"npu_network_{key}", "counter", doc, _traffic(key))
+        for key, doc in TRAFFIC_DOC.items()
+    ),
+    *(
+        _port(
+            f"npu_network_{direction}_errors",
+            "counter",
+            f"Errored packets {direction}d, by kind (bad: MAC bad packets, fcs, crc: 950 UB CRC).",
+            attrgetter(f"{direction}_errors"),
+            "kind",
         )
-    for direction in ("receive", "transmit"):
-        yield _labelled(
-            _counter(
-                f"npu_network_{direction}_errors",
-                f"Errored packets {direction}d, by kind "
-                "(bad: MAC bad packets, fcs, crc: 950 UB CRC).",
-                (*PORT, "kind"),
-            ),
-            ports,
-            lambda p, d=direction: getattr(p, f"{d}_errors"),  # type: ignore[misc]
-        )
-    yield _labelled(
-        _counter(
-            "npu_network_pause_frames",
-            "Pause frames by direction and kind (mac: 802.3x pause, pfc: priority flow control).",
-            (*PORT, "direction", "kind"),
-        ),
-        ports,
-        lambda p: p.pause_frames,
-    )
-    yield _labelled(
-        _counter(
-            "npu_network_pfc_frames",
-            "PFC frames by direction and priority.",
-            (*PORT, "direction", "priority"),
-        ),
-        ports,
-        lambda p: p.pfc_frames,
-    )
-    yield _labelled(
-        _counter(
-            "npu_roce_errors",
-            "RoCE error and congestion events by kind "
-            "(retransmissions, cnp_received, out_of_order, qp_status, ...).",
-            (*PORT, "kind"),
-        ),
-        ports,
-        lambda p: p.roce_errors,
-    )
-    yield _labelled(
-        _gauge(
-            "npu_network_health_state",
-            "hccn_tool -net_health: 1 on the current state (success and init are healthy).",
-            (*PORT, "state"),
-        ),
-        ports,
-        lambda p: (
-            []
-            if p.health_state is None
-            else [(s, 1 if s == p.health_state else 0) for s in NET_HEALTH_STATES]
-        ),
-    )
-    yield _network_info(ports)
-
-
-def _network_info(ports: Iterable[PortReading]) -> Metric:
-    """npu_network_info: always the three labels ("" when unknown), so label sets never vary."""
-    info = _gauge(
+        for direction in ("receive", "transmit")
+    ),
+    _port(
+        "npu_network_pause_frames",
+        "counter",
+        "Pause frames by direction and kind (mac: 802.3x pause, pfc: priority flow control).",
+        attrgetter("pause_frames"),
+        "direction",
+        "kind",
+    ),
+    _port(
+        "npu_network_pfc_frames",
+        "counter",
+        "PFC frames by direction and priority.",
+        attrgetter("pfc_frames"),
+        "direction",
+        "priority",
+    ),
+    _port(
+        "npu_roce_errors",
+        "counter",
+        "RoCE error and congestion events by kind "
+        "(retransmissions, cnp_received, out_of_order, qp_status, ...).",
+        attrgetter("roce_errors"),
+        "kind",
+    ),
+    _port(
+        "npu_network_health_state",
+        "gauge",
+        "hccn_tool -net_health: 1 on the current state (success and init are healthy).",
+        _health,
+        "state",
+    ),
+    _port(
         "npu_network_info",
+        "gauge",
         "The port's IP and the switch port it is cabled to (LLDP).",
-        (*PORT, "ip", "peer_switch", "peer_port"),
-    )
-    for p in ports:
-        if p.info:
-            labels = dict(p.info)
-            info.add_metric(
-                [*_ids(p), *(labels.get(k, "") for k in ("ip", "peer_switch", "peer_port"))], 1.0
-            )
-    return info
-
-
-def render_optical(snap: NodeSnapshot) -> Iterator[Metric]:
-    ports = [p for p in snap.network.ports if p.optical is not None]
-
-    def optic(p: PortReading) -> OpticalReport:
-        return p.optical or OpticalReport(present=None)  # never empty: filtered above
-
-    yield _per_port(
-        _gauge(
-            "npu_optical_present", "1 when the port's optical module reports itself present.", PORT
-        ),
-        ports,
-        lambda p: optic(p).present,
-    )
-    for name, field, doc in (
-        ("npu_optical_temperature_celsius", "temperature_celsius", "Optical module temperature."),
-        ("npu_optical_supply_voltage_volts", "supply_voltage_volts", "Module supply voltage."),
-    ):
-        yield _per_port(_gauge(name, doc, PORT), ports, lambda p, f=field: getattr(optic(p), f))  # type: ignore[misc]
-    for name, field, doc in (
-        ("npu_optical_rx_power_watts", "rx_power_watts", "Received optical power per lane."),
-        ("npu_optical_tx_power_watts", "tx_power_watts", "Transmitted optical power per lane."),
-        ("npu_optical_tx_bias_amperes", "tx_bias_amperes", "Laser bias current per lane."),
-    ):
-        yield _labelled(
-            _gauge(name, doc, (*PORT, "lane")),
-            ports,
-            lambda p, f=field: getattr(optic(p), f),  # type: ignore[misc]
+        _info,
+        *INFO_LABELS,
+        text=True,  # the switch's LLDP text
+    ),
+)
+OPTICAL_LANES = (
+    ("npu_optical_rx_power_watts", "rx_power_watts", "Received optical power per lane."),
+    ("npu_optical_tx_power_watts", "tx_power_watts", "Transmitted optical power per lane."),
+    ("npu_optical_tx_bias_amperes", "tx_bias_amperes", "Laser bias current per lane."),
+)
+OPTICAL = (  # of the port's OpticalReport
+    _port(
+        "npu_optical_present",
+        "gauge",
+        "1 when the port's optical module reports itself present.",
+        attrgetter("present"),
+    ),
+    _port(
+        "npu_optical_temperature_celsius",
+        "gauge",
+        "Optical module temperature.",
+        attrgetter("temperature_celsius"),
+    ),
+    _port(
+        "npu_optical_supply_voltage_volts",
+        "gauge",
+        "Module supply voltage.",
+        attrgetter("supply_voltage_volts"),
+    ),
+    *(_port(name, "gauge", doc, attrgetter(f), "lane") for name, f, doc in OPTICAL_LANES),
+    *(
+        _port(
+            f"npu_optical_{quantity}_threshold_{unit}",
+            "gauge",
+            f"The module's own alarm threshold for {quantity.replace('_', ' ')} "
+            "(bound high or low).",
+            _thresholds(f"{quantity}_{unit}"),
+            "bound",
         )
-    for quantity, unit_name in (
-        ("temperature", "celsius"),
-        ("supply_voltage", "volts"),
-        ("rx_power", "watts"),
-        ("tx_power", "watts"),
-    ):
-        wanted = f"{quantity}_{unit_name}"
-        yield _labelled(
-            _gauge(
-                f"npu_optical_{quantity}_threshold_{unit_name}",
-                "The module's own alarm "
-                f"threshold for {quantity.replace('_', ' ')} (bound high or low).",
-                (*PORT, "bound"),
-            ),
-            ports,
-            lambda p, w=wanted: [
-                (b, v)
-                for q, b, v in optic(p).thresholds  # type: ignore[misc]
-                if q == w
-            ],
+        for quantity, unit in (
+            ("temperature", "celsius"),
+            ("supply_voltage", "volts"),
+            ("rx_power", "watts"),
+            ("tx_power", "watts"),
         )
-
-
-def _per_link(family: Metric, chips: Iterable[ChipLinks], field: str, scale: float = 1.0) -> Metric:
-    for c in chips:
-        for link in c.hccs:
-            v = getattr(link, field)
-            if v is not None:
-                family.add_metric(  # type: ignore[attr-defined]
-                    [str(c.npu), str(c.chip), str(link.link)],
-                    float(v) * scale,
-                )
-    return family
-
-
+    ),
+)
 HCCS = (
     ("npu_hccs_lanes", "gauge", "lanes", "Lanes the HCCS link runs on (0, 1, 2 or 4)."),
     ("npu_hccs_speed_bytes", "gauge", "speed_bytes_per_second", "HCCS link speed, bytes/s."),
@@ -251,54 +205,77 @@ HCCS = (
     ("npu_hccs_retries", "counter", "retries", "Link-level retries on the HCCS link."),
     ("npu_hccs_crc_errors", "counter", "crc_errors", "CRC errors on the HCCS link."),
 )
+INTERCONNECT = (  # of the chip's ChipLinks
+    _chip(
+        "npu_hccs_up",
+        "gauge",
+        "1 when npu-smi says the chip's HCCS is OK.",
+        attrgetter("hccs_healthy"),
+    ),
+    _chip(
+        "npu_hccs_first_error_link",
+        "gauge",
+        "The first HCCS port (link) with a problem; absent while there is none.",
+        attrgetter("hccs_first_error_link"),
+    ),
+    *(
+        _chip(
+            name,
+            kind,
+            doc,
+            _per_link(field),
+            "link",
+        )
+        for name, kind, field, doc in HCCS
+    ),
+    *(
+        _chip(
+            f"npu_hccs_{direction}_bandwidth_bytes_per_second",
+            "gauge",
+            f"HCCS {direction} bandwidth over npu-smi's sampling window.",
+            _bandwidth(index),
+            "link",
+        )
+        for index, direction in ((1, "transmit"), (2, "receive"))
+    ),
+    _chip(
+        "npu_pcie_errors",
+        "counter",
+        "PCIe error counters (npu-smi -t pcie-err).",
+        attrgetter("pcie_errors"),
+        "kind",
+    ),
+    _chip(
+        "npu_sio_crc_errors",
+        "counter",
+        "CRC errors on the die-to-die (SIO) link (npu-smi -t sio-info).",
+        attrgetter("sio_crc_errors"),
+        "direction",
+    ),
+)
 
 
-def render_interconnect(snap: NodeSnapshot) -> Iterator[Metric]:
+def _ports(snap: NodeSnapshot) -> Items:
+    """npu_network_receive_errors_total{chip="0",kind="fcs",npu="0",port="0"} 0.0"""
+    return [((str(p.npu), str(p.chip), str(p.port)), p) for p in snap.network.ports]
+
+
+def _optics(snap: NodeSnapshot) -> Items:
+    """npu_optical_rx_power_watts{chip="0",lane="0",npu="0",port="0"} 0.00089"""
+    ports = snap.network.ports
+    return [((str(p.npu), str(p.chip), str(p.port)), p.optical) for p in ports if p.optical]
+
+
+def _chips(snap: NodeSnapshot) -> Items:
     """The chip's HCCS health and its ports by the driver's port index, PCIe and SIO errors:
 
-    npu_hccs_up{npu="0",chip="0"} 0
-    npu_hccs_first_error_link{npu="0",chip="0"} 7
-    npu_hccs_crc_errors_total{npu="0",chip="0",link="7"} 42
+    npu_hccs_up{chip="0",npu="0"} 0.0
+    npu_hccs_first_error_link{chip="0",npu="0"} 7.0
+    npu_hccs_crc_errors_total{chip="0",link="7",npu="0"} 42.0
     """
-    chips = snap.network.chips
-    for name, field, doc in (
-        ("npu_hccs_up", "hccs_healthy", "1 when npu-smi says the chip's HCCS is OK."),
-        (
-            "npu_hccs_first_error_link",
-            "hccs_first_error_link",
-            "The first HCCS port (link) with a problem; absent while there is none.",
-        ),
-    ):
-        family = _gauge(name, doc, CHIP)
-        for c in chips:
-            v = getattr(c, field)
-            if v is not None:
-                family.add_metric([str(c.npu), str(c.chip)], float(v))
-        yield family
-    for name, kind, field, doc in HCCS:
-        make = _gauge if kind == "gauge" else _counter
-        yield _per_link(make(name, doc, LINK), chips, field)
-    for index, direction in ((1, "transmit"), (2, "receive")):
-        family = _gauge(
-            f"npu_hccs_{direction}_bandwidth_bytes_per_second",
-            f"HCCS {direction} bandwidth over npu-smi's sampling window.",
-            LINK,
-        )
-        for c in chips:
-            for row in c.hccs_bandwidth:
-                family.add_metric([str(c.npu), str(c.chip), str(row[0])], row[index])
-        yield family
-    for name, attr, label, doc in (
-        ("npu_pcie_errors", "pcie_errors", "kind", "PCIe error counters (npu-smi -t pcie-err)."),
-        (
-            "npu_sio_crc_errors",
-            "sio_crc_errors",
-            "direction",
-            "CRC errors on the die-to-die (SIO) link (npu-smi -t sio-info).",
-        ),
-    ):
-        counter = _counter(name, doc, (*CHIP, label))
-        for c in chips:
-            for value_label, value in getattr(c, attr):
-                counter.add_metric([str(c.npu), str(c.chip), value_label], float(value))
-        yield counter
+    return [((str(c.npu), str(c.chip)), c) for c in snap.network.chips]
+
+
+render_network = LineRenderer(_ports, NETWORK)
+render_optical = LineRenderer(_optics, OPTICAL)
+render_interconnect = LineRenderer(_chips, INTERCONNECT)

@@ -50,7 +50,18 @@ def label_names(names: tuple[str, ...]) -> tuple[str, ...]:
     return names
 
 
-def _escaped(value: str) -> str:
+def value_text(value: float) -> str:
+    """A sample value as both formats write it: Go's float text ("1.0", "+Inf", "1.7e+09")."""
+    if value >= 1e6:  # Go's text has an exponent (or is +Inf): no repr to look at first
+        return _value(value)
+    text = float.__repr__(float(value))
+    if len(text) > 7 or text[-1] > "9":  # nan, or where Go's text may differ from Python's
+        return _value(value)
+    return text
+
+
+def escaped(value: str) -> str:
+    """A label value (or OpenMetrics HELP) escaped: backslash, double quote, line feed."""
     if "\\" in value or '"' in value or "\n" in value:
         return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
     return value
@@ -94,11 +105,8 @@ def _samples(family: Metric) -> list[str] | None:
         values: tuple[str, ...] = (get(labels),) if single else get(labels)
         joined = "".join(values)
         if "\\" in joined or '"' in joined or "\n" in joined:
-            values = tuple(map(_escaped, values))
-        value = float.__repr__(float(s.value))
-        if len(value) > 7 or value[-1] > "9":  # inf, nan, or where Go's text has an exponent
-            value = _value(s.value)
-        lines.append(form % (*values, value))
+            values = tuple(map(escaped, values))
+        lines.append(form % (*values, value_text(s.value)))
     return lines
 
 
@@ -106,16 +114,27 @@ def _no_values(labels: Mapping[str, str]) -> tuple[str, ...]:
     return ()
 
 
+def text_head(name: str, kind: str, doc: str) -> str:
+    """The text format's HELP and TYPE lines of a family (``name`` with its _total)."""
+    doc = doc.replace("\\", r"\\").replace("\n", r"\n")
+    return f"# HELP {name} {doc}\n# TYPE {name} {_TEXT_TYPES[kind]}\n"
+
+
+def openmetrics_head(name: str, kind: str, doc: str, unit: str = "") -> str:
+    """OpenMetrics' HELP, TYPE and UNIT lines of a family (``name`` without its _total)."""
+    unit_line = f"# UNIT {name} {unit}\n" if unit else ""
+    return f"# HELP {name} {escaped(doc)}\n# TYPE {name} {kind}\n{unit_line}"
+
+
 def _text_head(family: Metric) -> list[str]:
     name = family.name + _PLAIN_SUFFIXES[family.type]
-    doc = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
-    return [f"# HELP {name} {doc}\n", f"# TYPE {name} {_TEXT_TYPES[family.type]}\n"]
+    return [text_head(name, family.type, family.documentation)]
 
 
 def _openmetrics_head(family: Metric) -> list[str]:
-    name, doc = metric_name(family.name), _escaped(family.documentation)
-    unit = [f"# UNIT {name} {family.unit}\n"] if family.unit else []
-    return [f"# HELP {name} {doc}\n", f"# TYPE {name} {family.type}\n", *unit]
+    return [
+        openmetrics_head(metric_name(family.name), family.type, family.documentation, family.unit)
+    ]
 
 
 class _Families:
