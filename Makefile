@@ -123,6 +123,9 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	timeout 420 $(BIN)/python bench/load_bench.py --seconds $(BENCH_LOAD_S) --scrapers 100 \
 	  --scenario plain --scenario tls_auth --scenario npu_smi_hang --scenario default_40 \
 	  --json $(BENCH_OUT)/load_100.json || echo "FAILED: load_100"; \
+	echo "== bench/network_render_bench.py"; \
+	timeout 120 $(BIN)/python bench/network_render_bench.py --runs 200 \
+	  --json $(BENCH_OUT)/network_render.json || echo "FAILED: network_render"; \
 	echo "== bench/readpath_bench.py"; \
 	timeout 240 $(BIN)/python bench/readpath_bench.py --seconds $(BENCH_POLL_S) \
 	  --json $(BENCH_OUT)/readpath.json || echo "FAILED: readpath"; \

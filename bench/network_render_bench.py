@@ -2,12 +2,13 @@
 a simulated node (default a3-8x2: 16 dies), both formats: what a scrape after an hccn_tool or
 interconnect poll re-renders (issue 19).
 
-    .venv/bin/python bench/network_render_bench.py [--scenario a3-8x2] [--runs 200]
+    .venv/bin/python bench/network_render_bench.py [--scenario a3-8x2] [--runs 200] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import timeit
 from collections.abc import Callable, Iterable
@@ -44,7 +45,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default="a3-8x2")
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    result: dict[str, object] = {"scenario": args.scenario, "runs": args.runs}
     snap = snapshot(args.scenario)
     renderers = (render_network, render_optical, render_interconnect)
     for openmetrics in (False, True):
@@ -68,6 +71,9 @@ def main() -> None:
             f" Metric path {best['metrics']:.2f} ms, lines {best['lines']:.2f} ms"
             f" (best of {args.runs})"
         )
+        result["openmetrics" if openmetrics else "text"] = {"samples": samples, **best}
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":

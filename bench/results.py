@@ -2,9 +2,10 @@
 
     python bench/results.py OUT_DIR [--output bench/RESULTS.md]
 
-OUT_DIR holds daemon.json, load_1.json, load_100.json, readpath.json, analysis.json, peer.json,
-simulator.json, calls.json (where bench/calls_bench.py exists), machine_before.json and
-wall.txt. A figure whose script wrote nothing reads "not measured" and counts as a miss.
+OUT_DIR holds daemon.json, load_1.json, load_100.json, readpath.json, network_render.json,
+analysis.json, peer.json, simulator.json, calls.json (where bench/calls_bench.py exists),
+machine_before.json and wall.txt. A figure whose script wrote nothing reads "not measured"
+and counts as a miss.
 """
 
 from __future__ import annotations
@@ -358,6 +359,17 @@ def readpath(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
                 "-",
                 None,
             )
+    lines = _load(folder, "network_render")
+    for form in ("text", "openmetrics") if lines else ():
+        f = lines[form]
+        t.row(
+            f"network + optical + interconnect render, {lines['scenario']} ({f['samples']}"
+            f" samples), {form}: as lines / through Metric objects (in-process, best of"
+            f" {lines['runs']})",
+            f"{_ms(f['lines'])} / {_ms(f['metrics'])}",
+            "-",
+            None,
+        )
     cpu = r["cpu_percent"]["npumon_15s"]
     share = 100 * r["render_seconds"].get("npumon_15s", 0.0) / r["seconds"]
     t.row(
