@@ -71,7 +71,8 @@ def test_config_file_trigger_writes_a_finished_profile(tmp_path: Path) -> None:
         assert json.loads(config.read_text())["is_valid"] is False
         _write(config, "{not json")
         wait_for(lambda: "ignoring" in log.read_text(), what="the invalid config to be logged")
-        _write(config, json.dumps(_config(out, active=3)))
+        # from step 3 at the earliest: the analysis counts steps <= warmup_steps (2) as warm-up
+        _write(config, json.dumps(_config(out, active=3, start_step=3)))
         wait_for(lambda: any(out.glob("*_ascend_pt/ASCEND_PROFILER_OUTPUT")), what="the profile")
         assert job.poll() is None  # the bad config did not kill it
     assert job.returncode == 0
