@@ -83,12 +83,6 @@ class LineFamily:
                 for ids, item in items
                 for *labels, v in get(item)
             ]
-        elif len(self.extra) == 1:  # most labelled families: no list for *labels
-            out = [
-                form % arrange((*ids, label, number(v)))
-                for ids, item in items
-                for label, v in get(item)
-            ]
         else:
             out = [
                 form % arrange((*ids, *labels, number(v)))
