@@ -43,6 +43,8 @@ from typing import Any
 import psutil
 from daemon_bench import _config, _has_hccn_tool, _met, _start, _wait_for_chips
 
+from npumon.daemon.analysis.steptime import percentile  # PromQL's quantile_over_time rule
+
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = str(ROOT / "simulator" / "scenarios" / "a3-8x2.yaml")
 CHIPS = 16
@@ -102,15 +104,6 @@ def _series(port: int, expr: str) -> dict[str, list[float]]:
     }
 
 
-def _quantile(q: float, values: list[float]) -> float:
-    """PromQL's quantile_over_time: linear between the two nearest ranks."""
-    ordered = sorted(values)
-    rank = q * (len(ordered) - 1)
-    low = int(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-
-
 def _first_apart(port: int, window: str) -> dict[str, dict[str, float]]:
     """Per job: its first scrape (ms; that one adds every series to the TSDB, and how many it
     added) and the p99 of the others."""
@@ -120,7 +113,7 @@ def _first_apart(port: int, window: str) -> dict[str, dict[str, float]]:
         "first_ms": {job: 1000 * v[0] for job, v in durations.items()},
         "first_series_added": {job: v[0] for job, v in added.items()},
         "after_first_p99_ms": {
-            job: 1000 * _quantile(0.99, v[1:]) for job, v in durations.items() if len(v) > 1
+            job: 1000 * percentile(v[1:], 99) for job, v in durations.items() if len(v) > 1
         },
     }
 
