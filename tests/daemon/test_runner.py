@@ -37,9 +37,10 @@ def test_output_and_exit_code() -> None:
 def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
     script = (
-        "import subprocess, sys, time\n"
+        "import os, subprocess, sys, time\n"
         "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-        f"open({str(pidfile)!r}, 'w').write(str(child.pid))\n"
+        f"open({str(pidfile)!r} + '.tmp', 'w').write(str(child.pid))\n"
+        f"os.replace({str(pidfile)!r} + '.tmp', {str(pidfile)!r})\n"
         "time.sleep(60)\n"
     )
     result = run_command([sys.executable, "-c", script], 1.0)  # real time: a real process group
@@ -138,9 +139,10 @@ def test_the_deadline_holds_when_a_helper_outside_the_group_keeps_the_pipe_open(
 def _sleeper(pidfile: Path) -> list[str]:
     """A command that starts a grandchild in its own process group and sleeps."""
     script = (
-        "import subprocess, sys, time\n"
+        "import os, subprocess, sys, time\n"
         "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-        f"open({str(pidfile)!r}, 'w').write(str(child.pid))\n"
+        f"open({str(pidfile)!r} + '.tmp', 'w').write(str(child.pid))\n"
+        f"os.replace({str(pidfile)!r} + '.tmp', {str(pidfile)!r})\n"
         "time.sleep(60)\n"
     )
     return [sys.executable, "-c", script]
