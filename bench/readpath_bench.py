@@ -8,7 +8,9 @@
    TSDB) and the p99 of its other scrapes.
 2. Each daemon's own CPU over that window (its children, npu-smi and hccn_tool, apart) and RSS;
    for the one scraped every 15 s, the share of a core its renders took at most (the sum over
-   its scrapes of npumon_scrape_collector_duration_seconds, wall time).
+   its scrapes of npumon_scrape_collector_duration_seconds, wall time). Beside them, npumon's
+   HTTP edge alone in a process of its own, serving an empty body and never asked: what the
+   server costs at rest (uvicorn's loop wakes 10 times a second).
 3. The floor: the same Prometheus scraping, at both intervals, a minimal server that answers
    every GET with one fixed copy of the 15 s daemon's body (OpenMetrics, gzip), taken once every
    source has succeeded: what this Prometheus on this machine measures for that body with no
@@ -49,10 +51,18 @@ ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = str(ROOT / "simulator" / "scenarios" / "a3-8x2.yaml")
 CHIPS = 16
 JOBS = {"npumon_5s": 5, "npumon_15s": 15}  # job name: scrape interval in seconds
+IDLE = "idle_edge"
 ROUND_TRIES = 5
 OPENMETRICS = {"Accept": "application/openmetrics-text; version=1.0.0", "Accept-Encoding": "gzip"}
 # a body is whole once these sources have succeeded (hccn_tool where the simulator has it)
 WHOLE = (b'last_success_timestamp_seconds{source="npu_smi_health"}', b"npu_network_up{")
+# npumon's HTTP edge alone, serving an empty body and never asked: what serving costs at rest
+IDLE_EDGE = (
+    "import threading\n"
+    "from npumon.exporters.http import serve\n"
+    "serve(lambda openmetrics: b'', '127.0.0.1:0', None, lambda: True)\n"
+    "threading.Event().wait()\n"
+)
 
 
 def _free_port() -> int:
@@ -235,8 +245,10 @@ def run(seconds: float) -> dict[str, Any]:
             processes, targets, pids = _start_exporters(folder)
             floor = _add_floor(targets)
             prometheus, prom_port = _prometheus(folder, targets)
-            processes.append(prometheus)
-            procs = {job: psutil.Process(pid) for job, pid in pids.items()}
+            idle = subprocess.Popen([sys.executable, "-c", IDLE_EDGE], start_new_session=True)
+            processes += [prometheus, idle]
+            time.sleep(2.0)  # the idle edge's imports and start stay out of the window
+            procs = {job: psutil.Process(pid) for job, pid in (pids | {IDLE: idle.pid}).items()}
             cpu0, wall0 = {job: p.cpu_times() for job, p in procs.items()}, time.monotonic()
             time.sleep(seconds)  # a real Prometheus scraping for real: wall time
             cpu1, wall1 = {job: p.cpu_times() for job, p in procs.items()}, time.monotonic()
@@ -265,7 +277,9 @@ def run(seconds: float) -> dict[str, Any]:
                     / (wall1 - wall0)
                     for job, c in cpu1.items()
                 },
-                "rss_mb": {job: p.memory_info().rss / 2**20 for job, p in procs.items()},
+                "rss_mb": {
+                    job: p.memory_info().rss / 2**20 for job, p in procs.items() if job != IDLE
+                },
                 "node_exporter": any(job.startswith("node_exporter") for job in targets),
                 "samples": _query(prom_port, "scrape_samples_scraped"),
             }
@@ -315,6 +329,10 @@ def _print(r: dict[str, Any]) -> None:
         f" {r['scrapes'].get('npumon_15s', 0):.0f} scrapes) (budget < 0.7 %): {_met(cpu < 0.7)}"
     )
     print(f"  daemon CPU scraped every 5 s {r['cpu_percent']['npumon_5s']:.2f} % of a core")
+    print(
+        "  npumon's HTTP edge alone, never asked (uvicorn's loop at rest)"
+        f" {r['cpu_percent'][IDLE]:.2f} % of a core"
+    )
     for job, rss in sorted(r["rss_mb"].items()):
         print(f"  RSS {job} {rss:.1f} MB (budget < 60 MB): {_met(rss < 60)}")
     kept, new = r["kept_alive_ms"], r["new_connection_ms"]

@@ -372,15 +372,31 @@ def readpath(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
         )
     cpu = r["cpu_percent"]["npumon_15s"]
     share = 100 * r["render_seconds"].get("npumon_15s", 0.0) / r["seconds"]
+    idle = r["cpu_percent"].get("idle_edge")
+    serving = (
+        ""
+        if idle is None
+        else f" npumon's HTTP edge alone, never asked, took {idle:.2f} % in the same window: "
+        "uvicorn's loop wakes 10 times a second (its Server.main_loop) whether or not a "
+        "request comes, and npumon runs uvicorn as it is."
+    )
     t.row(
         "daemon CPU, 16 chips, scraped every 15 s (OpenMetrics, gzip; children apart)",
         f"{cpu:.2f} % of a core, rendering at most {share:.3f} %",
         "< 0.7 % of a core",
         cpu < 0.7,
-        f"{cpu:.2f} % of a core, of which the renders took at most {share:.3f} %: the rest is "
-        "polling (starting npu-smi and hccn_tool, reading and parsing their output, the "
-        "snapshot).",
+        f"{cpu:.2f} % of a core, of which the renders took at most {share:.3f} %.{serving} "
+        "The rest is polling: starting npu-smi and hccn_tool (a process per call with the "
+        "cli backend the simulator runs; section 1 counts them), reading and parsing their "
+        "output, the snapshot.",
     )
+    if idle is not None:
+        t.row(
+            "npumon's HTTP edge alone, never asked (uvicorn at rest)",
+            f"{idle:.2f} % of a core",
+            "-",
+            None,
+        )
     for job, rss in sorted(r["rss_mb"].items()):
         t.row(f"daemon RSS, 16 chips, {job}", f"{rss:.1f} MB", "< 60 MB", rss < 60)
     kept, new = r["kept_alive_ms"], r["new_connection_ms"]
