@@ -105,11 +105,8 @@ class ChipUsage:
     vectorcore_ratio: float | None = None  # 310P "Vectorcore Usage Rate(%)"
     npu_util_ratio: float | None = None  # "NPU Utilization(%)"
     memory_total_bytes: int | None = None  # DDR / Memory Capacity(MB)
-    memory_usage_ratio: float | None = None
     hugepages_total: int | None = None
-    hugepages_usage_ratio: float | None = None
     hbm_total_bytes: int | None = None
-    hbm_usage_ratio: float | None = None
     memory_bandwidth_ratio: float | None = None  # DDR/Memory Bandwidth Usage Rate(%)
     hbm_bandwidth_ratio: float | None = None
 
@@ -124,8 +121,6 @@ class UsagesReport:
 @dataclass(frozen=True, slots=True)
 class ChipCommon:
     chip: int
-    memory_usage_ratio: float | None = None
-    hbm_usage_ratio: float | None = None
     aicore_ratio: float | None = None
     aicore_rated_hertz: float | None = None  # "Aicore Freq(MHZ)"
     aicore_current_hertz: float | None = None  # "Aicore curFreq(MHZ)"

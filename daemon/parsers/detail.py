@@ -35,6 +35,7 @@ from npumon.daemon.parsers.keyvalue import (
 )
 
 # Aliases: 910-family prints "DDR ...", 310/310B print "Memory ..."/"Hugepages ..." instead.
+# Not read: the DDR, HBM and hugepages usage rates (the table's used/total bytes carry them).
 _USAGES = spec(
     [
         (["Aicore Usage Rate(%)"], "aicore_ratio", field_ratio),
@@ -45,15 +46,8 @@ _USAGES = spec(
         (["Vectorcore Usage Rate(%)"], "vectorcore_ratio", field_ratio),
         (["NPU Utilization(%)"], "npu_util_ratio", field_ratio),
         (["DDR Capacity(MB)", "Memory Capacity(MB)"], "memory_total_bytes", field_bytes),
-        (["DDR Usage Rate(%)", "Memory Usage Rate(%)"], "memory_usage_ratio", field_ratio),
         (["DDR Hugepages Total(page)", "Hugepages Total(page)"], "hugepages_total", field_int),
-        (
-            ["DDR Hugepages Usage Rate(%)", "Hugepages Usage Rate(%)"],
-            "hugepages_usage_ratio",
-            field_ratio,
-        ),
         (["HBM Capacity(MB)"], "hbm_total_bytes", field_bytes),
-        (["HBM Usage Rate(%)"], "hbm_usage_ratio", field_ratio),
         (
             ["DDR Bandwidth Usage Rate(%)", "Memory Bandwidth Usage Rate(%)"],
             "memory_bandwidth_ratio",
@@ -65,8 +59,6 @@ _USAGES = spec(
 
 _COMMON = spec(
     [
-        (["Memory Usage Rate(%)", "DDR Usage Rate(%)"], "memory_usage_ratio", field_ratio),
-        (["HBM Usage Rate(%)"], "hbm_usage_ratio", field_ratio),
         (["Aicore Usage Rate(%)"], "aicore_ratio", field_ratio),
         (["Aicore Freq(MHZ)"], "aicore_rated_hertz", field_hertz),
         (["Aicore curFreq(MHZ)"], "aicore_current_hertz", field_hertz),

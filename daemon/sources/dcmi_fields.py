@@ -31,7 +31,6 @@ FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "hbm": ("hbm_total_bytes",),
         "memory": (
             "memory_total_bytes",
-            "memory_usage_ratio",
             "hugepages_total",
             "memory_bandwidth_ratio",
         ),
@@ -42,8 +41,6 @@ FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
             "aicpu_ratio",
             "ctrlcpu_ratio",
             "npu_util_ratio",
-            "memory_usage_ratio",
-            "hbm_usage_ratio",
             "memory_bandwidth_ratio",
             "hbm_bandwidth_ratio",
         ),
@@ -52,8 +49,7 @@ FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "power": ("power_watts",),
         "temperature": ("temperature_celsius",),
         "chip": ("aicore_count",),
-        "memory": ("memory_usage_ratio",),
-        "utilization": ("memory_usage_ratio", "hbm_usage_ratio", "aicore_ratio"),
+        "utilization": ("aicore_ratio",),
         "frequency": ("aicore_rated_hertz", "aicore_current_hertz"),
     },
     "ecc": {

@@ -118,9 +118,7 @@ def test_usages(node: SimNode) -> None:
             assert got.aicpu_ratio == _pct(chip.aicpu_percent)
             assert got.ctrlcpu_ratio == _pct(chip.ctrlcpu_percent)
             assert got.memory_total_bytes == _mb(chip.memory_total_mb)
-            assert got.memory_usage_ratio == _pct(chip.memory_usage_percent)
             assert got.hbm_total_bytes == _mb(chip.hbm_total_mb)
-            assert got.hbm_usage_ratio == _pct(chip.hbm_usage_percent)
             assert got.hbm_bandwidth_ratio == _pct(chip.hbm_bandwidth_percent)
             assert got.memory_bandwidth_ratio == _pct(chip.memory_bandwidth_percent)
 
@@ -134,7 +132,6 @@ def test_common(node: SimNode) -> None:
         for got, chip in zip(report.chips, card.chips, strict=True):
             assert got.chip == chip.chip
             assert got.aicore_ratio == _pct(chip.aicore_percent)
-            assert got.hbm_usage_ratio == _pct(chip.hbm_usage_percent)
             assert got.aicore_rated_hertz == chip.aicore_rated_mhz * 1e6
             assert got.aicore_current_hertz == chip.aicore_current_mhz * 1e6
             assert got.aicore_count == chip.aicore_count

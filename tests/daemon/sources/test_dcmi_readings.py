@@ -171,16 +171,15 @@ def test_usages_and_common_in_base_units() -> None:
         "utilization14": (0, 35),
         "utilization13": (0, 40),
         "utilization3": (0, 2),
-        "utilization6": (0, 5),
         "frequency7": (0, 1300),
         "frequency9": (0, 1800),
     }
     usage = chip_usage(CHIP, _values(answers, USAGES_CALLS)[0])
     assert (usage.aicore_ratio, usage.aivector_ratio, usage.aicube_ratio) == (0.37, 0.25, 0.35)
     assert (usage.npu_util_ratio, usage.aicpu_ratio, usage.ctrlcpu_ratio) == (0.40, 0.02, None)
-    assert usage.hbm_total_bytes == 65536 * MIB and usage.hbm_usage_ratio == 0.05
+    assert usage.hbm_total_bytes == 65536 * MIB
     # no DDR on this chip (-8255): npu-smi prints 0 for the DDR figures, and so do we
-    assert (usage.memory_total_bytes, usage.memory_usage_ratio, usage.hugepages_total) == (0, 0, 0)
+    assert (usage.memory_total_bytes, usage.hugepages_total) == (0, 0)
     assert usage.memory_bandwidth_ratio == 0.0
     common = chip_common(CHIP, _values(answers, COMMON_CALLS)[0])
     assert (common.aicore_current_hertz, common.aicore_rated_hertz) == (1.3e9, 1.8e9)
