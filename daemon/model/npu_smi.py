@@ -133,8 +133,6 @@ class ChipCommon:
 class CommonReport:
     npu: int
     chips: tuple[ChipCommon, ...]
-    mcu_temperature_celsius: float | None = None
-    mcu_power_watts: float | None = None
 
 
 # ---------------------------------------------------------------- -t health
@@ -144,7 +142,6 @@ class HealthReport:
 
     status: str | None  # raw: OK / Warning / Alarm / Critical / UNKNOWN; None for NA
     error_codes: tuple[str, ...] = ()  # upper-case hex strings as printed
-    error_information: tuple[str, ...] = ()  # one text per code/continuation line
 
 
 def code_value(code: str) -> int | None:
@@ -162,11 +159,8 @@ class MemoryReport:
     npu: int
     chip: int | None
     memory_total_bytes: int | None = None
-    memory_clock_hertz: float | None = None
     hbm_total_bytes: int | None = None
-    hbm_clock_hertz: float | None = None
     hbm_temperature_celsius: float | None = None
-    hbm_manufacturer_id: str | None = None
 
 
 # ---------------------------------------------------------------- -t ecc
@@ -177,8 +171,6 @@ class ChipEcc:
     hbm_double_bit_errors: int | None = None
     hbm_single_bit_aggregate_total: int | None = None
     hbm_double_bit_aggregate_total: int | None = None
-    hbm_single_bit_isolated_pages: int | None = None
-    hbm_double_bit_isolated_pages: int | None = None
     ddr_single_bit_errors: int | None = None
     ddr_double_bit_errors: int | None = None
     ddr_single_bit_aggregate_total: int | None = None

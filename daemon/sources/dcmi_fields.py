@@ -59,12 +59,11 @@ FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
             for bits in ("single_bit", "double_bit")
             for count in ("errors", "aggregate_total")
         )
-        + ("hbm_single_bit_isolated_pages", "hbm_double_bit_isolated_pages"),
     },
-    "health": {"health": ("status",), "errors": ("error_codes", "error_information")},
+    "health": {"health": ("status",), "errors": ("error_codes",)},
     "memory": {
-        "hbm": ("hbm_total_bytes", "hbm_clock_hertz", "hbm_temperature_celsius"),
-        "memory": ("memory_total_bytes", "memory_clock_hertz"),
+        "hbm": ("hbm_total_bytes", "hbm_temperature_celsius"),
+        "memory": ("memory_total_bytes",),
     },
     "hccs": {"mainboard": ("links",), "hccs": ("links",)},
     "hccs-bw": {"mainboard": ("links",), "hccs_bw": ("links",)},

@@ -332,7 +332,7 @@ def health_report(chip: DcmiChip, values: Values) -> HealthReport:
 
 
 def chip_ecc(chip: DcmiChip, values: Values) -> ChipEcc:
-    """`-t ecc` for one chip: HBM (type 2) and DDR (type 0), the 7 fields both struct forms have."""
+    """`-t ecc` for one chip: HBM (type 2) and DDR (type 0), the counts both struct forms have."""
     hbm, ddr = values.get(value_key("ecc", ECC_HBM)), values.get(value_key("ecc", ECC_DDR))
     fields: dict[str, int] = {}
     for prefix, found in (("hbm", hbm), ("ddr", ddr)):
@@ -345,11 +345,6 @@ def chip_ecc(chip: DcmiChip, values: Values) -> ChipEcc:
                     f"{prefix}_double_bit_aggregate_total": found["total_double_bit_error_cnt"],
                 }
             )
-    if hbm:
-        fields.update(
-            hbm_single_bit_isolated_pages=hbm["single_bit_isolated_pages_cnt"],
-            hbm_double_bit_isolated_pages=hbm["double_bit_isolated_pages_cnt"],
-        )
     return ChipEcc(chip=chip.device, **fields)
 
 
@@ -360,9 +355,7 @@ def memory_report(chip: DcmiChip, values: Values) -> MemoryReport:
         npu=chip.card,
         chip=chip.device,
         memory_total_bytes=memory["memory_size"] * MIB if memory else 0,
-        memory_clock_hertz=memory["freq"] * 1e6 if memory else 0.0,
         hbm_total_bytes=hbm["memory_size"] * MIB if hbm else None,
-        hbm_clock_hertz=hbm["freq"] * 1e6 if hbm else None,
         hbm_temperature_celsius=float(hbm["temp"]) if hbm else None,
     )
 

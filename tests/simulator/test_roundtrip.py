@@ -127,8 +127,6 @@ def test_common(node: SimNode) -> None:
     for card in node.cards:
         report = parse_common(_out(f"info -t common -i {card.npu}", node))
         assert report.npu == card.npu
-        assert report.mcu_temperature_celsius == card.mcu_temperature_celsius
-        assert report.mcu_power_watts == card.mcu_power_watts
         for got, chip in zip(report.chips, card.chips, strict=True):
             assert got.chip == chip.chip
             assert got.aicore_ratio == _pct(chip.aicore_percent)
@@ -147,8 +145,6 @@ def _check_memory(node: SimNode) -> None:
             assert (memory.npu, memory.chip) == (card.npu, chip.chip)
             assert memory.hbm_total_bytes == _mb(chip.hbm_total_mb)
             assert memory.hbm_temperature_celsius == chip.hbm_temperature_celsius
-            hbm_hz = None if chip.hbm_clock_mhz is None else chip.hbm_clock_mhz * 1e6
-            assert memory.hbm_clock_hertz == hbm_hz
             assert memory.memory_total_bytes == _mb(chip.memory_total_mb)
 
 
@@ -171,7 +167,6 @@ def test_health(node: SimNode) -> None:
             report = parse_health(_out(f"info -t health -i {card.npu} -c {chip.chip}", node))
             assert report.status == chip.health
             assert report.error_codes == chip.error_codes
-            assert report.error_information == chip.error_information
 
 
 def test_board(node: SimNode) -> None:

@@ -118,8 +118,6 @@ def test_common_910b1_rated_and_current_frequency() -> None:
     (chip,) = report.chips
     assert chip.aicore_rated_hertz == 1800 * MHZ and chip.aicore_current_hertz == 800 * MHZ
     assert (chip.aicore_count, chip.temperature_celsius, chip.power_watts) == (24, 46.0, 93.4)
-    assert report.mcu_temperature_celsius == 38.0  # the mcu's, not the chip's
-    assert report.mcu_power_watts is None
 
 
 def test_common_910b_with_mcu_power() -> None:
@@ -127,7 +125,6 @@ def test_common_910b_with_mcu_power() -> None:
     (chip,) = report.chips
     assert (chip.temperature_celsius, chip.power_watts, chip.aicore_count) == (46.0, 69.0, 32)
     assert chip.aicore_rated_hertz == chip.aicore_current_hertz == 1000 * MHZ
-    assert (report.mcu_temperature_celsius, report.mcu_power_watts) == (48.0, 45.2)
 
 
 def test_common_310p_two_chips_blocks_start_with_chip_id() -> None:
@@ -136,16 +133,14 @@ def test_common_310p_two_chips_blocks_start_with_chip_id() -> None:
     assert {c.aicore_rated_hertz for c in report.chips} == {1080 * MHZ}
     assert {c.aicore_current_hertz for c in report.chips} == {960 * MHZ}
     assert all(c.power_watts is None for c in report.chips)  # 310P: power only in the mcu block
-    assert (report.mcu_temperature_celsius, report.mcu_power_watts) == (48.0, 45.2)
 
 
 # ---------------------------------------------------------------- -t power / temp / memory / ecc
 def test_memory_doc_example() -> None:
     report = parse_memory(fixture_text("info_t_memory_doc_a5.txt"))
     assert (report.npu, report.chip) == (0, None)
-    assert (report.memory_total_bytes, report.memory_clock_hertz) == (0, 0.0)
-    assert report.hbm_total_bytes == 131072 * MB and report.hbm_clock_hertz == 3200 * MHZ
-    assert report.hbm_temperature_celsius == 63.0 and report.hbm_manufacturer_id == "0x5A"
+    assert (report.memory_total_bytes, report.hbm_total_bytes) == (0, 131072 * MB)
+    assert report.hbm_temperature_celsius == 63.0
 
 
 def test_ecc_doc_example_40_char_keys() -> None:
@@ -168,6 +163,6 @@ def test_memory_310p_card_total_is_not_the_chip_capacity() -> None:
     )
     report = parse_memory(text, chip=1)
     assert (report.npu, report.chip, report.memory_total_bytes) == (2944, 1, 43693 * MB)
-    assert report.memory_clock_hertz == 451 * MHZ and report.hbm_total_bytes is None
+    assert report.hbm_total_bytes is None
     with pytest.raises(ParseError):
         parse_memory(text)  # two chips: which one?

@@ -40,8 +40,6 @@ VALUES = {
             "memory_size": 65536,
             "memory_usage": 3000,
             "temp": 50,
-            "bandwith_util_rate": 4,
-            "freq": 1600,
         },
     ),
     "memory": (-8255, None),
@@ -100,8 +98,6 @@ def test_ddr_and_hugepages_where_the_chip_has_them() -> None:
     memory = {
         "memory_size": 44280,
         "memory_available": 40000,
-        "freq": 3200,
-        "hugepagesize": 2048,
         "hugepages_total": 10,
         "hugepages_free": 4,
     }
@@ -197,27 +193,18 @@ def test_health_ecc_and_memory_as_npu_smi_prints_them() -> None:
         health_report(CHIP, {"health": 0, "errors": [0x40F84E00]})
     assert dropped.value.re_enumerate
     ecc = {
-        "enable_flag": 1,
         "single_bit_error_cnt": 2,
         "double_bit_error_cnt": 1,
         "total_single_bit_error_cnt": 7,
         "total_double_bit_error_cnt": 3,
-        "single_bit_isolated_pages_cnt": 0,
-        "double_bit_isolated_pages_cnt": 1,
     }
     found = chip_ecc(CHIP, {value_key("ecc", 2): ecc})
     assert (found.hbm_single_bit_errors, found.hbm_double_bit_aggregate_total) == (2, 3)
-    assert found.hbm_double_bit_isolated_pages == 1 and found.ddr_single_bit_errors is None
-    hbm = {
-        "memory_size": 65536,
-        "memory_usage": 1,
-        "temp": 41,
-        "freq": 1600,
-        "bandwith_util_rate": 0,
-    }
+    assert found.hbm_single_bit_aggregate_total == 7 and found.ddr_single_bit_errors is None
+    hbm = {"memory_size": 65536, "memory_usage": 1, "temp": 41}
     memory = memory_report(CHIP, {"hbm": hbm})
-    assert (memory.hbm_temperature_celsius, memory.hbm_clock_hertz) == (41.0, 1.6e9)
-    assert (memory.memory_total_bytes, memory.memory_clock_hertz) == (0, 0.0)
+    assert (memory.hbm_temperature_celsius, memory.hbm_total_bytes) == (41.0, 65536 * MIB)
+    assert memory.memory_total_bytes == 0
 
 
 def test_voltage_pcie_bandwidth_and_vnpus_in_base_units() -> None:
