@@ -190,18 +190,11 @@ class BoardReport:
 
     npu: int
     chip: int | None  # None for the card-level form
-    software_version: str | None = None
     firmware_version: str | None = None
-    product_name: str | None = None
     serial: str | None = None
     bus_id: str | None = None
-    pci_device_id: str | None = None
-    chip_type: str | None = None
     chip_name: str | None = None
-    chip_version: str | None = None
     vdie_id: str | None = None
-    chip_count: int | None = None
-    extra: tuple[tuple[str, str], ...] = field(default=())  # every other key, verbatim
 
 
 # ---------------------------------------------------------------- known failure texts

@@ -110,9 +110,7 @@ def _chip(fn: Any, card: int, device: int, _: int) -> Answer:
     if rc != 0:
         return rc, None
     return rc, {
-        "chip_type": _text(info.chip_type),
         "chip_name": _text(info.chip_name),
-        "chip_ver": _text(info.chip_ver),
         "aicore_cnt": info.aicore_cnt,
     }
 

@@ -173,11 +173,8 @@ def test_board(node: SimNode) -> None:
     for card in node.cards:
         board = parse_board(_out(f"info -t board -i {card.npu}", node))
         assert (board.npu, board.chip) == (card.npu, None)
-        assert board.software_version == node.npu_smi_version
         assert board.firmware_version == card.firmware_version
         assert board.serial == card.serial
-        assert board.pci_device_id == node.family.pci_device_id
-        assert board.chip_count == len(card.chips)
         for chip in card.chips:
             chip_board = parse_board(_out(f"info -t board -i {card.npu} -c {chip.chip}", node))
             assert (chip_board.npu, chip_board.chip) == (card.npu, chip.chip)

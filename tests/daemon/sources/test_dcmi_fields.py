@@ -42,7 +42,7 @@ def _answer(name: str, arg: int) -> Any:
         "frequency": 1000 + arg,
         "ecc": ECC,
         "processes": [[77, 5 * MIB]],
-        "chip": {"chip_type": "Ascend", "chip_name": "310P3", "chip_ver": "V1", "aicore_cnt": 8},
+        "chip": {"chip_name": "310P3", "aicore_cnt": 8},
         "pcie": {"domain": 0, "bdf_busid": 0x42, "bdf_deviceid": 0, "bdf_funcid": 0},
     }[name]
 

@@ -45,7 +45,7 @@ VALUES = {
     "memory": (-8255, None),
     "utilization2": (0, 37),
     "processes": (0, [[77, 5 * MIB]]),
-    "chip": (0, {"chip_type": "Ascend", "chip_name": "910B3", "chip_ver": "V1", "aicore_cnt": 20}),
+    "chip": (0, {"chip_name": "910B3", "aicore_cnt": 20}),
     "pcie": (0, {"domain": 0, "bdf_busid": 0xC1, "bdf_deviceid": 0, "bdf_funcid": 0}),
 }
 
