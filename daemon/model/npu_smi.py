@@ -47,7 +47,6 @@ class TableProcess:
     pid: int
     name: str | None  # empty in containers that cannot resolve host PIDs -> None
     memory_bytes: int | None
-    container_pid: int | None = None  # 26.0 "Process id in container" column (NA on host)
     # never set by the parser: the table source adds these from /proc/<pid> (daemon/containers.py)
     container_id: str | None = None
     pod_uid: str | None = None  # from the kubelet's pod<UID> cgroup
@@ -64,9 +63,7 @@ class InfoTable:
     npu_smi_version: str | None  # "npu-smi 23.0.rc2"  -> "23.0.rc2"
     version: str | None  # "Version: 23.0.rc2" (driver version as printed)
     chips: tuple[TableChip, ...]
-    processes: tuple[TableProcess, ...]
-    has_process_table: bool  # False when the board prints no process section (310B, 310 SoC)
-    warnings: tuple[str, ...] = ()  # trailing "[WARNING]..." lines, verbatim
+    processes: tuple[TableProcess, ...]  # empty also where the board prints none (310B, 310)
     # None when the chip list is whole; else why it may not be ("the last chip has only one of
     # its two rows", ...): the output was cut inside the chips, and chips after the cut are unknown
     cut_short: str | None = None

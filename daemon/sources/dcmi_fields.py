@@ -100,7 +100,5 @@ def merge(query: str, dcmi: Any, cli: Any, functions: Iterable[str]) -> Any:
         return _taken(dcmi, cli, fields)
     merged = dataclasses.replace(dcmi, chips=_rows(dcmi.chips, cli.chips, fields))
     if query == "info" and "processes" in names:
-        merged = dataclasses.replace(
-            merged, processes=cli.processes, has_process_table=cli.has_process_table
-        )
+        merged = dataclasses.replace(merged, processes=cli.processes)
     return merged

@@ -263,7 +263,6 @@ def info_table(
         version=versions[1],
         chips=tuple(rows),
         processes=tuple(processes),
-        has_process_table=True,
     )
 
 

@@ -94,7 +94,6 @@ def test_info_table(node: SimNode) -> None:
     ]
     got_procs = [(p.npu, p.chip, p.pid, p.name, p.memory_bytes) for p in table.processes]
     assert got_procs == expected
-    assert table.has_process_table == (not fam.soc)
 
 
 def test_mapping(node: SimNode) -> None:
