@@ -208,7 +208,6 @@ class KnownFailure:
     reason: str
     message: str  # the npu-smi line that identified it, verbatim
     advice: str  # what an operator should do
-    code: int | None = None  # e.g. -8005
 
 
 # ---------------------------------------------------------------- DCMI only (no npu-smi query)
