@@ -45,11 +45,11 @@ class LinkSpeed:
 
 @dataclass(frozen=True, slots=True)
 class LinkStats:
-    """`-link_stat -g`: link up/down counts since the driver loaded, and the records shown."""
+    """`-link_stat -g`: link up/down counts since the driver loaded (the records after them
+    are not read)."""
 
     up_count: int | None
     down_count: int | None  # older drivers print no `link down count` line
-    records: tuple[tuple[str, bool], ...] = ()  # (time as printed, up?) newest first
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,15 +76,12 @@ class OpticalReport:
     # (quantity, bound, value): quantity temperature_celsius / supply_voltage_volts /
     # tx_power_watts / rx_power_watts, bound high / low
     thresholds: tuple[tuple[str, str, float], ...] = ()
-    vendor: str | None = None
-    part_number: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class NetHealth:
-    """`-net_health -g`: the text as printed and its NET_HEALTH_STATES value."""
+    """`-net_health -g`: the text as printed, as its NET_HEALTH_STATES value."""
 
-    text: str
     state: str
 
 
@@ -99,7 +96,6 @@ class NetAddress:
 class LldpNeighbour:
     """`-lldp -g`: the switch port the NIC is cabled to, as the switch announces it."""
 
-    tlvs: tuple[tuple[str, tuple[str, ...]], ...]  # (TLV name, its value lines)
     peer_switch: str | None  # System Name, else the Chassis ID
     peer_port: str | None  # Port ID (Ifname)
 
@@ -107,20 +103,16 @@ class LldpNeighbour:
 # ---------------------------------------------------------------- hccn_tool, 950 only forms
 @dataclass(frozen=True, slots=True)
 class DevPort:
-    """One row of the 950 `-dev_info -g` port table."""
+    """One row of the 950 `-dev_info -g` port table: where the per-port queries ask (its
+    speed, type, link and media columns are not read: `-speed` and `-link` give them)."""
 
     udie: int
     port: int
-    speed_bytes_per_second: float | None
-    port_type: str  # UB or ETH
-    up: bool
-    media: str | None
 
 
 @dataclass(frozen=True, slots=True)
 class DevInfo:
     ports: tuple[DevPort, ...]
-    interfaces: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (name, addresses)
 
 
 # ---------------------------------------------------------------- npu-smi interconnect queries

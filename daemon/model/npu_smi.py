@@ -47,7 +47,6 @@ class TableProcess:
     pid: int
     name: str | None  # empty in containers that cannot resolve host PIDs -> None
     memory_bytes: int | None
-    container_pid: int | None = None  # 26.0 "Process id in container" column (NA on host)
     # never set by the parser: the table source adds these from /proc/<pid> (daemon/containers.py)
     container_id: str | None = None
     pod_uid: str | None = None  # from the kubelet's pod<UID> cgroup
@@ -64,9 +63,7 @@ class InfoTable:
     npu_smi_version: str | None  # "npu-smi 23.0.rc2"  -> "23.0.rc2"
     version: str | None  # "Version: 23.0.rc2" (driver version as printed)
     chips: tuple[TableChip, ...]
-    processes: tuple[TableProcess, ...]
-    has_process_table: bool  # False when the board prints no process section (310B, 310 SoC)
-    warnings: tuple[str, ...] = ()  # trailing "[WARNING]..." lines, verbatim
+    processes: tuple[TableProcess, ...]  # empty also where the board prints none (310B, 310)
     # None when the chip list is whole; else why it may not be ("the last chip has only one of
     # its two rows", ...): the output was cut inside the chips, and chips after the cut are unknown
     cut_short: str | None = None
@@ -105,11 +102,8 @@ class ChipUsage:
     vectorcore_ratio: float | None = None  # 310P "Vectorcore Usage Rate(%)"
     npu_util_ratio: float | None = None  # "NPU Utilization(%)"
     memory_total_bytes: int | None = None  # DDR / Memory Capacity(MB)
-    memory_usage_ratio: float | None = None
     hugepages_total: int | None = None
-    hugepages_usage_ratio: float | None = None
     hbm_total_bytes: int | None = None
-    hbm_usage_ratio: float | None = None
     memory_bandwidth_ratio: float | None = None  # DDR/Memory Bandwidth Usage Rate(%)
     hbm_bandwidth_ratio: float | None = None
 
@@ -124,8 +118,6 @@ class UsagesReport:
 @dataclass(frozen=True, slots=True)
 class ChipCommon:
     chip: int
-    memory_usage_ratio: float | None = None
-    hbm_usage_ratio: float | None = None
     aicore_ratio: float | None = None
     aicore_rated_hertz: float | None = None  # "Aicore Freq(MHZ)"
     aicore_current_hertz: float | None = None  # "Aicore curFreq(MHZ)"
@@ -138,8 +130,6 @@ class ChipCommon:
 class CommonReport:
     npu: int
     chips: tuple[ChipCommon, ...]
-    mcu_temperature_celsius: float | None = None
-    mcu_power_watts: float | None = None
 
 
 # ---------------------------------------------------------------- -t health
@@ -149,7 +139,6 @@ class HealthReport:
 
     status: str | None  # raw: OK / Warning / Alarm / Critical / UNKNOWN; None for NA
     error_codes: tuple[str, ...] = ()  # upper-case hex strings as printed
-    error_information: tuple[str, ...] = ()  # one text per code/continuation line
 
 
 def code_value(code: str) -> int | None:
@@ -167,11 +156,8 @@ class MemoryReport:
     npu: int
     chip: int | None
     memory_total_bytes: int | None = None
-    memory_clock_hertz: float | None = None
     hbm_total_bytes: int | None = None
-    hbm_clock_hertz: float | None = None
     hbm_temperature_celsius: float | None = None
-    hbm_manufacturer_id: str | None = None
 
 
 # ---------------------------------------------------------------- -t ecc
@@ -182,8 +168,6 @@ class ChipEcc:
     hbm_double_bit_errors: int | None = None
     hbm_single_bit_aggregate_total: int | None = None
     hbm_double_bit_aggregate_total: int | None = None
-    hbm_single_bit_isolated_pages: int | None = None
-    hbm_double_bit_isolated_pages: int | None = None
     ddr_single_bit_errors: int | None = None
     ddr_double_bit_errors: int | None = None
     ddr_single_bit_aggregate_total: int | None = None
@@ -203,18 +187,11 @@ class BoardReport:
 
     npu: int
     chip: int | None  # None for the card-level form
-    software_version: str | None = None
     firmware_version: str | None = None
-    product_name: str | None = None
     serial: str | None = None
     bus_id: str | None = None
-    pci_device_id: str | None = None
-    chip_type: str | None = None
     chip_name: str | None = None
-    chip_version: str | None = None
     vdie_id: str | None = None
-    chip_count: int | None = None
-    extra: tuple[tuple[str, str], ...] = field(default=())  # every other key, verbatim
 
 
 # ---------------------------------------------------------------- known failure texts
@@ -231,7 +208,6 @@ class KnownFailure:
     reason: str
     message: str  # the npu-smi line that identified it, verbatim
     advice: str  # what an operator should do
-    code: int | None = None  # e.g. -8005
 
 
 # ---------------------------------------------------------------- DCMI only (no npu-smi query)

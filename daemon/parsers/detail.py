@@ -27,7 +27,6 @@ from npumon.daemon.parsers.keyvalue import (
     field_hertz,
     field_int,
     field_ratio,
-    field_text,
     resolve_chip,
     resolve_npu,
     spec,
@@ -35,6 +34,7 @@ from npumon.daemon.parsers.keyvalue import (
 )
 
 # Aliases: 910-family prints "DDR ...", 310/310B print "Memory ..."/"Hugepages ..." instead.
+# Not read: the DDR, HBM and hugepages usage rates (the table's used/total bytes carry them).
 _USAGES = spec(
     [
         (["Aicore Usage Rate(%)"], "aicore_ratio", field_ratio),
@@ -45,15 +45,8 @@ _USAGES = spec(
         (["Vectorcore Usage Rate(%)"], "vectorcore_ratio", field_ratio),
         (["NPU Utilization(%)"], "npu_util_ratio", field_ratio),
         (["DDR Capacity(MB)", "Memory Capacity(MB)"], "memory_total_bytes", field_bytes),
-        (["DDR Usage Rate(%)", "Memory Usage Rate(%)"], "memory_usage_ratio", field_ratio),
         (["DDR Hugepages Total(page)", "Hugepages Total(page)"], "hugepages_total", field_int),
-        (
-            ["DDR Hugepages Usage Rate(%)", "Hugepages Usage Rate(%)"],
-            "hugepages_usage_ratio",
-            field_ratio,
-        ),
         (["HBM Capacity(MB)"], "hbm_total_bytes", field_bytes),
-        (["HBM Usage Rate(%)"], "hbm_usage_ratio", field_ratio),
         (
             ["DDR Bandwidth Usage Rate(%)", "Memory Bandwidth Usage Rate(%)"],
             "memory_bandwidth_ratio",
@@ -65,8 +58,6 @@ _USAGES = spec(
 
 _COMMON = spec(
     [
-        (["Memory Usage Rate(%)", "DDR Usage Rate(%)"], "memory_usage_ratio", field_ratio),
-        (["HBM Usage Rate(%)"], "hbm_usage_ratio", field_ratio),
         (["Aicore Usage Rate(%)"], "aicore_ratio", field_ratio),
         (["Aicore Freq(MHZ)"], "aicore_rated_hertz", field_hertz),
         (["Aicore curFreq(MHZ)"], "aicore_current_hertz", field_hertz),
@@ -77,23 +68,12 @@ _COMMON = spec(
     ]
 )
 
-# The MCU block of -t common: its own temperature, and board power on 310/310P.
-_COMMON_MCU = spec(
-    [
-        (["Temperature(C)", "Temperature (C)"], "mcu_temperature_celsius", field_float),
-        (["NPU Real-time Power(W)", "Power Dissipation(W)"], "mcu_power_watts", field_float),
-    ]
-)
-
 _MEMORY = spec(
     [
         # 310P/310B also print a card-level "Total (DDR) Capacity(MB)" first: not the chip's.
         (["DDR Capacity(MB)", "Capacity(MB)"], "memory_total_bytes", field_bytes),
-        (["DDR Clock Speed(MHz)", "Clock Speed(MHz)"], "memory_clock_hertz", field_hertz),
         (["HBM Capacity(MB)"], "hbm_total_bytes", field_bytes),
-        (["HBM Clock Speed(MHz)"], "hbm_clock_hertz", field_hertz),
         (["HBM Temperature(C)"], "hbm_temperature_celsius", field_float),
-        (["HBM Manufacturer ID"], "hbm_manufacturer_id", field_text),
     ]
 )
 
@@ -105,9 +85,7 @@ _ECC = spec(
         for what, name in (
             ("Error Count", "errors"),
             ("Aggregate Total Err Cnt", "aggregate_total"),
-            ("Isolated Pages Count", "isolated_pages"),
         )
-        if not (mem == "DDR" and what == "Isolated Pages Count")  # ChipEcc has no such field
     ]
 )
 
@@ -132,14 +110,6 @@ def _chips(
     return out
 
 
-def _mcu(doc: KvDocument) -> Record | None:
-    mcus = [r for r in doc.records if r.is_mcu]
-    if len(mcus) > 1:
-        first = mcus[1].fields[0]
-        raise ParseError("more than one MCU block", first.line_no, first.line)
-    return mcus[0] if mcus else None
-
-
 def parse_usages(text: str, *, npu: int | None = None, chip: int | None = None) -> UsagesReport:
     """`npu-smi info -t usages -i N [-c M]`: chip blocks END with `Chip ID`."""
     doc = split_records(text, chip_id_ends_block=True)
@@ -148,15 +118,11 @@ def parse_usages(text: str, *, npu: int | None = None, chip: int | None = None) 
 
 
 def parse_common(text: str, *, npu: int | None = None, chip: int | None = None) -> CommonReport:
-    """`npu-smi info -t common -i N`: chip blocks START with `Chip ID`; then an MCU block."""
+    """`npu-smi info -t common -i N`: chip blocks START with `Chip ID`; then an MCU block
+    (its temperature and board power, not read)."""
     doc = split_records(text, chip_id_ends_block=False)
     chips = tuple(ChipCommon(chip=i, **build(r.fields, _COMMON)) for i, r in _chips(doc, chip))
-    mcu = _mcu(doc)
-    return CommonReport(
-        npu=resolve_npu(doc.npu, npu),
-        chips=chips,
-        **(build(mcu.fields, _COMMON_MCU) if mcu else {}),
-    )
+    return CommonReport(npu=resolve_npu(doc.npu, npu), chips=chips)
 
 
 def parse_memory(text: str, *, npu: int | None = None, chip: int | None = None) -> MemoryReport:

@@ -69,7 +69,6 @@ _PATTERNS = (
 )
 
 
-_RET = re.compile(r"ret is (-?\d+)")
 # lines npu-smi prints after some error texts ("Invalid card id." / "Error parameter of -i" /
 # "Usage: npu-smi info <watch|proc|...> [Options...]")
 _CONTINUATION = re.compile(r"Error parameter of |Usage: npu-smi ")
@@ -93,11 +92,7 @@ def classify_failure(text: str) -> KnownFailure | None:
     for pattern in _PATTERNS:
         for line in text.splitlines():
             if pattern.regex.search(line):
-                ret = _RET.search(line)  # "... ret is -8005": npu-smi's exit code is this too
                 return KnownFailure(
-                    reason=pattern.reason,
-                    message=line.strip(),
-                    advice=pattern.advice,
-                    code=int(ret.group(1)) if ret else None,
+                    reason=pattern.reason, message=line.strip(), advice=pattern.advice
                 )
     return None

@@ -74,29 +74,23 @@ def parse_speed_table(text: str) -> LinkSpeed:
 
 
 def parse_link_stat_table(text: str) -> LinkStats:
-    """`link up count :    2`, `link down count :  2`, then a table of LINK_UP/LINK_DOWN rows."""
+    """`link up count :    2`, `link down count :  2`, then a table of LINK_UP/LINK_DOWN rows
+    (not read)."""
     counts: dict[str, int | None] = {}
-    table_text: list[str] = []
     for line_no, line in lines(text):
         key, sep, value = line.partition(":")
         key = " ".join(key.split()).lower()
         if key in ("link up count", "link down count") and sep:
             counts[key] = values.parse_int(value, line_no=line_no, line=line)
-        elif line.strip()[:1] in ("+", "|"):
-            table_text.append(line)
-        else:
+        elif line.strip()[:1] not in ("+", "|"):
             raise ParseError("expected a count line or the records table", line_no, line)
     if "link up count" not in counts:
         raise ParseError("no 'link up count' line", 0, "")
-    records: list[tuple[str, bool]] = []
-    for header, rows in box_tables("\n".join(table_text)):
-        status, stamp = _column(header, ("link_status",), 3), _column(header, ("time_stamp",), 4)
-        records.extend((cells[stamp], cells[status] == "LINK_UP") for _, _, cells in rows)
-    return LinkStats(counts["link up count"], counts.get("link down count"), tuple(records))
+    return LinkStats(counts["link up count"], counts.get("link down count"))
 
 
 def parse_dev_info(text: str) -> DevInfo:
-    """The port table (UDie, Port, Speed, Port Type, Link Status, Media) and the interfaces."""
+    """The port table's UDie and Port (Speed, Port Type, Media and the interfaces: not read)."""
     tables = box_tables(text)
     if not tables:
         raise ParseError("no port table", 0, "")
@@ -109,23 +103,5 @@ def parse_dev_info(text: str) -> DevInfo:
         port = values.parse_int(cells[1], line_no=line_no, line=line)
         if udie is None or port is None or cells[4] not in ("UP", "DOWN"):
             raise ParseError("a port row needs UDie, Port and UP/DOWN", line_no, line)
-        ports.append(
-            DevPort(
-                udie,
-                port,
-                _speed(cells[2], line_no, line),
-                cells[3],
-                cells[4] == "UP",
-                cells[5] if len(cells) > 5 else None,
-            )
-        )
-    interfaces: list[tuple[str, list[str]]] = []
-    for header, rows in tables[1:]:
-        if _column(header, ("interfacename",), -1) != 0:
-            continue
-        for _, _, cells in rows:
-            if cells[0]:
-                interfaces.append((cells[0], []))
-            if interfaces and cells[1]:
-                interfaces[-1][1].append(cells[1])
-    return DevInfo(tuple(ports), tuple((n, tuple(a)) for n, a in interfaces))
+        ports.append(DevPort(udie, port))
+    return DevInfo(tuple(ports))

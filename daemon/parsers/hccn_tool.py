@@ -77,14 +77,12 @@ def parse_speed(text: str) -> LinkSpeed:
 
 
 def parse_link_stat(text: str) -> LinkStats:
-    """`[devid N]link up count : 2`, `link down count` (newer drivers), then the records."""
+    """`[devid N]link up count : 2`, `link down count` (newer drivers), then the records (not
+    read)."""
     counts: dict[str, int | None] = {}
-    records: list[tuple[str, bool]] = []
     for line_no, raw in lines(text):
         line = _DEV_PREFIX.sub("", raw, count=1) if _DEV_PREFIX.match(raw) else raw
-        record = _RECORD.match(line.strip())
-        if record is not None:
-            records.append((" ".join(record["time"].split()), record["state"] == "UP"))
+        if _RECORD.match(line.strip()):
             continue
         key, sep, value = line.partition(":")
         key = " ".join(key.split()).lower()
@@ -96,7 +94,7 @@ def parse_link_stat(text: str) -> LinkStats:
             raise ParseError(f"unknown -link_stat line {key!r}", line_no, raw)
     if "link up count" not in counts:
         raise ParseError("no 'link up count' line", 0, "")
-    return LinkStats(counts["link up count"], counts.get("link down count"), tuple(records))
+    return LinkStats(counts["link up count"], counts.get("link down count"))
 
 
 def parse_stat(text: str) -> PortCounters:
@@ -124,7 +122,7 @@ def parse_net_health(text: str) -> NetHealth:
     value, line_no, line = _one_value(text, "net health status")
     if not value:
         raise ParseError("empty net health status", line_no, line)
-    return NetHealth(text=value, state=net_health_state(value))
+    return NetHealth(state=net_health_state(value))
 
 
 def parse_ip(text: str) -> NetAddress:
@@ -178,6 +176,4 @@ def parse_lldp(text: str) -> LldpNeighbour:
     )
     port_lines = by_name.get("Port ID TLV", by_name.get("", []))
     port = _tagged(port_lines, "ifname") or _tagged(port_lines, "mac")
-    return LldpNeighbour(
-        tlvs=tuple((name, tuple(body)) for name, body in tlvs), peer_switch=switch, peer_port=port
-    )
+    return LldpNeighbour(peer_switch=switch, peer_port=port)

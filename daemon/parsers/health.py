@@ -1,4 +1,4 @@
-"""Parser for `npu-smi info -t health -i N -c M` (one chip's health, error codes and texts)."""
+"""Parser for `npu-smi info -t health -i N -c M` (one chip's health and error codes)."""
 
 from __future__ import annotations
 
@@ -13,15 +13,15 @@ _CODE = re.compile(r"[0-9A-Fa-f]+\Z")  # %04X codes; unknown codes print in deci
 
 
 def parse_health(text: str) -> HealthReport:
-    """Health Status, the space-separated Error Code list, and every Error Information text.
+    """Health Status and the space-separated Error Code list.
 
-    Error Information continues on lines that are indented and start with `: ` (the key is
-    empty), sometimes with blank lines between them.
+    Error Information (the codes' texts, not read: the fault table names each code) continues
+    on lines that are indented and start with `: ` (the key is empty), sometimes with blank
+    lines between them.
     """
     status: str | None = None
     seen_status = False
     codes: tuple[str, ...] = ()
-    infos: list[str] = []
     in_info = False
     for f in read_fields(text):
         if f is None:
@@ -37,12 +37,10 @@ def parse_health(text: str) -> HealthReport:
             codes, in_info = tuple(tokens), False
         elif f.key == "error information" or (f.key == "" and in_info):
             in_info = True
-            if not values.is_absent(f.value):
-                infos.append(f.value)
         elif f.key == "":
             raise ParseError("continuation line outside Error Information", f.line_no, f.line)
         else:
             in_info = False  # NPU ID, Chip ID, newer fields: not ours
     if not seen_status:
         raise ParseError("no Health Status line", 0, "")
-    return HealthReport(status=status, error_codes=codes, error_information=tuple(infos))
+    return HealthReport(status=status, error_codes=codes)

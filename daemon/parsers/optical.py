@@ -76,8 +76,6 @@ def parse_optical(text: str) -> OpticalReport:
         elif key in ("temperature", "vcc"):
             name = "temperature_celsius" if key == "temperature" else "supply_voltage_volts"
             kw[name] = quantity(value, line_no=line_no, line=line)
-        elif key in ("vendor name", "vendor part number"):
-            kw["vendor" if key == "vendor name" else "part_number"] = value.strip() or None
         elif laned_key is not None:
             reading = quantity(value, line_no=line_no, line=line)
             if reading is not None:

@@ -41,7 +41,7 @@ _PROCESS_CELL = {
     "process id": "pid",
     "process name": "name",
     "process memory(mb)": "memory",
-    "process id in container": "container_pid",
+    "process id in container": "unread",  # 26.0: the PID inside its container
 }
 _NO_PROCESSES = re.compile(r"No running processes found in NPU\s+(?P<npu>\d+)\Z")
 _SEPARATOR = re.compile(r"\+[-=+]*\Z")
@@ -178,8 +178,6 @@ def _process(cells: list[str], layout: tuple[str, ...], row: _Row) -> TableProce
             kw["name"] = values.optional_text(cell)  # empty when a container cannot see the PID
         elif key == "memory":
             kw["memory_bytes"] = values.mib_to_bytes(cell, **at)
-        else:
-            kw["container_pid"] = values.parse_int(cell, **at)
     return TableProcess(**kw)
 
 
@@ -196,17 +194,14 @@ class _Parser:
         self.process_layout: tuple[str, ...] | None = None
         self.processes: list[TableProcess] = []
         self.process_entries = 0  # process rows and "No running processes" lines
-        self.warnings: list[str] = []
         self.seen_table = False
         self.ends_with_border = False  # the last table line read was a separator
 
     def feed(self, row: _Row) -> None:
         stripped = row.line.strip()
-        if not stripped:
+        if not stripped or stripped.startswith("[WARNING]"):  # driver warnings: not read
             return
-        if stripped.startswith("[WARNING]"):
-            self.warnings.append(stripped)
-        elif stripped.startswith("+"):
+        if stripped.startswith("+"):
             if not _SEPARATOR.match(stripped):
                 raise ParseError("malformed separator line", row.line_no, row.line)
             self._no_pending(row)
@@ -324,8 +319,6 @@ class _Parser:
             version=self.version,
             chips=tuple(self.chips.values()),
             processes=() if processes_cut else tuple(self.processes),
-            has_process_table=self.process_layout is not None,
-            warnings=tuple(self.warnings),
             cut_short=self.cut_short(),
             processes_cut=processes_cut,
         )

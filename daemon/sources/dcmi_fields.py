@@ -31,7 +31,6 @@ FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "hbm": ("hbm_total_bytes",),
         "memory": (
             "memory_total_bytes",
-            "memory_usage_ratio",
             "hugepages_total",
             "memory_bandwidth_ratio",
         ),
@@ -42,8 +41,6 @@ FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
             "aicpu_ratio",
             "ctrlcpu_ratio",
             "npu_util_ratio",
-            "memory_usage_ratio",
-            "hbm_usage_ratio",
             "memory_bandwidth_ratio",
             "hbm_bandwidth_ratio",
         ),
@@ -52,8 +49,7 @@ FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "power": ("power_watts",),
         "temperature": ("temperature_celsius",),
         "chip": ("aicore_count",),
-        "memory": ("memory_usage_ratio",),
-        "utilization": ("memory_usage_ratio", "hbm_usage_ratio", "aicore_ratio"),
+        "utilization": ("aicore_ratio",),
         "frequency": ("aicore_rated_hertz", "aicore_current_hertz"),
     },
     "ecc": {
@@ -63,12 +59,11 @@ FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
             for bits in ("single_bit", "double_bit")
             for count in ("errors", "aggregate_total")
         )
-        + ("hbm_single_bit_isolated_pages", "hbm_double_bit_isolated_pages"),
     },
-    "health": {"health": ("status",), "errors": ("error_codes", "error_information")},
+    "health": {"health": ("status",), "errors": ("error_codes",)},
     "memory": {
-        "hbm": ("hbm_total_bytes", "hbm_clock_hertz", "hbm_temperature_celsius"),
-        "memory": ("memory_total_bytes", "memory_clock_hertz"),
+        "hbm": ("hbm_total_bytes", "hbm_temperature_celsius"),
+        "memory": ("memory_total_bytes",),
     },
     "hccs": {"mainboard": ("links",), "hccs": ("links",)},
     "hccs-bw": {"mainboard": ("links",), "hccs_bw": ("links",)},
@@ -105,7 +100,5 @@ def merge(query: str, dcmi: Any, cli: Any, functions: Iterable[str]) -> Any:
         return _taken(dcmi, cli, fields)
     merged = dataclasses.replace(dcmi, chips=_rows(dcmi.chips, cli.chips, fields))
     if query == "info" and "processes" in names:
-        merged = dataclasses.replace(
-            merged, processes=cli.processes, has_process_table=cli.has_process_table
-        )
+        merged = dataclasses.replace(merged, processes=cli.processes)
     return merged

@@ -73,28 +73,21 @@ def _fields(struct: Any, names: tuple[str, ...]) -> dict[str, Any]:
 def _hbm(fn: Any, card: int, device: int, _: int) -> Answer:
     info = HbmInfo()
     rc = fn(card, device, byref(info))
-    names = ("memory_size", "memory_usage", "temp", "bandwith_util_rate", "freq")
+    names = ("memory_size", "memory_usage", "temp")
     return rc, _fields(info, names) if rc == 0 else None
 
 
 def _memory(fn: Any, card: int, device: int, _: int) -> Answer:
     info = MemoryInfoV3()
     rc = fn(card, device, byref(info))
-    names = (
-        "memory_size",
-        "memory_available",
-        "freq",
-        "hugepagesize",
-        "hugepages_total",
-        "hugepages_free",
-    )
+    names = ("memory_size", "memory_available", "hugepages_total", "hugepages_free")
     return rc, _fields(info, names) if rc == 0 else None
 
 
 def _ecc(fn: Any, card: int, device: int, kind: int) -> Answer:
     buffer = EccBuffer()  # zero-filled, larger than either struct form
     rc = fn(card, device, kind, byref(buffer))
-    names = tuple(name for name, _ in buffer.info._fields_[:7])  # the 7 both forms share
+    names = tuple(name for name, _ in buffer.info._fields_[1:5])  # the counts both forms have
     return rc, _fields(buffer.info, names) if rc == 0 else None
 
 
@@ -117,9 +110,7 @@ def _chip(fn: Any, card: int, device: int, _: int) -> Answer:
     if rc != 0:
         return rc, None
     return rc, {
-        "chip_type": _text(info.chip_type),
         "chip_name": _text(info.chip_name),
-        "chip_ver": _text(info.chip_ver),
         "aicore_cnt": info.aicore_cnt,
     }
 

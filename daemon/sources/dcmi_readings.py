@@ -33,8 +33,8 @@ RETRY = {-8006: "dcmi_timeout", -8012: "dcmi_not_ready", -8017: "dcmi_busy", -80
 GONE = frozenset({-8007, -8008})  # the device left: re-enumerate
 HEALTH = {0: "OK", 1: "Warning", 2: "Alarm", 3: "Critical"}
 # dcmi_get_device_utilization_rate types (DRV-H DCMI_UTILIZATION_RATE_*) and frequency types
-UTIL_DDR, UTIL_AICORE, UTIL_AICPU, UTIL_CTRLCPU, UTIL_DDR_BANDWIDTH = 1, 2, 3, 4, 5
-UTIL_HBM, UTIL_HBM_BANDWIDTH, UTIL_VECTOR, UTIL_NPU, UTIL_CUBE = 6, 10, 12, 13, 14
+UTIL_AICORE, UTIL_AICPU, UTIL_CTRLCPU, UTIL_DDR_BANDWIDTH = 2, 3, 4, 5
+UTIL_HBM_BANDWIDTH, UTIL_VECTOR, UTIL_NPU, UTIL_CUBE = 10, 12, 13, 14
 FREQ_AICORE_CURRENT, FREQ_AICORE_RATED = 7, 9
 TABLE_CALLS: tuple[tuple[str, int], ...] = (
     ("health", 0),
@@ -53,12 +53,10 @@ USAGES_CALLS: tuple[tuple[str, int], ...] = (
     *(
         ("utilization", kind)
         for kind in (
-            UTIL_DDR,
             UTIL_AICORE,
             UTIL_AICPU,
             UTIL_CTRLCPU,
             UTIL_DDR_BANDWIDTH,
-            UTIL_HBM,
             UTIL_HBM_BANDWIDTH,
             UTIL_VECTOR,
             UTIL_NPU,
@@ -70,8 +68,6 @@ COMMON_CALLS: tuple[tuple[str, int], ...] = (
     ("power", 0),
     ("temperature", 0),
     ("chip", 0),
-    ("utilization", UTIL_DDR),
-    ("utilization", UTIL_HBM),
     ("utilization", UTIL_AICORE),
     ("frequency", FREQ_AICORE_CURRENT),
     ("frequency", FREQ_AICORE_RATED),
@@ -267,7 +263,6 @@ def info_table(
         version=versions[1],
         chips=tuple(rows),
         processes=tuple(processes),
-        has_process_table=True,
     )
 
 
@@ -298,10 +293,8 @@ def chip_usage(chip: DcmiChip, values: Values) -> ChipUsage:
         ctrlcpu_ratio=_percent(values, UTIL_CTRLCPU),
         npu_util_ratio=_percent(values, UTIL_NPU),
         memory_total_bytes=memory["memory_size"] * MIB if memory else 0,
-        memory_usage_ratio=_ddr(values, UTIL_DDR),
         hugepages_total=memory["hugepages_total"] if memory else 0,
         hbm_total_bytes=hbm["memory_size"] * MIB if hbm else None,
-        hbm_usage_ratio=_percent(values, UTIL_HBM),
         memory_bandwidth_ratio=_ddr(values, UTIL_DDR_BANDWIDTH),
         hbm_bandwidth_ratio=_percent(values, UTIL_HBM_BANDWIDTH),
     )
@@ -312,8 +305,6 @@ def chip_common(chip: DcmiChip, values: Values) -> ChipCommon:
     power, temperature, info = values.get("power"), values.get("temperature"), values.get("chip")
     return ChipCommon(
         chip=chip.device,
-        memory_usage_ratio=_ddr(values, UTIL_DDR),
-        hbm_usage_ratio=_percent(values, UTIL_HBM),
         aicore_ratio=_percent(values, UTIL_AICORE),
         aicore_rated_hertz=_hertz(values, FREQ_AICORE_RATED),
         aicore_current_hertz=_hertz(values, FREQ_AICORE_CURRENT),
@@ -340,7 +331,7 @@ def health_report(chip: DcmiChip, values: Values) -> HealthReport:
 
 
 def chip_ecc(chip: DcmiChip, values: Values) -> ChipEcc:
-    """`-t ecc` for one chip: HBM (type 2) and DDR (type 0), the 7 fields both struct forms have."""
+    """`-t ecc` for one chip: HBM (type 2) and DDR (type 0), the counts both struct forms have."""
     hbm, ddr = values.get(value_key("ecc", ECC_HBM)), values.get(value_key("ecc", ECC_DDR))
     fields: dict[str, int] = {}
     for prefix, found in (("hbm", hbm), ("ddr", ddr)):
@@ -353,11 +344,6 @@ def chip_ecc(chip: DcmiChip, values: Values) -> ChipEcc:
                     f"{prefix}_double_bit_aggregate_total": found["total_double_bit_error_cnt"],
                 }
             )
-    if hbm:
-        fields.update(
-            hbm_single_bit_isolated_pages=hbm["single_bit_isolated_pages_cnt"],
-            hbm_double_bit_isolated_pages=hbm["double_bit_isolated_pages_cnt"],
-        )
     return ChipEcc(chip=chip.device, **fields)
 
 
@@ -368,9 +354,7 @@ def memory_report(chip: DcmiChip, values: Values) -> MemoryReport:
         npu=chip.card,
         chip=chip.device,
         memory_total_bytes=memory["memory_size"] * MIB if memory else 0,
-        memory_clock_hertz=memory["freq"] * 1e6 if memory else 0.0,
         hbm_total_bytes=hbm["memory_size"] * MIB if hbm else None,
-        hbm_clock_hertz=hbm["freq"] * 1e6 if hbm else None,
         hbm_temperature_celsius=float(hbm["temp"]) if hbm else None,
     )
 

@@ -29,7 +29,7 @@ def test_the_310b_scenario_prints_the_real_layout_without_a_process_section() ->
     text = render(["info"], node_state(load_scenario("310b"), float(SIM_TIME))).stdout
     assert "Process id" not in text and text.rstrip().endswith("=+")
     table = parse_info(text)
-    assert table.cut_short is None and not table.has_process_table
+    assert table.cut_short is None and table.processes_cut is None and table.processes == ()
     (chip,) = table.chips
     assert (chip.npu, chip.chip, chip.name, chip.bus_id) == (0, 0, "310B4", None)
     assert {len(line) for line in text.splitlines()} == {106}  # the 310 family's box

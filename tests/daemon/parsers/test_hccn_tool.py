@@ -35,7 +35,7 @@ def test_net_health_docs_and_fixture() -> None:
     assert parse("net_health-g__mind-cluster-resumable-doc-fault.txt").state == "fault"
     assert parse("net_health-g__mind-cluster-resumable-doc-success.txt").state == "success"
     socket = parse("net_health-g__mind-cluster-faultdiag-kg-before.txt")
-    assert (socket.text, socket.state) == ("Socket failed", "socket_fail")  # old or edited text
+    assert socket.state == "socket_fail"  # "Socket failed": an old or edited text
     assert net_health_state("Detect ip set") == "detect_ip_set"
     assert net_health_state("Something new") == "unknown"
 
@@ -43,20 +43,17 @@ def test_net_health_docs_and_fixture() -> None:
 def test_link_stat_fixtures_newest_first_without_down_count() -> None:
     before = parse("link_stat-g__mind-cluster-faultdiag-kg-before.txt")
     assert (before.up_count, before.down_count) == (2, None)  # no `link down count` line
-    assert before.records[0] == ("Tue Aug 1 14:43:40 2022", True)
-    after = parse("link_stat-g__mind-cluster-faultdiag-kg-after.txt")
-    assert after.records[0] == ("Tue Aug 1 14:44:40 2022", False) and len(after.records) == 4
+    after = parse("link_stat-g__mind-cluster-faultdiag-kg-after.txt")  # records: not read
+    assert (after.up_count, after.down_count) == (2, None)
     dev1 = parse("link_stat-g__mind-cluster-faultdiag-modelarts-dev1.txt")
-    assert dev1.up_count == 2 and [up for _, up in dev1.records] == [True, False, True]
+    assert dev1.up_count == 2
     doc = parse("link_stat-g__mind-cluster-faultdiag-doc.txt")  # `[device 0]` prefix
-    assert doc.up_count == 2 and doc.records[-1] == ("Tue Jun 6 16:31:55 2023", True)
+    assert doc.up_count == 2
 
 
 def test_link_stat_950_doc_table() -> None:
     stats = parse("link_stat-g-u-p__driver-950-doc.txt")
-    assert (stats.up_count, stats.down_count) == (2, 2)
-    assert stats.records[0] == ("Mon Feb 9 21:45:51 2026", True)
-    assert [up for _, up in stats.records] == [True, False, True, False]
+    assert (stats.up_count, stats.down_count) == (2, 2)  # the records table: not read
 
 
 def test_stat_doc_elided_keeps_only_printed_counters() -> None:
@@ -95,7 +92,6 @@ def test_optical_fixture_four_lanes_and_thresholds() -> None:
     assert thresholds[("rx_power_watts", "low")] == pytest.approx(0.1445 * MW)
     assert thresholds[("temperature_celsius", "high")] == 70.0
     assert thresholds[("supply_voltage_volts", "low")] == pytest.approx(3.135)
-    assert (o.vendor, o.part_number) == ("Hisense", "LMQ8611-PC+")
 
 
 def test_optical_doc_elided_laneless_keys_are_lane_0() -> None:
@@ -120,14 +116,11 @@ def test_lldp_blog_elided() -> None:
     n = parse("lldp-g__arthurchiao-blog.txt")
     assert n.peer_port == "400GE1/1/20:2"
     assert n.peer_switch is None  # the Chassis ID MAC is elided (`MAC: ...`), no System Name
-    tlvs = dict(n.tlvs)
-    assert tlvs["System Description TLV"][-1] == "Huarong DX511"  # unindented, blank lines
-    assert tlvs["Maximum Frame Size TLV"] == ("9216",)
 
 
 def test_lldp_grep_filtered_lines_keep_the_first_port() -> None:
     n = parse("lldp-g-grep-ifname-8dev__deepseekv3-deploy-guide.txt")
-    assert n.peer_port == "400GE1/1/5:1" and len(dict(n.tlvs)[""]) == 8
+    assert n.peer_port == "400GE1/1/5:1"
 
 
 def test_speed_950_doc_table() -> None:
@@ -136,18 +129,9 @@ def test_speed_950_doc_table() -> None:
 
 def test_dev_info_950_doc_and_synthetic() -> None:
     doc = parse("dev_info-g__driver-950-doc.txt")
-    assert [(p.udie, p.port, p.up) for p in doc.ports] == [(0, 4, True), (0, 5, True), (0, 6, True)]
-    assert doc.ports[0].speed_bytes_per_second == 400e9 / 8 and doc.ports[0].port_type == "UB"
-    assert dict(doc.interfaces)["ipourma0"][-1] == "::10:0:dfdf:20"
-    assert dict(doc.interfaces)["end0v0"] == ("192.168.2.199",)
+    assert [(p.udie, p.port) for p in doc.ports] == [(0, 4), (0, 5), (0, 6)]
     synthetic = parse("dev_info-g__mind-cluster-test-SYNTHETIC.txt")  # other header names
-    assert [(p.port, p.port_type, p.up) for p in synthetic.ports] == [
-        (4, "ETH", False),
-        (5, "ETH", True),
-        (8, "UB", False),
-        (9, "UB", True),
-    ]
-    assert synthetic.ports[2].media == "Optical"
+    assert [(p.udie, p.port) for p in synthetic.ports] == [(0, 4), (0, 5), (1, 8), (1, 9)]
 
 
 # The -speed 910 form has no public capture: its parser follows the print format only.

@@ -12,19 +12,13 @@ from tests.daemon.parsers.npu_smi_fixtures import fixture_text
 # ---------------------------------------------------------------- -t health
 def test_health_ok() -> None:
     report = parse_health(fixture_text("info_t_health_910a_ok.txt"))
-    assert (report.status, report.error_codes, report.error_information) == ("OK", (), ())
+    assert (report.status, report.error_codes) == ("OK", ())
 
 
 def test_health_alarm_multiple_codes_and_continuation_lines() -> None:
     report = parse_health(fixture_text("info_t_health_alarm_910a.txt"))
     assert report.status == "Alarm"
     assert report.error_codes == ("A4025021", "8C03A000", "8C084E00")
-    assert report.error_information == (
-        "ascend_monitor adda heart beat lost error",
-        "node type=process-manager, sensor type=General Software, "
-        "event state=The process start failed or exit abnormally",
-        "node type=adda, sensor type=Heartbeat Sensor, event state=Heartbeat Lost.",
-    )
 
 
 def test_health_na_status_and_bad_code() -> None:

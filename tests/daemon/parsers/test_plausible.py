@@ -71,7 +71,7 @@ def test_an_untouched_result_is_returned_as_is() -> None:
 
 
 def test_ids_and_text_have_no_bound() -> None:
-    for name in ("npu", "chip", "pid", "logic_id", "phy_id", "container_pid", "name", "total"):
+    for name in ("npu", "chip", "pid", "logic_id", "phy_id", "name", "total"):
         assert bound(name) is None
 
 

@@ -46,8 +46,7 @@ def test_310_single_chip_23_0_0() -> None:
             logic_id=0,
         ),
     )
-    assert table.has_process_table and table.processes == ()
-    assert table.warnings == ()
+    assert table.processes == () and table.processes_cut is None
 
 
 def test_310_four_chips_old_80_wide_20_2_without_hugepages() -> None:
@@ -65,7 +64,7 @@ def test_310_four_chips_old_80_wide_20_2_without_hugepages() -> None:
         assert chip.power_watts == 12.8 and chip.name == "310" and chip.health == "OK"
         assert chip.hugepages_used is None and chip.hugepages_total is None  # no such column
         assert (chip.memory_used_bytes, chip.memory_total_bytes) == (2703 * MB, 8192 * MB)
-    assert not table.has_process_table
+    assert table.processes == () and table.processes_cut is None  # no process section
 
 
 def test_310_four_chips_21_0_4_logic_ids_and_version_differs_from_tool() -> None:
@@ -103,7 +102,7 @@ def test_310b4_dev_board_23_0_rc3_whole_without_a_process_section() -> None:
     assert (chip.hugepages_used, chip.hugepages_total) == (15, 15)
     assert (chip.memory_used_bytes, chip.memory_total_bytes) == (2166 * MB, 3513 * MB)
     assert chip.hbm_used_bytes is None and chip.hbm_total_bytes is None
-    assert not table.has_process_table and table.processes == () and table.cut_short is None
+    assert table.processes == () and table.cut_short is None
 
 
 def test_310p3_power_is_na() -> None:
@@ -202,7 +201,7 @@ def test_910b1_blog_capture_with_elision_line() -> None:
         assert (chip.memory_used_bytes, chip.memory_total_bytes) == (0, 0)
         assert chip.hbm_total_bytes == 65536 * MB
     assert [c.hbm_used_bytes for c in table.chips] == [4175 * MB, 4175 * MB, 4174 * MB]
-    assert not table.has_process_table
+    assert table.processes == () and table.processes_cut is None  # no process section
 
 
 def test_910b2c_trailing_spaces_and_five_digit_fraction() -> None:
@@ -249,7 +248,7 @@ def test_a3_two_dies_per_npu_die_1_power_dash() -> None:
     assert procs(table) == [(1, 1, 990711, "python", 7746 * MB)]
 
 
-def test_a3_26_0_wide_layout_with_container_pid_column() -> None:
+def test_a3_26_0_wide_layout_with_process_id_in_container_column() -> None:
     table = info("info_a3_16die_npu-smi26.0rc2_FRAGMENTS.txt")
     assert (table.npu_smi_version, table.version) == ("26.0.rc2", "26.0.rc2")
     rows = [(c.npu, c.chip, c.phy_id, c.power_watts, c.temperature_celsius) for c in table.chips]
@@ -257,9 +256,7 @@ def test_a3_26_0_wide_layout_with_container_pid_column() -> None:
     assert [c.hbm_used_bytes for c in table.chips] == [3419 * MB, 2874 * MB, 31877 * MB]
     assert table.chips[2].bus_id == "0000:83:00.0"
     assert table.processes == (
-        TableProcess(
-            npu=0, chip=0, pid=632268, name="python3.1", memory_bytes=197 * MB, container_pid=None
-        ),
+        TableProcess(npu=0, chip=0, pid=632268, name="python3.1", memory_bytes=197 * MB),
     )
 
 
@@ -274,8 +271,8 @@ WARNING = (
 def test_prompt_line_and_trailing_warning_are_tolerated() -> None:
     text = "$ npu-smi info\n" + fixture_text("info_910b4-1_2chip_procs_25.2.2.txt") + WARNING + "\n"
     table = parse_info(text)
-    assert table.warnings == (WARNING,)
     assert len(table.chips) == 2 and len(table.processes) == 2
+    assert table.cut_short is None and table.processes_cut is None
 
 
 # The 950 header from npu-smi's source (npu-smi.md 2.4); no Chip column, NPU Util instead of
@@ -311,9 +308,9 @@ def test_950_layout_has_no_chip_column() -> None:
     assert [c.npu_util_ratio for c in table.chips] == [0.2, 0.0]
     assert all(c.aicore_ratio is None and c.bus_id is None for c in table.chips)
     assert table.chips[1].hbm_used_bytes == 2048 * MB
-    assert [(p.npu, p.chip, p.pid, p.name, p.container_pid) for p in table.processes] == [
-        (0, None, 1001, "python", None),
-        (0, None, 1002, None, 101),
+    assert [(p.npu, p.chip, p.pid, p.name) for p in table.processes] == [
+        (0, None, 1001, "python"),
+        (0, None, 1002, None),
     ]
 
 

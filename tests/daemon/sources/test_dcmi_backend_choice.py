@@ -32,10 +32,8 @@ ANSWERS: dict[str, Any] = {
         "memory_size": 65536,
         "memory_usage": 3000,
         "temp": 35,
-        "bandwith_util_rate": 0,
-        "freq": 1600,
     },
-    "chip": {"chip_type": "Ascend", "chip_name": "910B4", "chip_ver": "V1", "aicore_cnt": 20},
+    "chip": {"chip_name": "910B4", "aicore_cnt": 20},
     "pcie": {"domain": 0, "bdf_busid": 0xC1, "bdf_deviceid": 0, "bdf_funcid": 0},
 }
 

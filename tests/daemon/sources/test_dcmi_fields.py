@@ -17,13 +17,10 @@ from npumon.daemon.sources.dcmi_readings import TABLE_CALLS, info_table, value_k
 MIB = 1024 * 1024
 CHIP = DcmiChip(card=3, device=0, logic_id=3, phy_id=3)
 ECC = {
-    "enable_flag": 1,
     "single_bit_error_cnt": 2,
     "double_bit_error_cnt": 1,
     "total_single_bit_error_cnt": 7,
     "total_double_bit_error_cnt": 3,
-    "single_bit_isolated_pages_cnt": 4,
-    "double_bit_isolated_pages_cnt": 5,
 }
 
 
@@ -34,12 +31,10 @@ def _answer(name: str, arg: int) -> Any:
         "errors": [0xA4025021],
         "power": 3596,
         "temperature": 58,
-        "hbm": {"memory_size": 65536, "memory_usage": 3000, "temp": 50, "freq": 1600},
+        "hbm": {"memory_size": 65536, "memory_usage": 3000, "temp": 50},
         "memory": {
             "memory_size": 16384,
             "memory_available": 4000,
-            "freq": 2400,
-            "hugepagesize": 2048,
             "hugepages_total": 30,
             "hugepages_free": 10,
         },
@@ -47,7 +42,7 @@ def _answer(name: str, arg: int) -> Any:
         "frequency": 1000 + arg,
         "ecc": ECC,
         "processes": [[77, 5 * MIB]],
-        "chip": {"chip_type": "Ascend", "chip_name": "310P3", "chip_ver": "V1", "aicore_cnt": 8},
+        "chip": {"chip_name": "310P3", "aicore_cnt": 8},
         "pcie": {"domain": 0, "bdf_busid": 0x42, "bdf_deviceid": 0, "bdf_funcid": 0},
     }[name]
 
