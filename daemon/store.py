@@ -37,7 +37,7 @@ class SnapshotStore:
     """Holds the last published results of each source; every publish builds one new snapshot.
 
     Readers take a reference to an immutable NodeSnapshot and never wait on a writer. Chip
-    readings are merged (`daemon/reading.py`) only when npu-smi results or the set of profiled
+    readings are merged (`daemon/model/reading.py`) only when npu-smi results or the set of profiled
     chips change; a source-status or profile update reuses them. A part of the new snapshot
     equal to the same part of the previous one is the previous object (``is``), so the exporter
     can keep what it rendered from it (the network families are most of an exposition and

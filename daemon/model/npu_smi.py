@@ -229,7 +229,7 @@ class NpuSmiResults:
     """The latest result of every npu-smi query, as the sources last published them.
 
     Keyed by (npu, chip), or by npu for card-level reports. The sources build new mappings on
-    every run and never mutate a published one; `daemon/reading.py` merges them per chip.
+    every run and never mutate a published one; `daemon/model/reading.py` merges them per chip.
     """
 
     table: InfoTable | None = None  # None after a failed table poll: no chip from stale data

@@ -102,9 +102,9 @@ class ThrottleRule:
 
 
 ThrottleRules = Callable[[str | None], ThrottleRule]
+"""The rule for a chip model name (exact name, longest prefix, default)."""
 FaultLevel = Callable[[str], str]
 """A health error code's handling level in the fault table (`daemon/faults`), else unknown."""
-"""The rule for a chip model name (exact name, longest prefix, default)."""
 
 _NO_USAGE = ChipUsage(chip=0)
 _NO_COMMON = ChipCommon(chip=0)

@@ -27,7 +27,7 @@ ELISION = "..."
 _COUNTER = re.compile(r"(?P<key>[A-Za-z0-9_]{1,64}):\s?(?P<value>\d{1,20})\Z")
 _SPEED = re.compile(r"Speed:\s*(?:(?P<mbps>\d{1,9})\s*Mb/s|(?P<unknown>Unknown!?))\Z")
 _DEV_PREFIX = re.compile(r"\[(?:devid|device) \d{1,4}\]")
-_RECORD = re.compile(r"(?P<time>\S.{0,40}?\d{4})\s+LINK (?P<state>UP|DOWN)\Z")
+_RECORD = re.compile(r"\S.{0,40}?\d{4}\s+LINK (?:UP|DOWN)\Z")  # a link-change record (not read)
 MBIT = 1_000_000 / 8  # bytes per second in one Mb/s
 
 
