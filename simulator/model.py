@@ -2,9 +2,9 @@
 
 This module must not import pydantic or yaml: every npu-smi call is a new process, and a cached
 scenario is rebuilt from JSON here without paying for the validation machinery (see loader.py).
-The records are NamedTuples, not frozen dataclasses, on purpose: creating a frozen dataclass
-class costs ~1 ms (it exec()s six generated methods) and `import dataclasses` ~7 ms, paid on
-every call; a NamedTuple class costs ~0.1 ms (see bench/simulator_bench.py).
+The records are NamedTuples, not frozen dataclasses, on purpose: a frozen dataclass class
+exec()s its generated methods when it is created and needs `import dataclasses`, both paid on
+every call; a NamedTuple class is cheaper to create (bench/simulator_bench.py measures it).
 """
 
 from __future__ import annotations
