@@ -6,11 +6,6 @@ with a cold scenario cache (fresh temp dir each run) and a warm one, and `python
 console-script wrapper; then the -X importtime cumulative figures of the big imports.
 
     .venv/bin/python bench/simulator_bench.py [--runs 20] [--scenario 910b-8]
-
-Measured on the 2-core dev VM (load average ~2-3, `info -t common -i 3`, median of 20):
-before (pydantic models built per call, commit 14585ba) ~230-300 ms wall per call;
-now cold cache ~255 ms, warm cache ~65 ms (bare `python -c pass` ~27 ms, of which the
-editable-install finder's import is ~13 ms; `python -S -c pass` ~13 ms).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ This module must not import pydantic or yaml: every npu-smi call is a new proces
 scenario is rebuilt from JSON here without paying for the validation machinery (see loader.py).
 The records are NamedTuples, not frozen dataclasses, on purpose: a frozen dataclass class
 exec()s its generated methods when it is created and needs `import dataclasses`, both paid on
-every call; a NamedTuple class is cheaper to create (bench/simulator_bench.py measures it).
+every call; a NamedTuple class is cheaper to create (bench/simulator_bench.py prints what
+`import dataclasses` costs).
 """
 
 from __future__ import annotations
