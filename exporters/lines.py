@@ -24,7 +24,7 @@ from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.exporters.spec import SAMPLED
 from npumon.exporters.writer import (
     escaped,
-    label_names,
+    line_format,
     metric_name,
     openmetrics_head,
     text_head,
@@ -57,9 +57,7 @@ class LineFamily:
         self.name, self.kind, self.doc = name, kind, f"{doc} {SAMPLED}"
         self.labels, self.value, self.extra, self.text = (*identity, *extra), value, extra, text
         sample = metric_name(name + ("_total" if kind == "counter" else ""))
-        names = label_names(tuple(sorted(self.labels)))
-        pairs = ",".join(f'{n}="%s"' for n in names)
-        self.template = f"{sample}{{{pairs}}} %s\n" if names else f"{sample} %s\n"
+        self.template, names = line_format(sample, self.labels)
         # (label values in self.labels order..., value) -> the same in the template's order
         self.arrange = itemgetter(*(self.labels.index(n) for n in names), len(names))
         self.heads = {

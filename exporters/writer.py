@@ -68,7 +68,7 @@ def escaped(value: str) -> str:
 
 
 @lru_cache(maxsize=4096)
-def _line_format(name: str, keys: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+def line_format(name: str, keys: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
     """A sample line's %-format for ``name`` with the label names ``keys``, and those names in
     the order they appear (sorted, as prometheus_client sorts them)."""
     names = _sorted_names(keys)
@@ -100,7 +100,7 @@ def _samples(family: Metric) -> list[str] | None:
         labels = s.labels
         if keys is None or labels.keys() != keys:  # label names change: a new line format
             keys = labels.keys()
-            form, names = _line_format(name, tuple(keys))
+            form, names = line_format(name, tuple(keys))
             get, single = (itemgetter(*names) if names else _no_values), len(names) == 1
         values: tuple[str, ...] = (get(labels),) if single else get(labels)
         joined = "".join(values)
