@@ -36,24 +36,22 @@ class BasicAuth:
     def cached(self, header: str | None) -> bool | None:
         """True/False when known without bcrypt (cached, or not decodable); None otherwise."""
         creds = _decode(header)
-        if creds is None:
-            return False
-        key = self._key(*creds)
-        return True if key in self._ok else False if key in self._failed else None
+        return False if creds is None else self._known(self._key(*creds))
 
     def check(self, header: str | None) -> bool:
         """True when the header carries a configured user and matching password (a check
         decided while this one queued is answered from the cache)."""
-        known = self.cached(header)
-        if known is not None:
+        creds = _decode(header)
+        if creds is None:
+            return False
+        key, (user, password) = self._key(*creds), creds
+        if (known := self._known(key)) is not None:
             return known
-        user, password = _decode(header) or ("", b"")  # decodable, or cached() said False
         hashed = self._users.get(user)
         try:
             ok = bcrypt.checkpw(password, hashed or self._dummy) and hashed is not None
         except ValueError:  # e.g. a password over bcrypt's 72 bytes
             ok = False
-        key = self._key(user, password)
         if ok and len(self._ok) < _MAX_OK:
             self._ok.add(key)
         elif not ok:
@@ -61,6 +59,9 @@ class BasicAuth:
             if len(self._failed) > _MAX_FAILED:
                 del self._failed[next(iter(self._failed))]
         return ok
+
+    def _known(self, key: bytes) -> bool | None:
+        return True if key in self._ok else False if key in self._failed else None
 
     def _key(self, user: str, password: bytes) -> bytes:
         hashed = self._users.get(user, b"")
