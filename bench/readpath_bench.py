@@ -29,6 +29,7 @@ import gzip
 import http.client
 import http.server
 import json
+import select
 import shutil
 import socket
 import statistics
@@ -61,6 +62,7 @@ IDLE_EDGE = (
     "import threading\n"
     "from npumon.exporters.http import serve\n"
     "serve(lambda openmetrics: b'', '127.0.0.1:0', None, lambda: True)\n"
+    "print('listening', flush=True)\n"
     "threading.Event().wait()\n"
 )
 
@@ -202,6 +204,19 @@ def _fixed_server(body: bytes, content_type: str) -> http.server.ThreadingHTTPSe
     return server
 
 
+def _idle_edge() -> subprocess.Popen[bytes]:
+    """The edge alone, once it listens: its imports and start stay out of the CPU window."""
+    edge = subprocess.Popen(
+        [sys.executable, "-c", IDLE_EDGE], stdout=subprocess.PIPE, start_new_session=True
+    )
+    assert edge.stdout is not None
+    ready, _, _ = select.select([edge.stdout], [], [], 60)
+    if not ready or edge.stdout.readline() != b"listening\n":
+        edge.kill()
+        raise SystemExit("the idle edge did not start listening within 60 s")
+    return edge
+
+
 def _start_exporters(
     folder: Path,
 ) -> tuple[list[subprocess.Popen[bytes]], dict[str, tuple[int, int]], dict[str, int]]:
@@ -245,9 +260,8 @@ def run(seconds: float) -> dict[str, Any]:
             processes, targets, pids = _start_exporters(folder)
             floor = _add_floor(targets)
             prometheus, prom_port = _prometheus(folder, targets)
-            idle = subprocess.Popen([sys.executable, "-c", IDLE_EDGE], start_new_session=True)
+            idle = _idle_edge()
             processes += [prometheus, idle]
-            time.sleep(2.0)  # the idle edge's imports and start stay out of the window
             procs = {job: psutil.Process(pid) for job, pid in (pids | {IDLE: idle.pid}).items()}
             cpu0, wall0 = {job: p.cpu_times() for job, p in procs.items()}, time.monotonic()
             time.sleep(seconds)  # a real Prometheus scraping for real: wall time
