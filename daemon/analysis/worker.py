@@ -18,6 +18,8 @@ from npumon.daemon.model.profile import (
     WORKER_EXIT_NO_DATA,
     WORKER_EXIT_OUT_OF_MEMORY,
     WORKER_EXIT_TOO_LARGE,
+    AnalysisJob,
+    AnalysisReport,
     job_adapter,
     report_adapter,
 )
@@ -58,8 +60,36 @@ def main() -> int:
     except NoProfileData as error:
         print(f"npumon worker: {error}", file=sys.stderr)
         return EXIT_NO_DATA
+    if job.report_dir is not None:
+        _write_pages(job, report)
     sys.stdout.buffer.write(data)
     return 0
+
+
+def _write_pages(job: AnalysisJob, report: AnalysisReport) -> None:
+    """<workload>.json and .html in job.report_dir, each written whole; a directory that cannot
+    take them costs the pages (said on stderr), never the analysis."""
+    from npumon.daemon.analysis.html import render
+    from npumon.daemon.analysis.report import write_whole
+
+    assert job.report_dir is not None
+    try:
+        job.report_dir.mkdir(parents=True, exist_ok=True)
+        write_whole(
+            job.report_dir / f"{job.workload}.json",
+            report_adapter().dump_json(report, indent=2).decode() + "\n",
+        )
+        write_whole(
+            job.report_dir / f"{job.workload}.html",
+            render(
+                report,
+                None if job.capture is None else str(job.capture),
+                job.baseline_seconds,
+                job.thresholds,
+            ),
+        )
+    except OSError as error:
+        print(f"npumon worker: report not written: {error}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -317,6 +317,10 @@ class AnalysisJob:
     top_n: int
     thresholds: Thresholds
     limits: AnalysisLimits = AnalysisLimits()
+    # where the worker also writes the report as <workload>.json and <workload>.html (None: not)
+    report_dir: Path | None = None
+    baseline_seconds: float | None = None  # the workload's step-time baseline, for the page
+    capture: Path | None = None  # the raw data the page names to open (None: not kept)
 
 
 # the analysis worker's exit codes (daemon/analysis/worker.py); launch.py maps them to results
