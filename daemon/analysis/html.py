@@ -123,8 +123,8 @@ def _timeline(report: AnalysisReport, baseline: float | None, t: Thresholds) -> 
     count = max(len(r.steps) for r in ranks)
     plot_w, plot_h = _WIDTH - left - right, height - top - bottom
 
-    def x(i: int) -> float:
-        return left + (plot_w * (i + 0.5) / count)
+    def x(i: int, nudge: float = 0.0) -> float:  # nudge: ranks side by side at one step
+        return left + (plot_w * (i + 0.5) / count) + nudge
 
     def y(seconds: float) -> float:
         return top + plot_h * (1 - seconds * 1e3 / y_max)
@@ -147,14 +147,15 @@ def _timeline(report: AnalysisReport, baseline: float | None, t: Thresholds) -> 
         )
     for n, rank in enumerate(ranks):
         colour = _colour(n)
-        path = " ".join(f"{x(i):.1f},{y(p.seconds):.1f}" for i, p in enumerate(rank.steps))
+        nudge = (n - (len(ranks) - 1) / 2) * min(4.0, plot_w / count / (len(ranks) + 1))
+        path = " ".join(f"{x(i, nudge):.1f},{y(p.seconds):.1f}" for i, p in enumerate(rank.steps))
         body.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
         for i, p in enumerate(rank.steps):
             fill = colour if p.counted else "#fff"
             name = "step" if p.step is None else f"step {p.step}"
             left_out = "" if p.counted else " (warm-up or partial: not in the statistics)"
             body.append(
-                f'<circle cx="{x(i):.1f}" cy="{y(p.seconds):.1f}" r="3.5" fill="{fill}" '
+                f'<circle cx="{x(i, nudge):.1f}" cy="{y(p.seconds):.1f}" r="3.5" fill="{fill}" '
                 f'stroke="{colour}"><title>{escape(rank.rank)} {name}: {_ms(p.seconds)} ms'
                 f"{left_out}</title></circle>"
             )
@@ -310,7 +311,7 @@ def _overlap(report: AnalysisReport) -> str:
         return ""
     row_h, top = 26, 8
     scale = max(r[1] for r in rows) or 1.0
-    width = _WIDTH - _LEFT - 200
+    width = _WIDTH - _LEFT - 330
     body = []
     for n, (rank, total, exposed) in enumerate(rows):
         yy = top + n * row_h
