@@ -1,7 +1,8 @@
 """The analysis child process (pandas never enters the daemon): one job in, one report out.
 
 `python -m npumon.daemon.analysis.worker` reads an AnalysisJob as JSON on stdin and writes the
-AnalysisReport as JSON on stdout. Before pandas is imported it limits its own address space to
+AnalysisReport as JSON on stdout (and, when the job names a report_dir, as <workload>.json and
+the HTML page <workload>.html there). Before pandas is imported it limits its own address space to
 the job's `limits.worker_memory` (RLIMIT_AS), so a profile too big for it ends this process,
 never the daemon. Exit codes: 2 no profile data, 3 a bad job, 4 a table over its size cap,
 5 out of memory."""

@@ -127,11 +127,23 @@ def test_unprefixed_compile_events_count_too(tmp_path: Path) -> None:
     out = tmp_path / "rank0_ascend_pt" / OUT
     out.mkdir(parents=True)
     events = [
-        {"name": "aclopCompileAndExecute", "pid": "2_998314", "tid": 998314, "ts": 0.009,
-         "dur": 939355.02, "ph": "X"},
-        {"name": "aclopCompileAndExecute", "pid": "2_998314", "tid": 998314, "ts": 0.016,
-         "dur": 64558.81, "ph": "X"},
-    ]  # fmt: skip
+        {
+            "name": "aclopCompileAndExecute",
+            "pid": "2_998314",
+            "tid": 998314,
+            "ts": 0.009,
+            "dur": 939355.02,
+            "ph": "X",
+        },
+        {
+            "name": "aclopCompileAndExecute",
+            "pid": "2_998314",
+            "tid": 998314,
+            "ts": 0.016,
+            "dur": 64558.81,
+            "ph": "X",
+        },
+    ]
     (out / "trace_view.json").write_text(json.dumps(events, indent=4))
     times = host.read(out.parent, [])
     assert times is not None and times.compile_calls == 2
