@@ -36,6 +36,17 @@ FLAGS = (
 )
 
 
+def _env(workdir: Path) -> dict[str, str]:
+    """The browser's home and caches in the temp dir: it writes nothing outside it."""
+    home = str(workdir / "home")
+    return {
+        **os.environ,
+        "HOME": home,
+        "XDG_CONFIG_HOME": f"{home}/.config",
+        "XDG_CACHE_HOME": f"{home}/.cache",
+    }
+
+
 @dataclass
 class PageLoad:
     requests: list[str] = field(default_factory=list)  # URLs the page fetched or tried to
@@ -129,6 +140,7 @@ def load(page: Path, probe: str, workdir: Path, timeout: float = 90.0) -> PageLo
         stderr=(workdir / "chromium.log").open("wb"),
         pass_fds=(3, 4),  # kept open after fds() made them the pipes
         preexec_fn=fds,
+        env=_env(workdir),
     )
     os.close(to_browser)
     os.close(to_test)
@@ -178,6 +190,7 @@ def screenshot(page: Path, out: Path, workdir: Path, width: int = 900, height: i
         check=True,
         capture_output=True,
         timeout=120,
+        env=_env(workdir),
     )
 
 
