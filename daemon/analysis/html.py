@@ -79,6 +79,13 @@ def _pct(ratio: float | None) -> str:
     return "-" if ratio is None else f"{ratio * 100:.1f}%"
 
 
+def _label(rank: str, width: int = 26) -> str:
+    """A rank's name for a bar's label column: its end when long (a PROF_*/device_N path),
+    the whole name in the bar's tooltip."""
+    text = rank if len(rank) <= width else "…" + rank[-(width - 1) :]
+    return f"{escape(text)}<title>{escape(rank)}</title>"
+
+
 def _colour(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
@@ -215,7 +222,7 @@ def _phases(ranks: Sequence[RankBreakdown]) -> str:
     for n, rank in enumerate(ranks):
         yy = top + n * row_h
         body.append(
-            f'<text x="{_LEFT - 6}" y="{yy + 15}" text-anchor="end">{escape(rank.rank)}</text>'
+            f'<text x="{_LEFT - 6}" y="{yy + 15}" text-anchor="end">{_label(rank.rank)}</text>'
         )
         xx = float(_LEFT)
         for name, seconds in partition(rank.phases, rank.step_seconds):
@@ -317,7 +324,7 @@ def _overlap(report: AnalysisReport) -> str:
         yy = top + n * row_h
         w_exposed, w_hidden = width * exposed / scale, width * (total - exposed) / scale
         body.append(
-            f'<text x="{_LEFT - 6}" y="{yy + 15}" text-anchor="end">{escape(rank)}</text>'
+            f'<text x="{_LEFT - 6}" y="{yy + 15}" text-anchor="end">{_label(rank)}</text>'
             f'<rect class="comm" x="{_LEFT}" y="{yy + 3}" width="{w_exposed:.1f}" '
             f'height="{row_h - 8}" fill="#e15759"><title>not overlapped: {_ms(exposed)} ms'
             "</title></rect>"
