@@ -25,7 +25,7 @@ tools:
 	@if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1 \
 	    || ! command -v openssl >/dev/null 2>&1 || ! command -v gcc >/dev/null 2>&1 \
 	    || ! command -v nm >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then \
-	  echo "installing Debian packages 'prometheus' (promtool + prometheus), 'openssl' (TLS tests), 'gcc' and 'binutils' (fake libdcmi.so)"; \
+	  echo "installing Debian packages 'prometheus' (promtool + prometheus), 'openssl' (TLS tests), 'gcc' and 'binutils' (fake libdcmi.so), 'chromium' (HTML report tests)"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus openssl gcc libc6-dev binutils chromium >/dev/null; \
