@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from npumon.daemon.model.profile import LinkStat, PhaseStat, StepStats
+from npumon.daemon.model.profile import AnalysisReport, LinkStat, PhaseStat, StepStats
 
 # torch_npu's step: Computing + Communication(Not Overlapped) + Free; Preparing is part of Free
 # (the host preparing the step, device idle), so it is drawn out of it, never beside it
@@ -73,3 +73,15 @@ def ranks_label(ranks: Sequence[str], how: str = "summed") -> str:
     if len(ranks) == 1:
         return ranks[0]
     return f"ranks {', '.join(ranks)} ({how})"
+
+
+def findings_scope(report: AnalysisReport) -> str:
+    """Whose figures the findings quote, when the profile has several ranks: the step and its
+    phases are the slowest rank's, operator shares the summed ranks'."""
+    scope, ranks = report.scope, report.summary.ranks
+    parts = []
+    if scope.step_rank and len(ranks) > 1:
+        parts.append(f"step and phase figures: {scope.step_rank}, the slowest rank")
+    if len(scope.op_ranks) > 1:
+        parts.append(f"operator figures: {ranks_label(scope.op_ranks)}")
+    return "; ".join(parts)

@@ -12,6 +12,7 @@ from npumon.daemon.analysis.figures import (
     PERCENTILE_MIN_STEPS,
     PHASE_TITLES,
     distinct_links,
+    findings_scope,
     partition,
     percentiles,
     ranks_label,
@@ -426,7 +427,9 @@ def _findings(report: AnalysisReport) -> str:
     found = report.summary.bottlenecks
     if not found:
         return "<p>No rule fired.</p>"
-    return "".join(
+    scope = findings_scope(report)
+    note = f'<p class="note">{escape(scope[0].upper() + scope[1:])}.</p>' if scope else ""
+    return note + "".join(
         f'<div class="finding"><b>{escape(b.kind)}</b> (value {b.value:.4g}, threshold '
         f"{b.threshold:.4g})<br>{escape(b.detail)}"
         f'<div class="advice"><i>Advice:</i> {escape(b.advice)}</div></div>'

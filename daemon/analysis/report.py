@@ -11,6 +11,7 @@ from npumon.daemon.analysis.figures import (
     PERCENTILE_MIN_STEPS,
     PHASE_TITLES,
     distinct_links,
+    findings_scope,
     partition,
     percentiles,
     ranks_label,
@@ -161,10 +162,12 @@ def _communication(report: AnalysisReport) -> list[str]:
     return [""] + lines if lines else []
 
 
-def _diagnosis(s: ProfileSummary) -> list[str]:
+def _diagnosis(report: AnalysisReport) -> list[str]:
+    s = report.summary
     if not s.bottlenecks:
         return ["", "Diagnosis: no rule fired."]
-    lines = ["", "Diagnosis:"]
+    scope = findings_scope(report)
+    lines = ["", f"Diagnosis ({scope}):" if scope else "Diagnosis:"]
     for b in s.bottlenecks:
         lines.append(f"  [{b.kind}] {b.detail}")
         lines.append(f"      advice: {b.advice}")
@@ -178,7 +181,7 @@ def format_report(report: AnalysisReport) -> str:
     lines = [
         f"Profile: {s.workload}  (layout {s.layout}{mode}, {len(report.sources)} table(s) read)"
     ]
-    lines += _steps(report) + _ranks(s) + _ops(report) + _communication(report) + _diagnosis(s)
+    lines += _steps(report) + _ranks(s) + _ops(report) + _communication(report) + _diagnosis(report)
     if report.problems:
         lines += ["", "Problems:"] + [f"  {p}" for p in report.problems]
     return "\n".join(lines) + "\n"

@@ -83,6 +83,10 @@ def test_pp2dp2_operators_are_ranks_0_and_2() -> None:
     text = format_report(report)
     assert "Top operators by time, ranks rank0, rank2 (summed) over the whole capture" in text
     assert "per rank: rank0 231.290 ms" in text
+    assert (
+        "Diagnosis (step and phase figures: rank3, the slowest rank; operator figures: ranks "
+        "rank0, rank2 (summed)):" in text
+    )
 
 
 def test_rank_steps_carry_what_the_statistics_counted() -> None:
