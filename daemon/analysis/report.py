@@ -1,4 +1,5 @@
-"""`npumon analyze PATH [--top N] [--json]`: a profile directory's analysis as text or JSON."""
+"""`npumon analyze PATH [--top N] [--json] [--html FILE]`: a profile directory's analysis as
+text or JSON, and as an HTML page (html.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from npumon.daemon.model.profile import (
     report_adapter,
 )
 
-_COLUMNS = {"communication": "comm not overlapped", "other": "other"}
+_COLUMNS = {"communication": "comm not overlapped", "other": "other"}  # short column heads
 
 
 def _ms(seconds: float | None) -> str:
