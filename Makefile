@@ -19,15 +19,16 @@ $(STAMP): pyproject.toml
 	touch $@
 
 # promtool (rules and exposition linting), prometheus (fleet tests), openssl (test
-# certificates) and gcc + binutils (the fake libdcmi.so and `nm -D`) come from Debian.
+# certificates), gcc + binutils (the fake libdcmi.so and `nm -D`) and chromium (the HTML report
+# opened headless) come from Debian.
 tools:
 	@if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1 \
 	    || ! command -v openssl >/dev/null 2>&1 || ! command -v gcc >/dev/null 2>&1 \
-	    || ! command -v nm >/dev/null 2>&1; then \
-	  echo "installing Debian packages 'prometheus' (promtool + prometheus), 'openssl' (TLS tests), 'gcc' and 'binutils' (fake libdcmi.so)"; \
+	    || ! command -v nm >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then \
+	  echo "installing Debian packages 'prometheus' (promtool + prometheus), 'openssl' (TLS tests), 'gcc' and 'binutils' (fake libdcmi.so), 'chromium' (HTML report tests)"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus openssl gcc libc6-dev binutils >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus openssl gcc libc6-dev binutils chromium >/dev/null; \
 	fi
 	@promtool --version 2>&1 | head -n 1
 

@@ -240,6 +240,19 @@ class Baseline(_Model):
     min_captures: int = Field(default=3, ge=1)
 
 
+def _keep_raw(value: object) -> object:
+    """true and false, as older configs say it, are "all" and "none"."""
+    if value is True:
+        return "all"
+    if value is False:
+        return "none"
+    return value
+
+
+# raw captures kept after analysis: none, the last one per workload, or all (within disk_quota)
+KeepRaw = Annotated[Literal["none", "last", "all"], BeforeValidator(_keep_raw)]
+
+
 class Profiling(_Model):
     enabled: bool = False
     interval: Duration = 600.0
@@ -252,7 +265,7 @@ class Profiling(_Model):
     msprof: Msprof = Msprof()
     ingest: Ingest = Ingest()
     disk_quota: ByteSize = ByteSize(2 * 1024**3)
-    keep_raw: bool = False
+    keep_raw: KeepRaw = "last"
     top_n: int = Field(default=10, ge=1, le=100)
     thresholds: Thresholds = Thresholds()  # the diagnosis rules' own model, unchanged to the worker
     limits: AnalysisLimits = AnalysisLimits()  # table size caps and worker memory, to the worker

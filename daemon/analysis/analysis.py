@@ -38,6 +38,9 @@ from npumon.daemon.model.profile import (
     Bottleneck,
     CommShare,
     ProfileSummary,
+    RankDetail,
+    ReportScope,
+    StepPoint,
     Thresholds,
 )
 
@@ -69,6 +72,7 @@ class _Collected:
     host_times: dict[str, host.HostTimes] = field(default_factory=dict)
     graph_model: dict[str, int] = field(default_factory=dict)  # per unit: the Model ID analysed
     timelines: list[affinity.Timeline] = field(default_factory=list)  # host API sequences
+    unit_facts: dict[str, ops.OpFacts] = field(default_factory=dict)  # per unit: its operators
 
     def step_total_us(self, units: list[str]) -> float | None:
         """All captured steps of these units (warm-up included: the tasks ran in them too)."""
@@ -167,6 +171,8 @@ def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected, pmu_bytes:
         c.facts.append(statistic)
     elif kernel is not None:
         c.facts.append(kernel)
+    if statistic is not None or kernel is not None:
+        c.unit_facts[unit.name] = c.facts[-1]
     if kernel is not None:
         c.kernel_units.append(unit.name)
 
@@ -369,7 +375,41 @@ def analyze_path(
     if not c.sources:
         raise NoProfileData(f"{path}: no readable profiler table:\n  " + "\n  ".join(c.problems))
     summary = _summary(c, units, thresholds, top_n, workload or path.resolve().name)
-    return AnalysisReport(summary, tuple(c.sources), tuple(c.problems))
+    scope = _scope(c, summary, thresholds, top_n)
+    return AnalysisReport(summary, tuple(c.sources), tuple(c.problems), scope)
+
+
+def _step_points(rows: list[steptime.StepRow], t: Thresholds) -> tuple[StepPoint, ...]:
+    """Every captured step, marked as the step statistics count it (steptime.analyse_rows)."""
+    whole, _ = steptime.partial_edges(rows, t.partial_step_ratio)
+    counted = {id(r) for r in steptime.skip_warmup(whole, t.warmup_steps)}
+    return tuple(StepPoint(r.key, r.total_us / 1e6, id(r) in counted) for r in rows)
+
+
+def _scope(c: _Collected, s: ProfileSummary, t: Thresholds, top_n: int) -> ReportScope:
+    """Per-rank figures, and which ranks the summary's totals cover."""
+    stepped = c.graph_ranks or c.torch_ranks  # the rows the step statistics came from
+    steps = {name: _step_points(rows, t) for name, rows in stepped}
+    names = list(steps) + [n for n in c.unit_facts if n not in steps]
+    details = []
+    for name in names:
+        facts = c.unit_facts.get(name)
+        details.append(
+            RankDetail(
+                name,
+                steps.get(name, ()),
+                facts.total_us / 1e6 if facts else None,
+                ops.top_ops(facts, top_n) if facts else (),
+                _comm_shares(facts, c.step_total_us([name])) if facts else (),
+            )
+        )
+    slowest = max(s.ranks, key=lambda r: r.step_seconds, default=None)
+    return ReportScope(
+        step_rank=slowest.rank if slowest else None,
+        op_ranks=tuple(c.unit_facts),
+        comm_ranks=tuple(c.comm_units),
+        ranks=tuple(details),
+    )
 
 
 def _summary(

@@ -9,7 +9,11 @@ keep the device waiting inside the step, so they tell what Preparing holds:
   the file is scanned for the name in chunks and never parsed whole (it can be gigabytes).
 - on-line compilation: api_statistic.csv's ``aclopCompileAndExecute`` row (CANN API statistics,
   Level1 and up; msprof writes ``api_statistic_<ts>.csv``), its call count and total time. The
-  peer, msprof-analyze, counts the same API's events in the timeline.
+  peer, msprof-analyze, counts the same API's events in the timeline; so does npumon where
+  there is no API statistic (torch_npu exports without api_statistic.csv): trace_view.json's
+  ``AscendCL@aclopCompileAndExecute`` events (``aclopCompileAndExecute`` in older exports),
+  scanned in the same pass as the data loader's. A trace with none of them says nothing
+  (Level0 records no CANN API), so it gives no figure rather than zero.
 
 db exports hold the same figures in PYTORCH_API and CANN_API (sqlite_host.py): ``read_db``.
 """
@@ -27,6 +31,11 @@ from npumon.daemon.analysis.layout import TRACE_VIEW, inside
 API_STATISTIC = "api_statistic.csv"
 DATA_LOADER_EVENT = '"enumerate(DataLoader)#'  # the event name, opening quote included
 COMPILE_API = "aclopCompileAndExecute"
+_EVENTS = re.compile(
+    r'(?P<loader>"enumerate\(DataLoader\)#)'
+    rf'|(?P<compile>"name":\s*"(?:AscendCL@)?{COMPILE_API}")'
+)
+_NEEDLE_MAX = 64  # a match is at most this long: one that may run past a chunk waits for the next
 _DUR = re.compile(r'"dur":\s*"?([0-9][0-9.eE+-]*)')
 _CHUNK = 8 << 20
 _EVENT_FIELDS_MAX = 4096  # name to args of one event: a window that holds ts and dur
@@ -64,9 +73,12 @@ def read(root: Path, notes: list[str]) -> HostTimes | None:
     statistic = [torch_dir / API_STATISTIC] + sorted(
         (root / "mindstudio_profiler_output").glob("api_statistic_*.csv")
     )[-1:]
-    loader = _data_loader(trace, notes) if trace.is_file() and inside(trace, resolved) else None
+    events = _trace_events(trace, notes) if trace.is_file() and inside(trace, resolved) else None
+    loader = None if events is None else events["loader"]
     found = [p for p in statistic if p.is_file() and inside(p, resolved)]
     compile_ = _compile(found[0], notes) if found else None
+    if compile_ is None and events is not None and events["compile"][1] > 0:
+        compile_ = events["compile"]
     if loader is None and compile_ is None:
         return None
     return HostTimes(
@@ -90,28 +102,35 @@ def read_db(path: Path) -> HostTimes | None:
     )
 
 
-def _data_loader(path: Path, notes: list[str]) -> tuple[float, int] | None:
-    """(total us, calls) of the data loader events; (0, 0) when the trace has none."""
-    total, calls, tail = 0.0, 0, ""
+def _trace_events(path: Path, notes: list[str]) -> dict[str, tuple[float, int]] | None:
+    """(total us, calls) of the data loader's and the on-line compilation's events, from one
+    pass over the trace in chunks; (0, 0) for a kind the trace has none of."""
+    found = {"loader": (0.0, 0), "compile": (0.0, 0)}
+    tail = ""
     try:
         with path.open(encoding="utf-8", errors="replace") as handle:
-            while chunk := handle.read(_CHUNK):
-                text, start = tail + chunk, 0
-                tail = text[-len(DATA_LOADER_EVENT) + 1 :]
-                while (at := text.find(DATA_LOADER_EVENT, start)) >= 0:
-                    window = _fields(text, at)
-                    if window is None:  # the event runs past this chunk: finish it with the next
-                        tail = text[at:]
+            while True:
+                chunk = handle.read(_CHUNK)
+                text, last = tail + chunk, not chunk
+                keep = len(text) if last else max(0, len(text) - _NEEDLE_MAX)
+                for match in _EVENTS.finditer(text):
+                    if match.start() >= keep:
+                        break  # may be cut short: found again with the next chunk
+                    window = _fields(text, match.start())
+                    if window is None and not last:  # the event runs past this chunk
+                        keep = match.start()
                         break
-                    match = _DUR.search(window)
-                    if match:
-                        total += float(match[1])
-                        calls += 1
-                    start = at + len(DATA_LOADER_EVENT)
+                    dur = _DUR.search(text[match.start() :] if window is None else window)
+                    if dur:
+                        kind = match.lastgroup or ""
+                        total, calls = found[kind]
+                        found[kind] = (total + float(dur[1]), calls + 1)
+                if last:
+                    return found
+                tail = text[keep:]
     except (OSError, ValueError) as exc:
         notes.append(f"{path}: not read for the data loader's time ({type(exc).__name__})")
         return None
-    return total, calls
 
 
 def _fields(text: str, at: int) -> str | None:

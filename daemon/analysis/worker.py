@@ -1,7 +1,8 @@
 """The analysis child process (pandas never enters the daemon): one job in, one report out.
 
 `python -m npumon.daemon.analysis.worker` reads an AnalysisJob as JSON on stdin and writes the
-AnalysisReport as JSON on stdout. Before pandas is imported it limits its own address space to
+AnalysisReport as JSON on stdout (and, when the job names a report_dir, as <workload>.json and
+the HTML page <workload>.html there). Before pandas is imported it limits its own address space to
 the job's `limits.worker_memory` (RLIMIT_AS), so a profile too big for it ends this process,
 never the daemon. Exit codes: 2 no profile data, 3 a bad job, 4 a table over its size cap,
 5 out of memory."""
@@ -18,6 +19,8 @@ from npumon.daemon.model.profile import (
     WORKER_EXIT_NO_DATA,
     WORKER_EXIT_OUT_OF_MEMORY,
     WORKER_EXIT_TOO_LARGE,
+    AnalysisJob,
+    AnalysisReport,
     job_adapter,
     report_adapter,
 )
@@ -58,8 +61,36 @@ def main() -> int:
     except NoProfileData as error:
         print(f"npumon worker: {error}", file=sys.stderr)
         return EXIT_NO_DATA
+    if job.report_dir is not None:
+        _write_pages(job, report)
     sys.stdout.buffer.write(data)
     return 0
+
+
+def _write_pages(job: AnalysisJob, report: AnalysisReport) -> None:
+    """<workload>.json and .html in job.report_dir, each written whole; a directory that cannot
+    take them costs the pages (said on stderr), never the analysis."""
+    from npumon.daemon.analysis.html import render
+    from npumon.daemon.analysis.report import write_whole
+
+    assert job.report_dir is not None
+    try:
+        job.report_dir.mkdir(parents=True, exist_ok=True)
+        write_whole(
+            job.report_dir / f"{job.workload}.json",
+            report_adapter().dump_json(report, indent=2).decode() + "\n",
+        )
+        write_whole(
+            job.report_dir / f"{job.workload}.html",
+            render(
+                report,
+                None if job.capture is None else str(job.capture),
+                job.baseline_seconds,
+                job.thresholds,
+            ),
+        )
+    except OSError as error:
+        print(f"npumon worker: report not written: {error}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -183,12 +183,50 @@ class ProfileSummary:
 
 @with_config(FINITE)
 @dataclass(frozen=True, slots=True)
+class StepPoint:
+    """One captured step of one rank; counted False: left out of the step statistics (warm-up,
+    or a partial first or last step)."""
+
+    step: int | None  # the step (iteration) ID; None when the table has none
+    seconds: float
+    counted: bool
+
+
+@with_config(FINITE)
+@dataclass(frozen=True, slots=True)
+class RankDetail:
+    """One rank's own figures: its steps, and its operator and communication task time over
+    its whole capture (empty when the rank has no operator table)."""
+
+    rank: str
+    steps: tuple[StepPoint, ...] = ()
+    op_total_seconds: float | None = None
+    ops: tuple[OpShare, ...] = ()  # top operators, then `other`
+    communication: tuple[CommShare, ...] = ()  # ratio over this rank's captured steps
+
+
+@with_config(FINITE)
+@dataclass(frozen=True, slots=True)
+class ReportScope:
+    """Which ranks each cross-rank figure of the summary covers."""
+
+    step_rank: str | None = None  # summary.step and summary.phases are this (slowest) rank's
+    # operator time, core shares and communication tasks: summed over these ranks' captures
+    op_ranks: tuple[str, ...] = ()
+    # communication.json times and link bandwidth: summed over these ranks
+    comm_ranks: tuple[str, ...] = ()
+    ranks: tuple[RankDetail, ...] = ()
+
+
+@with_config(FINITE)
+@dataclass(frozen=True, slots=True)
 class AnalysisReport:
     """A summary plus what was read and what could not be (one message per file problem)."""
 
     summary: ProfileSummary
     sources: tuple[str, ...]  # table files that were read
     problems: tuple[str, ...]
+    scope: ReportScope = ReportScope()  # per-rank figures and the ranks behind each total
 
 
 NonNegative = Annotated[float, Field(ge=0)]
@@ -279,6 +317,10 @@ class AnalysisJob:
     top_n: int
     thresholds: Thresholds
     limits: AnalysisLimits = AnalysisLimits()
+    # where the worker also writes the report as <workload>.json and <workload>.html (None: not)
+    report_dir: Path | None = None
+    baseline_seconds: float | None = None  # the workload's step-time baseline, for the page
+    capture: Path | None = None  # the raw data the page names to open (None: not kept)
 
 
 # the analysis worker's exit codes (daemon/analysis/worker.py); launch.py maps them to results

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterable
@@ -51,12 +52,25 @@ class Host:
     children: Children = field(default_factory=Children)  # what Profiler.stop() kills
 
 
+def _no_baseline(workload: str) -> float | None:
+    return None
+
+
 class Capturer:
     """Runs captures one at a time (the caller holds the node-wide capture lock)."""
 
-    def __init__(self, settings: Profiling, captures_dir: Path, host: Host) -> None:
+    def __init__(
+        self,
+        settings: Profiling,
+        captures_dir: Path,
+        host: Host,
+        reports_dir: Path | None = None,
+        baseline: Callable[[str], float | None] = _no_baseline,
+    ) -> None:
         self.settings = settings
         self.captures = captures_dir
+        self.reports = reports_dir  # each analysis's <workload>.json and .html
+        self.baseline = baseline  # a workload's step-time baseline, drawn on its page
         self.host = host
         self._expected_bytes = 0  # size of the previous raw capture: room to make beforehand
 
@@ -67,7 +81,7 @@ class Capturer:
         outcome: CaptureOutcome | None = None
         try:
             self._preflight(w)
-            out = self.captures / f"{w.name}-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
+            out = self.captures / capture_dir_name(w.name, datetime.now(UTC))
             out.mkdir(parents=True)
             outcome = CaptureOutcome(w.name, "ok", "", self._capture_into(w, out))
         except CaptureError as error:
@@ -78,11 +92,32 @@ class Capturer:
             log.exception("event=capture_error workload=%s", w.name)
             outcome = CaptureOutcome(w.name, "failed", f"{type(error).__name__}: {error}")
         finally:
-            # over the quota, the capture goes even when raw data is kept on purpose
-            drop = outcome is None or outcome.result == "disk_quota" or not self.settings.keep_raw
-            if out is not None and drop:
-                shutil.rmtree(out, ignore_errors=True)
+            if out is not None:
+                self._keep_or_drop(w.name, out, outcome)
         return _finish(outcome, self.host.monotonic() - started, self.host.clock())
+
+    def _keep_or_drop(self, workload: str, out: Path, outcome: CaptureOutcome | None) -> None:
+        """profiling.keep_raw: "none" drops every capture once analysed, "last" keeps an
+        analysed one and drops the workload's older ones, "all" keeps every capture; over the
+        quota, the capture goes whatever keep_raw says."""
+        keep = self.settings.keep_raw
+        result = "failed" if outcome is None else outcome.result
+        if result == "disk_quota" or keep == "none" or (keep == "last" and result != "ok"):
+            shutil.rmtree(out, ignore_errors=True)
+            return
+        if keep == "last":
+            for older in own_captures(self.captures, workload):
+                if older != out:
+                    log.info("event=capture_cleanup path=%s reason=keep_raw_last", older)
+                    shutil.rmtree(older, ignore_errors=True)
+        page = None if self.reports is None else self.reports / f"{workload}.html"
+        log.info(
+            "event=capture_kept workload=%s path=%s result=%s report=%s",
+            workload,
+            out,
+            result,
+            page if page is not None and page.is_file() else "-",
+        )
 
     def _preflight(self, w: Workload) -> None:
         busy = other_profiler(w.pids, self.host.processes(), own=(os.getpid(),))
@@ -135,7 +170,8 @@ class Capturer:
             self.host.set_capturing(frozenset())
         self._check_size(out)
         capture_msprof.export_pending(s.msprof.command, out, s.timeouts.export, self.host.runner)
-        return analyse(out, w.name, s, self.host.runner)
+        kept = None if s.keep_raw == "none" else out
+        return analyse(out, w.name, s, self.host.runner, self.reports, self.baseline(w.name), kept)
 
     def _check_size(self, out: Path) -> None:
         size = tree_bytes(out)
@@ -146,6 +182,20 @@ class Capturer:
                 f"the capture wrote {size} bytes, over the "
                 f"quota of {int(self.settings.disk_quota)}",
             )
+
+
+def capture_dir_name(workload: str, when: datetime) -> str:
+    return f"{workload}-{when:%Y%m%dT%H%M%S%fZ}"
+
+
+def own_captures(captures: Path, workload: str) -> list[Path]:
+    """The capture directories of ``workload`` (named by capture_dir_name), links left out."""
+    name = re.compile(rf"{re.escape(workload)}-\d{{8}}T\d{{12}}Z")
+    try:
+        entries = list(captures.iterdir())
+    except OSError:
+        return []
+    return [e for e in entries if name.fullmatch(e.name) and e.is_dir() and not e.is_symlink()]
 
 
 def _finish(outcome: CaptureOutcome, seconds: float, now: float) -> CaptureOutcome:

@@ -53,9 +53,19 @@ def analyse_in_worker(
     return WorkerOutcome(report, "ok", "")
 
 
-def analyse(path: Path, workload: str, s: Profiling, runner: CommandRunner) -> AnalysisReport:
-    """The worker's report for ``path``; CaptureError (timeout, failed) when there is none."""
-    job = AnalysisJob(path, workload, s.top_n, s.thresholds, s.limits)
+def analyse(
+    path: Path,
+    workload: str,
+    s: Profiling,
+    runner: CommandRunner,
+    reports: Path | None = None,
+    baseline: float | None = None,
+    capture: Path | None = None,
+) -> AnalysisReport:
+    """The worker's report for ``path``; CaptureError (timeout, failed) when there is none.
+    With ``reports``, the worker also writes it there as <workload>.json and .html, the page
+    naming ``capture`` (the raw data kept to open) and drawing ``baseline``."""
+    job = AnalysisJob(path, workload, s.top_n, s.thresholds, s.limits, reports, baseline, capture)
     outcome = analyse_in_worker(job, s.timeouts.analysis, runner)
     if outcome.report is None:
         raise CaptureError(outcome.result, outcome.message)

@@ -17,7 +17,7 @@ from npumon.daemon.profiling import capture_msprof, ingest
 from npumon.daemon.profiling.capture import CaptureOutcome, Capturer, Host
 from npumon.daemon.profiling.captureerror import CaptureError
 from npumon.daemon.profiling.launch import analyse
-from npumon.daemon.profiling.state import ProfileState, is_regression
+from npumon.daemon.profiling.state import ProfileState, baseline_of, is_regression
 from npumon.daemon.profiling.workloads import ProcessProbe, Workload, discover
 from npumon.daemon.runner import run_command
 from npumon.daemon.store import SnapshotStore
@@ -50,7 +50,10 @@ class Profiler:
             self.host.clock,
         )
         self.captures_dir = root / "captures"
-        self.capturer = Capturer(self.settings, self.captures_dir, self.host)
+        self.reports_dir = root / "reports"  # the last analysis per workload, .json and .html
+        self.capturer = Capturer(
+            self.settings, self.captures_dir, self.host, self.reports_dir, self.next_baseline
+        )
         self.counts: Counter[str] = Counter()
         self._last_attempt: dict[str, float] = {}  # monotonic: a wall-clock step moves none
         # persisted successes are wall times: placed on the monotonic clock once, at start
@@ -146,7 +149,15 @@ class Profiler:
             if any(_needs_export(Path(m)) for m, _ in group.members):
                 scratch = self._copy_for_export(group)
                 path = scratch
-            report = analyse(path, group.workload, self.settings, self.host.runner)
+            report = analyse(
+                path,
+                group.workload,
+                self.settings,
+                self.host.runner,
+                self.reports_dir,
+                self.next_baseline(group.workload),
+                group.path,  # the job's own directory: never changed, there to open
+            )
             outcome = CaptureOutcome(group.workload, "ok", "", report)
         except CaptureError as error:
             outcome = CaptureOutcome(group.workload, error.result, error.message)
@@ -166,14 +177,22 @@ class Profiler:
             self.host.clock(),
         )
         log.info(
-            "event=ingest workload=%s path=%s result=%s message=%r",
+            "event=ingest workload=%s path=%s result=%s report=%s message=%r",
             group.workload,
             group.path,
             outcome.result,
+            self.reports_dir / f"{group.workload}.html" if outcome.report else "-",
             outcome.message,
         )
         self._record(outcome)
         return outcome
+
+    def next_baseline(self, workload: str) -> float | None:
+        """The baseline the workload's next capture is judged against (its page draws it)."""
+        saved = self.state.workloads.get(workload)
+        if saved is None:
+            return None
+        return baseline_of(saved.p99s[-self.state.window :], self.state.min_captures)
 
     def _copy_for_export(self, group: ingest.IngestGroup) -> Path:
         """Export writes into the PROF dir: do it on our copy, never in the user's."""

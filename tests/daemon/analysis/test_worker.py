@@ -49,6 +49,31 @@ def test_worker_process_answers_a_job(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
+def test_worker_writes_the_pages_or_says_why_not(tmp_path: Path) -> None:
+    """With report_dir, <workload>.json (the stdout report) and .html (the baseline band and
+    the capture named); a report_dir that cannot be made costs the pages, not the analysis."""
+    tree = four_rank_tree(tmp_path / "profile")
+    reports = tmp_path / "reports"
+    job = AnalysisJob(
+        tree, "qwen3", 3, Thresholds(), report_dir=reports, baseline_seconds=0.8, capture=tree
+    )
+    done = run_worker(job_adapter().dump_json(job))
+    assert done.returncode == 0, done.stderr
+    report = report_adapter().validate_json(done.stdout)
+    assert report_adapter().validate_json((reports / "qwen3.json").read_bytes()) == report
+    page = (reports / "qwen3.html").read_text(encoding="utf-8")
+    assert f"<code>{tree}</code>" in page and 'class="baseline"' in page
+    assert sorted(p.name for p in reports.iterdir()) == ["qwen3.html", "qwen3.json"]
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    job = AnalysisJob(tree, "qwen3", 3, Thresholds(), report_dir=blocked / "reports")
+    done = run_worker(job_adapter().dump_json(job))
+    assert done.returncode == 0 and report_adapter().validate_json(done.stdout) == report
+    assert b"report not written" in done.stderr
+
+
+@pytest.mark.integration
 def test_worker_exit_codes(tmp_path: Path) -> None:
     empty = AnalysisJob(tmp_path, "w", 10, Thresholds())
     assert run_worker(job_adapter().dump_json(empty)).returncode == 2

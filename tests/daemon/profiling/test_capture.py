@@ -3,6 +3,7 @@ and the ways a capture ends early (hang, target gone, disk quota, not attachable
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import time
@@ -20,6 +21,7 @@ from profiling_helpers import (
     value,
 )
 
+from npumon.daemon.model.profile import report_adapter
 from npumon.daemon.profiling.workloads import Workload
 from tests.helpers.wait import wait_for
 
@@ -65,9 +67,46 @@ def test_full_cycle_ends_ok_with_the_jobs_diagnosis(tmp_path: Path) -> None:
         if k.startswith("npu_op_time_ratio{") and 'op_type="TransData"' in k
     ]
     assert transdata, "the conversion op must be among the top operators"
-    # raw data is removed after analysis (keep_raw false); the summary is persisted
-    assert list((tmp_path / "state" / "captures").iterdir()) == []
+    # the summary is persisted; the raw data stays (keep_raw "last", the default) and the
+    # report beside the state names it
     assert (tmp_path / "state" / "profiling" / "profiling-state.json").is_file()
+    (kept,) = (tmp_path / "state" / "captures").iterdir()
+    assert kept.name.startswith("trainer-")
+    page = (tmp_path / "state" / "reports" / "trainer.html").read_text(encoding="utf-8")
+    assert f"<code>{kept}</code>" in page and "MindStudio Insight" in page
+    assert "TransData" in page
+    saved = (tmp_path / "state" / "reports" / "trainer.json").read_text(encoding="utf-8")
+    assert report_adapter().validate_json(saved) == outcome.report
+
+
+def test_keep_raw_last_keeps_one_capture_per_workload(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    captures = tmp_path / "state" / "captures"
+    other = _old_capture(captures, "trainer2-20250101T000000000000Z", 10, 50)  # another job's
+    profiler, _ = profiler_for(config_for(tmp_path))
+    with caplog.at_level(logging.INFO), train_job(tmp_path, "balanced") as job:
+        first = profiler.capture(job_workload(job.pid))
+        (before,) = [p for p in captures.iterdir() if p != other]
+        second = profiler.capture(job_workload(job.pid))
+    assert first.result == second.result == "ok", (first.message, second.message)
+    (after,) = [p for p in captures.iterdir() if p != other]
+    assert after != before and not before.exists() and other.exists()
+    kept = [r.getMessage() for r in caplog.records if "event=capture_kept" in r.getMessage()]
+    report = tmp_path / "state" / "reports" / "trainer.html"
+    assert kept[-1] == f"event=capture_kept workload=trainer path={after} result=ok report={report}"
+    assert f"<code>{after}</code>" in report.read_text(encoding="utf-8")
+
+
+def test_keep_raw_none_deletes_and_the_page_names_no_capture(tmp_path: Path) -> None:
+    profiler, _ = profiler_for(config_for(tmp_path, keep_raw=False))  # false: "none"
+    assert profiler.settings.keep_raw == "none"
+    with train_job(tmp_path, "balanced") as job:
+        outcome = profiler.capture(job_workload(job.pid))
+    assert outcome.result == "ok", outcome.message
+    assert list((tmp_path / "state" / "captures").iterdir()) == []
+    page = (tmp_path / "state" / "reports" / "trainer.html").read_text(encoding="utf-8")
+    assert "Capture:" not in page and "npumon analysis: trainer" in page
 
 
 @pytest.mark.parametrize("phase", ["start", "stop", "export"])

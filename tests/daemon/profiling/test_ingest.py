@@ -88,6 +88,12 @@ def test_ingest_never_modifies_the_users_dir_and_never_repeats(tmp_path: Path) -
     # Stage and computing + communication + free agree to ~1e-6 in the sample
     assert mean is not None and min(means) * (1 - 1e-5) <= mean <= max(means) * (1 + 1e-5)
     assert list((tmp_path / "state" / "captures").iterdir()) == []  # the export copy is gone
+    # each workload's page names the user's own directory to open, never our deleted copy
+    page = (tmp_path / "state" / "reports" / "llama.html").read_text(encoding="utf-8")
+    assert f"<code>{user / 'llama'}</code>" in page
+    assert f"<code>{user / 'resnet'}" in (tmp_path / "state" / "reports" / "resnet.html").read_text(
+        encoding="utf-8"
+    )
 
 
 def test_a_profile_still_being_written_waits(tmp_path: Path) -> None:

@@ -53,3 +53,18 @@ def test_thresholds_are_the_diagnosis_model_with_its_types() -> None:
     with pytest.raises(ConfigError) as caught:
         parse_config({"profiling": {"thresholds": {"warmup_steps": 1.5, "free_ratio": -1}}})
     assert len(caught.value.problems) == 2
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"), [(None, "last"), (True, "all"), (False, "none"), ("all", "all")]
+)
+def test_keep_raw_names_what_is_kept(given: object, meant: str) -> None:
+    """ "last" by default; true and false, as older configs write it, are "all" and "none"."""
+    profiling = {} if given is None else {"keep_raw": given}
+    assert parse_config({"profiling": profiling}).profiling.keep_raw == meant
+
+
+def test_keep_raw_refuses_other_words() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"profiling": {"keep_raw": "some"}})
+    assert "profiling.keep_raw" in str(caught.value)

@@ -1,0 +1,502 @@
+"""One analysis as a self-contained HTML page: inline SVG charts drawn here, inline CSS, no
+script, and a Content-Security-Policy that lets the page load nothing (it opens offline, and a
+browser refuses any request it might make)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from html import escape
+
+from npumon.daemon.analysis.figures import (
+    PERCENTILE_MIN_STEPS,
+    PHASE_TITLES,
+    distinct_links,
+    findings_scope,
+    partition,
+    percentiles,
+    ranks_label,
+)
+from npumon.daemon.model.profile import (
+    AnalysisReport,
+    LinkStat,
+    OpShare,
+    RankBreakdown,
+    RankDetail,
+    Thresholds,
+)
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'"
+PALETTE = (
+    "#4e79a7",
+    "#f28e2b",
+    "#59a14f",
+    "#e15759",
+    "#76b7b2",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+)
+PHASE_COLOURS = {
+    "computing": "#4e79a7",
+    "communication": "#e15759",
+    "preparing": "#edc948",
+    "free": "#bab0ac",
+    "fp_bp": "#4e79a7",
+    "iteration_refresh": "#76b7b2",
+    "data_aug": "#edc948",
+    "other": "#9c755f",
+}
+OPEN_IN_INSIGHT = (
+    "To open it in MindStudio Insight: copy this directory to the machine that runs Insight, "
+    "click Import Data (upper left), select the directory and click OK (a single rank's "
+    "*_ascend_pt or PROF_* folder, or the parent of all ranks for the cluster views)."
+)
+_WIDTH = 760
+_LEFT = 190  # label column of the bar charts
+_STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:820px;color:#222}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 6px;border-bottom:1px solid #ddd}
+h3{font-size:14px;margin:14px 0 4px}.note{color:#555;font-size:12px}
+table{border-collapse:collapse;font-size:12px;margin:6px 0}
+td,th{padding:2px 8px;text-align:right;border-bottom:1px solid #eee}
+td:first-child,th:first-child{text-align:left}
+.finding{border-left:4px solid #e15759;padding:4px 10px;margin:10px 0;background:#fafafa}
+.finding b{font-family:monospace}.advice{color:#333}
+svg text{font:11px system-ui,sans-serif;fill:#333}
+code{font-size:12px;background:#f3f3f3;padding:1px 4px;word-break:break-all}
+.legend span{display:inline-block;margin-right:12px;font-size:12px}
+.legend i{display:inline-block;width:10px;height:10px;margin-right:4px}
+"""
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:,.3f}"
+
+
+def _pct(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio * 100:.1f}%"
+
+
+def _label(rank: str, width: int = 26) -> str:
+    """A rank's name for a bar's label column: its end when long (a PROF_*/device_N path),
+    the whole name in the bar's tooltip."""
+    text = rank if len(rank) <= width else "…" + rank[-(width - 1) :]
+    return f"{escape(text)}<title>{escape(rank)}</title>"
+
+
+def _colour(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+def _legend(items: Sequence[tuple[str, str]]) -> str:
+    return (
+        '<div class="legend">'
+        + "".join(f'<span><i style="background:{c}"></i>{escape(t)}</span>' for t, c in items)
+        + "</div>"
+    )
+
+
+def _svg(height: int, body: str, title: str) -> str:
+    return (
+        f'<svg role="img" aria-label="{escape(title)}" width="{_WIDTH}" height="{height}" '
+        f'viewBox="0 0 {_WIDTH} {height}" xmlns="http://www.w3.org/2000/svg">'
+        f"<title>{escape(title)}</title>{body}</svg>"
+    )
+
+
+def _nice_max(value: float) -> float:
+    """A round axis top at or above value (1, 2, 2.5, 5 times a power of ten)."""
+    if value <= 0:
+        return 1.0
+    power = 10.0 ** int(f"{value:e}".split("e")[1])
+    for step in (1, 2, 2.5, 5, 10):
+        if step * power >= value:
+            return step * power
+    return 10 * power
+
+
+def _timeline(report: AnalysisReport, baseline: float | None, t: Thresholds) -> str:
+    ranks = [r for r in report.scope.ranks if r.steps]
+    if not ranks:
+        return "<p>No step table: no step timeline.</p>"
+    height, top, bottom, left, right = 260, 14, 40, 60, 16
+    points = [p for r in ranks for p in r.steps]
+    high = max(p.seconds for p in points)
+    if baseline is not None:
+        high = max(high, baseline * (1 + t.regression_ratio))
+    y_max = _nice_max(high * 1e3)
+    count = max(len(r.steps) for r in ranks)
+    plot_w, plot_h = _WIDTH - left - right, height - top - bottom
+
+    def x(i: int, nudge: float = 0.0) -> float:  # nudge: ranks side by side at one step
+        return left + (plot_w * (i + 0.5) / count) + nudge
+
+    def y(seconds: float) -> float:
+        return top + plot_h * (1 - seconds * 1e3 / y_max)
+
+    body = []
+    for k in range(6):
+        value = y_max * k / 5
+        yy = top + plot_h * (1 - k / 5)
+        body.append(
+            f'<line x1="{left}" x2="{_WIDTH - right}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#eee"/>'
+            f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end">{value:g}</text>'
+        )
+    if baseline is not None:
+        upper = baseline * (1 + t.regression_ratio)
+        body.append(
+            f'<rect class="baseline" x="{left}" width="{plot_w}" y="{y(upper):.1f}" '
+            f'height="{max(y(baseline) - y(upper), 1):.1f}" fill="#59a14f" fill-opacity="0.18"/>'
+            f'<line x1="{left}" x2="{_WIDTH - right}" y1="{y(baseline):.1f}" '
+            f'y2="{y(baseline):.1f}" stroke="#59a14f" stroke-dasharray="4 3"/>'
+        )
+    for n, rank in enumerate(ranks):
+        colour = _colour(n)
+        nudge = (n - (len(ranks) - 1) / 2) * min(4.0, plot_w / count / (len(ranks) + 1))
+        path = " ".join(f"{x(i, nudge):.1f},{y(p.seconds):.1f}" for i, p in enumerate(rank.steps))
+        body.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+        for i, p in enumerate(rank.steps):
+            fill = colour if p.counted else "#fff"
+            name = "step" if p.step is None else f"step {p.step}"
+            left_out = "" if p.counted else " (warm-up or partial: not in the statistics)"
+            body.append(
+                f'<circle cx="{x(i, nudge):.1f}" cy="{y(p.seconds):.1f}" r="3.5" fill="{fill}" '
+                f'stroke="{colour}"><title>{escape(rank.rank)} {name}: {_ms(p.seconds)} ms'
+                f"{left_out}</title></circle>"
+            )
+    labels = max(ranks, key=lambda r: len(r.steps)).steps
+    every = max(1, count // 12)
+    for i, p in enumerate(labels):
+        if i % every == 0:
+            text = str(i + 1) if p.step is None else str(p.step)
+            yy = height - bottom + 14
+            body.append(f'<text x="{x(i):.1f}" y="{yy}" text-anchor="middle">{text}</text>')
+    body.append(
+        f'<text x="{left + plot_w / 2}" y="{height - 6}" text-anchor="middle">step</text>'
+        f'<text x="14" y="{top + plot_h / 2}" transform="rotate(-90 14 {top + plot_h / 2})" '
+        'text-anchor="middle">ms</text>'
+    )
+    legend = [(r.rank, _colour(n)) for n, r in enumerate(ranks)]
+    if baseline is not None:
+        legend.append(
+            (
+                f"baseline p99 {_ms(baseline)} ms to +{t.regression_ratio:.0%} "
+                f"({_ms(baseline * (1 + t.regression_ratio))} ms): above it is a regression",
+                "#59a14f",
+            )
+        )
+    return (
+        _svg(height, "".join(body), "Step time per rank")
+        + _legend(legend)
+        + '<p class="note">Filled points are the steps the statistics count; hollow ones are '
+        "warm-up or partial steps, left out.</p>"
+    )
+
+
+def _stats_table(report: AnalysisReport) -> str:
+    s = report.summary
+    if s.step is None:
+        return "<p>No step table (step_trace_time.csv / step_trace_*.csv) found.</p>"
+    cells = "".join(
+        f"<td>{_ms(v)}</td>" if v is not None else f"<td>- (needs {PERCENTILE_MIN_STEPS[q]})</td>"
+        for q, v in percentiles(s.step)
+    )
+    who = report.scope.step_rank or "-"
+    slowest = " (the slowest)" if len(s.ranks) > 1 else ""
+    return (
+        "<table><tr><th>rank</th><th>steps</th><th>mean ms</th><th>p50</th>"
+        f"<th>p90</th><th>p99</th></tr><tr><td>{escape(who)}{slowest}</td><td>{s.step.count}</td>"
+        f"<td>{_ms(s.step.mean_seconds)}</td>{cells}</tr></table>"
+    )
+
+
+def _phases(ranks: Sequence[RankBreakdown]) -> str:
+    if not ranks:
+        return "<p>No step table: no phases.</p>"
+    row_h, top = 26, 8
+    scale = max(r.step_seconds for r in ranks) or 1.0
+    width = _WIDTH - _LEFT - 90
+    body, seen = [], {}
+    for n, rank in enumerate(ranks):
+        yy = top + n * row_h
+        body.append(
+            f'<text x="{_LEFT - 6}" y="{yy + 15}" text-anchor="end">{_label(rank.rank)}</text>'
+        )
+        xx = float(_LEFT)
+        for name, seconds in partition(rank.phases, rank.step_seconds):
+            w = width * seconds / scale
+            colour = PHASE_COLOURS.get(name, "#999")
+            seen[PHASE_TITLES[name]] = colour
+            share = seconds / rank.step_seconds if rank.step_seconds else 0.0
+            body.append(
+                f'<rect class="phase" x="{xx:.1f}" y="{yy + 3}" width="{max(w, 0):.1f}" '
+                f'height="{row_h - 8}" fill="{colour}"><title>{escape(rank.rank)} '
+                f"{escape(PHASE_TITLES[name])}: {_ms(seconds)} ms ({_pct(share)})</title></rect>"
+            )
+            xx += w
+        body.append(f'<text x="{xx + 6:.1f}" y="{yy + 15}">{_ms(rank.step_seconds)} ms</text>')
+    height = top + len(ranks) * row_h + 4
+    return _svg(height, "".join(body), "Phases per rank") + _legend(list(seen.items()))
+
+
+def _op_bars(rank: str, ops: Sequence[OpShare]) -> str:
+    shown = [o for o in ops if o.op_type != "other"]
+    if not shown:
+        return ""
+    row_h, top = 18, 4
+    scale = max(o.seconds for o in shown) or 1.0
+    width = _WIDTH - _LEFT - 130
+    body = []
+    for n, o in enumerate(shown):
+        yy = top + n * row_h
+        label = o.op_type if len(o.op_type) <= 30 else o.op_type[:29] + "…"
+        body.append(
+            f'<text x="{_LEFT - 6}" y="{yy + 12}" text-anchor="end">{escape(label)}</text>'
+            f'<rect class="op" x="{_LEFT}" y="{yy + 2}" width="{width * o.seconds / scale:.1f}" '
+            f'height="{row_h - 5}" fill="{_colour(n)}"><title>{escape(o.op_type)} '
+            f"({escape(o.core_type)}): {_ms(o.seconds)} ms, {o.count} calls</title></rect>"
+            f'<text x="{_LEFT + width * o.seconds / scale + 6:.1f}" y="{yy + 12}">'
+            f"{_ms(o.seconds)} ms ({_pct(o.ratio)})</text>"
+        )
+    return _svg(top + len(shown) * row_h + 4, "".join(body), f"Top operators of {rank}")
+
+
+def _operators(report: AnalysisReport) -> str:
+    s = report.summary
+    own = [r for r in report.scope.ranks if r.ops]
+    if not own and not s.op_time_ratio:
+        return "<p>No operator table (op_statistic / kernel_details / op_summary).</p>"
+    note = (
+        '<p class="note">Op types guessed from kernel names (Level0 data).</p>'
+        if s.op_types_inferred
+        else ""
+    )
+    parts = [note]
+    if not own:  # a report without per-rank figures: the summed table, labelled
+        own = [
+            RankDetail(
+                ranks_label(report.scope.op_ranks), (), s.op_total_seconds, s.op_time_ratio, ()
+            )
+        ]
+    for rank in own:
+        parts.append(
+            f"<h3>{escape(rank.rank)}: {_ms(rank.op_total_seconds)} ms of operator time over "
+            "its whole capture</h3>"
+        )
+        parts.append(_op_bars(rank.rank, rank.ops))
+        rest = next((o for o in rank.ops if o.op_type == "other"), None)
+        if rest is not None:
+            parts.append(
+                f'<p class="note">other op types: {_ms(rest.seconds)} ms ({_pct(rest.ratio)})</p>'
+            )
+    if s.core_type_time_ratio:
+        cores = ", ".join(f"{c.core_type} {_pct(c.ratio)}" for c in s.core_type_time_ratio)
+        parts.append(
+            f"<p>By core type, {escape(ranks_label(report.scope.op_ranks))}: {escape(cores)}</p>"
+        )
+    return "".join(parts)
+
+
+def _overlap(report: AnalysisReport) -> str:
+    """Per rank: communication task time per step, split into what compute hid and what it did
+    not (the step table's Communication(Not Overlapped))."""
+    by_rank = {r.rank: r for r in report.summary.ranks}
+    rows = []
+    for detail in report.scope.ranks:
+        breakdown = by_rank.get(detail.rank)
+        if breakdown is None or not detail.communication or not detail.steps:
+            continue
+        hidden_of = {p.phase: p.seconds for p in breakdown.phases}
+        if "communication" not in hidden_of:
+            continue
+        per_step = sum(c.seconds for c in detail.communication) / len(detail.steps)
+        exposed = min(hidden_of["communication"], per_step)
+        rows.append((detail.rank, per_step, exposed))
+    if not rows:
+        return ""
+    row_h, top = 26, 8
+    scale = max(r[1] for r in rows) or 1.0
+    width = _WIDTH - _LEFT - 330
+    body = []
+    for n, (rank, total, exposed) in enumerate(rows):
+        yy = top + n * row_h
+        w_exposed, w_hidden = width * exposed / scale, width * (total - exposed) / scale
+        body.append(
+            f'<text x="{_LEFT - 6}" y="{yy + 15}" text-anchor="end">{_label(rank)}</text>'
+            f'<rect class="comm" x="{_LEFT}" y="{yy + 3}" width="{w_exposed:.1f}" '
+            f'height="{row_h - 8}" fill="#e15759"><title>not overlapped: {_ms(exposed)} ms'
+            "</title></rect>"
+            f'<rect class="comm" x="{_LEFT + w_exposed:.1f}" y="{yy + 3}" width="{w_hidden:.1f}" '
+            f'height="{row_h - 8}" fill="#76b7b2"><title>overlapped with compute: '
+            f"{_ms(total - exposed)} ms</title></rect>"
+            f'<text x="{_LEFT + w_exposed + w_hidden + 6:.1f}" y="{yy + 15}">'
+            f"{_ms(total)} ms per step, {_pct(exposed / total if total else None)} not "
+            "overlapped</text>"
+        )
+    svg = _svg(top + len(rows) * row_h + 4, "".join(body), "Communication overlap per rank")
+    return (
+        "<h3>Overlapped with compute or not (mean per step)</h3>"
+        + svg
+        + _legend([("not overlapped", "#e15759"), ("overlapped with compute", "#76b7b2")])
+        + '<p class="note">Task time per step: the rank\'s HCCL task time over its captured '
+        "steps; not overlapped: the step table's Communication(Not Overlapped).</p>"
+    )
+
+
+def _communication(report: AnalysisReport, t: Thresholds) -> str:
+    s = report.summary
+    parts = []
+    per_rank = [r for r in report.scope.ranks if r.communication]
+    if per_rank:
+        kinds = sorted({c.collective for r in per_rank for c in r.communication})
+        head = "".join(f"<th>{escape(k)} ms</th>" for k in kinds)
+        body = ""
+        for r in per_rank:
+            of = {c.collective: c for c in r.communication}
+            cells = "".join(
+                f"<td>{_ms(of[k].seconds)} ({of[k].count}×, {_pct(of[k].ratio)})</td>"
+                if k in of
+                else "<td>-</td>"
+                for k in kinds
+            )
+            body += f"<tr><td>{escape(r.rank)}</td>{cells}</tr>"
+        parts.append(
+            "<h3>Per collective: HCCL task time over each rank's captured steps "
+            "(calls, share of its step time)</h3>"
+            f"<table><tr><th>rank</th>{head}</tr>{body}</table>"
+        )
+    elif s.communication:
+        summed = ", ".join(f"{c.collective} {_ms(c.seconds)} ms" for c in s.communication)
+        parts.append(f"<p>{escape(ranks_label(report.scope.op_ranks))}: {escape(summed)}</p>")
+    parts.append(_overlap(report))
+    who = escape(ranks_label(report.scope.comm_ranks))
+    if s.comm_times is not None:
+        c = s.comm_times
+        parts.append(
+            f"<p>communication.json, {who}: elapse {_ms(c.elapse_seconds)} ms = transit "
+            f"{_ms(c.transit_seconds)} + wait {_ms(c.wait_seconds)} + idle "
+            f"{_ms(c.idle_seconds)} ms</p>"
+        )
+    links = [x for x in distinct_links(s.links) if x.bandwidth_bytes_per_second is not None]
+    if links:
+        parts.append(f"<h3>Bandwidth per link type, {who}</h3>" + _link_bars(links, t))
+        if len(distinct_links(s.links)) < len(s.links):
+            parts.append(
+                '<p class="note">SDMA is the sum of HCCS, PCIE and SIO transfers: not drawn '
+                "again.</p>"
+            )
+    return "".join(parts) or (
+        "<p>No communication table in this capture (communication.json, or HCCL tasks in the "
+        "operator table); the step table's communication not overlapped is in the phases.</p>"
+    )
+
+
+def _link_bars(stats: Sequence[LinkStat], t: Thresholds) -> str:
+    row_h, top = 24, 6
+    expected = [t.link_expected_gbps.get(x.link_type, 0.0) for x in stats]
+    scale = max([(x.bandwidth_bytes_per_second or 0.0) / 1e9 for x in stats] + expected) or 1.0
+    width = _WIDTH - _LEFT - 340
+    body = []
+    for n, link in enumerate(stats):
+        yy = top + n * row_h
+        gbps = (link.bandwidth_bytes_per_second or 0.0) / 1e9
+        want = t.link_expected_gbps.get(link.link_type)
+        body.append(
+            f'<text x="{_LEFT - 6}" y="{yy + 15}" text-anchor="end">{escape(link.link_type)}'
+            f'</text><rect class="link" x="{_LEFT}" y="{yy + 3}" width="{width * gbps / scale:.1f}"'
+            f' height="{row_h - 8}" fill="#4e79a7"/>'
+        )
+        if want:
+            xx = _LEFT + width * want / scale
+            body.append(
+                f'<line x1="{xx:.1f}" x2="{xx:.1f}" y1="{yy}" y2="{yy + row_h - 2}" '
+                'stroke="#222" stroke-dasharray="2 2"/>'
+            )
+        expect = f", expected {want:g}" if want else ""
+        body.append(
+            f'<text x="{_LEFT + width + 8}" y="{yy + 15}">{gbps:.1f} GB/s{expect} '
+            f"({link.transit_bytes / 1e6:,.1f} MB in {_ms(link.transit_seconds)} ms)</text>"
+        )
+    return _svg(top + len(stats) * row_h + 4, "".join(body), "Bandwidth per link type")
+
+
+def _findings(report: AnalysisReport) -> str:
+    found = report.summary.bottlenecks
+    if not found:
+        return "<p>No rule fired.</p>"
+    scope = findings_scope(report)
+    note = f'<p class="note">{escape(scope[0].upper() + scope[1:])}.</p>' if scope else ""
+    return note + "".join(
+        f'<div class="finding"><b>{escape(b.kind)}</b> (value {b.value:.4g}, threshold '
+        f"{b.threshold:.4g})<br>{escape(b.detail)}"
+        f'<div class="advice"><i>Advice:</i> {escape(b.advice)}</div></div>'
+        for b in found
+    )
+
+
+def render(
+    report: AnalysisReport,
+    capture: str | None = None,
+    baseline_seconds: float | None = None,
+    thresholds: Thresholds | None = None,
+) -> str:
+    """The page for ``report``; ``capture`` is the directory to open in MindStudio Insight,
+    ``baseline_seconds`` the workload's step-time baseline (median p99) when it has one."""
+    t = thresholds or Thresholds()
+    s = report.summary
+    when = (
+        datetime.fromtimestamp(s.capture_time_seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        if s.capture_time_seconds is not None
+        else "unknown"
+    )
+    mode = f", {s.mode} mode" if s.mode else ""
+    open_line = (
+        f"<p>Capture: <code>{escape(capture)}</code><br>{escape(OPEN_IN_INSIGHT)}</p>"
+        if capture
+        else ""
+    )
+    problems = (
+        "<h2>Problems reading the capture</h2><ul>"
+        + "".join(f"<li>{escape(p)}</li>" for p in report.problems)
+        + "</ul>"
+        if report.problems
+        else ""
+    )
+    sources = "".join(f"<li><code>{escape(p)}</code></li>" for p in report.sources)
+    step_who = report.scope.step_rank
+    slowest = (
+        f" The step figures above are {escape(step_who)}'s, the slowest rank (the others wait "
+        "for it)."
+        if step_who and len(s.ranks) > 1
+        else ""
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>npumon: {escape(s.workload)}</title><style>{_STYLE}</style></head>
+<body>
+<h1>npumon analysis: {escape(s.workload)}</h1>
+<p class="note">layout {escape(s.layout)}{escape(mode)}; captured {when};
+{len(s.ranks)} rank(s); {len(report.sources)} table(s) read</p>
+{open_line}
+<h2 id="steps">Step time per rank</h2>
+{_timeline(report, baseline_seconds, t)}
+{_stats_table(report)}
+<h2 id="phases">Phases per rank</h2>
+<p class="note">Mean per step; each bar adds up to its rank's step (free time split into the
+host preparing the step and the rest).{slowest}</p>
+{_phases(s.ranks)}
+<h2 id="operators">Top operators per rank</h2>
+{_operators(report)}
+<h2 id="communication">Communication</h2>
+{_communication(report, t)}
+<h2 id="findings">Findings</h2>
+{_findings(report)}
+{problems}
+<details><summary>Tables read ({len(report.sources)})</summary><ul>{sources}</ul></details>
+</body></html>
+"""
