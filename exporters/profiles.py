@@ -219,7 +219,11 @@ def _rank_step(view: ProfilingView, skips: _Skips) -> Family:
         kept = sorted(
             w.summary.ranks if w.summary is not None else (), key=lambda r: -r.step_seconds
         )[:MAX_RANKS]
+        named: set[str] = set()
         for r in kept:
+            if r.rank in named:  # one sample per label set, whatever the analysis named
+                continue
+            named.add(r.rank)
             skips.add(ranks, (w.workload, r.rank, "mean"), r.step_seconds)
             for p in r.phases:
                 if p.phase in RANK_STATS:

@@ -197,7 +197,13 @@ def _unit_steps(unit: layout.ProfileUnit, c: _Collected) -> None:
                 c.graph_model[unit.name] = model
             by_device = steptime.graph_rows(iterations)
             for device, rows in by_device.items():
-                name = unit.name if len(by_device) == 1 else f"{unit.name}/device{device}"
+                name = (
+                    unit.name
+                    if len(by_device) == 1
+                    else f"device{device}"  # a PROF of several devices names no rank of its own
+                    if unit.name.startswith(layout.SLOT)
+                    else f"{unit.name}/device{device}"
+                )
                 c.graph_ranks.append((name, rows))
             c.sources.extend(str(p) for p in paths)
     except TableError as exc:

@@ -59,7 +59,28 @@ def find_units(path: Path) -> tuple[ProfileUnit, ...]:
     A table that resolves outside ``path`` (a symlink out of it) is never read: the worker runs
     as root, and a job must not make it read (and report) a file the job itself cannot."""
     root = path.resolve()
-    return tuple(_confined(unit, root) for unit in _walk(path, 0))
+    return _named(tuple(_confined(unit, root) for unit in _walk(path, 0)))
+
+
+SLOT = "slot"  # a unit whose rank and device no file names: its place among such units
+
+
+def _named(units: tuple[ProfileUnit, ...]) -> tuple[ProfileUnit, ...]:
+    """Every unit named once: an unnamed one (no rank or device found) takes ``slot<i>`` by
+    its order, a name taken twice (two processes on one device) a ``.<k>`` suffix. A name is
+    a label value of the exported families, so it never carries a directory name (host, PID,
+    time): the label set stays the same from one capture of a job to the next."""
+    seen: dict[str, int] = {}
+    named = []
+    slots = 0
+    for unit in units:
+        name = unit.name
+        if not name:
+            name, slots = f"{SLOT}{slots}", slots + 1
+        count = seen.get(name, 0)
+        seen[name] = count + 1
+        named.append(replace(unit, name=name if count == 0 else f"{name}.{count}"))
+    return tuple(named)
 
 
 def inside(file: Path, root: Path) -> bool:
@@ -119,7 +140,7 @@ def _units_at(path: Path) -> list[ProfileUnit]:
         if msprof_dbs and not tables:  # an export_type=db capture: no CSVs
             tables = {DB: (msprof_dbs[-1],)}
         if tables:
-            return [ProfileUnit(_unit_name(path), "msprof", path, tables, _prof_end(path), notes)]
+            return [ProfileUnit(_prof_rank(path), "msprof", path, tables, _prof_end(path), notes)]
     mindspore = _mindspore_units(path)
     if mindspore:
         return mindspore
@@ -127,7 +148,7 @@ def _units_at(path: Path) -> list[ProfileUnit]:
     for device in sorted(path.glob("device_*/summary")):
         tables = _legacy_tables(device)
         if tables:
-            name = f"{_unit_name(path)}/{device.parent.name}"
+            name = _device_name(device.parent) or ""
             units.append(ProfileUnit(name, "legacy", path, tables, _prof_end(path)))
     return units
 
@@ -235,17 +256,47 @@ def _legacy_tables(summary: Path) -> dict[str, tuple[Path, ...]]:
     return {kind: tuple(f for _, f in sorted(entries)) for kind, entries in found.items()}
 
 
-def _unit_name(path: Path) -> str:
-    return path.name
+_DEVICE_DIR = re.compile(r"^device_(\d+)$")
+
+
+def _device_name(directory: Path) -> str | None:
+    """``device<N>`` for a ``device_N`` directory (the NPU the process ran on)."""
+    match = _DEVICE_DIR.match(directory.name)
+    return f"device{match[1]}" if match else None
+
+
+def _devices(path: Path) -> list[str]:
+    """The devices a capture recorded: the ``device_N`` directories of its PROF data."""
+    return sorted(
+        {n for d in path.glob("device_*") if d.is_dir() and (n := _device_name(d)) is not None}
+    )
+
+
+def _prof_rank(path: Path) -> str:
+    """An msprof PROF_* holds no rank: the device it recorded, when it is one; else unnamed
+    (a PROF of several devices is split by device in analysis)."""
+    devices = _devices(path)
+    return devices[0] if len(devices) == 1 else ""
 
 
 def _torch_rank(path: Path) -> str:
+    """The job's rank: profiler_info_<rank>.json (a distributed job), the rank in
+    profiler_metadata.json, ``rank_N`` in the folder's name; else the device of the CANN data
+    inside (``PROF_*/device_N``); else unnamed (``_named`` gives it a slot)."""
     for info in sorted(path.glob("profiler_info_*.json")):
         rank = info.stem.removeprefix("profiler_info_")
         if rank.isdigit():
             return f"rank{rank}"
+    meta = metadata(path)
+    args = meta.get("distributed_args") if meta else None
+    rank_value = args.get("rank") if isinstance(args, dict) else None
+    if isinstance(rank_value, int) and not isinstance(rank_value, bool) and rank_value >= 0:
+        return f"rank{rank_value}"
     match = _RANK_IN_NAME.search(path.name)
-    return f"rank{match[1]}" if match else path.name
+    if match:
+        return f"rank{match[1]}"
+    devices = sorted({d for prof in path.glob("PROF_*") for d in _devices(prof)})
+    return devices[0] if len(devices) == 1 else ""
 
 
 METADATA = "profiler_metadata.json"  # torch_npu: ENV_VARIABLES, parallel_group_info, ...
