@@ -33,12 +33,21 @@ def _captures(profiler: Profiler, workload: Workload) -> list[set[Key]]:
     return seen
 
 
+# one series per workload each, from the capture on whose baseline is ready: not a label growing
+BASELINE_FAMILIES = {
+    "npu_step_duration_baseline_seconds",
+    "npu_step_duration_baseline_band_ratio",
+    "npu_step_regression",
+}
+
+
 def _assert_no_growth(seen: list[set[Key]]) -> None:
-    first = seen[0]
+    first, every = seen[0], set().union(*seen)
     ranks = {dict(labels)["rank"] for name, labels in first if name.startswith("npu_rank_step")}
     assert ranks and all(not r.startswith(("PROF_", "vm_")) and "_" not in r for r in ranks)
-    grown = set().union(*seen) - first
+    grown = {k for k in every - first if k[0] not in BASELINE_FAMILIES}
     assert grown == set(), f"series added after the first capture: {sorted(grown)[:5]}"
+    assert every == seen[-1], f"series gone stale: {sorted(every - seen[-1])[:5]}"
 
 
 def test_msprof_attach_captures_keep_one_label_set(tmp_path: Path) -> None:
