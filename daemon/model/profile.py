@@ -285,6 +285,9 @@ class AnalysisJob:
     top_n: int
     thresholds: Thresholds
     limits: AnalysisLimits = AnalysisLimits()
+    # (pid, rank) of the captured processes whose environment names their rank (RANK or
+    # LOCAL_RANK): the rank label of a profile that names none itself
+    process_ranks: tuple[tuple[int, int], ...] = ()
 
 
 # the analysis worker's exit codes (daemon/analysis/worker.py); launch.py maps them to results

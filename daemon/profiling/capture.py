@@ -135,7 +135,18 @@ class Capturer:
             self.host.set_capturing(frozenset())
         self._check_size(out)
         capture_msprof.export_pending(s.msprof.command, out, s.timeouts.export, self.host.runner)
-        return analyse(out, w.name, s, self.host.runner)
+        return analyse(out, w.name, s, self.host.runner, self._ranks(w))
+
+    def _ranks(self, w: Workload) -> tuple[tuple[int, int], ...]:
+        """(pid, rank) of the workload's processes whose environment names their rank."""
+        pids = set(w.pids)
+        return tuple(
+            sorted(
+                (p.pid, p.rank)
+                for p in self.host.processes()
+                if p.pid in pids and p.rank is not None
+            )
+        )
 
     def _check_size(self, out: Path) -> None:
         size = tree_bytes(out)

@@ -53,9 +53,15 @@ def analyse_in_worker(
     return WorkerOutcome(report, "ok", "")
 
 
-def analyse(path: Path, workload: str, s: Profiling, runner: CommandRunner) -> AnalysisReport:
+def analyse(
+    path: Path,
+    workload: str,
+    s: Profiling,
+    runner: CommandRunner,
+    process_ranks: tuple[tuple[int, int], ...] = (),
+) -> AnalysisReport:
     """The worker's report for ``path``; CaptureError (timeout, failed) when there is none."""
-    job = AnalysisJob(path, workload, s.top_n, s.thresholds, s.limits)
+    job = AnalysisJob(path, workload, s.top_n, s.thresholds, s.limits, process_ranks)
     outcome = analyse_in_worker(job, s.timeouts.analysis, runner)
     if outcome.report is None:
         raise CaptureError(outcome.result, outcome.message)

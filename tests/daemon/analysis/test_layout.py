@@ -88,3 +88,16 @@ def test_a_unit_is_named_by_rank_or_device_never_by_its_folder(tmp_path: Path) -
         "e": ["device2", "device2.1"],  # two processes on one device
         "f": ["slot0"],  # several devices: analysis splits it by device
     }
+
+
+def test_the_environment_of_the_captured_process_names_its_rank(tmp_path: Path) -> None:
+    """A profile that names no rank takes its process's RANK / LOCAL_RANK (pid -> rank from the
+    daemon), found by the pid the profile records: torch_npu's folder name, msprof's info.json."""
+    _torch_run(tmp_path / "a", "vm_4242_20261202014048970_ascend_pt")
+    prof = _msprof_run(tmp_path / "b", "PROF_000001_20261202014034999_NFDAJFXFBBYCKKQP", 2)
+    (prof / "device_2" / "data").mkdir()
+    (prof / "device_2" / "data" / "info.json.2").write_text('{"devices": "2", "pid": "4343"}')
+    ranks = {4242: 7, 4343: 12}
+    assert [u.name for u in layout.find_units(tmp_path / "a", ranks)] == ["rank7"]
+    assert [u.name for u in layout.find_units(tmp_path / "b", ranks)] == ["rank12"]
+    assert [u.name for u in layout.find_units(tmp_path / "b", {1: 3})] == ["device2"]

@@ -71,3 +71,18 @@ def test_torch_npu_captures_keep_one_label_set(tmp_path: Path) -> None:
         (workload,) = profiler.workloads()
         seen = _captures(profiler, workload)
     _assert_no_growth(seen)
+
+
+def test_an_attached_jobs_rank_comes_from_its_environment(tmp_path: Path) -> None:
+    """msprof's PROF_* names no rank: the RANK of the job's environment does."""
+    profiler, _ = profiler_for(config_for(tmp_path))
+    with train_job(tmp_path, "balanced", environ={"RANK": "5", "WORLD_SIZE": "8"}) as job:
+        workload = Workload("trainer", (job.pid,), "msprof_attach", frozenset({(0, 0)}), True)
+        outcome = profiler.capture(workload)
+    assert outcome.result == "ok", outcome.message
+    ranks = {
+        dict(labels)["rank"]
+        for name, labels in _series(exposition(profiler))
+        if name == "npu_rank_step_duration_seconds"
+    }
+    assert ranks == {"rank5"}
