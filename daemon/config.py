@@ -237,7 +237,7 @@ class Ingest(_Model):
 
 class Baseline(_Model):
     captures: int = Field(default=20, ge=1, le=1000)
-    min_captures: int = Field(default=3, ge=1)
+    min_captures: int = Field(default=5, ge=1)
 
 
 def _keep_raw(value: object) -> object:
@@ -257,7 +257,9 @@ class Profiling(_Model):
     enabled: bool = False
     interval: Duration = 600.0
     duration: Duration = 5.0
-    steps: int = Field(default=2, ge=1, le=100)
+    # torch_npu_config captures: enough steps for the regression gate's median (it needs
+    # thresholds.regression_min_steps after warm-up and partial edge steps)
+    steps: int = Field(default=50, ge=1, le=100)
     timeouts: CaptureTimeouts = CaptureTimeouts()
     discover: bool = True
     max_workloads: int = Field(default=16, ge=1, le=256)

@@ -97,8 +97,9 @@ COMPAT = "npu-exporter compatible name (compat.npu_exporter_names); npumon's own
 
 
 def l1(c: ChipReading) -> list[str]:
-    """The label values of npu-exporter's set L1 for a chip."""
-    identity = dict(c.identity)
+    """The label values of npu-exporter's set L1 for a chip (served once its identity was read,
+    so a label never changes from "" to the value)."""
+    identity = dict(c.identity or ())
     owners = {(o.namespace, o.pod, o.container) for o in c.owners}
     if len(owners) > 1:
         owner = ("not_displayed_for_multi_pod",) * 3
@@ -130,7 +131,7 @@ def _chip_families(
         family = GaugeMetricFamily(name, f"{doc} {COMPAT}", labels=L1)
         for c in snap.chips:
             value = pick(c)
-            if value is not None and (c.owners or not held_only):
+            if value is not None and c.identity is not None and (c.owners or not held_only):
                 family.add_metric(l1(c), float(value))
         yield family
 
@@ -158,7 +159,7 @@ def _identity_families(snap: NodeSnapshot) -> Iterator[Metric]:
         f"Device memory of a process (MB). {COMPAT}",
         labels=(*L1, "process_id", "container_id"),
     )
-    for c in snap.chips:
+    for c in (c for c in snap.chips if c.identity is not None):  # L1 carries its identity
         values = (code_value(code) for code, _ in c.error_codes)
         first = next((v for v in values if v is not None), None)
         if first is not None:

@@ -88,14 +88,26 @@ def _phase_ratio(view: ProfilingView, skips: _Skips) -> Family:
 def _baseline(view: ProfilingView, skips: _Skips) -> Family:
     baseline = GaugeMetricFamily(
         "npu_step_duration_baseline_seconds",
-        "Median p99 step time of the workload's previous captures (rolling window); the latest "
-        "p99 above it by more than the regression ratio is a regression.",
+        "Median of the median step times of the workload's previous judged captures (rolling "
+        "window): what the regression gate judges the latest capture's median against.",
         labels=("workload",),
     )
     for w in view.workloads:
         if w.baseline_seconds is not None:
             skips.add(baseline, (w.workload,), w.baseline_seconds)
     return baseline
+
+
+def _step_count(view: ProfilingView, skips: _Skips) -> Family:
+    steps = _gauge(
+        "npu_step_captured_steps",
+        "Steps the step statistics are over (warm-up and partial edge steps left out).",
+        "workload",
+    )
+    for w in view.workloads:
+        if w.summary is not None and w.summary.step is not None:
+            skips.add(steps, (w.workload,), w.summary.step.count)
+    return steps
 
 
 def _op_ratio(view: ProfilingView, skips: _Skips) -> Family:
@@ -219,7 +231,11 @@ def _rank_step(view: ProfilingView, skips: _Skips) -> Family:
         kept = sorted(
             w.summary.ranks if w.summary is not None else (), key=lambda r: -r.step_seconds
         )[:MAX_RANKS]
+        named: set[str] = set()
         for r in kept:
+            if r.rank in named:  # one sample per label set, whatever the analysis named
+                continue
+            named.add(r.rank)
             skips.add(ranks, (w.workload, r.rank, "mean"), r.step_seconds)
             for p in r.phases:
                 if p.phase in RANK_STATS:
@@ -239,17 +255,40 @@ def _captures(view: ProfilingView, skips: _Skips) -> Family:
 
 
 def _per_workload(name: str, documentation: str, field: str) -> Builder:
-    """A gauge of one optional WorkloadProfile field, one sample per workload that has it."""
+    """A gauge of one optional WorkloadProfile field, one sample per workload that has it (a
+    flag as 0 or 1)."""
 
     def build(view: ProfilingView, skips: _Skips) -> Family:
         family = GaugeMetricFamily(name, documentation, labels=("workload",))
         for w in view.workloads:
             value = getattr(w, field)
             if value is not None:
-                skips.add(family, (w.workload,), value)
+                skips.add(family, (w.workload,), float(value))
         return family
 
     return build
+
+
+_band = _per_workload(
+    "npu_step_duration_baseline_band_ratio",
+    "Noise band of the regression gate: the relative slowdown of the median step time over "
+    "the baseline that counts as a regression, the larger of the configured regression_ratio "
+    "and regression_noise_sigmas robust deviations (1.4826 x MAD) of the baseline's medians.",
+    "band_ratio",
+)
+_judged = _per_workload(
+    "npu_step_regression_judged",
+    "1 when the workload's latest capture was judged by the regression gate, 0 when it could "
+    "not vote: fewer steps than regression_min_steps, or a baseline of fewer than "
+    "baseline.min_captures judged captures.",
+    "judged",
+)
+_regressed = _per_workload(
+    "npu_step_regression",
+    "1 when the latest judged capture's median step time is above the baseline by more than "
+    "the noise band, 0 when within it; absent when the latest capture was not judged.",
+    "regressed",
+)
 
 
 _last_success = _per_workload(
@@ -280,7 +319,11 @@ FAMILIES: tuple[tuple[str, Builder], ...] = (
     ("npu_step_duration_seconds", _step),
     ("npu_step_phase_seconds", _phase_seconds),
     ("npu_step_phase_ratio", _phase_ratio),
+    ("npu_step_captured_steps", _step_count),
     ("npu_step_duration_baseline_seconds", _baseline),
+    ("npu_step_duration_baseline_band_ratio", _band),
+    ("npu_step_regression_judged", _judged),
+    ("npu_step_regression", _regressed),
     ("npu_op_time_ratio", _op_ratio),
     ("npu_core_type_time_ratio", _core_ratio),
     ("npu_profile_bottleneck", _bottlenecks),

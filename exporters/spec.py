@@ -144,7 +144,8 @@ class Members:
 
 @dataclass(frozen=True)
 class Info:
-    """An info metric (always 1) whose labels are the known (name, value) pairs of ``field``.
+    """An info metric (always 1) whose labels are the known (name, value) pairs of ``field``;
+    no sample for a chip whose ``field`` is None (not read yet).
 
     npu_chip_info{npu="0",chip="0",name="910B4",bus_id="0000:C1:00.0",logic_id="0"} 1
     """
@@ -159,7 +160,10 @@ class Info:
     def render(self, chips: Sequence[ChipReading]) -> Metric:
         family = Metric(self.name, self.help, "gauge")
         for c in chips:
-            labels = dict(zip(CHIP_LABELS, ids(c), strict=True)) | dict(getattr(c, self.field))
+            known = getattr(c, self.field)
+            if known is None:  # not read yet: one complete label set later, not two series
+                continue
+            labels = dict(zip(CHIP_LABELS, ids(c), strict=True)) | dict(known)
             family.samples.append(sample(self.name, labels, 1.0))
         return family
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -203,7 +204,13 @@ def _unit_steps(unit: layout.ProfileUnit, c: _Collected) -> None:
                 c.graph_model[unit.name] = model
             by_device = steptime.graph_rows(iterations)
             for device, rows in by_device.items():
-                name = unit.name if len(by_device) == 1 else f"{unit.name}/device{device}"
+                name = (
+                    unit.name
+                    if len(by_device) == 1
+                    else f"device{device}"  # a PROF of several devices names no rank of its own
+                    if unit.name.startswith(layout.SLOT)
+                    else f"{unit.name}/device{device}"
+                )
                 c.graph_ranks.append((name, rows))
             c.sources.extend(str(p) for p in paths)
     except TableError as exc:
@@ -332,13 +339,15 @@ def analyze_path(
     top_n: int = 10,
     workload: str | None = None,
     limits: AnalysisLimits | None = None,
+    process_ranks: Mapping[int, int] | None = None,
 ) -> AnalysisReport:
     """Analyse a PROF_* dir, a *_ascend_pt dir, or a parent holding several ranks.
 
     Raises NoProfileData when nothing usable is there, TooLarge when a table is over its cap in
-    ``limits``; per-file problems go in the report.
+    ``limits``; per-file problems go in the report. ``process_ranks`` (pid -> rank, from the
+    captured processes' environment) names the ranks of profiles that name none themselves.
     """
-    units = layout.find_units(path)
+    units = layout.find_units(path, process_ranks or {})
     if limits is not None:
         check_sizes(units, limits)
     unread = layout.unread(path)

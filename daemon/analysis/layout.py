@@ -53,13 +53,40 @@ class ProfileUnit:
     notes: tuple[str, ...] = ()
 
 
-def find_units(path: Path) -> tuple[ProfileUnit, ...]:
+def find_units(
+    path: Path, process_ranks: Mapping[int, int] | None = None
+) -> tuple[ProfileUnit, ...]:
     """Every profile unit at or under ``path`` (a PROF_* dir, a *_ascend_pt dir, or a parent).
+
+    ``process_ranks`` (pid -> the RANK or LOCAL_RANK of the captured process's environment)
+    names a unit whose files name no rank, by the pid its files record.
 
     A table that resolves outside ``path`` (a symlink out of it) is never read: the worker runs
     as root, and a job must not make it read (and report) a file the job itself cannot."""
     root = path.resolve()
-    return tuple(_confined(unit, root) for unit in _walk(path, 0))
+    ranks = dict(process_ranks or {})
+    return _named(tuple(_confined(unit, root) for unit in _walk(path, 0, ranks)))
+
+
+SLOT = "slot"  # a unit whose rank and device no file names: its place among such units
+
+
+def _named(units: tuple[ProfileUnit, ...]) -> tuple[ProfileUnit, ...]:
+    """Every unit named once: an unnamed one (no rank or device found) takes ``slot<i>`` by
+    its order, a name taken twice (two processes on one device) a ``.<k>`` suffix. A name is
+    a label value of the exported families, so it never carries a directory name (host, PID,
+    time): the label set stays the same from one capture of a job to the next."""
+    seen: dict[str, int] = {}
+    named = []
+    slots = 0
+    for unit in units:
+        name = unit.name
+        if not name:
+            name, slots = f"{SLOT}{slots}", slots + 1
+        count = seen.get(name, 0)
+        seen[name] = count + 1
+        named.append(replace(unit, name=name if count == 0 else f"{name}.{count}"))
+    return tuple(named)
 
 
 def inside(file: Path, root: Path) -> bool:
@@ -83,20 +110,21 @@ def _confined(unit: ProfileUnit, root: Path) -> ProfileUnit:
     return replace(unit, tables=tables, notes=tuple(notes))
 
 
-def _walk(path: Path, depth: int) -> Iterator[ProfileUnit]:
+def _walk(path: Path, depth: int, ranks: Mapping[int, int]) -> Iterator[ProfileUnit]:
     if not path.is_dir():
         return
-    units = _units_at(path)
+    units = _units_at(path, ranks)
     if units:
         yield from units
         return
     if depth >= _MAX_DEPTH:
         return
     for child in sorted(p for p in path.iterdir() if p.is_dir() and not p.is_symlink()):
-        yield from _walk(child, depth + 1)
+        yield from _walk(child, depth + 1, ranks)
 
 
-def _units_at(path: Path) -> list[ProfileUnit]:
+def _units_at(path: Path, ranks: Mapping[int, int] | None = None) -> list[ProfileUnit]:
+    ranks = ranks or {}
     if path.name == "ASCEND_PROFILER_OUTPUT":
         path = path.parent
     if path.name == "mindstudio_profiler_output":
@@ -111,7 +139,8 @@ def _units_at(path: Path) -> list[ProfileUnit]:
             tables[DB] = (dbs[-1],)
         if tables:
             kind = "mindspore" if path.name.endswith("_ascend_ms") else "torch_npu"
-            return [ProfileUnit(_torch_rank(path), kind, path, tables, _torch_end(path))]
+            name = _torch_rank(path, ranks)
+            return [ProfileUnit(name, kind, path, tables, _torch_end(path))]
     msprof_dir = path / "mindstudio_profiler_output"
     msprof_dbs = sorted(path.glob("msprof_*.db")) + sorted(msprof_dir.glob("msprof_*.db"))
     if msprof_dir.is_dir() or msprof_dbs:
@@ -119,7 +148,8 @@ def _units_at(path: Path) -> list[ProfileUnit]:
         if msprof_dbs and not tables:  # an export_type=db capture: no CSVs
             tables = {DB: (msprof_dbs[-1],)}
         if tables:
-            return [ProfileUnit(_unit_name(path), "msprof", path, tables, _prof_end(path), notes)]
+            name = _prof_rank(path, ranks)
+            return [ProfileUnit(name, "msprof", path, tables, _prof_end(path), notes)]
     mindspore = _mindspore_units(path)
     if mindspore:
         return mindspore
@@ -127,7 +157,7 @@ def _units_at(path: Path) -> list[ProfileUnit]:
     for device in sorted(path.glob("device_*/summary")):
         tables = _legacy_tables(device)
         if tables:
-            name = f"{_unit_name(path)}/{device.parent.name}"
+            name = _device_name(device.parent) or ""
             units.append(ProfileUnit(name, "legacy", path, tables, _prof_end(path)))
     return units
 
@@ -235,17 +265,78 @@ def _legacy_tables(summary: Path) -> dict[str, tuple[Path, ...]]:
     return {kind: tuple(f for _, f in sorted(entries)) for kind, entries in found.items()}
 
 
-def _unit_name(path: Path) -> str:
-    return path.name
+_DEVICE_DIR = re.compile(r"^device_(\d+)$")
 
 
-def _torch_rank(path: Path) -> str:
+def _device_name(directory: Path) -> str | None:
+    """``device<N>`` for a ``device_N`` directory (the NPU the process ran on)."""
+    match = _DEVICE_DIR.match(directory.name)
+    return f"device{match[1]}" if match else None
+
+
+def _devices(path: Path) -> list[str]:
+    """The devices a capture recorded: the ``device_N`` directories of its PROF data."""
+    return sorted(
+        {n for d in path.glob("device_*") if d.is_dir() and (n := _device_name(d)) is not None}
+    )
+
+
+_PT_PID = re.compile(r"_(\d+)_\d{8,}_ascend_(?:pt|ms)$")  # {host}_{pid}_{time}_ascend_pt
+
+
+def _prof_pids(path: Path) -> set[int]:
+    """The pids an msprof PROF_* recorded: ``pid`` of its devices' info.json.N."""
+    pids = set()
+    for info in sorted(path.glob("device_*/data/info.json.*")) + sorted(
+        path.glob("device_*/info.json.*")
+    ):
+        data = _read_json(info)
+        pid = str(data.get("pid", "")) if data else ""
+        if pid.isdigit():
+            pids.add(int(pid))
+    return pids
+
+
+def _env_rank(pids: set[int], ranks: Mapping[int, int]) -> str | None:
+    """``rank<N>`` when the environment of the profile's one process named its rank."""
+    found = {ranks[p] for p in pids if p in ranks}
+    return f"rank{found.pop()}" if len(found) == 1 else None
+
+
+def _prof_rank(path: Path, ranks: Mapping[int, int] | None = None) -> str:
+    """An msprof PROF_* names no rank: the captured process's (its environment's RANK), else
+    the device it recorded, when it is one; else unnamed (a PROF of several devices is split by
+    device in analysis)."""
+    by_env = _env_rank(_prof_pids(path), ranks or {})
+    if by_env:
+        return by_env
+    devices = _devices(path)
+    return devices[0] if len(devices) == 1 else ""
+
+
+def _torch_rank(path: Path, ranks: Mapping[int, int] | None = None) -> str:
+    """The job's rank: profiler_info_<rank>.json (a distributed job), the rank in
+    profiler_metadata.json, the process's environment (RANK, LOCAL_RANK; by the pid in the
+    folder's name), ``rank_N`` in the folder's name; else the device of the CANN data inside
+    (``PROF_*/device_N``); else unnamed (``_named`` gives it a slot)."""
     for info in sorted(path.glob("profiler_info_*.json")):
         rank = info.stem.removeprefix("profiler_info_")
         if rank.isdigit():
             return f"rank{rank}"
+    meta = metadata(path)
+    args = meta.get("distributed_args") if meta else None
+    rank_value = args.get("rank") if isinstance(args, dict) else None
+    if isinstance(rank_value, int) and not isinstance(rank_value, bool) and rank_value >= 0:
+        return f"rank{rank_value}"
+    pid = _PT_PID.search(path.name)
+    by_env = _env_rank({int(pid[1])} if pid else set(), ranks or {})
+    if by_env:
+        return by_env
     match = _RANK_IN_NAME.search(path.name)
-    return f"rank{match[1]}" if match else path.name
+    if match:
+        return f"rank{match[1]}"
+    devices = sorted({d for prof in path.glob("PROF_*") for d in _devices(prof)})
+    return devices[0] if len(devices) == 1 else ""
 
 
 METADATA = "profiler_metadata.json"  # torch_npu: ENV_VARIABLES, parallel_group_info, ...

@@ -46,7 +46,9 @@ def main() -> int:
     from npumon.daemon.analysis.analysis import NoProfileData, analyze_path
 
     try:
-        report = analyze_path(job.path, job.thresholds, job.top_n, job.workload, job.limits)
+        report = analyze_path(
+            job.path, job.thresholds, job.top_n, job.workload, job.limits, dict(job.process_ranks)
+        )
         data = report_adapter().dump_json(report) + b"\n"
     except MemoryError:
         print(

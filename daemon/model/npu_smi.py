@@ -245,3 +245,6 @@ class NpuSmiResults:
     interconnect: Mapping[tuple[int, int], ChipInterconnect] = field(default_factory=dict)
     # DCMI-only readings, read by the health tier under backend auto/dcmi (ChipDcmi)
     dcmi: Mapping[tuple[int, int], ChipDcmi] = field(default_factory=dict)
+    # NPUs of the table the identity tier has not tried yet: their chips serve no npu_chip_info
+    # until it has, so its label set is complete from its first sample (no throwaway series)
+    identity_pending: frozenset[int] = frozenset()

@@ -290,7 +290,13 @@ class Thresholds(BaseModel):
     # torch_npu replacement is named from this many matches in the capture (the peer: any)
     affinity_api_min_calls: int = Field(default=1, ge=1)
     aclnn_cache_limit_min: int = Field(default=10000, ge=0)  # env_vars: ACLNN_CACHE_LIMIT below
-    regression_ratio: NonNegative = 0.05  # p99 step time above baseline
+    # the step-time regression gate (profiling/gate.py): a capture's median step time above
+    # the baseline by more than the noise band; the band is the baseline's own spread times
+    # regression_noise_sigmas, never under regression_ratio; a capture of fewer steps than
+    # regression_min_steps is too short to judge
+    regression_ratio: NonNegative = 0.03
+    regression_noise_sigmas: NonNegative = 3.0
+    regression_min_steps: int = Field(default=20, ge=1)
     device_busy_good: NonNegative = 0.80  # AI Core busy > 80 % fine, 50-80 % room, < 50 % low
     device_busy_low: NonNegative = 0.50
 
@@ -321,6 +327,9 @@ class AnalysisJob:
     report_dir: Path | None = None
     baseline_seconds: float | None = None  # the workload's step-time baseline, for the page
     capture: Path | None = None  # the raw data the page names to open (None: not kept)
+    # (pid, rank) of the captured processes whose environment names their rank (RANK or
+    # LOCAL_RANK): the rank label of a profile that names none itself
+    process_ranks: tuple[tuple[int, int], ...] = ()
 
 
 # the analysis worker's exit codes (daemon/analysis/worker.py); launch.py maps them to results
@@ -359,9 +368,12 @@ class WorkloadProfile:
 
     workload: str
     summary: ProfileSummary | None = None
-    baseline_seconds: float | None = None  # median p99 over the rolling window
+    baseline_seconds: float | None = None  # median of the judged captures' median step times
     last_success_timestamp: float | None = None
     capture_duration_seconds: float | None = None  # wall time of the last successful capture
+    band_ratio: float | None = None  # the gate's noise band over the baseline
+    judged: bool | None = None  # the latest capture voted (None: it has no step time)
+    regressed: bool | None = None  # its verdict (None: not judged)
 
 
 @dataclass(frozen=True, slots=True)

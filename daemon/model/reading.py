@@ -54,7 +54,8 @@ class ChipReading:
 
     npu: int
     chip: int
-    identity: tuple[tuple[str, str], ...] = ()  # known npu_chip_info labels, (name, value)
+    # known npu_chip_info labels, (name, value); None until the identity tier has tried the chip
+    identity: tuple[tuple[str, str], ...] | None = ()
     health_state: str = "unknown"  # one of HEALTH_STATES
     error_codes: tuple[tuple[str, str], ...] = ()  # (code as printed, fault-table level)
     aicore_ratio: float | None = None
@@ -141,6 +142,7 @@ class ChipParts:
     mapping: MappedChip | None = None  # -m (logic id, phy id)
     processes: tuple[TableProcess, ...] = ()
     dcmi: ChipDcmi | None = None  # what only DCMI gives
+    identity_pending: bool = False  # the identity tier has not tried this chip's NPU yet
 
 
 def read_chips(
@@ -170,6 +172,7 @@ def read_chips(
                 mapping=mapped.get((t.npu, t.chip)),
                 processes=_processes_of(results.table.processes, (t.npu, t.chip)),
                 dcmi=results.dcmi.get((t.npu, t.chip)),
+                identity_pending=t.npu in results.identity_pending,
             ),
             rules(t.name),
             max_processes=max_processes,
@@ -244,8 +247,11 @@ def read_chip(
     return _with_throttle(reading, rule, capturing)
 
 
-def _identity(parts: ChipParts) -> tuple[tuple[str, str], ...]:
-    """npu_chip_info labels, the most specific tier first; unknown ones are left out."""
+def _identity(parts: ChipParts) -> tuple[tuple[str, str], ...] | None:
+    """npu_chip_info labels, the most specific tier first; unknown ones are left out; None
+    while the identity tier has not tried the chip (npu_chip_info waits for it)."""
+    if parts.identity_pending:
+        return None
     t, m = parts.table, parts.mapping or _NO_MAPPING
     cb, kb = parts.chip_board or _NO_BOARD, parts.card_board or _NO_BOARD
     # A card-level board report describes chip 0's PCI function only, so no bus_id from it.

@@ -171,7 +171,27 @@ class Capturer:
         self._check_size(out)
         capture_msprof.export_pending(s.msprof.command, out, s.timeouts.export, self.host.runner)
         kept = None if s.keep_raw == "none" else out
-        return analyse(out, w.name, s, self.host.runner, self.reports, self.baseline(w.name), kept)
+        return analyse(
+            out,
+            w.name,
+            s,
+            self.host.runner,
+            self.reports,
+            self.baseline(w.name),
+            kept,
+            self._ranks(w),
+        )
+
+    def _ranks(self, w: Workload) -> tuple[tuple[int, int], ...]:
+        """(pid, rank) of the workload's processes whose environment names their rank."""
+        pids = set(w.pids)
+        return tuple(
+            sorted(
+                (p.pid, p.rank)
+                for p in self.host.processes()
+                if p.pid in pids and p.rank is not None
+            )
+        )
 
     def _check_size(self, out: Path) -> None:
         size = tree_bytes(out)

@@ -61,11 +61,14 @@ def analyse(
     reports: Path | None = None,
     baseline: float | None = None,
     capture: Path | None = None,
+    process_ranks: tuple[tuple[int, int], ...] = (),
 ) -> AnalysisReport:
     """The worker's report for ``path``; CaptureError (timeout, failed) when there is none.
     With ``reports``, the worker also writes it there as <workload>.json and .html, the page
     naming ``capture`` (the raw data kept to open) and drawing ``baseline``."""
-    job = AnalysisJob(path, workload, s.top_n, s.thresholds, s.limits, reports, baseline, capture)
+    job = AnalysisJob(
+        path, workload, s.top_n, s.thresholds, s.limits, reports, baseline, capture, process_ranks
+    )
     outcome = analyse_in_worker(job, s.timeouts.analysis, runner)
     if outcome.report is None:
         raise CaptureError(outcome.result, outcome.message)

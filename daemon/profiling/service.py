@@ -16,8 +16,9 @@ from npumon.daemon.model.profile import CAPTURE_RESULTS, ProfilingView, Workload
 from npumon.daemon.profiling import capture_msprof, ingest
 from npumon.daemon.profiling.capture import CaptureOutcome, Capturer, Host
 from npumon.daemon.profiling.captureerror import CaptureError
+from npumon.daemon.profiling.gate import TOO_SHORT, baseline_of
 from npumon.daemon.profiling.launch import analyse
-from npumon.daemon.profiling.state import ProfileState, baseline_of, is_regression
+from npumon.daemon.profiling.state import ProfileState
 from npumon.daemon.profiling.workloads import ProcessProbe, Workload, discover
 from npumon.daemon.runner import run_command
 from npumon.daemon.store import SnapshotStore
@@ -48,6 +49,7 @@ class Profiler:
             self.settings.baseline.captures,
             self.settings.baseline.min_captures,
             self.host.clock,
+            self.settings.thresholds,
         )
         self.captures_dir = root / "captures"
         self.reports_dir = root / "reports"  # the last analysis per workload, .json and .html
@@ -60,6 +62,7 @@ class Profiler:
         self._wall_to_monotonic = self.host.monotonic() - self.host.clock()
         self._last_result: dict[str, str] = {}  # per workload: log a result when it changes
         self._regressed: set[str] = set()
+        self._too_short: set[str] = set()  # workloads whose latest capture could not vote
         self._lock = threading.Lock()  # one capture (or ingest analysis) per node at a time
 
     def start(self) -> None:
@@ -192,7 +195,10 @@ class Profiler:
         saved = self.state.workloads.get(workload)
         if saved is None:
             return None
-        return baseline_of(saved.p99s[-self.state.window :], self.state.min_captures)
+        baseline = baseline_of(
+            saved.medians[-self.state.window :], self.state.min_captures, self.state.thresholds
+        )
+        return None if baseline is None else baseline.median_seconds
 
     def _copy_for_export(self, group: ingest.IngestGroup) -> Path:
         """Export writes into the PROF dir: do it on our copy, never in the user's."""
@@ -211,19 +217,31 @@ class Profiler:
         if outcome.result == "ok" and report is not None:
             self._last_attempt[outcome.workload] = self.host.monotonic()  # captured or ingested
             summary = report.summary
-            baseline = self.state.record(summary, outcome.ended_at, outcome.seconds)
-            step = summary.step
-            regressed = step is not None and is_regression(
-                step.p99_seconds, baseline, self.settings.thresholds
-            )
-            if regressed and summary.workload not in self._regressed and step is not None:
-                log.warning(
-                    "event=step_regression workload=%s p99_seconds=%.6f baseline_seconds=%.6f",
-                    summary.workload,
-                    step.p99_seconds,
-                    baseline or 0.0,
+            verdict = self.state.record(summary, outcome.ended_at, outcome.seconds)
+            name = summary.workload
+            short = verdict.status == TOO_SHORT
+            if short and name not in self._too_short:  # said once, until a capture can vote
+                log.info(
+                    "event=step_capture_too_short workload=%s steps=%d min_steps=%d message=%r",
+                    name,
+                    verdict.steps,
+                    self.settings.thresholds.regression_min_steps,
+                    "the regression gate needs more steps: raise profiling.steps "
+                    "(torch_npu_config) or profiling.duration (msprof attach)",
                 )
-            (self._regressed.add if regressed else self._regressed.discard)(summary.workload)
+            (self._too_short.add if short else self._too_short.discard)(name)
+            regressed = verdict.regressed is True
+            if regressed and name not in self._regressed and verdict.baseline is not None:
+                log.warning(
+                    "event=step_regression workload=%s median_seconds=%.6f "
+                    "baseline_seconds=%.6f band_ratio=%.4f steps=%d",
+                    name,
+                    verdict.median_seconds or 0.0,
+                    verdict.baseline.median_seconds,
+                    verdict.baseline.band_ratio,
+                    verdict.steps,
+                )
+            (self._regressed.add if regressed else self._regressed.discard)(name)
         self.state.save()
         self.publish()
 
@@ -246,14 +264,24 @@ class Profiler:
         )
 
     def view(self) -> ProfilingView:
-        profiles = tuple(
-            WorkloadProfile(
-                name, s.summary, self.state.baseline(name), s.last_success, s.capture_seconds
+        profiles = []
+        for name, s in sorted(self.state.workloads.items()):
+            verdict = self.state.verdict(name)
+            baseline = verdict.baseline
+            profiles.append(
+                WorkloadProfile(
+                    name,
+                    s.summary,
+                    baseline.median_seconds if baseline else None,
+                    s.last_success,
+                    s.capture_seconds,
+                    band_ratio=baseline.band_ratio if baseline else None,
+                    judged=None if verdict.median_seconds is None else verdict.judged,
+                    regressed=verdict.regressed,
+                )
             )
-            for name, s in sorted(self.state.workloads.items())
-        )
         return ProfilingView(
-            workloads=profiles,
+            workloads=tuple(profiles),
             captures=tuple((r, self.counts[r]) for r in CAPTURE_RESULTS),
             state_errors=tuple(sorted(self.state.errors.items())),
         )

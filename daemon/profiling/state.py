@@ -1,18 +1,18 @@
-"""Profiling state that survives a restart: latest summary per workload, rolling p99 baseline,
+"""Profiling state that survives a restart: latest summary per workload, the rolling baseline of
+its judged captures' median step times (gate.py judges against it),
 and the profile directories already ingested. Atomic writes; a bad file is moved aside, counted
 and replaced by an empty state, never fatal (the file itself: statefile.py)."""
 
 from __future__ import annotations
 
 import logging
-import math
-import statistics
 import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 from npumon.daemon.model.profile import ProfileSummary, Thresholds
+from npumon.daemon.profiling.gate import Baseline, Verdict, baseline_of, judge, votes
 from npumon.daemon.profiling.statefile import (
     FORMAT_VERSION,
     StateFile,
@@ -29,33 +29,11 @@ __all__ = [
     "ProfileState",
     "WorkloadState",
     "atomic_write",
-    "baseline_of",
-    "is_regression",
 ]
 
 log = logging.getLogger(__name__)
 
 STATE_FILE = "profiling-state.json"
-
-
-def baseline_of(p99s: list[float], min_captures: int) -> float | None:
-    """Median of the window's p99 step times: one slow capture does not move it (None if young)."""
-    if len(p99s) < min_captures:
-        return None
-    median = float(statistics.median(p99s))
-    return median if math.isfinite(median) else None  # two huge finite values can overflow
-
-
-DEFAULT_THRESHOLDS = Thresholds()
-
-
-def is_regression(
-    p99_seconds: float, baseline_seconds: float | None, thresholds: Thresholds = DEFAULT_THRESHOLDS
-) -> bool:
-    """A p99 step time more than ``regression_ratio`` above the workload's baseline."""
-    if baseline_seconds is None or baseline_seconds <= 0:
-        return False
-    return p99_seconds > baseline_seconds * (1.0 + thresholds.regression_ratio)
 
 
 class ProfileState:
@@ -65,38 +43,46 @@ class ProfileState:
         self,
         directory: Path,
         window: int = 20,
-        min_captures: int = 3,
+        min_captures: int = 5,
         clock: Callable[[], float] = time.time,
+        thresholds: Thresholds | None = None,
     ) -> None:
         self.path = directory / STATE_FILE
         self.clock = clock
         self.window = window
         self.min_captures = min_captures
+        self.thresholds = thresholds or Thresholds()
         self.workloads: dict[str, WorkloadState] = {}
         self.ingested: dict[str, float] = {}  # profile dir -> newest mtime when analysed
         self.errors: Counter[str] = Counter()
 
     def record(
         self, summary: ProfileSummary, ended_at: float, capture_seconds: float | None
-    ) -> float | None:
-        """Store a new summary; returns the baseline it is judged against (None while young)."""
+    ) -> Verdict:
+        """Store a new summary; returns the gate's verdict on it (against the judged captures
+        before it). A capture too short to judge is kept as the latest, out of the baseline."""
         state = self.workloads.setdefault(summary.workload, WorkloadState())
         state.summary = summary
         state.last_success = ended_at
         state.capture_seconds = capture_seconds
-        if summary.step is not None:
-            # one extra slot: the newest p99 is judged against the `window` before it
-            state.p99s = (state.p99s + [summary.step.p99_seconds])[-(self.window + 1) :]
-        return self.baseline(summary.workload)
+        if summary.step is not None and votes(summary.step, self.thresholds):
+            # one extra slot: the newest median is judged against the `window` before it
+            state.medians = (state.medians + [summary.step.p50_seconds])[-(self.window + 1) :]
+        return self.verdict(summary.workload)
 
-    def baseline(self, workload: str) -> float | None:
-        """Median p99 of the captures before the latest one (the latest is what is judged)."""
+    def baseline(self, workload: str) -> Baseline | None:
+        """The judged captures before the latest one (the latest is what is judged)."""
         state = self.workloads.get(workload)
         if state is None:
             return None
-        latest_has_step = state.summary is not None and state.summary.step is not None
-        before = state.p99s[:-1] if latest_has_step else state.p99s
-        return baseline_of(before[-self.window :], self.min_captures)
+        latest = state.summary.step if state.summary is not None else None
+        before = state.medians[:-1] if votes(latest, self.thresholds) else state.medians
+        return baseline_of(before[-self.window :], self.min_captures, self.thresholds)
+
+    def verdict(self, workload: str) -> Verdict:
+        state = self.workloads.get(workload)
+        step = state.summary.step if state is not None and state.summary is not None else None
+        return judge(step, self.baseline(workload), self.thresholds)
 
     def load(self) -> None:
         """Read the file if there is one; a bad one is moved aside, logged and counted."""
@@ -115,7 +101,7 @@ class ProfileState:
         if loaded is None:
             return
         for item in loaded.workloads.values():
-            item.p99s = item.p99s[-(self.window + 1) :]  # the window may have shrunk
+            item.medians = item.medians[-(self.window + 1) :]  # the window may have shrunk
         self.workloads, self.ingested = loaded.workloads, loaded.ingested
 
     def save(self) -> bool:

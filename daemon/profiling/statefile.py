@@ -30,7 +30,9 @@ CORRUPT_SUFFIX = ".corrupt-"
 @dataclass
 class WorkloadState:
     summary: ProfileSummary | None = None
-    p99s: list[float] = field(default_factory=list)  # oldest first, at most the window
+    # median step times of the judged captures, oldest first, at most the window + 1; a file
+    # of 0.1.0 holds p99s instead, which are left behind (p99s of two steps judged noise)
+    medians: list[float] = field(default_factory=list)
     last_success: float | None = None
     capture_seconds: float | None = None
 

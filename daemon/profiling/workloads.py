@@ -26,6 +26,16 @@ class ProcessInfo:
     cmdline: tuple[str, ...]
     profiling_mode: str | None  # the PROFILING_MODE environment variable, when readable
     container_id: str | None = None
+    rank: int | None = None  # the RANK (else LOCAL_RANK) environment variable, when readable
+
+
+def environment_rank(environ: dict[str, str]) -> int | None:
+    """The rank a launcher (torchrun, mpirun wrappers) gives the process: RANK, else LOCAL_RANK."""
+    for name in ("RANK", "LOCAL_RANK"):
+        value = environ.get(name, "").strip()
+        if value.isdigit() and len(value) <= 6:  # a rank, not a stray huge number
+            return int(value)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,15 +79,19 @@ class ProcessProbe:
 
     def _info(self, process: psutil.Process) -> ProcessInfo:
         try:
-            mode: str | None = process.environ().get("PROFILING_MODE", "")
+            environ = process.environ()
+            mode: str | None = environ.get("PROFILING_MODE", "")
+            rank = environment_rank(environ)
         except (psutil.AccessDenied, psutil.ZombieProcess):
             mode = None  # another user's job without root: unknown, msprof will say
+            rank = None
         return ProcessInfo(
             pid=process.pid,
             name=process.name(),
             cmdline=tuple(process.cmdline()),
             profiling_mode=mode,
             container_id=container_id(self._proc_root / str(process.pid) / "cgroup"),
+            rank=rank,
         )
 
 

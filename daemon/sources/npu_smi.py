@@ -97,6 +97,10 @@ class NpuSmiSources:
         self._card_board: dict[int, BoardReport] = dict(start.card_board)
         self._chip_board: dict[ChipId, BoardReport] = dict(start.chip_board)
         self._identity_npus: set[int] = {npu for npu, _ in start.chip_board} | set(start.card_board)
+        # NPUs an identity pass has tried, read or not: a failed pass does not hold them back
+        self._identity_tried: set[int] = set(self._identity_npus) | (
+            set(_npus(start.table)) - start.identity_pending
+        )
         # every chip a whole table has listed since start: a chip that leaves is missed even
         # where -m gives nothing (a card that falls off the bus does not come back by itself)
         self._seen_chips: set[ChipId] = set(_chips(start.table))
@@ -149,6 +153,7 @@ class NpuSmiSources:
             mapping=self._mapping,
             interconnect=self._interconnect,
             dcmi=self._dcmi,
+            identity_pending=frozenset(set(_npus(self._table)) - self._identity_tried),
         )
 
     def _publish(self, status: SourceStatus) -> None:
@@ -286,3 +291,4 @@ class NpuSmiSources:
             self._identity_npus = {n for n, _ in chips}
         finally:
             self._card_board, self._chip_board = cards, per_chip
+            self._identity_tried |= {n for n, _ in chips}

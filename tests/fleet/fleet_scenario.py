@@ -126,7 +126,7 @@ def start_job(
 
 def profiling(tmp: Path, node: str) -> dict[str, Any]:
     """Captures back to back (interval 1 s; each takes seconds here), and a baseline from the
-    first capture on (default: three), so a regression can show within the test's minute."""
+    first capture on (default: five), so a regression can show within the test's minute."""
     # the command line is `python3 <script> ...`: the script path follows the interpreter
     targets = [
         {
@@ -151,6 +151,9 @@ def profiling(tmp: Path, node: str) -> dict[str, Any]:
         "timeouts": {"start": "10s", "stop": "10s", "export": "20s", "analysis": "20s"},
         "disk_quota": "256MiB",
         "baseline": {"min_captures": 1},
+        # captures of a few steps (500 ms of 50 ms steps; 4 torch_npu steps) still vote here
+        "steps": 4,
+        "thresholds": {"regression_min_steps": 2},
     }
 
 

@@ -46,3 +46,58 @@ def test_metadata_is_read_inside_the_unit_only(tmp_path: Path) -> None:
     (unit / layout.METADATA).unlink()
     (unit / layout.METADATA).write_text('# a comment line\n{"parallel_group_info": {}}')
     assert layout.metadata(unit) == {"parallel_group_info": {}}
+
+
+def _torch_run(parent: Path, name: str) -> Path:
+    run = parent / name
+    (run / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
+    (run / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv").write_text("Step\n")
+    return run
+
+
+def _msprof_run(parent: Path, name: str, *devices: int) -> Path:
+    prof = parent / name
+    (prof / "mindstudio_profiler_output").mkdir(parents=True)
+    (prof / "mindstudio_profiler_output" / "op_statistic_20261202014034.csv").write_text("x\n")
+    for device in devices:
+        (prof / f"device_{device}").mkdir()
+    return prof
+
+
+def test_a_unit_is_named_by_rank_or_device_never_by_its_folder(tmp_path: Path) -> None:
+    """Unit names become the rank label: profiler_info_<rank>, the metadata's rank, the device
+    of the CANN data inside, else a slot by order; host, PID and time never show."""
+    by_info = _torch_run(tmp_path / "a", "vm_101_20261202014048970_ascend_pt")
+    (by_info / "profiler_info_3.json").write_text("{}")
+    by_meta = _torch_run(tmp_path / "b", "vm_102_20261202014048970_ascend_pt")
+    (by_meta / "profiler_info.json").write_text("{}")
+    (by_meta / layout.METADATA).write_text('{"distributed_args": {"rank": 5, "world_size": 8}}')
+    by_device = _torch_run(tmp_path / "c", "vm_103_20261202014048970_ascend_pt")
+    (by_device / "PROF_000001_20261202014034999_NFDAJFXFBBYCKKQP" / "device_6").mkdir(parents=True)
+    _torch_run(tmp_path / "d", "vm_104_20261202014048970_ascend_pt")
+    _torch_run(tmp_path / "d", "vm_105_20261202014048970_ascend_pt")
+    _msprof_run(tmp_path / "e", "PROF_000001_20261202014034999_NFDAJFXFBBYCKKQP", 2)
+    _msprof_run(tmp_path / "e", "PROF_000002_20261202014035999_ABCDEFGHIJKLMNOP", 2)
+    _msprof_run(tmp_path / "f", "PROF_000003_20261202014036999_QRSTUVWXYZABCDEF", 0, 1)
+    names = {d: [u.name for u in layout.find_units(tmp_path / d)] for d in "abcdef"}
+    assert names == {
+        "a": ["rank3"],
+        "b": ["rank5"],
+        "c": ["device6"],
+        "d": ["slot0", "slot1"],  # nothing names them: one slot per process, by order
+        "e": ["device2", "device2.1"],  # two processes on one device
+        "f": ["slot0"],  # several devices: analysis splits it by device
+    }
+
+
+def test_the_environment_of_the_captured_process_names_its_rank(tmp_path: Path) -> None:
+    """A profile that names no rank takes its process's RANK / LOCAL_RANK (pid -> rank from the
+    daemon), found by the pid the profile records: torch_npu's folder name, msprof's info.json."""
+    _torch_run(tmp_path / "a", "vm_4242_20261202014048970_ascend_pt")
+    prof = _msprof_run(tmp_path / "b", "PROF_000001_20261202014034999_NFDAJFXFBBYCKKQP", 2)
+    (prof / "device_2" / "data").mkdir()
+    (prof / "device_2" / "data" / "info.json.2").write_text('{"devices": "2", "pid": "4343"}')
+    ranks = {4242: 7, 4343: 12}
+    assert [u.name for u in layout.find_units(tmp_path / "a", ranks)] == ["rank7"]
+    assert [u.name for u in layout.find_units(tmp_path / "b", ranks)] == ["rank12"]
+    assert [u.name for u in layout.find_units(tmp_path / "b", {1: 3})] == ["device2"]

@@ -34,10 +34,16 @@ STEP_SECONDS = "0.05"
 
 @contextmanager
 def train_job(
-    home: Path, kind: str, *, dynamic: bool = True, config_dir: Path | None = None
+    home: Path,
+    kind: str,
+    *,
+    dynamic: bool = True,
+    config_dir: Path | None = None,
+    environ: dict[str, str] | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """npumon-sim-train in the background with HOME=home; stopped and reaped on exit."""
-    env = {**os.environ, "HOME": str(home)}
+    """npumon-sim-train in the background with HOME=home (and ``environ``); stopped and reaped
+    on exit."""
+    env = {**os.environ, "HOME": str(home), **(environ or {})}
     env.pop("PROFILING_MODE", None)
     if dynamic:
         env["PROFILING_MODE"] = "dynamic"

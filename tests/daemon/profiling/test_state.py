@@ -1,5 +1,5 @@
-"""Profiling state: the rolling p99 baseline, restart, a full disk, a corrupt file, and the format
-released versions wrote (it must still load, with its baselines)."""
+"""Profiling state: the rolling baseline of judged captures' medians, restart, a full disk, a
+corrupt file, and the format released versions wrote (it must still load; its p99s are left)."""
 
 from __future__ import annotations
 
@@ -12,40 +12,36 @@ from profiling_helpers import config_for, exposition, profiler_for, summary, val
 
 from npumon.daemon.model.profile import AnalysisReport, Thresholds
 from npumon.daemon.profiling.capture import CaptureOutcome
-from npumon.daemon.profiling.state import STATE_FILE, ProfileState, is_regression
+from npumon.daemon.profiling.state import STATE_FILE, ProfileState
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "state"
 
 
 def test_baseline_is_the_median_of_the_window_before_the_latest(tmp_path: Path) -> None:
-    state = ProfileState(tmp_path, window=3, min_captures=2)
-    assert state.record(summary("w", 1.00), 1.0, 0.5) is None  # nothing before it
-    assert state.record(summary("w", 1.20), 2.0, 0.5) is None  # one capture: too young
-    assert state.record(summary("w", 0.90), 3.0, 0.5) == pytest.approx(1.10)  # median(1.0,1.2)
-    assert state.record(summary("w", 1.00), 4.0, 0.5) == pytest.approx(1.00)  # (1.0,1.2,0.9)
-    # the window slides: 1.00 (the first) drops out -> median(1.2, 0.9, 1.0)
-    baseline = state.record(summary("w", 1.10), 5.0, 0.5)
-    assert baseline == pytest.approx(statistics.median([1.2, 0.9, 1.0]))
-    t = Thresholds()
-    assert is_regression(1.10, baseline, t)  # 10 % above the median 1.0
-    assert not is_regression(1.04, baseline, t)
-    assert is_regression(1.051, 1.0, t) and not is_regression(1.049, 1.0, t)
-
-
-def test_regression() -> None:
-    assert is_regression(1.06, 1.0)
-    assert not is_regression(1.05, 1.0)
-    assert not is_regression(2.0, None)
-
-
-def test_regression_uses_the_configured_ratio(tmp_path: Path) -> None:
-    t = config_for(tmp_path, thresholds={"regression_ratio": 0.2}).profiling.thresholds
-    assert t == Thresholds(regression_ratio=0.2)
-    assert not is_regression(1.19, 1.0, t) and is_regression(1.21, 1.0, t)
+    # summary() captures have 4 steps: enough to vote here
+    four = Thresholds(regression_min_steps=4)
+    state = ProfileState(tmp_path, window=3, min_captures=2, thresholds=four)
+    assert state.record(summary("w", 1.00), 1.0, 0.5).baseline is None  # nothing before it
+    assert state.record(summary("w", 1.20), 2.0, 0.5).baseline is None  # one: too young
+    verdict = state.record(summary("w", 0.90), 3.0, 0.5)
+    assert verdict.baseline is not None
+    assert verdict.baseline.median_seconds == pytest.approx(1.10 * 0.9)  # median(1.0, 1.2) p50s
+    # the window slides: 1.00 (the first) drops out -> median(1.2, 0.9, 1.0) of the p50s
+    state.record(summary("w", 1.00), 4.0, 0.5)
+    verdict = state.record(summary("w", 1.10), 5.0, 0.5)
+    assert verdict.baseline is not None
+    assert verdict.baseline.median_seconds == pytest.approx(
+        statistics.median([1.2, 0.9, 1.0]) * 0.9
+    )
+    assert verdict.baseline.captures == 3
 
 
 def test_restart_restores_summaries_and_baseline(tmp_path: Path) -> None:
-    config = config_for(tmp_path, baseline={"captures": 5, "min_captures": 2})
+    config = config_for(
+        tmp_path,
+        baseline={"captures": 5, "min_captures": 2},
+        thresholds={"regression_min_steps": 4},  # summary() has 4 steps
+    )
     first, _ = profiler_for(config)
     for index, p99 in enumerate((0.40, 0.44, 0.42, 0.50)):
         report = AnalysisReport(summary("llama", p99), (), ())
@@ -55,8 +51,13 @@ def test_restart_restores_summaries_and_baseline(tmp_path: Path) -> None:
     after = exposition(second)
     for text in (before, after):
         assert value(text, "npu_step_duration_baseline_seconds", workload="llama") == pytest.approx(
-            0.42
-        )  # median(0.40, 0.44, 0.42); 0.50 is the one judged
+            0.42 * 0.9
+        )  # median of the p50s of 0.40, 0.44, 0.42; 0.50 is the one judged
+        assert value(text, "npu_step_regression_judged", workload="llama") == 1
+        # +19 %, but within the band of a baseline that wanders 5 % (3 x 1.4826 x MAD: 21 %)
+        assert value(text, "npu_step_regression", workload="llama") == 0
+        band = value(text, "npu_step_duration_baseline_band_ratio", workload="llama")
+        assert band == pytest.approx(3 * 1.4826 * 0.018 / 0.378)
         assert value(text, "npu_step_duration_seconds", workload="llama", stat="p99") == 0.50
         assert (
             value(text, "npumon_capture_last_success_timestamp_seconds", workload="llama") == 1003.0
@@ -101,8 +102,8 @@ def test_state_written_by_0_1_0_still_loads(tmp_path: Path) -> None:
     assert not state.errors
     assert sorted(state.workloads) == ["qwen3", "resnet"]
     qwen = state.workloads["qwen3"]
-    assert qwen.p99s == [0.40, 0.44, 0.42, 0.41, pytest.approx(0.81015034)]
-    assert state.baseline("qwen3") == pytest.approx(0.415)  # the latest p99 is judged, not used
+    # 0.1.0 kept p99s (of 2-step captures): left behind, the baseline starts over from medians
+    assert qwen.medians == [] and state.baseline("qwen3") is None
     assert (qwen.last_success, qwen.capture_seconds) == (1764248400.0, 3.25)
     summary = qwen.summary
     assert summary is not None and summary.step is not None

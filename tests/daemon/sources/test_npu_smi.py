@@ -15,8 +15,10 @@ from npumon.daemon.model.snapshot import SourceStatus
 from npumon.daemon.runner import CommandResult
 from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources
 from npumon.daemon.store import SnapshotStore
+from npumon.exporters.chip_health import render_chip_identity
 from tests.daemon.sources.fake_runner import (
     HEALTH_OK,
+    NPU_SMI,
     TABLE,
     Clock,
     FakeRunner,
@@ -162,3 +164,25 @@ def test_each_source_run_publishes_and_merges_once(monkeypatch: pytest.MonkeyPat
     assert published == ["npu_smi_table", "npu_smi_identity", "npu_smi_detail", "npu_smi_health"]
     assert len(merges) == 4
     assert len(runner.calls) > 8  # many npu-smi calls, still one publish per run
+
+
+def test_chip_info_waits_for_identity_so_its_labels_never_change() -> None:
+    """The table comes first; npu_chip_info is served once the identity tier has tried each
+    NPU, so its first series carries the serial and firmware (no throwaway series per start)."""
+    board = (NPU_SMI / "info_t_board_910b_25.5.1.txt").read_text()
+    runner = FakeRunner({"info": TABLE, "info -t board -i 0": board, "info -t board -i 1": board})
+    clock = Clock()
+    polls, store = sources(runner, clock)
+    series: set[tuple[tuple[str, str], ...]] = set()
+
+    def scrape() -> None:
+        for family in render_chip_identity(store.latest()):
+            series.update(tuple(sorted(s.labels.items())) for s in family.samples)
+
+    polls.poll_table()
+    scrape()
+    assert series == set()  # identity not tried yet: no chip_info to throw away later
+    polls.poll_identity()
+    polls.poll_table()
+    scrape()
+    assert len(series) == 2 and all(dict(s)["serial"] == "1025C9048791" for s in series)
