@@ -51,12 +51,15 @@ class NicChip:
 
 def nic_chips(results: NpuSmiResults) -> list[NicChip]:
     """The chips of the latest table whose hccn_tool device ID can be told (model/physical.py);
-    a 950 (chip name containing "950") is asked per port by its NPU ID, as its docs say."""
+    a 950 is asked per port by its NPU ID (the logic ID), as its hccn_tool takes it. The 950 is
+    told by the table's layout, not its chip name: npu-smi prints the NPU-ID-only header exactly
+    when the chip type is NPU_CHIP_950 (`print_total_info_with_HBM`, hicann driver
+    `npu_info_print.c`), while the name is the firmware's string."""
     table = results.table
     ids = physical_ids(results)
     chips = []
     for c in table.chips if table else ():
-        if "950" in (c.name or ""):
+        if table is not None and table.one_chip_npus:
             chips.append(NicChip(c.npu, c.chip, c.npu, per_port=True))
         elif (c.npu, c.chip) in ids:
             chips.append(NicChip(c.npu, c.chip, ids[(c.npu, c.chip)].value, per_port=False))

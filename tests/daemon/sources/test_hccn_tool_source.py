@@ -217,3 +217,12 @@ def test_a_chip_the_identity_job_has_not_read_asks_for_an_identity_run() -> None
     chips.append(TWO[1])  # npu-smi learned another chip's physical ID
     polls.poll_hccn_tool()
     assert due == [True, True]
+
+
+def test_nic_chips_tell_the_950_by_the_table_layout_not_the_chip_name() -> None:
+    """The manual's 950 table names its chip `xxx`; the NPU-ID-only layout says 950, and a
+    chip name containing "950" in an older layout does not."""
+    table = parse_info((FIXTURES / "npu-smi" / "info_950_1npu_doc.txt").read_text())
+    assert nic_chips(NpuSmiResults(table=table)) == [NicChip(0, 0, 0, per_port=True)]
+    renamed = parse_info(TABLE.replace("910B4-1", "950B4-1"))
+    assert all(not c.per_port for c in nic_chips(NpuSmiResults(table=renamed)))
