@@ -107,7 +107,8 @@ NETWORK = (
         _port(
             f"npu_network_{direction}_errors",
             "counter",
-            f"Errored packets {direction}d, by kind (bad: MAC bad packets, fcs, crc: 950 UB CRC).",
+            f"Errored packets {direction}d, by kind (bad: MAC bad packets, fcs; crc, length, out,"
+            " drop, err_ind, route: 950 UB counters).",
             attrgetter(f"{direction}_errors"),
             "kind",
         )
@@ -135,6 +136,29 @@ NETWORK = (
         "RoCE error and congestion events by kind "
         "(retransmissions, cnp_received, out_of_order, qp_status, ...).",
         attrgetter("roce_errors"),
+        "kind",
+    ),
+    _port(
+        "npu_ub_packets",
+        "counter",
+        "Packets through an Ascend 950 UB port by direction and UB packet type (hccn_tool -stat).",
+        attrgetter("ub_packets"),
+        "direction",
+        "type",
+    ),
+    _port(
+        "npu_ub_flits",
+        "counter",
+        "Business flits through an Ascend 950 UB port (rx/tx_busi_flit_num; the unit the driver"
+        " names, the manual says bytes).",
+        attrgetter("ub_flits"),
+        "direction",
+    ),
+    _port(
+        "npu_ub_retries",
+        "counter",
+        "Link-layer retries on an Ascend 950 UB port: retry requests and retry acks.",
+        attrgetter("ub_retries"),
         "kind",
     ),
     _port(

@@ -29,24 +29,56 @@ TRAFFIC = {
     "receive_packets": ("mac_rx_total_pkt_num", "nic_rx_all_pkg_num"),
     "transmit_packets": ("mac_tx_total_pkt_num", "nic_tx_all_pkg_num"),
 }
+# The 950's UB ports print other keys (`tool_display_stat_info`, hicann driver hccn_tool
+# `tool_shell_ops.c`): crc, length, out, drop (`drop_ind_cnt_*`), err_ind and route are UB
+# counters; a UBoE port adds `core_mib_*` bad packets and pause/PFC frames. One key per label
+# on a port (a RoCE port prints mac_*, a UBoE port core_mib_*); the first printed wins.
 RECEIVE_ERRORS = (
     ("bad", "mac_rx_bad_pkt_num"),
+    ("bad", "core_mib_rxbadpkts"),
     ("fcs", "mac_rx_fcs_err_pkt_num"),
     ("crc", "crc_error_sum"),
     ("length", "length_err_cnt_rx"),
     ("out", "out_err_cnt_rx"),
-)  # crc, length, out: the 950 UB port counters
+    ("drop", "drop_ind_cnt_rx"),
+    ("err_ind", "err_ind_cnt_rx"),
+    ("route", "route_err_cnt_rx"),
+)
 TRANSMIT_ERRORS = (
     ("bad", "mac_tx_bad_pkt_num"),
+    ("bad", "core_mib_txbadpkts"),
     ("length", "length_err_cnt_tx"),
     ("out", "out_err_cnt_tx"),
+    ("drop", "drop_ind_cnt_tx"),
+    ("err_ind", "err_ind_cnt_tx"),
 )
 PAUSE = (
     ("receive", "mac", "mac_rx_mac_pause_num"),
     ("transmit", "mac", "mac_tx_mac_pause_num"),
     ("receive", "pfc", "mac_rx_pfc_pkt_num"),
     ("transmit", "pfc", "mac_tx_pfc_pkt_num"),
+    ("receive", "mac", "core_mib_rxpausepkts"),
+    ("transmit", "mac", "core_mib_txpausepkts"),
+    ("receive", "pfc", "core_mib_rxpfcpkts"),
+    ("transmit", "pfc", "core_mib_txpfcpkts"),
 )
+# UB packets by type: (type label, key stem); the stem + `_rx` / `_tx` is the source's key. The
+# 950 manual's example prints `ub_glb_ipv4/ipv6_pkt_cnt_*` and `ub_clan_pkt_cnt_*` where the
+# source prints `ub_ipv4/ipv6_pkt_cnt_*` and `ub_compact_pkt_cnt_*` (same place in the list):
+# read as the same counters.
+UB_PACKETS = (
+    ("ub_ipv4", ("ub_ipv4_pkt_cnt", "ub_glb_ipv4_pkt_cnt")),
+    ("ub_ipv6", ("ub_ipv6_pkt_cnt", "ub_glb_ipv6_pkt_cnt")),
+    ("unic_ipv4", ("unic_ipv4_pkt_cnt",)),
+    ("unic_ipv6", ("unic_ipv6_pkt_cnt",)),
+    ("ub_compact", ("ub_compact_pkt_cnt", "ub_clan_pkt_cnt")),
+    ("ub_umoc_ctph", ("ub_umoc_ctph_cnt",)),
+    ("ub_umoc_ntph", ("ub_umoc_ntph_cnt",)),
+    ("ub_mem", ("ub_mem_pkt_cnt",)),
+    ("unknown", ("unknown_pkt_cnt",)),
+)
+UB_FLITS = (("receive", "rx_busi_flit_num"), ("transmit", "tx_busi_flit_num"))
+UB_RETRIES = (("request", "retry_req_sum"), ("ack", "retry_ack_sum"))
 ROCE_ERRORS = (
     ("rx_error_packets", "roce_rx_err_pkt_num"),
     ("tx_error_packets", "roce_tx_err_pkt_num"),
@@ -78,6 +110,9 @@ class PortReading:
     pause_frames: tuple[tuple[str, str, int], ...] = ()  # (direction, kind, value)
     pfc_frames: tuple[tuple[str, str, int], ...] = ()  # (direction, priority, value)
     roce_errors: Counts = ()
+    ub_packets: tuple[tuple[str, str, int], ...] = ()  # (direction, UB_PACKETS type, value)
+    ub_flits: Counts = ()  # (direction, business flits)
+    ub_retries: Counts = ()  # (request | ack, link-layer retries)
     health_state: str | None = None  # a NET_HEALTH_STATES value
     optical: OpticalReport | None = None
     info: tuple[tuple[str, str], ...] = ()  # npu_network_info labels: ip, peer_switch, peer_port
@@ -107,11 +142,24 @@ EMPTY_NETWORK = NetworkView()
 
 
 def _known(counters: PortCounters, pairs: Iterable[tuple[str, str]]) -> Counts:
-    return tuple((label, v) for label, key in pairs if (v := counters.get(key)) is not None)
+    """(label, value) of the keys printed; the first printed key of a label wins."""
+    found: dict[str, int] = {}
+    for label, key in pairs:
+        if label not in found and (v := counters.get(key)) is not None:
+            found[label] = v
+    return tuple(found.items())
 
 
 def _first(counters: PortCounters, keys: Iterable[str]) -> int | None:
     return next((v for key in keys if (v := counters.get(key)) is not None), None)
+
+
+def _pause(c: PortCounters) -> tuple[tuple[str, str, int], ...]:
+    found: dict[tuple[str, str], int] = {}
+    for direction, kind, key in PAUSE:
+        if (direction, kind) not in found and (v := c.get(key)) is not None:
+            found[(direction, kind)] = v
+    return tuple((d, k, v) for (d, k), v in found.items())
 
 
 def _from_counters(c: PortCounters) -> dict[str, object]:
@@ -127,9 +175,17 @@ def _from_counters(c: PortCounters) -> dict[str, object]:
         ),
         "receive_errors": _known(c, RECEIVE_ERRORS),
         "transmit_errors": _known(c, TRANSMIT_ERRORS),
-        "pause_frames": tuple((d, k, v) for d, k, key in PAUSE if (v := c.get(key)) is not None),
+        "pause_frames": _pause(c),
         "pfc_frames": pfc,
         "roce_errors": _known(c, ROCE_ERRORS),
+        "ub_packets": tuple(
+            (direction, kind, v)
+            for direction, short in (("receive", "rx"), ("transmit", "tx"))
+            for kind, stems in UB_PACKETS
+            if (v := _first(c, (f"{stem}_{short}" for stem in stems))) is not None
+        ),
+        "ub_flits": _known(c, UB_FLITS),
+        "ub_retries": _known(c, UB_RETRIES),
     }
 
 

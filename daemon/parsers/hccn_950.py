@@ -46,17 +46,24 @@ def box_tables(text: str) -> list[tuple[list[str], list[Row]]]:
     return [table for table in tables if table[0]]
 
 
+def _fold(cell: str) -> str:
+    return "".join(cell.lower().split())
+
+
 def _column(header: list[str], names: tuple[str, ...], position: int) -> int:
-    folded = ["".join(h.lower().split()) for h in header]
+    folded = [_fold(h) for h in header]
     for name in names:
         if name in folded:
             return folded.index(name)
+    if position >= len(header):
+        raise ParseError(f"no {names[0]!r} column in a {len(header)}-column table", 0, "")
     return position
 
 
 def _speed(cell: str, line_no: int, line: str) -> float | None:
-    """`400 G` (the -speed table) or `400` (Gbps, -dev_info) as bytes per second."""
-    if values.is_absent(cell):
+    """`400 G` (the -speed table) or `400` (Gbps, -dev_info) as bytes per second; `unknown`
+    (a port whose link is down: `tool_speed_exec`, hicann driver `tool_product.c`) is none."""
+    if values.is_absent(cell) or cell.lower() == "unknown":
         return None
     match = _SPEED_CELL.match(cell) or _SPEED_CELL.match(cell + " G")
     if match is None:
@@ -89,12 +96,23 @@ def parse_link_stat_table(text: str) -> LinkStats:
     return LinkStats(counts["link up count"], counts.get("link down count"))
 
 
+_PORT_TABLE = ("udieid", "portid")
+
+
 def parse_dev_info(text: str) -> DevInfo:
-    """The port table's UDie and Port (Speed, Port Type, Media and the interfaces: not read)."""
+    """The port table's UDie and Port (Speed, Port Type, Media and the interfaces: not read).
+
+    A device with no UB port (a 1P card) prints no port table at all, only the interface and
+    EID tables (`tool_print_port_info` returns at 0 ports, hicann driver `tool_dev_info.c`):
+    that is no port, not an error."""
     tables = box_tables(text)
     if not tables:
-        raise ParseError("no port table", 0, "")
+        raise ParseError("no table in -dev_info output", 0, "")
     header, rows = tables[0]
+    if _fold(header[0]) == "interfacename":
+        return DevInfo(())
+    if tuple(_fold(h) for h in header[:2]) != _PORT_TABLE:
+        raise ParseError("expected the port table (UDie ID, Port ID) first", 0, "")
     if len(header) < 5:
         raise ParseError("the port table has fewer than 5 columns", 0, "")
     ports = []
