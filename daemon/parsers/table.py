@@ -166,11 +166,7 @@ def _heartbeat_lost(chip: TableChip) -> bool:
     health and name and prints the zeroed rest: power 0.0, temperature 0, HBM `0 / 0`. A
     chip that answers has HBM (its total is read whenever the heartbeat holds) and a die above
     0 C, so the three zeros together are the skip, not a reading."""
-    return (
-        chip.hbm_total_bytes == 0
-        and chip.power_watts == 0.0
-        and chip.temperature_celsius == 0.0
-    )
+    return chip.hbm_total_bytes == 0 and chip.power_watts == 0.0 and chip.temperature_celsius == 0.0
 
 
 def _process(cells: list[str], layout: tuple[str, ...], row: _Row) -> TableProcess:

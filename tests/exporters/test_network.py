@@ -120,12 +120,12 @@ def test_the_collectors_can_be_switched_off() -> None:
 def test_950_ub_port_counters_from_the_source_keys() -> None:
     """`-stat` on a 950 UBoE port (the keys `tool_display_stat_info` prints): UB traffic by
     packet type, flits, retries, drops, and the UBoE pause/PFC frames."""
-    from npumon.daemon.model.network_view import read_port
     from npumon.daemon.model.network import HccnResults
+    from npumon.daemon.model.network_view import read_port
     from npumon.daemon.parsers.hccn_tool import parse_stat
     from tests.support import FIXTURES
 
-    stat = (FIXTURES / "hccn_tool" / "stat-g-u-p__driver-950-source-uboe-FROM_SOURCE.txt")
+    stat = FIXTURES / "hccn_tool" / "stat-g-u-p__driver-950-source-uboe-FROM_SOURCE.txt"
     key = (0, 0, 8)
     port = read_port(key, HccnResults(counters={key: parse_stat(stat.read_text())}))
     text = exposition(NetworkView(ports=(port,)))
@@ -140,6 +140,5 @@ def test_950_ub_port_counters_from_the_source_keys() -> None:
     assert value(found, "npu_network_receive_errors_total", **at, kind="drop") == 17
     assert value(found, "npu_network_receive_errors_total", **at, kind="bad") == 2
     assert (
-        value(found, "npu_network_pause_frames_total", **at, direction="transmit", kind="pfc")
-        == 80
+        value(found, "npu_network_pause_frames_total", **at, direction="transmit", kind="pfc") == 80
     )
