@@ -14,7 +14,7 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
-from npumon.daemon.model.network import NET_HEALTH_STATES, OpticalReport
+from npumon.daemon.model.network import LANE_STATES, NET_HEALTH_STATES, OpticalReport
 from npumon.daemon.model.network_view import ChipLinks, PortReading
 from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.exporters.lines import Items, LineFamily, LineRenderer
@@ -42,6 +42,11 @@ def _carrier_changes(p: PortReading) -> int | None:
 def _health(p: PortReading) -> list[tuple[str, int]]:
     states = () if p.health_state is None else NET_HEALTH_STATES
     return [(s, 1 if s == p.health_state else 0) for s in states]
+
+
+def _lane_state(p: PortReading) -> list[tuple[str, int]]:
+    states = () if p.lane_state is None else LANE_STATES
+    return [(s, 1 if s == p.lane_state else 0) for s in states]
 
 
 def _info(p: PortReading) -> list[tuple[Any, ...]]:
@@ -137,6 +142,33 @@ NETWORK = (
         "(retransmissions, cnp_received, out_of_order, qp_status, ...).",
         attrgetter("roce_errors"),
         "kind",
+    ),
+    _port(
+        "npu_ub_lanes",
+        "gauge",
+        "Lanes up on an Ascend 950 UB port (hccn_tool -speed Width; no sample while none is).",
+        attrgetter("lanes"),
+    ),
+    _port(
+        "npu_ub_max_lanes",
+        "gauge",
+        "Lanes an Ascend 950 UB port has (hccn_tool -speed Cap).",
+        attrgetter("max_lanes"),
+    ),
+    _port(
+        "npu_ub_lane_state",
+        "gauge",
+        "hccn_tool -speed Status of an Ascend 950 UB port: 1 on the current state"
+        " (normal; downgraded: fewer lanes or a lower rate; abnormal).",
+        _lane_state,
+        "state",
+    ),
+    _port(
+        "npu_ub_bandwidth_bytes_per_second",
+        "gauge",
+        "Traffic through an Ascend 950 UB port over a 200 ms window (hccn_tool -bandwidth).",
+        attrgetter("bandwidth"),
+        "direction",
     ),
     _port(
         "npu_ub_packets",

@@ -36,11 +36,20 @@ class LinkStatus:
     up: bool
 
 
+LANE_STATES = ("normal", "downgraded", "abnormal", "unknown")
+"""The 950 `-speed` table's Status (`tool_speed_exec`: normal, downgraded, abnormal); other
+texts: unknown."""
+
+
 @dataclass(frozen=True, slots=True)
 class LinkSpeed:
-    """`-speed -g` (`Speed: 100000 Mb/s`) or the 950 box table (`400 G`); None: Unknown!."""
+    """`-speed -g` (`Speed: 100000 Mb/s`) or the 950 box table (`400 G`); None: Unknown!.
+    The 950's table also gives the lanes: Width (active), Cap (the port's), and Status."""
 
     bytes_per_second: float | None
+    lanes: int | None = None
+    max_lanes: int | None = None
+    lane_state: str | None = None  # a LANE_STATES value
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +124,15 @@ class DevInfo:
     ports: tuple[DevPort, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class PortBandwidth:
+    """The 950 `-bandwidth` (`Bandwidth TX: %10.02f MB/sec`): the port's traffic over the
+    sampling window, in bytes per second (MB read as 10^6 bytes)."""
+
+    transmit: float | None
+    receive: float | None
+
+
 # ---------------------------------------------------------------- npu-smi interconnect queries
 @dataclass(frozen=True, slots=True)
 class HccsLink:
@@ -177,3 +195,4 @@ class HccnResults:
     health: Mapping[PortKey, NetHealth] = field(default_factory=dict)
     address: Mapping[PortKey, NetAddress] = field(default_factory=dict)
     lldp: Mapping[PortKey, LldpNeighbour] = field(default_factory=dict)
+    bandwidth: Mapping[PortKey, PortBandwidth] = field(default_factory=dict)  # 950 UB ports

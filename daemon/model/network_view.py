@@ -102,6 +102,10 @@ class PortReading:
     port: int
     up: bool | None = None
     speed_bytes_per_second: float | None = None
+    lanes: int | None = None  # 950 UB: active lanes (the -speed table's Width)
+    max_lanes: int | None = None  # its Cap
+    lane_state: str | None = None  # a LANE_STATES value
+    bandwidth: tuple[tuple[str, float], ...] = ()  # 950 -bandwidth: (direction, bytes/s)
     carrier_up_changes: int | None = None
     carrier_down_changes: int | None = None
     traffic: Counts = ()  # (TRAFFIC key, value)
@@ -192,7 +196,7 @@ def _from_counters(c: PortCounters) -> dict[str, object]:
 def read_port(key: PortKey, r: HccnResults) -> PortReading:
     link, speed, stats = r.link.get(key), r.speed.get(key), r.link_stats.get(key)
     health, address, lldp = r.health.get(key), r.address.get(key), r.lldp.get(key)
-    counters = r.counters.get(key)
+    counters, bandwidth = r.counters.get(key), r.bandwidth.get(key)
     info = {
         "ip": address.addresses[0][0] if address and address.addresses else None,
         "peer_switch": lldp.peer_switch if lldp else None,
@@ -204,6 +208,17 @@ def read_port(key: PortKey, r: HccnResults) -> PortReading:
         port=key[2],
         up=link.up if link else None,
         speed_bytes_per_second=speed.bytes_per_second if speed else None,
+        lanes=speed.lanes if speed else None,
+        max_lanes=speed.max_lanes if speed else None,
+        lane_state=speed.lane_state if speed else None,
+        bandwidth=tuple(
+            (direction, v)
+            for direction, v in (
+                ("transmit", bandwidth.transmit if bandwidth else None),
+                ("receive", bandwidth.receive if bandwidth else None),
+            )
+            if v is not None
+        ),
         carrier_up_changes=stats.up_count if stats else None,
         carrier_down_changes=stats.down_count if stats else None,
         health_state=health.state if health else None,
@@ -242,6 +257,7 @@ def read_network(
             hccn.health,
             hccn.address,
             hccn.lldp,
+            hccn.bandwidth,
         )
         for k in results
         if (k[0], k[1]) in current

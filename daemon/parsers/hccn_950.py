@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import re
 
-from npumon.daemon.model.network import DevInfo, DevPort, LinkSpeed, LinkStats
+from npumon.daemon.model.network import (
+    LANE_STATES,
+    DevInfo,
+    DevPort,
+    LinkSpeed,
+    LinkStats,
+    PortBandwidth,
+)
 from npumon.daemon.parsers import values
 from npumon.daemon.parsers.errors import ParseError
 from npumon.daemon.parsers.hccn_tool import lines
@@ -17,6 +24,9 @@ from npumon.daemon.parsers.hccn_tool import lines
 Row = tuple[int, str, list[str]]  # (line number, line, cells)
 GBIT = 1e9 / 8  # bytes per second in one Gb/s
 _SPEED_CELL = re.compile(r"(?P<num>\d{1,6})\s*(?P<unit>G|M)\Z")
+_LANES_CELL = re.compile(r"[Xx](?P<n>\d{1,3})\Z")
+_BANDWIDTH = re.compile(r"Bandwidth (?P<dir>TX|RX):\s*(?P<mb>\d+(?:\.\d+)?) MB/sec\Z")
+MB = 1e6  # hccn_tool's MB/sec
 
 
 def box_tables(text: str) -> list[tuple[list[str], list[Row]]]:
@@ -71,13 +81,44 @@ def _speed(cell: str, line_no: int, line: str) -> float | None:
     return int(match["num"]) * GBIT / (1000 if match["unit"] == "M" else 1)
 
 
+def _lanes(cell: str, line_no: int, line: str) -> int | None:
+    """`X4` lanes; `NA` (a width of 0: no lane up) is none."""
+    if values.is_absent(cell):
+        return None
+    match = _LANES_CELL.match(cell)
+    if match is None:
+        raise ParseError(f"expected lanes like 'X4', got {cell!r}", line_no, line)
+    return int(match["n"])
+
+
 def parse_speed_table(text: str) -> LinkSpeed:
     """The one-row `-speed` table: NPU, UDie, Port, Speed (`400 G`), Cap, Width, Status."""
     tables = box_tables(text)
     if len(tables) != 1 or len(tables[0][1]) != 1:
         raise ParseError("expected one table with one port row", 0, "")
     header, [(line_no, line, cells)] = tables[0]
-    return LinkSpeed(_speed(cells[_column(header, ("speed",), 3)], line_no, line))
+    folded = [_fold(h) for h in header]
+    at = {name: folded.index(name) for name in ("cap", "width", "status") if name in folded}
+    status = cells[at["status"]].lower() if "status" in at else None
+    return LinkSpeed(
+        _speed(cells[_column(header, ("speed",), 3)], line_no, line),
+        lanes=_lanes(cells[at["width"]], line_no, line) if "width" in at else None,
+        max_lanes=_lanes(cells[at["cap"]], line_no, line) if "cap" in at else None,
+        lane_state=None if status is None else status if status in LANE_STATES else "unknown",
+    )
+
+
+def parse_bandwidth(text: str) -> PortBandwidth:
+    """`Bandwidth TX: %10.02f MB/sec` and `Bandwidth RX: ...` (`tool_ub_bandwidth_exec`)."""
+    found: dict[str, float] = {}
+    for line_no, line in lines(text):
+        match = _BANDWIDTH.match(line.strip())
+        if match is None or match["dir"] in found:
+            raise ParseError("expected 'Bandwidth TX|RX: <n> MB/sec' once each", line_no, line)
+        found[match["dir"]] = float(round(float(match["mb"]) * MB))
+    if not found:
+        raise ParseError("no bandwidth line", 0, "")
+    return PortBandwidth(transmit=found.get("TX"), receive=found.get("RX"))
 
 
 def parse_link_stat_table(text: str) -> LinkStats:

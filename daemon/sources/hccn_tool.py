@@ -37,6 +37,7 @@ T = TypeVar("T")
 SOURCES = ("hccn_tool", "hccn_tool_identity")
 Publish = Callable[[HccnResults, SourceStatus], None]
 IDENTITY_WAIT = 600.0  # seconds an identity run waits for a port poll in progress
+UB_WINDOW = ("-time", "200")  # the 950 `-bandwidth` sampling window, ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +214,16 @@ class HccnSources:
         if not self._identified.issuperset((c.npu, c.chip) for c in self._chips()):
             self.identity_due()
         fresh: dict[str, dict[PortKey, Any]] = {
-            name: {} for name in ("link", "speed", "link_stats", "counters", "optical", "health")
+            name: {}
+            for name in (
+                "link",
+                "speed",
+                "link_stats",
+                "counters",
+                "optical",
+                "health",
+                "bandwidth",
+            )
         }
         try:
             for key, where, per_port in self._targets():
@@ -272,6 +282,9 @@ def _queries(
             ("speed", hccn_950.parse_speed_table, ("-g", "-speed", *where)),
             ("link_stats", hccn_950.parse_link_stat_table, ("-g", "-link_stat", *where)),
             ("counters", hccn_tool.parse_stat, ("-g", "-stat", *where)),
+            # blocks for its window; 200 ms is inside both the source's range (100-10000) and
+            # the manual's (1-226)
+            ("bandwidth", hccn_950.parse_bandwidth, ("-g", "-bandwidth", *where, *UB_WINDOW)),
         ]
     return [
         ("link", hccn_tool.parse_link, (*where, "-link", "-g")),

@@ -142,3 +142,26 @@ def test_950_ub_port_counters_from_the_source_keys() -> None:
     assert (
         value(found, "npu_network_pause_frames_total", **at, direction="transmit", kind="pfc") == 80
     )
+
+
+def test_950_ub_lanes_state_and_bandwidth() -> None:
+    port = PortReading(
+        0,
+        0,
+        5,
+        up=True,
+        lanes=2,
+        max_lanes=4,
+        lane_state="downgraded",
+        bandwidth=(("transmit", 1e9), ("receive", 2.5e8)),
+    )
+    text = exposition(NetworkView(ports=(port,)))
+    assert promtool_problems(text) == ""
+    found = samples(text)
+    at = {"npu": "0", "chip": "0", "port": "5"}
+    assert (value(found, "npu_ub_lanes", **at), value(found, "npu_ub_max_lanes", **at)) == (2, 4)
+    assert value(found, "npu_ub_lane_state", **at, state="downgraded") == 1
+    assert value(found, "npu_ub_lane_state", **at, state="normal") == 0
+    assert value(found, "npu_ub_bandwidth_bytes_per_second", **at, direction="receive") == 2.5e8
+    bare = samples(exposition(NetworkView(ports=(PortReading(0, 0, 0, up=True),))))
+    assert not [n for n, _ in bare if n.startswith("npu_ub_")]

@@ -186,3 +186,24 @@ def test_stat_950_source_keys_of_a_uboe_port() -> None:
     stat = parse("stat-g-u-p__driver-950-source-uboe-FROM_SOURCE.txt")
     assert stat.get("ub_compact_pkt_cnt_rx") == 88000000
     assert stat.get("retry_req_sum") == 42 and stat.get("core_mib_rxpfcpkts") == 120
+
+
+def test_speed_950_lanes_and_status() -> None:
+    up = parse("speed-g-u-p__driver-950-doc.txt")
+    assert (up.lanes, up.max_lanes, up.lane_state) == (4, 4, "normal")
+    down = parse("speed-g-u-p__driver-950-source-down-FROM_SOURCE.txt")
+    assert (down.lanes, down.max_lanes, down.lane_state) == (None, 4, "abnormal")
+
+
+def test_bandwidth_950_doc_in_bytes_per_second() -> None:
+    bandwidth = parse("bandwidth-g-u-p__driver-950-doc.txt")
+    assert (bandwidth.transmit, bandwidth.receive) == (0.0, 266.84e6)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["", "Bandwidth TX: fast MB/sec", "Bandwidth TX: 1.00 MB/sec\nBandwidth TX: 2.00 MB/sec"],
+)
+def test_bandwidth_anything_else_is_a_parse_error(bad: str) -> None:
+    with pytest.raises(ParseError):
+        hccn_950.parse_bandwidth(bad)
