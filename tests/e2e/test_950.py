@@ -14,11 +14,14 @@ pytestmark = pytest.mark.integration  # the agent runs the simulator's npu-smi
 SOURCES = ("npu_smi_table", "npu_smi_detail", "npu_smi_health", "npu_smi_identity")
 
 
-def collect(monkeypatch: pytest.MonkeyPatch, at: float) -> Samples:
+def collect(monkeypatch: pytest.MonkeyPatch, at: float, *, hccn: bool = False) -> Samples:
     monkeypatch.setenv("NPUMON_SIM_TIME", str(at))
     command = ["npumon-sim-npu-smi", "--scenario", "950-4"]
-    agent = Agent(parse_config({"npu_smi": {"command": command, "timeout": "20s"}}))
-    return samples(agent.collect_once().decode())
+    settings: dict[str, object] = {"npu_smi": {"command": command, "timeout": "20s"}}
+    if hccn:
+        tool = ["npumon-sim-hccn-tool", "--scenario", "950-4"]
+        settings["hccn_tool"] = {"command": tool, "timeout": "20s"}
+    return samples(Agent(parse_config(settings)).collect_once().decode())
 
 
 def test_950_detail_tier_is_up_and_serves_its_families(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,3 +59,22 @@ def test_950_chip_with_heartbeat_loss_is_lost_not_zeros(monkeypatch: pytest.Monk
     missing = {"source": "npu_smi_table", "reason": "chip_missing"}
     assert value(found, "npumon_source_failures_total", **missing) == 1
     assert value(found, "npu_power_watts", npu="0", chip="0") is not None
+
+
+def test_950_ub_ports_through_its_hccn_tool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NPU 1's UB link is down at 150 s: its ports have no speed and lane state abnormal; NPU 0
+    counts CRC errors and retries; every port serves lanes, packets and bandwidth."""
+    found = collect(monkeypatch, 150.0, hccn=True)
+    for source in ("hccn_tool", "hccn_tool_identity"):
+        assert value(found, "npumon_source_up", source=source) == 1, source
+    down = {"npu": "1", "chip": "0", "port": "5"}
+    assert value(found, "npu_network_up", **down) == 0
+    assert value(found, "npu_network_speed_bytes", **down) is None
+    assert value(found, "npu_ub_lane_state", **down, state="abnormal") == 1
+    assert value(found, "npu_ub_bandwidth_bytes_per_second", **down, direction="receive") == 0
+    up = {"npu": "0", "chip": "0", "port": "6"}
+    assert value(found, "npu_ub_lanes", **up) == 4
+    assert value(found, "npu_network_receive_errors_total", **up, kind="crc") == 300
+    assert value(found, "npu_ub_retries_total", **up, kind="request") == 600
+    assert value(found, "npu_ub_packets_total", **up, direction="receive", type="ub_compact")
+    assert value(found, "npu_ub_bandwidth_bytes_per_second", **up, direction="transmit")
