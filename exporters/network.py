@@ -14,7 +14,13 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
-from npumon.daemon.model.network import LANE_STATES, NET_HEALTH_STATES, OpticalReport
+from npumon.daemon.model.network import (
+    LANE_STATES,
+    NET_HEALTH_STATES,
+    UB_LINK_STATES,
+    UB_PORT_STATES,
+    OpticalReport,
+)
 from npumon.daemon.model.network_view import ChipLinks, PortReading
 from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.exporters.lines import Items, LineFamily, LineRenderer
@@ -44,9 +50,12 @@ def _health(p: PortReading) -> list[tuple[str, int]]:
     return [(s, 1 if s == p.health_state else 0) for s in states]
 
 
+def _one_hot(current: str | None, states: tuple[str, ...]) -> list[tuple[str, int]]:
+    return [(s, 1 if s == current else 0) for s in (() if current is None else states)]
+
+
 def _lane_state(p: PortReading) -> list[tuple[str, int]]:
-    states = () if p.lane_state is None else LANE_STATES
-    return [(s, 1 if s == p.lane_state else 0) for s in states]
+    return _one_hot(p.lane_state, LANE_STATES)
 
 
 def _info(p: PortReading) -> list[tuple[Any, ...]]:
@@ -164,6 +173,14 @@ NETWORK = (
         "state",
     ),
     _port(
+        "npu_ub_port_state",
+        "gauge",
+        "hccn_tool -ub_connect state of an Ascend 950 UB port: 1 on the current state (up: all"
+        " lanes; partial: fewer lanes; initial: not linked yet; down: no port).",
+        lambda p: _one_hot(p.ub_port_state, UB_PORT_STATES),
+        "state",
+    ),
+    _port(
         "npu_ub_bandwidth_bytes_per_second",
         "gauge",
         "Traffic through an Ascend 950 UB port over a 200 ms window (hccn_tool -bandwidth).",
@@ -262,6 +279,14 @@ HCCS = (
     ("npu_hccs_crc_errors", "counter", "crc_errors", "CRC errors on the HCCS link."),
 )
 INTERCONNECT = (  # of the chip's ChipLinks
+    _chip(
+        "npu_ub_link_state",
+        "gauge",
+        "hccn_tool -ub_connect state of an Ascend 950's UB links: 1 on the current state (up:"
+        " every port linked; partial: some; down: none; na: no link needed).",
+        lambda c: _one_hot(c.ub_link_state, UB_LINK_STATES),
+        "state",
+    ),
     _chip(
         "npu_hccs_up",
         "gauge",

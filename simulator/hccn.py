@@ -235,6 +235,10 @@ def answer_950(args: list[str], sc: Scenario, node: SimNode, t: float) -> SimRes
     el = sc.elapsed(t)
     if "-dev_info" in args:
         return SimResult(dev_info_950(card.npu, port))
+    if "-ub_connect" in args:  # tool_ub_connect_exec; a link down leaves its ports INITIAL
+        word = "UP" if port.up else "INITIAL"
+        ports = "".join(f"port {p} : {word}\n" for p in UB_PORTS)
+        return SimResult(f"link status : {'UP' if port.up else 'DOWN'}\n{ports}")
     if udie != 0 or p not in UB_PORTS:
         return SimResult("", "Command execute failed!\n", 255)
     if "-bandwidth" in args:

@@ -124,6 +124,23 @@ class DevInfo:
     ports: tuple[DevPort, ...]
 
 
+UB_LINK_STATES = ("up", "down", "partial", "na")
+"""`-ub_connect`'s chip `link status` (`tool_ub_connect_exec`: UP all ports linked, DOWN none,
+PARTIAL LINK some, NA no link needed)."""
+UB_PORT_STATES = ("up", "down", "partial", "initial")
+"""Its `port N` words: UP full lanes, DOWN (no port), PARTIAL LINK fewer lanes, INITIAL not
+linked yet; the manual's `PARTIAL UP` is partial."""
+
+
+@dataclass(frozen=True, slots=True)
+class UbConnect:
+    """The 950 `-g -ub_connect -i N` (PCIe cards only): the chip's UB link state and each
+    port's."""
+
+    state: str  # a UB_LINK_STATES value
+    ports: tuple[tuple[int, str], ...]  # (port, UB_PORT_STATES value)
+
+
 @dataclass(frozen=True, slots=True)
 class PortBandwidth:
     """The 950 `-bandwidth` (`Bandwidth TX: %10.02f MB/sec`): the port's traffic over the
@@ -196,3 +213,4 @@ class HccnResults:
     address: Mapping[PortKey, NetAddress] = field(default_factory=dict)
     lldp: Mapping[PortKey, LldpNeighbour] = field(default_factory=dict)
     bandwidth: Mapping[PortKey, PortBandwidth] = field(default_factory=dict)  # 950 UB ports
+    ub_connect: Mapping[tuple[int, int], UbConnect] = field(default_factory=dict)  # 950 chips

@@ -16,10 +16,12 @@ from npumon.daemon.model.network import (
     OpticalReport,
     PortCounters,
     PortKey,
+    UbConnect,
 )
 from npumon.daemon.model.npu_smi import ChipId
 
 Counts = tuple[tuple[str, int], ...]
+NO_INTERCONNECT = ChipInterconnect()
 
 # (label value, -stat keys in precedence order): the MAC counters see all traffic (RoCE too);
 # the nic_* ones, all a trimmed output may show, only the host network path.
@@ -106,6 +108,7 @@ class PortReading:
     max_lanes: int | None = None  # its Cap
     lane_state: str | None = None  # a LANE_STATES value
     bandwidth: tuple[tuple[str, float], ...] = ()  # 950 -bandwidth: (direction, bytes/s)
+    ub_port_state: str | None = None  # 950 -ub_connect: a UB_PORT_STATES value
     carrier_up_changes: int | None = None
     carrier_down_changes: int | None = None
     traffic: Counts = ()  # (TRAFFIC key, value)
@@ -134,6 +137,7 @@ class ChipLinks:
     hccs_bandwidth: tuple[tuple[int, float, float], ...] = ()  # (link, tx, rx) bytes/s
     pcie_errors: Counts = ()  # (kind, count)
     sio_crc_errors: Counts = ()  # (direction, count)
+    ub_link_state: str | None = None  # 950 -ub_connect: a UB_LINK_STATES value
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +201,7 @@ def read_port(key: PortKey, r: HccnResults) -> PortReading:
     link, speed, stats = r.link.get(key), r.speed.get(key), r.link_stats.get(key)
     health, address, lldp = r.health.get(key), r.address.get(key), r.lldp.get(key)
     counters, bandwidth = r.counters.get(key), r.bandwidth.get(key)
+    ub = r.ub_connect.get((key[0], key[1]))
     info = {
         "ip": address.addresses[0][0] if address and address.addresses else None,
         "peer_switch": lldp.peer_switch if lldp else None,
@@ -211,6 +216,7 @@ def read_port(key: PortKey, r: HccnResults) -> PortReading:
         lanes=speed.lanes if speed else None,
         max_lanes=speed.max_lanes if speed else None,
         lane_state=speed.lane_state if speed else None,
+        ub_port_state=dict(ub.ports).get(key[2]) if ub else None,
         bandwidth=tuple(
             (direction, v)
             for direction, v in (
@@ -228,7 +234,9 @@ def read_port(key: PortKey, r: HccnResults) -> PortReading:
     )
 
 
-def read_chip_links(npu: int, chip: int, parts: ChipInterconnect) -> ChipLinks:
+def read_chip_links(
+    npu: int, chip: int, parts: ChipInterconnect, ub: UbConnect | None = None
+) -> ChipLinks:
     return ChipLinks(
         npu=npu,
         chip=chip,
@@ -238,6 +246,7 @@ def read_chip_links(npu: int, chip: int, parts: ChipInterconnect) -> ChipLinks:
         hccs_bandwidth=parts.hccs_bw.links if parts.hccs_bw else (),
         pcie_errors=parts.pcie.counts if parts.pcie else (),
         sio_crc_errors=parts.sio.counts if parts.sio else (),
+        ub_link_state=ub.state if ub else None,
     )
 
 
@@ -265,8 +274,10 @@ def read_network(
     return NetworkView(
         ports=tuple(read_port(k, hccn) for k in sorted(keys)),
         chips=tuple(
-            read_chip_links(n, c, interconnect[(n, c)])
-            for n, c in sorted(interconnect)
+            read_chip_links(
+                n, c, interconnect.get((n, c), NO_INTERCONNECT), hccn.ub_connect.get((n, c))
+            )
+            for n, c in sorted(set(interconnect) | set(hccn.ub_connect))
             if (n, c) in current
         ),
     )

@@ -16,6 +16,7 @@ from npumon.daemon.model.network import (
     LinkSpeed,
     LinkStats,
     PortBandwidth,
+    UbConnect,
 )
 from npumon.daemon.parsers import values
 from npumon.daemon.parsers.errors import ParseError
@@ -106,6 +107,39 @@ def parse_speed_table(text: str) -> LinkSpeed:
         max_lanes=_lanes(cells[at["cap"]], line_no, line) if "cap" in at else None,
         lane_state=None if status is None else status if status in LANE_STATES else "unknown",
     )
+
+
+_UB_WORDS = {
+    "UP": "up",
+    "DOWN": "down",
+    "PARTIAL LINK": "partial",
+    "PARTIAL UP": "partial",  # the manual's example; the source prints PARTIAL LINK
+    "NA": "na",
+    "INITIAL": "initial",
+}
+_UB_PORT = re.compile(r"port\s+(?P<port>\d{1,3})\Z")
+
+
+def parse_ub_connect(text: str) -> UbConnect:
+    """`link status : <state>` then `port <n> : <state>` per port (`tool_ub_connect_exec`)."""
+    state: str | None = None
+    ports: dict[int, str] = {}
+    for line_no, line in lines(text):
+        key, sep, value = line.partition(":")
+        key, word = " ".join(key.split()), " ".join(value.split()).upper()
+        found = _UB_WORDS.get(word)
+        port = _UB_PORT.match(key)
+        if not sep or found is None:
+            raise ParseError("expected '<link status | port N> : <state>'", line_no, line)
+        if key == "link status" and state is None and found != "initial":
+            state = found
+        elif port is not None and int(port["port"]) not in ports and found != "na":
+            ports[int(port["port"])] = found
+        else:
+            raise ParseError("unexpected or repeated -ub_connect line", line_no, line)
+    if state is None:
+        raise ParseError("no 'link status' line", 0, "")
+    return UbConnect(state, tuple(sorted(ports.items())))
 
 
 def parse_bandwidth(text: str) -> PortBandwidth:

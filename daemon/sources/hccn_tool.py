@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from npumon.daemon.model.network import DevInfo, HccnResults, NetAddress, PortKey
+from npumon.daemon.model.network import DevInfo, HccnResults, NetAddress, PortKey, UbConnect
 from npumon.daemon.model.npu_smi import NpuSmiResults
 from npumon.daemon.model.physical import physical_ids
 from npumon.daemon.model.snapshot import SourceStatus
@@ -225,14 +225,21 @@ class HccnSources:
                 "bandwidth",
             )
         }
+        ub_connect: dict[tuple[int, int], UbConnect] = {}
         try:
+            for c in self._chips():  # the 950's chip-wide UB link state (PCIe cards only)
+                if c.per_port:
+                    found = self._ask(
+                        run, hccn_950.parse_ub_connect, "-g", "-ub_connect", "-i", str(c.device)
+                    )
+                    ub_connect.update({(c.npu, c.chip): found} if found is not None else {})
             for key, where, per_port in self._targets():
                 for name, parse, args in _queries(where, per_port):
                     value = self._ask(run, parse, *args)
                     if value is not None:
                         fresh[name][key] = value
         finally:  # an aborted pass keeps what it read, and nothing older
-            self._results = replace(self._results, **fresh)
+            self._results = replace(self._results, **fresh, ub_connect=ub_connect)
 
     def _poll_identity(self, run: SourceRun) -> None:
         """Slow-changing: the last known values are kept for what is not re-read."""

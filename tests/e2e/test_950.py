@@ -71,6 +71,9 @@ def test_950_ub_ports_through_its_hccn_tool(monkeypatch: pytest.MonkeyPatch) -> 
     assert value(found, "npu_network_up", **down) == 0
     assert value(found, "npu_network_speed_bytes", **down) is None
     assert value(found, "npu_ub_lane_state", **down, state="abnormal") == 1
+    assert value(found, "npu_ub_port_state", **down, state="initial") == 1
+    assert value(found, "npu_ub_link_state", npu="1", chip="0", state="down") == 1
+    assert value(found, "npu_ub_link_state", npu="0", chip="0", state="up") == 1
     assert value(found, "npu_ub_bandwidth_bytes_per_second", **down, direction="receive") == 0
     up = {"npu": "0", "chip": "0", "port": "6"}
     assert value(found, "npu_ub_lanes", **up) == 4

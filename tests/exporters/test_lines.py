@@ -52,6 +52,7 @@ PORT = PortReading(
     ub_packets=(("receive", "ub_compact", 88000000), ("transmit", "unknown", 0)),
     ub_flits=(("receive", 10**19),),
     ub_retries=(("request", 42), ("ack", 40)),
+    ub_port_state="initial",
     health_state="fault",
     optical=OpticalReport(
         present=True,
@@ -81,6 +82,7 @@ LINKS = ChipLinks(
     hccs_bandwidth=((6, 1e9, 2.5e9), (7, 0.0, 123.456)),
     pcie_errors=(("rx", 991), ("retry", 0)),
     sio_crc_errors=(("receive", 1), ("transmit", 0)),
+    ub_link_state="partial",
 )
 EVERYTHING = replace(
     EMPTY_SNAPSHOT,

@@ -172,6 +172,9 @@ def test_the_950_forms_parse_back_and_a_down_ub_port_has_no_speed() -> None:
     assert (stats.up_count, stats.down_count) == (2, 1)
     bandwidth = hccn_950.parse_bandwidth(ub(210, "-g", "-bandwidth", *where, "-time", "200"))
     assert bandwidth.receive is not None and bandwidth.receive > 0
+    assert hccn_950.parse_ub_connect(ub(150, "-g", "-ub_connect", "-i", "1")).state == "down"
+    connect = hccn_950.parse_ub_connect(ub(210, "-g", "-ub_connect", "-i", "1"))
+    assert (connect.state, connect.ports) == ("up", ((4, "up"), (5, "up"), (6, "up")))
     crc = hccn_tool.parse_stat(ub(100, "-g", "-stat", "-i", "0", "-u", "0", "-p", "4"))
     assert (crc.get("crc_error_sum"), crc.get("retry_req_sum")) == (200, 400)
     assert crc.get("ub_compact_pkt_cnt_rx") is not None

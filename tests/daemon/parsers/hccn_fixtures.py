@@ -27,6 +27,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "lldp-g-grep-ifname-8dev": hccn_tool.parse_lldp,
     "dev_info-g": hccn_950.parse_dev_info,
     "bandwidth-g-u-p": hccn_950.parse_bandwidth,
+    "ub_connect-g": hccn_950.parse_ub_connect,
 }
 # Commands npumon never runs; their captures are kept as real samples anyway.
 NOT_PARSED_BY_DESIGN = {

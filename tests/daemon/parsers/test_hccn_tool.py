@@ -19,7 +19,7 @@ MW = 1e-3
 
 def test_every_fixture_has_a_parser_or_a_reason_and_a_provenance_row() -> None:
     sources = (FIXTURES / "SOURCES.md").read_text(encoding="utf-8")
-    assert len(names()) == 37
+    assert len(names()) == 38
     for name in names():
         command = name.split("__")[0]
         assert (command in PARSERS) != (command in NOT_PARSED_BY_DESIGN), name
@@ -207,3 +207,19 @@ def test_bandwidth_950_doc_in_bytes_per_second() -> None:
 def test_bandwidth_anything_else_is_a_parse_error(bad: str) -> None:
     with pytest.raises(ParseError):
         hccn_950.parse_bandwidth(bad)
+
+
+def test_ub_connect_950_doc_chip_and_port_states() -> None:
+    """The manual's `PARTIAL UP` is the source's `PARTIAL LINK` (`tool_ub_connect_exec`)."""
+    ub = parse("ub_connect-g__driver-950-doc.txt")
+    assert (ub.state, ub.ports) == ("partial", ((4, "up"), (5, "down"), (6, "partial")))
+    assert hccn_950.parse_ub_connect("link status : NA\n").state == "na"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["", "port 4 : UP\n", "link status : UP\nlink status : UP\n", "link status : GREEN\n"],
+)
+def test_ub_connect_anything_else_is_a_parse_error(bad: str) -> None:
+    with pytest.raises(ParseError):
+        hccn_950.parse_ub_connect(bad)

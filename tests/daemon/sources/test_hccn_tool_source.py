@@ -185,6 +185,7 @@ def test_950_ports_come_from_dev_info_and_are_asked_in_the_per_port_form() -> No
         "-g -link_stat -i 0 -u 0 -p 4": fixture("link_stat-g-u-p__driver-950-doc.txt"),
         "-g -stat -i 0 -u 0 -p 4": fixture("stat-g-u-p__driver-950-doc.txt"),
         "-g -bandwidth -i 0 -u 0 -p 4 -time 200": fixture("bandwidth-g-u-p__driver-950-doc.txt"),
+        "-g -ub_connect -i 0": fixture("ub_connect-g__driver-950-doc.txt"),
     }
     polls, store, _ = hccn_sources(runner, clock, [NicChip(0, 0, 0, per_port=True)])
     polls.poll_all()
@@ -195,6 +196,9 @@ def test_950_ports_come_from_dev_info_and_are_asked_in_the_per_port_form() -> No
     assert dict(ports[4].receive_errors)["crc"] == 0
     assert (ports[4].lanes, ports[4].max_lanes, ports[4].lane_state) == (4, 4, "normal")
     assert dict(ports[4].bandwidth) == {"transmit": 0.0, "receive": 266.84e6}
+    assert [p.ub_port_state for p in ports.values()] == ["up", "down", "partial"]
+    (chip,) = store.latest().network.chips
+    assert (chip.npu, chip.chip, chip.ub_link_state) == (0, 0, "partial")
     assert ports[5].speed_bytes_per_second is None  # refused: no sample, never 0
 
 
