@@ -14,7 +14,13 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
-from npumon.daemon.model.network import NET_HEALTH_STATES, OpticalReport
+from npumon.daemon.model.network import (
+    LANE_STATES,
+    NET_HEALTH_STATES,
+    UB_LINK_STATES,
+    UB_PORT_STATES,
+    OpticalReport,
+)
 from npumon.daemon.model.network_view import ChipLinks, PortReading
 from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.exporters.lines import Items, LineFamily, LineRenderer
@@ -42,6 +48,14 @@ def _carrier_changes(p: PortReading) -> int | None:
 def _health(p: PortReading) -> list[tuple[str, int]]:
     states = () if p.health_state is None else NET_HEALTH_STATES
     return [(s, 1 if s == p.health_state else 0) for s in states]
+
+
+def _one_hot(current: str | None, states: tuple[str, ...]) -> list[tuple[str, int]]:
+    return [(s, 1 if s == current else 0) for s in (() if current is None else states)]
+
+
+def _lane_state(p: PortReading) -> list[tuple[str, int]]:
+    return _one_hot(p.lane_state, LANE_STATES)
 
 
 def _info(p: PortReading) -> list[tuple[Any, ...]]:
@@ -107,7 +121,8 @@ NETWORK = (
         _port(
             f"npu_network_{direction}_errors",
             "counter",
-            f"Errored packets {direction}d, by kind (bad: MAC bad packets, fcs, crc: 950 UB CRC).",
+            f"Errored packets {direction}d, by kind (bad: MAC bad packets, fcs; crc, length, out,"
+            " drop, err_ind, route: 950 UB counters).",
             attrgetter(f"{direction}_errors"),
             "kind",
         )
@@ -135,6 +150,64 @@ NETWORK = (
         "RoCE error and congestion events by kind "
         "(retransmissions, cnp_received, out_of_order, qp_status, ...).",
         attrgetter("roce_errors"),
+        "kind",
+    ),
+    _port(
+        "npu_ub_lanes",
+        "gauge",
+        "Lanes up on an Ascend 950 UB port (hccn_tool -speed Width; no sample while none is).",
+        attrgetter("lanes"),
+    ),
+    _port(
+        "npu_ub_max_lanes",
+        "gauge",
+        "Lanes an Ascend 950 UB port has (hccn_tool -speed Cap).",
+        attrgetter("max_lanes"),
+    ),
+    _port(
+        "npu_ub_lane_state",
+        "gauge",
+        "hccn_tool -speed Status of an Ascend 950 UB port: 1 on the current state"
+        " (normal; downgraded: fewer lanes or a lower rate; abnormal).",
+        _lane_state,
+        "state",
+    ),
+    _port(
+        "npu_ub_port_state",
+        "gauge",
+        "hccn_tool -ub_connect state of an Ascend 950 UB port: 1 on the current state (up: all"
+        " lanes; partial: fewer lanes; initial: not linked yet; down: no port).",
+        lambda p: _one_hot(p.ub_port_state, UB_PORT_STATES),
+        "state",
+    ),
+    _port(
+        "npu_ub_bandwidth_bytes_per_second",
+        "gauge",
+        "Traffic through an Ascend 950 UB port over a 200 ms window (hccn_tool -bandwidth).",
+        attrgetter("bandwidth"),
+        "direction",
+    ),
+    _port(
+        "npu_ub_packets",
+        "counter",
+        "Packets through an Ascend 950 UB port by direction and UB packet type (hccn_tool -stat).",
+        attrgetter("ub_packets"),
+        "direction",
+        "type",
+    ),
+    _port(
+        "npu_ub_flits",
+        "counter",
+        "Business flits through an Ascend 950 UB port (rx/tx_busi_flit_num; the unit the driver"
+        " names, the manual says bytes).",
+        attrgetter("ub_flits"),
+        "direction",
+    ),
+    _port(
+        "npu_ub_retries",
+        "counter",
+        "Link-layer retries on an Ascend 950 UB port: retry requests and retry acks.",
+        attrgetter("ub_retries"),
         "kind",
     ),
     _port(
@@ -206,6 +279,14 @@ HCCS = (
     ("npu_hccs_crc_errors", "counter", "crc_errors", "CRC errors on the HCCS link."),
 )
 INTERCONNECT = (  # of the chip's ChipLinks
+    _chip(
+        "npu_ub_link_state",
+        "gauge",
+        "hccn_tool -ub_connect state of an Ascend 950's UB links: 1 on the current state (up:"
+        " every port linked; partial: some; down: none; na: no link needed).",
+        lambda c: _one_hot(c.ub_link_state, UB_LINK_STATES),
+        "state",
+    ),
     _chip(
         "npu_hccs_up",
         "gauge",

@@ -35,6 +35,12 @@ class Family(NamedTuple):
         return self.key == "a3"
 
     @property
+    def v2(self) -> bool:
+        """npu-smi built with NPU_SMI_V2 (the Ascend 950): one chip per NPU ID, no Chip Count or
+        Chip ID lines, `-c` refused, its own table, -m and board layouts."""
+        return self.key == "950"
+
+    @property
     def p310(self) -> bool:
         """The 310 family's layouts (310P, 310B): the 106-wide table and its detail texts."""
         return self.key in ("310p-duo", "310b")
@@ -84,6 +90,31 @@ FAMILIES: dict[str, Family] = {
         product_name="IT22SMDC",
         mcu_id=2,
         bus_numbers=(0x9C, 0x37, 0x1B, 0x5A, 0xBC, 0xDB, 0x83, 0xA3),
+    ),
+    # Atlas 350 cards (4P): figures from the 950 npu-smi manual's examples (HBM 131072 MB,
+    # 4439 MB used idle, 32 AI Cores at 1650 MHz, 100 MHz idle, PCI device 0xD806, product name
+    # "A5 PCIe Card"); the manual redacts the chip name, so `950PR` here is invented.
+    "950": Family(
+        key="950",
+        npu_ids=(0, 1, 2, 3),
+        chips_per_npu=1,
+        table_name="950PR",
+        chip_type="Ascend",
+        chip_name="950PR",
+        has_hbm=True,
+        hbm_total_mb=131072,
+        ddr_total_mb=(0,),
+        reserved_mb=4439,
+        rated_mhz=1650,
+        idle_mhz=100,
+        aicore_count=32,
+        power_idle_watts=204.4,
+        power_max_watts=600.0,
+        temp_idle_celsius=53,
+        pci_device_id="0xD806",
+        product_name="A5 PCIe Card",
+        mcu_id=-1,
+        bus_numbers=(0x91, 0x92, 0xF1, 0xF2),
     ),
     "310p-duo": Family(
         key="310p-duo",

@@ -12,6 +12,8 @@ USAGE = "Usage: npu-smi info <watch|proc|-h|-m|-l|-t type> [Options...]\n"
 # npu-smi exits with its (negative) error code; a shell shows it modulo 256
 ERR_INVALID_PARAMETER = -9001
 ERR_NOT_SUPPORT = -9255
+# the 950's npu-smi (NPU_SMI_V2) takes `-i <NPU ID>` alone (npu_info.c `npu_info_main`)
+CHIP_OPTION_REFUSED = "This device does not support input parameter of -c.\n"
 
 
 class SimResult(NamedTuple):
@@ -65,11 +67,13 @@ def _detail(opts: dict[str, str], node: SimNode) -> SimResult:
         return _fail("Invalid card id.\nError parameter of -i\n" + USAGE)
     if "-c" in opts and (chip_id is None or not 0 <= chip_id < len(card.chips)):
         return _fail("Invalid chip id.\nError parameter of -c\n" + USAGE)
+    if "-c" in opts and node.family.v2:
+        return _fail(CHIP_OPTION_REFUSED)
     if kind == "common":
         return SimResult(detail.render_common(card, node))
     if kind == "health":
         if chip_id is None:
-            return SimResult(detail.render_health_card(card))
+            return SimResult(detail.render_health_card(card, node))
         return SimResult(detail.render_health_chip(card.chips[chip_id]))
     if kind == "board":
         if chip_id is None:

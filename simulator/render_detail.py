@@ -60,7 +60,9 @@ def _power(chip: SimChip, node: SimNode) -> Lines | None:
 
 
 def _temp(chip: SimChip, node: SimNode) -> Lines:
-    return [("NPU Temperature (C)", chip.temperature_celsius)]
+    # npu-smi prints "Temperature (C)" on card boards (the 950 here is an Atlas 350 card)
+    key = "Temperature (C)" if node.family.v2 else "NPU Temperature (C)"
+    return [(key, chip.temperature_celsius)]
 
 
 def _memory(chip: SimChip, node: SimNode) -> Lines:
@@ -94,6 +96,14 @@ def _ecc(chip: SimChip, node: SimNode) -> Lines:
         ("HBM Double Bit Aggregate Total Err Cnt", chip.hbm_double_bit_errors),
         ("HBM Single Bit Isolated Pages Count", 0),
         ("HBM Double Bit Isolated Pages Count", 0),
+        *(
+            [
+                ("HBM Single Bit Next-Isolated Pages Count", 0),
+                ("HBM Double Bit Next-Isolated Pages Count", 0),
+            ]
+            if node.family.v2
+            else []
+        ),
     ]
 
 
@@ -126,6 +136,9 @@ def render_card(kind: str, card: SimCard, node: SimNode, chip_id: int | None) ->
     if chip_id is not None:
         only = block(card.chips[chip_id], node) or []
         return "".join(kv(k, v, width) for k, v in only)
+    if node.family.v2:  # NPU_SMI_V2: no Chip Count, no Chip ID, one chip (npu_card_info.c)
+        one = block(card.chips[0], node) or []
+        return kv("NPU ID", card.npu, width) + "".join(kv(k, v, width) for k, v in one) + "\n"
     out = [kv("NPU ID", card.npu, width), kv("Chip Count", len(card.chips), width), "\n"]
     for chip in card.chips:
         lines = block(chip, node)
@@ -140,6 +153,8 @@ def render_card(kind: str, card: SimCard, node: SimNode, chip_id: int | None) ->
 def render_common(card: SimCard, node: SimNode) -> str:
     """`-t common`: here `Chip ID` starts each block; the mcu block comes last."""
     fam = node.family
+    if fam.v2:
+        return _render_common_v2(card)
     out = [kv("NPU ID", card.npu), kv("Chip Count", len(card.chips))]
     for chip in card.chips:
         out += ["\n", kv("Chip ID", chip.chip)]
@@ -160,6 +175,24 @@ def render_common(card: SimCard, node: SimNode) -> str:
     return "".join(out)
 
 
+def _render_common_v2(card: SimCard) -> str:
+    """`print_common_info` under NPU_SMI_V2: no Chip Count or Chip ID, no MCU; "Aicore Usage
+    Rate(%)" holds the overall NPU utilization (`npu_get_chip_common_info_npu_usage`)."""
+    chip = card.chips[0]
+    rows: Lines = [
+        ("NPU ID", card.npu),
+        ("Memory Usage Rate(%)", 0),
+        ("HBM Usage Rate(%)", chip.hbm_usage_percent or 0),
+        ("Aicore Usage Rate(%)", chip.npu_util_percent or 0),
+        ("Aicore Freq(MHZ)", chip.aicore_rated_mhz),
+        ("Aicore curFreq(MHZ)", chip.aicore_current_mhz),
+        ("Aicore Count", chip.aicore_count),
+        ("Temperature(C)", chip.temperature_celsius),
+        ("NPU Real-time Power(W)", f"{chip.power_watts or 0.0:.1f}"),
+    ]
+    return "".join(kv(k, v) for k, v in rows)
+
+
 def render_health_chip(chip: SimChip) -> str:
     """`-t health -i N -c M`; extra error texts go on blank-line separated continuation lines."""
     out = [kv("Health Status", chip.health)]
@@ -171,15 +204,52 @@ def render_health_chip(chip: SimChip) -> str:
     return "".join(out)
 
 
-def render_health_card(card: SimCard) -> str:
+def render_health_card(card: SimCard, node: SimNode) -> str:
+    if node.family.v2:  # show_ascend_chip_health_info under the V2 card header
+        return kv("NPU ID", card.npu) + render_health_chip(card.chips[0]) + "\n"
     out = [kv("NPU ID", card.npu), kv("Chip Count", len(card.chips)), "\n"]
     for chip in card.chips:
         out += [render_health_chip(chip), kv("Chip ID", chip.chip), "\n"]
     return "".join(out)
 
 
+def _render_board_v2(card: SimCard, node: SimNode) -> str:
+    """The 950's `-t board -i N` (a PCIe card), keys as in its manual's example."""
+    fam, chip = node.family, card.chips[0]
+    rows: Lines = [
+        ("NPU ID", card.npu),
+        ("Product Name", fam.product_name),
+        ("NPU Name", fam.table_name),
+        ("Chip Name", fam.chip_name),
+        ("Chip Version", "V1"),
+        ("Model", "NA"),
+        ("Manufacturer", "Huawei"),
+        ("Serial Number", card.serial),
+        ("Software Version", node.npu_smi_version),
+        ("Firmware Version", card.firmware_version),
+        ("Compatibility", "OK"),
+        ("Board ID", "0x1b"),
+        ("Main Board ID", "0x6C(4P)"),
+        ("PCB ID", "A"),
+        ("BOM ID", 1),
+        ("PCIe Bus Info", card.bus_id),
+        ("Slot ID", fam.npu_ids.index(card.npu)),
+        ("Class ID", "NA"),
+        ("PCI Vendor ID", "0x19E5"),
+        ("PCI Device ID", fam.pci_device_id),
+        ("Subsystem Vendor ID", "0x19E5"),
+        ("Subsystem Device ID", "0x4004"),
+        ("Chip Count", 1),
+        ("DDie ID", chip.ndie_id),
+        ("Chip Position ID", 0),
+    ]
+    return "".join(kv(k, v) for k, v in rows)
+
+
 def render_board(card: SimCard, node: SimNode) -> str:
     fam = node.family
+    if fam.v2:
+        return _render_board_v2(card, node)
     rows: Lines = [
         ("NPU ID", card.npu),
         ("Product Name", fam.product_name),

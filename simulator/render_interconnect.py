@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from npumon.simulator.hccn_state import _seconds_active, _unit
 from npumon.simulator.model import Scenario
-from npumon.simulator.render import SimResult, _fail, _int, _options
+from npumon.simulator.render import CHIP_OPTION_REFUSED, SimResult, _fail, _int, _options
 from npumon.simulator.state import SimChip, SimNode
 
 QUERIES = ("hccs", "hccs-bw", "pcie-err", "sio-info")
@@ -152,8 +152,12 @@ def answer(argv: list[str], sc: Scenario, node: SimNode, t: float) -> SimResult 
         return None  # render.py prints the invalid card / chip texts
     chip, fam, el = card.chips[chip_id], node.family, sc.elapsed(t)
     unsupported = SimResult(f"This device does not support querying {kind}.\n", "", NOT_SUPPORTED)
+    if fam.v2 and kind in ("hccs", "hccs-bw"):  # the type table has no 950 (npu_cmd_parse.c)
+        return unsupported
+    if fam.v2 and "-c" in opts:  # checked after the type, before the query (npu_info_main)
+        return _fail(CHIP_OPTION_REFUSED)
     if kind == "sio-info":
-        if not fam.a3:
+        if not (fam.a3 or fam.v2):
             return unsupported
         tx, rx = sio_counts(sc, chip, el)
         return SimResult(f"\tTX Error Count : {tx}\n\tRX Error Count : {rx}\n")

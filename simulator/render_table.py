@@ -30,6 +30,52 @@ _PROC_310 = (
 )
 MAX_PROCESSES_PER_CHIP = 8  # npu-smi's MAX_CHIP_PROCESS_NUM
 
+# The 950's (NPU_SMI_V2) layout: `print_total_info_header_950`, the V2 branches of
+# `print_card_total_info_with_HBM_first` / `_second` and `print_proc_total_info_with_HBM`
+# (hicann driver npu_info_print.c). Its process rows are one character wider than the box.
+_V2_FULL = "+" + "-" * 97 + "+"
+_V2_HEAD = (
+    "+--------+------------------+---------------+-----------------------------------------------------+",  # noqa: E501
+    "| NPU ID | Name             | Health        | Power(W)    Temp(C)           Hugepages-Usage(page) |",  # noqa: E501
+    "|        |                  | Bus-Id        | NPU Util(%) Memory-Usage(MB)  HBM-Usage(MB)         |",  # noqa: E501
+    "+========+==================+===============+=====================================================+",  # noqa: E501
+)
+_V2_CARD_END = _V2_HEAD[3]
+_V2_PROC_HEAD = (
+    "+---------------------------+---------------+-----------------------------------------------------+",  # noqa: E501
+    "| NPU ID                    | Process id    | Process name             | Process memory(MB)       |",  # noqa: E501
+    "+===========================+===============+=====================================================+",  # noqa: E501
+)
+_V2_PROC_END = _V2_PROC_HEAD[2]
+
+
+def _render_info_v2(node: SimNode) -> str:
+    ver = node.npu_smi_version
+    lines = [_V2_FULL, f"| npu-smi {ver:<40} Version: {ver:<37} |", *_V2_HEAD]
+    for card in node.cards:
+        for chip in card.chips:
+            lines.append(
+                f"| {card.npu:<7}| {node.family.table_name:<17}| {chip.health:<13} | "
+                f"{chip.power_watts or 0.0:<11.1f} {chip.temperature_celsius:<17} "
+                f"{chip.hugepages_used:<6}/ {chip.hugepages_total:<13} |"
+            )
+            lines.append(
+                f"|{'':<8}|{'':<18}| {chip.bus_id:<13} | {chip.npu_util_percent or 0:<11} "
+                f"{0:<5}/ {0:<10} {chip.hbm_used_mb or 0:<6}/ {chip.hbm_total_mb or 0:<13} |"
+            )
+        lines.append(_V2_CARD_END)
+    lines += _V2_PROC_HEAD
+    for card in node.cards:
+        rows = [
+            f"| {card.npu:<26} | {proc.pid:<13} | {proc.name:<24} | {proc.memory_mb:<23} |"
+            for chip in card.chips
+            for proc in chip.processes[:MAX_PROCESSES_PER_CHIP]
+        ]
+        text = f"No running processes found in NPU {card.npu:<7}"
+        lines += rows or [f"| {text:<96}|"]
+        lines.append(_V2_PROC_END)
+    return "\n".join(lines) + "\n"
+
 
 def _rule(widths: tuple[int, ...], fill: str) -> str:
     return "+" + "+".join(fill * w for w in widths) + "+"
@@ -95,6 +141,8 @@ def _process_rows(card: SimCard, p310: bool) -> list[str]:
 
 def render_info(node: SimNode) -> str:
     """The summary table and, except on a SoC board, the process table."""
+    if node.family.v2:
+        return _render_info_v2(node)
     p310 = node.family.p310
     widths = _W310 if p310 else _W910
     ver = node.npu_smi_version
@@ -127,6 +175,13 @@ def render_mapping(node: SimNode) -> str:
     fam = node.family
     if not node.cards:
         return "There is no NPU card on this server.\n"
+    if fam.v2:  # print_mapping_info_950: Slot ID, Chip ID 0, no MCU row
+        head = ("NPU ID", "Slot ID", "Chip ID", "Chip Phy-ID")
+        out = ["\t" + " ".join(f"{c:<30}" for c in head) + " Chip Name\n"]
+        for slot, card in enumerate(node.cards):
+            ids = (card.npu, slot, 0, card.chips[0].logic_id)
+            out.append("\t" + " ".join(f"{i:<30}" for i in ids) + f" {fam.chip_name}\n")
+        return "".join(out)
     cols = ["NPU ID", "Chip ID", "Chip Logic ID"] + (["Chip Phy-ID"] if fam.a3 else [])
     rows = [[*cols, "Chip Name"]]
     name = fam.chip_name if fam.a3 else f"{fam.chip_type} {fam.chip_name}"
@@ -147,8 +202,11 @@ def render_list(node: SimNode) -> str:
     out = [f"\t{'Total Count':<30} : {len(node.cards)}\n\n"]
     for card in node.cards:
         out.append(f"\t{'NPU ID':<30} : {card.npu}\n")
-        if node.family.p310:
+        if node.family.p310 or node.family.v2:  # card boards (the 950 here is a PCIe card)
             out.append(f"\t{'Product Name':<30} : {node.family.product_name}\n")
             out.append(f"\t{'Serial Number':<30} : {card.serial}\n")
-        out.append(f"\t{'Chip Count':<30} : {len(card.chips)}\n\n")
+        if node.family.v2:
+            out.append("\n")  # V2 prints no Chip Count
+        else:
+            out.append(f"\t{'Chip Count':<30} : {len(card.chips)}\n\n")
     return "".join(out)

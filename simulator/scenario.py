@@ -176,7 +176,7 @@ class KubernetesSpec(_Model):
 
 
 class ScenarioSpec(_Model):
-    family: Literal["910b", "a3", "310p-duo", "310b"]
+    family: Literal["910b", "a3", "950", "310p-duo", "310b"]
     npu_smi_version: str = "25.2.2"
     epoch: float = 0.0
     period: float | None = Field(default=None, gt=0)

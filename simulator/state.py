@@ -162,7 +162,30 @@ def _drive(sc: Scenario, fam: Family, npu: int, chip: int, index: int, el: float
     return _Drive(load, temp, mhz, "OK", (), ())
 
 
+HEARTBEAT_LOST = "40F84E00"  # the driver's heartbeat-loss code
+
+
 def _chip(sc: Scenario, fam: Family, npu: int, chip: int, index: int, el: float) -> SimChip:
+    state = _chip_readings(sc, fam, npu, chip, index, el)
+    if fam.v2 and HEARTBEAT_LOST in state.error_codes:
+        # the 950's npu-smi reads only health and name when the heartbeat check fails and
+        # prints the zeroed rest (`query_card_chip_total_info`, NPU_SMI_V2)
+        return state._replace(
+            power_watts=0.0,
+            temperature_celsius=0,
+            bus_id="0000:00:00.0",
+            aicore_percent=0,
+            npu_util_percent=0,
+            hbm_used_mb=0,
+            hbm_total_mb=0,
+            processes=(),
+        )
+    return state
+
+
+def _chip_readings(
+    sc: Scenario, fam: Family, npu: int, chip: int, index: int, el: float
+) -> SimChip:
     d = _drive(sc, fam, npu, chip, index, el)
     load = round(d.load)
     procs = tuple(
@@ -198,7 +221,7 @@ def _chip(sc: Scenario, fam: Family, npu: int, chip: int, index: int, el: float)
         hbm_used_mb=min(used, fam.hbm_total_mb) if fam.hbm_total_mb else None,
         hbm_total_mb=fam.hbm_total_mb,
         hbm_bandwidth_percent=round(load * 0.55) if hbm else None,
-        hbm_clock_mhz=1600 if hbm else None,
+        hbm_clock_mhz=(3200 if fam.v2 else 1600) if hbm else None,
         ddr_clock_mhz=0 if hbm else 3200,
         aicore_rated_mhz=fam.rated_mhz,
         aicore_current_mhz=d.current_mhz,

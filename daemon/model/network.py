@@ -36,11 +36,20 @@ class LinkStatus:
     up: bool
 
 
+LANE_STATES = ("normal", "downgraded", "abnormal", "unknown")
+"""The 950 `-speed` table's Status (`tool_speed_exec`: normal, downgraded, abnormal); other
+texts: unknown."""
+
+
 @dataclass(frozen=True, slots=True)
 class LinkSpeed:
-    """`-speed -g` (`Speed: 100000 Mb/s`) or the 950 box table (`400 G`); None: Unknown!."""
+    """`-speed -g` (`Speed: 100000 Mb/s`) or the 950 box table (`400 G`); None: Unknown!.
+    The 950's table also gives the lanes: Width (active), Cap (the port's), and Status."""
 
     bytes_per_second: float | None
+    lanes: int | None = None
+    max_lanes: int | None = None
+    lane_state: str | None = None  # a LANE_STATES value
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +124,32 @@ class DevInfo:
     ports: tuple[DevPort, ...]
 
 
+UB_LINK_STATES = ("up", "down", "partial", "na")
+"""`-ub_connect`'s chip `link status` (`tool_ub_connect_exec`: UP all ports linked, DOWN none,
+PARTIAL LINK some, NA no link needed)."""
+UB_PORT_STATES = ("up", "down", "partial", "initial")
+"""Its `port N` words: UP full lanes, DOWN (no port), PARTIAL LINK fewer lanes, INITIAL not
+linked yet; the manual's `PARTIAL UP` is partial."""
+
+
+@dataclass(frozen=True, slots=True)
+class UbConnect:
+    """The 950 `-g -ub_connect -i N` (PCIe cards only): the chip's UB link state and each
+    port's."""
+
+    state: str  # a UB_LINK_STATES value
+    ports: tuple[tuple[int, str], ...]  # (port, UB_PORT_STATES value)
+
+
+@dataclass(frozen=True, slots=True)
+class PortBandwidth:
+    """The 950 `-bandwidth` (`Bandwidth TX: %10.02f MB/sec`): the port's traffic over the
+    sampling window, in bytes per second (MB read as 10^6 bytes)."""
+
+    transmit: float | None
+    receive: float | None
+
+
 # ---------------------------------------------------------------- npu-smi interconnect queries
 @dataclass(frozen=True, slots=True)
 class HccsLink:
@@ -177,3 +212,5 @@ class HccnResults:
     health: Mapping[PortKey, NetHealth] = field(default_factory=dict)
     address: Mapping[PortKey, NetAddress] = field(default_factory=dict)
     lldp: Mapping[PortKey, LldpNeighbour] = field(default_factory=dict)
+    bandwidth: Mapping[PortKey, PortBandwidth] = field(default_factory=dict)  # 950 UB ports
+    ub_connect: Mapping[tuple[int, int], UbConnect] = field(default_factory=dict)  # 950 chips

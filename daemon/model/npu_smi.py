@@ -67,6 +67,13 @@ class InfoTable:
     # None when the chip list is whole; else why it may not be ("the last chip has only one of
     # its two rows", ...): the output was cut inside the chips, and chips after the cut are unknown
     cut_short: str | None = None
+    # the NPU_SMI_V2 layout (the Ascend 950): an NPU ID column and no chip column, one chip
+    # (index 0) per NPU ID; that npu-smi refuses `-c` ("This device does not support input
+    # parameter of -c.", hicann driver `npu_info.c` `npu_info_main`)
+    one_chip_npus: bool = False
+    # chips npu-smi printed with every reading zeroed because the driver lost their heartbeat
+    # (V2 `query_card_chip_total_info` skips the reads): not in ``chips``, never served as zeros
+    lost: tuple[ChipId, ...] = ()
     # None when the process list is whole or the board prints none; else why it is not ("no
     # closing border", "no entry for NPU 5"): the cut came after every chip, so the chips stand
     # and `processes` is empty
@@ -124,6 +131,7 @@ class ChipCommon:
     aicore_count: int | None = None
     temperature_celsius: float | None = None
     power_watts: float | None = None
+    npu_util_ratio: float | None = None  # the 950's "Aicore Usage Rate(%)" (overall NPU)
 
 
 @dataclass(frozen=True, slots=True)

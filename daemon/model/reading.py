@@ -212,7 +212,7 @@ def read_chip(
         aicube_ratio=u.aicube_ratio,
         aicpu_ratio=u.aicpu_ratio,
         ctrlcpu_ratio=u.ctrlcpu_ratio,
-        utilization_ratio=first(u.npu_util_ratio, t.npu_util_ratio),
+        utilization_ratio=first(u.npu_util_ratio, c.npu_util_ratio, t.npu_util_ratio),
         hbm_bandwidth_ratio=u.hbm_bandwidth_ratio,
         memory_bandwidth_ratio=u.memory_bandwidth_ratio,
         power_watts=first(t.power_watts, c.power_watts),

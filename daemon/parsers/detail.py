@@ -8,6 +8,8 @@ not a number is a ParseError.
 
 from __future__ import annotations
 
+from typing import Any
+
 from npumon.daemon.model.npu_smi import (
     ChipCommon,
     ChipEcc,
@@ -98,7 +100,8 @@ def _chips(
     ``mcu_only_ok``: 310P's `-t power` skips every NPU chip (not supported) and prints only
     the MCU block, which is a valid answer with no chip readings.
     """
-    out = [(resolve_chip(r, chip), r) for r in doc.records if not r.is_mcu]
+    one = doc.one_chip_npu
+    out = [(resolve_chip(r, chip, one_chip_npu=one), r) for r in doc.records if not r.is_mcu]
     if not out and not (mcu_only_ok and any(r.is_mcu for r in doc.records)):
         raise ParseError("no chip block in the output", 0, "")
     seen: set[int] = set()
@@ -119,10 +122,23 @@ def parse_usages(text: str, *, npu: int | None = None, chip: int | None = None) 
 
 def parse_common(text: str, *, npu: int | None = None, chip: int | None = None) -> CommonReport:
     """`npu-smi info -t common -i N`: chip blocks START with `Chip ID`; then an MCU block
-    (its temperature and board power, not read)."""
+    (its temperature and board power, not read). The 950's one chip has no Chip ID line."""
     doc = split_records(text, chip_id_ends_block=False)
-    chips = tuple(ChipCommon(chip=i, **build(r.fields, _COMMON)) for i, r in _chips(doc, chip))
+    chips = tuple(
+        ChipCommon(chip=i, **_common_fields(build(r.fields, _COMMON), doc))
+        for i, r in _chips(doc, chip)
+    )
     return CommonReport(npu=resolve_npu(doc.npu, npu), chips=chips)
+
+
+def _common_fields(kw: dict[str, Any], doc: KvDocument) -> dict[str, Any]:
+    """The NPU_SMI_V2 build (950) prints the overall NPU utilization (the multi-utilization
+    call's `npu_util`) under the key "Aicore Usage Rate(%)" in `-t common`
+    (`npu_get_chip_common_info_npu_usage`, hicann driver `npu_chip_info.c`): read it as
+    what it holds."""
+    if doc.one_chip_npu and "aicore_ratio" in kw:
+        kw["npu_util_ratio"] = kw.pop("aicore_ratio")
+    return kw
 
 
 def parse_memory(text: str, *, npu: int | None = None, chip: int | None = None) -> MemoryReport:

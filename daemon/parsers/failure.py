@@ -56,6 +56,12 @@ _PATTERNS = (
         "this chip or driver does not offer the query; npumon stops asking and retries hourly",
     ),
     _Pattern(
+        re.compile(r"This device does not support input parameter of -c\."),
+        "unknown_option",
+        "this npu-smi (the Ascend 950's NPU_SMI_V2 build) takes `-i <NPU ID>` alone: one chip "
+        "per NPU ID; npumon asks so once a table in that layout was read",
+    ),
+    _Pattern(
         re.compile(r"Command or option is not found\."),
         "unknown_option",
         "this npu-smi version does not know the command; check the driver version",

@@ -16,7 +16,9 @@ _PATTERNS = (
     ),
     (
         re.compile(
-            r"(The command|This command) is not supported on this product|not support",
+            r"(The command|This command) is not supported on this product|not support"
+            # the 950's -ub_connect on a board that is not a PCIe card (tool_product.c)
+            r"|only pcie card support",
             re.IGNORECASE,
         ),
         "not_supported",

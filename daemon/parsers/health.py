@@ -26,7 +26,9 @@ def parse_health(text: str) -> HealthReport:
     for f in read_fields(text):
         if f is None:
             continue
-        if f.key == "health status":
+        # "Health" on the 950 manual's example (`-t health -i N`); the source prints "Health
+        # Status" there too (`print_diagnosis_info`, hicann driver `npu_info_print_ext.c`)
+        if f.key in ("health status", "health"):
             if seen_status:
                 raise ParseError("more than one chip in -t health output", f.line_no, f.line)
             status, seen_status, in_info = values.optional_text(f.value), True, False

@@ -44,6 +44,18 @@ class KvDocument:
     chip_count: int | None
     records: tuple[Record, ...]
 
+    @property
+    def one_chip_npu(self) -> bool:
+        """The card-level form of npu-smi's NPU_SMI_V2 build (the Ascend 950): `NPU ID` and no
+        `Chip Count` or `Chip ID` line, as `printf_ascend_card_info_header` and
+        `printf_ascend_card_chip_id` (hicann driver `npu_card_info.c`) print them there. A
+        V2 NPU ID is one chip, index 0 (`npu-smi info -m` prints Chip ID 0 for each)."""
+        return (
+            self.npu is not None
+            and self.chip_count is None
+            and all(r.chip is None for r in self.records)
+        )
+
 
 def normalise_key(key: str) -> str:
     """Padding differs (30/40 chars, TAB or spaces); case differs between versions (MHZ/MHz)."""
@@ -139,10 +151,13 @@ def resolve_npu(doc_npu: int | None, given: int | None) -> int:
     return given
 
 
-def resolve_chip(record: Record, given: int | None) -> int:
-    """The record's Chip ID, else the chip the caller asked for (`-c M`)."""
+def resolve_chip(record: Record, given: int | None, *, one_chip_npu: bool = False) -> int:
+    """The record's Chip ID, else the chip the caller asked for (`-c M`), else chip 0 of a
+    one-chip NPU (``KvDocument.one_chip_npu``)."""
     if record.chip is not None:
         return record.chip
+    if given is None and one_chip_npu:
+        return 0
     if given is None:
         first = record.fields[0]
         raise ParseError("chip block without Chip ID and no chip given", first.line_no, first.line)

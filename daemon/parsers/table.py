@@ -160,6 +160,15 @@ _CHIP_DEFAULTS: dict[str, Any] = {
 }
 
 
+def _heartbeat_lost(chip: TableChip) -> bool:
+    """A 950 row whose readings npu-smi skipped: when `dcmiv2_check_device_heartbeat_state`
+    fails, `query_card_chip_total_info` (hicann driver `npu_info.c`, NPU_SMI_V2) reads only the
+    health and name and prints the zeroed rest: power 0.0, temperature 0, HBM `0 / 0`. A
+    chip that answers has HBM (its total is read whenever the heartbeat holds) and a die above
+    0 C, so the three zeros together are the skip, not a reading."""
+    return chip.hbm_total_bytes == 0 and chip.power_watts == 0.0 and chip.temperature_celsius == 0.0
+
+
 def _process(cells: list[str], layout: tuple[str, ...], row: _Row) -> TableProcess:
     if len(cells) != len(layout):
         raise ParseError(f"expected {len(layout)} cells, got {len(cells)}", row.line_no, row.line)
@@ -191,6 +200,7 @@ class _Parser:
         self.layout: tuple[Columns, Columns] | None = None
         self.pending: dict[str, Any] | None = None  # first row of a chip, waiting for its second
         self.chips: dict[tuple[int, int], TableChip] = {}
+        self.lost: list[tuple[int, int]] = []
         self.process_layout: tuple[str, ...] | None = None
         self.processes: list[TableProcess] = []
         self.process_entries = 0  # process rows and "No running processes" lines
@@ -267,9 +277,18 @@ class _Parser:
         kw.update(_chip_fields(_row_tokens(cells, layout[1], row), row))
         self.pending = None
         chip = TableChip(**kw)
-        if (chip.npu, chip.chip) in self.chips:
+        if (chip.npu, chip.chip) in self.chips or (chip.npu, chip.chip) in self.lost:
             raise ParseError(f"NPU {chip.npu} chip {chip.chip} twice", row.line_no, row.line)
-        self.chips[(chip.npu, chip.chip)] = chip
+        if self.one_chip_npus() and _heartbeat_lost(chip):
+            self.lost.append((chip.npu, chip.chip))
+        else:
+            self.chips[(chip.npu, chip.chip)] = chip
+
+    def one_chip_npus(self) -> bool:
+        """The 950 (NPU_SMI_V2) header: an NPU ID column and no chip column."""
+        return self.layout is not None and not any(
+            "chip" in cell for half in self.layout for cell in half
+        )
 
     def _process_header(self, texts: list[str], row: _Row) -> None:
         self._no_pending(row)
@@ -294,7 +313,7 @@ class _Parser:
             return "the output ends inside the header"
         if self.pending is not None:
             return "the last chip has only one of its two rows"
-        if not self.chips:
+        if not self.chips and not self.lost:
             return "no chip after the header"
         if self.process_layout is None and not self.ends_with_border:
             return "no closing border after the last chip"
@@ -321,6 +340,8 @@ class _Parser:
             processes=() if processes_cut else tuple(self.processes),
             cut_short=self.cut_short(),
             processes_cut=processes_cut,
+            one_chip_npus=self.one_chip_npus(),
+            lost=tuple(self.lost),
         )
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from npumon.daemon.model.network import DevInfo, HccnResults, NetAddress, PortKey
+from npumon.daemon.model.network import DevInfo, HccnResults, NetAddress, PortKey, UbConnect
 from npumon.daemon.model.npu_smi import NpuSmiResults
 from npumon.daemon.model.physical import physical_ids
 from npumon.daemon.model.snapshot import SourceStatus
@@ -37,6 +37,7 @@ T = TypeVar("T")
 SOURCES = ("hccn_tool", "hccn_tool_identity")
 Publish = Callable[[HccnResults, SourceStatus], None]
 IDENTITY_WAIT = 600.0  # seconds an identity run waits for a port poll in progress
+UB_WINDOW = ("-time", "200")  # the 950 `-bandwidth` sampling window, ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,12 +52,15 @@ class NicChip:
 
 def nic_chips(results: NpuSmiResults) -> list[NicChip]:
     """The chips of the latest table whose hccn_tool device ID can be told (model/physical.py);
-    a 950 (chip name containing "950") is asked per port by its NPU ID, as its docs say."""
+    a 950 is asked per port by its NPU ID (the logic ID), as its hccn_tool takes it. The 950 is
+    told by the table's layout, not its chip name: npu-smi prints the NPU-ID-only header exactly
+    when the chip type is NPU_CHIP_950 (`print_total_info_with_HBM`, hicann driver
+    `npu_info_print.c`), while the name is the firmware's string."""
     table = results.table
     ids = physical_ids(results)
     chips = []
     for c in table.chips if table else ():
-        if "950" in (c.name or ""):
+        if table is not None and table.one_chip_npus:
             chips.append(NicChip(c.npu, c.chip, c.npu, per_port=True))
         elif (c.npu, c.chip) in ids:
             chips.append(NicChip(c.npu, c.chip, ids[(c.npu, c.chip)].value, per_port=False))
@@ -210,16 +214,32 @@ class HccnSources:
         if not self._identified.issuperset((c.npu, c.chip) for c in self._chips()):
             self.identity_due()
         fresh: dict[str, dict[PortKey, Any]] = {
-            name: {} for name in ("link", "speed", "link_stats", "counters", "optical", "health")
+            name: {}
+            for name in (
+                "link",
+                "speed",
+                "link_stats",
+                "counters",
+                "optical",
+                "health",
+                "bandwidth",
+            )
         }
+        ub_connect: dict[tuple[int, int], UbConnect] = {}
         try:
+            for c in self._chips():  # the 950's chip-wide UB link state (PCIe cards only)
+                if c.per_port:
+                    found = self._ask(
+                        run, hccn_950.parse_ub_connect, "-g", "-ub_connect", "-i", str(c.device)
+                    )
+                    ub_connect.update({(c.npu, c.chip): found} if found is not None else {})
             for key, where, per_port in self._targets():
                 for name, parse, args in _queries(where, per_port):
                     value = self._ask(run, parse, *args)
                     if value is not None:
                         fresh[name][key] = value
         finally:  # an aborted pass keeps what it read, and nothing older
-            self._results = replace(self._results, **fresh)
+            self._results = replace(self._results, **fresh, ub_connect=ub_connect)
 
     def _poll_identity(self, run: SourceRun) -> None:
         """Slow-changing: the last known values are kept for what is not re-read."""
@@ -269,6 +289,9 @@ def _queries(
             ("speed", hccn_950.parse_speed_table, ("-g", "-speed", *where)),
             ("link_stats", hccn_950.parse_link_stat_table, ("-g", "-link_stat", *where)),
             ("counters", hccn_tool.parse_stat, ("-g", "-stat", *where)),
+            # blocks for its window; 200 ms is inside both the source's range (100-10000) and
+            # the manual's (1-226)
+            ("bandwidth", hccn_950.parse_bandwidth, ("-g", "-bandwidth", *where, *UB_WINDOW)),
         ]
     return [
         ("link", hccn_tool.parse_link, (*where, "-link", "-g")),

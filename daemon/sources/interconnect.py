@@ -19,19 +19,25 @@ Ask = Callable[..., Any]  # NpuSmiSources._ask: (run, parse, *args) -> parsed or
 
 
 def poll_interconnect(
-    ask: Ask, run: SourceRun, chips: list[ChipId], into: dict[ChipId, ChipInterconnect]
+    ask: Ask,
+    run: SourceRun,
+    chips: list[ChipId],
+    into: dict[ChipId, ChipInterconnect],
+    *,
+    chip_option: bool = True,
 ) -> None:
     """Fill ``into`` chip by chip (a timeout stops the pass; what was read stays).
 
     `-t hccs` / `-t hccs-bw` need `-c`, and `-t hccs-bw` a sampling window (`-time`, 1-1000
     ms: npu-smi refuses it without one), during which the call blocks; `-t pcie-err` and
     `-t sio-info` take `-i` alone on a single-chip NPU (as documented for the 950) and `-i -c`
-    where an NPU has two dies (A3).
+    where an NPU has two dies (A3). Without ``chip_option`` (the 950's npu-smi, which refuses
+    `-c`) every query takes `-i` alone.
     """
     window = ("-time", str(HCCS_WINDOW_MS))
     chips_per_npu = Counter(npu for npu, _ in chips)
     for npu, chip in chips:
-        with_chip = ("-i", str(npu), "-c", str(chip))
+        with_chip = ("-i", str(npu), "-c", str(chip)) if chip_option else ("-i", str(npu))
         where = with_chip if chips_per_npu[npu] > 1 else ("-i", str(npu))
         found = ChipInterconnect(
             hccs=ask(run, interconnect.parse_hccs, "-t", "hccs", *with_chip),

@@ -45,6 +45,13 @@ def _npus(table_result: InfoTable | None) -> list[int]:
     return sorted({npu for npu, _ in _chips(table_result)})
 
 
+def _where(table_result: InfoTable | None, npu: int, chip: int) -> tuple[str, ...]:
+    """`-i N -c M`, or `-i N` alone where npu-smi refuses `-c` (the 950's, one chip per NPU)."""
+    if table_result is not None and table_result.one_chip_npus:
+        return ("-i", str(npu))
+    return ("-i", str(npu), "-c", str(chip))
+
+
 Publish = Callable[[NpuSmiResults, SourceStatus], None]
 
 
@@ -184,8 +191,17 @@ class NpuSmiSources:
         self._table = self._containers.label(result)
         mapped = {(m.npu, m.chip) for m in self._mapping.chips} if self._mapping else set()
         listed = set(_chips(result))
-        missing = sorted((mapped | self._seen_chips) - listed)
-        self._seen_chips |= listed
+        missing = sorted((mapped | self._seen_chips) - listed - set(result.lost))
+        self._seen_chips |= listed | set(result.lost)
+        if result.lost:
+            run.record(
+                SourceFailure(
+                    "chip_missing",
+                    f"chips (npu, chip) {sorted(result.lost)} lost their heartbeat: npu-smi "
+                    "lists them with every reading zeroed, so none is served; check dmesg "
+                    "and 'npu-smi info -t health -i N' for error code 40F84E00",
+                )
+            )
         if missing:
             run.record(
                 SourceFailure(
@@ -225,9 +241,8 @@ class NpuSmiSources:
         reports = {chip: r for chip, r in self._health.items() if chip in kept}
         try:
             for npu, chip in due:
-                report = self._ask(
-                    run, health.parse_health, "-t", "health", "-i", str(npu), "-c", str(chip)
-                )
+                where = _where(current, npu, chip)
+                report = self._ask(run, health.parse_health, "-t", "health", *where)
                 if report is not None:
                     reports[(npu, chip)] = report
         except SourceFailure:
@@ -250,7 +265,8 @@ class NpuSmiSources:
     def _links(self, run: SourceRun, chips: list[ChipId]) -> None:
         links: dict[ChipId, ChipInterconnect] = {}
         try:
-            poll_interconnect(self._ask, run, chips, links)
+            one_chip = self._table is not None and self._table.one_chip_npus
+            poll_interconnect(self._ask, run, chips, links, chip_option=not one_chip)
         finally:  # an aborted pass keeps what it read, and nothing older
             self._interconnect = links
 
@@ -263,7 +279,8 @@ class NpuSmiSources:
                 eccs.update({(npu, e.chip): e for e in ecc.chips} if ecc else {})
             for npu, chip in chips:
                 parse = functools.partial(detail.parse_memory, npu=npu, chip=chip)
-                memory = self._ask(run, parse, "-t", "memory", "-i", str(npu), "-c", str(chip))
+                where = _where(self._table, npu, chip)
+                memory = self._ask(run, parse, "-t", "memory", *where)
                 if memory is not None:
                     memories[(npu, chip)] = memory
         finally:
@@ -283,6 +300,11 @@ class NpuSmiSources:
                 if card is not None:
                     cards[npu] = card
             for npu, chip in chips:
+                if self._table is not None and self._table.one_chip_npus:
+                    # no `-c` there: the card-level report is the one chip's
+                    if npu in cards:
+                        per_chip[(npu, chip)] = cards[npu]
+                    continue
                 found = self._ask(
                     run, board.parse_board, "-t", "board", "-i", str(npu), "-c", str(chip)
                 )

@@ -45,6 +45,14 @@ PORT = PortReading(
     pause_frames=(("receive", "pfc", 9), ("transmit", "mac", 0)),
     pfc_frames=(("receive", "3", 9), ("transmit", "7", 10**20)),
     roce_errors=(("retransmissions", 5),),
+    lanes=2,
+    max_lanes=4,
+    lane_state="downgraded",
+    bandwidth=(("transmit", 266.84e6), ("receive", 0.0)),
+    ub_packets=(("receive", "ub_compact", 88000000), ("transmit", "unknown", 0)),
+    ub_flits=(("receive", 10**19),),
+    ub_retries=(("request", 42), ("ack", 40)),
+    ub_port_state="initial",
     health_state="fault",
     optical=OpticalReport(
         present=True,
@@ -74,6 +82,7 @@ LINKS = ChipLinks(
     hccs_bandwidth=((6, 1e9, 2.5e9), (7, 0.0, 123.456)),
     pcie_errors=(("rx", 991), ("retry", 0)),
     sio_crc_errors=(("receive", 1), ("transmit", 0)),
+    ub_link_state="partial",
 )
 EVERYTHING = replace(
     EMPTY_SNAPSHOT,

@@ -115,3 +115,53 @@ def test_the_collectors_can_be_switched_off() -> None:
     found = samples(generate_latest(registry))
     assert value(found, "npu_network_up", **PORT) is None
     assert value(found, "npumon_scrape_collector_success", collector="optical") == 1
+
+
+def test_950_ub_port_counters_from_the_source_keys() -> None:
+    """`-stat` on a 950 UBoE port (the keys `tool_display_stat_info` prints): UB traffic by
+    packet type, flits, retries, drops, and the UBoE pause/PFC frames."""
+    from npumon.daemon.model.network import HccnResults
+    from npumon.daemon.model.network_view import read_port
+    from npumon.daemon.parsers.hccn_tool import parse_stat
+    from tests.support import FIXTURES
+
+    stat = FIXTURES / "hccn_tool" / "stat-g-u-p__driver-950-source-uboe-FROM_SOURCE.txt"
+    key = (0, 0, 8)
+    port = read_port(key, HccnResults(counters={key: parse_stat(stat.read_text())}))
+    text = exposition(NetworkView(ports=(port,)))
+    assert promtool_problems(text) == ""
+    found = samples(text)
+    at = {"npu": "0", "chip": "0", "port": "8"}
+    assert value(found, "npu_ub_packets_total", **at, direction="receive", type="ub_compact") == (
+        88000000
+    )
+    assert value(found, "npu_ub_flits_total", **at, direction="transmit") == 905000000
+    assert value(found, "npu_ub_retries_total", **at, kind="request") == 42
+    assert value(found, "npu_network_receive_errors_total", **at, kind="drop") == 17
+    assert value(found, "npu_network_receive_errors_total", **at, kind="bad") == 2
+    assert (
+        value(found, "npu_network_pause_frames_total", **at, direction="transmit", kind="pfc") == 80
+    )
+
+
+def test_950_ub_lanes_state_and_bandwidth() -> None:
+    port = PortReading(
+        0,
+        0,
+        5,
+        up=True,
+        lanes=2,
+        max_lanes=4,
+        lane_state="downgraded",
+        bandwidth=(("transmit", 1e9), ("receive", 2.5e8)),
+    )
+    text = exposition(NetworkView(ports=(port,)))
+    assert promtool_problems(text) == ""
+    found = samples(text)
+    at = {"npu": "0", "chip": "0", "port": "5"}
+    assert (value(found, "npu_ub_lanes", **at), value(found, "npu_ub_max_lanes", **at)) == (2, 4)
+    assert value(found, "npu_ub_lane_state", **at, state="downgraded") == 1
+    assert value(found, "npu_ub_lane_state", **at, state="normal") == 0
+    assert value(found, "npu_ub_bandwidth_bytes_per_second", **at, direction="receive") == 2.5e8
+    bare = samples(exposition(NetworkView(ports=(PortReading(0, 0, 0, up=True),))))
+    assert not [n for n, _ in bare if n.startswith("npu_ub_")]

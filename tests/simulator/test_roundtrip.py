@@ -44,6 +44,8 @@ CASES = [
     ("310p-duo", 350.0),  # NPU 32768 gone
     ("disappear", 100.0),
     ("310b", 60.0),  # a SoC board: no process section
+    ("950-4", 100.0),  # NPU_SMI_V2: NPU 1 overheating, NPU 2 idle
+    ("950-4", 350.0),  # NPU 3's heartbeat lost: its row zeroed, served as lost
 ]
 
 
@@ -68,19 +70,41 @@ def _chips(node: SimNode) -> list[SimChip]:
     return [chip for card in node.cards for chip in card.chips]
 
 
+def _lost(chip: SimChip) -> bool:
+    return "40F84E00" in chip.error_codes
+
+
+def _where(npu: int, chip: int, node: SimNode) -> str:
+    """`-i N -c M`; the 950's npu-smi refuses `-c`."""
+    return f"-i {npu}" if node.family.v2 else f"-i {npu} -c {chip}"
+
+
+def test_the_950_refuses_the_chip_option() -> None:
+    node = node_state(load_scenario("950-4"), 10.0)
+    result = render(["info", "-t", "health", "-i", "0", "-c", "0"], node)
+    assert result.exit_code == 215
+    assert result.stdout == "This device does not support input parameter of -c.\n"
+
+
 def test_info_table(node: SimNode) -> None:
     table = parse_info(_out("info", node))
     fam = node.family
     assert table.npu_smi_version == node.npu_smi_version
-    assert [(c.npu, c.chip) for c in table.chips] == [(c.npu, c.chip) for c in _chips(node)]
-    for got, chip in zip(table.chips, _chips(node), strict=True):
+    assert table.one_chip_npus == fam.v2
+    served = [c for c in _chips(node) if not (fam.v2 and _lost(c))]
+    assert table.lost == tuple((c.npu, c.chip) for c in _chips(node) if c not in served)
+    assert [(c.npu, c.chip) for c in table.chips] == [(c.npu, c.chip) for c in served]
+    for got, chip in zip(table.chips, served, strict=True):
         assert got.name == fam.table_name
         assert got.health == chip.health
         assert got.power_watts == chip.power_watts
         assert got.temperature_celsius == chip.temperature_celsius
         assert (got.hugepages_used, got.hugepages_total) == (0, 0)
         assert got.bus_id == _text(chip.bus_id)
-        assert got.aicore_ratio == _pct(chip.aicore_percent)
+        if fam.v2:  # "NPU Util(%)" in place of "AICore(%)"
+            assert (got.aicore_ratio, got.npu_util_ratio) == (None, _pct(chip.npu_util_percent))
+        else:
+            assert got.aicore_ratio == _pct(chip.aicore_percent)
         assert got.memory_used_bytes == _mb(chip.memory_used_mb)
         assert got.memory_total_bytes == _mb(chip.memory_total_mb)
         assert got.hbm_used_bytes == _mb(chip.hbm_used_mb)
@@ -88,7 +112,7 @@ def test_info_table(node: SimNode) -> None:
         assert got.logic_id == (chip.logic_id if fam.p310 else None)
         assert got.phy_id == chip.phy_id
     expected = [
-        (chip.npu, chip.chip, p.pid, p.name or None, p.memory_mb * MIB)
+        (chip.npu, None if fam.v2 else chip.chip, p.pid, p.name or None, p.memory_mb * MIB)
         for chip in _chips(node)
         for p in chip.processes
     ]
@@ -98,9 +122,11 @@ def test_info_table(node: SimNode) -> None:
 
 def test_mapping(node: SimNode) -> None:
     mapping = parse_mapping(_out("info -m", node))
-    assert [(m.npu, m.chip, m.logic_id, m.phy_id) for m in mapping.chips] == [
-        (c.npu, c.chip, c.logic_id, c.phy_id) for c in _chips(node)
-    ]
+    if node.family.v2:  # Slot ID and Chip Phy-ID, no Chip Logic ID column
+        expected = [(c.npu, c.chip, None, c.logic_id) for c in _chips(node)]
+    else:
+        expected = [(c.npu, c.chip, c.logic_id, c.phy_id) for c in _chips(node)]
+    assert [(m.npu, m.chip, m.logic_id, m.phy_id) for m in mapping.chips] == expected
 
 
 def test_usages(node: SimNode) -> None:
@@ -128,7 +154,11 @@ def test_common(node: SimNode) -> None:
         assert report.npu == card.npu
         for got, chip in zip(report.chips, card.chips, strict=True):
             assert got.chip == chip.chip
-            assert got.aicore_ratio == _pct(chip.aicore_percent)
+            if node.family.v2:  # its "Aicore Usage Rate(%)" holds the NPU utilization
+                assert got.aicore_ratio is None
+                assert got.npu_util_ratio == _pct(chip.npu_util_percent)
+            else:
+                assert got.aicore_ratio == _pct(chip.aicore_percent)
             assert got.aicore_rated_hertz == chip.aicore_rated_mhz * 1e6
             assert got.aicore_current_hertz == chip.aicore_current_mhz * 1e6
             assert got.aicore_count == chip.aicore_count
@@ -139,7 +169,7 @@ def test_common(node: SimNode) -> None:
 def _check_memory(node: SimNode) -> None:
     for card in node.cards:
         for chip in card.chips:
-            argv = f"info -t memory -i {card.npu} -c {chip.chip}"
+            argv = f"info -t memory {_where(card.npu, chip.chip, node)}"
             memory = parse_memory(_out(argv, node), npu=card.npu, chip=chip.chip)
             assert (memory.npu, memory.chip) == (card.npu, chip.chip)
             assert memory.hbm_total_bytes == _mb(chip.hbm_total_mb)
@@ -163,7 +193,7 @@ def test_memory_and_ecc(node: SimNode) -> None:
 def test_health(node: SimNode) -> None:
     for card in node.cards:
         for chip in card.chips:
-            report = parse_health(_out(f"info -t health -i {card.npu} -c {chip.chip}", node))
+            report = parse_health(_out(f"info -t health {_where(card.npu, chip.chip, node)}", node))
             assert report.status == chip.health
             assert report.error_codes == chip.error_codes
 
@@ -174,6 +204,10 @@ def test_board(node: SimNode) -> None:
         assert (board.npu, board.chip) == (card.npu, None)
         assert board.firmware_version == card.firmware_version
         assert board.serial == card.serial
+        if node.family.v2:  # no `-c`: the card's board is its one chip's
+            assert board.chip_name == node.family.chip_name
+            assert board.bus_id == card.bus_id
+            continue
         for chip in card.chips:
             chip_board = parse_board(_out(f"info -t board -i {card.npu} -c {chip.chip}", node))
             assert (chip_board.npu, chip_board.chip) == (card.npu, chip.chip)

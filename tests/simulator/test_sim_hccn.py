@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from npumon.daemon.parsers import hccn_tool, interconnect, optical
+from npumon.daemon.parsers import hccn_950, hccn_tool, interconnect, optical
 from npumon.simulator import render_interconnect
 from npumon.simulator.hccn import answer, main
 from npumon.simulator.loader import load_scenario
@@ -149,3 +149,32 @@ def test_the_console_script_runs_as_hccn_tool(tmp_path: Path) -> None:
     )
     assert (done.returncode, done.stdout) == (0, "link status: DOWN\n")
     assert main(["--scenario", "no-such-scenario", "-i", "0", "-link", "-g"]) == 2
+
+
+def ub(t: float, *argv: str) -> str:
+    result = answer(list(argv), load_scenario("950-4"), t)
+    assert result.exit_code == 0, result.stderr
+    return result.stdout
+
+
+def test_the_950_forms_parse_back_and_a_down_ub_port_has_no_speed() -> None:
+    """`-g -<query> -i N -u U -p P` (the 950's hccn_tool): ports from -dev_info, and NPU 1's
+    link down from 120 s to 200 s prints speed `unknown`, width NA, status abnormal."""
+    ports = hccn_950.parse_dev_info(ub(150, "-g", "-dev_info", "-i", "1"))
+    assert [(p.udie, p.port) for p in ports.ports] == [(0, 4), (0, 5), (0, 6)]
+    where = ("-i", "1", "-u", "0", "-p", "5")
+    down = hccn_950.parse_speed_table(ub(150, "-g", "-speed", *where))
+    assert (down.bytes_per_second, down.lanes, down.lane_state) == (None, None, "abnormal")
+    assert hccn_tool.parse_link(ub(150, "-g", "-link", *where)).up is False
+    up = hccn_950.parse_speed_table(ub(210, "-g", "-speed", *where))
+    assert (up.bytes_per_second, up.lanes, up.lane_state) == (50e9, 4, "normal")
+    stats = hccn_950.parse_link_stat_table(ub(210, "-g", "-link_stat", *where))
+    assert (stats.up_count, stats.down_count) == (2, 1)
+    bandwidth = hccn_950.parse_bandwidth(ub(210, "-g", "-bandwidth", *where, "-time", "200"))
+    assert bandwidth.receive is not None and bandwidth.receive > 0
+    assert hccn_950.parse_ub_connect(ub(150, "-g", "-ub_connect", "-i", "1")).state == "down"
+    connect = hccn_950.parse_ub_connect(ub(210, "-g", "-ub_connect", "-i", "1"))
+    assert (connect.state, connect.ports) == ("up", ((4, "up"), (5, "up"), (6, "up")))
+    crc = hccn_tool.parse_stat(ub(100, "-g", "-stat", "-i", "0", "-u", "0", "-p", "4"))
+    assert (crc.get("crc_error_sum"), crc.get("retry_req_sum")) == (200, 400)
+    assert crc.get("ub_compact_pkt_cnt_rx") is not None

@@ -26,10 +26,11 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "lldp-g": hccn_tool.parse_lldp,
     "lldp-g-grep-ifname-8dev": hccn_tool.parse_lldp,
     "dev_info-g": hccn_950.parse_dev_info,
+    "bandwidth-g-u-p": hccn_950.parse_bandwidth,
+    "ub_connect-g": hccn_950.parse_ub_connect,
 }
 # Commands npumon never runs; their captures are kept as real samples anyway.
 NOT_PARSED_BY_DESIGN = {
-    "bandwidth-g-u-p": "npumon exports the -stat byte counters; Prometheus derives rates",
     "peak_bw-g-u-p": "a peak since an unknown reset is no Prometheus sample",
     "port_info-g-u-p": "-link, -speed and -link_stat -u -p already give the 950 port's state",
     "fec-g": "the FEC mode is static; its errors are in -stat",

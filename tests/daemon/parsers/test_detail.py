@@ -166,3 +166,57 @@ def test_memory_310p_card_total_is_not_the_chip_capacity() -> None:
     assert report.hbm_total_bytes is None
     with pytest.raises(ParseError):
         parse_memory(text)  # two chips: which one?
+
+
+# ---------------------------------------------------------------- the 950 (NPU_SMI_V2)
+def test_usages_950_without_chip_id_is_the_npus_one_chip() -> None:
+    """The 950's npu-smi prints no Chip Count and no Chip ID (`printf_ascend_card_info_header`,
+    `printf_ascend_card_chip_id` under NPU_SMI_V2): the block is chip 0 of the NPU."""
+    report = parse_usages(fixture_text("info_t_usages_950_doc.txt"))
+    assert report.npu == 0
+    (chip,) = report.chips
+    assert chip.chip == 0
+    assert (chip.aicore_ratio, chip.aivector_ratio, chip.aicube_ratio) == (0.0, 0.0, 0.0)
+    assert (chip.aicpu_ratio, chip.ctrlcpu_ratio, chip.npu_util_ratio) == (0.0, 0.4, 0.0)
+    assert (chip.hbm_total_bytes, chip.hbm_bandwidth_ratio) == (131072 * MB, 0.03)
+
+
+def test_common_950_reads_its_aicore_key_as_npu_utilization() -> None:
+    """On the 950 `-t common`'s "Aicore Usage Rate(%)" holds the multi-utilization call's
+    npu_util (`npu_get_chip_common_info_npu_usage`), not the AI Core's."""
+    (chip,) = parse_common(fixture_text("info_t_common_950_doc.txt")).chips
+    assert chip.chip == 0
+    assert chip.aicore_ratio is None and chip.npu_util_ratio == 0.0
+    assert (chip.aicore_rated_hertz, chip.aicore_current_hertz) == (1650 * MHZ, 100 * MHZ)
+    assert (chip.aicore_count, chip.temperature_celsius, chip.power_watts) == (32, 65.0, 298.6)
+
+
+def test_common_with_chip_ids_keeps_the_aicore_key_as_aicore() -> None:
+    (chip, _) = parse_common(fixture_text("info_t_common_310p_2chip.txt")).chips
+    assert chip.aicore_ratio is not None and chip.npu_util_ratio is None
+
+
+def test_ecc_950_hbm_only_without_chip_id() -> None:
+    report = parse_ecc(fixture_text("info_t_ecc_950_doc.txt"))
+    assert report.chips == (
+        ChipEcc(
+            chip=0,
+            hbm_single_bit_errors=0,
+            hbm_double_bit_errors=0,
+            hbm_single_bit_aggregate_total=0,
+            hbm_double_bit_aggregate_total=0,
+        ),
+    )
+
+
+def test_a_block_without_chip_id_under_a_chip_count_still_needs_a_chip() -> None:
+    """Only the V2 form (no Chip Count) is one chip: a V1 card header with an unnumbered block
+    is not guessed."""
+    with pytest.raises(ParseError, match="without Chip ID"):
+        parse_usages("\tNPU ID : 0\n\tChip Count : 1\n\n\tAicore Usage Rate(%) : 3\n")
+
+
+def test_two_unnumbered_950_blocks_are_an_error() -> None:
+    text = fixture_text("info_t_usages_950_doc.txt")
+    with pytest.raises(ParseError, match="printed twice"):
+        parse_usages(text + "\n" + text.split("\n", 1)[1])

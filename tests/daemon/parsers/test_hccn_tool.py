@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from npumon.daemon.model.network import NetAddress
+from npumon.daemon.parsers import hccn_950
 from npumon.daemon.parsers.errors import ParseError
 from npumon.daemon.parsers.hccn_tool import net_health_state, parse_link, parse_speed
 from tests.daemon.parsers.hccn_fixtures import FIXTURES, NOT_PARSED_BY_DESIGN, PARSERS, names, parse
@@ -18,7 +19,7 @@ MW = 1e-3
 
 def test_every_fixture_has_a_parser_or_a_reason_and_a_provenance_row() -> None:
     sources = (FIXTURES / "SOURCES.md").read_text(encoding="utf-8")
-    assert len(names()) == 34
+    assert len(names()) == 38
     for name in names():
         command = name.split("__")[0]
         assert (command in PARSERS) != (command in NOT_PARSED_BY_DESIGN), name
@@ -159,3 +160,66 @@ def test_speed_anything_else_is_a_parse_error(bad: str) -> None:
 def test_link_anything_else_is_a_parse_error(bad: str) -> None:
     with pytest.raises(ParseError):
         parse_link(bad)
+
+
+def test_speed_950_down_port_prints_unknown() -> None:
+    """`tool_speed_exec` prints `unknown` when the speed is 0 (a down port): no speed."""
+    assert parse("speed-g-u-p__driver-950-source-down-FROM_SOURCE.txt").bytes_per_second is None
+
+
+def test_speed_950_one_column_table_is_a_parse_error() -> None:
+    with pytest.raises(ParseError, match="column"):
+        hccn_950.parse_speed_table("+---+\n| x |\n+---+\n| 1 |\n+---+\n")
+
+
+def test_dev_info_950_without_ub_ports_has_no_port_table() -> None:
+    """`tool_print_port_info` prints nothing at 0 ports: the interface table comes first."""
+    assert parse("dev_info-g__driver-950-source-no-ports-FROM_SOURCE.txt").ports == ()
+
+
+def test_dev_info_950_another_first_table_is_a_parse_error() -> None:
+    with pytest.raises(ParseError, match="port table"):
+        hccn_950.parse_dev_info("+---+---+\n| a | b |\n+---+---+\n| 1 | 2 |\n+---+---+\n")
+
+
+def test_stat_950_source_keys_of_a_uboe_port() -> None:
+    stat = parse("stat-g-u-p__driver-950-source-uboe-FROM_SOURCE.txt")
+    assert stat.get("ub_compact_pkt_cnt_rx") == 88000000
+    assert stat.get("retry_req_sum") == 42 and stat.get("core_mib_rxpfcpkts") == 120
+
+
+def test_speed_950_lanes_and_status() -> None:
+    up = parse("speed-g-u-p__driver-950-doc.txt")
+    assert (up.lanes, up.max_lanes, up.lane_state) == (4, 4, "normal")
+    down = parse("speed-g-u-p__driver-950-source-down-FROM_SOURCE.txt")
+    assert (down.lanes, down.max_lanes, down.lane_state) == (None, 4, "abnormal")
+
+
+def test_bandwidth_950_doc_in_bytes_per_second() -> None:
+    bandwidth = parse("bandwidth-g-u-p__driver-950-doc.txt")
+    assert (bandwidth.transmit, bandwidth.receive) == (0.0, 266.84e6)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["", "Bandwidth TX: fast MB/sec", "Bandwidth TX: 1.00 MB/sec\nBandwidth TX: 2.00 MB/sec"],
+)
+def test_bandwidth_anything_else_is_a_parse_error(bad: str) -> None:
+    with pytest.raises(ParseError):
+        hccn_950.parse_bandwidth(bad)
+
+
+def test_ub_connect_950_doc_chip_and_port_states() -> None:
+    """The manual's `PARTIAL UP` is the source's `PARTIAL LINK` (`tool_ub_connect_exec`)."""
+    ub = parse("ub_connect-g__driver-950-doc.txt")
+    assert (ub.state, ub.ports) == ("partial", ((4, "up"), (5, "down"), (6, "partial")))
+    assert hccn_950.parse_ub_connect("link status : NA\n").state == "na"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["", "port 4 : UP\n", "link status : UP\nlink status : UP\n", "link status : GREEN\n"],
+)
+def test_ub_connect_anything_else_is_a_parse_error(bad: str) -> None:
+    with pytest.raises(ParseError):
+        hccn_950.parse_ub_connect(bad)

@@ -27,3 +27,9 @@ def test_health_na_status_and_bad_code() -> None:
         parse_health("\tHealth Status : OK\n\tError Code : A402502G\n")
     with pytest.raises(ParseError):
         parse_health("\tError Code : NA\n")  # no Health Status at all
+
+
+def test_health_950_manual_key_health() -> None:
+    """The 950 manual's `-t health -i 0` example prints `Health`; the source `Health Status`."""
+    report = parse_health(fixture_text("info_t_health_950_doc.txt"))
+    assert (report.status, report.error_codes) == ("OK", ())

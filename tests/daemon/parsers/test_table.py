@@ -344,3 +344,35 @@ def test_error_text_is_not_a_table() -> None:
         parse_info(fixture_text("error_dcmi_init_failed.txt"))
     with pytest.raises(ParseError):
         parse_info("")
+
+
+def test_950_manual_example_is_one_chip_per_npu_id() -> None:
+    """The NPU_SMI_V2 header (`print_total_info_header_950`): NPU ID, no chip column."""
+    table = parse_info(fixture_text("info_950_1npu_doc.txt"))
+    assert table.one_chip_npus and table.lost == ()
+    (chip,) = table.chips
+    assert (chip.npu, chip.chip, chip.npu_util_ratio, chip.aicore_ratio) == (0, 0, 0.0, None)
+    assert (chip.hbm_used_bytes, chip.hbm_total_bytes) == (4439 * MB, 86016 * MB)
+
+
+def test_older_layouts_take_a_chip_option() -> None:
+    assert not parse_info(fixture_text("info_910b4-1_2chip_procs_25.2.2.txt")).one_chip_npus
+
+
+def test_950_chip_with_heartbeat_loss_is_lost_not_a_row_of_zeros() -> None:
+    """`query_card_chip_total_info` (V2) skips every read but health and name when the
+    heartbeat check fails, and the row prints 0.0 W, 0 C and HBM 0 / 0."""
+    table = parse_info(fixture_text("info_950_2npu_heartbeat_lost_FROM_SOURCE.txt"))
+    assert [(c.npu, c.chip) for c in table.chips] == [(0, 0)]
+    assert table.lost == ((1, 0),)
+    assert table.cut_short is None
+    (process,) = table.processes
+    assert (process.npu, process.chip, process.pid) == (0, None, 41235)
+
+
+def test_a_950_row_with_real_readings_and_no_hbm_is_not_lost() -> None:
+    text = fixture_text("info_950_2npu_heartbeat_lost_FROM_SOURCE.txt").replace(
+        "| 0.0         0     ", "| 88.1        40    "
+    )
+    table = parse_info(text)
+    assert table.lost == () and len(table.chips) == 2

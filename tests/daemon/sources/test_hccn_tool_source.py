@@ -184,6 +184,8 @@ def test_950_ports_come_from_dev_info_and_are_asked_in_the_per_port_form() -> No
         "-g -speed -i 0 -u 0 -p 4": fixture("speed-g-u-p__driver-950-doc.txt"),
         "-g -link_stat -i 0 -u 0 -p 4": fixture("link_stat-g-u-p__driver-950-doc.txt"),
         "-g -stat -i 0 -u 0 -p 4": fixture("stat-g-u-p__driver-950-doc.txt"),
+        "-g -bandwidth -i 0 -u 0 -p 4 -time 200": fixture("bandwidth-g-u-p__driver-950-doc.txt"),
+        "-g -ub_connect -i 0": fixture("ub_connect-g__driver-950-doc.txt"),
     }
     polls, store, _ = hccn_sources(runner, clock, [NicChip(0, 0, 0, per_port=True)])
     polls.poll_all()
@@ -192,6 +194,11 @@ def test_950_ports_come_from_dev_info_and_are_asked_in_the_per_port_form() -> No
     assert ports[4].up is False and ports[4].speed_bytes_per_second == 400e9 / 8
     assert (ports[4].carrier_up_changes, ports[4].carrier_down_changes) == (2, 2)
     assert dict(ports[4].receive_errors)["crc"] == 0
+    assert (ports[4].lanes, ports[4].max_lanes, ports[4].lane_state) == (4, 4, "normal")
+    assert dict(ports[4].bandwidth) == {"transmit": 0.0, "receive": 266.84e6}
+    assert [p.ub_port_state for p in ports.values()] == ["up", "down", "partial"]
+    (chip,) = store.latest().network.chips
+    assert (chip.npu, chip.chip, chip.ub_link_state) == (0, 0, "partial")
     assert ports[5].speed_bytes_per_second is None  # refused: no sample, never 0
 
 
@@ -217,3 +224,12 @@ def test_a_chip_the_identity_job_has_not_read_asks_for_an_identity_run() -> None
     chips.append(TWO[1])  # npu-smi learned another chip's physical ID
     polls.poll_hccn_tool()
     assert due == [True, True]
+
+
+def test_nic_chips_tell_the_950_by_the_table_layout_not_the_chip_name() -> None:
+    """The manual's 950 table names its chip `xxx`; the NPU-ID-only layout says 950, and a
+    chip name containing "950" in an older layout does not."""
+    table = parse_info((FIXTURES / "npu-smi" / "info_950_1npu_doc.txt").read_text())
+    assert nic_chips(NpuSmiResults(table=table)) == [NicChip(0, 0, 0, per_port=True)]
+    renamed = parse_info(TABLE.replace("910B4-1", "950B4-1"))
+    assert all(not c.per_port for c in nic_chips(NpuSmiResults(table=renamed)))
