@@ -130,6 +130,8 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	echo "== bench/readpath_bench.py"; \
 	timeout 240 $(BIN)/python bench/readpath_bench.py --seconds $(BENCH_POLL_S) \
 	  --json $(BENCH_OUT)/readpath.json || echo "FAILED: readpath"; \
+	echo "== bench/series_bench.py"; \
+	timeout 900 $(BIN)/python bench/series_bench.py --json $(BENCH_OUT)/series.json || echo "FAILED: series"; \
 	echo "== bench/analysis_bench.py"; \
 	timeout 420 $(BIN)/python bench/analysis_bench.py --runs 3 --json $(BENCH_OUT)/analysis.json || echo "FAILED: analysis"; \
 	echo "== bench/peer_bench.py"; \

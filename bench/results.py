@@ -3,9 +3,13 @@
     python bench/results.py OUT_DIR [--output bench/RESULTS.md]
 
 OUT_DIR holds daemon.json, load_1.json, load_100.json, readpath.json, network_render.json,
-analysis.json, peer.json, simulator.json, calls.json (where bench/calls_bench.py exists),
-machine_before.json and wall.txt. A figure whose script wrote nothing reads "not measured"
-and counts as a miss.
+analysis.json, peer.json, simulator.json, series.json, calls.json (where bench/calls_bench.py
+exists), machine_before.json and wall.txt. A figure whose script wrote nothing reads "not
+measured" and counts as a miss.
+
+    python bench/results.py OUT_DIR --section series
+
+rewrites only that section of an existing RESULTS.md (after running just its script).
 """
 
 from __future__ import annotations
@@ -413,6 +417,54 @@ def readpath(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
     return t.render()
 
 
+def series(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
+    """bench/series_bench.py: samples per scrape of every simulator scenario."""
+    data = _load(folder, "series")
+    t = Table(SERIES_TITLE)
+    if not data:
+        t.row("samples per scrape, every scenario", NA, "700 (8 chips), 1,200 (16)", False)
+        misses += t.misses
+        return t.render()
+    for name, r in sorted(data.items()):
+        limit = r.get("budget")
+        detail = r.get("detail")
+        more = "" if detail is None else f"; {detail:,} with every detail collector"
+        t.row(
+            f"`{name}` ({r['chips']} chip{'' if r['chips'] == 1 else 's'}), default collectors",
+            f"{r['default']:,}{more}",
+            "-" if limit is None else f"<= {limit:,}",
+            None if limit is None else r["default"] <= limit,
+            f"`{name}` exports {r['default']:,} samples per scrape by default, over its "
+            f"{limit} budget: a family added to a default collector (exporters/network.py "
+            "DETAIL tables hold the per-link ones).",
+        )
+    misses += t.misses
+    rendered = t.render()
+    note = (
+        "One `npumon collect --once` 30 s into each scenario, kubelet (npumon-sim-kubelet) and "
+        "profiling on, with the two workloads of tests/fixtures/state; the detail collectors "
+        "are `network_detail`, `optical_detail`, `interconnect_detail` "
+        "(tests/fleet/test_series_count.py checks the budget)."
+    )
+    return [*rendered[:2], note, "", *rendered[2:]]
+
+
+SERIES_TITLE = "2c. Samples per scrape (every simulator scenario)"
+
+
+def replace_section(text: str, title: str, lines: list[str]) -> str:
+    """``text`` with the section headed ``## title`` replaced by ``lines`` (put where main()
+    puts it, before section 3, when it has none)."""
+    head = f"## {title}"
+    out = text.split("\n")
+    if head in out:
+        start = out.index(head)
+        end = next((i for i in range(start + 1, len(out)) if out[i].startswith("## ")), len(out))
+    else:
+        start = end = next((i for i, line in enumerate(out) if line.startswith("## 3. ")), len(out))
+    return "\n".join([*out[:start], *lines, *out[end:]])
+
+
 def analysis(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
     data, peer = _load(folder, "analysis"), _load(folder, "peer")
     t = Table("3. Analysis (npumon vs a naive pandas.read_csv + groupby)")
@@ -511,12 +563,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("folder", type=Path)
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "RESULTS.md")
+    parser.add_argument("--section", choices=["series"], help="rewrite only this section")
     args = parser.parse_args()
     misses: list[tuple[str, str]] = []
+    if args.section == "series":
+        lines = series(args.folder, misses)
+        args.output.write_text(replace_section(args.output.read_text(), SERIES_TITLE, lines))
+        print(f"wrote section {SERIES_TITLE!r} of {args.output} ({len(misses)} miss(es))")
+        return 0
     body = [
         *polling(args.folder, misses),
         *scrapes(args.folder, misses),
         *readpath(args.folder, misses),
+        *series(args.folder, misses),
         *analysis(args.folder, misses),
         *duty(args.folder, misses),
     ]

@@ -106,7 +106,10 @@ class Agent:
             self.profiler.start()  # last summaries and baselines from the state directory
         # the profiles collector only when profiling is on: no empty collector otherwise
         disabled = {*config.collectors.disabled, *(() if self.profiler else ("profiles",))}
-        enabled = ("npu_exporter_compat",) if config.compat.npu_exporter_names else ()
+        enabled = (
+            *config.collectors.enabled,
+            *(("npu_exporter_compat",) if config.compat.npu_exporter_names else ()),
+        )
         self.collector = NpuCollector(
             self.store.latest, __version__, disabled=disabled, enabled=enabled
         )

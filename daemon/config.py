@@ -153,8 +153,11 @@ CollectorName = Literal[
     "ecc",
     "dcmi",
     "network",
+    "network_detail",
     "optical",
+    "optical_detail",
     "interconnect",
+    "interconnect_detail",
     "processes",
     "kubernetes",
     "capture",
@@ -178,8 +181,20 @@ class Kubernetes(_Model):
     )
 
 
+DetailCollectorName = Literal["network_detail", "optical_detail", "interconnect_detail"]
+"""The default-off collectors `collectors.enabled` switches on (exporters.collector)."""
+
+
 class Collectors(_Model):
     disabled: tuple[CollectorName, ...] = ()
+    enabled: tuple[DetailCollectorName, ...] = ()
+
+    @model_validator(mode="after")
+    def _not_both(self) -> Collectors:
+        both = sorted(set(self.disabled) & set(self.enabled))
+        if both:
+            raise ValueError(f"{', '.join(both)}: both enabled and disabled; keep one")
+        return self
 
 
 CaptureMode = Literal["msprof_attach", "torch_npu_config"]

@@ -1,7 +1,8 @@
 """NpuCollector and its collectors: each renders one group of families from the latest snapshot.
 
 Like node_exporter's collectors: every group can be switched off in the config
-(`collectors.disabled`), and each render reports its own duration and success
+(`collectors.disabled`), the default-off ones (the per-link detail) switched on
+(`collectors.enabled`), and each render reports its own duration and success
 (`npumon_scrape_collector_*`). A failing group is left out of the exposition and logged once
 per new error; the others are served.
 """
@@ -32,7 +33,14 @@ from npumon.exporters.chip_memory import render_memory, render_processes
 from npumon.exporters.compat import render_compat
 from npumon.exporters.kubernetes import render_kubernetes
 from npumon.exporters.lines import LineRenderer
-from npumon.exporters.network import render_interconnect, render_network, render_optical
+from npumon.exporters.network import (
+    render_interconnect,
+    render_interconnect_detail,
+    render_network,
+    render_network_detail,
+    render_optical,
+    render_optical_detail,
+)
 from npumon.exporters.profiles import render_profiles
 from npumon.exporters.spec import Renderer
 from npumon.exporters.writer import openmetrics as write_openmetrics
@@ -54,9 +62,12 @@ COLLECTORS: tuple[tuple[str, Renderer, tuple[str, ...]], ...] = (
     ("clocks", render_clocks, CHIPS),  # npu_aicore_*frequency_hertz, npu_throttled
     ("ecc", render_ecc, CHIPS),  # npu_*_ecc_errors_total
     ("dcmi", render_dcmi, CHIPS),  # npu_voltage_volts, npu_pcie_bandwidth_bytes_per_second
-    ("network", render_network, ("network.ports",)),  # npu_network_*, npu_roce_errors_total
+    ("network", render_network, ("network.ports",)),  # npu_network_*, npu_roce_*
+    ("network_detail", render_network_detail, ("network.ports",)),  # off: per priority, kind
     ("optical", render_optical, ("network.ports",)),  # npu_optical_* (hccn_tool -optical)
+    ("optical_detail", render_optical_detail, ("network.ports",)),  # off: per lane, thresholds
     ("interconnect", render_interconnect, ("network.chips",)),  # npu_hccs_*, npu_pcie_*, npu_sio_*
+    ("interconnect_detail", render_interconnect_detail, ("network.chips",)),  # off: per link
     ("processes", render_processes, CHIPS),  # npu_process_hbm_used_bytes
     ("kubernetes", render_kubernetes, ("chips", "attribution_problems")),  # npu_chip_allocation_*
     ("capture", render_capture, CHIPS),  # npu_profiling_active
@@ -68,7 +79,10 @@ COLLECTORS: tuple[tuple[str, Renderer, tuple[str, ...]], ...] = (
 """Every collector, in exposition order; names are the values of `collectors.disabled`."""
 
 COLLECTOR_NAMES = tuple(name for name, _, _ in COLLECTORS)
-OFF_BY_DEFAULT = frozenset({"npu_exporter_compat"})  # like node_exporter's default-off ones
+# like node_exporter's default-off ones: `collectors.enabled` (the detail of the link families),
+# `compat.npu_exporter_names`
+DETAIL_COLLECTORS = ("network_detail", "optical_detail", "interconnect_detail")
+OFF_BY_DEFAULT = frozenset({*DETAIL_COLLECTORS, "npu_exporter_compat"})
 SNAPSHOT = "snapshot"  # the collector label when reading the snapshot itself fails
 
 

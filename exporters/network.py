@@ -6,6 +6,12 @@ never vary. The `_total` families are the tools' own counters: they restart at 0
 reload and on `hccn_tool -stat -c`, which `rate()` and `increase()` treat as a counter reset.
 Each family is a LineFamily (exporters/lines.py): a scrape writes its lines straight from the
 model.
+
+Each collector has a default table and a detail one (collectors `network_detail`,
+`optical_detail`, `interconnect_detail`, off by default): the default holds a few series per
+port or chip, per-chip sums and the worst link, enough for every bundled alert and dashboard;
+the detail adds the per-priority, per-kind, per-lane and per-link families. A sum over links or
+kinds drops when any of its parts restarts, which `rate()` treats as a counter reset.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from npumon.exporters.lines import Items, LineFamily, LineRenderer
 PORT = ("npu", "chip", "port")
 CHIP = ("npu", "chip")
 INFO_LABELS = ("ip", "peer_switch", "peer_port")
+HEALTHY_NET_STATES = frozenset({"success", "init"})  # as npu_network_health_state's HELP says
 
 
 def _port(
@@ -81,13 +88,64 @@ def _bandwidth(index: int) -> Callable[[ChipLinks], list[tuple[int, float]]]:
     return lambda c: [(row[0], row[index]) for row in c.hccs_bandwidth]
 
 
+def _healthy(p: PortReading) -> int | None:
+    return None if p.health_state is None else int(p.health_state in HEALTHY_NET_STATES)
+
+
+def _roce(kind: str) -> Callable[[PortReading], int | None]:
+    return lambda p: dict(p.roce_errors).get(kind)
+
+
+def _lowest(field: str) -> Callable[[OpticalReport], float | None]:
+    return lambda o: min((v for _, v in getattr(o, field)), default=None)
+
+
+def _out_of_range(o: OpticalReport) -> list[tuple[str, int]]:
+    """-1, 0 or 1 per quantity with a reading and both of the module's thresholds."""
+    rows = []
+    for quantity, unit in THRESHOLD_QUANTITIES:
+        field = f"{quantity}_{unit}"
+        reading = getattr(o, field)
+        values = [v for _, v in reading] if isinstance(reading, tuple) else [reading]
+        values = [v for v in values if v is not None]
+        bounds = {bound: v for q, bound, v in o.thresholds if q == field}
+        if not values or "low" not in bounds or "high" not in bounds:
+            continue
+        below, above = min(values) < bounds["low"], max(values) > bounds["high"]
+        rows.append((quantity, -1 if below else 1 if above else 0))
+    return rows
+
+
+def _min_lanes(c: ChipLinks) -> int | None:
+    return min((k.lanes for k in c.hccs if k.lanes is not None), default=None)
+
+
+def _link_sums(parts: tuple[tuple[str, str], ...]) -> Callable[[ChipLinks], list[tuple[str, int]]]:
+    """(label, sum over the links that report the field) per (label, HccsLink field)."""
+
+    def sums(c: ChipLinks) -> list[tuple[str, int]]:
+        rows = []
+        for label, field in parts:
+            known = [v for k in c.hccs if (v := getattr(k, field)) is not None]
+            if known:
+                rows.append((label, sum(known)))
+        return rows
+
+    return sums
+
+
+def _pcie_errors(c: ChipLinks) -> int | None:
+    errors = [v for kind, v in c.pcie_errors if kind != "retry"]
+    return sum(errors) if errors else None
+
+
 TRAFFIC_DOC = {
     "receive_bytes": "Bytes received by the NIC port (MAC, else NIC counters).",
     "transmit_bytes": "Bytes sent by the NIC port (MAC, else NIC counters).",
     "receive_packets": "Packets received by the NIC port.",
     "transmit_packets": "Packets sent by the NIC port.",
 }
-NETWORK = (
+NETWORK = (  # the default: per port, what the bundled alerts and dashboards read
     _port("npu_network_up", "gauge", "1 when the NIC port's link is up.", attrgetter("up")),
     _port(
         "npu_network_speed_bytes",
@@ -96,26 +154,14 @@ NETWORK = (
         attrgetter("speed_bytes_per_second"),
     ),
     _port(
-        "npu_network_carrier_changes",
-        "counter",
-        "Link up and down events since the driver loaded (hccn_tool -link_stat).",
-        _carrier_changes,
-    ),
-    _port(
         "npu_network_carrier_up_changes",
         "counter",
-        "Link up events.",
+        "Link up events (one per flap).",
         attrgetter("carrier_up_changes"),
     ),
-    _port(
-        "npu_network_carrier_down_changes",
-        "counter",
-        "Link down events (newer drivers).",
-        attrgetter("carrier_down_changes"),
-    ),
     *(
-        _port(f"npu_network_{key}", "counter", doc, _traffic(key))
-        for key, doc in TRAFFIC_DOC.items()
+        _port(f"npu_network_{key}", "counter", TRAFFIC_DOC[key], _traffic(key))
+        for key in ("receive_bytes", "transmit_bytes")
     ),
     *(
         _port(
@@ -131,10 +177,92 @@ NETWORK = (
     _port(
         "npu_network_pause_frames",
         "counter",
-        "Pause frames by direction and kind (mac: 802.3x pause, pfc: priority flow control).",
+        "Pause frames by direction and kind (mac: 802.3x pause, pfc: priority flow control, "
+        "all priorities).",
         attrgetter("pause_frames"),
         "direction",
         "kind",
+    ),
+    _port(
+        "npu_network_healthy",
+        "gauge",
+        "hccn_tool -net_health: 1 in a healthy state (success, init), else 0 "
+        "(the state: npu_network_health_state, collector network_detail).",
+        _healthy,
+    ),
+    _port(
+        "npu_roce_retransmissions",
+        "counter",
+        "RoCE retransmissions (every RoCE kind: npu_roce_errors_total, collector network_detail).",
+        _roce("retransmissions"),
+    ),
+    _port(
+        "npu_ub_lanes",
+        "gauge",
+        "Lanes up on an Ascend 950 UB port (hccn_tool -speed Width; no sample while none is).",
+        attrgetter("lanes"),
+    ),
+    _port(
+        "npu_ub_max_lanes",
+        "gauge",
+        "Lanes an Ascend 950 UB port has (hccn_tool -speed Cap).",
+        attrgetter("max_lanes"),
+    ),
+    _port(
+        "npu_ub_port_state",
+        "gauge",
+        "hccn_tool -ub_connect state of an Ascend 950 UB port: 1 on the current state (up: all"
+        " lanes; partial: fewer lanes; initial: not linked yet; down: no port).",
+        lambda p: _one_hot(p.ub_port_state, UB_PORT_STATES),
+        "state",
+    ),
+    _port(
+        "npu_ub_bandwidth_bytes_per_second",
+        "gauge",
+        "Traffic through an Ascend 950 UB port over a 200 ms window (hccn_tool -bandwidth).",
+        attrgetter("bandwidth"),
+        "direction",
+    ),
+    _port(
+        "npu_ub_flits",
+        "counter",
+        "Business flits through an Ascend 950 UB port (rx/tx_busi_flit_num; the unit the driver"
+        " names, the manual says bytes).",
+        attrgetter("ub_flits"),
+        "direction",
+    ),
+    _port(
+        "npu_ub_retries",
+        "counter",
+        "Link-layer retries on an Ascend 950 UB port: retry requests and retry acks.",
+        attrgetter("ub_retries"),
+        "kind",
+    ),
+    _port(
+        "npu_network_info",
+        "gauge",
+        "The port's IP and the switch port it is cabled to (LLDP).",
+        _info,
+        *INFO_LABELS,
+        text=True,  # the switch's LLDP text
+    ),
+)
+NETWORK_DETAIL = (  # collector network_detail: per priority, per kind, per state
+    _port(
+        "npu_network_carrier_changes",
+        "counter",
+        "Link up and down events since the driver loaded (hccn_tool -link_stat).",
+        _carrier_changes,
+    ),
+    _port(
+        "npu_network_carrier_down_changes",
+        "counter",
+        "Link down events (newer drivers).",
+        attrgetter("carrier_down_changes"),
+    ),
+    *(
+        _port(f"npu_network_{key}", "counter", TRAFFIC_DOC[key], _traffic(key))
+        for key in ("receive_packets", "transmit_packets")
     ),
     _port(
         "npu_network_pfc_frames",
@@ -153,39 +281,12 @@ NETWORK = (
         "kind",
     ),
     _port(
-        "npu_ub_lanes",
-        "gauge",
-        "Lanes up on an Ascend 950 UB port (hccn_tool -speed Width; no sample while none is).",
-        attrgetter("lanes"),
-    ),
-    _port(
-        "npu_ub_max_lanes",
-        "gauge",
-        "Lanes an Ascend 950 UB port has (hccn_tool -speed Cap).",
-        attrgetter("max_lanes"),
-    ),
-    _port(
         "npu_ub_lane_state",
         "gauge",
         "hccn_tool -speed Status of an Ascend 950 UB port: 1 on the current state"
         " (normal; downgraded: fewer lanes or a lower rate; abnormal).",
         _lane_state,
         "state",
-    ),
-    _port(
-        "npu_ub_port_state",
-        "gauge",
-        "hccn_tool -ub_connect state of an Ascend 950 UB port: 1 on the current state (up: all"
-        " lanes; partial: fewer lanes; initial: not linked yet; down: no port).",
-        lambda p: _one_hot(p.ub_port_state, UB_PORT_STATES),
-        "state",
-    ),
-    _port(
-        "npu_ub_bandwidth_bytes_per_second",
-        "gauge",
-        "Traffic through an Ascend 950 UB port over a 200 ms window (hccn_tool -bandwidth).",
-        attrgetter("bandwidth"),
-        "direction",
     ),
     _port(
         "npu_ub_packets",
@@ -196,42 +297,25 @@ NETWORK = (
         "type",
     ),
     _port(
-        "npu_ub_flits",
-        "counter",
-        "Business flits through an Ascend 950 UB port (rx/tx_busi_flit_num; the unit the driver"
-        " names, the manual says bytes).",
-        attrgetter("ub_flits"),
-        "direction",
-    ),
-    _port(
-        "npu_ub_retries",
-        "counter",
-        "Link-layer retries on an Ascend 950 UB port: retry requests and retry acks.",
-        attrgetter("ub_retries"),
-        "kind",
-    ),
-    _port(
         "npu_network_health_state",
         "gauge",
         "hccn_tool -net_health: 1 on the current state (success and init are healthy).",
         _health,
         "state",
     ),
-    _port(
-        "npu_network_info",
-        "gauge",
-        "The port's IP and the switch port it is cabled to (LLDP).",
-        _info,
-        *INFO_LABELS,
-        text=True,  # the switch's LLDP text
-    ),
+)
+THRESHOLD_QUANTITIES = (  # (quantity, unit): the module's alarm thresholds OpticalReport holds
+    ("temperature", "celsius"),
+    ("supply_voltage", "volts"),
+    ("rx_power", "watts"),
+    ("tx_power", "watts"),
 )
 OPTICAL_LANES = (
     ("npu_optical_rx_power_watts", "rx_power_watts", "Received optical power per lane."),
     ("npu_optical_tx_power_watts", "tx_power_watts", "Transmitted optical power per lane."),
     ("npu_optical_tx_bias_amperes", "tx_bias_amperes", "Laser bias current per lane."),
 )
-OPTICAL = (  # of the port's OpticalReport
+OPTICAL = (  # the default, of the port's OpticalReport
     _port(
         "npu_optical_present",
         "gauge",
@@ -244,6 +328,24 @@ OPTICAL = (  # of the port's OpticalReport
         "Optical module temperature.",
         attrgetter("temperature_celsius"),
     ),
+    _port(
+        "npu_optical_rx_power_min_watts",
+        "gauge",
+        "The lowest lane's received optical power (per lane: npu_optical_rx_power_watts, "
+        "collector optical_detail).",
+        _lowest("rx_power_watts"),
+    ),
+    _port(
+        "npu_optical_out_of_range",
+        "gauge",
+        "The module's readings against its own alarm thresholds, by quantity (temperature, "
+        "supply_voltage, rx_power, tx_power): -1 below the low threshold (any lane), 1 above "
+        "the high one, 0 inside.",
+        _out_of_range,
+        "quantity",
+    ),
+)
+OPTICAL_DETAIL = (  # collector optical_detail: per lane, and the thresholds themselves
     _port(
         "npu_optical_supply_voltage_volts",
         "gauge",
@@ -260,12 +362,7 @@ OPTICAL = (  # of the port's OpticalReport
             _thresholds(f"{quantity}_{unit}"),
             "bound",
         )
-        for quantity, unit in (
-            ("temperature", "celsius"),
-            ("supply_voltage", "volts"),
-            ("rx_power", "watts"),
-            ("tx_power", "watts"),
-        )
+        for quantity, unit in THRESHOLD_QUANTITIES
     ),
 )
 HCCS = (
@@ -278,7 +375,7 @@ HCCS = (
     ("npu_hccs_retries", "counter", "retries", "Link-level retries on the HCCS link."),
     ("npu_hccs_crc_errors", "counter", "crc_errors", "CRC errors on the HCCS link."),
 )
-INTERCONNECT = (  # of the chip's ChipLinks
+INTERCONNECT = (  # the default, of the chip's ChipLinks: one series per chip and kind
     _chip(
         "npu_ub_link_state",
         "gauge",
@@ -299,6 +396,43 @@ INTERCONNECT = (  # of the chip's ChipLinks
         "The first HCCS port (link) with a problem; absent while there is none.",
         attrgetter("hccs_first_error_link"),
     ),
+    _chip(
+        "npu_hccs_min_link_lanes",
+        "gauge",
+        "The worst HCCS link: the fewest lanes any link of the chip runs on (0: a link is "
+        "down; per link: npu_hccs_lanes, collector interconnect_detail).",
+        _min_lanes,
+    ),
+    _chip(
+        "npu_hccs_errors",
+        "counter",
+        "HCCS errors summed over the chip's links, by kind (crc, retry).",
+        _link_sums((("crc", "crc_errors"), ("retry", "retries"))),
+        "kind",
+    ),
+    _chip(
+        "npu_hccs_bytes",
+        "counter",
+        "HCCS traffic summed over the chip's links, by direction.",
+        _link_sums((("transmit", "tx_octets"), ("receive", "rx_octets"))),
+        "direction",
+    ),
+    _chip(
+        "npu_pcie_link_errors",
+        "counter",
+        "PCIe errors of every kind but retries, summed (per kind: npu_pcie_errors_total, "
+        "collector interconnect_detail).",
+        _pcie_errors,
+    ),
+    _chip(
+        "npu_sio_crc_errors",
+        "counter",
+        "CRC errors on the die-to-die (SIO) link (npu-smi -t sio-info).",
+        attrgetter("sio_crc_errors"),
+        "direction",
+    ),
+)
+INTERCONNECT_DETAIL = (  # collector interconnect_detail: per HCCS link and PCIe kind
     *(
         _chip(
             name,
@@ -326,13 +460,6 @@ INTERCONNECT = (  # of the chip's ChipLinks
         attrgetter("pcie_errors"),
         "kind",
     ),
-    _chip(
-        "npu_sio_crc_errors",
-        "counter",
-        "CRC errors on the die-to-die (SIO) link (npu-smi -t sio-info).",
-        attrgetter("sio_crc_errors"),
-        "direction",
-    ),
 )
 
 
@@ -358,5 +485,8 @@ def _chips(snap: NodeSnapshot) -> Items:
 
 
 render_network = LineRenderer(_ports, NETWORK)
+render_network_detail = LineRenderer(_ports, NETWORK_DETAIL)
 render_optical = LineRenderer(_optics, OPTICAL)
+render_optical_detail = LineRenderer(_optics, OPTICAL_DETAIL)
 render_interconnect = LineRenderer(_chips, INTERCONNECT)
+render_interconnect_detail = LineRenderer(_chips, INTERCONNECT_DETAIL)

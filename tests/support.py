@@ -69,15 +69,17 @@ def fake_hccn_tool(node: str, *options: str) -> list[str]:
 FROZEN_TIME = 1_764_410_400.0  # 2025-11-29T10:00:00Z: the clock of fixture-node agents
 
 
-def fixture_agent(node: str) -> Any:
+def fixture_agent(node: str, enabled: tuple[str, ...] = ()) -> Any:
     """An Agent on a fixture node's captures (fake npu-smi, and hccn_tool where it has one), with
-    a frozen clock, no kubelet and an empty /proc (the fixture's PIDs may be live here)."""
+    a frozen clock, no kubelet and an empty /proc (the fixture's PIDs may be live here);
+    ``enabled``: the default-off collectors to switch on (collectors.enabled)."""
     from npumon.daemon.app import Agent
     from npumon.daemon.config import parse_config
 
     settings: dict[str, object] = {
         "npu_smi": {"command": fake_npu_smi(node), "timeout": "20s", "backend": "cli"},
         "kubernetes": {"pod_resources_socket": "/nonexistent/kubelet.sock"},
+        "collectors": {"enabled": list(enabled)},
     }
     if has_hccn_tool(node):
         settings["hccn_tool"] = {"command": fake_hccn_tool(node), "timeout": "20s"}

@@ -16,6 +16,7 @@ from npumon.daemon.runner import CommandResult
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+CANCELLED = "cancelled"  # the reason of a command shutdown killed (runner's terminate_all)
 
 
 class SourceFailure(Exception):
@@ -38,7 +39,7 @@ def check_result(result: CommandResult) -> str:
             "set npu_smi.command in the config",
         )
     if result.cancelled:
-        raise SourceFailure("cancelled", f"{argv!r} was killed: npumon is shutting down")
+        raise SourceFailure(CANCELLED, f"{argv!r} was killed: npumon is shutting down")
     if result.timed_out:
         raise SourceFailure(
             "timeout",
@@ -148,6 +149,10 @@ class SourceTracker:
             self._rejected[value.field] += 1
 
     def _finish(self, run: SourceRun, duration: float) -> SourceStatus:
+        cancelled = [f for f in run.failures if f.reason == CANCELLED]
+        run.failures = [f for f in run.failures if f.reason != CANCELLED]
+        if cancelled and not run.failures:
+            return self._cancelled(run, duration, cancelled[0])
         self._failures.update(f.reason for f in (*run.failures, *run.refusals))
         self._count_rejected(run)
         up = not run.failures
@@ -179,3 +184,19 @@ class SourceTracker:
             rejected=tuple(sorted(self._rejected.items())),
         )
         return status
+
+    def _cancelled(self, run: SourceRun, duration: float, failure: SourceFailure) -> SourceStatus:
+        """A run that shutdown cut short: not a failure of the source (nothing counted, no
+        warning), and the source keeps the state and last success it had."""
+        log.debug("source=%s event=cancelled message=%r", self.name, failure.message)
+        self._count_rejected(run)
+        return SourceStatus(
+            source=self.name,
+            up=self._last_success is not None and self._last_reason is None,
+            duration_seconds=duration,
+            last_success_timestamp=self._last_success,
+            exit_code=None,
+            failures=tuple(sorted(self._failures.items())),
+            last_error=None,
+            rejected=tuple(sorted(self._rejected.items())),
+        )

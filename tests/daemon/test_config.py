@@ -53,6 +53,20 @@ def test_every_problem_is_listed_with_its_dotted_path() -> None:
     assert len(problems) == 6
 
 
+def test_detail_collectors_are_switched_on_by_name_and_only_once() -> None:
+    on = parse_config({"collectors": {"enabled": ["network_detail", "interconnect_detail"]}})
+    assert on.collectors.enabled == ("network_detail", "interconnect_detail")
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"collectors": {"enabled": ["network"]}})  # a default collector: always on
+    assert caught.value.problems[0].startswith(
+        "collectors.enabled.0: expected one of network_detail, optical_detail, interconnect_detail"
+    )
+    with pytest.raises(ConfigError, match="network_detail: both enabled and disabled"):
+        parse_config(
+            {"collectors": {"enabled": ["network_detail"], "disabled": ["network_detail"]}}
+        )
+
+
 def test_empty_file_is_all_defaults(tmp_path: Path) -> None:
     path = tmp_path / "empty.yaml"
     path.write_text("")

@@ -21,6 +21,7 @@ def collect(monkeypatch: pytest.MonkeyPatch, at: float, *, hccn: bool = False) -
     if hccn:
         tool = ["npumon-sim-hccn-tool", "--scenario", "950-4"]
         settings["hccn_tool"] = {"command": tool, "timeout": "20s"}
+        settings["collectors"] = {"enabled": ["network_detail"]}  # lane state, packets by type
     return samples(Agent(parse_config(settings)).collect_once().decode())
 
 

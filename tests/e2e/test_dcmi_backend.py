@@ -79,6 +79,8 @@ def _agent(
             "dcmi": {"library": str(library)},
             "kubernetes": {"pod_resources_socket": "/nonexistent/kubelet.sock"},
             "hccn_tool": {"command": ["/nonexistent/hccn_tool"]},
+            # per link: both backends' HCCS answers compared link by link
+            "collectors": {"enabled": ["interconnect_detail"]},
         }
     )
     seen = calls if calls is not None else []

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from npumon.exporters.collector import DETAIL_COLLECTORS
 from tests.helpers.exposition import names, samples, value
 from tests.support import ROOT, fake_hccn_tool, fake_npu_smi
 
@@ -38,6 +39,7 @@ def test_collect_once_prints_the_interconnect_series_of_the_replay(tmp_path: Pat
         {
             "npu_smi": {"command": fake_npu_smi(NODE)},
             "hccn_tool": {"command": fake_hccn_tool(NODE)},
+            "collectors": {"enabled": list(DETAIL_COLLECTORS)},
         },
     )
     assert done.returncode == 0, done.stderr
@@ -79,6 +81,10 @@ def test_collect_once_prints_the_interconnect_series_of_the_replay(tmp_path: Pat
     assert value(found, "npu_hccs_crc_errors_total", npu="0", chip="0", link="7") == 42
     assert value(found, "npu_hccs_up", npu="0", chip="0") == 0
     assert value(found, "npu_hccs_first_error_link", npu="0", chip="0") == 7
+    # the default's per-chip view of the same: the worst link, the sums
+    assert value(found, "npu_hccs_errors_total", npu="0", chip="0", kind="crc") == 42
+    assert value(found, "npu_network_healthy", npu="0", chip="1", port="0") == 0  # fault
+    assert value(found, "npu_optical_out_of_range", **port, quantity="rx_power") == -1
     # -t hccs-bw answers only with its -time window: the rows are the port indexes
     bandwidth = "npu_hccs_transmit_bandwidth_bytes_per_second"
     assert value(found, bandwidth, npu="0", chip="0", link="1") == 12.5e9
@@ -98,7 +104,7 @@ def test_a_node_without_hccn_tool_has_the_source_off_and_exits_0(tmp_path: Path)
     found = samples(done.stdout)
     assert not {n for n in names(found) if n.startswith("npu_network_")}
     assert value(found, "npumon_source_up", source="hccn_tool") is None  # off, not down
-    assert value(found, "npu_pcie_errors_total", npu="0", chip="0", kind="rx") == 991
+    assert value(found, "npu_pcie_link_errors_total", npu="0", chip="0") == 991  # retries out
     # one line, no error spam (past a second collect --once adds its progress lines)
     [line] = [t for t in done.stderr.splitlines() if not t.startswith("npumon: collect: ")]
     assert "source=hccn_tool event=off reason=not_found" in line

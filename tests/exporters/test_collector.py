@@ -22,12 +22,18 @@ from exp_helpers import (
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 
-from npumon.daemon.config import CollectorName
+from npumon.daemon.config import CollectorName, DetailCollectorName
 from npumon.daemon.model.npu_smi import ChipEcc, HealthReport
 from npumon.daemon.model.reading import ChipParts
 from npumon.daemon.model.snapshot import NodeSnapshot, SourceStatus
 from npumon.exporters import collector
-from npumon.exporters.collector import COLLECTOR_NAMES, COLLECTORS, OFF_BY_DEFAULT, NpuCollector
+from npumon.exporters.collector import (
+    COLLECTOR_NAMES,
+    COLLECTORS,
+    DETAIL_COLLECTORS,
+    OFF_BY_DEFAULT,
+    NpuCollector,
+)
 from tests.helpers.exposition import promtool_problems
 
 ID = {"npu": "0", "chip": "0"}
@@ -297,6 +303,7 @@ def test_each_collector_reports_its_own_render_time() -> None:
 
 def test_config_knows_exactly_the_collectors() -> None:
     assert get_args(CollectorName) == COLLECTOR_NAMES
+    assert get_args(DetailCollectorName) == DETAIL_COLLECTORS
 
 
 def _without_durations(body: bytes) -> list[str]:

@@ -16,13 +16,23 @@ from npumon.daemon.model.network import HccsLink, OpticalReport
 from npumon.daemon.model.network_view import ChipLinks, NetworkView, PortReading
 from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT, NodeSnapshot
 from npumon.exporters.lines import LineFamily, LineRenderer
-from npumon.exporters.network import render_interconnect, render_network, render_optical
+from npumon.exporters.network import (
+    render_interconnect,
+    render_interconnect_detail,
+    render_network,
+    render_network_detail,
+    render_optical,
+    render_optical_detail,
+)
 from tests.support import NODES, fixture_agent
 
 RENDERERS = {
     "network": render_network,
     "optical": render_optical,
     "interconnect": render_interconnect,
+    "network_detail": render_network_detail,
+    "optical_detail": render_optical_detail,
+    "interconnect_detail": render_interconnect_detail,
 }
 FORMATS = pytest.mark.parametrize("openmetrics", [False, True], ids=["text", "openmetrics"])
 
@@ -63,6 +73,7 @@ PORT = PortReading(
         tx_bias_amperes=((0, 0.0065),),
         thresholds=(
             ("temperature_celsius", "high", 70.0),
+            ("temperature_celsius", "low", -5.0),
             ("supply_voltage_volts", "low", 2.97),
             ("rx_power_watts", "low", 1.445e-4),
             ("tx_power_watts", "high", 3.16e-3),

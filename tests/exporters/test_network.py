@@ -10,16 +10,16 @@ from prometheus_client import CollectorRegistry, generate_latest
 from npumon.daemon.model.network import HccsLink, OpticalReport
 from npumon.daemon.model.network_view import ChipLinks, NetworkView, PortReading
 from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT
-from npumon.exporters.collector import NpuCollector
+from npumon.exporters.collector import DETAIL_COLLECTORS, NpuCollector
 from tests.helpers.exposition import promtool_problems, samples, value
 
 PORT = {"npu": "0", "chip": "0", "port": "0"}
 
 
-def exposition(view: NetworkView) -> str:
+def exposition(view: NetworkView, enabled: tuple[str, ...] = DETAIL_COLLECTORS) -> str:
     snap = replace(EMPTY_SNAPSHOT, network=view)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(NpuCollector(lambda: snap, "test"))
+    registry.register(NpuCollector(lambda: snap, "test", enabled=enabled))
     return generate_latest(registry).decode()
 
 
@@ -165,3 +165,87 @@ def test_950_ub_lanes_state_and_bandwidth() -> None:
     assert value(found, "npu_ub_bandwidth_bytes_per_second", **at, direction="receive") == 2.5e8
     bare = samples(exposition(NetworkView(ports=(PortReading(0, 0, 0, up=True),))))
     assert not [n for n, _ in bare if n.startswith("npu_ub_")]
+
+
+DETAIL = (  # a family of each detail collector
+    "npu_network_pfc_frames_total",
+    "npu_roce_errors_total",
+    "npu_network_health_state",
+    "npu_optical_rx_power_watts",
+    "npu_optical_rx_power_threshold_watts",
+    "npu_hccs_crc_errors_total",
+    "npu_pcie_errors_total",
+)
+
+
+def test_the_default_sums_links_and_kinds_and_keeps_the_worst() -> None:
+    """Each default aggregate against the per-link, per-kind and per-lane values it stands for."""
+    port = PortReading(
+        0,
+        0,
+        0,
+        pfc_frames=(("receive", "3", 9),),
+        roce_errors=(("retransmissions", 5), ("cnp_received", 8)),
+        health_state="fault",
+        optical=OpticalReport(
+            present=True,
+            temperature_celsius=80.0,
+            supply_voltage_volts=3.3,
+            rx_power_watts=((0, 1e-3), (1, 1e-4), (2, 9e-4)),
+            tx_power_watts=((0, 3e-3),),
+            thresholds=(
+                ("rx_power_watts", "low", 1.445e-4),
+                ("rx_power_watts", "high", 2e-3),
+                ("tx_power_watts", "low", 1e-4),
+                ("tx_power_watts", "high", 2e-3),
+                ("temperature_celsius", "low", -5.0),
+                ("temperature_celsius", "high", 75.0),
+                ("supply_voltage_volts", "low", 3.0),
+                ("supply_voltage_volts", "high", 3.6),
+            ),
+        ),
+    )
+    chip = ChipLinks(
+        0,
+        0,
+        hccs=(
+            HccsLink(1, lanes=4, crc_errors=40, retries=1, tx_octets=100, rx_octets=10),
+            HccsLink(2, lanes=2, crc_errors=2, retries=None, tx_octets=50, rx_octets=5),
+        ),
+        pcie_errors=(("tx", 1), ("rx", 2), ("lcrc", 3), ("ecrc", 4), ("retry", 100)),
+    )
+    unread = ChipLinks(0, 1, hccs=(HccsLink(1),))  # a link with no value: no sums
+    text = exposition(NetworkView(ports=(port,), chips=(chip, unread)), enabled=())
+    assert promtool_problems(text) == ""
+    found = samples(text)
+    chip0 = {"npu": "0", "chip": "0"}
+    assert value(found, "npu_network_healthy", **PORT) == 0
+    assert value(found, "npu_roce_retransmissions_total", **PORT) == 5
+    assert value(found, "npu_optical_rx_power_min_watts", **PORT) == 1e-4
+    range_of = {
+        q: value(found, "npu_optical_out_of_range", **PORT, quantity=q)
+        for q in ("rx_power", "tx_power", "temperature", "supply_voltage")
+    }
+    assert range_of == {"rx_power": -1, "tx_power": 1, "temperature": 1, "supply_voltage": 0}
+    assert value(found, "npu_hccs_min_link_lanes", **chip0) == 2
+    assert value(found, "npu_hccs_errors_total", **chip0, kind="crc") == 42
+    assert value(found, "npu_hccs_errors_total", **chip0, kind="retry") == 1
+    assert value(found, "npu_hccs_bytes_total", **chip0, direction="transmit") == 150
+    assert value(found, "npu_pcie_link_errors_total", **chip0) == 10  # retries left out
+    assert not [n for n, labels in found if dict(labels).get("chip") == "1" and "hccs" in n]
+    assert not [n for n, _ in found if n in DETAIL]
+
+
+def test_a_module_without_thresholds_has_no_range_verdict() -> None:
+    optical = OpticalReport(present=True, rx_power_watts=((0, 1e-3),))
+    text = exposition(NetworkView(ports=(PortReading(0, 0, 0, optical=optical),)), enabled=())
+    found = samples(text)
+    assert value(found, "npu_optical_rx_power_min_watts", **PORT) == 1e-3
+    assert not [n for n, _ in found if n == "npu_optical_out_of_range"]
+
+
+def test_healthy_net_states_are_the_ones_the_state_set_calls_healthy() -> None:
+    for state, healthy in (("success", 1), ("init", 1), ("unreachable", 0)):
+        port = PortReading(0, 0, 0, health_state=state)
+        found = samples(exposition(NetworkView(ports=(port,)), enabled=()))
+        assert value(found, "npu_network_healthy", **PORT) == healthy

@@ -301,7 +301,7 @@ LINK_COUNTERS = (
     "npu_network_carrier_up_changes_total",
     "npu_network_receive_errors_total",
     "npu_network_pause_frames_total",
-    "npu_hccs_crc_errors_total",
+    "npu_hccs_errors_total",
     "npu_sio_crc_errors_total",
 )
 

@@ -60,6 +60,13 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "dashboards": {"namespace": "monitoring", "annotations": {"grafana_folder": "NPU"}},
         "networkPolicy": {"from": PROMETHEUS_SELECTOR},
     },
+    "umbrella": {
+        "namespaceOverride": "npu-monitoring",
+        "global": {"imageRegistry": "mirror.example:5000"},
+        "revisionHistoryLimit": 3,
+        "serviceMonitor": {"enabled": True, "podTargetLabels": ["team"]},
+        "prometheusRule": {"enabled": True},
+    },
     "tls-basic-auth": {
         "web": {
             "tls": {"enabled": True, "secretName": "npumon-tls", "minVersion": "TLS13"},
@@ -495,19 +502,46 @@ def test_network_policy_admits_prometheus_to_the_metrics_port_only() -> None:
                     {
                         "key": "app.kubernetes.io/name",
                         "operator": "In",
-                        "values": ["prometheus", "prometheus-agent"],
+                        "values": ["prometheus", "prometheus-agent", "vmagent"],
                     }
                 ]
             },
-        }
+        },
     ]
     assert container(documents)["ports"][0]["name"] == "metrics"
     custom = one(render(VALUE_SETS["kube-prometheus-stack"]), "NetworkPolicy")["spec"]
     assert custom["ingress"][0]["from"] == PROMETHEUS_SELECTOR
+    # any other scraper, in any namespace, by a label its pods carry
+    alloy = {"networkPolicy": {"scraperSelector": {"app.kubernetes.io/name": "alloy"}}}
+    [_, admitted] = one(render(alloy), "NetworkPolicy")["spec"]["ingress"][0]["from"]
+    assert admitted == {
+        "namespaceSelector": {},
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "alloy"}},
+    }
     anyone = one(render(VALUE_SETS["extras"]), "NetworkPolicy")["spec"]
     assert "from" not in anyone["ingress"][0]  # from: [] -> any source, still that port only
     assert anyone["egress"] == [{"ports": [{"port": 53, "protocol": "UDP"}]}]
     assert not by_kind(render(VALUE_SETS["minimal"]), "NetworkPolicy")
+
+
+def test_umbrella_chart_values_are_honoured() -> None:
+    """namespaceOverride moves every namespaced object, global.imageRegistry is the registry
+    unless image.registry names one, revisionHistoryLimit and podTargetLabels reach their
+    objects."""
+    documents = render(VALUE_SETS["umbrella"])
+    namespaces = {d["kind"]: d["metadata"].get("namespace") for d in documents}
+    assert set(namespaces.values()) == {"npu-monitoring"}, namespaces
+    monitor = one(documents, "ServiceMonitor")["spec"]
+    assert monitor["namespaceSelector"] == {"matchNames": ["npu-monitoring"]}
+    assert monitor["podTargetLabels"] == ["team"]
+    assert container(documents)["image"].startswith("mirror.example:5000/npumon:")
+    assert one(documents, "DaemonSet")["spec"]["revisionHistoryLimit"] == 3
+    assert one(render(), "DaemonSet")["spec"]["revisionHistoryLimit"] == 10
+    assert "podTargetLabels" not in one(render(VALUE_SETS["mtls"]), "ServiceMonitor")["spec"]
+    own = render({**VALUE_SETS["umbrella"], "image": {"registry": "own.example"}})
+    assert container(own)["image"].startswith("own.example/npumon:")
+    pods = render({"podMonitor": {"enabled": True, "podTargetLabels": ["team"]}})
+    assert one(pods, "PodMonitor")["spec"]["podTargetLabels"] == ["team"]
 
 
 def test_image_and_scheduling_values() -> None:

@@ -253,10 +253,10 @@ def test_network_policy_admits_prometheus_in_any_namespace() -> None:
     [peer] = one(render(), "NetworkPolicy")["spec"]["ingress"][0]["from"]
     assert peer["namespaceSelector"] == {}  # every namespace
     # the labels the Prometheus Operator v0.93.0 puts on the pods it runs
-    # (pkg/prometheus/server, pkg/prometheus/agent)
+    # (pkg/prometheus/server, pkg/prometheus/agent), and VictoriaMetrics operator's vmagent
     [expression] = peer["podSelector"]["matchExpressions"]
     assert expression["key"] == "app.kubernetes.io/name"
-    assert set(expression["values"]) == {"prometheus", "prometheus-agent"}
+    assert set(expression["values"]) == {"prometheus", "prometheus-agent", "vmagent"}
 
 
 def test_plain_manifests_carry_the_release_label_kube_prometheus_stack_selects() -> None:
@@ -380,6 +380,11 @@ def test_chart_metadata_points_at_the_project() -> None:
 
 NEW_VALUES = (
     "image.registry",
+    "global.imageRegistry",
+    "namespaceOverride",
+    "revisionHistoryLimit",
+    "serviceMonitor.podTargetLabels",
+    "networkPolicy.scraperSelector",
     "image.digest",
     "commonLabels",
     "env",

@@ -1,12 +1,15 @@
-"""The series per simulated node stay what deploy/README.md says: new families do not grow unseen.
+"""Samples per scrape of every simulator scenario stay within the per-node budget (700 for an
+8-chip node, 1,200 for a 16-die A3 node) with the kubelet and profiling on, and are what
+deploy/README.md says: new series do not grow unseen.
 
-When a change adds or removes series on purpose, run this test, read the new counts it prints,
-and update the table in deploy/README.md ("Series per node") with them.
+bench/series_bench.py measures them (one `npumon collect --once` per scenario, the default
+collectors). When a change adds or removes series on purpose, run this test, read the counts it
+prints, and update the table in deploy/README.md ("Series per node") and bench/RESULTS.md.
 """
 
 from __future__ import annotations
 
-import os
+import json
 import re
 import subprocess
 import sys
@@ -14,48 +17,44 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.exposition import samples
 from tests.support import ROOT
 
 pytestmark = pytest.mark.integration  # `npumon collect --once` against the simulator
-NODES = {"8 x 910B3": "910b-8", "A3, 8 NPUs x 2 dies": "a3-8x2", "4 x 310P3 Duo": "310p-duo"}
-SIM_TIME = "30"  # seconds into each scenario: before its scripted faults
 
 
 def documented() -> dict[str, int]:
+    """Scenario -> default samples per scrape, from deploy/README.md's table."""
     table = (ROOT / "deploy" / "README.md").read_text()
-    rows = re.findall(r"^\| (.+?) \| \d+ \| (\d+) \|", table, flags=re.MULTILINE)
+    rows = re.findall(r"^\| `([\w-]+)` \| \d+ \| (\d+) \|", table, flags=re.MULTILINE)
     return {name: int(count) for name, count in rows}
 
 
-def series(scenario: str, folder: Path) -> int:
-    config = folder / f"{scenario}.yaml"
-    sim = Path(sys.executable).parent / "npumon-sim-npu-smi"
-    hccn = Path(sys.executable).parent / "npumon-sim-hccn-tool"
-    # hccn_tool on the training nodes; the 310P inference node has none (the source is off)
-    nic = (
-        ""
-        if scenario == "310p-duo"
-        else (f'hccn_tool:\n  command: ["{hccn}", "--scenario", "{scenario}"]\n')
-    )
-    config.write_text(
-        f'npu_smi:\n  command: ["{sim}", "--scenario", "{scenario}"]\n'
-        f"{nic}state_directory: {folder}\n"
-    )
+def test_every_scenario_is_within_the_budget_and_documented(tmp_path: Path) -> None:
+    out = tmp_path / "series.json"
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "npumon"), "collect", "--once", "--config", str(config)],
+        [
+            sys.executable,
+            str(ROOT / "bench" / "series_bench.py"),
+            "--no-detail",
+            "--json",
+            str(out),
+        ],
         capture_output=True,
         text=True,
-        timeout=120,
-        env={**os.environ, "NPUMON_SIM_TIME": SIM_TIME},
+        timeout=900,
     )
-    return len(samples(done.stdout))
-
-
-def test_series_per_simulated_node_match_the_readme(tmp_path: Path) -> None:
-    table = documented()
-    measured = {name: series(scenario, tmp_path) for name, scenario in NODES.items()}
-    print(f"series per node: {measured}")
-    assert measured == {name: table.get(name) for name in NODES}, (
-        f"series per node changed: {measured}; update deploy/README.md if that is intended"
+    assert done.returncode == 0, done.stderr
+    measured = json.loads(out.read_text())
+    print(done.stdout)
+    assert set(measured) == {p.stem for p in (ROOT / "simulator" / "scenarios").glob("*.yaml")}
+    over = {
+        name: (r["default"], r["budget"])
+        for name, r in measured.items()
+        if r["budget"] is None or r["default"] > r["budget"]
+    }
+    assert not over, f"samples per scrape over the budget (samples, budget): {over}"
+    assert measured["910b-8"]["chips"] == 8 and measured["a3-8x2"]["chips"] == 16
+    counts = {name: r["default"] for name, r in measured.items()}
+    assert counts == documented(), (
+        f"samples per scrape changed: {counts}; update deploy/README.md if that is intended"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -89,6 +90,26 @@ def test_timeout_and_missing_binary_are_labelled_and_drop_the_table() -> None:
     )
     polls.poll_table()
     assert status(store, "npu_smi_table") == (False, {"timeout": 1, "not_found": 1})
+
+
+def test_a_poll_cancelled_by_shutdown_is_not_a_source_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """runner.terminate_all() kills the call in flight at shutdown: no warning, nothing counted,
+    the source keeps its state and last success."""
+    killed = CommandResult(("npu-smi", "info"), "", "", None, 0.2, cancelled=True)
+    runner, clock = FakeRunner({"info": TABLE}), Clock()
+    polls, store = sources(runner, clock)
+    polls.poll_table()
+    runner.answers["info"] = killed
+    clock.now += 5
+    with caplog.at_level(logging.DEBUG, logger="npumon.daemon.sources.wrapper"):
+        polls.poll_table()
+    assert status(store, "npu_smi_table") == (True, {})
+    last = next(s for s in store.latest().sources if s.source == "npu_smi_table")
+    assert last.last_success_timestamp == 1000.0
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any("event=cancelled" in r.getMessage() for r in caplog.records)  # debug only
 
 
 def test_an_unexpected_exception_is_contained_and_counted() -> None:

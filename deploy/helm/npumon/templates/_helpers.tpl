@@ -17,6 +17,12 @@
 {{- end }}
 {{- end }}
 
+{{/* The namespace of every namespaced object: namespaceOverride, else the release's (for
+     umbrella charts that install into another namespace). */}}
+{{- define "npumon.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
 {{- define "npumon.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "npumon.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
@@ -41,11 +47,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
 {{/* The image reference: [registry/]repository, then @digest, or else :tag (default the
-     chart's appVersion). */}}
+     chart's appVersion); the registry is image.registry, else global.imageRegistry. */}}
 {{- define "npumon.image" -}}
 {{- $image := .Values.image }}
 {{- $name := $image.repository }}
-{{- with $image.registry }}{{ $name = printf "%s/%s" (trimSuffix "/" .) $name }}{{ end }}
+{{- with $image.registry | default ((.Values.global | default dict).imageRegistry) }}{{ $name = printf "%s/%s" (trimSuffix "/" .) $name }}{{ end }}
 {{- if $image.digest }}{{ printf "%s@%s" $name $image.digest }}
 {{- else }}{{ printf "%s:%s" $name ($image.tag | default .Chart.AppVersion) }}
 {{- end }}
