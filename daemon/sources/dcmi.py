@@ -130,7 +130,7 @@ DETAIL: dict[str, tuple[tuple[tuple[str, int], ...], Callable[..., object]]] = {
     # serve the whole query
     "hccs": (HCCS_CALLS, lambda npu, chips, v: hccs_report(v[chips[0]])),
     "hccs-bw": (HCCS_BW_CALLS, lambda npu, chips, v: hccs_bandwidth(v[chips[0]])),
-    "pcie-err": (PCIE_ERROR_CALLS, lambda npu, chips, v: pcie_errors(v[chips[0]])),
+    "pcie-err": (PCIE_ERROR_CALLS, lambda npu, chips, v: pcie_errors(chips[0], v[chips[0]])),
     "sio-info": (SIO_CALLS, lambda npu, chips, v: sio_errors(v[chips[0]])),
 }
 INTERCONNECT = frozenset({"hccs", "hccs-bw", "pcie-err", "sio-info"})  # served whole or not
@@ -389,8 +389,9 @@ class DcmiSmi(NpuSmi):
         helper: DcmiHelper,
         chips: Sequence[DcmiChip],
         wanted: Sequence[tuple[str, int]],
+        query: str = "info",
     ) -> dict[DcmiChip, dict[str, object]]:
-        calls = calls_for(chips, wanted, self._skip)
+        calls = calls_for(chips, wanted, self._skip, query)
         answers = helper.call(calls)
         return collect(
             chips, calls, answers, self._mark_unsupported, lambda r: self._refuse(run, r)
@@ -418,7 +419,7 @@ class DcmiSmi(NpuSmi):
                 "dcmi_chip_gone", f"dcmi_init listed no NPU {npu} chip {chip}", re_enumerate=True
             )
         wanted, build = DETAIL[kind]
-        report = build(npu, chips, self._values(run, helper, chips, wanted))
+        report = build(npu, chips, self._values(run, helper, chips, wanted, kind))
         if report is None:
             return None
         screened, rejected = plausible.screen(report)

@@ -97,6 +97,25 @@ class MemoryInfoV3(ctypes.Structure):
     )
 
 
+class MultiUtilizationInfo(ctypes.Structure):
+    """dcmi_multi_utilization_info: AI Cube (the firmware's average), AI Vector, AI Core and
+    the NPU's overall %, as npu-smi's `-t usages` reads them on 910B and A3."""
+
+    _fields_ = (
+        ("aic_util", c_uint),
+        ("aiv_util", c_uint),
+        ("aicore_util", c_uint),
+        ("npu_util", c_uint),
+        ("reserved", c_uint * 8),  # DCMI_UTIL_RESERVED_LEN
+    )
+
+
+class AicoreInfo(ctypes.Structure):
+    """dcmi_aicore_info of the driver's header: AI Core rated and current frequency, MHz."""
+
+    _fields_ = (("freq", c_uint), ("cur_freq", c_uint))
+
+
 class ProcMemInfo(ctypes.Structure):
     _fields_ = (("proc_id", c_int), ("proc_mem_usage", c_ulong))  # bytes
 
@@ -289,6 +308,8 @@ STRUCTS: dict[str, type[ctypes.Structure]] = {
     "dcmi_hbm_info": HbmInfo,
     "dcmi_get_memory_info_stru": MemoryInfoV3,
     "dcmi_proc_mem_info": ProcMemInfo,
+    "dcmi_multi_utilization_info": MultiUtilizationInfo,
+    "dcmi_aicore_info": AicoreInfo,
 }
 
 _INT_P = POINTER(c_int)
@@ -310,7 +331,8 @@ FUNCTIONS: dict[str, tuple[object, ...]] = {
     "dcmi_get_device_hbm_info": (c_int, c_int, POINTER(HbmInfo)),
     "dcmi_get_device_memory_info_v3": (c_int, c_int, POINTER(MemoryInfoV3)),
     "dcmi_get_device_utilization_rate": (c_int, c_int, c_int, _UINT_P),
-    "dcmi_get_device_frequency": (c_int, c_int, c_int, _UINT_P),
+    "dcmi_get_device_multi_utilization_rate": (c_int, c_int, POINTER(MultiUtilizationInfo)),
+    "dcmi_get_device_aicore_info": (c_int, c_int, POINTER(AicoreInfo)),
     "dcmi_get_device_ecc_info": (c_int, c_int, c_int, POINTER(EccBuffer)),
     "dcmi_get_device_resource_info": (c_int, c_int, POINTER(ProcMemInfo), _INT_P),
     "dcmi_get_device_chip_info_v2": (c_int, c_int, POINTER(ChipInfoV2)),

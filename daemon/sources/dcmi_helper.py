@@ -34,6 +34,7 @@ from npumon.daemon.sources.dcmi_abi import (
     SUB_VDEV_ACTIVITY,
     VDEV_MNG,
     VERSION_BYTES,
+    AicoreInfo,
     ChipInfoV2,
     EccBuffer,
     HbmInfo,
@@ -42,6 +43,7 @@ from npumon.daemon.sources.dcmi_abi import (
     HccsStatisticsU64,
     HccsStatus,
     MemoryInfoV3,
+    MultiUtilizationInfo,
     PcieInfoAll,
     PcieLinkBandwidthInfo,
     PcieLinkErrorInfo,
@@ -73,8 +75,21 @@ def _fields(struct: Any, names: tuple[str, ...]) -> dict[str, Any]:
 def _hbm(fn: Any, card: int, device: int, _: int) -> Answer:
     info = HbmInfo()
     rc = fn(card, device, byref(info))
-    names = ("memory_size", "memory_usage", "temp")
+    names = ("memory_size", "memory_usage", "temp", "bandwith_util_rate")
     return rc, _fields(info, names) if rc == 0 else None
+
+
+def _multi_utilization(fn: Any, card: int, device: int, _: int) -> Answer:
+    info = MultiUtilizationInfo()
+    rc = fn(card, device, byref(info))
+    names = ("aic_util", "aiv_util", "aicore_util", "npu_util")
+    return rc, _fields(info, names) if rc == 0 else None
+
+
+def _aicore(fn: Any, card: int, device: int, _: int) -> Answer:
+    info = AicoreInfo()
+    rc = fn(card, device, byref(info))
+    return rc, _fields(info, ("freq", "cur_freq")) if rc == 0 else None
 
 
 def _memory(fn: Any, card: int, device: int, _: int) -> Answer:
@@ -211,7 +226,8 @@ CALLS: dict[str, tuple[str, Callable[[Any, int, int, int], Answer]]] = {
     "hbm": ("dcmi_get_device_hbm_info", _hbm),
     "memory": ("dcmi_get_device_memory_info_v3", _memory),
     "utilization": ("dcmi_get_device_utilization_rate", _int_out_typed),  # arg: the type
-    "frequency": ("dcmi_get_device_frequency", _int_out_typed),  # arg: the type
+    "multi_utilization": ("dcmi_get_device_multi_utilization_rate", _multi_utilization),
+    "aicore": ("dcmi_get_device_aicore_info", _aicore),
     "ecc": ("dcmi_get_device_ecc_info", _ecc),
     "processes": ("dcmi_get_device_resource_info", _processes),
     "chip": ("dcmi_get_device_chip_info_v2", _chip),
@@ -246,8 +262,19 @@ def _version(functions: Functions, symbol: str) -> str | None:
     return _text(buffer.raw) if function(buffer, VERSION_BYTES) == 0 else None
 
 
+def pci_device_id(functions: Functions, card: int, device: int) -> int:
+    """The chip's PCI device id, which npu-smi's npu_init_ep_chip_type maps to its chip type
+    (0xD802 910B, 0xD803 A3, ...); 0 where the chip has no PCIe function (SoC boards: -8255)."""
+    function = functions.get("dcmi_get_device_pcie_info_v2")
+    if function is None:
+        return 0
+    info = PcieInfoAll()
+    return int(info.deviceid) if function(card, device, byref(info)) == 0 else 0
+
+
 def enumerate_chips(functions: Functions) -> tuple[int, list[list[int]]]:
-    """dcmi_init's chip list as [card, device, logic id, phy id]; (rc, []) on the first failure."""
+    """dcmi_init's chip list as [card, device, logic id, phy id, PCI device id]; (rc, []) on
+    the first failure."""
     count, cards = c_int(0), (c_int * MAX_CARDS)()
     rc = functions["dcmi_get_card_list"](byref(count), cards, MAX_CARDS)
     chips: list[list[int]] = []
@@ -261,7 +288,9 @@ def enumerate_chips(functions: Functions) -> tuple[int, list[list[int]]]:
                 rc = functions["dcmi_get_device_phyid_from_logicid"](logic.value, byref(phy))
             if rc != 0:
                 break
-            chips.append([card, device, logic.value, phy.value])
+            chips.append(
+                [card, device, logic.value, phy.value, pci_device_id(functions, card, device)]
+            )
         if rc != 0:
             return rc, []
     return rc, chips

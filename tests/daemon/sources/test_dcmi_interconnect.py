@@ -22,7 +22,7 @@ from npumon.daemon.sources.dcmi_readings import (
 )
 from npumon.daemon.sources.wrapper import SourceRun
 from tests.daemon.sources.fake_runner import NPU_SMI, TABLE, Clock, FakeRunner
-from tests.daemon.sources.test_dcmi_backend_choice import ANSWERS, StubHelper
+from tests.daemon.sources.test_dcmi_backend_choice import ANSWERS, CHIPS, StubHelper
 
 LANE_WORD = 1 | 0b1111 << 1 | 0b10 << 9  # switched, lanes 0-3, 4-lane mode
 PORTS = 0b11111110  # ports 1-7
@@ -95,7 +95,7 @@ def test_bandwidth_rows_by_port_at_npu_smis_precision() -> None:
 
 
 def test_pcie_and_sio_counters_carry_the_parsers_names() -> None:
-    pcie = pcie_errors({"pcie_errors": [1, 2, 3, 4, 5]})
+    pcie = pcie_errors(CHIPS[0], {"pcie_errors": [1, 2, 3, 4, 5]})
     assert pcie == ErrorCounts((("tx", 1), ("rx", 2), ("lcrc", 3), ("ecrc", 4), ("retry", 5)))
     assert {k for k, _ in pcie.counts} <= set(interconnect.PCIE_KINDS.values())
     sio = sio_errors({"sio": [3, 9]})
@@ -107,7 +107,7 @@ def test_no_value_no_model() -> None:
     """-8255, a missing symbol or -8002 leave the value out: npu-smi serves the query."""
     assert hccs_report({"hccs": HCCS}) is None and hccs_report({"mainboard": 0}) is None
     assert hccs_bandwidth({"mainboard": 0}) is None
-    assert pcie_errors({}) is None and sio_errors({}) is None
+    assert pcie_errors(CHIPS[0], {}) is None and sio_errors({}) is None
 
 
 @pytest.mark.parametrize(

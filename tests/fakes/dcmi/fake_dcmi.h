@@ -73,6 +73,11 @@ struct dcmi_multi_utilization_info {
     unsigned int npu_util;
     unsigned int reserved[DCMI_UTIL_RESERVED_LEN];
 };
+/* not in MC-H; DRV-H (the vendor header, H:138) */
+struct dcmi_aicore_info {
+    unsigned int freq;
+    unsigned int cur_freq;
+};
 struct dcmi_pcie_link_bandwidth_info {
     int profiling_time;
     unsigned int tx_p_bw[AGENTDRV_PROF_DATA_NUM];
@@ -231,6 +236,11 @@ int dcmi_get_device_utilization_rate(int card_id, int device_id, int input_type,
                                      unsigned int *utilization_rate);
 int dcmi_get_device_frequency(int card_id, int device_id, enum dcmi_freq_type input_type,
                               unsigned int *frequency);
+/* DRV-H; MC-H has the same prototype */
+int dcmi_get_device_multi_utilization_rate(int card_id, int device_id,
+                                           struct dcmi_multi_utilization_info *util_info);
+/* not in MC-H; DRV-H */
+int dcmi_get_device_aicore_info(int card_id, int device_id, struct dcmi_aicore_info *aicore_info);
 int dcmi_get_device_ecc_info(int card_id, int device_id, enum dcmi_device_type input_type,
                              struct dcmi_ecc_info *device_ecc_info);
 int dcmi_get_device_resource_info(int card_id, int device_id, struct dcmi_proc_mem_info *proc_info,
