@@ -266,7 +266,12 @@ class NpuSmiSources:
 
     def _poll_identity(self, run: SourceRun) -> None:
         """Identity is slow-changing: keep the last known values for what is not re-read (also
-        when a timeout stops the pass: a serial number does not go stale)."""
+        when a timeout stops the pass: a serial number does not go stale). Before the first
+        table nothing is read: the chips are the table's, and its arrival asks for this run
+        (``identity_due``), so a start whose table is slower than identity's first slot does
+        not ask `-m` twice."""
+        if self._table is None and not self._identity_npus:
+            return
         chip_map = self._ask(run, mapping.parse_mapping, "-m")
         self._mapping = chip_map or self._mapping
         chips = _chips(self._table)
