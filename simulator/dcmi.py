@@ -67,6 +67,7 @@ def _chip_keys(node: SimNode, c: SimChip) -> dict[str, object]:
             hbm_used=c.hbm_used_mb,
             hbm_temp=c.hbm_temperature_celsius or 0,
             hbm_freq=c.hbm_clock_mhz or 0,
+            hbm_bw=c.hbm_bandwidth_percent or 0,  # what npu-smi's -t usages prints
         )
     if c.memory_total_mb:  # 910B and A3 print 0 / 0: their driver answers -8255
         keys.update(

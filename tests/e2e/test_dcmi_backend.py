@@ -154,6 +154,9 @@ def test_one_node_through_both_backends_is_one_exposition(
         }
         assert links <= names(found)
         assert ("npu_sio_crc_errors_total" in names(found)) == a3
+        # the fake refuses utilization type 14 here, as the driver does: AI Cube came from
+        # the multi-utilization call
+        assert "npu_aicube_utilization_ratio" in names(found)
     assert value(found, "npumon_backend_info", backend="dcmi", reason="cross_check_passed") == 1
     assert dcmi_agent.smi.helper is not None and dcmi_agent.smi.helper.starts == 1
     if scenario == "910b-8":  # the alarm's codes came through dcmi_get_device_errorcode_v2
@@ -201,7 +204,7 @@ _REFUSALS = re.compile(r'^npumon_source_failures_total\{reason="dcmi_[a-z_]+".*\
         (("dcmi_get_device_power_info",), "", "dcmi_missing_symbol", "npu_smi_table", 3),
         ((), "fail dcmi_get_device_temperature -8002\n", "dcmi_permission", "npu_smi_table", 3),
         # -t common alone has the frequencies: the table stays DCMI's
-        (("dcmi_get_device_frequency",), "", "dcmi_missing_symbol", "npu_smi_detail", 1),
+        (("dcmi_get_device_aicore_info",), "", "dcmi_missing_symbol", "npu_smi_detail", 1),
     ],
 )
 def test_a_function_dcmi_cannot_give_is_served_per_field_by_npu_smi(
