@@ -111,12 +111,20 @@ def _two_table_polls(agent: Agent) -> Samples:
         agent.stop()
 
 
-def _table_exposition(agent: Agent) -> str:
+def _table_exposition(agent: Agent, again: list[tuple[str, ...]] | None = None) -> str:
+    """The exposition after a start (table, identity, table, every source once); given the
+    agent's call list (``again``), then a mark ("again",) in it and the table, detail and health
+    polls once more."""
     agent.sources.poll_table()
     agent.sources.poll_identity()
     agent.sources.poll_table()
     try:
         text = agent.collect_once().decode()
+        if again is not None:
+            again.append(("again",))
+            agent.sources.poll_table()
+            agent.sources.poll_detail()
+            agent.sources.poll_health()
     finally:
         agent.stop()
     return text
@@ -130,20 +138,25 @@ def test_one_node_through_both_backends_is_one_exposition(
     cli = _table_exposition(_agent(tmp_path, scenario, "cli"))
     calls: list[tuple[str, ...]] = []
     dcmi_agent = _agent(tmp_path, scenario, "auto", calls=calls)
-    dcmi = _table_exposition(dcmi_agent)
-    # npu-smi ran once for the table (the cross-check), and for none of the queries DCMI answers
+    dcmi = _table_exposition(dcmi_agent, again=calls)
+    between = calls[calls.index(("again",)) + 1 :]
+    calls = calls[: calls.index(("again",))]
+    # npu-smi ran once for the table (the cross-check) and once for each detail query of each
+    # NPU or chip (the check of DCMI's first answer after it, or the answer where DCMI has
+    # none), and not at all in the polls after
     assert calls.count(("info",)) == 1
     served = {"usages", "common", "ecc", "health", "memory"}
-    assert not [c for c in calls if c[1:2] == ("-t",) and c[2] in served]
-    # the interconnect: -t hccs and -t hccs-bw once per chip (the links' check against DCMI,
-    # or the answer where DCMI has none: 310P), pcie-err and sio-info where the fake says
-    # -8255 (310P's own PCIe counters, SIO off A3)
+    details = Counter(c for c in calls if c[1:2] == ("-t",) and c[2] in served)
+    assert set(details.values()) == {1} and {c[2] for c in details} == served
+    assert between == []
+    # the interconnect likewise: hccs, hccs-bw, pcie-err and sio-info once per chip (the check,
+    # or the answer where DCMI has none: 310P's own PCIe counters, SIO off A3)
     node = node_state(load_scenario(scenario), AT)
     chips = sum(len(card.chips) for card in node.cards)
     asked = Counter(c[2] for c in calls if c[1:2] == ("-t",))
     p310, a3 = node.family.p310, node.family.a3
     assert (asked["hccs"], asked["hccs-bw"]) == (chips, chips)
-    assert (asked["pcie-err"], asked["sio-info"]) == (chips if p310 else 0, 0 if a3 else chips)
+    assert (asked["pcie-err"], asked["sio-info"]) == (chips, chips)
     found = samples(dcmi)
     if not p310:
         links = {

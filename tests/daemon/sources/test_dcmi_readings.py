@@ -7,8 +7,16 @@ import dataclasses
 
 import pytest
 
-from npumon.daemon.model.npu_smi import InfoTable, TableChip
-from npumon.daemon.sources.dcmi import disagreements
+from npumon.daemon.model.npu_smi import (
+    ChipCommon,
+    ChipUsage,
+    CommonReport,
+    HealthReport,
+    InfoTable,
+    TableChip,
+    UsagesReport,
+)
+from npumon.daemon.sources.dcmi import detail_disagreement, disagreements
 from npumon.daemon.sources.dcmi_client import DcmiChip
 from npumon.daemon.sources.dcmi_readings import (
     COMMON_CALLS,
@@ -168,7 +176,10 @@ def test_usages_and_common_in_base_units() -> None:
     answers = {
         **VALUES,
         "hbm": (0, {**VALUES["hbm"][1], "bandwith_util_rate": 21}),  # type: ignore[dict-item]
-        "multi_utilization": (0, {"aic_util": 35, "aiv_util": 25, "aicore_util": 37, "npu_util": 40}),
+        "multi_utilization": (
+            0,
+            {"aic_util": 35, "aiv_util": 25, "aicore_util": 37, "npu_util": 40},
+        ),
         "utilization3": (0, 2),
         "aicore": (0, {"freq": 1800, "cur_freq": 1300}),
     }
@@ -253,3 +264,21 @@ def test_voltage_pcie_bandwidth_and_vnpus_in_base_units() -> None:
     assert vnpus == ((100, 0.42, 2048 * 1024, 1536 * 1024),)  # KB into bytes, used = total - free
     # -8255 from both: nothing, never 0
     assert chip_dcmi({}).voltage_volts is None and chip_dcmi({}).pcie_bandwidth == ()
+
+
+def test_the_detail_check_compares_every_value_both_give() -> None:
+    """AI Cube 35 % against 0 % is a disagreement; 10 points of AI Core is not; a value one
+    side lacks is not compared; the health word and the set of codes must be equal."""
+    ours = UsagesReport(0, (ChipUsage(chip=0, aicore_ratio=0.4, aicube_ratio=0.35),))
+    same = UsagesReport(0, (ChipUsage(chip=0, aicore_ratio=0.5, aicube_ratio=0.35),))
+    assert detail_disagreement(ours, same) is None
+    cube = UsagesReport(0, (ChipUsage(chip=0, aicore_ratio=0.4, aicube_ratio=0.0),))
+    assert detail_disagreement(ours, cube) == "chip 0 aicube_ratio: dcmi 0.35, npu-smi 0.0"
+    lacking = UsagesReport(0, (ChipUsage(chip=0, aicore_ratio=0.4),))
+    assert detail_disagreement(ours, lacking) is None
+    rated = CommonReport(0, (ChipCommon(chip=0, aicore_rated_hertz=1.8e9),))
+    other = CommonReport(0, (ChipCommon(chip=0, aicore_rated_hertz=1.6e9),))
+    assert detail_disagreement(rated, other) is not None
+    alarm = HealthReport("Alarm", ("A4025021",))
+    assert detail_disagreement(alarm, HealthReport("Alarm", ("A4025021",))) is None
+    assert detail_disagreement(alarm, HealthReport("OK", ())) is not None
