@@ -245,17 +245,12 @@ def detail_disagreement(dcmi: object, cli: object) -> str | None:
                 return f"{kind}: dcmi {count}, npu-smi {theirs[kind]}"
         return None
     if isinstance(dcmi, HealthReport) and isinstance(cli, HealthReport):
-        ours, theirs = (
-            {code_value(c) for c in dcmi.error_codes},
-            {code_value(c) for c in cli.error_codes},
-        )
+        codes = [{code_value(c) for c in r.error_codes} for r in (dcmi, cli)]
         if None not in (dcmi.status, cli.status) and dcmi.status != cli.status:
             return f"health: dcmi {dcmi.status}, npu-smi {cli.status}"
-        return (
-            None
-            if ours == theirs
-            else f"error codes: dcmi {dcmi.error_codes}, npu-smi {cli.error_codes}"
-        )
+        if codes[0] != codes[1]:
+            return f"error codes: dcmi {dcmi.error_codes}, npu-smi {cli.error_codes}"
+        return None
     theirs_rows = _rows(cli)
     for chip, row in _rows(dcmi).items():
         other = theirs_rows.get(chip)

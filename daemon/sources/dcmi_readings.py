@@ -313,6 +313,10 @@ def chip_usage(chip: DcmiChip, values: Values) -> ChipUsage:
     type 2 and (310P) Vector type 12, no Cube or NPU line; HBM bandwidth from the HBM info."""
     hbm, memory = values.get("hbm"), values.get("memory")
     multi = values.get("multi_utilization")
+    aicore: float | None
+    vector: float | None
+    cube: float | None
+    npu: float | None
     if multi is not None:
         aicore, vector = _ratio(multi["aicore_util"]), _ratio(multi["aiv_util"])
         cube, npu = _ratio(multi["aic_util"]), _ratio(multi["npu_util"])
