@@ -64,6 +64,7 @@ from npumon.daemon.sources.dcmi_readings import (
     info_table,
     memory_report,
     pcie_errors,
+    reads_pcie_errors,
     sio_errors,
 )
 from npumon.daemon.sources.query import ABORTS_A_PASS, NpuSmi, Runner
@@ -139,7 +140,7 @@ DETAIL: dict[str, tuple[tuple[tuple[str, int], ...], Callable[..., object]]] = {
     # serve the whole query
     "hccs": (HCCS_CALLS, lambda npu, chips, v: hccs_report(v[chips[0]])),
     "hccs-bw": (HCCS_BW_CALLS, lambda npu, chips, v: hccs_bandwidth(v[chips[0]])),
-    "pcie-err": (PCIE_ERROR_CALLS, lambda npu, chips, v: pcie_errors(chips[0], v[chips[0]])),
+    "pcie-err": (PCIE_ERROR_CALLS, lambda npu, chips, v: pcie_errors(v[chips[0]])),
     "sio-info": (SIO_CALLS, lambda npu, chips, v: sio_errors(v[chips[0]])),
 }
 INTERCONNECT = frozenset({"hccs", "hccs-bw", "pcie-err", "sio-info"})  # served whole or not
@@ -482,6 +483,12 @@ class DcmiSmi(NpuSmi):
                 "dcmi_chip_gone", f"dcmi_init listed no NPU {npu} chip {chip}", re_enumerate=True
             )
         wanted, build = DETAIL[kind]
+        if kind == "pcie-err":  # npu-smi answers where it does not read them through DCMI
+            board = None
+            if chips[0].model == "a3":
+                board = self._values(run, helper, chips, (("mainboard", 0),))[chips[0]]
+            if not reads_pcie_errors(chips[0], cast(int | None, (board or {}).get("mainboard"))):
+                return None
         report = build(npu, chips, self._values(run, helper, chips, wanted, kind))
         if report is None:
             return None

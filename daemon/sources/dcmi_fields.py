@@ -66,7 +66,7 @@ FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     },
     "hccs": {"mainboard": ("links",), "hccs": ("links",)},
     "hccs-bw": {"mainboard": ("links",), "hccs_bw": ("links",)},
-    "pcie-err": {"mainboard": ("counts",), "pcie_errors": ("counts",)},
+    "pcie-err": {"pcie_errors": ("counts",)},
     "sio-info": {"sio": ("counts",)},
 }
 _ONE_REPORT = frozenset({"health", "memory", "hccs", "hccs-bw", "pcie-err", "sio-info"})

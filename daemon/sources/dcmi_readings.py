@@ -84,7 +84,7 @@ DCMI_ONLY_CALLS: tuple[tuple[str, int], ...] = (
 HCCS_WINDOW_MS = 200  # npu-exporter's -hccsBWProfilingTime default
 HCCS_CALLS: tuple[tuple[str, int], ...] = (("mainboard", 0), ("hccs", 0))
 HCCS_BW_CALLS: tuple[tuple[str, int], ...] = (("mainboard", 0), ("hccs_bw", HCCS_WINDOW_MS))
-PCIE_ERROR_CALLS: tuple[tuple[str, int], ...] = (("mainboard", 0), ("pcie_errors", 0))
+PCIE_ERROR_CALLS: tuple[tuple[str, int], ...] = (("pcie_errors", 0),)
 SIO_CALLS: tuple[tuple[str, int], ...] = (("sio", 0),)
 SUPERPOD_9000_BOARDS = frozenset({0x1C, 0x1D})  # Atlas 9000 A3 SuperPoD: M2-M7 only
 HCCS_LANE_GBPS = 56
@@ -491,13 +491,16 @@ def hccs_bandwidth(values: Values) -> HccsBandwidth | None:
     )
 
 
-def pcie_errors(chip: DcmiChip, values: Values) -> ErrorCounts | None:
-    """`-t pcie-err`: DCMI's counters on 910B and on the A3 board npu-smi reads them on (A+X);
-    None (npu-smi answers) elsewhere."""
+def reads_pcie_errors(chip: DcmiChip, mainboard: int | None) -> bool:
+    """Whether npu-smi reads `-t pcie-err` through DCMI on this chip: 910B, and A3 on the A+X
+    board (`show_ascend_chip_err_count_info`, `is_a_x_910_93`); ``mainboard`` is asked on A3
+    only."""
+    return chip.model == "910b" or (chip.model == "a3" and mainboard == A_X_MAINBOARD)
+
+
+def pcie_errors(values: Values) -> ErrorCounts | None:
     found = values.get("pcie_errors")
-    if found is None or (chip.model == "a3" and values.get("mainboard") != A_X_MAINBOARD):
-        return None
-    return ErrorCounts(tuple(zip(PCIE_ERROR_KINDS, found, strict=True)))
+    return None if found is None else ErrorCounts(tuple(zip(PCIE_ERROR_KINDS, found, strict=True)))
 
 
 def sio_errors(values: Values) -> ErrorCounts | None:

@@ -12,7 +12,7 @@ import pytest
 from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsLink, HccsReport
 from npumon.daemon.parsers import interconnect
 from npumon.daemon.sources.dcmi import DcmiSmi, _detail, link_disagreement
-from npumon.daemon.sources.dcmi_client import DcmiHelper
+from npumon.daemon.sources.dcmi_client import DcmiHelper, Hello
 from npumon.daemon.sources.dcmi_readings import (
     hccs_bandwidth,
     hccs_ports,
@@ -95,7 +95,7 @@ def test_bandwidth_rows_by_port_at_npu_smis_precision() -> None:
 
 
 def test_pcie_and_sio_counters_carry_the_parsers_names() -> None:
-    pcie = pcie_errors(CHIPS[0], {"pcie_errors": [1, 2, 3, 4, 5]})
+    pcie = pcie_errors({"pcie_errors": [1, 2, 3, 4, 5]})
     assert pcie == ErrorCounts((("tx", 1), ("rx", 2), ("lcrc", 3), ("ecrc", 4), ("retry", 5)))
     assert {k for k, _ in pcie.counts} <= set(interconnect.PCIE_KINDS.values())
     sio = sio_errors({"sio": [3, 9]})
@@ -107,7 +107,7 @@ def test_no_value_no_model() -> None:
     """-8255, a missing symbol or -8002 leave the value out: npu-smi serves the query."""
     assert hccs_report({"hccs": HCCS}) is None and hccs_report({"mainboard": 0}) is None
     assert hccs_bandwidth({"mainboard": 0}) is None
-    assert pcie_errors(CHIPS[0], {}) is None and sio_errors({}) is None
+    assert pcie_errors({}) is None and sio_errors({}) is None
 
 
 @pytest.mark.parametrize(
@@ -271,3 +271,26 @@ def test_an_npu_smi_that_cannot_answer_leaves_dcmis_links_unchecked() -> None:
     assert _hccs(smi, run) == dcmi and _hccs(smi) == dcmi
     assert [f.reason for f in run.refusals] == ["parse_error"]
     assert runner.calls.count("info " + " ".join(HCCS_ARGS)) == 1
+
+
+@pytest.mark.parametrize(("board", "through_dcmi"), [(0x15, True), (0x14, False)])
+def test_a3_pcie_errors_through_dcmi_only_on_the_a_x_board(
+    monkeypatch: pytest.MonkeyPatch, board: int, through_dcmi: bool
+) -> None:
+    """npu-smi reads them through DCMI on an A3 only on the A+X board (mainboard 0x15); on
+    the others DCMI is not asked and npu-smi answers (here: "not supported")."""
+    a3 = tuple(replace(chip, pci_device_id=0xD803) for chip in CHIPS)
+    monkeypatch.setattr(
+        StubHelper, "hello", lambda self: Hello(a3, frozenset(), "25.2.2", "25.2.2")
+    )
+    smi, helper, runner, _ = _smi("")
+    ANSWERS["mainboard"] = board
+    args = ("-t", "pcie-err", "-i", "0")
+    if through_dcmi:
+        pcie = smi.query(SourceRun(), interconnect.parse_pcie_err, *args)
+        assert dict(pcie.counts)["retry"] == 2
+    else:
+        with pytest.raises(Exception, match="not support"):
+            smi.query(SourceRun(), interconnect.parse_pcie_err, *args)
+    asked = [c[0] for r in helper.requests for c in r if c[0] in ("mainboard", "pcie_errors")]
+    assert asked == (["mainboard", "pcie_errors"] if through_dcmi else ["mainboard"])
