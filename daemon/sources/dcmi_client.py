@@ -62,6 +62,7 @@ class Hello:
     missing: frozenset[str]
     dcmi_version: str | None
     driver_version: str | None
+    interface: int = 1  # 2: the 950's dcmiv2_* (dcmi_init answered -8255, dcmiv2_init 0)
 
 
 def _hello(message: Mapping[str, Any]) -> Hello:
@@ -82,6 +83,7 @@ def _hello(message: Mapping[str, Any]) -> Hello:
         missing=frozenset(message["missing"]),
         dcmi_version=message.get("dcmi_version"),
         driver_version=message.get("driver_version"),
+        interface=message.get("interface", 1),
     )
 
 

@@ -32,6 +32,7 @@ from npumon.daemon.sources.dcmi_abi import (
     SUB_SIO_CRC_ERRORS,
     SUB_TOTAL_RESOURCE,
     SUB_VDEV_ACTIVITY,
+    V2_OF,
     VDEV_MNG,
     VERSION_BYTES,
     AicoreInfo,
@@ -296,6 +297,9 @@ def enumerate_chips(functions: Functions) -> tuple[int, list[list[int]]]:
     return rc, chips
 
 
+NOT_SUPPORTED = -8255
+NPU_950 = 0xD806  # NPU_950_DEVICE_ID of npu-smi's npu_common.h
+_ENUMERATION_V2 = ("dcmiv2_init", "dcmiv2_get_device_list", "dcmiv2_get_chip_phy_id_by_dev_id")
 _ENUMERATION = (
     "dcmi_init",
     "dcmi_get_card_list",
@@ -305,22 +309,79 @@ _ENUMERATION = (
 )
 
 
-def hello(functions: Functions, missing: tuple[str, ...]) -> dict[str, Any]:
+def _not_supported(*_: Any) -> int:
+    return NOT_SUPPORTED
+
+
+def _without_device(function: Any) -> Callable[..., int]:
+    """A v2 function called as its v1 counterpart: (card, device, rest) -> (dev_id, rest)."""
+
+    def call(dev_id: int, _device: int, *rest: Any) -> int:
+        return int(function(dev_id, *rest))
+
+    return call
+
+
+def v2_functions(functions: Functions) -> Functions:
+    """The readers' v1 names bound to the library's v2 functions (absent where it lacks one;
+    -8255 where v2 has none)."""
+    bound: Functions = {}
+    for v1, v2 in V2_OF.items():
+        if v2 is None:
+            bound[v1] = _not_supported
+        elif v2 in functions:
+            bound[v1] = _without_device(functions[v2])
+    return bound
+
+
+def enumerate_v2(functions: Functions) -> tuple[int, list[list[int]]]:
+    """dcmiv2_init's chips as [logic id, 0, logic id, phy id, 0xD806]: a 950 NPU ID has one
+    chip, addressed by its logic id (= npu-smi's NPU ID)."""
+    count, ids = c_int(0), (c_int * MAX_CARDS)()
+    rc = functions["dcmiv2_get_device_list"](ids, byref(count), MAX_CARDS)
+    chips: list[list[int]] = []
+    for dev_id in ids[: min(count.value, MAX_CARDS)] if rc == 0 else ():
+        phy = c_uint(0)
+        rc = functions["dcmiv2_get_chip_phy_id_by_dev_id"](dev_id, byref(phy))
+        if rc != 0:
+            return rc, []
+        chips.append([dev_id, 0, dev_id, phy.value, NPU_950])
+    return rc, chips
+
+
+def hello(functions: Functions, missing: tuple[str, ...]) -> tuple[dict[str, Any], Functions]:
+    """The greeting, and the functions the readers call: v1's, or on a 950 (dcmi_init -8255,
+    dcmiv2_init 0) the v2 ones under the v1 names."""
+    v2_missing = [name for name in missing if name.startswith("dcmiv2_")]
+    missing = tuple(name for name in missing if name not in v2_missing)  # the interface in use
     lacking = [name for name in _ENUMERATION if name not in functions]
     if lacking:
-        return {"init": MISSING_SYMBOL, "missing": list(missing)}
+        return {"init": MISSING_SYMBOL, "missing": list(missing)}, functions
     rc = functions["dcmi_init"]()
+    v2 = rc == NOT_SUPPORTED and all(name in functions for name in _ENUMERATION_V2)
+    if v2 and functions["dcmiv2_init"]() == 0:
+        enumerated, chips = enumerate_v2(functions)
+        return {
+            "init": 0,
+            "interface": 2,
+            "enumerate": enumerated,
+            "chips": chips,
+            "missing": v2_missing,
+            "dcmi_version": _version(functions, "dcmiv2_get_dcmi_version"),
+            "driver_version": _version(functions, "dcmiv2_get_driver_version"),
+        }, v2_functions(functions)
     if rc != 0:
-        return {"init": rc, "missing": list(missing)}
+        return {"init": rc, "missing": list(missing)}, functions
     enumerated, chips = enumerate_chips(functions)
     return {
         "init": 0,
+        "interface": 1,
         "enumerate": enumerated,
         "chips": chips,
         "missing": list(missing),
         "dcmi_version": _version(functions, "dcmi_get_dcmi_version"),
         "driver_version": _version(functions, "dcmi_get_driver_version"),
-    }
+    }, functions
 
 
 def _write(message: dict[str, Any]) -> None:
@@ -337,7 +398,7 @@ def main(argv: list[str]) -> int:
     except OSError as error:
         _write({"init": None, "load_error": str(error)})
         return 1
-    greeting = hello(functions, missing)
+    greeting, functions = hello(functions, missing)
     _write(greeting)
     if greeting["init"] != 0:
         return 1

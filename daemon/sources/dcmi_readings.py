@@ -35,7 +35,8 @@ HEALTH = {0: "OK", 1: "Warning", 2: "Alarm", 3: "Critical"}
 # dcmi_get_device_utilization_rate types (DRV-H DCMI_UTILIZATION_RATE_*)
 UTIL_AICORE, UTIL_AICPU, UTIL_CTRLCPU, UTIL_DDR_BANDWIDTH, UTIL_VECTOR = 2, 3, 4, 5, 12
 # npu-smi's chip types (DcmiChip.model) for the choices its source makes per chip
-MULTI_UTILIZATION = frozenset({"910b", "a3"})  # -t usages reads the multi call; else -8255
+# -t usages reads the multi call (v2 on the 950); elsewhere DCMI answers -8255
+MULTI_UTILIZATION = frozenset({"910b", "a3", "950"})
 NO_DDR = frozenset({"910b", "a3", "950"})  # memory_info_v3 and DDR ECC: -8255
 HBM = frozenset({"910", "910b", "a3", "950"})
 NO_HBM = frozenset({"310", "310p", "310b"})
@@ -124,7 +125,7 @@ def asked(query: str, chip: DcmiChip, name: str, arg: int) -> bool:
     if name == "hbm" or (name == "ecc" and arg == ECC_HBM):
         return model not in NO_HBM
     if name == "pcie_errors":
-        return model in MULTI_UTILIZATION
+        return model in ("910b", "a3")
     return True
 
 
@@ -494,7 +495,7 @@ def hccs_bandwidth(values: Values) -> HccsBandwidth | None:
 def reads_pcie_errors(chip: DcmiChip, mainboard: int | None) -> bool:
     """Whether npu-smi reads `-t pcie-err` through DCMI on this chip: 910B, and A3 on the A+X
     board (`show_ascend_chip_err_count_info`, `is_a_x_910_93`); ``mainboard`` is asked on A3
-    only."""
+    only. The 950's (PCIe-booted boards outside split mode) are left to npu-smi."""
     return chip.model == "910b" or (chip.model == "a3" and mainboard == A_X_MAINBOARD)
 
 

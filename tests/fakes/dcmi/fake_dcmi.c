@@ -54,6 +54,7 @@ static int nchips;
 static struct rule rules[MAX_RULES];
 static int nrules;
 static int initialised;
+static int v2_call;  /* inside a dcmiv2_* call: the 950's own interface */
 static int ecc_size = 36;
 static char board[16] = "";
 static char dcmi_version[64] = "fake";
@@ -93,7 +94,7 @@ static int refused(const char *function, int arg);
 static int guard(const char *function, int card, int device, struct chip **out) {
     int rc = injected(function);
     if (rc) return rc;
-    if (!initialised) return INNER_ERR;
+    if (!initialised && !v2_call) return INNER_ERR;
     if (refused(function, -1)) return NOT_SUPPORT;
     if (out == NULL) return 0;
     *out = find(card, device);
@@ -170,8 +171,10 @@ static const char *const ECC_CHECKED[] = {"910", "910b", "310p", "a3", "950", NU
 /* The driver's own refusals by board (see the head of this file): 1 where it answers -8255;
  * ``arg`` is the type of a typed call, -1 for the check every call starts with. */
 static int refused(const char *function, int arg) {
-    if (strcmp(board, "950") == 0) return 1;
-    if (strcmp(function, "dcmi_get_device_multi_utilization_rate") == 0) return !board_in(NEW_910);
+    /* v1 on a 950 and v2 anywhere else: -8255 (every v2 getter checks for a 950) */
+    if ((strcmp(board, "950") == 0) != v2_call) return 1;
+    if (strcmp(function, "dcmi_get_device_multi_utilization_rate") == 0)
+        return !board_in(NEW_910) && !v2_call;  /* DI/dcmiv2_running_info_intf.c:900-931 */
     if (strcmp(function, "dcmi_get_device_memory_info_v3") == 0) return board_in(NO_DDR);
     if (arg < 0) return 0;  /* a typed call: checked again with its type */
     if (strcmp(function, "dcmi_get_device_utilization_rate") == 0) {
@@ -195,8 +198,7 @@ static unsigned int pci_device_id(void) {
     return 0;
 }
 
-#ifndef OMIT_dcmi_init
-int dcmi_init(void) {
+static int load_state(void) {
     const char *path = getenv("NPUMON_FAKE_DCMI_STATE");
     static char line[16384];
     FILE *f = path ? fopen(path, "r") : NULL;
@@ -205,7 +207,14 @@ int dcmi_init(void) {
     board[0] = '\0';
     while (fgets(line, sizeof(line), f)) load_line(line);
     fclose(f);
-    int rc = injected("dcmi_init");
+    return 0;
+}
+
+#ifndef OMIT_dcmi_init
+int dcmi_init(void) {
+    int rc = load_state();
+    if (rc) return rc;
+    rc = injected("dcmi_init");
     if (rc == 0 && refused("dcmi_init", 0)) rc = NOT_SUPPORT;  /* DINIT/dcmi_init_basic.c:1447 */
     initialised = rc == 0;
     return rc;
@@ -680,6 +689,116 @@ int dcmi_get_device_aicore_info(int card_id, int device_id, struct dcmi_aicore_i
         return NOT_SUPPORT;
     aicore_info->freq = (unsigned int)rated;
     aicore_info->cur_freq = (unsigned int)current;
+    return 0;
+}
+#endif
+
+/* DCMI v2 (the 950's interface, H:2400-3260): chips by logic id (dev_id), each call the v1
+ * reading of that chip with the 950 check turned round; an injected fail/hang rule names the
+ * v1 function. dcmiv2_init answers -8255 off a 950 (DINIT/dcmi_init_basic.c:1293-1330). */
+#ifndef OMIT_dcmiv2
+static int v2_initialised;
+
+int dcmiv2_init(void) {
+    int rc = load_state();
+    if (rc) return rc;
+    rc = injected("dcmiv2_init");
+    if (rc == 0 && strcmp(board, "950") != 0) rc = NOT_SUPPORT;
+    v2_initialised = rc == 0;
+    return rc;
+}
+
+int dcmiv2_get_device_list(int *device_list, int *device_cnt, int list_len) {
+    int n = 0;
+    if (!v2_initialised) return INNER_ERR;
+    for (int i = 0; i < nchips; i++) {
+        if (n >= list_len) return INVALID_PARAMETER;
+        device_list[n++] = chips[i].logic;
+    }
+    *device_cnt = n;
+    return 0;
+}
+
+int dcmiv2_get_chip_phy_id_by_dev_id(int dev_id, unsigned int *phyid) {
+    if (!v2_initialised) return INNER_ERR;
+    for (int i = 0; i < nchips; i++)
+        if (chips[i].logic == dev_id) { *phyid = (unsigned int)chips[i].phy; return 0; }
+    return INVALID_PARAMETER;
+}
+
+/* The chip of a dev_id as (card, device) for the v1 reading, inside a v2 call. */
+static int v2_enter(int dev_id, int *card, int *device) {
+    if (!v2_initialised) return INNER_ERR;
+    for (int i = 0; i < nchips; i++) {
+        if (chips[i].logic != dev_id) continue;
+        *card = chips[i].card;
+        *device = chips[i].device;
+        v2_call = 1;
+        return 0;
+    }
+    return INVALID_PARAMETER;
+}
+
+#define V2(NAME, V1, PARAMS, ...)                              \
+    int NAME PARAMS {                                          \
+        int card, device, rc = v2_enter(dev_id, &card, &device); \
+        if (rc) return rc;                                     \
+        rc = V1(card, device, __VA_ARGS__);                    \
+        v2_call = 0;                                           \
+        return rc;                                             \
+    }
+
+V2(dcmiv2_get_device_health, dcmi_get_device_health, (int dev_id, unsigned int *health), health)
+V2(dcmiv2_get_device_error_code_list, dcmi_get_device_errorcode_v2,
+   (int dev_id, int *error_count, unsigned int *error_code_list, unsigned int list_len),
+   error_count, error_code_list, list_len)
+V2(dcmiv2_get_device_power_info, dcmi_get_device_power_info, (int dev_id, int *power_info),
+   power_info)
+V2(dcmiv2_get_device_temperature, dcmi_get_device_temperature, (int dev_id, int *temperature),
+   temperature)
+V2(dcmiv2_get_device_voltage, dcmi_get_device_voltage, (int dev_id, unsigned int *voltage),
+   voltage)
+V2(dcmiv2_get_device_hbm_info, dcmi_get_device_hbm_info,
+   (int dev_id, struct dcmi_hbm_info *hbm_info), hbm_info)
+V2(dcmiv2_get_device_utilization_rate, dcmi_get_device_utilization_rate,
+   (int dev_id, int input_type, unsigned int *utilization_rate), input_type, utilization_rate)
+V2(dcmiv2_get_device_multi_utilization_rate, dcmi_get_device_multi_utilization_rate,
+   (int dev_id, struct dcmi_multi_utilization_info *util_info), util_info)
+V2(dcmiv2_get_device_aicore_info, dcmi_get_device_aicore_info,
+   (int dev_id, struct dcmi_aicore_info *aicore_info), aicore_info)
+V2(dcmiv2_get_device_ecc_info, dcmi_get_device_ecc_info,
+   (int dev_id, enum dcmi_device_type input_type, struct dcmi_ecc_info *device_ecc_info),
+   input_type, device_ecc_info)
+V2(dcmiv2_get_device_proc_mem_info, dcmi_get_device_resource_info,
+   (int dev_id, struct dcmi_proc_mem_info *proc_info, int *proc_num), proc_info, proc_num)
+V2(dcmiv2_get_device_chip_info, dcmi_get_device_chip_info_v2,
+   (int dev_id, struct dcmi_chip_info_v2 *chip_info), chip_info)
+V2(dcmiv2_get_device_pcie_info, dcmi_get_device_pcie_info_v2,
+   (int dev_id, struct dcmi_pcie_info_all *pcie_info), pcie_info)
+V2(dcmiv2_get_device_info, dcmi_get_device_info,
+   (int dev_id, enum dcmi_main_cmd main_cmd, unsigned int sub_cmd, void *buf, unsigned int *size),
+   main_cmd, sub_cmd, buf, size)
+V2(dcmiv2_get_pcie_link_bandwidth_info, dcmi_get_pcie_link_bandwidth_info,
+   (int dev_id, struct dcmi_pcie_link_bandwidth_info *pcie_link_bandwidth_info),
+   pcie_link_bandwidth_info)
+
+int dcmiv2_get_mainboard_id(int dev_id, unsigned int *mainboard_id) {
+    int card, device, rc = v2_enter(dev_id, &card, &device);
+    if (rc) return rc;
+    rc = dcmi_get_mainboard_id(card, 0, mainboard_id);
+    v2_call = 0;
+    return rc;
+}
+
+int dcmiv2_get_dcmi_version(char *dcmi_ver, unsigned int len) {
+    if (!v2_initialised) return INNER_ERR;
+    snprintf(dcmi_ver, len, "%s", dcmi_version);
+    return 0;
+}
+
+int dcmiv2_get_driver_version(char *driver_ver, unsigned int len) {
+    if (!v2_initialised) return INNER_ERR;
+    snprintf(driver_ver, len, "%s", driver_version);
     return 0;
 }
 #endif
