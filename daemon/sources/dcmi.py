@@ -16,7 +16,6 @@ field: for an hour the npu-smi query being answered fills only the fields that f
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -320,7 +319,13 @@ class DcmiSmi(NpuSmi):
                     run, helper, lambda r, h, hello: self._report(r, h, hello, *detail)
                 )
 
-            cli = functools.partial(self._cli, run, parse, *args)
+            asked: list[object] = []
+
+            def cli() -> object:
+                """npu-smi's answer, run at most once for the merge and the check together."""
+                if not asked:
+                    asked.append(self._cli(run, parse, *args))
+                return asked[0]
 
             def filled() -> object | None:
                 found = read()
