@@ -17,6 +17,7 @@ from npumon.simulator.model import Scenario, Vnpu
 from npumon.simulator.state import SimChip, SimNode, node_state
 
 HEALTH_CODES = {"OK": 0, "Warning": 1, "Alarm": 2, "Critical": 3}
+BOARDS = {"910b": "910b", "a3": "a3", "310p-duo": "310p", "310b": "310b"}  # family -> board
 MIB = 1024 * 1024
 
 
@@ -30,6 +31,8 @@ def _chip_keys(node: SimNode, c: SimChip) -> dict[str, object]:
         "util4": c.ctrlcpu_percent,
         "freq7": c.aicore_current_mhz,
         "freq9": c.aicore_rated_mhz,
+        "aicore_freq": c.aicore_rated_mhz,  # dcmi_get_device_aicore_info, which npu-smi reads
+        "aicore_cur_freq": c.aicore_current_mhz,
         "bus": c.bus_id,
         "chip_type": fam.chip_type,
         "chip_name": fam.table_name,
@@ -64,6 +67,7 @@ def _chip_keys(node: SimNode, c: SimChip) -> dict[str, object]:
             hbm_used=c.hbm_used_mb,
             hbm_temp=c.hbm_temperature_celsius or 0,
             hbm_freq=c.hbm_clock_mhz or 0,
+            hbm_bw=c.hbm_bandwidth_percent or 0,  # what npu-smi's -t usages prints
         )
     if c.memory_total_mb:  # 910B and A3 print 0 / 0: their driver answers -8255
         keys.update(
@@ -91,7 +95,9 @@ def _dcmi_only(node: SimNode, c: SimChip) -> dict[str, object]:
     return keys
 
 
-MAINBOARD = 0x14  # not an Atlas 9000 A3 SuperPoD's (0x1C, 0x1D): HCCS ports 1-7
+# not an Atlas 9000 A3 SuperPoD's (0x1C, 0x1D): HCCS ports 1-7; the A3 an A+X board (0x15),
+# the one npu-smi reads PCIe errors on, as the stand-in prints them
+MAINBOARD, A_X_MAINBOARD = 0x14, 0x15
 HDLC_OK = 3
 LANE_WORD = 1 | 0b1111 << 1 | 0b10 << 9  # switched to HCCS, lanes 0-3 in use, 4-lane mode
 
@@ -110,7 +116,7 @@ def _interconnect(
         counters = links.hccs_counters(sc, c, el)
         first_error = links.first_error_port(counters)
         keys.update(
-            mainboard=MAINBOARD,
+            mainboard=A_X_MAINBOARD if fam_a3 else MAINBOARD,
             hccs_pcs_status=0 if first_error is None else 1 | first_error << 8,
             hccs_hdlc_status=HDLC_OK,
             hccs_ports=sum(1 << port for port in links.HCCS_PORTS),
@@ -141,7 +147,10 @@ def state_text(
 ) -> str:
     """The fake's state file for the node (cards that disappeared are not listed), the
     scenario's vNPUs and, given the scenario and time, the interconnect readings."""
-    lines = [f"version {node.npu_smi_version} {node.npu_smi_version}"]
+    lines = [
+        f"version {node.npu_smi_version} {node.npu_smi_version}",
+        f"board {BOARDS.get(node.family.key, node.family.key)}",  # what the fake refuses
+    ]
     if node.dcmi_fail_code is not None:
         lines.append(f"init {node.dcmi_fail_code}")
     for card in node.cards:

@@ -15,15 +15,23 @@ field: for an hour the npu-smi query being answered fills only the fields that f
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar, cast
 
-from npumon.daemon.model.network import HccsBandwidth, HccsReport
-from npumon.daemon.model.npu_smi import ChipDcmi, CommonReport, EccReport, InfoTable, UsagesReport
+from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsReport
+from npumon.daemon.model.npu_smi import (
+    ChipDcmi,
+    CommonReport,
+    EccReport,
+    HealthReport,
+    InfoTable,
+    UsagesReport,
+    code_value,
+)
 from npumon.daemon.model.snapshot import BackendInfo
 from npumon.daemon.parsers import plausible, table
 from npumon.daemon.sources.dcmi_client import Call, DcmiChip, DcmiHelper, Hello, HelperFailure
@@ -55,6 +63,7 @@ from npumon.daemon.sources.dcmi_readings import (
     info_table,
     memory_report,
     pcie_errors,
+    reads_pcie_errors,
     sio_errors,
 )
 from npumon.daemon.sources.query import ABORTS_A_PASS, NpuSmi, Runner
@@ -136,12 +145,13 @@ DETAIL: dict[str, tuple[tuple[tuple[str, int], ...], Callable[..., object]]] = {
 INTERCONNECT = frozenset({"hccs", "hccs-bw", "pcie-err", "sio-info"})  # served whole or not
 _PER_CHIP = frozenset({"health", "memory", "hccs", "hccs-bw"})  # `-i N -c M`
 _EITHER = frozenset({"pcie-err", "sio-info"})  # `-i N` on a one-chip NPU, else `-i N -c M`
-# checked against one npu-smi answer per chip after each table cross-check: their port
-# numbering comes from the board's id
-LINK_CHECKED = frozenset({"hccs", "hccs-bw"})
 # a counter read by npu-smi just after DCMI may have grown by this much
 LINK_COUNTER_SLACK = 10_000_000
 LINK_COUNTER_RATIO = 0.01
+# the detail values' check: two reads milliseconds apart, where utilization and the current
+# AI Core clock move with the load
+RATIO_TOLERANCE = 0.25
+CURRENT_CLOCK_TOLERANCE_RATIO = 0.5
 DETAIL_KINDS = ("info", *DETAIL)
 
 
@@ -203,6 +213,58 @@ def link_disagreement(dcmi: object, cli: object) -> str | None:
     return None
 
 
+def _close(field: str, x: float, y: float) -> bool:
+    if field.endswith("_ratio"):
+        return abs(x - y) <= RATIO_TOLERANCE
+    if field == "aicore_current_hertz":
+        return abs(x - y) <= CURRENT_CLOCK_TOLERANCE_RATIO * max(abs(x), abs(y))
+    if field == "power_watts":
+        return abs(x - y) <= max(POWER_TOLERANCE_WATTS, POWER_TOLERANCE_RATIO * abs(y))
+    if field.endswith("_celsius"):
+        return abs(x - y) <= TEMPERATURE_TOLERANCE_CELSIUS
+    return x == y
+
+
+def _rows(report: object) -> dict[int | None, object]:
+    chips = getattr(report, "chips", None)
+    return {None: report} if chips is None else {row.chip: row for row in chips}
+
+
+def detail_disagreement(dcmi: object, cli: object) -> str | None:
+    """What differs between DCMI's and npu-smi's answer to one detail or interconnect query,
+    among the values both give: totals, counts and rated clocks equal; utilization within 25
+    points, the current clock within 50 %, power and temperature as in the table's check;
+    error counters within the links' slack; the health word and the set of error codes equal.
+    None: they agree."""
+    if isinstance(dcmi, HccsReport | HccsBandwidth):
+        return link_disagreement(dcmi, cli)
+    if isinstance(dcmi, ErrorCounts) and isinstance(cli, ErrorCounts):
+        theirs = dict(cli.counts)
+        for kind, count in dcmi.counts:
+            if kind in theirs and not _counters_close(count, theirs[kind]):
+                return f"{kind}: dcmi {count}, npu-smi {theirs[kind]}"
+        return None
+    if isinstance(dcmi, HealthReport) and isinstance(cli, HealthReport):
+        codes = [{code_value(c) for c in r.error_codes} for r in (dcmi, cli)]
+        if None not in (dcmi.status, cli.status) and dcmi.status != cli.status:
+            return f"health: dcmi {dcmi.status}, npu-smi {cli.status}"
+        if codes[0] != codes[1]:
+            return f"error codes: dcmi {dcmi.error_codes}, npu-smi {cli.error_codes}"
+        return None
+    theirs_rows = _rows(cli)
+    for chip, row in _rows(dcmi).items():
+        other = theirs_rows.get(chip)
+        if other is None:
+            continue
+        for f in dataclasses.fields(row):  # type: ignore[arg-type]
+            x, y = getattr(row, f.name), getattr(other, f.name, None)
+            if f.name in ("npu", "chip") or x is None or y is None:
+                continue
+            if not _close(f.name, x, y):
+                return f"chip {chip} {f.name}: dcmi {x}, npu-smi {y}"
+    return None
+
+
 class DcmiSmi(NpuSmi):
     """npu-smi, with what DCMI can answer answered by the helper where the backend allows it."""
 
@@ -233,9 +295,9 @@ class DcmiSmi(NpuSmi):
         self._off_until = 0.0  # a failed cross-check has npu-smi serve until then
         self._checked = False  # the detail tier waits for the first cross-check
         self._checked_at = 0.0  # when the last table cross-check passed
-        # (query, NPU, chip) -> (the table check after which its links were compared, whether
+        # (query, NPU, chip) -> (the table check after which its answers were compared, whether
         # they agreed): npu-smi serves the ones that did not until the next check
-        self._links: dict[tuple[str, int, int | None], tuple[float | None, bool]] = {}
+        self._compared: dict[tuple[str, int, int | None], tuple[float | None, bool]] = {}
         self._unsupported: dict[Call, float] = {}
         # function (request name) -> until when npu-smi serves the fields it fills (missing, -8002)
         self._refused: dict[str, float] = {}
@@ -257,15 +319,21 @@ class DcmiSmi(NpuSmi):
                     run, helper, lambda r, h, hello: self._report(r, h, hello, *detail)
                 )
 
-            if detail[0] in LINK_CHECKED:
-                cli = functools.partial(self._cli, run, parse, *args)
-                return cast(T, self._link_checked(run, detail, read, cli))
-            served = read()
-            if served is not None:
-                wanted = DETAIL[detail[0]][0]
-                served = self._filled(
-                    detail[0], served, wanted, lambda: self._cli(run, parse, *args)
-                )
+            asked: list[object] = []
+
+            def cli() -> object:
+                """npu-smi's answer, run at most once for the merge and the check together."""
+                if not asked:
+                    asked.append(self._cli(run, parse, *args))
+                return asked[0]
+
+            def filled() -> object | None:
+                found = read()
+                if found is None or detail[0] in INTERCONNECT:
+                    return found
+                return self._filled(detail[0], found, DETAIL[detail[0]][0], cli)
+
+            return cast(T, self._detail_checked(run, detail, filled, cli))
         if served is None:
             return super().query(run, parse, *args)
         return cast(T, served)  # the model type `parse` gives for these args
@@ -297,17 +365,18 @@ class DcmiSmi(NpuSmi):
                 helper.restart(failure.message)
         return found
 
-    def _link_checked(
+    def _detail_checked(
         self,
         run: SourceRun,
         detail: tuple[str, int, int | None],
         read: Callable[[], object | None],
         cli: Callable[[], object],
     ) -> object:
-        """DCMI's `-t hccs|hccs-bw` of one chip; the first after each table cross-check is
-        compared with npu-smi's, and on a disagreement npu-smi serves it until the next (an
-        npu-smi that cannot answer leaves DCMI's unchecked, counted)."""
-        at, agreed = self._links.get(detail, (None, True))
+        """DCMI's answer to a detail or interconnect query; the first after each table
+        cross-check is compared with npu-smi's (every value both give), and on a disagreement
+        npu-smi serves that query until the next (an npu-smi that cannot answer leaves DCMI's
+        unchecked, counted)."""
+        at, agreed = self._compared.get(detail, (None, True))
         if at == self._checked_at and not agreed:
             return cli()
         found = read()
@@ -328,10 +397,10 @@ class DcmiSmi(NpuSmi):
                     "until the next check",
                 )
             )
-            self._links[detail] = (self._checked_at, True)
+            self._compared[detail] = (self._checked_at, True)
             return found
-        problem = link_disagreement(found, theirs)
-        self._links[detail] = (self._checked_at, problem is None)
+        problem = detail_disagreement(found, theirs)
+        self._compared[detail] = (self._checked_at, problem is None)
         if problem is None:
             return found
         log.warning("event=dcmi_cross_check_failed query=%s detail=%r", detail[0], problem)
@@ -389,8 +458,9 @@ class DcmiSmi(NpuSmi):
         helper: DcmiHelper,
         chips: Sequence[DcmiChip],
         wanted: Sequence[tuple[str, int]],
+        query: str = "info",
     ) -> dict[DcmiChip, dict[str, object]]:
-        calls = calls_for(chips, wanted, self._skip)
+        calls = calls_for(chips, wanted, self._skip, query)
         answers = helper.call(calls)
         return collect(
             chips, calls, answers, self._mark_unsupported, lambda r: self._refuse(run, r)
@@ -418,7 +488,13 @@ class DcmiSmi(NpuSmi):
                 "dcmi_chip_gone", f"dcmi_init listed no NPU {npu} chip {chip}", re_enumerate=True
             )
         wanted, build = DETAIL[kind]
-        report = build(npu, chips, self._values(run, helper, chips, wanted))
+        if kind == "pcie-err":  # npu-smi answers where it does not read them through DCMI
+            board = None
+            if chips[0].model == "a3":
+                board = self._values(run, helper, chips, (("mainboard", 0),))[chips[0]]
+            if not reads_pcie_errors(chips[0], cast(int | None, (board or {}).get("mainboard"))):
+                return None
+        report = build(npu, chips, self._values(run, helper, chips, wanted, kind))
         if report is None:
             return None
         screened, rejected = plausible.screen(report)

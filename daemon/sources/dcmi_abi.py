@@ -97,6 +97,25 @@ class MemoryInfoV3(ctypes.Structure):
     )
 
 
+class MultiUtilizationInfo(ctypes.Structure):
+    """dcmi_multi_utilization_info: AI Cube (the firmware's average), AI Vector, AI Core and
+    the NPU's overall %, as npu-smi's `-t usages` reads them on 910B and A3."""
+
+    _fields_ = (
+        ("aic_util", c_uint),
+        ("aiv_util", c_uint),
+        ("aicore_util", c_uint),
+        ("npu_util", c_uint),
+        ("reserved", c_uint * 8),  # DCMI_UTIL_RESERVED_LEN
+    )
+
+
+class AicoreInfo(ctypes.Structure):
+    """dcmi_aicore_info of the driver's header: AI Core rated and current frequency, MHz."""
+
+    _fields_ = (("freq", c_uint), ("cur_freq", c_uint))
+
+
 class ProcMemInfo(ctypes.Structure):
     _fields_ = (("proc_id", c_int), ("proc_mem_usage", c_ulong))  # bytes
 
@@ -289,6 +308,8 @@ STRUCTS: dict[str, type[ctypes.Structure]] = {
     "dcmi_hbm_info": HbmInfo,
     "dcmi_get_memory_info_stru": MemoryInfoV3,
     "dcmi_proc_mem_info": ProcMemInfo,
+    "dcmi_multi_utilization_info": MultiUtilizationInfo,
+    "dcmi_aicore_info": AicoreInfo,
 }
 
 _INT_P = POINTER(c_int)
@@ -310,7 +331,8 @@ FUNCTIONS: dict[str, tuple[object, ...]] = {
     "dcmi_get_device_hbm_info": (c_int, c_int, POINTER(HbmInfo)),
     "dcmi_get_device_memory_info_v3": (c_int, c_int, POINTER(MemoryInfoV3)),
     "dcmi_get_device_utilization_rate": (c_int, c_int, c_int, _UINT_P),
-    "dcmi_get_device_frequency": (c_int, c_int, c_int, _UINT_P),
+    "dcmi_get_device_multi_utilization_rate": (c_int, c_int, POINTER(MultiUtilizationInfo)),
+    "dcmi_get_device_aicore_info": (c_int, c_int, POINTER(AicoreInfo)),
     "dcmi_get_device_ecc_info": (c_int, c_int, c_int, POINTER(EccBuffer)),
     "dcmi_get_device_resource_info": (c_int, c_int, POINTER(ProcMemInfo), _INT_P),
     "dcmi_get_device_chip_info_v2": (c_int, c_int, POINTER(ChipInfoV2)),
@@ -320,4 +342,50 @@ FUNCTIONS: dict[str, tuple[object, ...]] = {
     "dcmi_get_pcie_link_bandwidth_info": (c_int, c_int, POINTER(PcieLinkBandwidthInfo)),
     "dcmi_get_mainboard_id": (c_int, c_int, _UINT_P),
     "dcmi_get_hccs_link_bandwidth_info": (c_int, c_int, POINTER(HccsBandwidthInfo)),
+    # DCMI v2 (the 950's interface, in the same library; the driver's header): one int dev_id,
+    # the chip's logic id, where v1 has (card, device); the structs are v1's
+    "dcmiv2_init": (),
+    "dcmiv2_get_device_list": (_INT_P, _INT_P, c_int),
+    "dcmiv2_get_chip_phy_id_by_dev_id": (c_int, _UINT_P),
+    "dcmiv2_get_dcmi_version": (POINTER(c_char), c_uint),
+    "dcmiv2_get_driver_version": (POINTER(c_char), c_uint),
+    "dcmiv2_get_device_health": (c_int, _UINT_P),
+    "dcmiv2_get_device_error_code_list": (c_int, _INT_P, _UINT_P, c_uint),
+    "dcmiv2_get_device_power_info": (c_int, _INT_P),
+    "dcmiv2_get_device_temperature": (c_int, _INT_P),
+    "dcmiv2_get_device_hbm_info": (c_int, POINTER(HbmInfo)),
+    "dcmiv2_get_device_utilization_rate": (c_int, c_int, _UINT_P),
+    "dcmiv2_get_device_multi_utilization_rate": (c_int, POINTER(MultiUtilizationInfo)),
+    "dcmiv2_get_device_aicore_info": (c_int, POINTER(AicoreInfo)),
+    "dcmiv2_get_device_ecc_info": (c_int, c_int, POINTER(EccBuffer)),
+    "dcmiv2_get_device_proc_mem_info": (c_int, POINTER(ProcMemInfo), _INT_P),
+    "dcmiv2_get_device_chip_info": (c_int, POINTER(ChipInfoV2)),
+    "dcmiv2_get_device_pcie_info": (c_int, POINTER(PcieInfoAll)),
+    "dcmiv2_get_device_voltage": (c_int, _UINT_P),
+    "dcmiv2_get_device_info": (c_int, c_int, c_uint, c_void_p, _UINT_P),
+    "dcmiv2_get_pcie_link_bandwidth_info": (c_int, POINTER(PcieLinkBandwidthInfo)),
+    "dcmiv2_get_mainboard_id": (c_int, _UINT_P),
+}
+# the v1 function each helper reader calls -> its v2 counterpart (the same struct and
+# arguments without the device); v1 functions with none (HCCS bandwidth, DDR memory) answer
+# -8255 under v2, as npu-smi has no such query on a 950
+V2_OF: dict[str, str | None] = {
+    "dcmi_get_device_health": "dcmiv2_get_device_health",
+    "dcmi_get_device_errorcode_v2": "dcmiv2_get_device_error_code_list",
+    "dcmi_get_device_power_info": "dcmiv2_get_device_power_info",
+    "dcmi_get_device_temperature": "dcmiv2_get_device_temperature",
+    "dcmi_get_device_hbm_info": "dcmiv2_get_device_hbm_info",
+    "dcmi_get_device_memory_info_v3": None,
+    "dcmi_get_device_utilization_rate": "dcmiv2_get_device_utilization_rate",
+    "dcmi_get_device_multi_utilization_rate": "dcmiv2_get_device_multi_utilization_rate",
+    "dcmi_get_device_aicore_info": "dcmiv2_get_device_aicore_info",
+    "dcmi_get_device_ecc_info": "dcmiv2_get_device_ecc_info",
+    "dcmi_get_device_resource_info": "dcmiv2_get_device_proc_mem_info",
+    "dcmi_get_device_chip_info_v2": "dcmiv2_get_device_chip_info",
+    "dcmi_get_device_pcie_info_v2": "dcmiv2_get_device_pcie_info",
+    "dcmi_get_device_voltage": "dcmiv2_get_device_voltage",
+    "dcmi_get_device_info": "dcmiv2_get_device_info",
+    "dcmi_get_pcie_link_bandwidth_info": "dcmiv2_get_pcie_link_bandwidth_info",
+    "dcmi_get_mainboard_id": "dcmiv2_get_mainboard_id",
+    "dcmi_get_hccs_link_bandwidth_info": None,
 }

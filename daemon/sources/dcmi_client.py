@@ -34,12 +34,24 @@ class HelperFailure(SourceFailure):
     """No answer from the helper; ``reason`` is a failure-counter label (dcmi_timeout, ...)."""
 
 
+# NPU_*_DEVICE_ID of the driver's npucli/inc/npu_common.h
+CHIP_MODELS = {0xD100: "310", 0xD500: "310p", 0xD105: "310b", 0xD801: "910", 0xD802: "910b"}
+CHIP_MODELS |= {0xD803: "a3", 0xD806: "950"}
+
+
 @dataclass(frozen=True, slots=True)
 class DcmiChip:
     card: int  # npu-smi's NPU ID
     device: int  # npu-smi's chip index
     logic_id: int
     phy_id: int
+    pci_device_id: int = 0  # 0: none (a SoC board), or the library could not say
+
+    @property
+    def model(self) -> str:
+        """npu-smi's chip type from the PCI device id (npu_common.h, npu_init_ep_chip_type):
+        what decides which DCMI calls npu-smi makes for a value; "other" for the rest."""
+        return CHIP_MODELS.get(self.pci_device_id, "other")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +62,7 @@ class Hello:
     missing: frozenset[str]
     dcmi_version: str | None
     driver_version: str | None
+    interface: int = 1  # 2: the 950's dcmiv2_* (dcmi_init answered -8255, dcmiv2_init 0)
 
 
 def _hello(message: Mapping[str, Any]) -> Hello:
@@ -70,6 +83,7 @@ def _hello(message: Mapping[str, Any]) -> Hello:
         missing=frozenset(message["missing"]),
         dcmi_version=message.get("dcmi_version"),
         driver_version=message.get("driver_version"),
+        interface=message.get("interface", 1),
     )
 
 

@@ -28,21 +28,19 @@ FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "processes": (),  # the table's process list, merged whole (`merge`)
     },
     "usages": {
-        "hbm": ("hbm_total_bytes",),
         "memory": (
             "memory_total_bytes",
             "hugepages_total",
             "memory_bandwidth_ratio",
         ),
+        "hbm": ("hbm_total_bytes", "hbm_bandwidth_ratio"),
+        "multi_utilization": ("aicore_ratio", "aivector_ratio", "aicube_ratio", "npu_util_ratio"),
         "utilization": (
             "aicore_ratio",
             "aivector_ratio",
-            "aicube_ratio",
             "aicpu_ratio",
             "ctrlcpu_ratio",
-            "npu_util_ratio",
             "memory_bandwidth_ratio",
-            "hbm_bandwidth_ratio",
         ),
     },
     "common": {
@@ -50,7 +48,7 @@ FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "temperature": ("temperature_celsius",),
         "chip": ("aicore_count",),
         "utilization": ("aicore_ratio",),
-        "frequency": ("aicore_rated_hertz", "aicore_current_hertz"),
+        "aicore": ("aicore_rated_hertz", "aicore_current_hertz"),
     },
     "ecc": {
         "ecc": tuple(
@@ -60,7 +58,8 @@ FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
             for count in ("errors", "aggregate_total")
         )
     },
-    "health": {"health": ("status",), "errors": ("error_codes",)},
+    # npu-smi prints OK for a chip without error codes, whatever the health word
+    "health": {"health": ("status",), "errors": ("status", "error_codes")},
     "memory": {
         "hbm": ("hbm_total_bytes", "hbm_temperature_celsius"),
         "memory": ("memory_total_bytes",),

@@ -32,8 +32,10 @@ from npumon.daemon.sources.dcmi_abi import (
     SUB_SIO_CRC_ERRORS,
     SUB_TOTAL_RESOURCE,
     SUB_VDEV_ACTIVITY,
+    V2_OF,
     VDEV_MNG,
     VERSION_BYTES,
+    AicoreInfo,
     ChipInfoV2,
     EccBuffer,
     HbmInfo,
@@ -42,6 +44,7 @@ from npumon.daemon.sources.dcmi_abi import (
     HccsStatisticsU64,
     HccsStatus,
     MemoryInfoV3,
+    MultiUtilizationInfo,
     PcieInfoAll,
     PcieLinkBandwidthInfo,
     PcieLinkErrorInfo,
@@ -73,8 +76,21 @@ def _fields(struct: Any, names: tuple[str, ...]) -> dict[str, Any]:
 def _hbm(fn: Any, card: int, device: int, _: int) -> Answer:
     info = HbmInfo()
     rc = fn(card, device, byref(info))
-    names = ("memory_size", "memory_usage", "temp")
+    names = ("memory_size", "memory_usage", "temp", "bandwith_util_rate")
     return rc, _fields(info, names) if rc == 0 else None
+
+
+def _multi_utilization(fn: Any, card: int, device: int, _: int) -> Answer:
+    info = MultiUtilizationInfo()
+    rc = fn(card, device, byref(info))
+    names = ("aic_util", "aiv_util", "aicore_util", "npu_util")
+    return rc, _fields(info, names) if rc == 0 else None
+
+
+def _aicore(fn: Any, card: int, device: int, _: int) -> Answer:
+    info = AicoreInfo()
+    rc = fn(card, device, byref(info))
+    return rc, _fields(info, ("freq", "cur_freq")) if rc == 0 else None
 
 
 def _memory(fn: Any, card: int, device: int, _: int) -> Answer:
@@ -211,7 +227,8 @@ CALLS: dict[str, tuple[str, Callable[[Any, int, int, int], Answer]]] = {
     "hbm": ("dcmi_get_device_hbm_info", _hbm),
     "memory": ("dcmi_get_device_memory_info_v3", _memory),
     "utilization": ("dcmi_get_device_utilization_rate", _int_out_typed),  # arg: the type
-    "frequency": ("dcmi_get_device_frequency", _int_out_typed),  # arg: the type
+    "multi_utilization": ("dcmi_get_device_multi_utilization_rate", _multi_utilization),
+    "aicore": ("dcmi_get_device_aicore_info", _aicore),
     "ecc": ("dcmi_get_device_ecc_info", _ecc),
     "processes": ("dcmi_get_device_resource_info", _processes),
     "chip": ("dcmi_get_device_chip_info_v2", _chip),
@@ -246,8 +263,19 @@ def _version(functions: Functions, symbol: str) -> str | None:
     return _text(buffer.raw) if function(buffer, VERSION_BYTES) == 0 else None
 
 
+def pci_device_id(functions: Functions, card: int, device: int) -> int:
+    """The chip's PCI device id, which npu-smi's npu_init_ep_chip_type maps to its chip type
+    (0xD802 910B, 0xD803 A3, ...); 0 where the chip has no PCIe function (SoC boards: -8255)."""
+    function = functions.get("dcmi_get_device_pcie_info_v2")
+    if function is None:
+        return 0
+    info = PcieInfoAll()
+    return int(info.deviceid) if function(card, device, byref(info)) == 0 else 0
+
+
 def enumerate_chips(functions: Functions) -> tuple[int, list[list[int]]]:
-    """dcmi_init's chip list as [card, device, logic id, phy id]; (rc, []) on the first failure."""
+    """dcmi_init's chip list as [card, device, logic id, phy id, PCI device id]; (rc, []) on
+    the first failure."""
     count, cards = c_int(0), (c_int * MAX_CARDS)()
     rc = functions["dcmi_get_card_list"](byref(count), cards, MAX_CARDS)
     chips: list[list[int]] = []
@@ -261,12 +289,17 @@ def enumerate_chips(functions: Functions) -> tuple[int, list[list[int]]]:
                 rc = functions["dcmi_get_device_phyid_from_logicid"](logic.value, byref(phy))
             if rc != 0:
                 break
-            chips.append([card, device, logic.value, phy.value])
+            chips.append(
+                [card, device, logic.value, phy.value, pci_device_id(functions, card, device)]
+            )
         if rc != 0:
             return rc, []
     return rc, chips
 
 
+NOT_SUPPORTED = -8255
+NPU_950 = 0xD806  # NPU_950_DEVICE_ID of npu-smi's npu_common.h
+_ENUMERATION_V2 = ("dcmiv2_init", "dcmiv2_get_device_list", "dcmiv2_get_chip_phy_id_by_dev_id")
 _ENUMERATION = (
     "dcmi_init",
     "dcmi_get_card_list",
@@ -276,22 +309,79 @@ _ENUMERATION = (
 )
 
 
-def hello(functions: Functions, missing: tuple[str, ...]) -> dict[str, Any]:
+def _not_supported(*_: Any) -> int:
+    return NOT_SUPPORTED
+
+
+def _without_device(function: Any) -> Callable[..., int]:
+    """A v2 function called as its v1 counterpart: (card, device, rest) -> (dev_id, rest)."""
+
+    def call(dev_id: int, _device: int, *rest: Any) -> int:
+        return int(function(dev_id, *rest))
+
+    return call
+
+
+def v2_functions(functions: Functions) -> Functions:
+    """The readers' v1 names bound to the library's v2 functions (absent where it lacks one;
+    -8255 where v2 has none)."""
+    bound: Functions = {}
+    for v1, v2 in V2_OF.items():
+        if v2 is None:
+            bound[v1] = _not_supported
+        elif v2 in functions:
+            bound[v1] = _without_device(functions[v2])
+    return bound
+
+
+def enumerate_v2(functions: Functions) -> tuple[int, list[list[int]]]:
+    """dcmiv2_init's chips as [logic id, 0, logic id, phy id, 0xD806]: a 950 NPU ID has one
+    chip, addressed by its logic id (= npu-smi's NPU ID)."""
+    count, ids = c_int(0), (c_int * MAX_CARDS)()
+    rc = functions["dcmiv2_get_device_list"](ids, byref(count), MAX_CARDS)
+    chips: list[list[int]] = []
+    for dev_id in ids[: min(count.value, MAX_CARDS)] if rc == 0 else ():
+        phy = c_uint(0)
+        rc = functions["dcmiv2_get_chip_phy_id_by_dev_id"](dev_id, byref(phy))
+        if rc != 0:
+            return rc, []
+        chips.append([dev_id, 0, dev_id, phy.value, NPU_950])
+    return rc, chips
+
+
+def hello(functions: Functions, missing: tuple[str, ...]) -> tuple[dict[str, Any], Functions]:
+    """The greeting, and the functions the readers call: v1's, or on a 950 (dcmi_init -8255,
+    dcmiv2_init 0) the v2 ones under the v1 names."""
+    v2_missing = [name for name in missing if name.startswith("dcmiv2_")]
+    missing = tuple(name for name in missing if name not in v2_missing)  # the interface in use
     lacking = [name for name in _ENUMERATION if name not in functions]
     if lacking:
-        return {"init": MISSING_SYMBOL, "missing": list(missing)}
+        return {"init": MISSING_SYMBOL, "missing": list(missing)}, functions
     rc = functions["dcmi_init"]()
+    v2 = rc == NOT_SUPPORTED and all(name in functions for name in _ENUMERATION_V2)
+    if v2 and functions["dcmiv2_init"]() == 0:
+        enumerated, chips = enumerate_v2(functions)
+        return {
+            "init": 0,
+            "interface": 2,
+            "enumerate": enumerated,
+            "chips": chips,
+            "missing": v2_missing,
+            "dcmi_version": _version(functions, "dcmiv2_get_dcmi_version"),
+            "driver_version": _version(functions, "dcmiv2_get_driver_version"),
+        }, v2_functions(functions)
     if rc != 0:
-        return {"init": rc, "missing": list(missing)}
+        return {"init": rc, "missing": list(missing)}, functions
     enumerated, chips = enumerate_chips(functions)
     return {
         "init": 0,
+        "interface": 1,
         "enumerate": enumerated,
         "chips": chips,
         "missing": list(missing),
         "dcmi_version": _version(functions, "dcmi_get_dcmi_version"),
         "driver_version": _version(functions, "dcmi_get_driver_version"),
-    }
+    }, functions
 
 
 def _write(message: dict[str, Any]) -> None:
@@ -308,7 +398,7 @@ def main(argv: list[str]) -> int:
     except OSError as error:
         _write({"init": None, "load_error": str(error)})
         return 1
-    greeting = hello(functions, missing)
+    greeting, functions = hello(functions, missing)
     _write(greeting)
     if greeting["init"] != 0:
         return 1

@@ -32,10 +32,15 @@ MISSING_SYMBOL = -99998
 RETRY = {-8006: "dcmi_timeout", -8012: "dcmi_not_ready", -8017: "dcmi_busy", -8020: "dcmi_busy"}
 GONE = frozenset({-8007, -8008})  # the device left: re-enumerate
 HEALTH = {0: "OK", 1: "Warning", 2: "Alarm", 3: "Critical"}
-# dcmi_get_device_utilization_rate types (DRV-H DCMI_UTILIZATION_RATE_*) and frequency types
-UTIL_AICORE, UTIL_AICPU, UTIL_CTRLCPU, UTIL_DDR_BANDWIDTH = 2, 3, 4, 5
-UTIL_HBM_BANDWIDTH, UTIL_VECTOR, UTIL_NPU, UTIL_CUBE = 10, 12, 13, 14
-FREQ_AICORE_CURRENT, FREQ_AICORE_RATED = 7, 9
+# dcmi_get_device_utilization_rate types (DRV-H DCMI_UTILIZATION_RATE_*)
+UTIL_AICORE, UTIL_AICPU, UTIL_CTRLCPU, UTIL_DDR_BANDWIDTH, UTIL_VECTOR = 2, 3, 4, 5, 12
+# npu-smi's chip types (DcmiChip.model) for the choices its source makes per chip
+# -t usages reads the multi call (v2 on the 950); elsewhere DCMI answers -8255
+MULTI_UTILIZATION = frozenset({"910b", "a3", "950"})
+NO_DDR = frozenset({"910b", "a3", "950"})  # memory_info_v3 and DDR ECC: -8255
+HBM = frozenset({"910", "910b", "a3", "950"})
+NO_HBM = frozenset({"310", "310p", "310b"})
+A_X_MAINBOARD = 0x15  # DCMI_A_X_910_93_MAIN_BOARD_ID: the A3 board npu-smi reads PCIe errors on
 TABLE_CALLS: tuple[tuple[str, int], ...] = (
     ("health", 0),
     ("power", 0),
@@ -47,21 +52,14 @@ TABLE_CALLS: tuple[tuple[str, int], ...] = (
     ("chip", 0),
     ("pcie", 0),
 )
+# every call a `-t usages` may make; `asked` picks a chip's
 USAGES_CALLS: tuple[tuple[str, int], ...] = (
     ("hbm", 0),
     ("memory", 0),
+    ("multi_utilization", 0),
     *(
         ("utilization", kind)
-        for kind in (
-            UTIL_AICORE,
-            UTIL_AICPU,
-            UTIL_CTRLCPU,
-            UTIL_DDR_BANDWIDTH,
-            UTIL_HBM_BANDWIDTH,
-            UTIL_VECTOR,
-            UTIL_NPU,
-            UTIL_CUBE,
-        )
+        for kind in (UTIL_AICORE, UTIL_AICPU, UTIL_CTRLCPU, UTIL_DDR_BANDWIDTH, UTIL_VECTOR)
     ),
 )
 COMMON_CALLS: tuple[tuple[str, int], ...] = (
@@ -69,8 +67,7 @@ COMMON_CALLS: tuple[tuple[str, int], ...] = (
     ("temperature", 0),
     ("chip", 0),
     ("utilization", UTIL_AICORE),
-    ("frequency", FREQ_AICORE_CURRENT),
-    ("frequency", FREQ_AICORE_RATED),
+    ("aicore", 0),
 )
 ECC_DDR, ECC_HBM = 0, 2  # enum dcmi_device_type
 HEALTH_CALLS: tuple[tuple[str, int], ...] = (("health", 0), ("errors", 0))
@@ -103,7 +100,33 @@ PCIE_KINDS = {"p": "posted", "np": "non_posted", "cpl": "completion"}
 PCIE_STATS = ("min", "max", "avg")  # the order of each array
 CARD_DROP = 0x40F84E00  # the fault code of a card that fell off the bus: re-enumerate
 Values = Mapping[str, Any]  # one chip's answers by value key (see value_key); absent: -8255
-_TYPED = frozenset({"utilization", "frequency", "ecc"})  # calls whose argument is a type
+_TYPED = frozenset({"utilization", "ecc"})  # calls whose argument is a type
+VOLTAGE_NA = range(0x7FFD, 0x7FFF + 1)  # npu-smi prints NA for these (npu_chip_info.c:962-983)
+
+
+def asked(query: str, chip: DcmiChip, name: str, arg: int) -> bool:
+    """Whether npu-smi's own source makes this call for ``query`` on this chip type
+    (docs/architecture.md, "DCMI reads"): 910B and A3 read AI Core, Cube, Vector and NPU % in
+    `-t usages` through one multi-utilization call; only 310P reads Vector as type 12; DDR
+    (memory_info_v3, type 5, DDR ECC) is not read on 910B, A3, 950, HBM not on the 310 family;
+    PCIe errors only on 910B and A3."""
+    model = chip.model
+    if name == "multi_utilization":
+        return model in MULTI_UTILIZATION
+    if name == "utilization" and query == "usages":
+        if arg == UTIL_AICORE:
+            return model not in MULTI_UTILIZATION
+        if arg == UTIL_VECTOR:
+            return model == "310p"
+        if arg == UTIL_DDR_BANDWIDTH:
+            return model not in HBM
+    if name == "memory" or (name == "ecc" and arg == ECC_DDR):
+        return model not in NO_DDR
+    if name == "hbm" or (name == "ecc" and arg == ECC_HBM):
+        return model not in NO_HBM
+    if name == "pcie_errors":
+        return model in ("910b", "a3")
+    return True
 
 
 def value_key(name: str, arg: int) -> str:
@@ -126,10 +149,19 @@ class DcmiRefusal(Exception):
 
 
 def calls_for(
-    chips: Sequence[DcmiChip], wanted: Sequence[tuple[str, int]], skip: Callable[[Call], bool]
+    chips: Sequence[DcmiChip],
+    wanted: Sequence[tuple[str, int]],
+    skip: Callable[[Call], bool],
+    query: str = "info",
 ) -> list[Call]:
-    """The requests for ``wanted`` on each chip (``skip``: known unsupported)."""
-    calls = [(name, c.card, c.device, arg) for c in chips for name, arg in wanted]
+    """The requests for ``wanted`` on each chip that npu-smi makes for ``query`` on its chip
+    type (``skip``: known unsupported)."""
+    calls = [
+        (name, c.card, c.device, arg)
+        for c in chips
+        for name, arg in wanted
+        if asked(query, c, name, arg)
+    ]
     return [call for call in calls if not skip(call)]
 
 
@@ -271,43 +303,53 @@ def _percent(values: Values, kind: int) -> float | None:
     return None if found is None else _ratio(found)
 
 
-def _hertz(values: Values, kind: int) -> float | None:
-    found = values.get(value_key("frequency", kind))
-    return None if found is None else found * 1e6
-
-
 def _ddr(values: Values, kind: int) -> float | None:
-    """A DDR figure: 0 where the chip has no DDR (-8255), as npu-smi prints it on A2/A3."""
+    """A DDR figure: 0 where the chip has no DDR (not asked, or -8255), as npu-smi prints it."""
     return 0.0 if values.get("memory") is None else _percent(values, kind)
 
 
 def chip_usage(chip: DcmiChip, values: Values) -> ChipUsage:
-    """`-t usages` for one chip (310P's Vectorcore is the same unit as AI Vector)."""
+    """`-t usages` for one chip: on 910B and A3 AI Core, Cube, Vector and NPU % from the
+    multi-utilization call, as npu-smi's npu_get_util_info_simultaneously; elsewhere AI Core
+    type 2 and (310P) Vector type 12, no Cube or NPU line; HBM bandwidth from the HBM info."""
     hbm, memory = values.get("hbm"), values.get("memory")
+    multi = values.get("multi_utilization")
+    aicore: float | None
+    vector: float | None
+    cube: float | None
+    npu: float | None
+    if multi is not None:
+        aicore, vector = _ratio(multi["aicore_util"]), _ratio(multi["aiv_util"])
+        cube, npu = _ratio(multi["aic_util"]), _ratio(multi["npu_util"])
+    else:
+        aicore, vector = _percent(values, UTIL_AICORE), _percent(values, UTIL_VECTOR)
+        cube = npu = None
     return ChipUsage(
         chip=chip.device,
-        aicore_ratio=_percent(values, UTIL_AICORE),
-        aivector_ratio=_percent(values, UTIL_VECTOR),
-        aicube_ratio=_percent(values, UTIL_CUBE),
+        aicore_ratio=aicore,
+        aivector_ratio=vector,
+        aicube_ratio=cube,
         aicpu_ratio=_percent(values, UTIL_AICPU),
         ctrlcpu_ratio=_percent(values, UTIL_CTRLCPU),
-        npu_util_ratio=_percent(values, UTIL_NPU),
+        npu_util_ratio=npu,
         memory_total_bytes=memory["memory_size"] * MIB if memory else 0,
         hugepages_total=memory["hugepages_total"] if memory else 0,
         hbm_total_bytes=hbm["memory_size"] * MIB if hbm else None,
         memory_bandwidth_ratio=_ddr(values, UTIL_DDR_BANDWIDTH),
-        hbm_bandwidth_ratio=_percent(values, UTIL_HBM_BANDWIDTH),
+        hbm_bandwidth_ratio=_ratio(hbm["bandwith_util_rate"]) if hbm else None,
     )
 
 
 def chip_common(chip: DcmiChip, values: Values) -> ChipCommon:
-    """`-t common` for one chip."""
+    """`-t common` for one chip; the AI Core clocks from dcmi_get_device_aicore_info, as
+    npu-smi reads them (MHz)."""
     power, temperature, info = values.get("power"), values.get("temperature"), values.get("chip")
+    clocks = values.get("aicore")
     return ChipCommon(
         chip=chip.device,
         aicore_ratio=_percent(values, UTIL_AICORE),
-        aicore_rated_hertz=_hertz(values, FREQ_AICORE_RATED),
-        aicore_current_hertz=_hertz(values, FREQ_AICORE_CURRENT),
+        aicore_rated_hertz=clocks["freq"] * 1e6 if clocks else None,
+        aicore_current_hertz=clocks["cur_freq"] * 1e6 if clocks else None,
         aicore_count=info["aicore_cnt"] or None if info else None,  # 0: not reported
         temperature_celsius=None if temperature is None else float(temperature),
         power_watts=None if power is None else power / 10.0,
@@ -324,10 +366,11 @@ def health_report(chip: DcmiChip, values: Values) -> HealthReport:
             f"NPU {chip.card} chip {chip.device} reports the card-drop code {CARD_DROP:08X}",
             re_enumerate=True,
         )
-    return HealthReport(
-        status=None if health is None else HEALTH.get(health, "UNKNOWN"),
-        error_codes=tuple(f"{code:08X}" for code in codes if code),
-    )
+    listed = tuple(f"{code:08X}" for code in codes if code)
+    status = None if health is None else HEALTH.get(health, "UNKNOWN")
+    if not listed and status in ("Warning", "Alarm", "Critical"):
+        status = "OK"  # npu-smi's handle_health_state: no error code, so OK
+    return HealthReport(status=status, error_codes=listed)
 
 
 def chip_ecc(chip: DcmiChip, values: Values) -> ChipEcc:
@@ -369,6 +412,8 @@ def chip_dcmi(values: Values) -> ChipDcmi:
             (PCIE_DIRECTIONS[direction], PCIE_KINDS[kind], stat, v * BYTES_PER_SECOND_PER_UNIT)
             for stat, v in zip(PCIE_STATS, triple, strict=True)
         ]
+    if volts in VOLTAGE_NA:
+        volts = None
     return ChipDcmi(
         voltage_volts=None if volts is None else round(volts * VOLTS_PER_UNIT, 2),
         pcie_bandwidth=tuple(rows),
@@ -445,6 +490,13 @@ def hccs_bandwidth(values: Values) -> HccsBandwidth | None:
             for port in hccs_ports(board)
         )
     )
+
+
+def reads_pcie_errors(chip: DcmiChip, mainboard: int | None) -> bool:
+    """Whether npu-smi reads `-t pcie-err` through DCMI on this chip: 910B, and A3 on the A+X
+    board (`show_ascend_chip_err_count_info`, `is_a_x_910_93`); ``mainboard`` is asked on A3
+    only. The 950's (PCIe-booted boards outside split mode) are left to npu-smi."""
+    return chip.model == "910b" or (chip.model == "a3" and mainboard == A_X_MAINBOARD)
 
 
 def pcie_errors(values: Values) -> ErrorCounts | None:

@@ -108,6 +108,7 @@ class NpuSmiSources:
         self._identity_tried: set[int] = set(self._identity_npus) | (
             set(_npus(start.table)) - start.identity_pending
         )
+        self._mapping_before_table = False  # -m read by a run that had no table yet
         # every chip a whole table has listed since start: a chip that leaves is missed even
         # where -m gives nothing (a card that falls off the bus does not come back by itself)
         self._seen_chips: set[ChipId] = set(_chips(start.table))
@@ -288,10 +289,17 @@ class NpuSmiSources:
 
     def _poll_identity(self, run: SourceRun) -> None:
         """Identity is slow-changing: keep the last known values for what is not re-read (also
-        when a timeout stops the pass: a serial number does not go stale)."""
-        chip_map = self._ask(run, mapping.parse_mapping, "-m")
-        self._mapping = chip_map or self._mapping
+        when a timeout stops the pass: a serial number does not go stale). A run before the
+        first table reads `-m` alone (the table checks its chips against it); the run the
+        table's arrival then asks for (``identity_due``) reads the boards without reading `-m`
+        again, so a start whose table is slower than identity's first slot asks it once."""
         chips = _chips(self._table)
+        if self._mapping_before_table:
+            self._mapping_before_table = False
+        else:
+            chip_map = self._ask(run, mapping.parse_mapping, "-m")
+            self._mapping = chip_map or self._mapping
+            self._mapping_before_table = chip_map is not None and not chips
         cards = dict(self._card_board)
         per_chip = dict(self._chip_board)
         try:

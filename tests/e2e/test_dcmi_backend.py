@@ -113,12 +113,20 @@ def _two_table_polls(agent: Agent) -> Samples:
         agent.stop()
 
 
-def _table_exposition(agent: Agent) -> str:
+def _table_exposition(agent: Agent, again: list[tuple[str, ...]] | None = None) -> str:
+    """The exposition after a start (table, identity, table, every source once); given the
+    agent's call list (``again``), then a mark ("again",) in it and the table, detail and health
+    polls once more."""
     agent.sources.poll_table()
     agent.sources.poll_identity()
     agent.sources.poll_table()
     try:
         text = agent.collect_once().decode()
+        if again is not None:
+            again.append(("again",))
+            agent.sources.poll_table()
+            agent.sources.poll_detail()
+            agent.sources.poll_health()
     finally:
         agent.stop()
     return text
@@ -132,20 +140,25 @@ def test_one_node_through_both_backends_is_one_exposition(
     cli = _table_exposition(_agent(tmp_path, scenario, "cli"))
     calls: list[tuple[str, ...]] = []
     dcmi_agent = _agent(tmp_path, scenario, "auto", calls=calls)
-    dcmi = _table_exposition(dcmi_agent)
-    # npu-smi ran once for the table (the cross-check), and for none of the queries DCMI answers
+    dcmi = _table_exposition(dcmi_agent, again=calls)
+    between = calls[calls.index(("again",)) + 1 :]
+    calls = calls[: calls.index(("again",))]
+    # npu-smi ran once for the table (the cross-check) and once for each detail query of each
+    # NPU or chip (the check of DCMI's first answer after it, or the answer where DCMI has
+    # none), and not at all in the polls after
     assert calls.count(("info",)) == 1
     served = {"usages", "common", "ecc", "health", "memory"}
-    assert not [c for c in calls if c[1:2] == ("-t",) and c[2] in served]
-    # the interconnect: -t hccs and -t hccs-bw once per chip (the links' check against DCMI,
-    # or the answer where DCMI has none: 310P), pcie-err and sio-info where the fake says
-    # -8255 (310P's own PCIe counters, SIO off A3)
+    details = Counter(c for c in calls if c[1:2] == ("-t",) and c[2] in served)
+    assert set(details.values()) == {1} and {c[2] for c in details} == served
+    assert between == []
+    # the interconnect likewise: hccs, hccs-bw, pcie-err and sio-info once per chip (the check,
+    # or the answer where DCMI has none: 310P's own PCIe counters, SIO off A3)
     node = node_state(load_scenario(scenario), AT)
     chips = sum(len(card.chips) for card in node.cards)
     asked = Counter(c[2] for c in calls if c[1:2] == ("-t",))
     p310, a3 = node.family.p310, node.family.a3
     assert (asked["hccs"], asked["hccs-bw"]) == (chips, chips)
-    assert (asked["pcie-err"], asked["sio-info"]) == (chips if p310 else 0, 0 if a3 else chips)
+    assert (asked["pcie-err"], asked["sio-info"]) == (chips, chips)
     found = samples(dcmi)
     if not p310:
         links = {
@@ -156,6 +169,9 @@ def test_one_node_through_both_backends_is_one_exposition(
         }
         assert links <= names(found)
         assert ("npu_sio_crc_errors_total" in names(found)) == a3
+        # the fake refuses utilization type 14 here, as the driver does: AI Cube came from
+        # the multi-utilization call
+        assert "npu_aicube_utilization_ratio" in names(found)
     assert value(found, "npumon_backend_info", backend="dcmi", reason="cross_check_passed") == 1
     assert dcmi_agent.smi.helper is not None and dcmi_agent.smi.helper.starts == 1
     if scenario == "910b-8":  # the alarm's codes came through dcmi_get_device_errorcode_v2
@@ -203,7 +219,7 @@ _REFUSALS = re.compile(r'^npumon_source_failures_total\{reason="dcmi_[a-z_]+".*\
         (("dcmi_get_device_power_info",), "", "dcmi_missing_symbol", "npu_smi_table", 3),
         ((), "fail dcmi_get_device_temperature -8002\n", "dcmi_permission", "npu_smi_table", 3),
         # -t common alone has the frequencies: the table stays DCMI's
-        (("dcmi_get_device_frequency",), "", "dcmi_missing_symbol", "npu_smi_detail", 1),
+        (("dcmi_get_device_aicore_info",), "", "dcmi_missing_symbol", "npu_smi_detail", 1),
     ],
 )
 def test_a_function_dcmi_cannot_give_is_served_per_field_by_npu_smi(
@@ -224,10 +240,11 @@ def test_a_function_dcmi_cannot_give_is_served_per_field_by_npu_smi(
     assert value(found, "npumon_backend_info", backend="dcmi", reason="cross_check_passed") == 1
     assert value(found, "npumon_source_failures_total", source=source, reason=reason) == 1
     assert value(found, "npumon_source_up", source="npu_smi_table") == 1
-    # npu-smi ran only the queries that give the refused function's fields
+    # npu-smi ran the queries that give the refused function's fields, and each detail query
+    # once for the check of DCMI's first answer (one run serving both)
     assert calls.count(("info",)) == table_runs
-    assert calls.count(("info", "-t", "common", "-i", "0")) == 1
-    assert not [c for c in calls if c[1:3] in (("-t", "usages"), ("-t", "memory"))]
+    details = Counter(c for c in calls if c[1:3] in (("-t", "usages"), ("-t", "memory")))
+    assert calls.count(("info", "-t", "common", "-i", "0")) == 1 and set(details.values()) == {1}
     # and what it filled is what backend cli shows
     assert _REFUSALS.sub("", _VOLATILE.sub("", _DCMI_ONLY.sub("", dcmi))) == _VOLATILE.sub("", cli)
 
@@ -307,19 +324,15 @@ _LINK_CHECK = re.compile(
 
 
 @pytest.mark.parametrize(
-    ("omit", "extra", "refused", "asked"),
+    ("omit", "extra", "refused"),
     [
         # npu-smi serves -t hccs-bw; DCMI the rest
-        (("dcmi_get_hccs_link_bandwidth_info",), "", {"dcmi_missing_symbol": 1}, {"hccs-bw"}),
-        # the board's id gives the port range of -t hccs and -t hccs-bw
-        (("dcmi_get_mainboard_id",), "", {"dcmi_missing_symbol": 1}, {"hccs", "hccs-bw"}),
+        (("dcmi_get_hccs_link_bandwidth_info",), "", {"dcmi_missing_symbol": 1}),
+        # the board's id gives the port range of -t hccs and -t hccs-bw, and whether an A3
+        # reads -t pcie-err through DCMI
+        (("dcmi_get_mainboard_id",), "", {"dcmi_missing_symbol": 1}),
         # HCCS, PCIe errors, SIO (and the vNPUs, DCMI's alone) are all dcmi_get_device_info
-        (
-            (),
-            "fail dcmi_get_device_info -8002\n",
-            {"dcmi_permission": 4},
-            {"hccs", "pcie-err", "sio-info"},
-        ),
+        ((), "fail dcmi_get_device_info -8002\n", {"dcmi_permission": 4}),
     ],
 )
 def test_an_interconnect_function_dcmi_cannot_give_is_npu_smis(
@@ -328,7 +341,6 @@ def test_an_interconnect_function_dcmi_cannot_give_is_npu_smis(
     omit: tuple[str, ...],
     extra: str,
     refused: dict[str, int],
-    asked: set[str],
 ) -> None:
     monkeypatch.setenv(STATE_ENV, str(_node(tmp_path, "a3-8x2", extra)))
     cli = _table_exposition(_agent(tmp_path, "a3-8x2", "cli"))
@@ -340,10 +352,10 @@ def test_an_interconnect_function_dcmi_cannot_give_is_npu_smis(
             value(found, "npumon_source_failures_total", source="npu_smi_health", reason=reason)
             == count
         )
+    # once per die: npu-smi's answer where DCMI has none, else the check of DCMI's
     queried = Counter(c[2] for c in calls if c[1:2] == ("-t",))
-    link_checks = {"hccs", "hccs-bw"}  # asked once per die where DCMI answers, for the check
     for query in ("hccs", "hccs-bw", "pcie-err", "sio-info"):
-        assert queried[query] == (16 if query in asked | link_checks else 0), query
+        assert queried[query] == 16, query
     assert _REFUSALS.sub("", _VOLATILE.sub("", _DCMI_ONLY.sub("", dcmi))) == _VOLATILE.sub("", cli)
 
 

@@ -13,7 +13,8 @@ STATE_ENV = "NPUMON_FAKE_DCMI_STATE"
 
 
 def build_fake_dcmi(directory: Path, *omit: str, source: Path = FAKE_DCMI) -> Path:
-    """``directory``/libdcmi.so, with the functions in ``omit`` left out."""
+    """``directory``/libdcmi.so, with the functions in ``omit`` left out (and with any, the
+    v2 interface, whose calls read through the v1 ones)."""
     gcc = shutil.which("gcc")
     assert gcc, "gcc is needed for the fake libdcmi.so (apt-get install gcc; make tools does)"
     directory.mkdir(parents=True, exist_ok=True)
@@ -28,8 +29,12 @@ def build_fake_dcmi(directory: Path, *omit: str, source: Path = FAKE_DCMI) -> Pa
             "-Werror",
             "-shared",
             "-fPIC",
+            # its v2 calls reach its own v1 functions, not those of another fake a test process
+            # loaded before with RTLD_GLOBAL
+            "-Wl,-Bsymbolic",
             "-O1",
             *(f"-DOMIT_{name}" for name in omit),
+            *(("-DOMIT_dcmiv2",) if omit else ()),
             "-I",
             str(source),
             "-o",

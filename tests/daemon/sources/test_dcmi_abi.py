@@ -81,6 +81,9 @@ def test_every_struct_matches_gcc(tmp_path: Path) -> None:
         "dcmi_hbm_info": 32,
         "dcmi_get_memory_info_stru": 112,
         "dcmi_proc_mem_info": 16,
+        "dcmi_multi_utilization_info": 48,
+        # ascend950.md §3, gcc against the driver's own header (H:138)
+        "dcmi_aicore_info": 8,
         # the driver's own header (docs/architecture.md, DCMI): the sums of its members, the
         # int before the doubles padded to 8
         "dcmi_hccs_statues": 12,

@@ -20,7 +20,8 @@ from npumon.daemon.sources.dcmi_library import TrustPolicy
 from npumon.daemon.sources.wrapper import SourceRun
 from tests.daemon.sources.fake_runner import TABLE, Clock, FakeRunner
 
-CHIPS = (DcmiChip(0, 0, 0, 0), DcmiChip(1, 0, 1, 1))
+NPU_910B = 0xD802  # the PCI device id npu-smi reads the chip type from
+CHIPS = (DcmiChip(0, 0, 0, 0, NPU_910B), DcmiChip(1, 0, 1, 1, NPU_910B))
 # the fixture table's values (power 78.2 / 77.9 W, 40 / 41 C, HBM 64 GiB) in DCMI's units
 ANSWERS: dict[str, Any] = {
     "health": 0,
@@ -32,6 +33,7 @@ ANSWERS: dict[str, Any] = {
         "memory_size": 65536,
         "memory_usage": 3000,
         "temp": 35,
+        "bandwith_util_rate": 5,
     },
     "chip": {"chip_name": "910B4", "aicore_cnt": 20},
     "pcie": {"domain": 0, "bdf_busid": 0xC1, "bdf_deviceid": 0, "bdf_funcid": 0},
@@ -97,12 +99,15 @@ def test_auto_serves_dcmi_after_the_cross_check_and_asks_npu_smi_once() -> None:
 
 def test_minus_8255_is_not_asked_again_within_the_hour() -> None:
     smi, helper, _, _, clock = _smi()
+    helper.codes["chip"] = -8255
     _table(smi)
     _table(smi)
-    assert not [c for c in helper.requests[1] if c[0] == "memory"]
+    assert not [c for c in helper.requests[1] if c[0] == "chip"]
     clock.now += 3600
-    _table(smi)  # the hourly cross-check, and memory asked again
-    assert [c for c in helper.requests[2] if c[0] == "memory"]
+    _table(smi)  # the hourly cross-check, and the chip info asked again
+    assert [c for c in helper.requests[2] if c[0] == "chip"]
+    # DDR is not a 910B's: npu-smi never asks memory_info_v3 there, nor does npumon
+    assert not [c for request in helper.requests for c in request if c[0] == "memory"]
 
 
 def test_a_refused_function_is_npu_smis_for_an_hour_then_asked_again() -> None:

@@ -31,7 +31,7 @@ def _answer(name: str, arg: int) -> Any:
         "errors": [0xA4025021],
         "power": 3596,
         "temperature": 58,
-        "hbm": {"memory_size": 65536, "memory_usage": 3000, "temp": 50},
+        "hbm": {"memory_size": 65536, "memory_usage": 3000, "temp": 50, "bandwith_util_rate": 9},
         "memory": {
             "memory_size": 16384,
             "memory_available": 4000,
@@ -39,7 +39,8 @@ def _answer(name: str, arg: int) -> Any:
             "hugepages_free": 10,
         },
         "utilization": 10 + arg,
-        "frequency": 1000 + arg,
+        "multi_utilization": {"aic_util": 41, "aiv_util": 42, "aicore_util": 43, "npu_util": 44},
+        "aicore": {"freq": 1800, "cur_freq": 1000},
         "ecc": ECC,
         "processes": [[77, 5 * MIB]],
         "chip": {"chip_name": "310P3", "aicore_cnt": 8},

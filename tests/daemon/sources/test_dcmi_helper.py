@@ -223,3 +223,70 @@ def test_the_interconnect_structs_come_through_whole(tmp_path: Path) -> None:
     assert (pcie, sio, board) == ((0, [1, 2, 3, 4, 5]), (0, [6, 7]), (0, 28))
     assert none == (-8255, None)
     assert bad_window == (-8001, None)  # profiling_time must be 1-1000 ms
+
+
+STATE_950 = """\
+version 26.0.0 26.0.0
+board 950
+chip 0 0 0 4 health=0 power=1500 temp=52 hbm_total=131072 hbm_used=4000 hbm_bw=12 util2=30 \
+util3=2 util4=5 util12=20 util13=33 util14=28 aicore_freq=1650 aicore_cur_freq=1400 \
+ecc2_enable=1 ecc2_total_sbe=2 ecc0_enable=1 chip_type=Ascend chip_name=950PR aicore_cnt=32 \
+bus=0000:41:00.0 volt=85
+chip 1 0 1 5 health=2 temp=50
+proc 0 0 4321 209715200
+error 1 0 80E01801
+"""
+
+
+def test_a_950_is_read_through_dcmi_v2_by_logic_id(tmp_path: Path) -> None:
+    """dcmi_init answers -8255 on a 950; the helper then runs dcmiv2_init and reads each chip
+    (one per NPU ID, by logic id) through the dcmiv2_* calls: the v1 readers' answers."""
+    helper = _helper(tmp_path, STATE_950)
+    try:
+        hello = helper.hello()
+        assert hello.interface == 2
+        assert hello.chips == (DcmiChip(0, 0, 0, 4, 0xD806), DcmiChip(1, 0, 1, 5, 0xD806))
+        assert hello.chips[0].model == "950" and hello.dcmi_version == "26.0.0"
+        answers = helper.call(
+            [
+                ("power", 0, 0, 0),
+                ("temperature", 1, 0, 0),
+                ("health", 1, 0, 0),
+                ("errors", 1, 0, 0),
+                ("hbm", 0, 0, 0),
+                ("multi_utilization", 0, 0, 0),
+                ("utilization", 0, 0, 3),
+                ("aicore", 0, 0, 0),
+                ("ecc", 0, 0, 2),
+                ("ecc", 0, 0, 0),  # DDR: -8255 on a 950 through v2 as well
+                ("memory", 0, 0, 0),  # no v2 counterpart: -8255
+                ("processes", 0, 0, 0),
+                ("chip", 0, 0, 0),
+                ("voltage", 0, 0, 0),
+                ("hccs_bw", 0, 0, 200),
+            ]
+        )
+    finally:
+        helper.close()
+    assert answers[:4] == [(0, 1500), (0, 50), (0, 2), (0, [0x80E01801])]
+    assert answers[4] == (
+        0,
+        {"memory_size": 131072, "memory_usage": 4000, "temp": 0, "bandwith_util_rate": 12},
+    )
+    assert answers[5] == (0, {"aic_util": 28, "aiv_util": 20, "aicore_util": 30, "npu_util": 33})
+    assert answers[6:8] == [(0, 2), (0, {"freq": 1650, "cur_freq": 1400})]
+    assert answers[8][0] == 0 and answers[8][1]["total_single_bit_error_cnt"] == 2
+    assert answers[9:11] == [(-8255, None), (-8255, None)]
+    assert answers[11] == (0, [[4321, 209715200]])
+    assert answers[12] == (0, {"chip_name": "950PR", "aicore_cnt": 32})
+    assert answers[13:] == [(0, 85), (-8255, None)]
+
+
+def test_v2_is_not_used_where_dcmi_init_works(tmp_path: Path) -> None:
+    """On a 910B dcmi_init answers and the v1 calls serve; dcmiv2_init is not tried."""
+    helper = _helper(tmp_path, "board 910b\n" + STATE)
+    try:
+        hello = helper.hello()
+    finally:
+        helper.close()
+    assert hello.interface == 1 and hello.chips[0] == DcmiChip(0, 0, 0, 0, 0)

@@ -12,7 +12,7 @@ import pytest
 from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsLink, HccsReport
 from npumon.daemon.parsers import interconnect
 from npumon.daemon.sources.dcmi import DcmiSmi, _detail, link_disagreement
-from npumon.daemon.sources.dcmi_client import DcmiHelper
+from npumon.daemon.sources.dcmi_client import DcmiHelper, Hello
 from npumon.daemon.sources.dcmi_readings import (
     hccs_bandwidth,
     hccs_ports,
@@ -22,7 +22,7 @@ from npumon.daemon.sources.dcmi_readings import (
 )
 from npumon.daemon.sources.wrapper import SourceRun
 from tests.daemon.sources.fake_runner import NPU_SMI, TABLE, Clock, FakeRunner
-from tests.daemon.sources.test_dcmi_backend_choice import ANSWERS, StubHelper
+from tests.daemon.sources.test_dcmi_backend_choice import ANSWERS, CHIPS, StubHelper
 
 LANE_WORD = 1 | 0b1111 << 1 | 0b10 << 9  # switched, lanes 0-3, 4-lane mode
 PORTS = 0b11111110  # ports 1-7
@@ -226,9 +226,13 @@ def test_a_link_disagreement_has_npu_smi_serve_until_the_next_check() -> None:
 
 
 def test_pcie_from_dcmi_and_sio_from_npu_smi_where_dcmi_says_8255() -> None:
+    """PCIe errors from DCMI (the first after the check also asked of npu-smi, whose stand-in
+    here says "not supported": DCMI's is served unchecked); SIO from npu-smi."""
     smi, helper, runner, clock = _smi("")
-    pcie = smi.query(SourceRun(), interconnect.parse_pcie_err, "-t", "pcie-err", "-i", "0")
-    assert dict(pcie.counts)["retry"] == 2 and not [c for c in runner.calls if "pcie-err" in c]
+    for _ in range(2):
+        pcie = smi.query(SourceRun(), interconnect.parse_pcie_err, "-t", "pcie-err", "-i", "0")
+        assert dict(pcie.counts)["retry"] == 2
+    assert runner.calls.count("info -t pcie-err -i 0") == 1
     sio_args = ("-t", "sio-info", "-i", "0")
     for _ in range(2):
         with pytest.raises(Exception, match="not support"):
@@ -267,3 +271,26 @@ def test_an_npu_smi_that_cannot_answer_leaves_dcmis_links_unchecked() -> None:
     assert _hccs(smi, run) == dcmi and _hccs(smi) == dcmi
     assert [f.reason for f in run.refusals] == ["parse_error"]
     assert runner.calls.count("info " + " ".join(HCCS_ARGS)) == 1
+
+
+@pytest.mark.parametrize(("board", "through_dcmi"), [(0x15, True), (0x14, False)])
+def test_a3_pcie_errors_through_dcmi_only_on_the_a_x_board(
+    monkeypatch: pytest.MonkeyPatch, board: int, through_dcmi: bool
+) -> None:
+    """npu-smi reads them through DCMI on an A3 only on the A+X board (mainboard 0x15); on
+    the others DCMI is not asked and npu-smi answers (here: "not supported")."""
+    a3 = tuple(replace(chip, pci_device_id=0xD803) for chip in CHIPS)
+    monkeypatch.setattr(
+        StubHelper, "hello", lambda self: Hello(a3, frozenset(), "25.2.2", "25.2.2")
+    )
+    smi, helper, runner, _ = _smi("")
+    ANSWERS["mainboard"] = board
+    args = ("-t", "pcie-err", "-i", "0")
+    if through_dcmi:
+        pcie = smi.query(SourceRun(), interconnect.parse_pcie_err, *args)
+        assert dict(pcie.counts)["retry"] == 2
+    else:
+        with pytest.raises(Exception, match="not support"):
+            smi.query(SourceRun(), interconnect.parse_pcie_err, *args)
+    asked = [c[0] for r in helper.requests for c in r if c[0] in ("mainboard", "pcie_errors")]
+    assert asked == (["mainboard", "pcie_errors"] if through_dcmi else ["mainboard"])

@@ -131,7 +131,10 @@ def test_a_missing_symbol_is_not_a_failed_load(tmp_path: Path) -> None:
     library = build_fake_dcmi(tmp_path, "dcmi_get_device_power_info")
     assert "dcmi_get_device_power_info" not in exported(library)
     functions, missing = load(library)
-    assert missing == ("dcmi_get_device_power_info",)
+    # the fake leaves its v2 interface out with any v1 function
+    assert [name for name in missing if not name.startswith("dcmiv2_")] == [
+        "dcmi_get_device_power_info"
+    ]
     assert "dcmi_get_device_temperature" in functions
 
 

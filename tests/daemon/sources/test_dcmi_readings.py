@@ -7,8 +7,16 @@ import dataclasses
 
 import pytest
 
-from npumon.daemon.model.npu_smi import InfoTable, TableChip
-from npumon.daemon.sources.dcmi import disagreements
+from npumon.daemon.model.npu_smi import (
+    ChipCommon,
+    ChipUsage,
+    CommonReport,
+    HealthReport,
+    InfoTable,
+    TableChip,
+    UsagesReport,
+)
+from npumon.daemon.sources.dcmi import detail_disagreement, disagreements
 from npumon.daemon.sources.dcmi_client import DcmiChip
 from npumon.daemon.sources.dcmi_readings import (
     COMMON_CALLS,
@@ -51,17 +59,19 @@ VALUES = {
 
 
 def _values(
-    answers: dict[str, tuple[int, object]], wanted: tuple[tuple[str, int], ...]
+    answers: dict[str, tuple[int, object]],
+    wanted: tuple[tuple[str, int], ...],
+    chip: DcmiChip = CHIP,
 ) -> tuple[dict[str, object], list[str]]:
-    calls = calls_for([CHIP], wanted, lambda call: False)
+    calls = calls_for([chip], wanted, lambda call: False)
     unsupported: list[str] = []
     found = collect(
-        [CHIP],
+        [chip],
         calls,
         [answers.get(value_key(n, a), (-8255, None)) for n, _, _, a in calls],
         lambda call: unsupported.append(value_key(call[0], call[3])),
     )
-    return found[CHIP], unsupported
+    return found[chip], unsupported
 
 
 def _table(answers: dict[str, tuple[int, object]]) -> tuple[InfoTable, list[str]]:
@@ -161,29 +171,65 @@ def test_health_not_ready_is_a_dropped_card() -> None:
 
 
 def test_usages_and_common_in_base_units() -> None:
+    """A 910B: AI Core, Cube, Vector and NPU % from the multi-utilization call, HBM bandwidth
+    from the HBM info, the clocks from the AI Core info, as npu-smi reads them."""
     answers = {
         **VALUES,
-        "utilization12": (0, 25),
-        "utilization14": (0, 35),
-        "utilization13": (0, 40),
+        "hbm": (0, {**VALUES["hbm"][1], "bandwith_util_rate": 21}),  # type: ignore[dict-item]
+        "multi_utilization": (
+            0,
+            {"aic_util": 35, "aiv_util": 25, "aicore_util": 37, "npu_util": 40},
+        ),
         "utilization3": (0, 2),
-        "frequency7": (0, 1300),
-        "frequency9": (0, 1800),
+        "aicore": (0, {"freq": 1800, "cur_freq": 1300}),
     }
-    usage = chip_usage(CHIP, _values(answers, USAGES_CALLS)[0])
+    chip = dataclasses.replace(CHIP, pci_device_id=0xD802)
+    calls = calls_for([chip], USAGES_CALLS, lambda call: False, "usages")
+    got = [answers.get(value_key(n, a), (-8255, None)) for n, _, _, a in calls]
+    values = collect([chip], calls, got, lambda call: None)[chip]
+    usage = chip_usage(chip, values)
     assert (usage.aicore_ratio, usage.aivector_ratio, usage.aicube_ratio) == (0.37, 0.25, 0.35)
     assert (usage.npu_util_ratio, usage.aicpu_ratio, usage.ctrlcpu_ratio) == (0.40, 0.02, None)
-    assert usage.hbm_total_bytes == 65536 * MIB
-    # no DDR on this chip (-8255): npu-smi prints 0 for the DDR figures, and so do we
+    assert (usage.hbm_total_bytes, usage.hbm_bandwidth_ratio) == (65536 * MIB, 0.21)
+    # no DDR on this chip (not asked): npu-smi prints 0 for the DDR figures, and so do we
     assert (usage.memory_total_bytes, usage.hugepages_total) == (0, 0)
     assert usage.memory_bandwidth_ratio == 0.0
-    common = chip_common(CHIP, _values(answers, COMMON_CALLS)[0])
+    common = chip_common(chip, _values(answers, COMMON_CALLS, chip)[0])
     assert (common.aicore_current_hertz, common.aicore_rated_hertz) == (1.3e9, 1.8e9)
     assert (common.power_watts, common.temperature_celsius, common.aicore_count) == (
         359.6,
         58.0,
         20,
     )
+
+
+@pytest.mark.parametrize(
+    ("device_id", "asked"),
+    [
+        # 910B, A3: one multi-utilization call; no type 2/5/12/13/14, no DDR
+        (0xD802, {"hbm", "multi_utilization", "utilization3", "utilization4"}),
+        (0xD803, {"hbm", "multi_utilization", "utilization3", "utilization4"}),
+        # 310P: AI Core type 2, Vectorcore type 12, the DDR figures; no HBM, no multi call
+        (0xD500, {"memory", *(f"utilization{t}" for t in (2, 3, 4, 5, 12))}),
+    ],
+)
+def test_usages_asks_what_npu_smi_asks_on_the_chip(device_id: int, asked: set[str]) -> None:
+    chip = dataclasses.replace(CHIP, pci_device_id=device_id)
+    calls = calls_for([chip], USAGES_CALLS, lambda call: False, "usages")
+    assert {value_key(name, arg) for name, _, _, arg in calls} == asked
+
+
+def test_ddr_ecc_is_not_asked_where_the_driver_refuses_it() -> None:
+    """910B, A3: DCMI answers -8255 for DDR ECC and logs an error line; npu-smi never asks."""
+    for device_id, kinds in ((0xD802, {2}), (0xD803, {2}), (0xD500, {0}), (0xD801, {0, 2})):
+        chip = dataclasses.replace(CHIP, pci_device_id=device_id)
+        calls = calls_for([chip], (("ecc", 2), ("ecc", 0)), lambda call: False, "ecc")
+        assert {arg for _, _, _, arg in calls} == kinds
+
+
+def test_a_voltage_sentinel_is_na() -> None:
+    assert chip_dcmi({"voltage": 0x7FFE}).voltage_volts is None
+    assert chip_dcmi({"voltage": 0x7FFC}).voltage_volts == 327.64
 
 
 def test_health_ecc_and_memory_as_npu_smi_prints_them() -> None:
@@ -218,3 +264,21 @@ def test_voltage_pcie_bandwidth_and_vnpus_in_base_units() -> None:
     assert vnpus == ((100, 0.42, 2048 * 1024, 1536 * 1024),)  # KB into bytes, used = total - free
     # -8255 from both: nothing, never 0
     assert chip_dcmi({}).voltage_volts is None and chip_dcmi({}).pcie_bandwidth == ()
+
+
+def test_the_detail_check_compares_every_value_both_give() -> None:
+    """AI Cube 35 % against 0 % is a disagreement; 10 points of AI Core is not; a value one
+    side lacks is not compared; the health word and the set of codes must be equal."""
+    ours = UsagesReport(0, (ChipUsage(chip=0, aicore_ratio=0.4, aicube_ratio=0.35),))
+    same = UsagesReport(0, (ChipUsage(chip=0, aicore_ratio=0.5, aicube_ratio=0.35),))
+    assert detail_disagreement(ours, same) is None
+    cube = UsagesReport(0, (ChipUsage(chip=0, aicore_ratio=0.4, aicube_ratio=0.0),))
+    assert detail_disagreement(ours, cube) == "chip 0 aicube_ratio: dcmi 0.35, npu-smi 0.0"
+    lacking = UsagesReport(0, (ChipUsage(chip=0, aicore_ratio=0.4),))
+    assert detail_disagreement(ours, lacking) is None
+    rated = CommonReport(0, (ChipCommon(chip=0, aicore_rated_hertz=1.8e9),))
+    other = CommonReport(0, (ChipCommon(chip=0, aicore_rated_hertz=1.6e9),))
+    assert detail_disagreement(rated, other) is not None
+    alarm = HealthReport("Alarm", ("A4025021",))
+    assert detail_disagreement(alarm, HealthReport("Alarm", ("A4025021",))) is None
+    assert detail_disagreement(alarm, HealthReport("OK", ())) is not None

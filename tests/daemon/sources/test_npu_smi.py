@@ -155,6 +155,27 @@ def test_a_new_chip_asks_for_identity_without_timing_it_as_the_table() -> None:
     assert len(due) == 1
 
 
+def test_identity_before_the_first_table_waits_for_it() -> None:
+    """The daemon's start: identity's slot (0.5 s) comes before a slow first table ends; the
+    table's arrival then asks for identity. npu-smi runs what `collect --once` runs, `-m` once."""
+    clock = Clock()
+    answers = {"info": TABLE, "info -m": (NPU_SMI / "info_m_910a_8chip.txt").read_text()}
+    once = FakeRunner(dict(answers))
+    polls, _ = sources(once, clock)
+    polls.poll_all()
+    runner = FakeRunner(dict(answers))
+    due: list[bool] = []
+    polls, _ = sources(runner, clock, identity_due=lambda: due.append(True))
+    polls.poll_identity()  # its first slot, the table still running
+    polls.poll_table()
+    assert due == [True]
+    polls.poll_identity()  # what the scheduler runs when asked
+    polls.poll_detail()
+    polls.poll_health()
+    assert sorted(runner.calls) == sorted(once.calls)
+    assert sum("-m" in call for call in runner.calls) == 1
+
+
 def test_each_source_run_publishes_and_merges_once(monkeypatch: pytest.MonkeyPatch) -> None:
     merges: list[int] = []
 

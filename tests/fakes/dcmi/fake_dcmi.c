@@ -2,6 +2,7 @@
  * at dcmi_init, in DCMI's units (power 0.1 W, HBM and DDR MB, process memory bytes).
  *
  * State file lines:
+ *   board 910|910b|a3|310p|310b|950     the board's chip type: what the driver refuses (below)
  *   version <dcmi version> <driver version>
  *   init <code>                          dcmi_init returns this
  *   ecc_size 28|36                       bytes dcmi_get_device_ecc_info writes
@@ -13,7 +14,13 @@
  *   vnpu <card> <device> <vdev id> <aicore %> <total KB> <free KB>
  * A list value is a/b/c...: HCCS lists are by port index from 0 (hccs_lanes: one word per bit
  * of hccs_ports, as the driver packs them).
- * Build with -DOMIT_<function> to leave a symbol out. */
+ * Build with -DOMIT_<function> to leave a symbol out.
+ *
+ * What the driver refuses per board, whatever the state holds (refused(); the rows of
+ * tests/fixtures/dcmi/driver_answers.csv, which a test checks against this library, cite the
+ * driver source or manual for each): every v1 call on a 950 (dcmi_init -8255); utilization
+ * types other than 2, 3, 4, 6, 10, 12, 13 on 910B and A3; the multi-utilization call off 910B
+ * and A3; memory_info_v3 on 910B, A3, 950; DDR ECC on 910B, A3, 950 and HBM ECC on 310P. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +54,9 @@ static int nchips;
 static struct rule rules[MAX_RULES];
 static int nrules;
 static int initialised;
+static int v2_call;  /* inside a dcmiv2_* call: the 950's own interface */
 static int ecc_size = 36;
+static char board[16] = "";
 static char dcmi_version[64] = "fake";
 static char driver_version[64] = "fake";
 
@@ -80,10 +89,13 @@ static int injected(const char *function) {
     return 0;
 }
 
+static int refused(const char *function, int arg);
+
 static int guard(const char *function, int card, int device, struct chip **out) {
     int rc = injected(function);
     if (rc) return rc;
-    if (!initialised) return INNER_ERR;
+    if (!initialised && !v2_call) return INNER_ERR;
+    if (refused(function, -1)) return NOT_SUPPORT;
     if (out == NULL) return 0;
     *out = find(card, device);
     return *out ? 0 : INVALID_PARAMETER;
@@ -139,22 +151,71 @@ static void load_line(char *line) {
     } else if (sscanf(line, "init %d", &code) == 1) {
         snprintf(rules[nrules].function, sizeof(rules[0].function), "dcmi_init");
         rules[nrules++].code = code;
+    } else if (sscanf(line, "board %15s", board) == 1) {
     } else if (sscanf(line, "ecc_size %d", &ecc_size) == 1) {
     } else {
         sscanf(line, "version %63s %63s", dcmi_version, driver_version);
     }
 }
 
-#ifndef OMIT_dcmi_init
-int dcmi_init(void) {
+static int board_in(const char *const *models) {
+    for (; *models; models++)
+        if (strcmp(board, *models) == 0) return 1;
+    return 0;
+}
+
+static const char *const NEW_910[] = {"910b", "a3", NULL};
+static const char *const NO_DDR[] = {"910b", "a3", "950", NULL};
+static const char *const ECC_CHECKED[] = {"910", "910b", "310p", "a3", "950", NULL};
+
+/* The driver's own refusals by board (see the head of this file): 1 where it answers -8255;
+ * ``arg`` is the type of a typed call, -1 for the check every call starts with. */
+static int refused(const char *function, int arg) {
+    /* v1 on a 950 and v2 anywhere else: -8255 (every v2 getter checks for a 950) */
+    if ((strcmp(board, "950") == 0) != v2_call) return 1;
+    if (strcmp(function, "dcmi_get_device_multi_utilization_rate") == 0)
+        return !board_in(NEW_910) && !v2_call;  /* DI/dcmiv2_running_info_intf.c:900-931 */
+    if (strcmp(function, "dcmi_get_device_memory_info_v3") == 0) return board_in(NO_DDR);
+    if (arg < 0) return 0;  /* a typed call: checked again with its type */
+    if (strcmp(function, "dcmi_get_device_utilization_rate") == 0) {
+        if (arg == 1) return board_in(NO_DDR);  /* answered from memory_info_v3 */
+        return board_in(NEW_910) && !(arg == 2 || arg == 3 || arg == 4 || arg == 6 || arg == 10 ||
+                                      arg == 12 || arg == 13);
+    }
+    if (strcmp(function, "dcmi_get_device_ecc_info") == 0)
+        return (arg == DCMI_DEVICE_TYPE_DDR && board_in(NO_DDR)) ||
+               (arg == DCMI_DEVICE_TYPE_HBM && strcmp(board, "310p") == 0) ||
+               (arg != DCMI_DEVICE_TYPE_DDR && arg != DCMI_DEVICE_TYPE_HBM && board_in(ECC_CHECKED));
+    return 0;
+}
+
+/* NPU_*_DEVICE_ID of the driver's npucli/inc/npu_common.h, by board; 0: no PCIe (SoC) */
+static unsigned int pci_device_id(void) {
+    static const char *const models[] = {"910", "910b", "a3", "310p", "950", NULL};
+    static const unsigned int ids[] = {0xd801, 0xd802, 0xd803, 0xd500, 0xd806};
+    for (int i = 0; models[i]; i++)
+        if (strcmp(board, models[i]) == 0) return ids[i];
+    return 0;
+}
+
+static int load_state(void) {
     const char *path = getenv("NPUMON_FAKE_DCMI_STATE");
     static char line[16384];
     FILE *f = path ? fopen(path, "r") : NULL;
     if (f == NULL) return INNER_ERR;
     nchips = nrules = 0;
+    board[0] = '\0';
     while (fgets(line, sizeof(line), f)) load_line(line);
     fclose(f);
-    int rc = injected("dcmi_init");
+    return 0;
+}
+
+#ifndef OMIT_dcmi_init
+int dcmi_init(void) {
+    int rc = load_state();
+    if (rc) return rc;
+    rc = injected("dcmi_init");
+    if (rc == 0 && refused("dcmi_init", 0)) rc = NOT_SUPPORT;  /* DINIT/dcmi_init_basic.c:1447 */
     initialised = rc == 0;
     return rc;
 }
@@ -329,6 +390,7 @@ static int typed_number(const char *function, int card_id, int device_id, const 
     long long v;
     int rc = guard(function, card_id, device_id, &c);
     if (rc) return rc;
+    if (refused(function, type)) return NOT_SUPPORT;
     snprintf(key, sizeof(key), "%s%d", prefix, type);
     if (!number(c, key, &v)) return NOT_SUPPORT;
     *out = (unsigned int)v;
@@ -362,6 +424,7 @@ int dcmi_get_device_ecc_info(int card_id, int device_id, enum dcmi_device_type i
     long long v;
     int rc = guard("dcmi_get_device_ecc_info", card_id, device_id, &c);
     if (rc) return rc;
+    if (refused("dcmi_get_device_ecc_info", (int)input_type)) return NOT_SUPPORT;
     snprintf(key, sizeof(key), "ecc%d_enable", (int)input_type);
     if (!number(c, key, &v)) return NOT_SUPPORT;
     for (int i = 0; i < 9; i++) {
@@ -420,6 +483,8 @@ int dcmi_get_device_pcie_info_v2(int card_id, int device_id, struct dcmi_pcie_in
     if (bdf == NULL || sscanf(bdf, "%x:%x:%x.%x", &domain, &bus, &dev, &func) != 4)
         return NOT_SUPPORT;
     memset(pcie_info, 0, sizeof(*pcie_info));
+    pcie_info->venderid = 0x19e5;
+    pcie_info->deviceid = pci_device_id();
     pcie_info->domain = (int)domain;
     pcie_info->bdf_busid = bus;
     pcie_info->bdf_deviceid = dev;
@@ -587,5 +652,153 @@ int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd
         return INVALID_PARAMETER;
     }
     return NOT_SUPPORT;
+}
+#endif
+
+#ifndef OMIT_dcmi_get_device_multi_utilization_rate
+/* The firmware's AI Cube and AI Vector averages, AI Core and NPU % (keys util14, util12, util2,
+ * util13: the simulated chip's figures); npu_util is raised to aicore_util as the driver does
+ * (DN/dcmi_inner_info_get_ext.c:1545); a figure the firmware lacks reads 0 with rc 0. */
+int dcmi_get_device_multi_utilization_rate(int card_id, int device_id,
+                                           struct dcmi_multi_utilization_info *util_info) {
+    struct chip *c;
+    long long aic = 0, aiv = 0, aicore = 0, npu = 0;
+    int rc = guard("dcmi_get_device_multi_utilization_rate", card_id, device_id, &c);
+    if (rc) return rc;
+    number(c, "util14", &aic);
+    number(c, "util12", &aiv);
+    number(c, "util2", &aicore);
+    number(c, "util13", &npu);
+    memset(util_info, 0, sizeof(*util_info));
+    util_info->aic_util = (unsigned int)aic;
+    util_info->aiv_util = (unsigned int)aiv;
+    util_info->aicore_util = (unsigned int)aicore;
+    util_info->npu_util = (unsigned int)(aicore > npu ? aicore : npu);
+    return 0;
+}
+#endif
+
+#ifndef OMIT_dcmi_get_device_aicore_info
+/* dsmi_get_aicore_info's rated and current AI Core clocks (keys aicore_freq, aicore_cur_freq) */
+int dcmi_get_device_aicore_info(int card_id, int device_id, struct dcmi_aicore_info *aicore_info) {
+    struct chip *c;
+    long long rated, current;
+    int rc = guard("dcmi_get_device_aicore_info", card_id, device_id, &c);
+    if (rc) return rc;
+    if (!number(c, "aicore_freq", &rated) || !number(c, "aicore_cur_freq", &current))
+        return NOT_SUPPORT;
+    aicore_info->freq = (unsigned int)rated;
+    aicore_info->cur_freq = (unsigned int)current;
+    return 0;
+}
+#endif
+
+/* DCMI v2 (the 950's interface, H:2400-3260): chips by logic id (dev_id), each call the v1
+ * reading of that chip with the 950 check turned round; an injected fail/hang rule names the
+ * v1 function. dcmiv2_init answers -8255 off a 950 (DINIT/dcmi_init_basic.c:1293-1330). */
+#ifndef OMIT_dcmiv2
+static int v2_initialised;
+
+int dcmiv2_init(void) {
+    int rc = load_state();
+    if (rc) return rc;
+    rc = injected("dcmiv2_init");
+    if (rc == 0 && strcmp(board, "950") != 0) rc = NOT_SUPPORT;
+    v2_initialised = rc == 0;
+    return rc;
+}
+
+int dcmiv2_get_device_list(int *device_list, int *device_cnt, int list_len) {
+    int n = 0;
+    if (!v2_initialised) return INNER_ERR;
+    for (int i = 0; i < nchips; i++) {
+        if (n >= list_len) return INVALID_PARAMETER;
+        device_list[n++] = chips[i].logic;
+    }
+    *device_cnt = n;
+    return 0;
+}
+
+int dcmiv2_get_chip_phy_id_by_dev_id(int dev_id, unsigned int *phyid) {
+    if (!v2_initialised) return INNER_ERR;
+    for (int i = 0; i < nchips; i++)
+        if (chips[i].logic == dev_id) { *phyid = (unsigned int)chips[i].phy; return 0; }
+    return INVALID_PARAMETER;
+}
+
+/* The chip of a dev_id as (card, device) for the v1 reading, inside a v2 call. */
+static int v2_enter(int dev_id, int *card, int *device) {
+    if (!v2_initialised) return INNER_ERR;
+    for (int i = 0; i < nchips; i++) {
+        if (chips[i].logic != dev_id) continue;
+        *card = chips[i].card;
+        *device = chips[i].device;
+        v2_call = 1;
+        return 0;
+    }
+    return INVALID_PARAMETER;
+}
+
+#define V2(NAME, V1, PARAMS, ...)                              \
+    int NAME PARAMS {                                          \
+        int card, device, rc = v2_enter(dev_id, &card, &device); \
+        if (rc) return rc;                                     \
+        rc = V1(card, device, __VA_ARGS__);                    \
+        v2_call = 0;                                           \
+        return rc;                                             \
+    }
+
+V2(dcmiv2_get_device_health, dcmi_get_device_health, (int dev_id, unsigned int *health), health)
+V2(dcmiv2_get_device_error_code_list, dcmi_get_device_errorcode_v2,
+   (int dev_id, int *error_count, unsigned int *error_code_list, unsigned int list_len),
+   error_count, error_code_list, list_len)
+V2(dcmiv2_get_device_power_info, dcmi_get_device_power_info, (int dev_id, int *power_info),
+   power_info)
+V2(dcmiv2_get_device_temperature, dcmi_get_device_temperature, (int dev_id, int *temperature),
+   temperature)
+V2(dcmiv2_get_device_voltage, dcmi_get_device_voltage, (int dev_id, unsigned int *voltage),
+   voltage)
+V2(dcmiv2_get_device_hbm_info, dcmi_get_device_hbm_info,
+   (int dev_id, struct dcmi_hbm_info *hbm_info), hbm_info)
+V2(dcmiv2_get_device_utilization_rate, dcmi_get_device_utilization_rate,
+   (int dev_id, int input_type, unsigned int *utilization_rate), input_type, utilization_rate)
+V2(dcmiv2_get_device_multi_utilization_rate, dcmi_get_device_multi_utilization_rate,
+   (int dev_id, struct dcmi_multi_utilization_info *util_info), util_info)
+V2(dcmiv2_get_device_aicore_info, dcmi_get_device_aicore_info,
+   (int dev_id, struct dcmi_aicore_info *aicore_info), aicore_info)
+V2(dcmiv2_get_device_ecc_info, dcmi_get_device_ecc_info,
+   (int dev_id, enum dcmi_device_type input_type, struct dcmi_ecc_info *device_ecc_info),
+   input_type, device_ecc_info)
+V2(dcmiv2_get_device_proc_mem_info, dcmi_get_device_resource_info,
+   (int dev_id, struct dcmi_proc_mem_info *proc_info, int *proc_num), proc_info, proc_num)
+V2(dcmiv2_get_device_chip_info, dcmi_get_device_chip_info_v2,
+   (int dev_id, struct dcmi_chip_info_v2 *chip_info), chip_info)
+V2(dcmiv2_get_device_pcie_info, dcmi_get_device_pcie_info_v2,
+   (int dev_id, struct dcmi_pcie_info_all *pcie_info), pcie_info)
+V2(dcmiv2_get_device_info, dcmi_get_device_info,
+   (int dev_id, enum dcmi_main_cmd main_cmd, unsigned int sub_cmd, void *buf, unsigned int *size),
+   main_cmd, sub_cmd, buf, size)
+V2(dcmiv2_get_pcie_link_bandwidth_info, dcmi_get_pcie_link_bandwidth_info,
+   (int dev_id, struct dcmi_pcie_link_bandwidth_info *pcie_link_bandwidth_info),
+   pcie_link_bandwidth_info)
+
+int dcmiv2_get_mainboard_id(int dev_id, unsigned int *mainboard_id) {
+    int card, device, rc = v2_enter(dev_id, &card, &device);
+    if (rc) return rc;
+    rc = dcmi_get_mainboard_id(card, 0, mainboard_id);
+    v2_call = 0;
+    return rc;
+}
+
+int dcmiv2_get_dcmi_version(char *dcmi_ver, unsigned int len) {
+    if (!v2_initialised) return INNER_ERR;
+    snprintf(dcmi_ver, len, "%s", dcmi_version);
+    return 0;
+}
+
+int dcmiv2_get_driver_version(char *driver_ver, unsigned int len) {
+    if (!v2_initialised) return INNER_ERR;
+    snprintf(driver_ver, len, "%s", driver_version);
+    return 0;
 }
 #endif

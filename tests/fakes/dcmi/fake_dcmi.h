@@ -73,6 +73,11 @@ struct dcmi_multi_utilization_info {
     unsigned int npu_util;
     unsigned int reserved[DCMI_UTIL_RESERVED_LEN];
 };
+/* not in MC-H; DRV-H (the vendor header, H:138) */
+struct dcmi_aicore_info {
+    unsigned int freq;
+    unsigned int cur_freq;
+};
 struct dcmi_pcie_link_bandwidth_info {
     int profiling_time;
     unsigned int tx_p_bw[AGENTDRV_PROF_DATA_NUM];
@@ -231,6 +236,11 @@ int dcmi_get_device_utilization_rate(int card_id, int device_id, int input_type,
                                      unsigned int *utilization_rate);
 int dcmi_get_device_frequency(int card_id, int device_id, enum dcmi_freq_type input_type,
                               unsigned int *frequency);
+/* DRV-H; MC-H has the same prototype */
+int dcmi_get_device_multi_utilization_rate(int card_id, int device_id,
+                                           struct dcmi_multi_utilization_info *util_info);
+/* not in MC-H; DRV-H */
+int dcmi_get_device_aicore_info(int card_id, int device_id, struct dcmi_aicore_info *aicore_info);
 int dcmi_get_device_ecc_info(int card_id, int device_id, enum dcmi_device_type input_type,
                              struct dcmi_ecc_info *device_ecc_info);
 int dcmi_get_device_resource_info(int card_id, int device_id, struct dcmi_proc_mem_info *proc_info,
@@ -245,5 +255,32 @@ int dcmi_get_pcie_link_bandwidth_info(int card_id, int device_id,
 int dcmi_get_mainboard_id(int card_id, int device_id, unsigned int *mainboard_id);
 int dcmi_get_hccs_link_bandwidth_info(int card_id, int device_id,
                                       struct dcmi_hccs_bandwidth_info *hccs_bandwidth_info);
+
+/* DCMI v2 (the driver's header, H:2400-3260): a chip is its logic id (dev_id) */
+int dcmiv2_init(void);
+int dcmiv2_get_device_list(int *device_list, int *device_cnt, int list_len);
+int dcmiv2_get_chip_phy_id_by_dev_id(int dev_id, unsigned int *phyid);
+int dcmiv2_get_dcmi_version(char *dcmi_ver, unsigned int len);
+int dcmiv2_get_driver_version(char *driver_ver, unsigned int len);
+int dcmiv2_get_device_health(int dev_id, unsigned int *health);
+int dcmiv2_get_device_error_code_list(int dev_id, int *error_count, unsigned int *error_code_list,
+                                      unsigned int list_len);
+int dcmiv2_get_device_power_info(int dev_id, int *power_info);
+int dcmiv2_get_device_temperature(int dev_id, int *temperature);
+int dcmiv2_get_device_voltage(int dev_id, unsigned int *voltage);
+int dcmiv2_get_device_hbm_info(int dev_id, struct dcmi_hbm_info *hbm_info);
+int dcmiv2_get_device_utilization_rate(int dev_id, int input_type, unsigned int *utilization_rate);
+int dcmiv2_get_device_multi_utilization_rate(int dev_id, struct dcmi_multi_utilization_info *util_info);
+int dcmiv2_get_device_aicore_info(int dev_id, struct dcmi_aicore_info *aicore_info);
+int dcmiv2_get_device_ecc_info(int dev_id, enum dcmi_device_type input_type,
+                               struct dcmi_ecc_info *device_ecc_info);
+int dcmiv2_get_device_proc_mem_info(int dev_id, struct dcmi_proc_mem_info *proc_info, int *proc_num);
+int dcmiv2_get_device_chip_info(int dev_id, struct dcmi_chip_info_v2 *chip_info);
+int dcmiv2_get_device_pcie_info(int dev_id, struct dcmi_pcie_info_all *pcie_info);
+int dcmiv2_get_device_info(int dev_id, enum dcmi_main_cmd main_cmd, unsigned int sub_cmd, void *buf,
+                           unsigned int *size);
+int dcmiv2_get_pcie_link_bandwidth_info(int dev_id,
+                                        struct dcmi_pcie_link_bandwidth_info *pcie_link_bandwidth_info);
+int dcmiv2_get_mainboard_id(int dev_id, unsigned int *mainboard_id);
 
 #endif
