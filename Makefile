@@ -18,18 +18,21 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
-# promtool (rules and exposition linting), prometheus (fleet tests), openssl (test
-# certificates) and gcc + binutils (the fake libdcmi.so and `nm -D`) come from Debian.
+# promtool (rules and exposition linting), prometheus (fleet tests), victoria-metrics (the
+# alert catalog on VictoriaMetrics + vmalert, tests/alerts), openssl (test certificates) and
+# gcc + binutils (the fake libdcmi.so and `nm -D`) come from Debian.
 tools:
 	@if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1 \
+	    || ! command -v victoria-metrics >/dev/null 2>&1 || ! command -v vmalert >/dev/null 2>&1 \
 	    || ! command -v openssl >/dev/null 2>&1 || ! command -v gcc >/dev/null 2>&1 \
 	    || ! command -v nm >/dev/null 2>&1; then \
-	  echo "installing Debian packages 'prometheus' (promtool + prometheus), 'openssl' (TLS tests), 'gcc' and 'binutils' (fake libdcmi.so)"; \
+	  echo "installing Debian packages 'prometheus' (promtool + prometheus), 'victoria-metrics' (victoria-metrics + vmalert), 'openssl' (TLS tests), 'gcc' and 'binutils' (fake libdcmi.so)"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus openssl gcc libc6-dev binutils >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus victoria-metrics openssl gcc libc6-dev binutils >/dev/null; \
 	fi
 	@promtool --version 2>&1 | head -n 1
+	@dpkg-query -W -f='victoria-metrics $${Version}\n' victoria-metrics 2>/dev/null || true
 
 PY_TREES := daemon exporters simulator podresources tests bench deploy
 
