@@ -3,7 +3,9 @@
 Each scenario is a timeline of events on a small node (two 910B3 chips, or what the scenario
 names); ``series(scenario)`` gives, per scrape (every ``STEP`` seconds), the samples a scrape of
 npumon would return: the families and labels of the exporter (tests/fixtures/nodes/*/expected.prom
-holds real expositions with the same names), plus the scrape's own ``up``. Every series carries
+holds real expositions with the same names; the network, optical and interconnect families are
+the default collectors' per-port and per-chip aggregates, not the detail ones), plus the scrape's
+own ``up``. Every series carries
 the target labels ``cluster`` (the scenario's name: the rules aggregate per cluster, so scenarios
 replayed side by side do not meet), ``instance`` (``<scenario>-<node>``) and ``job``. A value
 None is no sample at that scrape (the series is gone: a card off the bus, a failed scrape).
@@ -288,11 +290,12 @@ class _Node:
         put(index, "npu_hbm_ecc_errors_total", count("ecc_double", ecc_rate), bits="double", **ids)
         put(index, "npu_hbm_ecc_errors_total", count("ecc_single", 0.0), bits="single", **ids)
         hccs = self.any_active("hccs_crc_burst", t, chip)
+        # the default interconnect collector: CRC errors summed over the chip's HCCS links
         put(
             index,
-            "npu_hccs_crc_errors_total",
+            "npu_hccs_errors_total",
             count("hccs_crc", float(hccs["per_second"]) if hccs else 0.0),
-            link="0",
+            kind="crc",
             **ids,
         )
         port = {"port": "0", **ids}
@@ -326,9 +329,11 @@ class _Node:
             start, _ = _window(drift, self.s.duration)
             share = min(1.0, (t - start) / seconds(drift.get("ramp", "10m")))
             rx = RX_POWER_W + (float(drift["to_watts"]) - RX_POWER_W) * share
-        put(index, "npu_optical_rx_power_watts", rx, lane="0", **port)
-        put(index, "npu_optical_rx_power_threshold_watts", RX_LOW_W, bound="low", **port)
-        put(index, "npu_optical_rx_power_threshold_watts", RX_HIGH_W, bound="high", **port)
+        # the default optical collector: the lowest lane, and the module against its own
+        # thresholds (-1 below the low one, 1 above the high one, 0 inside)
+        put(index, "npu_optical_rx_power_min_watts", rx, **port)
+        out = -1.0 if rx < RX_LOW_W else 1.0 if rx > RX_HIGH_W else 0.0
+        put(index, "npu_optical_out_of_range", out, quantity="rx_power", **port)
 
     def step_time(self, index: int, t: float, workload: dict[str, Any]) -> None:
         """A profiled workload: a capture every ``every`` (default 10 min) of ``steps`` steps,
