@@ -1,5 +1,6 @@
 # npumon: `make demo` and `make test` work on a fresh machine with only Python 3 (and root for
-# apt-get, which installs Debian's prometheus package for promtool and the fleet tests).
+# apt-get, which installs Debian's prometheus package for promtool and the fleet tests, and
+# victoria-metrics for the alert catalog).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
