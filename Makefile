@@ -1,5 +1,6 @@
 # npumon: `make demo` and `make test` work on a fresh machine with only Python 3 (and root for
-# apt-get, which installs Debian's prometheus package for promtool and the fleet tests).
+# apt-get, which installs Debian's prometheus package for promtool and the fleet tests, and
+# victoria-metrics for the alert catalog).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -18,19 +19,22 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
-# promtool (rules and exposition linting), prometheus (fleet tests), openssl (test
-# certificates), gcc + binutils (the fake libdcmi.so and `nm -D`) and chromium (the HTML report
-# opened headless) come from Debian.
+# promtool (rules and exposition linting), prometheus (fleet tests), victoria-metrics (the
+# alert catalog on VictoriaMetrics + vmalert, tests/alerts), openssl (test certificates),
+# gcc + binutils (the fake libdcmi.so and `nm -D`) and chromium (the HTML report opened
+# headless) come from Debian.
 tools:
 	@if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1 \
+	    || ! command -v victoria-metrics >/dev/null 2>&1 || ! command -v vmalert >/dev/null 2>&1 \
 	    || ! command -v openssl >/dev/null 2>&1 || ! command -v gcc >/dev/null 2>&1 \
 	    || ! command -v nm >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then \
-	  echo "installing Debian packages 'prometheus' (promtool + prometheus), 'openssl' (TLS tests), 'gcc' and 'binutils' (fake libdcmi.so), 'chromium' (HTML report tests)"; \
+	  echo "installing Debian packages 'prometheus' (promtool + prometheus), 'victoria-metrics' (victoria-metrics + vmalert), 'openssl' (TLS tests), 'gcc' and 'binutils' (fake libdcmi.so), 'chromium' (HTML report tests)"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus openssl gcc libc6-dev binutils chromium >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus victoria-metrics openssl gcc libc6-dev binutils chromium >/dev/null; \
 	fi
 	@promtool --version 2>&1 | head -n 1
+	@dpkg-query -W -f='victoria-metrics $${Version}\n' victoria-metrics 2>/dev/null || true
 
 PY_TREES := daemon exporters simulator podresources tests bench deploy
 

@@ -5,7 +5,8 @@
     .venv/bin/python deploy/helm/generate.py        # rewrite what is out of date
     .venv/bin/python deploy/helm/generate.py --check  # exit 1 naming what is out of date
 
-1. Copies config/prometheus/npumon-rules.yml and grafana/dashboards/*.json into the chart's
+1. Copies config/prometheus/npumon-rules.yml (and npumon-rules.thresholds.yml, the text of each
+   tunable alert's threshold) and grafana/dashboards/*.json into the chart's
    files/ (Helm's .Files cannot read outside the chart), byte for byte.
 2. Renders the chart with its default values plus the ServiceMonitor and the PrometheusRule,
    both labelled release=kube-prometheus-stack (release "npumon", namespace "npumon"), into
@@ -24,6 +25,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CHART = HERE / "npumon"
 RULES = ROOT / "config" / "prometheus" / "npumon-rules.yml"
+THRESHOLDS = ROOT / "config" / "prometheus" / "npumon-rules.thresholds.yml"
 DASHBOARDS = ROOT / "grafana" / "dashboards"
 MANIFESTS = ROOT / "deploy" / "kubernetes" / "npumon.yaml"
 RELEASE = "npumon"
@@ -53,6 +55,7 @@ HEADER = (
 def chart_files() -> dict[Path, bytes]:
     """The chart's copies of the rules and dashboards, as they should be."""
     files = {CHART / "files" / RULES.name: RULES.read_bytes()}
+    files[CHART / "files" / THRESHOLDS.name] = THRESHOLDS.read_bytes()
     for path in sorted(DASHBOARDS.glob("*.json")):
         files[CHART / "files" / "dashboards" / path.name] = path.read_bytes()
     return files

@@ -205,6 +205,66 @@ def test_a_disabled_name_that_is_no_alert_fails_naming_the_alerts() -> None:
         render({"prometheusRule": {"enabled": True, "disabled": {"NpumonDwn": True}}})
 
 
+TUNED = {
+    "enabled": True,
+    "alerts": {
+        "NpuNetworkPfcStorm": {"threshold": 25000, "for": "2m", "severity": "critical"},
+        "NpuThermalThrottling": {"threshold": 0.35},
+        "NpuAllocatedChipIdle": {"for": "3h", "severity": "info"},
+    },
+}
+THRESHOLDS = yaml.safe_load(
+    (ROOT / "config" / "prometheus" / "npumon-rules.thresholds.yml").read_text()
+)
+
+
+def number_tokens(expr: str, number: str) -> int:
+    return len(re.findall(rf"(?:^|[^0-9.a-zA-Z_:]){re.escape(number)}(?=[^0-9.a-zA-Z_:]|$)", expr))
+
+
+def test_every_tunable_threshold_stands_in_its_alerts_expr() -> None:
+    alerts = {r["alert"]: r for r in source_rules() if "alert" in r}
+    for name, number in THRESHOLDS.items():
+        assert number_tokens(alerts[name]["expr"], number) >= 1, (name, number)
+
+
+def test_alert_values_set_threshold_for_and_severity(tmp_path: Path) -> None:
+    source = {r["alert"]: r for r in source_rules() if "alert" in r}
+    rendered = {r["alert"]: r for r in rules_of(render({"prometheusRule": TUNED})) if "alert" in r}
+    storm = rendered["NpuNetworkPfcStorm"]
+    assert number_tokens(storm["expr"], "25000") == number_tokens(
+        source["NpuNetworkPfcStorm"]["expr"], "10000"
+    )
+    assert number_tokens(storm["expr"], "10000") == 0
+    assert (storm["for"], storm["labels"]["severity"]) == ("2m", "critical")
+    thermal = rendered["NpuThermalThrottling"]
+    assert "[20m]) >= 0.35" in thermal["expr"] and "0.2" not in thermal["expr"]
+    assert thermal["for"] == source["NpuThermalThrottling"]["for"]
+    idle = rendered["NpuAllocatedChipIdle"]
+    assert (idle["expr"], idle["for"], idle["labels"]["severity"]) == (
+        source["NpuAllocatedChipIdle"]["expr"],
+        "3h",
+        "info",
+    )
+    untouched = {n for n in rendered if n not in TUNED["alerts"]}
+    assert all(rendered[n] == source[n] for n in untouched - {"NpumonDown"})
+    path = tmp_path / "rules.yml"
+    path.write_text(
+        yaml.safe_dump(one(render({"prometheusRule": TUNED}), "PrometheusRule")["spec"])
+    )
+    result = subprocess.run(
+        ["promtool", "check", "rules", str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_alert_values_name_alerts_and_thresholds_that_exist() -> None:
+    with pytest.raises(helm.HelmError, match="NpuPfcStrom, which is no alert.*NpuNetworkPfcStorm"):
+        render({"prometheusRule": {"enabled": True, "alerts": {"NpuPfcStrom": {"for": "1m"}}}})
+    with pytest.raises(helm.HelmError, match="NpumonDown.threshold: this alert has no single"):
+        render({"prometheusRule": {"enabled": True, "alerts": {"NpumonDown": {"threshold": 1}}}})
+
+
 def test_rendered_rules_pass_promtool(tmp_path: Path) -> None:
     path = tmp_path / "rules.yml"
     path.write_text(yaml.safe_dump(one(render(FLEET), "PrometheusRule")["spec"]))

@@ -1,0 +1,135 @@
+"""A catalog fault through a real Prometheus scraping a simulated node: the PFC storm of
+simulator/fault_catalog.yaml (pfc-storm-30s: 50,000 pause frames/s for 30 s), scripted in the
+simulator's hccn_tool and read by a real npumon, fires NpuNetworkPfcStorm with the shipped rules
+within the delay the harness (tests/alerts) measures on promtool and vmalert, and resolves
+within the catalog's 2 minutes of the storm's end.
+
+Times compared are the simulator's clock (the storm's window) and Prometheus' own (the alert's
+activeAt in ALERTS_FOR_STATE, and the last firing sample): the test only waits on them."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from fleet_processes import Processes
+from fleet_scenario import BIN, POLLING, PROMETHEUS, RULES, api_query
+
+from npumon.simulator.fault_catalog import load, seconds
+from tests.helpers.processes import PROMETHEUS_LISTENING, reported_port
+from tests.helpers.wait import wait_for
+
+CATALOG = load()
+STORM = next(s for s in CATALOG.scenarios if s.name == "pfc-storm-30s")
+EVENT = STORM.events[0]
+LEAD = 70.0  # seconds of quiet before the storm: the 1-minute rate has a full window
+SCENARIO = """
+family: 910b
+npu_smi_version: "25.2.2"
+epoch: {epoch}
+seed: 28
+network:
+  events:
+    - {{kind: pfc_storm, npu: 0, per_second: {rate}, start: {start}, end: {end}}}
+"""
+
+
+def _first(url: str, expr: str) -> float | None:
+    result = api_query(url, expr)["data"]["result"]
+    return float(result[0]["value"][1]) if result else None
+
+
+@pytest.mark.fleet
+def test_a_pfc_storm_fires_and_resolves_as_the_harness_says(tmp_path: Path) -> None:
+    assert PROMETHEUS is not None, "prometheus is not installed: `make tools` installs it"
+    length = seconds(EVENT["end"]) - seconds(EVENT["start"])
+    epoch = time.time()
+    scenario = tmp_path / "storm.yaml"
+    scenario.write_text(
+        SCENARIO.format(epoch=epoch, rate=EVENT["per_second"], start=LEAD, end=LEAD + length)
+    )
+    start, end = epoch + LEAD, epoch + LEAD + length
+    config = tmp_path / "node.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "npu_smi": {
+                    "command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", str(scenario)],
+                    "intervals": {"table": "5s", "detail": "15s", "health": "15s"},
+                },
+                "hccn_tool": {
+                    "command": [str(BIN / "npumon-sim-hccn-tool"), "--scenario", str(scenario)],
+                    "interval": "5s",
+                },
+                "state_directory": str(tmp_path / "state"),
+            }
+        )
+    )
+    procs = Processes(f"{os.getpid()}-{tmp_path.name}", dict(os.environ))
+    try:
+        log = tmp_path / "npumon.log"
+        node = procs.start(
+            [
+                str(BIN / "npumon"),
+                "run",
+                "--config",
+                str(config),
+                "--web.listen-address",
+                "127.0.0.1:0",
+            ],
+            log,
+        )
+        port = reported_port(log, process=node)
+        (tmp_path / "prometheus.yml").write_text(
+            yaml.safe_dump(
+                {
+                    "global": {"scrape_interval": "5s", "evaluation_interval": "5s"},
+                    "rule_files": [str(RULES)],
+                    "scrape_configs": [
+                        {
+                            "job_name": "npumon",
+                            "static_configs": [{"targets": [f"127.0.0.1:{port}"]}],
+                        }
+                    ],
+                }
+            )
+        )
+        plog = tmp_path / "prometheus.log"
+        prometheus = procs.start(
+            [
+                PROMETHEUS,
+                f"--config.file={tmp_path / 'prometheus.yml'}",
+                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                "--web.listen-address=127.0.0.1:0",
+            ],
+            plog,
+        )
+        url = f"http://127.0.0.1:{reported_port(plog, PROMETHEUS_LISTENING, prometheus)}"
+        firing = 'ALERTS{alertname="NpuNetworkPfcStorm", alertstate="firing", npu="0"}'
+        # generous deadlines: the storm's own schedule plus the stated delays, and slack for a
+        # loaded machine; the figures compared below are the engine's, not the test's
+        stated = CATALOG.delays["NpuNetworkPfcStorm"]
+        wait_for(
+            lambda: _first(url, firing) is not None,
+            LEAD + stated + 300,
+            "NpuNetworkPfcStorm to fire",
+            **POLLING,
+        )
+        active_at = _first(url, 'ALERTS_FOR_STATE{alertname="NpuNetworkPfcStorm", npu="0"}')
+        assert active_at is not None
+        assert start - 5 <= active_at <= start + stated, (active_at - start, stated)
+        resolves = STORM.resolves or 0.0
+        wait_for(
+            lambda: _first(url, firing) is None and time.time() > end,
+            LEAD + length + resolves + 300,
+            "NpuNetworkPfcStorm to resolve",
+            **POLLING,
+        )
+        last = _first(url, f"max_over_time(timestamp({firing})[15m:5s])")
+        assert last is not None
+        assert last <= end + resolves, (last - end, resolves)
+    finally:
+        procs.close()
