@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 MAX_REQUESTS = 40  # in-flight requests before a fast 503 (node_exporter's --web.max-requests)
 MAX_CONNECTIONS = 1024  # open connections; the next one is closed at once (docs/privileges.md)
 MAX_HEADER_BYTES = 64 * 1024  # request line + headers; above it: 400 and the connection closed
-HEADER_TIMEOUT_SECONDS = 10.0  # from connect (TLS handshake included) or the last response
+HEADER_TIMEOUT_SECONDS = 10.0  # TLS handshake, headers and body, from connect or last response
 BACKLOG = 2048  # the kernel's accept queue (the kernel caps it at net.core.somaxconn)
 NOT_TLS = b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
 HTTP_STARTS = (b"GET /", b"HEAD ", b"POST ", b"PUT /", b"OPTIO")  # Go's net/http looksLikeHTTP
@@ -61,13 +61,15 @@ class Edge:
 
 
 class _Protocol(H11Protocol):
-    """uvicorn's h11 protocol plus what it lacks: the connection cap; a header deadline (the TLS
-    handshake and the headers complete ``header_timeout`` s after connect, or after the last
-    response, however slowly they come); malformed requests counted and logged at debug."""
+    """uvicorn's h11 protocol plus what it lacks: the connection cap; a request deadline (the TLS
+    handshake, the headers and any body complete ``header_timeout`` s after connect, or after
+    the last response, however slowly they come; an idle kept-alive connection, or one whose
+    last response is still unread, is closed then); malformed requests counted and logged at
+    debug."""
 
     edge: Edge
     _raw: asyncio.Transport | None = None  # the socket's transport, while counted in edge.open
-    _deadline: asyncio.TimerHandle  # from admit() on; cancelled whenever the headers complete
+    _deadline: asyncio.TimerHandle  # from admit() on; cancelled whenever a request is whole
     _header_bytes = 0
 
     def admit(self, transport: asyncio.Transport) -> bool:
@@ -100,7 +102,7 @@ class _Protocol(H11Protocol):
                 self.send_400_response("Request header fields too large")
                 return
         super().data_received(data)
-        if self.conn.their_state is not h11.IDLE:  # the headers are complete
+        if self.conn.their_state not in (h11.IDLE, h11.SEND_BODY):  # the request is whole
             self._deadline.cancel()
 
     def send_400_response(self, msg: str) -> None:
@@ -123,9 +125,15 @@ class _Protocol(H11Protocol):
             super().connection_lost(exc)
 
     def _expired(self) -> None:
-        if self._raw is not None and not self._raw.is_closing():
-            log.debug("event=header_timeout client=%s", self.client)
-            self._raw.close()  # under TLS: the socket, whether or not the handshake is done
+        raw = self._raw
+        if raw is not None and not raw.is_closing():
+            log.debug("event=request_timeout client=%s", self.client)
+            # Under TLS: the socket, whether or not the handshake is done. A response the
+            # client has not read would hold close() until it drains: that one is aborted.
+            if raw.get_write_buffer_size():
+                raw.abort()
+            else:
+                raw.close()
 
 
 class _TLSFront(asyncio.Protocol):

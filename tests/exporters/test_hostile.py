@@ -237,3 +237,80 @@ def test_header_stuffing_memory_is_bounded_by_the_connection_cap() -> None:
         cap: _rss_kib_while_stuffed(cap, 400) - _rss_kib_while_stuffed(cap, 0) for cap in (20, 1000)
     }
     assert growth[20] < 5 * 1024 < 12 * 1024 < growth[1000], growth  # KiB
+
+
+def _response(sock: socket.socket) -> bytes:
+    """Read one whole response whose body has a content-length (headers and body)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f"closed after {data!r}"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(
+        next(
+            v
+            for k, _, v in (h.partition(b":") for h in head.split(b"\r\n"))
+            if k.lower() == b"content-length"
+        )
+    )
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "closed inside the body"
+        body += chunk
+    return head
+
+
+def _trickled_until_closed(sock: socket.socket, seconds: float) -> bool:
+    """Send one byte every 0.1 s (the recv timeout paces it); True once the peer closes."""
+    sock.settimeout(0.1)
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        try:
+            sock.sendall(b"a")
+            if sock.recv(65536) == b"":
+                return True
+        except TimeoutError:
+            continue
+        except OSError:
+            return True
+    return False
+
+
+TRICKLED = [
+    b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n",
+    b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n",
+    b"GET /-/healthy HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10000\r\n",
+]
+
+
+@pytest.mark.parametrize("head", TRICKLED)
+def test_a_body_trickled_after_the_response_is_cut_at_the_deadline(head: bytes) -> None:
+    # The request declares a body, is answered, then sends it a byte at a time: closed at the
+    # deadline (0.5 s here) counted from the connection, whatever arrives.
+    server = serve(exposition(), "127.0.0.1:0", None, lambda: True, header_timeout=0.5)
+    try:
+        sock = raw_connection(server, head)
+        assert _response(sock).split(b" ")[1] in (b"200", b"405")
+        assert _trickled_until_closed(sock, 5.0), "a trickled body kept the connection open"
+        sock.close()
+        wait_for(lambda: server.edge.open == 0, TIMEOUT, "the trickler's slot back")
+    finally:
+        server.shutdown()
+
+
+def test_a_response_the_client_never_reads_is_cut_at_the_deadline() -> None:
+    # 16 MB the client never reads stay in the server's write buffer: the deadline after the
+    # response aborts the connection instead of waiting for that buffer to drain.
+    big = b"# " + b"x" * (16 << 20) + b"\n"
+    server = serve(lambda openmetrics: big, "127.0.0.1:0", None, lambda: True, header_timeout=0.5)
+    try:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", server.port))
+        sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        wait_for(lambda: server.edge.open == 1, TIMEOUT, "the connection counted")
+        wait_for(lambda: server.edge.open == 0, TIMEOUT, "the unread response's slot back")
+        sock.close()
+    finally:
+        server.shutdown()
