@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from npumon.daemon.analysis import sqlite_host
+from npumon.daemon.analysis import confine, sqlite_host
 from npumon.daemon.analysis.layout import TRACE_VIEW, inside
 
 API_STATISTIC = "api_statistic.csv"
@@ -94,7 +94,7 @@ def _data_loader(path: Path, notes: list[str]) -> tuple[float, int] | None:
     """(total us, calls) of the data loader events; (0, 0) when the trace has none."""
     total, calls, tail = 0.0, 0, ""
     try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
+        with confine.open_text(path) as handle:
             while chunk := handle.read(_CHUNK):
                 text, start = tail + chunk, 0
                 tail = text[-len(DATA_LOADER_EVENT) + 1 :]
@@ -125,7 +125,7 @@ def _fields(text: str, at: int) -> str | None:
 def _compile(path: Path, notes: list[str]) -> tuple[float, int] | None:
     """(total us, calls) of aclopCompileAndExecute; (0, 0) when the API was never called."""
     try:
-        with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+        with confine.open_text(path, newline="") as handle:
             rows = list(csv.DictReader(handle))
     except (OSError, csv.Error) as exc:
         notes.append(f"{path}: not read for on-line compilation ({type(exc).__name__})")

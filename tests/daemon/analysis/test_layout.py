@@ -6,9 +6,11 @@ import math
 import shutil
 from pathlib import Path
 
+import pytest
 from analysis_helpers import FIXTURES
 
 from npumon.daemon.analysis import layout
+from npumon.daemon.analysis.readers import TableError, read_op_statistic
 
 
 def test_capture_time_from_metadata(tmp_path: Path) -> None:
@@ -46,3 +48,35 @@ def test_metadata_is_read_inside_the_unit_only(tmp_path: Path) -> None:
     (unit / layout.METADATA).unlink()
     (unit / layout.METADATA).write_text('# a comment line\n{"parallel_group_info": {}}')
     assert layout.metadata(unit) == {"parallel_group_info": {}}
+
+
+def _swap_after_finding(tmp_path: Path, swap_dir: bool) -> tuple[layout.ProfileUnit, str]:
+    """A torch_npu unit whose op_statistic.csv (or its folder) becomes a symlink to a secret
+    table once the unit was found: what a job can do between the check and the read."""
+    real = (FIXTURES / "op_statistic_torchnpu_cann8.3rc1.csv").read_text()
+    secret = tmp_path / "root-only"
+    secret.mkdir(mode=0o700)
+    (secret / "op_statistic.csv").write_text(real.replace("FlashAttentionScoreGrad", "TOPSECRET"))
+    (secret / "op_statistic.csv").chmod(0o600)
+    out = tmp_path / "job" / "node_1_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    (out / "op_statistic.csv").write_text(real)
+    (unit,) = layout.find_units(tmp_path / "job")
+    if swap_dir:
+        moved = out.with_name("moved")
+        out.rename(moved)
+        out.symlink_to(secret)
+    else:
+        (out / "op_statistic.csv").unlink()
+        (out / "op_statistic.csv").symlink_to(secret / "op_statistic.csv")
+    return unit, "TOPSECRET"
+
+
+@pytest.mark.parametrize("swap_dir", [False, True])
+def test_a_table_swapped_for_a_symlink_after_the_check_is_not_read(
+    tmp_path: Path, swap_dir: bool
+) -> None:
+    unit, secret = _swap_after_finding(tmp_path, swap_dir)
+    with pytest.raises(TableError, match="symlink"):
+        frame = read_op_statistic(unit.tables[layout.OP_STATISTIC]).frame
+        assert secret not in set(frame["op_type"].astype(str))  # never reached: raised
