@@ -48,6 +48,7 @@ class Profiler:
             self.settings.baseline.captures,
             self.settings.baseline.min_captures,
             self.host.clock,
+            self.settings.max_workloads,
         )
         self.captures_dir = root / "captures"
         self.capturer = Capturer(self.settings, self.captures_dir, self.host)
@@ -123,7 +124,8 @@ class Profiler:
         return outcome
 
     def ingest_once(self) -> list[CaptureOutcome]:
-        """Analyse the finished profile dirs under profiling.ingest.paths not analysed yet."""
+        """Analyse the finished profile dirs under profiling.ingest.paths not analysed yet, of
+        at most profiling.max_workloads workloads a pass (the others wait for the next)."""
         paths = self.settings.ingest.paths
         if not paths or self.children.stopped.is_set():
             return []
@@ -132,9 +134,13 @@ class Profiler:
             groups = ingest.find_new(
                 paths, self.state.ingested, self.host.clock(), self.settings.ingest.settle
             )
+            taken: set[str] = set()
             for group in groups:
                 if self.children.stopped.is_set():
                     break
+                if group.workload not in taken and len(taken) >= self.settings.max_workloads:
+                    continue  # not marked ingested: found again next pass
+                taken.add(group.workload)
                 outcomes.append(self._ingest(group))
         return outcomes
 

@@ -67,8 +67,10 @@ class ProfileState:
         window: int = 20,
         min_captures: int = 3,
         clock: Callable[[], float] = time.time,
+        max_workloads: int = 256,
     ) -> None:
         self.path = directory / STATE_FILE
+        self.max_workloads = max_workloads  # beyond: the least recently analysed is dropped
         self.clock = clock
         self.window = window
         self.min_captures = min_captures
@@ -87,7 +89,14 @@ class ProfileState:
         if summary.step is not None:
             # one extra slot: the newest p99 is judged against the `window` before it
             state.p99s = (state.p99s + [summary.step.p99_seconds])[-(self.window + 1) :]
+        self._keep_newest()
         return self.baseline(summary.workload)
+
+    def _keep_newest(self) -> None:
+        """At most ``max_workloads``: the least recently analysed go, their baselines too."""
+        if len(self.workloads) > self.max_workloads:
+            newest = sorted(self.workloads.items(), key=lambda item: item[1].last_success or 0.0)
+            self.workloads = dict(newest[-self.max_workloads :])
 
     def baseline(self, workload: str) -> float | None:
         """Median p99 of the captures before the latest one (the latest is what is judged)."""
@@ -117,6 +126,7 @@ class ProfileState:
         for item in loaded.workloads.values():
             item.p99s = item.p99s[-(self.window + 1) :]  # the window may have shrunk
         self.workloads, self.ingested = loaded.workloads, loaded.ingested
+        self._keep_newest()  # the cap may have shrunk
 
     def save(self) -> bool:
         """Write atomically (temp file, fsync, rename); a full disk is logged and counted."""
