@@ -34,7 +34,7 @@ def analyse_in_worker(
     job: AnalysisJob, timeout: float, runner: CommandRunner = run_command
 ) -> WorkerOutcome:
     """Run ``job`` in a child Python with a deadline (its process group is killed after)."""
-    argv = [sys.executable, "-m", WORKER_MODULE]
+    argv = [sys.executable, "-I", "-m", WORKER_MODULE]  # -I: no module from the cwd
     result = runner(argv, timeout, stdin=job_adapter().dump_json(job).decode())
     if result.timed_out:
         return WorkerOutcome(None, "timeout", f"analysis of {job.path} took over {timeout:g}s")

@@ -92,7 +92,8 @@ class DcmiHelper:
         library: Path,
         timeout: float,
         *,
-        command: Sequence[str] = (sys.executable, "-m", HELPER_MODULE),
+        # -I: isolated, so no module is taken from the working directory (nor PYTHON* vars)
+        command: Sequence[str] = (sys.executable, "-I", "-m", HELPER_MODULE),
         env: Mapping[str, str] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         groups: ProcessGroups = PROCESS_GROUPS,
