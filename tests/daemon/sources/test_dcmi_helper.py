@@ -129,6 +129,26 @@ def test_a_hung_call_kills_the_helper_within_the_deadline(tmp_path: Path) -> Non
         helper.close()
 
 
+def test_a_call_that_always_hangs_grows_the_backoff(tmp_path: Path) -> None:
+    # Answers between two hangs of the same call do not reset the backoff: 1 s, then 2 s, ...
+    clock = [0.0]
+    helper = _helper(
+        tmp_path, STATE + "hang dcmi_get_device_power_info\n", timeout=3.0, clock=clock
+    )
+    try:
+        for backoff in (1.0, 2.0, 4.0):
+            assert helper.call([("temperature", 0, 0, 0)]) == [(0, 45)]  # answered
+            with pytest.raises(HelperFailure, match="no answer"):
+                helper.call([("power", 0, 0, 0)])
+            clock[0] += backoff - 0.5
+            with pytest.raises(HelperFailure, match="backoff"):
+                helper.call([("temperature", 0, 0, 0)])
+            clock[0] += 0.5
+        assert helper.starts == 3
+    finally:
+        helper.close()
+
+
 def test_restart_re_enumerates_at_once(tmp_path: Path) -> None:
     helper = _helper(tmp_path)
     try:
