@@ -149,6 +149,18 @@ def test_a_call_that_always_hangs_grows_the_backoff(tmp_path: Path) -> None:
         helper.close()
 
 
+def test_what_the_library_prints_on_stdout_does_not_break_the_answers(tmp_path: Path) -> None:
+    # some driver builds print debug lines on stdout, the helper's answer pipe
+    said = "say dcmi_init {{not-json\nsay dcmi_get_device_power_info hello\n"
+    helper = _helper(tmp_path, STATE + said)
+    try:
+        assert len(helper.hello().chips) == 2
+        assert helper.call([("power", 0, 0, 0), ("temperature", 0, 0, 0)]) == [(0, 1234), (0, 45)]
+        assert helper.starts == 1
+    finally:
+        helper.close()
+
+
 def test_restart_re_enumerates_at_once(tmp_path: Path) -> None:
     helper = _helper(tmp_path)
     try:
