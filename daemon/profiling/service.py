@@ -14,7 +14,7 @@ from pathlib import Path
 from npumon.daemon.config import Config
 from npumon.daemon.model.profile import CAPTURE_RESULTS, ProfilingView, WorkloadProfile
 from npumon.daemon.profiling import capture_msprof, ingest
-from npumon.daemon.profiling.capture import CaptureOutcome, Capturer, Host
+from npumon.daemon.profiling.capture import CaptureOutcome, Capturer, Host, private_dir
 from npumon.daemon.profiling.captureerror import CaptureError
 from npumon.daemon.profiling.launch import analyse
 from npumon.daemon.profiling.state import ProfileState, is_regression
@@ -184,6 +184,7 @@ class Profiler:
     def _copy_for_export(self, group: ingest.IngestGroup) -> Path:
         """Export writes into the PROF dir: do it on our copy, never in the user's."""
         scratch = self.captures_dir / f"ingest-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
+        private_dir(self.captures_dir)
         for member, _ in group.members:
             shutil.copytree(member, scratch / Path(member).name, symlinks=True)
         capture_msprof.export_pending(
