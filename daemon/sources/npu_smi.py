@@ -97,9 +97,11 @@ class NpuSmiSources:
         self._card_board: dict[int, BoardReport] = dict(start.card_board)
         self._chip_board: dict[ChipId, BoardReport] = dict(start.chip_board)
         self._identity_npus: set[int] = {npu for npu, _ in start.chip_board} | set(start.card_board)
-        # every chip a whole table has listed since start: a chip that leaves is missed even
-        # where -m gives nothing (a card that falls off the bus does not come back by itself)
+        # every chip two whole tables in a row have listed since start: a chip that leaves is
+        # missed even where -m gives nothing (a card that falls off the bus does not come back
+        # by itself), and one garbled NPU number is not expected for ever
         self._seen_chips: set[ChipId] = set(_chips(start.table))
+        self._listed: set[ChipId] = set(self._seen_chips)  # by the last whole table
 
     def poll_table(self) -> None:
         self._run("npu_smi_table", self._poll_table)
@@ -180,12 +182,13 @@ class NpuSmiSources:
         mapped = {(m.npu, m.chip) for m in self._mapping.chips} if self._mapping else set()
         listed = set(_chips(result))
         missing = sorted((mapped | self._seen_chips) - listed)
-        self._seen_chips |= listed
+        self._seen_chips |= listed & self._listed
+        self._listed = listed
         if missing:
             run.record(
                 SourceFailure(
                     "chip_missing",
-                    f"chips (npu, chip) {missing} listed by 'npu-smi info -m' or by earlier polls "
+                    f"chips (npu, chip) {missing} listed by 'npu-smi info -m' or by two polls in a row "
                     "are missing from 'npu-smi info'; check lspci and dmesg for a card that "
                     "fell off "
                     "the bus (npumon expects them until it restarts)",
