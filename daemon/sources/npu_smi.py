@@ -188,10 +188,9 @@ class NpuSmiSources:
             run.record(
                 SourceFailure(
                     "chip_missing",
-                    f"chips (npu, chip) {missing} listed by 'npu-smi info -m' or by two polls in a row "
-                    "are missing from 'npu-smi info'; check lspci and dmesg for a card that "
-                    "fell off "
-                    "the bus (npumon expects them until it restarts)",
+                    f"chips (npu, chip) {missing} listed by 'npu-smi info -m' or by two polls "
+                    "in a row are missing from 'npu-smi info'; check lspci and dmesg for a card "
+                    "that fell off the bus (npumon expects them until it restarts)",
                 )
             )
         if not self._identity_npus.issuperset(_npus(result)):
