@@ -101,8 +101,11 @@ def _errors(fn: Any, card: int, device: int, _: int) -> Answer:
 def _processes(fn: Any, card: int, device: int, _: int) -> Answer:
     entries, count = (ProcMemInfo * MAX_PROCESSES)(), c_int(0)
     rc = fn(card, device, entries, byref(count))
-    n = min(count.value, MAX_PROCESSES)
-    return rc, [[e.proc_id, e.proc_mem_usage] for e in entries[:n]] if rc == 0 else None
+    if rc != 0:
+        return rc, None
+    n = max(0, min(count.value, MAX_PROCESSES))  # a garbled count: -1, or past the buffer
+    # pid 0 is never a process on the device: an empty slot that a garbled count let in
+    return rc, [[e.proc_id, e.proc_mem_usage] for e in entries[:n] if e.proc_id > 0]
 
 
 def _chip(fn: Any, card: int, device: int, _: int) -> Answer:

@@ -161,6 +161,19 @@ def test_what_the_library_prints_on_stdout_does_not_break_the_answers(tmp_path: 
         helper.close()
 
 
+@pytest.mark.parametrize("count", [-1, 1 << 30])
+def test_a_garbled_process_count_lists_no_phantom_process(tmp_path: Path, count: int) -> None:
+    # -1 (or a count past the buffer) once read as every slot: pid 0 series by the dozen
+    state = STATE.replace("chip 1 0 1 1", f"chip 1 0 1 1 proc_count={count}")
+    helper = _helper(tmp_path, state + "proc 1 0 4321 1048576\n")
+    try:
+        listed = helper.call([("processes", 1, 0, 0), ("processes", 0, 0, 0)])
+        assert listed[0] in ((0, []), (0, [[4321, 1048576]]))
+        assert listed[1] == (0, [[1234, 104857600]])
+    finally:
+        helper.close()
+
+
 def test_restart_re_enumerates_at_once(tmp_path: Path) -> None:
     helper = _helper(tmp_path)
     try:
