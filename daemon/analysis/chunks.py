@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import IO, TYPE_CHECKING, Any
 
 from npumon.daemon.analysis import confine
 
@@ -72,7 +72,7 @@ def _read_range(fd: int, start: int, end: int, spec: CsvSpec) -> pd.DataFrame:
         )
 
 
-def _boundaries(handle: BinaryIO, start: int, size: int, parts: int) -> list[int]:
+def _boundaries(handle: IO[bytes], start: int, size: int, parts: int) -> list[int]:
     """Cut points just after a newline, so each range holds whole lines."""
     cuts = [start]
     for index in range(1, parts):
@@ -94,7 +94,7 @@ def read_csv_ranges(
 
 
 def _read_ranges(
-    handle: BinaryIO, data_start: int, spec: CsvSpec, max_bytes: int | None
+    handle: IO[bytes], data_start: int, spec: CsvSpec, max_bytes: int | None
 ) -> pd.DataFrame:
     size = os.fstat(handle.fileno()).st_size
     if max_bytes is not None and size - data_start > max_bytes:
