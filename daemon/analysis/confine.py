@@ -4,8 +4,10 @@ A path checked and then opened by name can be swapped for a symlink in between (
 root may read, which the analysis would then report). Here every directory below the analysis
 root and the file itself are opened with O_NOFOLLOW, each relative to its parent's descriptor,
 and the descriptor that is read is the one checked (a regular file). The roots are the paths
-``layout.find_units`` was given in this process; a file outside every root is confined to its
-own folder (its last component is never a link).
+``layout.find_units`` was given in this process and the trusted folder above them the worker
+was told (the ingest path: the job's own folders below it are not trusted), the outermost one
+that holds a file counting; a file outside every root is confined to its own folder (its last
+component is never a link).
 """
 
 from __future__ import annotations
@@ -27,9 +29,13 @@ def add_root(root: Path) -> None:
     _ROOTS.add(Path(os.path.abspath(root)))
 
 
+def forget_roots() -> None:
+    _ROOTS.clear()
+
+
 def _root_of(path: Path) -> Path:
     roots = [r for r in _ROOTS if path.is_relative_to(r) and path != r]
-    return max(roots, key=lambda r: len(r.parts)) if roots else path.parent
+    return min(roots, key=lambda r: len(r.parts)) if roots else path.parent
 
 
 def open_fd(path: Path) -> int:

@@ -279,6 +279,8 @@ class AnalysisJob:
     top_n: int
     thresholds: Thresholds
     limits: AnalysisLimits = AnalysisLimits()
+    # a trusted folder above ``path`` (the ingest path): no link is followed below it
+    confine: Path | None = None
 
 
 # the analysis worker's exit codes (daemon/analysis/worker.py); launch.py maps them to results

@@ -53,9 +53,16 @@ def analyse_in_worker(
     return WorkerOutcome(report, "ok", "")
 
 
-def analyse(path: Path, workload: str, s: Profiling, runner: CommandRunner) -> AnalysisReport:
-    """The worker's report for ``path``; CaptureError (timeout, failed) when there is none."""
-    job = AnalysisJob(path, workload, s.top_n, s.thresholds, s.limits)
+def analyse(
+    path: Path,
+    workload: str,
+    s: Profiling,
+    runner: CommandRunner,
+    confine: Path | None = None,
+) -> AnalysisReport:
+    """The worker's report for ``path``; CaptureError (timeout, failed) when there is none.
+    ``confine``: a trusted folder above ``path`` that no link below is followed from."""
+    job = AnalysisJob(path, workload, s.top_n, s.thresholds, s.limits, confine)
     outcome = analyse_in_worker(job, s.timeouts.analysis, runner)
     if outcome.report is None:
         raise CaptureError(outcome.result, outcome.message)

@@ -148,11 +148,11 @@ class Profiler:
         started = self.host.monotonic()
         scratch: Path | None = None
         try:
-            path = group.path
+            path, trusted = group.path, group.root
             if any(_needs_export(Path(m)) for m, _ in group.members):
                 scratch = self._copy_for_export(group)
-                path = scratch
-            report = analyse(path, group.workload, self.settings, self.host.runner)
+                path, trusted = scratch, None  # our own copy
+            report = analyse(path, group.workload, self.settings, self.host.runner, trusted)
             outcome = CaptureOutcome(group.workload, "ok", "", report)
         except CaptureError as error:
             outcome = CaptureOutcome(group.workload, error.result, error.message)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from analysis_helpers import FIXTURES
 
-from npumon.daemon.analysis import layout
+from npumon.daemon.analysis import confine, layout
 from npumon.daemon.analysis.readers import TableError, read_op_statistic
 
 
@@ -80,3 +80,24 @@ def test_a_table_swapped_for_a_symlink_after_the_check_is_not_read(
     with pytest.raises(TableError, match="symlink"):
         frame = read_op_statistic(unit.tables[layout.OP_STATISTIC]).frame
         assert secret not in set(frame["op_type"].astype(str))  # never reached: raised
+
+
+def test_the_analysis_root_swapped_for_a_symlink_is_not_read_below_a_trusted_root(
+    tmp_path: Path,
+) -> None:
+    # The ingest path is the admin's; the job's folder under it is the job's: a profile
+    # folder swapped for a link to a root-only one after it was found is not read.
+    real = (FIXTURES / "op_statistic_torchnpu_cann8.3rc1.csv").read_text()
+    hidden = tmp_path / "root-only" / "node_1_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    hidden.mkdir(parents=True)
+    (hidden / "op_statistic.csv").write_text(real.replace("FlashAttentionScoreGrad", "TOPSECRET"))
+    profile = tmp_path / "job" / "node_1_ascend_pt"
+    profile.parent.mkdir()
+    profile.symlink_to(hidden.parent)
+    confine.add_root(tmp_path)  # what the worker is told: the ingest path above the job
+    try:
+        (found,) = layout.find_units(profile)
+        with pytest.raises(TableError, match="symlink"):
+            read_op_statistic(found.tables[layout.OP_STATISTIC])
+    finally:
+        confine.forget_roots()

@@ -22,7 +22,7 @@ from profiling_helpers import (
     value,
 )
 
-from npumon.daemon.profiling.ingest import is_profile_dir
+from npumon.daemon.profiling.ingest import IngestGroup, is_profile_dir
 from npumon.simulator.prof_dir import CaptureMeta, write_raw
 
 pytestmark = pytest.mark.integration
@@ -167,3 +167,20 @@ def test_ingest_is_capped_in_workloads_like_captures(tmp_path: Path) -> None:
         assert shown == set(seen[-2:]), (shown, seen)
     assert sorted(seen) == [f"job{j}" for j in range(5)]  # each analysed once, in turn
     assert profiler.ingest_once() == []
+
+
+def test_a_profile_folder_swapped_for_a_link_after_it_was_found_is_not_read(
+    tmp_path: Path,
+) -> None:
+    # the job swaps its found folder for a link to a root-only profile before the worker runs
+    user, hidden = tmp_path / "profiles", tmp_path / "root-only" / "node1_1000_2025_ascend_pt"
+    out = hidden / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    shutil.copyfile(FIXTURES / RANK_FILES[0]["step_trace_time"], out / "step_trace_time.csv")
+    found = user / "job" / hidden.name
+    found.parent.mkdir(parents=True)
+    found.symlink_to(hidden)
+    profiler, _ = profiler_for(config_for(tmp_path, ingest={"paths": [str(user)]}))
+    group = IngestGroup("job", found, ((str(found), 1.0),), user)
+    outcome = profiler._ingest(group)  # noqa: SLF001 (the analysis of one found group)
+    assert outcome.result == "failed" and "symlink" in outcome.message, outcome
