@@ -13,7 +13,7 @@ from npumon.daemon import __version__
 from npumon.daemon.config import Config
 from npumon.daemon.containers import ContainerResolver
 from npumon.daemon.faults import load_fault_table
-from npumon.daemon.model.snapshot import BackendInfo
+from npumon.daemon.model.snapshot import BackendInfo, SourceStatus
 from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.runner import run_command
 from npumon.daemon.schedule import Clock, Scheduler
@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 Progress = Callable[[str, float], None]  # a collect step's name and the seconds it took
 Job = tuple[Callable[[], object], float, float]  # function, every, first run after start
 CAPTURE_TICK_SECONDS = 15.0
+PROFILING, BLOCKED = "profiling", "state_directory"  # npumon_source_*{source, reason}
 
 
 class Agent:
@@ -55,8 +56,11 @@ class Agent:
         proc_root: Path = Path("/proc"),
         dcmi_trust: TrustPolicy = ROOT_ONLY,
         scheduler_clock: Clock | None = None,
+        blocked: str | None = None,
     ) -> None:
         """``previous``: the agent a reload replaces; its results are served until new ones.
+        ``blocked``: why profiling cannot run (the state directory is not writable): it stays
+        off, and source "profiling" reads down with that error while the config asks for it.
         ``proc_root``: where the owners of npu-smi's processes are read (tests: a fake one).
         ``dcmi_trust``: who must own libdcmi.so and its directories (tests: a temp dir).
         ``clock`` stamps results (wall time); ``scheduler_clock`` times the polls (monotonic)."""
@@ -101,9 +105,12 @@ class Agent:
             clock=clock,
         )
         self.profiler: Profiler | None = None
-        if config.profiling.active():
+        if config.profiling.active() and blocked is None:
             self.profiler = Profiler(config, self.store)
             self.profiler.start()  # last summaries and baselines from the state directory
+        elif blocked is not None:
+            off = SourceStatus(PROFILING, False, None, None, None, ((BLOCKED, 1),), blocked)
+            self.store.set_status(PROFILING, off if config.profiling.active() else None)
         # the profiles collector only when profiling is on: no empty collector otherwise
         disabled = {*config.collectors.disabled, *(() if self.profiler else ("profiles",))}
         enabled = (

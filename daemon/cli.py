@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import logging
 import os
@@ -164,6 +165,7 @@ def _collect(config: Config) -> int:
 
 
 def _run(config: Config, load: Callable[[], Config]) -> int:
+    from npumon.daemon.app import Agent
     from npumon.daemon.supervisor import Supervisor
     from npumon.exporters.http import serve
     from npumon.exporters.webconfig import WebConfigError, load_web_config
@@ -175,12 +177,16 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
         print(f"npumon: {error}", file=sys.stderr)
         return 1
     raise_open_files_limit()  # connections, children's pipes and state files share it
+    blocked = None  # why profiling cannot run: a state directory npumon cannot write
     try:  # one daemon per state directory; the lock is held until this process ends
         hold_state_lock(config.state_directory, create=config.profiling.active())
     except StateLockError as error:
-        print(f"npumon: {error}", file=sys.stderr)
-        return 1
-    supervisor = Supervisor(config, load)
+        if error.held:
+            print(f"npumon: {error}", file=sys.stderr)
+            return 1
+        blocked = str(error)  # the chips are still served: only profiling needs the directory
+        log.warning("event=state_directory_unusable error=%r action=profiling_off", blocked)
+    supervisor = Supervisor(config, load, make_agent=functools.partial(Agent, blocked=blocked))
     # What startup built (modules, config, the agent) lives as long as the process: leave it out
     # of the garbage collector's full passes, which a scrape's render would otherwise wait on.
     gc.freeze()

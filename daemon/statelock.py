@@ -11,7 +11,12 @@ LOCK_FILE = "lock"  # as Prometheus locks its data directory
 
 
 class StateLockError(Exception):
-    """The state directory cannot be locked: another daemon holds it, or it is not writable."""
+    """The state directory cannot be locked: another daemon holds it (``held``), or it is not
+    writable or cannot be made."""
+
+    def __init__(self, message: str, *, held: bool = False) -> None:
+        super().__init__(message)
+        self.held = held
 
 
 def hold_state_lock(directory: Path, *, create: bool) -> int | None:
@@ -42,7 +47,8 @@ def hold_state_lock(directory: Path, *, create: bool) -> int | None:
         raise StateLockError(
             f"another npumon (pid {holder}) holds {path}: two daemons on one state directory "
             "would overwrite each other's profiling state; stop that one, or give this one its "
-            "own state_directory"
+            "own state_directory",
+            held=True,
         ) from None
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()}\n".encode())

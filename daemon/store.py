@@ -115,6 +115,15 @@ class SnapshotStore:
             self._sources[status.source] = status
             self._publish(merge=True)
 
+    def set_status(self, source: str, status: SourceStatus | None) -> None:
+        """The status of a source that publishes no results (None: no such source now)."""
+        with self._lock:
+            if status is None:
+                self._sources.pop(source, None)
+            else:
+                self._sources[source] = status
+            self._publish(merge=False)
+
     def set_backend(self, backend: BackendInfo) -> None:
         """The backend now serving the npu-smi table (npumon_backend_info)."""
         with self._lock:

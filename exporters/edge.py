@@ -84,8 +84,6 @@ class EdgeApp:
             await _send(send, 405, b"Method Not Allowed\n", TEXT, (b"allow", b"GET, HEAD"))
         elif path == LIVENESS_PATH:
             await _send(send, 200, b"OK\n", TEXT)
-        elif active is None:  # the web config file is broken: fail closed (exporter-toolkit too)
-            await _send(send, 500, b"Internal Server Error\n", TEXT)
         elif active.auth is not None and not await self._authorized(
             active.auth, headers.get("authorization"), receive
         ):

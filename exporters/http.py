@@ -26,9 +26,9 @@ from npumon.exporters.weblive import LiveWebConfig
 log = logging.getLogger(__name__)
 
 MAX_REQUESTS = 40  # in-flight requests before a fast 503 (node_exporter's --web.max-requests)
-MAX_CONNECTIONS = 1024  # open connections; the next one is closed at once (docs/privileges.md)
+MAX_CONNECTIONS = 1024  # open connections; the next sheds the oldest waiting one (privileges.md)
 MAX_HEADER_BYTES = 64 * 1024  # request line + headers; above it: 400 and the connection closed
-HEADER_TIMEOUT_SECONDS = 10.0  # from connect (TLS handshake included) or the last response
+HEADER_TIMEOUT_SECONDS = 10.0  # TLS handshake, headers and body, from connect or last response
 BACKLOG = 2048  # the kernel's accept queue (the kernel caps it at net.core.somaxconn)
 NOT_TLS = b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
 HTTP_STARTS = (b"GET /", b"HEAD ", b"POST ", b"PUT /", b"OPTIO")  # Go's net/http looksLikeHTTP
@@ -49,11 +49,13 @@ def parse_listen_address(address: str) -> tuple[str, int]:
 
 
 class Edge:
-    """What a server's connections share: the open count under its cap, the bad requests."""
+    """What a server's connections share: the open count under its cap, the bad requests, and
+    the connections waiting for a request (in the order they began to wait)."""
 
     def __init__(self, max_connections: int, header_timeout: float) -> None:
         self.max_connections, self.header_timeout = max_connections, header_timeout
         self.open = self.bad_requests = 0
+        self.waiting: dict[_Protocol, None] = {}  # insertion-ordered: the oldest first
 
     def collect(self) -> Iterator[Metric]:
         help_text = "Malformed HTTP requests, answered 400 or closed, since npumon started."
@@ -61,30 +63,54 @@ class Edge:
 
 
 class _Protocol(H11Protocol):
-    """uvicorn's h11 protocol plus what it lacks: the connection cap; a header deadline (the TLS
-    handshake and the headers complete ``header_timeout`` s after connect, or after the last
-    response, however slowly they come); malformed requests counted and logged at debug."""
+    """uvicorn's h11 protocol plus what it lacks: the connection cap; a request deadline (the TLS
+    handshake, the headers and any body complete ``header_timeout`` s after connect, or after
+    the last response, however slowly they come; an idle kept-alive connection, or one whose
+    last response is still unread, is closed then); malformed requests counted and logged at
+    debug."""
 
     edge: Edge
     _raw: asyncio.Transport | None = None  # the socket's transport, while counted in edge.open
-    _deadline: asyncio.TimerHandle  # from admit() on; cancelled whenever the headers complete
+    _deadline: asyncio.TimerHandle  # from admit() on; cancelled whenever a request is whole
     _header_bytes = 0
 
     def admit(self, transport: asyncio.Transport) -> bool:
-        """Count the connection in and start its deadline, or close it at once at the cap."""
+        """Count the connection in and start its deadline. At the cap the connection that has
+        waited longest for a request (TLS handshake, headers or body, or idle after a response)
+        is shed for it, so whoever connected first cannot keep the slots; when every slot has a
+        request in flight, the new connection is closed at once."""
         if self.edge.open >= self.edge.max_connections:
-            transport.abort()
-            return False
+            oldest = next(iter(self.edge.waiting), None)
+            if oldest is None:
+                transport.abort()
+                return False
+            oldest.shed()
         self.edge.open += 1
         self._raw = transport
-        self._deadline = self.loop.call_later(self.edge.header_timeout, self._expired)
+        self._wait()
         return True
+
+    def _wait(self) -> None:
+        """Wait for the next request, under the deadline, the newest in line to be shed."""
+        self._deadline = self.loop.call_later(self.edge.header_timeout, self._expired)
+        self.edge.waiting[self] = None
+
+    def _got_request(self) -> None:
+        self._deadline.cancel()
+        self.edge.waiting.pop(self, None)
+
+    def shed(self) -> None:
+        raw = self._raw
+        log.debug("event=connection_shed client=%s", self.client)
+        self.release()
+        if raw is not None:
+            raw.abort()
 
     def release(self) -> None:
         if self._raw is not None:
             self._raw = None
             self.edge.open -= 1
-            self._deadline.cancel()
+            self._got_request()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         # (uvicorn's own signature narrows BaseTransport to Transport the same way)
@@ -100,8 +126,8 @@ class _Protocol(H11Protocol):
                 self.send_400_response("Request header fields too large")
                 return
         super().data_received(data)
-        if self.conn.their_state is not h11.IDLE:  # the headers are complete
-            self._deadline.cancel()
+        if self.conn.their_state not in (h11.IDLE, h11.SEND_BODY):  # the request is whole
+            self._got_request()
 
     def send_400_response(self, msg: str) -> None:
         self.edge.bad_requests += 1
@@ -115,7 +141,7 @@ class _Protocol(H11Protocol):
         super().on_response_complete()
         if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
             self._header_bytes = 0  # the next request's, under a deadline of its own
-            self._deadline = self.loop.call_later(self.edge.header_timeout, self._expired)
+            self._wait()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.release()
@@ -123,9 +149,15 @@ class _Protocol(H11Protocol):
             super().connection_lost(exc)
 
     def _expired(self) -> None:
-        if self._raw is not None and not self._raw.is_closing():
-            log.debug("event=header_timeout client=%s", self.client)
-            self._raw.close()  # under TLS: the socket, whether or not the handshake is done
+        raw = self._raw
+        if raw is not None and not raw.is_closing():
+            log.debug("event=request_timeout client=%s", self.client)
+            # Under TLS: the socket, whether or not the handshake is done. A response the
+            # client has not read would hold close() until it drains: that one is aborted.
+            if raw.get_write_buffer_size():
+                raw.abort()
+            else:
+                raw.close()
 
 
 class _TLSFront(asyncio.Protocol):

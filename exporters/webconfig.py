@@ -35,6 +35,7 @@ _VERIFY_MODES = {
     "RequireAndVerifyClientCert": ssl.CERT_REQUIRED,
 }
 _BCRYPT = re.compile(r"\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}\Z")
+BCRYPT_MIN_COST, BCRYPT_MAX_COST = 4, 31  # the costs bcrypt (and Go's bcrypt) accepts
 _UNSUPPORTED = "is valid for exporter-toolkit but not supported by npumon"
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 _FILES = ("cert_file", "key_file", "client_ca_file")
@@ -65,6 +66,12 @@ class WebConfigError(ValueError):
 def _bcrypt_hash(value: str) -> str:
     if not _BCRYPT.match(value):
         raise ValueError("not a bcrypt hash ($2a$/$2b$/$2y$, 60 characters), e.g. htpasswd -nBC 10")
+    cost = int(value[4:6])
+    if not BCRYPT_MIN_COST <= cost <= BCRYPT_MAX_COST:  # bcrypt itself refuses these
+        raise ValueError(
+            f"bcrypt cost {cost} is out of range ({BCRYPT_MIN_COST} to {BCRYPT_MAX_COST}), "
+            "e.g. htpasswd -nBC 10"
+        )
     return value
 
 

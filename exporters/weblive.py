@@ -37,9 +37,10 @@ class LiveWebConfig:
     """The web config from ``source``: a web-config.yml path (re-read when it changes,
     WebConfigError at start when broken), a loaded WebConfig (fixed) or None (plain HTTP).
 
-    ``current()`` is the config in force, or None while the file is broken (answer 500, as
-    exporter-toolkit does). The file is stat()ed per request; when it changed, a thread re-reads
-    it (a user's bcrypt cost makes that up to seconds) and the old config serves until then.
+    ``current()`` is the config in force. The file is stat()ed per request; when it changed, a
+    thread re-reads it (a user's bcrypt cost makes that up to seconds) and the old config serves
+    until then; a file that does not load is logged and the last good config stays in force
+    (as a bad SIGHUP reload keeps the running config), and the next change is read again.
     TLS is on or off from the start; ``tls_context()`` gives each new TLS connection the files
     and settings in force, re-read after any of them changed."""
 
@@ -48,12 +49,12 @@ class LiveWebConfig:
         self._stamp = None if self._path is None else _stamp(self._path)  # before the read
         fixed = source if isinstance(source, WebConfig) else WebConfig()
         config = fixed if self._path is None else load_web_config(self._path)
-        self._active: Active | None = Active(config)
+        self._active = Active(config)
         self.tls = config.tls_server_config is not None
         self._context: tuple[object, ssl.SSLContext | None] = (None, None)
         self._reloading = False  # only the event loop starts reloads; one at a time
 
-    def current(self) -> Active | None:
+    def current(self) -> Active:
         """The config in force; a reload starts when the file changed."""
         if self._path is not None and not self._reloading:
             stamp = _stamp(self._path)
@@ -64,18 +65,27 @@ class LiveWebConfig:
 
     def _reload(self, path: Path) -> None:
         try:
-            active: Active | None = Active(load_web_config(path))
+            self._active = Active(load_web_config(path))
             log.info("event=web_config_reloaded file=%s", path)
         except WebConfigError as error:
-            active = None
-            log.error("event=web_config_reload_failed file=%s error=%r", path, str(error))
-        self._active, self._reloading = active, False
+            log.error(
+                "event=web_config_reload_failed file=%s error=%r action=kept_last_good_config",
+                path,
+                str(error),
+            )
+        except Exception as error:  # anything else must not end reloads for good either
+            log.error(
+                "event=web_config_reload_failed file=%s error=%r action=kept_last_good_config",
+                path,
+                repr(error),
+            )
+        finally:
+            self._reloading = False
 
     def tls_context(self) -> ssl.SSLContext | None:
         """The SSLContext for a new connection; None (refuse it) while the config in force has
         no TLS or its files do not load (logged once per change of them)."""
-        active = self.current()
-        tls = None if active is None else active.config.tls_server_config
+        tls = self.current().config.tls_server_config
         files = () if tls is None else (tls.cert_file, tls.key_file, tls.client_ca_file)
         key = (tls, tuple(_stamp(f) if f else None for f in files))
         if key != self._context[0]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+from npumon.daemon.analysis import confine
 from npumon.daemon.analysis.diagnosis import ADVICE
 from npumon.daemon.analysis.layout import TRACE_VIEW, inside
 from npumon.daemon.analysis.sqlite_tables import select
@@ -189,7 +190,7 @@ def read_trace(unit: str, root: Path, notes: list[str]) -> Timeline | None:
     found: list[tuple[int, int, str]] = []
     tail = ""
     try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
+        with confine.open_text(path) as handle:
             while chunk := handle.read(_CHUNK):
                 text, done = tail + chunk, 0
                 for match in _EVENT.finditer(text):

@@ -15,7 +15,9 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
+
+from npumon.daemon.analysis import confine
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,32 +37,28 @@ class CsvSpec:
 
 
 class _Range(io.RawIOBase):
-    """Bytes [start, end) of a file as a readable stream."""
+    """Bytes [start, end) of an open file as a readable stream (pread: the descriptor's offset
+    is shared with the other ranges)."""
 
-    def __init__(self, path: Path, start: int, end: int) -> None:
+    def __init__(self, fd: int, start: int, end: int) -> None:
         super().__init__()
-        self._file = path.open("rb")
-        self._file.seek(start)
-        self._left = end - start
+        self._fd, self._at, self._end = fd, start, end
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
         view = memoryview(buffer)
-        count = self._file.readinto(view[: min(len(view), self._left)])
-        self._left -= count
-        return count
-
-    def close(self) -> None:
-        self._file.close()
-        super().close()
+        data = os.pread(self._fd, min(len(view), self._end - self._at), self._at)
+        view[: len(data)] = data
+        self._at += len(data)
+        return len(data)
 
 
-def _read_range(path: Path, start: int, end: int, spec: CsvSpec) -> pd.DataFrame:
+def _read_range(fd: int, start: int, end: int, spec: CsvSpec) -> pd.DataFrame:
     import pandas as pd
 
-    with io.BufferedReader(_Range(path, start, end), 1 << 20) as stream:
+    with io.BufferedReader(_Range(fd, start, end), 1 << 20) as stream:
         return pd.read_csv(
             stream,
             header=None,
@@ -74,14 +72,13 @@ def _read_range(path: Path, start: int, end: int, spec: CsvSpec) -> pd.DataFrame
         )
 
 
-def _boundaries(path: Path, start: int, size: int, parts: int) -> list[int]:
+def _boundaries(handle: IO[bytes], start: int, size: int, parts: int) -> list[int]:
     """Cut points just after a newline, so each range holds whole lines."""
     cuts = [start]
-    with path.open("rb") as handle:
-        for index in range(1, parts):
-            handle.seek(start + (size - start) * index // parts)
-            handle.readline()
-            cuts.append(max(handle.tell(), cuts[-1]))
+    for index in range(1, parts):
+        handle.seek(start + (size - start) * index // parts)
+        handle.readline()
+        cuts.append(max(handle.tell(), cuts[-1]))
     cuts.append(size)
     return cuts
 
@@ -90,22 +87,30 @@ def read_csv_ranges(
     path: Path, data_start: int, spec: CsvSpec, max_bytes: int | None = None
 ) -> pd.DataFrame:
     """The data rows after byte ``data_start``, parsed in parallel when the file is big; with
-    ``max_bytes``, only the whole lines of the first ``max_bytes`` (a head of the table)."""
-    size = path.stat().st_size
+    ``max_bytes``, only the whole lines of the first ``max_bytes`` (a head of the table).
+    The file is opened once (confine.py) and every range read from that descriptor."""
+    with confine.open_binary(path) as handle:
+        return _read_ranges(handle, data_start, spec, max_bytes)
+
+
+def _read_ranges(
+    handle: IO[bytes], data_start: int, spec: CsvSpec, max_bytes: int | None
+) -> pd.DataFrame:
+    size = os.fstat(handle.fileno()).st_size
     if max_bytes is not None and size - data_start > max_bytes:
-        with path.open("rb") as handle:  # end after the line in which the cap falls
-            handle.seek(data_start + max_bytes - 1)
-            handle.readline()
-            size = handle.tell()
+        handle.seek(data_start + max_bytes - 1)  # end after the line in which the cap falls
+        handle.readline()
+        size = handle.tell()
     workers = min(os.cpu_count() or 1, MAX_WORKERS)
     if size - data_start < PARALLEL_MIN_BYTES or workers < 2:
-        return _read_range(path, data_start, size, spec)
-    cuts = _boundaries(path, data_start, size, workers)
+        return _read_range(handle.fileno(), data_start, size, spec)
+    cuts = _boundaries(handle, data_start, size, workers)
     ranges = [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
-    # fork: the children inherit the imported pandas; the analysis process is single-threaded
+    # fork: the children inherit the imported pandas and the descriptor; the analysis process
+    # is single-threaded
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(len(ranges), mp_context=context) as pool:
-        futures = [pool.submit(_read_range, path, a, b, spec) for a, b in ranges]
+        futures = [pool.submit(_read_range, handle.fileno(), a, b, spec) for a, b in ranges]
         return concat_frames([f.result() for f in futures])
 
 

@@ -34,7 +34,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from npumon.daemon.analysis import mindspore, sqlite_comm
+from npumon.daemon.analysis import confine, mindspore, sqlite_comm
 from npumon.daemon.analysis.diagnosis import finding
 from npumon.daemon.analysis.readers import TableError
 from npumon.daemon.model.profile import Bottleneck, CommTimes, LinkStat, Thresholds
@@ -238,7 +238,7 @@ def _load(path: Path, notes: list[str], matrix: bool = False) -> object | None:
             return None if matrix else mindspore.communication(path)
         if path.suffix == ".db":
             return sqlite_comm.matrix(path) if matrix else sqlite_comm.communication(path)
-        data: object = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        data: object = json.loads(confine.read_text(path))
     except TableError as exc:
         notes.append(str(exc))
         return None

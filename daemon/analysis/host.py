@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from npumon.daemon.analysis import sqlite_host
+from npumon.daemon.analysis import confine, sqlite_host
 from npumon.daemon.analysis.layout import TRACE_VIEW, inside
 
 API_STATISTIC = "api_statistic.csv"
@@ -108,7 +108,7 @@ def _trace_events(path: Path, notes: list[str]) -> dict[str, tuple[float, int]] 
     found = {"loader": (0.0, 0), "compile": (0.0, 0)}
     tail = ""
     try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
+        with confine.open_text(path) as handle:
             while True:
                 chunk = handle.read(_CHUNK)
                 text, last = tail + chunk, not chunk
@@ -144,7 +144,7 @@ def _fields(text: str, at: int) -> str | None:
 def _compile(path: Path, notes: list[str]) -> tuple[float, int] | None:
     """(total us, calls) of aclopCompileAndExecute; (0, 0) when the API was never called."""
     try:
-        with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+        with confine.open_text(path, newline="") as handle:
             rows = list(csv.DictReader(handle))
     except (OSError, csv.Error) as exc:
         notes.append(f"{path}: not read for on-line compilation ({type(exc).__name__})")

@@ -8,6 +8,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from npumon.daemon.analysis import confine
+
 KERNEL = "kernel"  # kernel_details.csv / op_summary_*.csv
 OP_STATISTIC = "op_statistic"
 STEP_TRACE_TIME = "step_trace_time"  # torch_npu per-step breakdown
@@ -63,6 +65,7 @@ def find_units(
 
     A table that resolves outside ``path`` (a symlink out of it) is never read: the worker runs
     as root, and a job must not make it read (and report) a file the job itself cannot."""
+    confine.add_root(path)  # and every read below it is confined when it opens
     root = path.resolve()
     ranks = dict(process_ranks or {})
     return _named(tuple(_confined(unit, root) for unit in _walk(path, 0, ranks)))
@@ -354,7 +357,7 @@ def metadata(root: Path) -> dict[str, object] | None:
 def _read_json(file: Path) -> dict[str, object] | None:
     """Metadata JSON, tolerating the ``#`` comment lines some tools prepend; None if unreadable."""
     try:
-        lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = confine.read_text(file).splitlines()
         data = json.loads("\n".join(ln for ln in lines if not ln.startswith("#")))
     except (OSError, ValueError):
         return None  # metadata is optional: the capture time falls back to file times

@@ -26,6 +26,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from npumon.daemon.analysis import confine
 from npumon.daemon.analysis.readers import TableError, find_column
 from npumon.daemon.analysis.steps import GraphIteration
 
@@ -40,7 +41,7 @@ _COUNT = ("execution_frequency",)
 
 def _table(path: Path) -> tuple[list[str], list[list[str]]]:
     try:
-        with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+        with confine.open_text(path, newline="") as handle:
             rows = [r for r in csv.reader(handle) if r]
     except OSError as exc:
         raise TableError(f"{path}: cannot read ({exc.strerror})") from exc

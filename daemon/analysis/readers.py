@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from npumon.daemon.analysis import confine
 from npumon.daemon.analysis.chunks import CsvSpec, concat_frames, read_csv_ranges
 from npumon.daemon.parsers.values import ABSENT_TOKENS
 
@@ -92,7 +93,7 @@ class _Head:
 def read_head(path: Path) -> _Head:
     """The header row; a clear TableError for empty or header-less files."""
     try:
-        with path.open("rb") as handle:
+        with confine.open_binary(path) as handle:
             probe = handle.read(_HEADER_PROBE_BYTES)
             size = handle.seek(0, 2)
             handle.seek(max(0, size - _HEADER_PROBE_BYTES))

@@ -13,11 +13,13 @@ from step_trace_time.csv. A db without analysis.db (msprof_*.db) has operators b
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from npumon.daemon.analysis import confine
 from npumon.daemon.analysis.ops import infer_op_type
 from npumon.daemon.analysis.readers import TableError
 from npumon.daemon.analysis.steps import TorchStep
@@ -79,11 +81,17 @@ _ABSENT = ("N/A", "", None)
 
 
 def connect(path: Path) -> sqlite3.Connection:
+    try:  # the file opened without following links (confine.py); sqlite opens that same file
+        fd = confine.open_fd(path)
+    except OSError as exc:
+        raise TableError(f"{path}: cannot read ({exc.strerror})") from exc
     try:  # read-only, and immutable: a WAL-mode export gets no -shm/-wal file beside it (the
         # worker runs as root and must never change a profile; exports are finished files)
-        return sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+        return sqlite3.connect(f"file:/proc/self/fd/{fd}?mode=ro&immutable=1", uri=True)
     except sqlite3.Error as exc:
         raise TableError(f"{path}: cannot open the database ({exc})") from exc
+    finally:
+        os.close(fd)
 
 
 def tables(db: sqlite3.Connection) -> set[str]:

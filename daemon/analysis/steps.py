@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from npumon.daemon.analysis import confine
 from npumon.daemon.analysis.readers import TableError, find_column, read_head
 from npumon.daemon.parsers.values import ABSENT_TOKENS
 
@@ -55,7 +56,7 @@ def _number(path: Path, row_no: int, token: str) -> float | None:
 def _rows(path: Path, notes: list[str]) -> Iterator[tuple[int, list[str], list[str]]]:
     """(line number, header, row) for each complete data row."""
     head = read_head(path)
-    with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+    with confine.open_text(path, newline="") as handle:
         lines = handle.read().splitlines()[head.skip_lines + 1 :]
     if not head.complete and lines:
         lines.pop()

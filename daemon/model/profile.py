@@ -330,6 +330,8 @@ class AnalysisJob:
     # (pid, rank) of the captured processes whose environment names their rank (RANK or
     # LOCAL_RANK): the rank label of a profile that names none itself
     process_ranks: tuple[tuple[int, int], ...] = ()
+    # a trusted folder above ``path`` (the ingest path): no link is followed below it
+    confine: Path | None = None
 
 
 # the analysis worker's exit codes (daemon/analysis/worker.py); launch.py maps them to results

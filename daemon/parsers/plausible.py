@@ -2,7 +2,8 @@
 
 The bound of a field follows from its unit, which the metric contract puts in every field name
 (`temperature_celsius`, `power_watts`, `hbm_used_bytes`, ...), so one table covers every parser
-and a new field is checked the day it is added. A value outside its bound becomes ``None``
+and a new field is checked the day it is added; so is an ``X_used_bytes`` above its
+``X_total_bytes``. A value outside its bound becomes ``None``
 (absent: no sample, never 0) and is reported by field name; the caller counts it
 (`npumon_values_rejected_total{field}`). Pure: no logging, no state.
 """
@@ -98,4 +99,18 @@ def _screen(value: Any, rejected: list[Rejected]) -> Any:
             new = _screen(old, rejected)
         if new is not old:
             changes[name] = new
+    for used, total in _used_and_total(type(value)):  # more used than there is: the used goes
+        amount = changes.get(used, getattr(value, used))
+        whole = changes.get(total, getattr(value, total))
+        if amount is not None and whole is not None and amount > whole:
+            rejected.append(Rejected(used, float(amount)))
+            changes[used] = None
     return dataclasses.replace(value, **changes) if changes else value
+
+
+@functools.cache
+def _used_and_total(cls: type) -> tuple[tuple[str, str], ...]:
+    """The (X_used_bytes, X_total_bytes) field pairs of a dataclass."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    pairs = ((n, n.replace("_used_bytes", "_total_bytes")) for n in names)
+    return tuple(sorted((u, t) for u, t in pairs if u.endswith("_used_bytes") and t in names))

@@ -6,6 +6,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -82,7 +83,8 @@ class Capturer:
         try:
             self._preflight(w)
             out = self.captures / capture_dir_name(w.name, datetime.now(UTC))
-            out.mkdir(parents=True)
+            private_dir(self.captures)  # raw profiles: npumon's user only, whatever is above
+            out.mkdir(mode=0o700)
             outcome = CaptureOutcome(w.name, "ok", "", self._capture_into(w, out))
         except CaptureError as error:
             outcome = CaptureOutcome(w.name, error.result, error.message)
@@ -230,3 +232,11 @@ def _finish(outcome: CaptureOutcome, seconds: float, now: float) -> CaptureOutco
     return CaptureOutcome(
         outcome.workload, outcome.result, outcome.message, outcome.report, seconds, now
     )
+
+
+def private_dir(path: Path) -> None:
+    """``path`` a directory only its owner can enter (made, or tightened if it exists); a
+    symlink is left alone (the disk quota refuses it)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not path.is_symlink() and stat.S_IMODE(path.stat().st_mode) != 0o700:
+        path.chmod(0o700)

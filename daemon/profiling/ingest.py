@@ -21,6 +21,7 @@ class IngestGroup:
     workload: str
     path: Path  # what analyze_path gets: one profile dir, or the parent of all members
     members: tuple[tuple[str, float], ...]  # (profile dir, newest mtime in it)
+    root: Path | None = None  # the ingest path it was found under (the admin's, trusted)
 
 
 MINDSPORE_TABLES = ("step_trace_raw_*_detail_time.csv", "aicore_intermediate_*_type.csv")
@@ -87,7 +88,7 @@ def find_new(
         for parent, members in sorted(by_parent.items()):
             name = safe_name(workload_name(root, parent))
             if len(members) > 1 and len(members) == every[parent]:
-                groups.append(IngestGroup(name, parent, tuple(members)))
+                groups.append(IngestGroup(name, parent, tuple(members), root))
             else:
-                groups.extend(IngestGroup(name, Path(m[0]), (m,)) for m in members)
+                groups.extend(IngestGroup(name, Path(m[0]), (m,), root) for m in members)
     return groups

@@ -34,7 +34,7 @@ def analyse_in_worker(
     job: AnalysisJob, timeout: float, runner: CommandRunner = run_command
 ) -> WorkerOutcome:
     """Run ``job`` in a child Python with a deadline (its process group is killed after)."""
-    argv = [sys.executable, "-m", WORKER_MODULE]
+    argv = [sys.executable, "-I", "-m", WORKER_MODULE]  # -I: no module from the cwd
     result = runner(argv, timeout, stdin=job_adapter().dump_json(job).decode())
     if result.timed_out:
         return WorkerOutcome(None, "timeout", f"analysis of {job.path} took over {timeout:g}s")
@@ -62,12 +62,23 @@ def analyse(
     baseline: float | None = None,
     capture: Path | None = None,
     process_ranks: tuple[tuple[int, int], ...] = (),
+    confine: Path | None = None,
 ) -> AnalysisReport:
     """The worker's report for ``path``; CaptureError (timeout, failed) when there is none.
     With ``reports``, the worker also writes it there as <workload>.json and .html, the page
-    naming ``capture`` (the raw data kept to open) and drawing ``baseline``."""
+    naming ``capture`` (the raw data kept to open) and drawing ``baseline``. ``confine``: a
+    trusted folder above ``path`` that no link below is followed from."""
     job = AnalysisJob(
-        path, workload, s.top_n, s.thresholds, s.limits, reports, baseline, capture, process_ranks
+        path,
+        workload,
+        s.top_n,
+        s.thresholds,
+        s.limits,
+        reports,
+        baseline,
+        capture,
+        process_ranks,
+        confine,
     )
     outcome = analyse_in_worker(job, s.timeouts.analysis, runner)
     if outcome.report is None:

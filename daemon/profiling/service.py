@@ -14,7 +14,7 @@ from pathlib import Path
 from npumon.daemon.config import Config
 from npumon.daemon.model.profile import CAPTURE_RESULTS, ProfilingView, WorkloadProfile
 from npumon.daemon.profiling import capture_msprof, ingest
-from npumon.daemon.profiling.capture import CaptureOutcome, Capturer, Host
+from npumon.daemon.profiling.capture import CaptureOutcome, Capturer, Host, private_dir
 from npumon.daemon.profiling.captureerror import CaptureError
 from npumon.daemon.profiling.gate import TOO_SHORT, baseline_of
 from npumon.daemon.profiling.launch import analyse
@@ -50,6 +50,7 @@ class Profiler:
             self.settings.baseline.min_captures,
             self.host.clock,
             self.settings.thresholds,
+            self.settings.max_workloads,
         )
         self.captures_dir = root / "captures"
         self.reports_dir = root / "reports"  # the last analysis per workload, .json and .html
@@ -129,7 +130,8 @@ class Profiler:
         return outcome
 
     def ingest_once(self) -> list[CaptureOutcome]:
-        """Analyse the finished profile dirs under profiling.ingest.paths not analysed yet."""
+        """Analyse the finished profile dirs under profiling.ingest.paths not analysed yet, of
+        at most profiling.max_workloads workloads a pass (the others wait for the next)."""
         paths = self.settings.ingest.paths
         if not paths or self.children.stopped.is_set():
             return []
@@ -138,9 +140,13 @@ class Profiler:
             groups = ingest.find_new(
                 paths, self.state.ingested, self.host.clock(), self.settings.ingest.settle
             )
+            taken: set[str] = set()
             for group in groups:
                 if self.children.stopped.is_set():
                     break
+                if group.workload not in taken and len(taken) >= self.settings.max_workloads:
+                    continue  # not marked ingested: found again next pass
+                taken.add(group.workload)
                 outcomes.append(self._ingest(group))
         return outcomes
 
@@ -148,10 +154,10 @@ class Profiler:
         started = self.host.monotonic()
         scratch: Path | None = None
         try:
-            path = group.path
+            path, trusted = group.path, group.root
             if any(_needs_export(Path(m)) for m, _ in group.members):
                 scratch = self._copy_for_export(group)
-                path = scratch
+                path, trusted = scratch, None  # our own copy
             report = analyse(
                 path,
                 group.workload,
@@ -160,6 +166,7 @@ class Profiler:
                 self.reports_dir,
                 self.next_baseline(group.workload),
                 group.path,  # the job's own directory: never changed, there to open
+                confine=trusted,
             )
             outcome = CaptureOutcome(group.workload, "ok", "", report)
         except CaptureError as error:
@@ -203,6 +210,7 @@ class Profiler:
     def _copy_for_export(self, group: ingest.IngestGroup) -> Path:
         """Export writes into the PROF dir: do it on our copy, never in the user's."""
         scratch = self.captures_dir / f"ingest-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
+        private_dir(self.captures_dir)
         for member, _ in group.members:
             shutil.copytree(member, scratch / Path(member).name, symlinks=True)
         capture_msprof.export_pending(

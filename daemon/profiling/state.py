@@ -46,8 +46,10 @@ class ProfileState:
         min_captures: int = 5,
         clock: Callable[[], float] = time.time,
         thresholds: Thresholds | None = None,
+        max_workloads: int = 256,
     ) -> None:
         self.path = directory / STATE_FILE
+        self.max_workloads = max_workloads  # beyond: the least recently analysed is dropped
         self.clock = clock
         self.window = window
         self.min_captures = min_captures
@@ -68,7 +70,14 @@ class ProfileState:
         if summary.step is not None and votes(summary.step, self.thresholds):
             # one extra slot: the newest median is judged against the `window` before it
             state.medians = (state.medians + [summary.step.p50_seconds])[-(self.window + 1) :]
+        self._keep_newest()
         return self.verdict(summary.workload)
+
+    def _keep_newest(self) -> None:
+        """At most ``max_workloads``: the least recently analysed go, their baselines too."""
+        if len(self.workloads) > self.max_workloads:
+            newest = sorted(self.workloads.items(), key=lambda item: item[1].last_success or 0.0)
+            self.workloads = dict(newest[-self.max_workloads :])
 
     def baseline(self, workload: str) -> Baseline | None:
         """The judged captures before the latest one (the latest is what is judged)."""
@@ -103,6 +112,7 @@ class ProfileState:
         for item in loaded.workloads.values():
             item.medians = item.medians[-(self.window + 1) :]  # the window may have shrunk
         self.workloads, self.ingested = loaded.workloads, loaded.ingested
+        self._keep_newest()  # the cap may have shrunk
 
     def save(self) -> bool:
         """Write atomically (temp file, fsync, rename); a full disk is logged and counted."""

@@ -106,7 +106,8 @@ class DcmiHelper:
         library: Path,
         timeout: float,
         *,
-        command: Sequence[str] = (sys.executable, "-m", HELPER_MODULE),
+        # -I: isolated, so no module is taken from the working directory (nor PYTHON* vars)
+        command: Sequence[str] = (sys.executable, "-I", "-m", HELPER_MODULE),
         env: Mapping[str, str] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         groups: ProcessGroups = PROCESS_GROUPS,
@@ -123,8 +124,9 @@ class DcmiHelper:
         self._process: subprocess.Popen[bytes] | None = None
         self._buffer = b""
         self._hello: Hello | None = None
-        self._failures = 0
+        self._failures = 0  # since a helper last lived max_backoff s: an answer alone is not it
         self._not_before = 0.0
+        self._started = 0.0  # monotonic start of the running helper
         self._dying: list[subprocess.Popen[bytes]] = []
         self.starts = 0  # helpers started (a test counts restarts)
 
@@ -147,7 +149,8 @@ class DcmiHelper:
             answers = answer.get("answers")
             if not isinstance(answers, list) or len(answers) != len(calls):
                 self._kill("dcmi_protocol", "the helper answered something else")
-            self._failures = 0
+            if self._monotonic() - self._started >= self._max_backoff:
+                self._failures = 0  # a helper that lived a whole backoff: failures forgotten
             return [(int(rc), value) for rc, value in answers]
 
     def restart(self, why: str) -> None:
@@ -189,6 +192,7 @@ class DcmiHelper:
 
     def _start(self) -> None:
         self.starts += 1
+        self._started = self._monotonic()
         self._buffer = b""
         self._process = subprocess.Popen(  # noqa: S603 (our own interpreter and module)
             self._command,

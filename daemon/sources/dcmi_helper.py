@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import sys
 from collections.abc import Callable
 from ctypes import byref, c_int, c_uint
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from npumon.daemon.sources.dcmi_abi import (
     MAIN_HCCS,
@@ -116,8 +117,11 @@ def _errors(fn: Any, card: int, device: int, _: int) -> Answer:
 def _processes(fn: Any, card: int, device: int, _: int) -> Answer:
     entries, count = (ProcMemInfo * MAX_PROCESSES)(), c_int(0)
     rc = fn(card, device, entries, byref(count))
-    n = min(count.value, MAX_PROCESSES)
-    return rc, [[e.proc_id, e.proc_mem_usage] for e in entries[:n]] if rc == 0 else None
+    if rc != 0:
+        return rc, None
+    n = max(0, min(count.value, MAX_PROCESSES))  # a garbled count: -1, or past the buffer
+    # pid 0 is never a process on the device: an empty slot that a garbled count let in
+    return rc, [[e.proc_id, e.proc_mem_usage] for e in entries[:n] if e.proc_id > 0]
 
 
 def _chip(fn: Any, card: int, device: int, _: int) -> Answer:
@@ -384,22 +388,31 @@ def hello(functions: Functions, missing: tuple[str, ...]) -> tuple[dict[str, Any
     }, functions
 
 
-def _write(message: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(message, separators=(",", ":")) + "\n")
-    sys.stdout.flush()
+def _write(out: IO[str], message: dict[str, Any]) -> None:
+    out.write(json.dumps(message, separators=(",", ":")) + "\n")
+    out.flush()
+
+
+def _own_stdout() -> IO[str]:
+    """The answers' stream: a private copy of the daemon's pipe. Descriptor 1 becomes stderr's
+    (which the daemon discards), so what the library prints on stdout cannot break an answer."""
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    return answers
 
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m npumon.daemon.sources.dcmi_helper LIBRARY", file=sys.stderr)
         return 2
+    out = _own_stdout()
     try:
         functions, missing = load(Path(argv[0]))
     except OSError as error:
-        _write({"init": None, "load_error": str(error)})
+        _write(out, {"init": None, "load_error": str(error)})
         return 1
     greeting, functions = hello(functions, missing)
-    _write(greeting)
+    _write(out, greeting)
     if greeting["init"] != 0:
         return 1
     for line in sys.stdin:
@@ -407,7 +420,7 @@ def main(argv: list[str]) -> int:
         answers = [
             call(functions, name, card, device, arg) for name, card, device, arg in request["calls"]
         ]
-        _write({"answers": answers})
+        _write(out, {"answers": answers})
     return 0
 
 

@@ -109,9 +109,11 @@ class NpuSmiSources:
             set(_npus(start.table)) - start.identity_pending
         )
         self._mapping_before_table = False  # -m read by a run that had no table yet
-        # every chip a whole table has listed since start: a chip that leaves is missed even
-        # where -m gives nothing (a card that falls off the bus does not come back by itself)
+        # every chip two whole tables in a row have listed since start: a chip that leaves is
+        # missed even where -m gives nothing (a card that falls off the bus does not come back
+        # by itself), and one garbled NPU number is not expected for ever
         self._seen_chips: set[ChipId] = set(_chips(start.table))
+        self._listed: set[ChipId] = set(self._seen_chips)  # by the last whole table
 
     def poll_table(self) -> None:
         self._run("npu_smi_table", self._poll_table)
@@ -192,8 +194,10 @@ class NpuSmiSources:
         self._table = self._containers.label(result)
         mapped = {(m.npu, m.chip) for m in self._mapping.chips} if self._mapping else set()
         listed = set(_chips(result))
-        missing = sorted((mapped | self._seen_chips) - listed - set(result.lost))
-        self._seen_chips |= listed | set(result.lost)
+        present = listed | set(result.lost)  # a chip whose heartbeat is lost is still there
+        missing = sorted((mapped | self._seen_chips) - present)
+        self._seen_chips |= present & self._listed
+        self._listed = present
         if result.lost:
             run.record(
                 SourceFailure(
@@ -207,10 +211,9 @@ class NpuSmiSources:
             run.record(
                 SourceFailure(
                     "chip_missing",
-                    f"chips (npu, chip) {missing} listed by 'npu-smi info -m' or by earlier polls "
-                    "are missing from 'npu-smi info'; check lspci and dmesg for a card that "
-                    "fell off "
-                    "the bus (npumon expects them until it restarts)",
+                    f"chips (npu, chip) {missing} listed by 'npu-smi info -m' or by two polls "
+                    "in a row are missing from 'npu-smi info'; check lspci and dmesg for a card "
+                    "that fell off the bus (npumon expects them until it restarts)",
                 )
             )
         if not self._identity_npus.issuperset(_npus(result)):

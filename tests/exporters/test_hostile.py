@@ -10,6 +10,7 @@ import ssl
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,16 +47,21 @@ def capped() -> Iterator[Server]:
     server.shutdown()
 
 
-def test_beyond_max_connections_a_new_connection_is_closed_at_once(capped: Server) -> None:
-    held = [raw_connection(capped) for _ in range(5)]
+def test_beyond_max_connections_the_oldest_waiting_connection_is_shed(capped: Server) -> None:
+    held = []
     try:
+        for _ in range(5):
+            held.append(raw_connection(capped))
+            wait_for(lambda: capped.edge.open == len(held), TIMEOUT, "the connection counted")
         extra = raw_connection(capped)
-        assert _closed_within(extra, 2.0)
+        assert _closed_within(held[0], 2.0)  # the oldest goes, the newcomer stays
+        extra.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _response(extra).startswith(b"HTTP/1.1 200")
+        assert capped.edge.open == 5
         extra.close()
-        held.pop().close()
+        held[1].close()
         # the server learns of the close on its loop thread
-        wait_for(lambda: capped.edge.open < 5, TIMEOUT, "the closed slot to be freed")
-        assert get(capped, "/metrics")[0] == 200  # a freed slot serves again
+        wait_for(lambda: capped.edge.open == 3, TIMEOUT, "the closed slots to be freed")
     finally:
         for sock in held:
             sock.close()
@@ -237,3 +243,149 @@ def test_header_stuffing_memory_is_bounded_by_the_connection_cap() -> None:
         cap: _rss_kib_while_stuffed(cap, 400) - _rss_kib_while_stuffed(cap, 0) for cap in (20, 1000)
     }
     assert growth[20] < 5 * 1024 < 12 * 1024 < growth[1000], growth  # KiB
+
+
+def _response(sock: socket.socket) -> bytes:
+    """Read one whole response whose body has a content-length (headers and body)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f"closed after {data!r}"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(
+        next(
+            v
+            for k, _, v in (h.partition(b":") for h in head.split(b"\r\n"))
+            if k.lower() == b"content-length"
+        )
+    )
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "closed inside the body"
+        body += chunk
+    return head
+
+
+def _trickled_until_closed(sock: socket.socket, seconds: float) -> bool:
+    """Send one byte every 0.1 s (the recv timeout paces it); True once the peer closes."""
+    sock.settimeout(0.1)
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        try:
+            sock.sendall(b"a")
+            if sock.recv(65536) == b"":
+                return True
+        except TimeoutError:
+            continue
+        except OSError:
+            return True
+    return False
+
+
+TRICKLED = [
+    b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n",
+    b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n",
+    b"GET /-/healthy HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10000\r\n",
+]
+
+
+@pytest.mark.parametrize("head", TRICKLED)
+def test_a_body_trickled_after_the_response_is_cut_at_the_deadline(head: bytes) -> None:
+    # The request declares a body, is answered, then sends it a byte at a time: closed at the
+    # deadline (0.5 s here) counted from the connection, whatever arrives.
+    server = serve(exposition(), "127.0.0.1:0", None, lambda: True, header_timeout=0.5)
+    try:
+        sock = raw_connection(server, head)
+        assert _response(sock).split(b" ")[1] in (b"200", b"405")
+        assert _trickled_until_closed(sock, 5.0), "a trickled body kept the connection open"
+        sock.close()
+        wait_for(lambda: server.edge.open == 0, TIMEOUT, "the trickler's slot back")
+    finally:
+        server.shutdown()
+
+
+def test_a_response_the_client_never_reads_is_cut_at_the_deadline() -> None:
+    # 16 MB the client never reads stay in the server's write buffer: the deadline after the
+    # response aborts the connection instead of waiting for that buffer to drain.
+    big = b"# " + b"x" * (16 << 20) + b"\n"
+    server = serve(lambda openmetrics: big, "127.0.0.1:0", None, lambda: True, header_timeout=0.5)
+    try:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", server.port))
+        sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        wait_for(lambda: server.edge.open == 1, TIMEOUT, "the connection counted")
+        wait_for(lambda: server.edge.open == 0, TIMEOUT, "the unread response's slot back")
+        sock.close()
+    finally:
+        server.shutdown()
+
+
+STUFFED = b"GET /metrics HTTP/1.1\r\nX-Pad: " + b"a" * 1000  # headers never finished
+HELLO_START = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"  # a ClientHello never finished
+
+
+@pytest.mark.parametrize(
+    "flood", ["held", "stuffed", "trickled_body"], ids=["held", "stuffed", "trickled_body"]
+)
+def test_a_full_cap_of_waiting_connections_leaves_room_for_a_scrape(flood: str) -> None:
+    # Every slot taken by connections that never complete a request: a scrape still gets its
+    # answer, the oldest waiting connection shed for it (it was refused before).
+    server = serve(exposition(), "127.0.0.1:0", None, lambda: True, max_connections=20)
+    sent = {"held": b"", "stuffed": STUFFED, "trickled_body": TRICKLED[1] + b"a"}[flood]
+    held = []
+    try:
+        for _ in range(20):
+            held.append(raw_connection(server, sent))
+            wait_for(lambda: server.edge.open == len(held), TIMEOUT, "the connection counted")
+        for _ in range(5):  # each scrape sheds one held connection, the oldest first
+            assert get(server, "/metrics")[0] == 200
+        assert _closed_within(held[0], 2.0) and server.edge.open <= 20
+    finally:
+        for sock in held:
+            sock.close()
+        server.shutdown()
+
+
+def test_slow_tls_handshakes_filling_the_cap_leave_room_for_a_scrape(tmp_path: Path) -> None:
+    cert, key_file = self_signed(tmp_path)
+    config = parse_web_config(
+        {"tls_server_config": {"cert_file": cert.name, "key_file": key_file.name}}, base=tmp_path
+    )
+    server = serve(exposition(), "127.0.0.1:0", config, lambda: True, max_connections=20)
+    client = ssl.create_default_context(cafile=str(cert))
+    held = []
+    try:
+        for _ in range(20):
+            held.append(raw_connection(server, HELLO_START))
+            wait_for(lambda: server.edge.open == len(held), TIMEOUT, "the connection counted")
+        for _ in range(3):
+            assert get(server, "/metrics", context=client)[0] == 200
+    finally:
+        for sock in held:
+            sock.close()
+        server.shutdown()
+
+
+def test_when_every_slot_has_a_request_in_flight_a_new_connection_is_closed_at_once() -> None:
+    release = threading.Event()
+
+    def slow(openmetrics: bool) -> bytes:
+        release.wait(TIMEOUT)
+        return b"# EOF\n"
+
+    server = serve(slow, "127.0.0.1:0", None, lambda: True, max_connections=3)
+    busy = [raw_connection(server, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n") for _ in range(3)]
+    try:
+        wait_for(lambda: server.edge.open == 3, TIMEOUT, "three requests in flight")
+        extra = raw_connection(server)
+        assert _closed_within(extra, 2.0)  # nothing to shed: the newcomer goes
+        extra.close()
+        release.set()
+        assert all(_response(sock).startswith(b"HTTP/1.1 200") for sock in busy)
+    finally:
+        release.set()
+        for sock in busy:
+            sock.close()
+        server.shutdown()

@@ -232,6 +232,10 @@ def _check_config(tmp_path: Path, web: str | None, capsys: pytest.CaptureFixture
         (None, "No such file"),
         ("basic_auth_users: [a, b\n", "not valid YAML at"),
         ("basic_auth_users:\n  prom: secret\n", "basic_auth_users.prom: Value error, not a bcrypt"),
+        (  # bcrypt's cost is 4..31; 99 would fail only at the first request or reload
+            "basic_auth_users:\n  prom: '$2b$99$" + "a" * 53 + "'\n",
+            "basic_auth_users.prom: Value error, bcrypt cost 99 is out of range (4 to 31)",
+        ),
         ("tls_server_config: {cert_file: no.crt, key_file: no.key}\n", "cannot read"),
     ],
 )

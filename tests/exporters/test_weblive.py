@@ -52,11 +52,30 @@ def test_web_config_is_reread_when_it_changes(web_file: tuple[Path, Server]) -> 
     _write(path, f"basic_auth_users:\n  prom: '{HASHED}'\n")
     _becomes(server, 401)
     assert get(server, "/metrics", auth("prom", "pw"))[0] == 200
-    _write(path, "basic_auth_users:\n  prom: cleartext\n")  # broken: closed, not open
-    _becomes(server, 500, auth("prom", "pw"))
-    assert get(server, "/-/healthy")[0] == 200
     _write(path, "")
     _becomes(server, 200)
+
+
+BAD_COST = "$2b$99$" + "a" * 53  # bcrypt's cost is 4..31: bcrypt refuses this hash
+
+
+@pytest.mark.parametrize("broken", ["prom: cleartext", f"prom: '{BAD_COST}'"])
+def test_a_bad_reload_keeps_the_last_good_config_and_later_ones_apply(
+    web_file: tuple[Path, Server], broken: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    path, server = web_file
+    _write(path, f"basic_auth_users:\n  prom: '{HASHED}'\n")
+    _becomes(server, 401)
+    _write(path, f"basic_auth_users:\n  {broken}\n")
+    get(server, "/metrics")  # starts the reload of the broken file
+    failed = "event=web_config_reload_failed"
+    wait_for(lambda: failed in caplog.text, 10.0, "the broken reload to be logged")
+    assert get(server, "/metrics", auth("prom", "pw"))[0] == 200  # the last good config
+    assert get(server, "/metrics")[0] == 401
+    rotated = bcrypt.hashpw(b"new", bcrypt.gensalt(rounds=4)).decode()
+    _write(path, f"basic_auth_users:\n  prom: '{rotated}'\n")  # a rotation still applies
+    _becomes(server, 200, auth("prom", "new"))
+    assert get(server, "/metrics", auth("prom", "pw"))[0] == 401
 
 
 COST_14 = "$2b$14$" + "a" * 53  # a cost-14 hash: activating it computes a dummy one (~1 s)

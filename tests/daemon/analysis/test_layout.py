@@ -6,9 +6,11 @@ import math
 import shutil
 from pathlib import Path
 
+import pytest
 from analysis_helpers import FIXTURES
 
-from npumon.daemon.analysis import layout
+from npumon.daemon.analysis import confine, layout
+from npumon.daemon.analysis.readers import TableError, read_op_statistic
 
 
 def test_capture_time_from_metadata(tmp_path: Path) -> None:
@@ -101,3 +103,56 @@ def test_the_environment_of_the_captured_process_names_its_rank(tmp_path: Path) 
     assert [u.name for u in layout.find_units(tmp_path / "a", ranks)] == ["rank7"]
     assert [u.name for u in layout.find_units(tmp_path / "b", ranks)] == ["rank12"]
     assert [u.name for u in layout.find_units(tmp_path / "b", {1: 3})] == ["device2"]
+
+
+def _swap_after_finding(tmp_path: Path, swap_dir: bool) -> tuple[layout.ProfileUnit, str]:
+    """A torch_npu unit whose op_statistic.csv (or its folder) becomes a symlink to a secret
+    table once the unit was found: what a job can do between the check and the read."""
+    real = (FIXTURES / "op_statistic_torchnpu_cann8.3rc1.csv").read_text()
+    secret = tmp_path / "root-only"
+    secret.mkdir(mode=0o700)
+    (secret / "op_statistic.csv").write_text(real.replace("FlashAttentionScoreGrad", "TOPSECRET"))
+    (secret / "op_statistic.csv").chmod(0o600)
+    out = tmp_path / "job" / "node_1_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    (out / "op_statistic.csv").write_text(real)
+    (unit,) = layout.find_units(tmp_path / "job")
+    if swap_dir:
+        moved = out.with_name("moved")
+        out.rename(moved)
+        out.symlink_to(secret)
+    else:
+        (out / "op_statistic.csv").unlink()
+        (out / "op_statistic.csv").symlink_to(secret / "op_statistic.csv")
+    return unit, "TOPSECRET"
+
+
+@pytest.mark.parametrize("swap_dir", [False, True])
+def test_a_table_swapped_for_a_symlink_after_the_check_is_not_read(
+    tmp_path: Path, swap_dir: bool
+) -> None:
+    unit, secret = _swap_after_finding(tmp_path, swap_dir)
+    with pytest.raises(TableError, match="symlink"):
+        frame = read_op_statistic(unit.tables[layout.OP_STATISTIC]).frame
+        assert secret not in set(frame["op_type"].astype(str))  # never reached: raised
+
+
+def test_the_analysis_root_swapped_for_a_symlink_is_not_read_below_a_trusted_root(
+    tmp_path: Path,
+) -> None:
+    # The ingest path is the admin's; the job's folder under it is the job's: a profile
+    # folder swapped for a link to a root-only one after it was found is not read.
+    real = (FIXTURES / "op_statistic_torchnpu_cann8.3rc1.csv").read_text()
+    hidden = tmp_path / "root-only" / "node_1_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    hidden.mkdir(parents=True)
+    (hidden / "op_statistic.csv").write_text(real.replace("FlashAttentionScoreGrad", "TOPSECRET"))
+    profile = tmp_path / "job" / "node_1_ascend_pt"
+    profile.parent.mkdir()
+    profile.symlink_to(hidden.parent)
+    confine.add_root(tmp_path)  # what the worker is told: the ingest path above the job
+    try:
+        (found,) = layout.find_units(profile)
+        with pytest.raises(TableError, match="symlink"):
+            read_op_statistic(found.tables[layout.OP_STATISTIC])
+    finally:
+        confine.forget_roots()

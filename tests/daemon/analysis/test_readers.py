@@ -90,3 +90,16 @@ def test_half_written_files(tmp_path: Path) -> None:
     table = read_kernels([cut])
     assert len(table.frame) == len(rows("kernel_details_torchnpu_cann8.3rc1_level2.csv")[1]) - 1
     assert "cut.csv: last line incomplete" in table.notes[0]
+
+
+def test_ranges_read_in_parallel_from_one_descriptor_equal_one_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from npumon.daemon.analysis import chunks
+
+    path = FIXTURES / KERNEL_TABLES[0]
+    whole = read_kernels([path]).frame
+    monkeypatch.setattr(chunks, "PARALLEL_MIN_BYTES", 0)  # forked readers, pread at offsets
+    monkeypatch.setattr(chunks.os, "cpu_count", lambda: 4)
+    parts = read_kernels([path]).frame
+    assert parts["duration_us"].tolist() == whole["duration_us"].tolist()

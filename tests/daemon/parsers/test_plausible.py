@@ -64,6 +64,17 @@ def test_counters_frequencies_and_nested_records() -> None:
     assert screen(ecc)[0] == ChipEcc(chip=0, hbm_double_bit_aggregate_total=3)
 
 
+def test_more_used_than_total_is_impossible_and_the_used_value_goes() -> None:
+    # a DCMI answer seen with HBM used at 4x its total: each value is within its own bound
+    total = 64 * 1024**3
+    chip = dataclasses.replace(CHIP, hbm_total_bytes=total, hbm_used_bytes=4 * total)
+    screened, rejected = screen(chip)
+    assert (screened.hbm_used_bytes, screened.hbm_total_bytes) == (None, total)
+    assert rejected == (Rejected("hbm_used_bytes", 4.0 * total),)
+    full = dataclasses.replace(CHIP, hbm_total_bytes=total, hbm_used_bytes=total)
+    assert screen(full) == (full, ())  # full is possible
+
+
 def test_an_untouched_result_is_returned_as_is() -> None:
     table = parse_info(fixture_text("info_910a_8chip_warning_procs_24.1rc2.txt"))
     screened, rejected = screen(table)
@@ -94,8 +105,11 @@ def test_screened_values_are_within_bounds_and_only_impossible_ones_go(
         assert limits is not None
         low, high = limits
         after = getattr(screened, name)
+        whole = getattr(screened, name.replace("_used_bytes", "_total_bytes"), None)
         if value is None:
             assert after is None and name not in dropped  # absent stays absent, never 0
+        elif name.endswith("_used_bytes") and whole is not None and value > whole:
+            assert after is None and name in dropped  # more used than the total
         elif low <= value <= high:
             assert after == value and name not in dropped
         elif name.endswith("_ratio") and low - RATIO_ROUNDING <= value <= high + RATIO_ROUNDING:

@@ -234,3 +234,14 @@ def _cmdlines(pid: int) -> list[list[str]]:
         return [psutil.Process(pid).cmdline()]
     except psutil.Error:
         return []
+
+
+def test_kept_captures_are_readable_by_npumons_user_only(tmp_path: Path) -> None:
+    # the chart's host directory is 0755: the captures folder itself must close the raw data
+    profiler, _ = profiler_for(config_for(tmp_path, keep_raw=True))
+    with train_job(tmp_path, "conversion_bound") as job:
+        outcome = profiler.capture(job_workload(job.pid))
+    assert outcome.result == "ok", outcome.message
+    captures = tmp_path / "state" / "captures"
+    (kept,) = captures.iterdir()
+    assert [oct(p.stat().st_mode & 0o777) for p in (captures, kept)] == ["0o700", "0o700"]

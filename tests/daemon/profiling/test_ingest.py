@@ -22,7 +22,7 @@ from profiling_helpers import (
     value,
 )
 
-from npumon.daemon.profiling.ingest import is_profile_dir
+from npumon.daemon.profiling.ingest import IngestGroup, is_profile_dir
 from npumon.simulator.prof_dir import CaptureMeta, write_raw
 
 pytestmark = pytest.mark.integration
@@ -151,3 +151,42 @@ def test_mindspore_profile_dirs_are_found_and_other_profiler_dirs_are_not(tmp_pa
     ms23.mkdir()
     assert is_profile_dir(ms22) and is_profile_dir(ms23)
     assert not is_profile_dir(other)
+
+
+def test_ingest_is_capped_in_workloads_like_captures(tmp_path: Path) -> None:
+    # Five jobs' folders with max_workloads 2: at most 2 analyses a pass, and the exposition
+    # keeps the 2 workloads analysed last, not one more per job folder.
+    user = tmp_path / "profiles"
+    for job in range(5):
+        out = user / f"job{job}" / "node1_1000_2025_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+        out.mkdir(parents=True)
+        shutil.copyfile(FIXTURES / RANK_FILES[1]["step_trace_time"], out / "step_trace_time.csv")
+    age(user)
+    config = config_for(tmp_path, enabled=False, max_workloads=2, ingest={"paths": [str(user)]})
+    profiler, _ = profiler_for(config)
+    seen: list[str] = []
+    for _ in range(3):
+        outcomes = profiler.ingest_once()
+        assert len(outcomes) <= 2 and all(o.result == "ok" for o in outcomes), outcomes
+        seen += [o.workload for o in outcomes]
+        shown = {w.workload for w in profiler.view().workloads}
+        assert shown == set(seen[-2:]), (shown, seen)
+    assert sorted(seen) == [f"job{j}" for j in range(5)]  # each analysed once, in turn
+    assert profiler.ingest_once() == []
+
+
+def test_a_profile_folder_swapped_for_a_link_after_it_was_found_is_not_read(
+    tmp_path: Path,
+) -> None:
+    # the job swaps its found folder for a link to a root-only profile before the worker runs
+    user, hidden = tmp_path / "profiles", tmp_path / "root-only" / "node1_1000_2025_ascend_pt"
+    out = hidden / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    shutil.copyfile(FIXTURES / RANK_FILES[0]["step_trace_time"], out / "step_trace_time.csv")
+    found = user / "job" / hidden.name
+    found.parent.mkdir(parents=True)
+    found.symlink_to(hidden)
+    profiler, _ = profiler_for(config_for(tmp_path, ingest={"paths": [str(user)]}))
+    group = IngestGroup("job", found, ((str(found), 1.0),), user)
+    outcome = profiler._ingest(group)  # noqa: SLF001 (the analysis of one found group)
+    assert outcome.result == "failed" and "symlink" in outcome.message, outcome

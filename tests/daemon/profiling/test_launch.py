@@ -41,7 +41,7 @@ def test_the_job_goes_on_stdin_by_module_name() -> None:
     runner = ended(exit_code=2)
     analyse_in_worker(JOB, 60.0, runner)
     ((argv, timeout, stdin),) = runner.calls
-    assert argv == [sys.executable, "-m", WORKER_MODULE] and timeout == 60.0
+    assert argv == [sys.executable, "-I", "-m", WORKER_MODULE] and timeout == 60.0
     assert stdin is not None and job_adapter().validate_json(stdin) == JOB
 
 

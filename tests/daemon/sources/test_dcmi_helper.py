@@ -129,6 +129,51 @@ def test_a_hung_call_kills_the_helper_within_the_deadline(tmp_path: Path) -> Non
         helper.close()
 
 
+def test_a_call_that_always_hangs_grows_the_backoff(tmp_path: Path) -> None:
+    # Answers between two hangs of the same call do not reset the backoff: 1 s, then 2 s, ...
+    clock = [0.0]
+    helper = _helper(
+        tmp_path, STATE + "hang dcmi_get_device_power_info\n", timeout=3.0, clock=clock
+    )
+    try:
+        for backoff in (1.0, 2.0, 4.0):
+            assert helper.call([("temperature", 0, 0, 0)]) == [(0, 45)]  # answered
+            with pytest.raises(HelperFailure, match="no answer"):
+                helper.call([("power", 0, 0, 0)])
+            clock[0] += backoff - 0.5
+            with pytest.raises(HelperFailure, match="backoff"):
+                helper.call([("temperature", 0, 0, 0)])
+            clock[0] += 0.5
+        assert helper.starts == 3
+    finally:
+        helper.close()
+
+
+def test_what_the_library_prints_on_stdout_does_not_break_the_answers(tmp_path: Path) -> None:
+    # some driver builds print debug lines on stdout, the helper's answer pipe
+    said = "say dcmi_init {{not-json\nsay dcmi_get_device_power_info hello\n"
+    helper = _helper(tmp_path, STATE + said)
+    try:
+        assert len(helper.hello().chips) == 2
+        assert helper.call([("power", 0, 0, 0), ("temperature", 0, 0, 0)]) == [(0, 1234), (0, 45)]
+        assert helper.starts == 1
+    finally:
+        helper.close()
+
+
+@pytest.mark.parametrize("count", [-1, 1 << 30])
+def test_a_garbled_process_count_lists_no_phantom_process(tmp_path: Path, count: int) -> None:
+    # -1 (or a count past the buffer) once read as every slot: pid 0 series by the dozen
+    state = STATE.replace("chip 1 0 1 1", f"chip 1 0 1 1 proc_count={count}")
+    helper = _helper(tmp_path, state + "proc 1 0 4321 1048576\n")
+    try:
+        listed = helper.call([("processes", 1, 0, 0), ("processes", 0, 0, 0)])
+        assert listed[0] in ((0, []), (0, [[4321, 1048576]]))
+        assert listed[1] == (0, [[1234, 104857600]])
+    finally:
+        helper.close()
+
+
 def test_restart_re_enumerates_at_once(tmp_path: Path) -> None:
     helper = _helper(tmp_path)
     try:

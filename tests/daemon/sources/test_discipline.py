@@ -106,6 +106,7 @@ def test_a_card_that_leaves_is_missed_without_m_by_the_chips_of_earlier_polls() 
     polls, store = sources(runner, Clock())
     polls.poll_identity()
     polls.poll_table()
+    polls.poll_table()  # two tables in a row: the chips are expected from now on
     assert status(store, "npu_smi_table") == (True, {})
     runner.answers["info"] = without_3
     polls.poll_table()
@@ -137,6 +138,37 @@ def test_a_whole_table_without_a_chip_keeps_the_others_and_says_chip_missing() -
     polls.poll_table()
     assert status(store, "npu_smi_table") == (False, {"chip_missing": 1})
     assert sorted(c.npu for c in store.latest().chips) == [0, 1, 2, 4, 5, 6, 7]
+
+
+def test_one_garbled_npu_number_is_not_expected_for_ever() -> None:
+    # one table lists NPU 0 as NPU 9: that poll misses NPU 0; the next whole table is up again
+    garbled = TABLE_8.replace("| 0     xxx", "| 9     xxx", 1)
+    assert garbled != TABLE_8
+    runner = FakeRunner({"info": TABLE_8})
+    polls, store = sources(runner, Clock())
+    polls.poll_table()
+    polls.poll_table()
+    assert status(store, "npu_smi_table") == (True, {})
+    runner.answers["info"] = garbled
+    polls.poll_table()
+    assert status(store, "npu_smi_table") == (False, {"chip_missing": 1})
+    runner.answers["info"] = TABLE_8
+    polls.poll_table()
+    polls.poll_table()
+    assert status(store, "npu_smi_table") == (True, {"chip_missing": 1})
+
+
+def test_a_chip_listed_twice_then_gone_is_missed() -> None:
+    lines = TABLE_8.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("| 3     xxx"))
+    runner = FakeRunner({"info": TABLE_8})
+    polls, store = sources(runner, Clock())
+    polls.poll_table()
+    polls.poll_table()
+    runner.answers["info"] = "".join(lines[:at] + lines[at + 3 :])  # NPU 3 fell off the bus
+    polls.poll_table()
+    polls.poll_table()
+    assert status(store, "npu_smi_table") == (False, {"chip_missing": 2})
 
 
 def test_impossible_values_are_dropped_counted_and_rendered() -> None:
