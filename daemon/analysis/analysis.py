@@ -61,6 +61,7 @@ class _Collected:
     graph_ranks: list[tuple[str, list[steptime.StepRow]]]
     kernel_units: list[str]  # units whose per-task table was read (communication comes from it)
     comm_files: list[Path]
+    comm_names: list[str]  # the rank each of comm_files is named by in findings
     matrix_files: list[Path]  # communication_matrix.json of every rank
     matrix_only: list[Path]  # those of ranks without communication.json
     comm_units: list[str]  # units whose communication.json is in comm_files
@@ -235,6 +236,9 @@ def _unit_comm(unit: layout.ProfileUnit, c: _Collected) -> None:
         except TableError as exc:
             c.problems.append(str(exc))
     c.comm_files.extend(comm_files)
+    c.comm_names.extend(
+        unit.name if len(comm_files) == 1 else f"{unit.name}/{path.stem}" for path in comm_files
+    )
     c.matrix_files.extend(matrix_files)
     if comm_files:
         c.comm_units.append(unit.name)
@@ -353,7 +357,7 @@ def analyze_path(
                 "PROF_*/device_N/summary/ and MindSpore's profiler/ tables)"
             )
         )
-    c = _Collected([], [], [], [], [], [], [], [], [], [], {}, [], [])
+    c = _Collected([], [], [], [], [], [], [], [], [], [], [], {}, [], [])
     # operator_pmu reads a head of each kernel table: PMU_MAX_BYTES over all of them
     kernel_tables = sum(len(u.tables.get(layout.KERNEL, ())) for u in units)
     pmu_bytes = max(PMU_MIN_BYTES, PMU_MAX_BYTES // max(kernel_tables, 1))
@@ -424,7 +428,9 @@ def _summary(
     c.problems.extend(steps.left_out)
     groups = peers.peer_groups(steps.ranks, c.dp_of)
     spreads, rank_findings = peers.judge(steps.ranks, groups, thresholds)
-    communication = comm.read(c.comm_files, thresholds, c.problems, c.matrix_files, c.matrix_only)
+    communication = comm.read(
+        c.comm_files, thresholds, c.problems, c.matrix_files, c.matrix_only, c.comm_names
+    )
     mode = _mode(c, units)
     transfer = _transfer_ratio(communication, c.step_total_us(c.comm_units))
     tier = transfer_tier(transfer, thresholds)

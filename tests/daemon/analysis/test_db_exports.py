@@ -154,7 +154,7 @@ def test_level1_db_slow_link_and_small_packets() -> None:
     assert "rank pair(s) in communication_matrix.json" in slow.detail  # CommAnalyzerMatrix
     small = [mb for mb in sdma if mb < 50.0]
     packets = next(b for b in summary.bottlenecks if b.kind == "small_packets")
-    assert f"{len(small)} of {len(sdma)} SDMA transfers" in packets.detail
+    assert f"in 1 of 1 rank(s), worst: rank0: {len(small)} of {len(sdma)} (" in packets.detail
     assert packets.value == pytest.approx(len(small) / len(sdma))
 
 
