@@ -284,6 +284,7 @@ class Thresholds(BaseModel):
     byte_alignment_min_ops: int = Field(default=1, ge=1)
     # msprof-analyze's vector operator PMU rules (rules/aicore_performance.yaml)
     operator_pmu_min_share: NonNegative = 0.01  # op types of at least this share of op time
+    operator_pmu_shape_share: NonNegative = 0.005  # shapes judged and named: this share each
     pmu_vector_total_ratio: NonNegative = 0.90  # vec + mte2 + mte3: vec_mte2_mte3 bound
     pmu_vector_unit_ratio: NonNegative = 0.70  # one unit's ratio: bound; below it: headroom
     # msprof-analyze's affinity API rule: a torch call sequence of the host timeline with a fused
