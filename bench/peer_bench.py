@@ -58,6 +58,7 @@ PEER_KINDS = {
     "字节对齐分析": "byte_alignment",  # collective transfers not a multiple of 512 B
     "算子下发": "online_compile",  # operator dispatch: aclopCompileAndExecute
     "亲和API": "affinity_api",  # torch call sequences with a fused torch_npu API
+    "可融合算子": "fusible_ops",  # fusible operator sequences
     "整网耗时": "overall_summary",
 }
 # npumon kinds that answer each peer kind
@@ -70,6 +71,7 @@ ANSWERS = {
     "env_vars": {"env_vars"},
     "operator_pmu": {"operator_pmu"},
     "affinity_api": {"affinity_api"},
+    "fusible_ops": {"fusible_ops"},
 }
 
 

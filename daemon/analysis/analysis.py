@@ -10,6 +10,7 @@ from npumon.daemon.analysis import (
     affinity,
     comm,
     environment,
+    fusible,
     host,
     layout,
     mindspore,
@@ -74,6 +75,7 @@ class _Collected:
     graph_model: dict[str, int] = field(default_factory=dict)  # per unit: the Model ID analysed
     timelines: list[affinity.Timeline] = field(default_factory=list)  # host API sequences
     unit_facts: dict[str, ops.OpFacts] = field(default_factory=dict)  # per unit: its operators
+    sequences: list[fusible.RankSequences] = field(default_factory=list)  # per kernel table
 
     def step_total_us(self, units: list[str]) -> float | None:
         """All captured steps of these units (warm-up included: the tasks ran in them too)."""
@@ -149,6 +151,9 @@ def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected, pmu_bytes:
             table = read_pmu(unit.tables[layout.KERNEL], pmu_bytes)
             if table is not None:
                 c.vector.append(pmu.vector_rows(table.frame, table.notes))
+                found = fusible.find(unit.name, table.frame, t)
+                if found is not None:
+                    c.sequences.append(found)
         except TableError as exc:
             c.problems.append(str(exc))
     if layout.OP_STATISTIC in unit.tables:
@@ -443,7 +448,10 @@ def _summary(
         + pmu.judge(c.vector, thresholds)
         + affinity.judge(c.timelines, thresholds)
     )
-    evidence = _evidence(facts, steps, mode, judged, transfer, c.host_share())
+    evidence = replace(
+        _evidence(facts, steps, mode, judged, transfer, c.host_share()),
+        sequences=tuple(c.sequences),
+    )
     return ProfileSummary(
         workload=workload,
         layout="+".join(sorted({u.layout for u in units})),
