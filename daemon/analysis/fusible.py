@@ -169,14 +169,14 @@ def find(rank: str, frame: pd.DataFrame, t: Thresholds) -> RankSequences | None:
     return RankSequences(rank, span, union, _outermost(sequences))
 
 
-def _inside(short: tuple[int, ...], long: tuple[int, ...]) -> bool:
-    return any(long[i : i + len(short)] == short for i in range(len(long) - len(short) + 1))
-
-
 def _outermost(sequences: list[Sequence_]) -> tuple[Sequence_, ...]:
     """The sequences not found inside a longer reported one, longest wall time first."""
     kept: list[Sequence_] = []
+    inner: set[tuple[int, ...]] = set()  # every shorter run inside a kept sequence
     for s in sorted(sequences, key=lambda s: -len(s.ids)):
-        if not any(_inside(s.ids, k.ids) for k in kept if len(k.ids) > len(s.ids)):
-            kept.append(s)
+        if s.ids in inner:
+            continue
+        kept.append(s)
+        n = len(s.ids)
+        inner.update(s.ids[i:j] for i in range(n) for j in range(i + SHORTEST, n + 1))
     return tuple(sorted(kept, key=lambda s: (-s.wall_us, s.ops)))
