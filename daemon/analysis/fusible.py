@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from npumon.daemon.model.profile import Thresholds
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 SHORTEST, LONGEST = 3, 10  # tasks in a window (the peer's min_length 2 counts from 0)
@@ -61,12 +62,19 @@ class RankSequences:
     sequences: tuple[Sequence_, ...]  # longest wall time first
 
 
-def _time(frame: pd.DataFrame, column: str) -> object:
+def _time(frame: pd.DataFrame, column: str) -> np.ndarray:
     import numpy as np
 
     if column in frame:
         return frame[column].fillna(0.0).to_numpy(dtype="float64")
     return np.zeros(len(frame))
+
+
+def _prefix(values: np.ndarray) -> np.ndarray:
+    """Prefix sums with a leading 0: the sum of values[i:j] is p[j] - p[i]."""
+    import numpy as np
+
+    return np.concatenate((np.zeros(1), np.cumsum(values, dtype="float64")))
 
 
 def find(rank: str, frame: pd.DataFrame, t: Thresholds) -> RankSequences | None:
@@ -101,9 +109,8 @@ def find(rank: str, frame: pd.DataFrame, t: Thresholds) -> RankSequences | None:
     span = float((start + dur).max() - start.min())
     n = len(frame)
     # per window length: sums by prefix sums, a rolling hash of the operator ids as its key
-    c_dur, c_mte, c_core, c_block = (
-        np.concatenate(([0.0], np.cumsum(x))) for x in (dur, mte, core_us, blocked.astype(float))
-    )
+    c_dur, c_mte, c_core = _prefix(dur), _prefix(mte), _prefix(core_us)
+    c_block = _prefix(blocked.astype("float64"))
     found: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     stats: dict[tuple[int, int], tuple[float, bool, bool]] = {}
     key = ids.copy()
