@@ -523,6 +523,19 @@ def analysis(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
             "answers, and says why where a peer finding is not real.",
             "",
         ]
+        small = peer.get("packets", [])
+        if len(small) > 1:
+            out += [
+                "Small packets, the advisor's figure beside npumon's: npumon judges every rank "
+                "and leaves out the Total Op Info entries (a step's collective and p2p sums), "
+                "which the advisor counts as ops; counted its way, the same rank gives the "
+                "advisor's share.",
+                "",
+                "| " + " | ".join(small[0]) + " |",
+                "|" + "---|" * len(small[0]),
+                *("| " + " | ".join(r) + " |" for r in small[1:]),
+                "",
+            ]
     misses += t.misses
     return out
 

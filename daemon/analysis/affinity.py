@@ -13,10 +13,16 @@ A pattern is ops joined by ``-``; ``(a|b)`` with a regex count suffix (``{0,1}``
 optional or repeated. ``PATTERNS`` is the peer's rules/timeline_fusion_ops.yaml at its default
 versions (CANN 8.0.0, torch 2.1.0: rule sets 0-3; the MindSpeed rules are for 8.0.RC3 only).
 The file is scanned in chunks and never parsed whole, as host.py scans it.
+
+Where the capture has call stacks (``with_stack=True``: the ``Call stack`` arg of each range,
+``file(line): function`` frames innermost first, or ``\r\n``-separated), each match is placed at
+its first op's first frame outside the Python installation, the model code's line; the peer
+prints the whole stacks with their counts.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from bisect import bisect_right
@@ -118,17 +124,24 @@ _EVENT = re.compile(
     r'"name":\s*"((?:aten::|Optimizer\.step#)[^"]*)"[^{}]*?"ts":\s*"?([0-9.]+)"?,\s*'
     r'"dur":\s*"?([0-9.eE+-]+)"?[,}]'  # up to its end: a number cut by the chunk is no match
 )
+# the event's call stack (with_stack=True), in its args after dur: a JSON string
+_STACK = re.compile(r'"Call stack":\s*"((?:[^"\\]|\\.)*)"')
+_FRAME = re.compile(r"(.*)\((\d+)\): (.*)")  # "file(line): function"
+_LIBRARY = re.compile(r"[/\\](?:site-packages|dist-packages|lib[/\\]python[\d.]*)[/\\]")
 _CHUNK = 8 << 20
 _TAIL = 4096  # longer than any event's name-to-dur fields
+PLACES_NAMED = 3  # code locations named per replacement
 
 
 @dataclass(frozen=True, slots=True)
 class Range:
-    """One host range: start and duration in ns, the name without its prefix."""
+    """One host range: start and duration in ns, the name without its prefix, and where the
+    model code called it (its call stack's first own frame; "" without a stack)."""
 
     start_ns: int
     dur_ns: int
     name: str
+    where: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +161,7 @@ class Match:
     calls: int  # sequences matched, over every rank read
     host_ns: int  # the host time of their ops
     ranks: int
+    where: tuple[tuple[str, int], ...] = ()  # code locations of their first op, most first
 
 
 def _ns(text: str) -> int | None:
@@ -176,10 +190,46 @@ def _first_level(ranges: list[Range]) -> tuple[Range, ...]:
     return tuple(kept)
 
 
-def _timeline(unit: str, names: list[tuple[int, int, str]]) -> Timeline:
-    aten = [Range(s, d, n.removeprefix(ATEN)) for s, d, n in names if n.startswith(ATEN)]
-    optim = [Range(s, d, n.removeprefix(OPTIMIZER)) for s, d, n in names if n.startswith(OPTIMIZER)]
+def _timeline(unit: str, names: Sequence[tuple[int, int, str, str]]) -> Timeline:
+    aten = [Range(s, d, n.removeprefix(ATEN), w) for s, d, n, w in names if n.startswith(ATEN)]
+    optim = [
+        Range(s, d, n.removeprefix(OPTIMIZER), w) for s, d, n, w in names if n.startswith(OPTIMIZER)
+    ]
     return Timeline(unit, _first_level(aten), tuple(sorted(optim, key=lambda r: r.start_ns)))
+
+
+def _location(raw: str) -> str:
+    """The code location of a ``Call stack`` value as the JSON text holds it
+    (``file(line): function;\\r\\n...``, innermost first): the first frame outside the Python
+    installation (site-packages, dist-packages, lib/python), as ``file:line (function)``; the
+    innermost frame when every one is inside it; "" when there is none."""
+    try:
+        stack = json.loads(f'"{raw}"')
+    except ValueError:
+        return ""
+    frames = [f.strip() for f in stack.split(";") if f.strip()]
+    own = [f for f in frames if not _LIBRARY.search(f) and not f.startswith("<")]
+    frame = (own or frames or [""])[0]
+    parts = _FRAME.fullmatch(frame)
+    return f"{parts[1]}:{parts[2]} ({parts[3]})" if parts else frame
+
+
+def _scan(text: str, final: bool, found: list[tuple[int, int, str, str]]) -> str:
+    """The events of ``text`` into ``found``; what is left to read with the next chunk (an
+    event cut by the chunk's end, its call stack included, unless ``final``)."""
+    done = 0
+    for match in _EVENT.finditer(text):
+        close = text.find("}", match.end() - 1)  # the end of the event or of its args
+        if close < 0 and not final:
+            return text[match.start() :]
+        start, length = _ns(match[2]), _ns(match[3])
+        if start is not None and length is not None:
+            stack = _STACK.search(text, match.end() - 1, close if close >= 0 else len(text))
+            where = _location(stack[1]) if stack else ""
+            found.append((start, length, sys.intern(match[1]), where))
+        done = match.end()
+    # past the last event read: an event cut at the chunk's end, read with the next
+    return text[max(done, len(text) - _TAIL) :]
 
 
 def read_trace(unit: str, root: Path, notes: list[str]) -> Timeline | None:
@@ -187,19 +237,13 @@ def read_trace(unit: str, root: Path, notes: list[str]) -> Timeline | None:
     path = root / "ASCEND_PROFILER_OUTPUT" / TRACE_VIEW
     if not path.is_file() or not inside(path, root.resolve()):
         return None
-    found: list[tuple[int, int, str]] = []
+    found: list[tuple[int, int, str, str]] = []
     tail = ""
     try:
         with confine.open_text(path) as handle:
             while chunk := handle.read(_CHUNK):
-                text, done = tail + chunk, 0
-                for match in _EVENT.finditer(text):
-                    start, length = _ns(match[2]), _ns(match[3])
-                    if start is not None and length is not None:
-                        found.append((start, length, sys.intern(match[1])))
-                    done = match.end()
-                # past the last event read: an event cut at the chunk's end, read with the next
-                tail = text[max(done, len(text) - _TAIL) :]
+                tail = _scan(tail + chunk, False, found)
+        _scan(tail, True, found)
     except OSError as exc:
         notes.append(f"{path}: not read for the affinity API rule ({exc.strerror})")
         return None
@@ -216,7 +260,7 @@ def read_db(unit: str, path: Path) -> Timeline | None:
     rows = select(path, "PYTORCH_API", _DB_SQL)
     if rows is None:
         return None
-    names = [(s, d, str(n)) for s, d, n in rows if isinstance(s, int) and isinstance(d, int)]
+    names = [(s, d, str(n), "") for s, d, n in rows if isinstance(s, int) and isinstance(d, int)]
     return _timeline(unit, names)
 
 
@@ -256,15 +300,15 @@ def _joined(ranges: Sequence[Range]) -> _Joined:
     return _Joined(ranges, "".join(f"-{r.name}-" for r in ranges), starts)
 
 
-def _matches(seq: _Joined, regex: re.Pattern[str]) -> list[int]:
-    """The host ns of each non-overlapping match in the sequence."""
+def _matches(seq: _Joined, regex: re.Pattern[str]) -> list[tuple[int, str]]:
+    """The host ns and the first op's code location of each non-overlapping match."""
     found = []
     for match in regex.finditer(seq.text):
         if match.end() == match.start():
             continue
         first = bisect_right(seq.starts, match.start()) - 1
         last = bisect_right(seq.starts, match.end() - 1)
-        found.append(sum(r.dur_ns for r in seq.ranges[first:last]))
+        found.append((sum(r.dur_ns for r in seq.ranges[first:last]), seq.ranges[first].where))
     return found
 
 
@@ -274,12 +318,27 @@ def find(timelines: Sequence[Timeline]) -> tuple[Match, ...]:
     found = []
     for sequence, replacement, pattern, regex in _COMPILED:
         calls = host = ranks = 0
+        where: dict[str, int] = {}
         for seqs in joined:
-            ns = _matches(seqs[sequence], regex)
-            calls, host, ranks = calls + len(ns), host + sum(ns), ranks + bool(ns)
+            hits = _matches(seqs[sequence], regex)
+            calls, ranks = calls + len(hits), ranks + bool(hits)
+            host += sum(ns for ns, _ in hits)
+            for _, at in hits:
+                if at:
+                    where[at] = where.get(at, 0) + 1
         if calls:
-            found.append(Match(sequence, replacement, pattern, calls, host, ranks))
+            places = tuple(sorted(where.items(), key=lambda kv: (-kv[1], kv[0])))
+            found.append(Match(sequence, replacement, pattern, calls, host, ranks, places))
     return tuple(sorted(found, key=lambda m: (-m.calls, m.replacement, m.pattern)))
+
+
+def _where(m: Match) -> str:
+    """Where the model code calls the sequence (its call stacks), or that the capture has none."""
+    if not m.where:
+        return " (no call stack in the capture: profile with with_stack=True to get its code line)"
+    named = ", ".join(f"{at} {n} time(s)" for at, n in m.where[:PLACES_NAMED])
+    more = len(m.where) - PLACES_NAMED
+    return f", called from {named}" + (f" and {more} other place(s)" if more > 0 else "")
 
 
 def judge(timelines: Sequence[Timeline], t: Thresholds) -> tuple[Bottleneck, ...]:
@@ -292,6 +351,7 @@ def judge(timelines: Sequence[Timeline], t: Thresholds) -> tuple[Bottleneck, ...
         f"{ATEN if m.sequence == 'aten' else OPTIMIZER}{m.pattern} ran {m.calls} time(s) in "
         f"{m.ranks} of "
         f"{len(timelines)} rank(s), {m.host_ns / 1e6:.3f} ms of host time: {m.replacement}"
+        + _where(m)
         for m in named
     ]
     replacements = list(dict.fromkeys(m.replacement for m in named))

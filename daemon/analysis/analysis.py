@@ -11,6 +11,7 @@ from npumon.daemon.analysis import (
     affinity,
     comm,
     environment,
+    fusible,
     host,
     layout,
     mindspore,
@@ -62,6 +63,7 @@ class _Collected:
     graph_ranks: list[tuple[str, list[steptime.StepRow]]]
     kernel_units: list[str]  # units whose per-task table was read (communication comes from it)
     comm_files: list[Path]
+    comm_names: list[str]  # the rank each of comm_files is named by in findings
     matrix_files: list[Path]  # communication_matrix.json of every rank
     matrix_only: list[Path]  # those of ranks without communication.json
     comm_units: list[str]  # units whose communication.json is in comm_files
@@ -74,6 +76,7 @@ class _Collected:
     graph_model: dict[str, int] = field(default_factory=dict)  # per unit: the Model ID analysed
     timelines: list[affinity.Timeline] = field(default_factory=list)  # host API sequences
     unit_facts: dict[str, ops.OpFacts] = field(default_factory=dict)  # per unit: its operators
+    sequences: list[fusible.RankSequences] = field(default_factory=list)  # per kernel table
 
     def step_total_us(self, units: list[str]) -> float | None:
         """All captured steps of these units (warm-up included: the tasks ran in them too)."""
@@ -149,6 +152,9 @@ def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Collected, pmu_bytes:
             table = read_pmu(unit.tables[layout.KERNEL], pmu_bytes)
             if table is not None:
                 c.vector.append(pmu.vector_rows(table.frame, table.notes))
+                found = fusible.find(unit.name, table.frame, t)
+                if found is not None:
+                    c.sequences.append(found)
         except TableError as exc:
             c.problems.append(str(exc))
     if layout.OP_STATISTIC in unit.tables:
@@ -242,6 +248,9 @@ def _unit_comm(unit: layout.ProfileUnit, c: _Collected) -> None:
         except TableError as exc:
             c.problems.append(str(exc))
     c.comm_files.extend(comm_files)
+    c.comm_names.extend(
+        unit.name if len(comm_files) == 1 else f"{unit.name}/{path.stem}" for path in comm_files
+    )
     c.matrix_files.extend(matrix_files)
     if comm_files:
         c.comm_units.append(unit.name)
@@ -362,7 +371,7 @@ def analyze_path(
                 "PROF_*/device_N/summary/ and MindSpore's profiler/ tables)"
             )
         )
-    c = _Collected([], [], [], [], [], [], [], [], [], [], {}, [], [])
+    c = _Collected([], [], [], [], [], [], [], [], [], [], [], {}, [], [])
     # operator_pmu reads a head of each kernel table: PMU_MAX_BYTES over all of them
     kernel_tables = sum(len(u.tables.get(layout.KERNEL, ())) for u in units)
     pmu_bytes = max(PMU_MIN_BYTES, PMU_MAX_BYTES // max(kernel_tables, 1))
@@ -433,7 +442,9 @@ def _summary(
     c.problems.extend(steps.left_out)
     groups = peers.peer_groups(steps.ranks, c.dp_of)
     spreads, rank_findings = peers.judge(steps.ranks, groups, thresholds)
-    communication = comm.read(c.comm_files, thresholds, c.problems, c.matrix_files, c.matrix_only)
+    communication = comm.read(
+        c.comm_files, thresholds, c.problems, c.matrix_files, c.matrix_only, c.comm_names
+    )
     mode = _mode(c, units)
     transfer = _transfer_ratio(communication, c.step_total_us(c.comm_units))
     tier = transfer_tier(transfer, thresholds)
@@ -446,7 +457,10 @@ def _summary(
         + pmu.judge(c.vector, thresholds)
         + affinity.judge(c.timelines, thresholds)
     )
-    evidence = _evidence(facts, steps, mode, judged, transfer, c.host_share())
+    evidence = replace(
+        _evidence(facts, steps, mode, judged, transfer, c.host_share()),
+        sequences=tuple(c.sequences),
+    )
     return ProfileSummary(
         workload=workload,
         layout="+".join(sorted({u.layout for u in units})),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from npumon.daemon.analysis.fusible import RankSequences
 from npumon.daemon.analysis.host import HostShare
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
@@ -30,6 +31,7 @@ class Evidence:
     small_ops_ratio: float | None = None
     mode: str | None = None  # eager or graph
     transfer_ratio: float | None = None  # the communication table's transit over step time
+    sequences: tuple[RankSequences, ...] = ()  # fusible operator sequences per rank (fusible.py)
     findings: tuple[Bottleneck, ...] = ()  # judged elsewhere: ranks (peers.py), links (comm.py)
 
 
@@ -107,6 +109,13 @@ ADVICE = {
     "several kernels where the replacement launches one. Replace them in the model code (find "
     "them with with_stack=True in the profiler's call stacks) and capture again; check the "
     "replacement's documentation for the shapes and dtypes it supports.",
+    "fusible_ops": "The same short runs of operators recur many times and either leave the device "
+    "waiting between launches (host-bound) or spend their time moving data (MTE-bound) "
+    "(msprof-analyze's fusible operator analysis). Find the model code that launches them "
+    "(a capture with with_stack=True), check that it uses the NPU-affine APIs (affinity_api), "
+    "then fuse the run: a fused torch_npu operator where one exists (npu_rms_norm, "
+    "npu_rotary_mul, npu_fusion_attention, npu_swiglu), graph mode (torchair), or ask the "
+    "operator developers for a fused kernel.",
     "env_vars": "Environment variables the profiler recorded differ from the recommended "
     "settings (msprof-analyze's environment check); each is named with its reason. Set them in "
     "the job's launch script and capture again.",
@@ -418,6 +427,37 @@ def _small_ops(e: Evidence, t: Thresholds) -> Bottleneck | None:
     )
 
 
+def _fusible_ops(e: Evidence, t: Thresholds) -> Bottleneck | None:
+    """msprof-analyze's fusible operator rule (fusible.py): the rank whose reported sequences
+    cover the largest share of its kernel table's span, over fusible_ops_ratio."""
+    judged = [r for r in e.sequences if r.span_us > 0 and r.sequences]
+    if not judged:
+        return None
+    worst = max(judged, key=lambda r: (r.union_us / r.span_us, r.rank))
+    share = worst.union_us / worst.span_us
+    if share < t.fusible_ops_ratio:
+        return None
+    named = "; ".join(
+        f"{len(s.ops)} ops {s.ops[0]} ... {s.ops[-1]} x{s.count}, {s.wall_us / 1e3:.3f} ms "
+        f"({'host' if s.host_bound else 'MTE'}-bound)"
+        for s in worst.sequences[:3]
+    )
+    peer_ms = sum(s.wall_us for s in worst.sequences) / 1e3
+    return finding(
+        "fusible_ops",
+        f"{worst.rank}: {len(worst.sequences)} operator sequence(s) of 3-10 compute tasks, "
+        f"each recurring over {t.fusible_min_count} times host-bound (busy under "
+        f"{t.fusible_host_ratio:.0%} of its wall time) or MTE-bound (MTE over "
+        f"{t.fusible_mte_ratio:.0%} of aicore time), cover {worst.union_us / 1e3:.3f} ms, "
+        f"{share:.0%} of its kernel table's {worst.span_us / 1e3:.3f} ms (counted once; "
+        f"threshold {t.fusible_ops_ratio:.0%}; {len(judged)} rank(s) with such sequences; "
+        f"msprof-analyze's rule adds up the overlapping windows: {peer_ms:.3f} ms). Longest: "
+        + named,
+        share,
+        t.fusible_ops_ratio,
+    )
+
+
 RULES: tuple[Callable[[Evidence, Thresholds], Bottleneck | None], ...] = (
     _input_pipeline,
     _slow_preparing,
@@ -429,6 +469,7 @@ RULES: tuple[Callable[[Evidence, Thresholds], Bottleneck | None], ...] = (
     _compute_bound,
     _dynamic_shape,
     _small_ops,
+    _fusible_ops,
 )
 
 

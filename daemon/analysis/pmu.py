@@ -7,9 +7,11 @@ whose op type takes at least operator_pmu_min_share of all operator time, each (
 shapes, output shapes) is judged on its mean aiv_vec_ratio, aiv_mte2_ratio and
 aiv_mte3_ratio: bound when vec + mte2 + mte3 >= pmu_vector_total_ratio (vec_mte2_mte3) or one unit
 >= pmu_vector_unit_ratio (mte2, then mte3, then vec); otherwise it has headroom, the most any
-unit is below pmu_vector_unit_ratio. ``operator_pmu`` names the ones with the most headroom and
-the longest bound ones. Unlike the peer it fires only when some operator has headroom: a
-profile whose vector operators are all bound uses its units fully, which is no finding. The
+unit is below pmu_vector_unit_ratio. Unlike the peer, which lists every shape (2-17 us ones
+too), only the shapes of at least operator_pmu_shape_share of operator time are judged and
+named: ``operator_pmu`` names those with the most headroom and the longest bound ones, and
+counts the smaller ones. It fires only when such a shape has headroom: a profile whose vector
+operators that matter are all bound uses its units fully, which is no finding. The
 checker's cube (MatMul) and FlashAttention parts judge shape affinity (inner axes divisible by
 256 / 128) and are not restated here.
 """
@@ -109,42 +111,53 @@ def vector_ops(parts: Sequence[VectorRows], t: Thresholds) -> list[VectorOp]:
     return found
 
 
-def _line(op: VectorOp) -> str:
+def _line(op: VectorOp, total_us: float) -> str:
     vec, mte2, mte3 = op.ratios
     shapes = op.shapes if len(op.shapes) <= SHAPES_SHOWN else op.shapes[:SHAPES_SHOWN] + "..."
     return (
-        f"{op.name} [{shapes}] {op.duration_us:.0f} us, vec {vec:.2f} mte2 {mte2:.2f} "
-        f"mte3 {mte3:.2f}"
+        f"{op.name} [{shapes}] {op.duration_us:.0f} us ({op.duration_us / total_us:.2%}), "
+        f"vec {vec:.2f} mte2 {mte2:.2f} mte3 {mte3:.2f}"
     )
 
 
 def judge(parts: Sequence[VectorRows], t: Thresholds) -> tuple[Bottleneck, ...]:
+    """The shapes of at least operator_pmu_shape_share of operator time are judged; a finding
+    when one of them has headroom (the smaller ones are counted, never named)."""
     ops = vector_ops(parts, t)
-    if all(o.bound for o in ops):  # none, or every one saturates a unit
+    total = sum(p.total_us for p in parts)
+    judged = [o for o in ops if o.duration_us >= t.operator_pmu_shape_share * total]
+    if all(o.bound for o in judged):  # none, or every one that matters saturates a unit
         return ()
-    room = sorted((o for o in ops if not o.bound), key=lambda o: (-o.headroom, o.name))
-    bound = sorted((o for o in ops if o.bound), key=lambda o: (-o.duration_us, o.name))
-    lists = []
-    if room:
-        lists.append(
-            f"{len(room)} with headroom (a PMU unit up to {room[0].headroom:.0%} below "
-            f"{t.pmu_vector_unit_ratio:.0%}), most: "
-            + "; ".join(f"{_line(o)}, {o.headroom:.0%}" for o in room[:SHOWN])
-        )
+    room = sorted((o for o in judged if not o.bound), key=lambda o: (-o.headroom, o.name))
+    bound = sorted((o for o in judged if o.bound), key=lambda o: (-o.duration_us, o.name))
+    lists = [
+        f"{len(room)} with headroom (a PMU unit up to {room[0].headroom:.0%} below "
+        f"{t.pmu_vector_unit_ratio:.0%}), most: "
+        + "; ".join(f"{_line(o, total)}, {o.headroom:.0%}" for o in room[:SHOWN])
+    ]
     if bound:
         lists.append(
             f"{len(bound)} bound, longest: "
-            + "; ".join(f"{_line(o)}, {o.bound} bound" for o in bound[:SHOWN])
+            + "; ".join(f"{_line(o, total)}, {o.bound} bound" for o in bound[:SHOWN])
         )
+    small = [o for o in ops if o not in judged]
+    left = (
+        f" ({len(small)} smaller shape(s), {sum(o.duration_us for o in small) / 1e3:.3f} ms "
+        "together, not named)"
+        if small
+        else ""
+    )
     partial = [note for part in parts for note in part.notes]
     return (
         finding(
             "operator_pmu",
-            f"{len(ops)} vector operator shape(s) of op types over "
-            f"{t.operator_pmu_min_share:.0%} of operator time, by PMU ratios: "
+            f"{len(judged)} vector operator shape(s) of at least "
+            f"{t.operator_pmu_shape_share:.1%} of operator time each ({total / 1e3:.3f} ms), "
+            f"of op types over {t.operator_pmu_min_share:.0%} of it, by PMU ratios: "
             + ". ".join(lists)
+            + left
             + "".join(f" ({note})" for note in partial),
-            float(len(ops)),
+            float(len(judged)),
             0.0,
         ),
     )

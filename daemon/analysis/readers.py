@@ -47,6 +47,17 @@ PMU_ALIASES: dict[str, tuple[str, ...]] = {
     "output_shapes": ("Output Shapes",),
     **{r: (r, r.removeprefix("aiv_")) for r in PMU_RATIOS},
 }
+# read with them where the table has them: the task's start and its PMU times, for the fusible
+# operator sequences (fusible.py)
+SEQUENCE_ALIASES: dict[str, tuple[str, ...]] = {
+    "start_us": ("Start Time(us)", "Task Start Time(us)"),
+    "aicore_us": ("aicore_time(us)",),
+    "aiv_us": ("aiv_time(us)",),
+    "aic_mte2_us": ("aic_mte2_time(us)", "mte2_time(us)"),
+    "aiv_mte2_us": ("aiv_mte2_time(us)",),
+    "aic_fixpipe_us": ("aic_fixpipe_time(us)",),
+    "aiv_mte3_us": ("aiv_mte3_time(us)", "mte3_time(us)"),
+}
 # 910A only (910B has aic_mac_ratio): an AI_CORE task that never used the cube did vector work
 MAC_RATIO = "mac_ratio"
 # operator_pmu reads a head of the kernel tables: PMU_MAX_BYTES over all of a profile's tables
@@ -235,8 +246,16 @@ def read_pmu(paths: Sequence[Path], max_bytes: int = PMU_MAX_BYTES) -> Table | N
         mac = find_column(head.header, (MAC_RATIO,))
         if mac is not None:
             columns[MAC_RATIO] = head.header[mac]
+        for name, spellings in SEQUENCE_ALIASES.items():
+            at = find_column(head.header, spellings)
+            if at is not None:
+                columns[name] = head.header[at]
         frame, file_notes = _read_frame(
-            path, columns, ("duration_us", *PMU_RATIOS, MAC_RATIO), head, max_bytes
+            path,
+            columns,
+            ("duration_us", *PMU_RATIOS, MAC_RATIO, *SEQUENCE_ALIASES),
+            head,
+            max_bytes,
         )
         if path.stat().st_size - head.data_start > max_bytes:
             file_notes.append(

@@ -30,6 +30,7 @@ BOTTLENECK_KINDS = (
     "env_vars",
     "operator_pmu",
     "affinity_api",
+    "fusible_ops",
 )
 
 # What enters from JSON (the worker's report, the state file) is taken as written: strict types
@@ -284,8 +285,19 @@ class Thresholds(BaseModel):
     byte_alignment_min_ops: int = Field(default=1, ge=1)
     # msprof-analyze's vector operator PMU rules (rules/aicore_performance.yaml)
     operator_pmu_min_share: NonNegative = 0.01  # op types of at least this share of op time
+    operator_pmu_shape_share: NonNegative = 0.005  # shapes judged and named: this share each
     pmu_vector_total_ratio: NonNegative = 0.90  # vec + mte2 + mte3: vec_mte2_mte3 bound
     pmu_vector_unit_ratio: NonNegative = 0.70  # one unit's ratio: bound; below it: headroom
+    # msprof-analyze's fusible operator rule (rules/fusible_operator.yaml, fusible.py): windows of
+    # 3-10 compute tasks busy under fusible_host_ratio of their wall time (host-bound) or with
+    # MTE time over fusible_mte_ratio of their core time; a sequence recurring more than
+    # fusible_min_count times, MTE-bound or over fusible_min_share of the rank's span, is
+    # reported; fusible_ops fires when the reported windows cover fusible_ops_ratio of the span
+    fusible_host_ratio: NonNegative = 0.4
+    fusible_mte_ratio: NonNegative = 0.8
+    fusible_min_count: int = Field(default=5, ge=0)
+    fusible_min_share: NonNegative = 0.01
+    fusible_ops_ratio: NonNegative = 0.05
     # msprof-analyze's affinity API rule: a torch call sequence of the host timeline with a fused
     # torch_npu replacement is named from this many matches in the capture (the peer: any)
     affinity_api_min_calls: int = Field(default=1, ge=1)

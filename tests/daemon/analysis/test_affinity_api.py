@@ -53,6 +53,39 @@ def test_text_level1_names_npu_fused_sgd_and_no_aten_replacement() -> None:
     assert value == 1.0
 
 
+def test_code_location_from_the_call_stack() -> None:
+    """text_level1 was captured with_stack=True: the SGD step's "Call stack" names torch's
+    frames first, then the script's; the finding names the script's line, as the advisor's
+    "Code stacks" column holds it (whole there)."""
+    events = json.loads(
+        (TREES / "text_level1" / "rank0_ascend_pt" / OUT / "trace_view.json").read_text()
+    )
+    (step,) = [e for e in events if e.get("name") == "Optimizer.step#SGD.step"]
+    frames = [f.strip() for f in step["args"]["Call stack"].split(";")]
+    own = next(f for f in frames if "site-packages" not in f and "/lib/python" not in f)
+    assert own == "/home/z30057886/imagenet_script/main.py(366): train"
+    ((detail, _, _),) = _finding(TREES / "text_level1")
+    assert detail.endswith(
+        "torch_npu.optim.NpuFusedSGD, called from "
+        "/home/z30057886/imagenet_script/main.py:366 (train) 1 time(s)"
+    )
+
+
+def test_no_call_stack_says_how_to_get_one(tmp_path: Path) -> None:
+    """msprof-analyze's advisor test timeline has no "Call stack" args (no with_stack)."""
+    path = FIXTURES / "trace_view_mstt_advisor_2024-01_adam.json"
+    assert "Call stack" not in path.read_text()
+    (tmp_path / "rank0_ascend_pt" / OUT).mkdir(parents=True)
+    shutil.copyfile(path, tmp_path / "rank0_ascend_pt" / OUT / "trace_view.json")
+    timeline = affinity.read_trace("rank0", tmp_path / "rank0_ascend_pt", [])
+    assert timeline is not None
+    (found,) = affinity.judge([timeline], Thresholds())
+    assert found.detail.endswith(
+        "torch_npu.optim.NpuFusedAdam (no call stack in the capture: profile with "
+        "with_stack=True to get its code line)"
+    )
+
+
 @pytest.mark.parametrize("tree", ["db_level0", "db_level1"])
 def test_db_exports_read_pytorch_api(tree: str) -> None:
     db = TREES / tree / "rank0_ascend_pt" / OUT / "ascend_pytorch_profiler_0.db"
@@ -168,3 +201,4 @@ def test_events_cut_by_the_chunk_boundary(tmp_path: Path, monkeypatch: pytest.Mo
     one = affinity.read_trace("rank0", small, [])
     assert whole is not None and cut is not None and one is not None
     assert cut == one and len(one.aten) > 100
+    assert any(r.where for r in one.aten)  # call stacks read across the cuts too

@@ -391,43 +391,58 @@ def test_no_metadata_no_env_finding(tmp_path: Path) -> None:
     assert "env_vars" not in kinds
 
 
-def _packets(tree: str, link: str, min_mb: float) -> tuple[int, int]:
-    """(ops that moved data over `link`, those under min_mb), every op entry but the total."""
-    ops = small = 0
-    for rank in _all_ranks(tree):
-        for step in json.loads((rank / OUT / "communication.json").read_text()).values():
-            for group in step.values():
-                for name, op in (group or {}).items():
-                    mb = op["Communication Bandwidth Info"].get(link, {}).get("Transit Size(MB)", 0)
-                    if name != "Total Op Info" and mb > 0:
-                        ops += 1
-                        small += mb < min_mb
-    return ops, small
+def _packets(rank: Path, link: str, min_mb: float) -> tuple[int, int, int]:
+    """One rank's (ops that moved data over `link`, those under min_mb, the same counted as
+    msprof-analyze counts them: with the Total Op Info entries)."""
+    ops = small = totals = 0
+    for step in json.loads((rank / OUT / "communication.json").read_text()).values():
+        for group in step.values():
+            for name, op in (group or {}).items():
+                mb = op["Communication Bandwidth Info"].get(link, {}).get("Transit Size(MB)", 0)
+                if mb > 0:
+                    totals += name == "Total Op Info"
+                    ops += name != "Total Op Info"
+                    small += mb < min_mb
+    return ops, small, ops + totals
 
 
-def test_small_packets_from_communication_json() -> None:
-    ops, small = _packets("pp2dp2_level2", "SDMA", 16.0)
-    assert small / ops > 0.2
+def test_small_packets_per_rank_from_communication_json() -> None:
+    counts = {
+        r.name.removesuffix("_ascend_pt").replace("_", ""): r for r in _all_ranks("pp2dp2_level2")
+    }
+    figures = {name: _packets(rank, "SDMA", 16.0) for name, rank in counts.items()}
     found = [
         b
         for b in analyze_path(TREES / "pp2dp2_level2").summary.bottlenecks
         if b.kind == "small_packets"
     ]
-    assert len(found) == 1 and found[0].value == pytest.approx(small / ops)
-    assert found[0].detail.startswith(f"{small} of {ops} SDMA transfers")
-    assert _packets("pp2dp2_level2", "RDMA", 1.0) == (0, 0)  # one node: no RDMA to judge
+    worst = max(small / ops for ops, small, _ in figures.values())
+    assert len(found) == 1 and found[0].value == pytest.approx(worst)
+    assert found[0].detail.startswith("SDMA transfers under 16 MB in 4 of 4 rank(s), worst: ")
+    ops, small, _ = figures["rank3"]
+    assert f"rank3: {small} of {ops} ({small / ops:.0%})" in found[0].detail
+    # msprof-analyze's advisor on this tree judges rank 0 and prints 30 %, 0.8065 ms: it counts
+    # the two Total Op Info entries (collective, p2p) as ops, which npumon leaves out
+    ops, small, peer_ops = figures["rank0"]
+    assert (small, ops, peer_ops) == (3, 8, 10)
+    assert "Total Op Info" in found[0].detail
+    assert all(_packets(r, "RDMA", 1.0)[0] == 0 for r in counts.values())  # one node: no RDMA
 
 
 def test_small_packets_quiet_on_large_all_reduces() -> None:
-    ops, small = _packets("text_level1", "SDMA", 16.0)
-    assert ops and small / ops <= 0.2
+    for rank in _all_ranks("text_level1"):
+        ops, small, _ = _packets(rank, "SDMA", 16.0)
+        assert ops and small / ops <= 0.2
     kinds = {b.kind for b in analyze_path(TREES / "text_level1").summary.bottlenecks}
     assert "small_packets" not in kinds
     # the same transfers judged against a 64 MB minimum: the smaller all-reduces count
-    ops, small = _packets("text_level1", "SDMA", 64.0)
+    ratios = [
+        small / ops
+        for ops, small, _ in (_packets(r, "SDMA", 64.0) for r in _all_ranks("text_level1"))
+    ]
     strict = analyze_path(TREES / "text_level1", Thresholds(small_packet_sdma_mb=64.0)).summary
     found = [b for b in strict.bottlenecks if b.kind == "small_packets"]
-    assert small / ops > 0.2 and found[0].value == pytest.approx(small / ops)
+    assert max(ratios) > 0.2 and found[0].value == pytest.approx(max(ratios))
 
 
 def test_level0_slow_rank_by_communication() -> None:
@@ -496,9 +511,10 @@ def test_operator_pmu_vector_operators_level1() -> None:
         for k, (_, v, m2, m3) in groups.items()
         if k not in bound
     }
+    every = Thresholds(operator_pmu_shape_share=0.0)  # the peer's way: every shape judged
     found = [
         b
-        for b in analyze_path(TREES / "text_level1").summary.bottlenecks
+        for b in analyze_path(TREES / "text_level1", every).summary.bottlenecks
         if b.kind == "operator_pmu"
     ]
     assert len(found) == 1 and found[0].value == len(groups)
@@ -511,6 +527,30 @@ def test_operator_pmu_vector_operators_level1() -> None:
     assert f"longest: {longest[0]} [" in found[0].detail
 
 
+def test_operator_pmu_names_only_shapes_that_matter() -> None:
+    """On text_level1 the vector shapes with headroom are 2-107 us each, together 0.8 % of the
+    224 ms of operator time: none reaches operator_pmu_shape_share, so no finding (the advisor
+    lists them). At 0.02 % each the ones over it are judged and the rest counted."""
+    groups = _vector_groups("text_level1")
+    total = sum(float(r["Duration(us)"]) for r in _kernels("text_level1"))
+    room = {
+        k: us for k, (us, v, m2, m3) in groups.items() if v + m2 + m3 < 0.9 and max(v, m2, m3) < 0.7
+    }
+    assert room and max(room.values()) < Thresholds().operator_pmu_shape_share * total
+    kinds = {b.kind for b in analyze_path(TREES / "text_level1").summary.bottlenecks}
+    assert "operator_pmu" not in kinds
+    share = Thresholds(operator_pmu_shape_share=0.0002)
+    (found,) = [
+        b
+        for b in analyze_path(TREES / "text_level1", share).summary.bottlenecks
+        if b.kind == "operator_pmu"
+    ]
+    named = [us for us in (v[0] for v in groups.values()) if us >= 0.0002 * total]
+    assert found.value == len(named)
+    assert f"({len(groups) - len(named)} smaller shape(s), " in found.detail
+    assert len(found.detail) < 1000
+
+
 def test_operator_pmu_needs_the_pmu_columns() -> None:
     """Level0 tables have no PMU or shape columns, op_statistic-only exports no per-task rows."""
     assert "aiv_vec_ratio" not in _kernels("text_level0")[0]
@@ -521,7 +561,9 @@ def test_operator_pmu_needs_the_pmu_columns() -> None:
 
 def test_operator_pmu_thresholds_move_the_lists() -> None:
     groups = _vector_groups("text_level1")
-    strict = Thresholds(pmu_vector_unit_ratio=1.0, pmu_vector_total_ratio=3.1)  # none bound
+    strict = Thresholds(
+        pmu_vector_unit_ratio=1.0, pmu_vector_total_ratio=3.1, operator_pmu_shape_share=0.0
+    )  # none bound
     found = next(
         b
         for b in analyze_path(TREES / "text_level1", strict).summary.bottlenecks
@@ -529,7 +571,7 @@ def test_operator_pmu_thresholds_move_the_lists() -> None:
     )
     assert "bound" not in found.detail and f"{len(groups)} with headroom" in found.detail
     # every unit "bound": nothing has headroom, and an all-bound profile is no finding
-    loose = Thresholds(pmu_vector_unit_ratio=0.0)
+    loose = Thresholds(pmu_vector_unit_ratio=0.0, operator_pmu_shape_share=0.0)
     kinds = {b.kind for b in analyze_path(TREES / "text_level1", loose).summary.bottlenecks}
     assert "operator_pmu" not in kinds
 
@@ -569,9 +611,10 @@ def test_operator_pmu_reads_a_bounded_head_of_a_big_table(monkeypatch: pytest.Mo
     # two ranks' kernel tables share the budget: 16 KB each
     monkeypatch.setattr(analysis, "PMU_MAX_BYTES", 32 << 10)
     monkeypatch.setattr(analysis, "PMU_MIN_BYTES", 4 << 10)
+    every = Thresholds(operator_pmu_shape_share=0.0)
     found = [
         b
-        for b in analyze_path(TREES / "text_level1").summary.bottlenecks
+        for b in analyze_path(TREES / "text_level1", every).summary.bottlenecks
         if b.kind == "operator_pmu"
     ]
     assert len(found) == 1 and "judged on its first" in found[0].detail
