@@ -112,11 +112,14 @@ def _promql(end: float, interval: int) -> str:
     )
 
 
-def promtool_file(rules: Path, scenarios: list[Scenario], path: Path) -> None:
+def promtool_file(
+    rules: Path, scenarios: list[Scenario], path: Path, interval: int | None = None
+) -> None:
     """All ``scenarios`` (of one evaluation interval) side by side in one test group: each has
-    its own ``cluster``, and the rules' work per evaluation is mostly per rule, not per series."""
+    its own ``cluster``, and the rules' work per evaluation is mostly per rule, not per series.
+    ``interval``: seconds between rule evaluations, if not the catalog's (``evaluation``)."""
     end = max(s.duration for s in scenarios)
-    interval = evaluation(scenarios[0])
+    interval = interval or evaluation(scenarios[0])
     test = {
         "interval": f"{int(scenarios[0].step)}s",
         "input_series": [
@@ -168,10 +171,13 @@ def _rows(
     return sorted(out, key=lambda f: (f.scenario, f.alertname, f.labels))
 
 
-def run_promtool(rules: Path, scenarios: list[Scenario], workdir: Path) -> list[Firing]:
+def run_promtool(
+    rules: Path, scenarios: list[Scenario], workdir: Path, interval: int | None = None
+) -> list[Firing]:
     """One `promtool test rules` per evaluation interval, run side by side, on the rules as one
     group in dependency order (promtool evaluates separate groups in no fixed order, so an alert
-    would read the recording rule of this evaluation or of the previous one by chance)."""
+    would read the recording rule of this evaluation or of the previous one by chance).
+    ``interval``: evaluate every so many seconds instead of the catalog's (a scaled replay)."""
     ordered = workdir / "rules.yml"
     levels = rule_levels(rules)
     flat = [rule for level in levels for group in level["groups"] for rule in group["rules"]]  # type: ignore[attr-defined]
@@ -179,13 +185,13 @@ def run_promtool(rules: Path, scenarios: list[Scenario], workdir: Path) -> list[
     rules = ordered
     classes: dict[int, list[Scenario]] = {}
     for scenario in scenarios:
-        classes.setdefault(evaluation(scenario), []).append(scenario)
+        classes.setdefault(interval or evaluation(scenario), []).append(scenario)
     if any({s.step for s in members} != {members[0].step} for members in classes.values()):
         raise AssertionError("scenarios of one evaluation interval must share their scrape step")
     running = []
     for interval, members in sorted(classes.items()):
         path = workdir / f"catalog-{interval}s.test.yml"
-        promtool_file(rules, members, path)
+        promtool_file(rules, members, path, interval)
         running.append(
             subprocess.Popen(
                 ["promtool", "test", "rules", path.name],

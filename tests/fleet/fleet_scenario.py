@@ -39,6 +39,8 @@ VARIABLES = {
     "$namespace": ".*",
     "$pod": ".*",
     "$__range": "2m",
+    # Grafana's floor for it with a data source's default 15 s scrape interval (4 x 15 s)
+    "$__rate_interval": "1m",
 }
 
 # Profiled training jobs (npumon-sim-train), by workload name: the node whose daemon profiles

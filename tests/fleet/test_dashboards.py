@@ -326,3 +326,18 @@ def test_selector_finder() -> None:
         ("", (("__name__", "=", '"c"'),)),
     ]
     assert found[0].has("y", "=~", "$v") and not found[0].has("x", "=", "{")
+
+
+_RATE_WINDOW = re.compile(r"\b(?:rate|irate|increase)\((?:[^()\[\]]|\{[^}]*\})*\[([^\]:]+)\]")
+
+
+def test_node_rates_follow_the_zoom_unless_a_fixed_window_is_the_meaning() -> None:
+    """rate()/increase() on the Node dashboard take Grafana's $__rate_interval; a panel that
+    keeps a fixed window says so in its description."""
+    fixed = []
+    for panel in all_panels(load(ROOT / "grafana" / "dashboards" / "npumon-node.json")):
+        for target in panel.get("targets", []):
+            windows = set(_RATE_WINDOW.findall(target.get("expr", "")))
+            if windows - {"$__rate_interval"} and "fixed" not in panel.get("description", ""):
+                fixed.append((panel["title"], target["expr"]))
+    assert fixed == []

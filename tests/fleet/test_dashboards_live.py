@@ -200,6 +200,8 @@ def window_seconds(expr: str, end: int) -> int:
     text = found.group(1).strip()
     if text == "$__range":
         return RANGE_SECONDS
+    if text == "$__rate_interval":  # Grafana: the step plus the scrape interval, at least
+        return RANGE_SECONDS // POINTS + SAMPLE_SECONDS
     unit = {"s": 1, "m": 60, "h": 3600, "d": 86400}
     return sum(int(n) * unit[u] for n, u in re.findall(r"(\d+)([smhd])", text))
 

@@ -258,6 +258,21 @@ def test_alert_values_set_threshold_for_and_severity(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_an_alert_window_sets_every_range_of_its_expr_and_nothing_else() -> None:
+    source = {r["alert"]: r for r in source_rules() if "alert" in r}
+    tuned = {"enabled": True, "alerts": {"NpuThermalThrottling": {"window": "2m", "for": "12s"}}}
+    rendered = {r["alert"]: r for r in rules_of(render({"prometheusRule": tuned})) if "alert" in r}
+    thermal = rendered["NpuThermalThrottling"]
+    assert "[20m]" in source["NpuThermalThrottling"]["expr"]
+    assert thermal["expr"] == source["NpuThermalThrottling"]["expr"].replace("[20m]", "[2m]")
+    assert thermal["for"] == "12s"
+    assert all(
+        rendered[n] == source[n]
+        for n in rendered
+        if n not in ("NpuThermalThrottling", "NpumonDown")
+    )
+
+
 def test_alert_values_name_alerts_and_thresholds_that_exist() -> None:
     with pytest.raises(helm.HelmError, match="NpuPfcStrom, which is no alert.*NpuNetworkPfcStorm"):
         render({"prometheusRule": {"enabled": True, "alerts": {"NpuPfcStrom": {"for": "1m"}}}})

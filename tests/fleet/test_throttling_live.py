@@ -1,0 +1,180 @@
+"""The catalog's thermal-10m fault (one 10-minute throttling episode) through a real Prometheus
+scraping a simulated node agrees with the harness (promtool), on a clock scaled down 10 times.
+
+NpuThermalThrottling judges a 20-minute share of time, so the rules are rendered through the
+chart's own tuning path (prometheusRule.alerts.NpuThermalThrottling: window and for, divided by
+SCALE) and the episode is scaled the same way: 60 s of overheating in the simulator's npu-smi
+(reaching the temperature limit after 6 s, as the catalog's first scrape reads `unknown`). The
+same rendered rules and the same scaled timeline go through promtool (tests/alerts/engines.py).
+Both must fire, on NPU 0 only, with the delay from the first throttled scrape to the first firing
+evaluation within one scrape plus one evaluation interval of each other (the phase of Prometheus'
+scrape and evaluation clocks against the first throttled reading).
+
+Times compared are the engines' own (Prometheus' sample timestamps, promtool's evaluation
+times): the test only waits on them."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from chart_render import one, render
+from fleet_processes import Processes
+from fleet_scenario import BIN, POLLING, PROMETHEUS, api_query
+
+from npumon.simulator.fault_catalog import Chip, Scenario, load, seconds
+from tests.alerts.engines import run_promtool
+from tests.helpers.processes import PROMETHEUS_LISTENING, reported_port
+from tests.helpers.wait import wait_for
+
+ALERT = "NpuThermalThrottling"
+SCALE = 10
+CATALOG = load()
+FAULT = next(s for s in CATALOG.scenarios if s.name == "thermal-10m")
+EVENT = FAULT.events[0]
+EPISODE = (seconds(EVENT["end"]) - seconds(EVENT["start"])) / SCALE
+RAMP = 60.0 / SCALE  # the simulator's default ramp to the limit, scaled
+STEP = 5  # seconds between scrapes, between npu-smi reads and between rule evaluations
+LEAD = 30.0  # seconds after the simulator's epoch when the episode starts
+SCENARIO = """
+family: 910b
+npu_smi_version: "25.2.2"
+epoch: {epoch}
+seed: 28
+events:
+  - {{kind: overheat, npu: 0, start: {start}, end: {end}, temperature_celsius: 96,
+     ramp_seconds: {ramp}, throttled_mhz: 1100, load_percent: 96}}
+"""
+
+
+def _tuned_rules(path: Path) -> None:
+    """The shipped rules as the chart renders them with the alert's window and for scaled."""
+    rule = next(
+        r
+        for g in yaml.safe_load(
+            (Path(__file__).parents[2] / "config/prometheus/npumon-rules.yml").read_text()
+        )["groups"]
+        for r in g["rules"]
+        if r.get("alert") == ALERT
+    )
+    tuning = {
+        "window": f"{int(seconds('20m') / SCALE)}s",
+        "for": f"{int(seconds(rule['for']) / SCALE)}s",
+    }
+    values = {"prometheusRule": {"enabled": True, "alerts": {ALERT: tuning}}}
+    spec = one(render(values), "PrometheusRule")["spec"]
+    assert f"[{tuning['window']}]" in str(spec), "the window value did not reach the expr"
+    path.write_text(yaml.safe_dump({"groups": spec["groups"]}))
+
+
+def _samples(url: str, selector: str) -> list[tuple[dict[str, str], float, float]]:
+    """Every raw sample of ``selector`` in the last 10 minutes: (labels, time, value)."""
+    result = api_query(url, f"{selector}[10m]")["data"]["result"]
+    return [(s["metric"], float(t), float(v)) for s in result for t, v in s["values"]]
+
+
+def _prometheus_config(path: Path, rules: Path, port: int) -> None:
+    config: dict[str, Any] = {
+        "global": {"scrape_interval": f"{STEP}s", "evaluation_interval": f"{STEP}s"},
+        "rule_files": [str(rules)],
+        "scrape_configs": [
+            {"job_name": "npumon", "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}
+        ],
+    }
+    path.write_text(yaml.safe_dump(config))
+
+
+@pytest.mark.fleet
+def test_a_scaled_throttling_episode_fires_as_the_harness_says(tmp_path: Path) -> None:
+    assert PROMETHEUS is not None, "prometheus is not installed: `make tools` installs it"
+    rules = tmp_path / "tuned-rules.yml"
+    _tuned_rules(rules)
+    epoch = time.time()
+    scenario = tmp_path / "thermal.yaml"
+    scenario.write_text(SCENARIO.format(epoch=epoch, start=LEAD, end=LEAD + EPISODE, ramp=RAMP))
+    interval = f"{STEP}s"
+    config = tmp_path / "node.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "npu_smi": {
+                    "command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", str(scenario)],
+                    "intervals": {"table": interval, "detail": interval, "health": interval},
+                },
+                "state_directory": str(tmp_path / "state"),
+            }
+        )
+    )
+    procs = Processes(f"{os.getpid()}-{tmp_path.name}", dict(os.environ))
+    try:
+        log = tmp_path / "npumon.log"
+        node = procs.start(
+            [
+                str(BIN / "npumon"),
+                "run",
+                "--config",
+                str(config),
+                "--web.listen-address",
+                "127.0.0.1:0",
+            ],
+            log,
+        )
+        _prometheus_config(tmp_path / "prometheus.yml", rules, reported_port(log, process=node))
+        plog = tmp_path / "prometheus.log"
+        prometheus = procs.start(
+            [
+                PROMETHEUS,
+                f"--config.file={tmp_path / 'prometheus.yml'}",
+                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                "--web.listen-address=127.0.0.1:0",
+            ],
+            plog,
+        )
+        url = f"http://127.0.0.1:{reported_port(plog, PROMETHEUS_LISTENING, prometheus)}"
+        firing = f'ALERTS{{alertname="{ALERT}", alertstate="firing"}}'
+        # generous: the episode's schedule, the catalog's stated delay scaled, and slack for a
+        # loaded machine; the figures compared below are the engines', not the test's
+        wait_for(
+            lambda: bool(api_query(url, firing)["data"]["result"]),
+            LEAD + EPISODE + CATALOG.delays[ALERT] / SCALE + 120,
+            f"{ALERT} to fire",
+            **POLLING,
+        )
+        throttled = _samples(url, 'npu_throttled{npu="0"}')
+        onset = min(t for _, t, v in throttled if v == 1)
+        first_scrape = min(t for _, t, _ in throttled)
+        fired = _samples(url, firing)
+        live_npus = {labels["npu"] for labels, _, _ in fired}
+        live_delay = min(t for _, t, _ in fired) - onset
+    finally:
+        procs.close()
+
+    # the same timeline for the harness: its series start at Prometheus' first scrape and the
+    # episode starts at the first throttled scrape, one sample every STEP seconds
+    start = round((onset - first_scrape) / STEP) * STEP
+    replay = Scenario(
+        name="thermal-10m-scaled",
+        kind="fault",
+        about=f"{FAULT.about}, scaled 1/{SCALE}",
+        duration=start + EPISODE + CATALOG.delays[ALERT] / SCALE,
+        fault_start=start,
+        events=({"kind": "throttle", "npu": 0, "start": start, "end": start + EPISODE},),
+        chips=(Chip(npu=0), Chip(npu=1)),
+        nodes=1,
+        expect=(ALERT,),
+        also=(),
+        resolves=None,
+        step=STEP,
+    )
+    harness = [f for f in run_promtool(rules, [replay], tmp_path, STEP) if f.alertname == ALERT]
+    assert {dict(f.labels)["npu"] for f in harness} == live_npus == {"0"}, (harness, live_npus)
+    harness_delay = min(f.first for f in harness) - start
+    print(
+        f"{ALERT} 1/{SCALE}: fired {live_delay:g} s after the first throttled scrape on"
+        f" Prometheus, {harness_delay:g} s on promtool"
+    )
+    assert abs(live_delay - harness_delay) <= 2 * STEP, (live_delay, harness_delay)
