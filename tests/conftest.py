@@ -9,8 +9,13 @@
   ``fleet`` on those that run a real Prometheus. ``make test-fast`` runs the rest (parsers,
   unit, golden; under 30 s), ``make test`` everything;
 - time: a clock is injected where it can be (``NPUMON_SIM_TIME``, ``Agent(clock=...)``, the
-  msprof session's ``clock``); where real time must pass, a test asserts a loose bound and the
-  real figure lives in ``bench/``. Servers bind port 0 and report the port they got.
+  msprof session's ``clock``); where real time must pass, a test waits on a condition
+  (``tests.helpers.wait.wait_for``), never sleeps, and asserts no duration: a deadline test
+  shows the outcome (the call timed out while what it waited on still runs). Every deadline a
+  test waits under is ``scaled(seconds)``: times ``NPUMON_TEST_TIMEOUT_FACTOR`` (default 4, a
+  2-core machine at load 13 passes; raise it on a slower one), one factor for the whole suite.
+  A file a test waits for is written whole before it appears (write, then rename). The real
+  figures live in ``bench/``. Servers bind port 0 and report the port they got.
 """
 
 from __future__ import annotations

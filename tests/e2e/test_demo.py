@@ -18,7 +18,7 @@ import yaml
 
 from tests.helpers.exposition import samples, value
 from tests.helpers.http import get
-from tests.helpers.wait import wait_for
+from tests.helpers.wait import scaled, wait_for
 from tests.support import ROOT
 
 SIM_TRAIN = "npumon-sim-train"
@@ -52,7 +52,9 @@ def make(target: str, demo: Path, port: int, **extra: str) -> subprocess.Complet
         f"BIN={Path(sys.executable).parent}",
         *(f"{k}={v}" for k, v in extra.items()),
     ]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=90, env=env, check=False)
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=scaled(90), env=env, check=False
+    )
 
 
 def demo_processes(demo: Path) -> list[psutil.Process]:

@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from tests.helpers.wait import scaled
 from tests.support import NODES, fixture_agent
 
 # last-success timestamps are tests.support.FROZEN_TIME (2025-11-29T10:00:00Z)
@@ -26,7 +27,11 @@ def exposition(node: str) -> str:
 def test_golden_exposition(node: str, update_golden: bool) -> None:
     text = exposition(node)
     lint = subprocess.run(
-        ["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=30
+        ["promtool", "check", "metrics"],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=scaled(30),
     )
     assert lint.returncode == 0 and lint.stdout + lint.stderr == "", lint.stdout + lint.stderr
     normalised = _DURATION.sub(r"\1 <duration>", text)

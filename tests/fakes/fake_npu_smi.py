@@ -62,8 +62,10 @@ def _linger(seconds: float, pidfile: Path | None) -> None:
     helper = subprocess.Popen(
         [sys.executable, "-S", "-c", f"import time; time.sleep({seconds})"], start_new_session=True
     )  # inherits our stdout and stderr
-    if pidfile is not None:
-        pidfile.write_text(str(helper.pid))
+    if pidfile is not None:  # whole when it appears: the test reads it as soon as it exists
+        partial = pidfile.with_name(pidfile.name + ".partial")
+        partial.write_text(str(helper.pid))
+        partial.replace(pidfile)
 
 
 def _options() -> tuple[argparse.Namespace, list[str]]:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.exposition import samples
+from tests.helpers.wait import scaled
 from tests.support import ROOT
 
 pytestmark = pytest.mark.integration  # `npumon collect --once` against the simulator
@@ -46,7 +47,7 @@ def series(scenario: str, folder: Path) -> int:
         [str(Path(sys.executable).parent / "npumon"), "collect", "--once", "--config", str(config)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         env={**os.environ, "NPUMON_SIM_TIME": SIM_TIME},
     )
     return len(samples(done.stdout))
