@@ -113,6 +113,8 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	timeout 170 $(BIN)/python bench/dcmi_bench.py --minutes 10 --json $(BENCH_OUT)/dcmi.json || echo "FAILED: dcmi"; \
 	echo "== bench/simulator_bench.py"; \
 	timeout 120 $(BIN)/python bench/simulator_bench.py --runs 5 --json $(BENCH_OUT)/simulator.json || echo "FAILED: simulator"; \
+	echo "== bench/collect_bench.py"; \
+	timeout 300 $(BIN)/python bench/collect_bench.py --runs 3 --json $(BENCH_OUT)/collect.json || echo "FAILED: collect"; \
 	echo "== bench/daemon_bench.py"; \
 	timeout 360 $(BIN)/python bench/daemon_bench.py --seconds $(BENCH_POLL_S) \
 	  --json $(BENCH_OUT)/daemon.json || echo "FAILED: daemon"; \
