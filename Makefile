@@ -57,14 +57,22 @@ typecheck: $(STAMP) .mypy-src/npumon .mypy-src/npumon/podresources
 imports: $(STAMP) .mypy-src/npumon .mypy-src/npumon/podresources
 	PYTHONPATH=.mypy-src $(BIN)/lint-imports --no-cache
 
-test: $(STAMP) tools lint typecheck imports
-	$(BIN)/python -m pytest -q
+# pytest-xdist: TEST_JOBS workers (2 on a 2-core machine; TEST_JOBS=0 runs in one process).
+# The tests that share the fleet's one Prometheus stay on one worker (--dist loadgroup,
+# tests/conftest.py). The 20 slowest tests are listed at the end, so growth shows.
+# NPUMON_TEST_TIMEOUT_FACTOR scales every deadline a test waits under (tests/helpers/wait.py).
+TEST_JOBS ?= 2
+PYTEST := $(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadgroup
 
-# The inner loop: parsers, unit and golden tests, under 30 s. Tests that start real processes,
-# sockets or servers are marked `integration`, the live Prometheus ones `fleet` (pyproject).
-# `make test` runs those too, plus lint, mypy and the import contracts.
+test: $(STAMP) tools lint typecheck imports
+	$(PYTEST) --durations=20
+
+# The inner loop: parsers, unit, rendering and golden tests (the fakes answered in-process),
+# about 45 CPU-seconds over two workers. Tests that start real processes, sockets or servers
+# are marked `integration`, the live Prometheus ones `fleet` (pyproject). `make test` runs
+# those too, plus lint, mypy and the import contracts.
 test-fast: $(STAMP) tools
-	$(BIN)/python -m pytest -q -m "not integration and not fleet"
+	$(PYTEST) -m "not integration and not fleet"
 
 # The Helm chart's copies of the rules and dashboards, and deploy/kubernetes/npumon.yaml (the
 # chart rendered), after a change to config/prometheus/npumon-rules.yml, grafana/dashboards or

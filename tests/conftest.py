@@ -35,3 +35,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # One live Prometheus per session (tests/fleet/conftest.py): under pytest-xdist the tests
+    # that use it run on one worker, so the fleet starts once, not once per worker.
+    for item in items:
+        if "prometheus" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("prometheus"))
