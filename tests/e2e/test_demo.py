@@ -129,7 +129,7 @@ def test_a_healthy_demo_start_logs_no_warning_and_counts_no_problem(demo: Path) 
     finally:
         stopped = make("demo-stop", demo, port)
         decoy.kill()
-        decoy.wait(10)
+        decoy.wait(scaled(10))
     assert stopped.returncode == 0, stopped.stderr
     problems = [v for (name, _), v in found.items() if name == "npumon_attribution_problems_total"]
     assert problems in ([], [0.0])

@@ -229,7 +229,7 @@ def test_slow_headers_are_cut_at_the_deadline() -> None:
 
 def _answer(sock: socket.socket) -> bytes:
     """Read one /healthz response (headers and its "ok" body) from a raw connection."""
-    sock.settimeout(10.0)
+    sock.settimeout(scaled(10.0))
     data = b""
     while not data.endswith(b"\r\n\r\nok\n"):
         chunk = sock.recv(4096)
@@ -239,23 +239,23 @@ def _answer(sock: socket.socket) -> bytes:
 
 
 def test_the_header_deadline_restarts_after_each_response() -> None:
-    server = serve(_exposition(), "127.0.0.1:0", None, lambda: True, header_timeout=1.0)
+    deadline = scaled(0.5)  # the test thread may stall: 0.4 of it is the room it has
+    server = serve(_exposition(), "127.0.0.1:0", None, lambda: True, header_timeout=deadline)
     request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
     sock = raw_connection(server)
     try:
-        sock.settimeout(0.6)
-        with pytest.raises(TimeoutError):  # no request yet, still open 0.6 s after connect
+        sock.settimeout(0.6 * deadline)
+        with pytest.raises(TimeoutError):  # no request yet, still open 0.6 deadlines in
             sock.recv(1)
         sock.sendall(request)
         assert _answer(sock).startswith(b"HTTP/1.1 200")
-        sock.settimeout(0.7)
-        with pytest.raises(TimeoutError):  # 1.3 s after connect, but 0.7 s after the response
+        sock.settimeout(0.7 * deadline)
+        with pytest.raises(TimeoutError):  # 1.3 deadlines after connect, 0.7 after the response
             sock.recv(1)
         sock.sendall(request)
         assert _answer(sock).startswith(b"HTTP/1.1 200")
-        started = time.monotonic()
+        sock.settimeout(scaled(5.0))
         assert sock.recv(1) == b""  # idle: closed at the deadline from this response
-        assert 0.5 < time.monotonic() - started < 3.0
     finally:
         sock.close()
         server.shutdown()
@@ -294,7 +294,7 @@ class _Blocking:
 
     def __call__(self, openmetrics: bool) -> bytes:
         self.entered.release()
-        self.release.wait(10)
+        self.release.wait(scaled(10))
         return b""
 
 
@@ -324,7 +324,7 @@ def test_requests_beyond_max_requests_get_a_fast_503() -> None:
         # only /metrics counts (node_exporter's limit wraps its metrics handler)
         assert _get(server, "/healthz")[0] == 200 and _get(server, "/")[0] == 200
         blocking.release.set()
-        assert [f.result(10)[0] for f in held] == [200, 200]
+        assert [f.result(scaled(10))[0] for f in held] == [200, 200]
 
 
 def test_the_limit_is_inside_auth(tmp_path: Path) -> None:
@@ -338,7 +338,7 @@ def test_the_limit_is_inside_auth(tmp_path: Path) -> None:
         assert _get(server, "/metrics")[0] == 401
         assert _get(server, "/metrics", _auth("prom", "pw"))[0] == 503
         blocking.release.set()
-        assert held.result(10)[0] == 200
+        assert held.result(scaled(10))[0] == 200
 
 
 def test_head_is_answered_without_a_body(plain: Server) -> None:
