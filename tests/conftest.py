@@ -3,11 +3,14 @@
 - tests mirror the source tree: ``daemon/parsers/test_table.py`` tests ``daemon/parsers/table.py``,
   ``simulator/`` tests ``simulator/`` (plus ``e2e/`` whole-pipeline and ``fleet/`` deployment
   tests); the test folders have no ``__init__.py``, so a test file's name must be unique;
-- one kit: ``tests/helpers`` (wait_for, processes, http, exposition) and ``tests/support.py``
-  (paths, the fake npu-smi under ``tests/fakes``); fixtures (real captures) in ``tests/fixtures``;
+- one kit: ``tests/helpers`` (wait_for, scaled, processes, http, exposition) and
+  ``tests/support.py`` (paths, the fake npu-smi under ``tests/fakes``, and ``replay``, its answers
+  computed in-process for tests about parsing, merging and rendering: ``fixture_agent``);
+  fixtures (real captures) in ``tests/fixtures``;
 - markers (pyproject): ``integration`` on tests that start real processes, sockets or servers,
   ``fleet`` on those that run a real Prometheus. ``make test-fast`` runs the rest (parsers,
-  unit, golden; under 30 s), ``make test`` everything;
+  unit, rendering, golden; about 45 CPU-seconds over two pytest-xdist workers), ``make test``
+  everything (``-n 2 --dist loadgroup``; the fleet's one Prometheus stays on one worker);
 - time: a clock is injected where it can be (``NPUMON_SIM_TIME``, ``Agent(clock=...)``, the
   msprof session's ``clock``); where real time must pass, a test waits on a condition
   (``tests.helpers.wait.wait_for``), never sleeps, and asserts no duration: a deadline test
