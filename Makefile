@@ -6,6 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 DEMO   ?= .demo
 PORT   ?= 9732
+DEMO_WAIT ?= 20
 LISTEN ?= :$(PORT)
 
 .PHONY: all demo demo-stop test test-fast lint format typecheck imports bench tools generate clean
@@ -153,7 +154,7 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 # a chip that turns Alarm, an idle-but-allocated chip), served on $(LISTEN) (:$(PORT)).
 # Everything lives in $(DEMO) (DEMO=... picks another folder): the config, with its paths
 # made absolute ($(DEMO)/npumon.yaml from config/demo.yaml), the pid files, logs and state.
-# A failed start stops what it started (demo-stop).
+# A failed start stops what it started (demo-stop). DEMO_WAIT: seconds it may take to serve.
 DEMO_DIR = $(abspath $(DEMO))
 DEMO_UNDO = { $(MAKE) --no-print-directory demo-stop DEMO=$(DEMO) >/dev/null; exit 1; }
 demo: $(STAMP)
@@ -176,7 +177,7 @@ demo: $(STAMP)
 	else \
 	  nohup $(BIN)/npumon run --config $(DEMO)/npumon.yaml --web.listen-address $(LISTEN) \
 	    > $(DEMO)/npumon.log 2>&1 & echo $$! > $(DEMO)/npumon.pid; \
-	  $(BIN)/python -m tests.helpers.waitfor $$(cat $(DEMO)/npumon.pid) $(DEMO)/npumon.log $(PORT) 20 \
+	  $(BIN)/python -m tests.helpers.waitfor $$(cat $(DEMO)/npumon.pid) $(DEMO)/npumon.log $(PORT) $(DEMO_WAIT) \
 	    || $(DEMO_UNDO); \
 	fi
 	@echo ""

@@ -50,6 +50,7 @@ def make(target: str, demo: Path, port: int, **extra: str) -> subprocess.Complet
         f"PORT={port}",
         f"LISTEN=127.0.0.1:{port}",
         f"BIN={Path(sys.executable).parent}",
+        f"DEMO_WAIT={scaled(20):g}",  # seconds for the daemon to serve (make demo's deadline)
         *(f"{k}={v}" for k, v in extra.items()),
     ]
     return subprocess.run(
