@@ -7,6 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 DEMO   ?= .demo
 PORT   ?= 9732
+DEMO_WAIT ?= 20
 LISTEN ?= :$(PORT)
 
 .PHONY: all demo demo-stop test test-fast lint format typecheck imports bench tools generate clean
@@ -62,14 +63,22 @@ typecheck: $(STAMP) .mypy-src/npumon .mypy-src/npumon/podresources
 imports: $(STAMP) .mypy-src/npumon .mypy-src/npumon/podresources
 	PYTHONPATH=.mypy-src $(BIN)/lint-imports --no-cache
 
-test: $(STAMP) tools lint typecheck imports
-	$(BIN)/python -m pytest -q
+# pytest-xdist: TEST_JOBS workers (2 on a 2-core machine; TEST_JOBS=0 runs in one process).
+# The tests that share the fleet's one Prometheus stay on one worker (--dist loadgroup,
+# tests/conftest.py). The 20 slowest tests are listed at the end, so growth shows.
+# NPUMON_TEST_TIMEOUT_FACTOR scales every deadline a test waits under (tests/helpers/wait.py).
+TEST_JOBS ?= 2
+PYTEST := $(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadgroup
 
-# The inner loop: parsers, unit and golden tests, under 30 s. Tests that start real processes,
-# sockets or servers are marked `integration`, the live Prometheus ones `fleet` (pyproject).
-# `make test` runs those too, plus lint, mypy and the import contracts.
+test: $(STAMP) tools lint typecheck imports
+	$(PYTEST) --durations=20
+
+# The inner loop: parsers, unit, rendering and golden tests (the fakes answered in-process),
+# about 45 CPU-seconds over two workers. Tests that start real processes, sockets or servers
+# are marked `integration`, the live Prometheus ones `fleet` (pyproject). `make test` runs
+# those too, plus lint, mypy and the import contracts.
 test-fast: $(STAMP) tools
-	$(BIN)/python -m pytest -q -m "not integration and not fleet"
+	$(PYTEST) -m "not integration and not fleet"
 
 # The Helm chart's copies of the rules and dashboards, and deploy/kubernetes/npumon.yaml (the
 # chart rendered), after a change to config/prometheus/npumon-rules.yml, grafana/dashboards or
@@ -118,6 +127,8 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	timeout 170 $(BIN)/python bench/dcmi_bench.py --minutes 10 --json $(BENCH_OUT)/dcmi.json || echo "FAILED: dcmi"; \
 	echo "== bench/simulator_bench.py"; \
 	timeout 120 $(BIN)/python bench/simulator_bench.py --runs 5 --json $(BENCH_OUT)/simulator.json || echo "FAILED: simulator"; \
+	echo "== bench/collect_bench.py"; \
+	timeout 300 $(BIN)/python bench/collect_bench.py --runs 3 --json $(BENCH_OUT)/collect.json || echo "FAILED: collect"; \
 	echo "== bench/daemon_bench.py"; \
 	timeout 360 $(BIN)/python bench/daemon_bench.py --seconds $(BENCH_POLL_S) \
 	  --json $(BENCH_OUT)/daemon.json || echo "FAILED: daemon"; \
@@ -150,7 +161,7 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 # a chip that turns Alarm, an idle-but-allocated chip), served on $(LISTEN) (:$(PORT)).
 # Everything lives in $(DEMO) (DEMO=... picks another folder): the config, with its paths
 # made absolute ($(DEMO)/npumon.yaml from config/demo.yaml), the pid files, logs and state.
-# A failed start stops what it started (demo-stop).
+# A failed start stops what it started (demo-stop). DEMO_WAIT: seconds it may take to serve.
 DEMO_DIR = $(abspath $(DEMO))
 DEMO_UNDO = { $(MAKE) --no-print-directory demo-stop DEMO=$(DEMO) >/dev/null; exit 1; }
 demo: $(STAMP)
@@ -173,7 +184,7 @@ demo: $(STAMP)
 	else \
 	  nohup $(BIN)/npumon run --config $(DEMO)/npumon.yaml --web.listen-address $(LISTEN) \
 	    > $(DEMO)/npumon.log 2>&1 & echo $$! > $(DEMO)/npumon.pid; \
-	  $(BIN)/python -m tests.helpers.waitfor $$(cat $(DEMO)/npumon.pid) $(DEMO)/npumon.log $(PORT) 20 \
+	  $(BIN)/python -m tests.helpers.waitfor $$(cat $(DEMO)/npumon.pid) $(DEMO)/npumon.log $(PORT) $(DEMO_WAIT) \
 	    || $(DEMO_UNDO); \
 	fi
 	@echo ""

@@ -3,9 +3,9 @@
     python bench/results.py OUT_DIR [--output bench/RESULTS.md]
 
 OUT_DIR holds daemon.json, load_1.json, load_100.json, readpath.json, network_render.json,
-analysis.json, peer.json, simulator.json, series.json, calls.json (where bench/calls_bench.py
-exists), machine_before.json and wall.txt. A figure whose script wrote nothing reads "not
-measured" and counts as a miss.
+analysis.json, peer.json, simulator.json, series.json, collect.json, calls.json (where
+bench/calls_bench.py exists), machine_before.json and wall.txt. A figure whose script wrote
+nothing reads "not measured" and counts as a miss.
 
     python bench/results.py OUT_DIR --section series
 
@@ -179,6 +179,15 @@ def polling(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
             "< 0.2 % of a core",
             d["helper_cpu_percent"] < 0.2,
             "The helper spends more than its share per request. Fix: profile dcmi_helper.py.",
+        )
+    collect = _load(folder, "collect")  # bench/collect_bench.py
+    if collect is not None:
+        t.row(
+            f"`npumon collect --once`, scenario {collect['scenario']} (16 chips, simulated "
+            f"npu-smi and hccn_tool), median of {collect['runs']}",
+            f"{collect['wall_s']:.1f} s wall; its steps' own times sum to "
+            f"{collect['steps_sum_s']:.1f} s (npu-smi and hccn_tool side by side; load "
+            f"average {collect['load_average']:.1f} at its end)",
         )
     misses += t.misses
     return t.render()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -135,23 +137,43 @@ class Agent:
             scheduler.run_now(job_id)
 
     def collect_once(self, progress: Progress = lambda step, seconds: None) -> bytes:
-        """Run every source once, in dependency order (and analyse what is under
-        profiling.ingest.paths); ``progress`` hears each step's name and seconds as it ends."""
-        steps: list[tuple[str, Callable[[], object]]] = [
-            ("npu_smi_table", self.sources.poll_table),
-            ("npu_smi_identity", self.sources.poll_identity),
-            ("npu_smi_detail", self.sources.poll_detail),
-            ("npu_smi_health", self.sources.poll_health),
-            ("hccn_tool_identity", self.hccn.poll_hccn_tool_identity),
-            ("hccn_tool", self.hccn.poll_hccn_tool),
-            ("kubelet_pod_resources", self.pod_resources.poll),
-        ]
-        if self.profiler is not None:
-            steps.append(("profiling_ingest", self.profiler.ingest_once))
-        for name, step in steps:
+        """Run every source once (and analyse what is under profiling.ingest.paths), each tool
+        beside the others: npu-smi's steps one after another on one thread, hccn_tool's on
+        another once npu-smi has told which chips have NICs (the table and the physical IDs of
+        its identity step), the kubelet and the profile ingest on a third. ``progress`` hears
+        each step's name and seconds as it ends, one call at a time."""
+        said = threading.Lock()
+        chips_known = threading.Event()
+
+        def run(name: str, step: Callable[[], object]) -> None:
             started = time.monotonic()
             step()
-            progress(name, time.monotonic() - started)
+            with said:
+                progress(name, time.monotonic() - started)
+
+        def npu_smi() -> None:
+            try:
+                run("npu_smi_table", self.sources.poll_table)
+                run("npu_smi_identity", self.sources.poll_identity)
+            finally:
+                chips_known.set()  # hccn_tool then asks about the chips known so far
+            run("npu_smi_detail", self.sources.poll_detail)
+            run("npu_smi_health", self.sources.poll_health)
+
+        def hccn_tool() -> None:
+            chips_known.wait()
+            run("hccn_tool_identity", self.hccn.poll_hccn_tool_identity)
+            run("hccn_tool", self.hccn.poll_hccn_tool)
+
+        def node() -> None:
+            run("kubelet_pod_resources", self.pod_resources.poll)
+            if self.profiler is not None:
+                run("profiling_ingest", self.profiler.ingest_once)
+
+        with ThreadPoolExecutor(3, thread_name_prefix="collect") as pool:
+            lanes = [pool.submit(lane) for lane in (npu_smi, hccn_tool, node)]
+            for lane in lanes:
+                lane.result()  # a step's own exception, raised here
         return generate_latest(self.registry)
 
     def write_textfile(self) -> None:

@@ -3,14 +3,22 @@
 - tests mirror the source tree: ``daemon/parsers/test_table.py`` tests ``daemon/parsers/table.py``,
   ``simulator/`` tests ``simulator/`` (plus ``e2e/`` whole-pipeline and ``fleet/`` deployment
   tests); the test folders have no ``__init__.py``, so a test file's name must be unique;
-- one kit: ``tests/helpers`` (wait_for, processes, http, exposition) and ``tests/support.py``
-  (paths, the fake npu-smi under ``tests/fakes``); fixtures (real captures) in ``tests/fixtures``;
+- one kit: ``tests/helpers`` (wait_for, scaled, processes, http, exposition) and
+  ``tests/support.py`` (paths, the fake npu-smi under ``tests/fakes``, and ``replay``, its answers
+  computed in-process for tests about parsing, merging and rendering: ``fixture_agent``);
+  fixtures (real captures) in ``tests/fixtures``;
 - markers (pyproject): ``integration`` on tests that start real processes, sockets or servers,
   ``fleet`` on those that run a real Prometheus. ``make test-fast`` runs the rest (parsers,
-  unit, golden; under 30 s), ``make test`` everything;
+  unit, rendering, golden; about 45 CPU-seconds over two pytest-xdist workers), ``make test``
+  everything (``-n 2 --dist loadgroup``; the fleet's one Prometheus stays on one worker);
 - time: a clock is injected where it can be (``NPUMON_SIM_TIME``, ``Agent(clock=...)``, the
-  msprof session's ``clock``); where real time must pass, a test asserts a loose bound and the
-  real figure lives in ``bench/``. Servers bind port 0 and report the port they got.
+  msprof session's ``clock``); where real time must pass, a test waits on a condition
+  (``tests.helpers.wait.wait_for``), never sleeps, and asserts no duration: a deadline test
+  shows the outcome (the call timed out while what it waited on still runs). Every deadline a
+  test waits under is ``scaled(seconds)``: times ``NPUMON_TEST_TIMEOUT_FACTOR`` (default 4, a
+  2-core machine at load 13 passes; raise it on a slower one), one factor for the whole suite.
+  A file a test waits for is written whole before it appears (write, then rename). The real
+  figures live in ``bench/``. Servers bind port 0 and report the port they got.
 """
 
 from __future__ import annotations
@@ -30,3 +38,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # One live Prometheus per session (tests/fleet/conftest.py): under pytest-xdist the tests
+    # that use it run on one worker, so the fleet starts once, not once per worker.
+    for item in items:
+        if "prometheus" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("prometheus"))

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.wait import scaled
+
 pytestmark = pytest.mark.integration  # real daemons, sockets, seconds of load
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "load_bench.py"
@@ -19,7 +21,7 @@ def test_short_load_bench_serves_every_scrape() -> None:
         [sys.executable, str(BENCH), "--short", "--scenario", "plain", "--scenario", "tls_auth"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         check=True,
     )
     results = json.loads(done.stdout.splitlines()[-1].removeprefix("RESULT "))
@@ -36,7 +38,7 @@ def test_short_default_limit_run_answers_every_scrape_200_or_503() -> None:
         [sys.executable, str(BENCH), "--short", "--scenario", "default_40", "--scrapers", "100"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         check=True,
     )
     r = json.loads(done.stdout.splitlines()[-1].removeprefix("RESULT "))["default_40"]

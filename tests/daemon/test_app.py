@@ -13,7 +13,7 @@ from npumon.daemon.app import Agent
 from npumon.daemon.config import parse_config
 from npumon.daemon.runner import CommandResult, run_command
 from tests.helpers.clock import SteppedClock
-from tests.helpers.wait import wait_for
+from tests.helpers.wait import scaled, wait_for
 from tests.support import FROZEN_TIME, NODES, fake_npu_smi
 
 
@@ -72,7 +72,7 @@ def test_after_a_reload_a_call_still_in_flight_keeps_its_kind_from_starting_agai
     def blocking(argv: Sequence[str], timeout: float, **options: Any) -> CommandResult:
         calls.append(tuple(argv[-1:]))
         if len(calls) == 1:
-            assert release.wait(30)
+            assert release.wait(scaled(30))
         return run_command(argv, timeout, **options)
 
     config = parse_config(
@@ -90,6 +90,6 @@ def test_after_a_reload_a_call_still_in_flight_keeps_its_kind_from_starting_agai
         new.sources.poll_table()  # skipped: the old agent's call of that kind runs on
     assert calls == [("info",)]
     release.set()
-    in_flight.join(30)
+    in_flight.join(scaled(30))
     new.sources.poll_table()
     assert calls == [("info",), ("info",)]

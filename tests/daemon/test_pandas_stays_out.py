@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from tests.helpers.wait import scaled
+
 
 def loaded_after(*modules: str) -> list[str]:
     """pandas and npumon.daemon.analysis modules a fresh interpreter has after the imports."""
@@ -16,7 +18,9 @@ def loaded_after(*modules: str) -> list[str]:
         "print(sorted(m for m in sys.modules if m == 'pandas'\n"
         "             or m.startswith('npumon.daemon.analysis')))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=scaled(60)
+    )
     assert out.returncode == 0, out.stderr
     return list(ast.literal_eval(out.stdout))
 

@@ -9,7 +9,7 @@ import pytest
 
 from npumon.daemon.schedule import Scheduler, next_slot
 from tests.helpers.clock import SteppedClock
-from tests.helpers.wait import wait_for
+from tests.helpers.wait import scaled, wait_for
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ def test_a_job_is_never_in_flight_twice(clock: SteppedClock, scheduler: Schedule
     def slow() -> None:
         running[0] += 1
         most[0] = max(most[0], running[0])
-        release.wait(10.0)
+        release.wait(scaled(10.0))
         running[0] -= 1
 
     scheduler.add(slow, every=1.0, offset=0.0)

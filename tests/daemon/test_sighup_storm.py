@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from npumon.daemon.cli import _SignalPipe, _until_stopped
-from tests.helpers.wait import wait_for
+from tests.helpers.wait import scaled, wait_for
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -38,7 +38,7 @@ class SlowReloads:
     def reload(self) -> bool:
         self.reloads += 1
         if self.reloads == 1:
-            assert self.release.wait(30)
+            assert self.release.wait(scaled(30))
         return True
 
 
@@ -57,7 +57,7 @@ def test_sighups_during_a_reload_make_one_more_reload(pipe: _SignalPipe) -> None
     sender = threading.Thread(target=storm)
     sender.start()
     _until_stopped(supervisor, pipe)  # type: ignore[arg-type]
-    sender.join(10)
+    sender.join(scaled(10))
     assert supervisor.reloads == 2
 
 

@@ -22,7 +22,7 @@ from npumon.daemon.config import parse_config
 from npumon.exporters.http import serve
 from tests.helpers.exposition import Samples, names, samples, value
 from tests.helpers.http import get
-from tests.helpers.wait import wait_for
+from tests.helpers.wait import scaled, wait_for
 from tests.support import ROOT, fake_npu_smi
 
 MIB = 1024 * 1024
@@ -109,22 +109,22 @@ def test_a_helper_holding_the_output_open_cannot_stretch_the_timeout(tmp_path: P
             "--linger-on",
             "info",
             "--linger-seconds",
-            "30",
+            "600",
             "--linger-pidfile",
             str(helper),
         ),
         timeout="2s",
     )
-    started = time.monotonic()
+    helper_ran_on = False
     try:
         agent.sources.poll_table()
-        took = time.monotonic() - started
+        # the helper holds stdout for 600 s: still running means the 2 s deadline ended the poll
+        helper_ran_on = psutil.pid_exists(int(helper.read_text()))
     finally:
         with contextlib.suppress(OSError, ValueError):
             os.kill(int(helper.read_text()), signal.SIGKILL)  # the fake's helper, ours to end
     found = samples_of(agent)
-    # a loose bound on real time: the 2 s deadline, not the helper's 30 s
-    assert took < 8, f"a 2 s timeout took {took:.1f}s"
+    assert helper_ran_on, "the poll waited for the helper to close npu-smi's stdout"
     assert value(found, "npumon_source_up", source="npu_smi_table") == 0
     assert (
         value(found, "npumon_source_failures_total", source="npu_smi_table", reason="timeout") == 1
@@ -216,9 +216,7 @@ def test_a_hung_npu_smi_does_not_delay_a_scrape(hung_agent: tuple[Agent, int]) -
     wait_for(scrape_reports_the_timeout, 30, "the hung call to be reported as a timeout", poll=0.1)
     # the claim, without a stopwatch: scrapes were answered while the call hung
     assert during_the_hang >= 1
-    # and a loose bound: far below the 3 s the call hangs before it is killed (the real
-    # scrape-latency figures, p50/p99 while npu-smi hangs, are bench/daemon_bench.py's)
-    assert slowest < 2.5, f"a scrape took {slowest:.2f}s while npu-smi hung"
+    # (the scrape-latency figures, p50/p99 while npu-smi hangs, are bench/daemon_bench.py's)
     assert value(samples(get(url)), "npumon_source_up", source="npu_smi_table") == 0
 
 
@@ -230,7 +228,7 @@ def test_collect_once_cli_against_a_replayed_real_sample(tmp_path: Path) -> None
         [str(npumon), "collect", "--once", "--config", str(config)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         cwd=ROOT,
     )
     found = samples(done.stdout)
@@ -273,7 +271,7 @@ def test_collect_once_cli_exits_1_when_a_source_fails(tmp_path: Path) -> None:
         [str(npumon), "collect", "--once", "--config", str(config)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         cwd=ROOT,
     )
     assert done.returncode == 1
@@ -291,7 +289,7 @@ def test_collect_once_cli_against_the_simulator() -> None:
         ],
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=scaled(180),
         cwd=ROOT,
         env={"PATH": "/usr/bin:/bin", "NPUMON_SIM_TIME": "200"},
     )
@@ -319,15 +317,24 @@ def test_collect_once_cli_against_the_simulator() -> None:
     steps = re.findall(
         r"^npumon: collect: (\S+) (?:up|down|off) in \d+\.\d s$", done.stderr, re.MULTILINE
     )
-    assert steps == [
+    # each tool's steps in their order; the tools side by side (tests/daemon/test_collect_progress)
+    assert sorted(steps) == sorted(
+        [
+            "npu_smi_table",
+            "npu_smi_identity",
+            "npu_smi_detail",
+            "npu_smi_health",
+            "hccn_tool_identity",
+            "hccn_tool",
+            "kubelet_pod_resources",
+            "profiling_ingest",
+        ]
+    ), done.stderr
+    assert [s for s in steps if s.startswith("npu_smi_")] == [
         "npu_smi_table",
         "npu_smi_identity",
         "npu_smi_detail",
         "npu_smi_health",
-        "hccn_tool_identity",
-        "hccn_tool",
-        "kubelet_pod_resources",
-        "profiling_ingest",
     ], done.stderr
 
 
@@ -344,6 +351,10 @@ def test_polling_and_scraping_never_import_pandas(tmp_path: Path) -> None:
         "print('pandas' in sys.modules)\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=scaled(120),
+        cwd=ROOT,
     )
     assert done.stdout.strip() == "False", done.stderr

@@ -14,8 +14,6 @@ from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.exporters.collector import COLLECTOR_NAMES, COLLECTORS, NpuCollector
 from tests.support import fixture_agent
 
-pytestmark = pytest.mark.integration  # runs the fake npu-smi and hccn_tool of fixture nodes
-
 PAIRS = (
     ("a3_interconnect_replay", "910a_24.1rc2_procs"),
     ("910a_24.1rc2_procs", "a3_interconnect_replay"),

@@ -17,7 +17,7 @@ import yaml
 from tests.helpers.exposition import key, samples
 from tests.helpers.http import get
 from tests.helpers.processes import NPUMON, reported_port, start_npumon, stop
-from tests.helpers.wait import wait_for
+from tests.helpers.wait import scaled, wait_for
 from tests.helpers.yamlbomb import billion_laughs
 from tests.support import fake_npu_smi
 
@@ -63,7 +63,7 @@ def _limited() -> None:
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [NPUMON, *args], capture_output=True, text=True, timeout=60, preexec_fn=_limited
+        [NPUMON, *args], capture_output=True, text=True, timeout=scaled(60), preexec_fn=_limited
     )
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -190,10 +189,8 @@ def test_a_hung_call_is_killed_and_npu_smi_serves(
     state = _node(tmp_path, "910b-8", "hang dcmi_get_device_hbm_info\n")
     monkeypatch.setenv(STATE_ENV, str(state))
     agent = _agent(tmp_path, "910b-8", "dcmi", timeout="3s")
-    started = time.monotonic()
     try:
-        agent.sources.poll_table()
-        assert time.monotonic() - started < 15  # the helper's deadline, then npu-smi
+        agent.sources.poll_table()  # the call hangs: the helper's deadline, then npu-smi
         assert agent.store.latest().backend == BackendInfo("cli", "dcmi_timeout")
         agent.sources.poll_table()  # within the backoff: npu-smi, no new helper
         found = samples(_polled(agent))

@@ -18,7 +18,7 @@ import yaml
 
 from tests.helpers.exposition import samples, value
 from tests.helpers.http import get
-from tests.helpers.wait import wait_for
+from tests.helpers.wait import scaled, wait_for
 from tests.support import ROOT
 
 SIM_TRAIN = "npumon-sim-train"
@@ -50,9 +50,12 @@ def make(target: str, demo: Path, port: int, **extra: str) -> subprocess.Complet
         f"PORT={port}",
         f"LISTEN=127.0.0.1:{port}",
         f"BIN={Path(sys.executable).parent}",
+        f"DEMO_WAIT={scaled(20):g}",  # seconds for the daemon to serve (make demo's deadline)
         *(f"{k}={v}" for k, v in extra.items()),
     ]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=90, env=env, check=False)
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=scaled(90), env=env, check=False
+    )
 
 
 def demo_processes(demo: Path) -> list[psutil.Process]:
@@ -127,7 +130,7 @@ def test_a_healthy_demo_start_logs_no_warning_and_counts_no_problem(demo: Path) 
     finally:
         stopped = make("demo-stop", demo, port)
         decoy.kill()
-        decoy.wait(10)
+        decoy.wait(scaled(10))
     assert stopped.returncode == 0, stopped.stderr
     problems = [v for (name, _), v in found.items() if name == "npumon_attribution_problems_total"]
     assert problems in ([], [0.0])

@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from npumon.exporters.collector import DETAIL_COLLECTORS
+from tests.helpers.wait import scaled
 from tests.support import NODES, fixture_agent, has_hccn_tool
 
 # last-success timestamps are tests.support.FROZEN_TIME (2025-11-29T10:00:00Z)
@@ -43,7 +44,11 @@ def test_golden_exposition(
 ) -> None:
     text = exposition(node, enabled)
     lint = subprocess.run(
-        ["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=30
+        ["promtool", "check", "metrics"],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=scaled(30),
     )
     assert lint.returncode == 0 and lint.stdout + lint.stderr == "", lint.stdout + lint.stderr
     normalised = _DURATION.sub(r"\1 <duration>", text)

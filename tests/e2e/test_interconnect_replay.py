@@ -13,6 +13,7 @@ import yaml
 
 from npumon.exporters.collector import DETAIL_COLLECTORS
 from tests.helpers.exposition import names, samples, value
+from tests.helpers.wait import scaled
 from tests.support import ROOT, fake_hccn_tool, fake_npu_smi
 
 pytestmark = pytest.mark.integration  # runs npumon and the fakes as processes
@@ -28,7 +29,7 @@ def collect(tmp_path: Path, settings: dict[str, object]) -> subprocess.Completed
         [str(npumon), "collect", "--once", "--config", str(config)],
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=scaled(180),
         cwd=ROOT,
     )
 

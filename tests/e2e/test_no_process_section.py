@@ -12,6 +12,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.helpers.wait import scaled
 from tests.support import fake_npu_smi
 
 pytestmark = pytest.mark.integration  # runs the CLI and the fake npu-smi
@@ -48,7 +49,7 @@ def _collect(node: str, tmp_path: Path) -> Samples:
         [sys.executable, "-m", "npumon.daemon.cli", "collect", "--once", "--config", str(config)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
     )
     samples: Samples = {}
     for family in text_string_to_metric_families(done.stdout):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import yaml
 from tests.helpers.exposition import key, samples
 from tests.helpers.http import get
 from tests.helpers.processes import NPUMON, reported_port, start_npumon, stop
-from tests.helpers.wait import wait_for
+from tests.helpers.wait import scaled, wait_for
 from tests.support import fake_npu_smi
 
 pytestmark = pytest.mark.integration  # a real daemon, real signals, real children
@@ -101,7 +100,7 @@ def test_sigterm_during_a_hung_npu_smi_exits_promptly_and_leaves_no_child(
     marker = f"--hang-seconds={3600 + (hash(str(tmp_path)) % 1000)}"  # names our children only
     (tmp_path / "profiles").mkdir()
     data = {
-        "npu_smi": {"command": fake_npu_smi(NODE, "--hang-on=info", marker), "timeout": "60s"},
+        "npu_smi": {"command": fake_npu_smi(NODE, "--hang-on=info", marker), "timeout": "3600s"},
         "profiling": {"ingest": {"paths": [str(tmp_path / "profiles")]}},
         "state_directory": str(tmp_path),
     }
@@ -113,13 +112,10 @@ def test_sigterm_during_a_hung_npu_smi_exits_promptly_and_leaves_no_child(
         state = tmp_path / "profiling" / "profiling-state.json"
         assert not state.exists()  # nothing captured or ingested yet: written at the stop
         logged_before = len(log.read_text())
-        started = time.monotonic()
         process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
-        took = time.monotonic() - started
-        # the target is 5 s (systemd and Kubernetes allow 30); the figure lives in the log
-        print(f"SIGTERM to exit with npu-smi hung: {took:.2f} s")
-        assert took < 10.0, f"exit took {took:.1f} s"
+        # the call would hang for an hour: an exit at all is the shutdown not waiting for it
+        # (the target is 5 s, systemd and Kubernetes allow 30; bench/ has the figure)
+        process.wait(timeout=scaled(30))
         assert process.returncode == 0
         wait_for(lambda: not _hung_children(marker), 5, "npu-smi children gone")
         assert state.is_file()  # the profiling state saved on the way out
@@ -145,7 +141,7 @@ def test_a_taken_port_is_one_clear_line_and_exit_1(tmp_path: Path) -> None:
             [NPUMON, "run", "--config", str(config), "--web.listen-address", f"127.0.0.1:{port}"],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=scaled(60),
         )
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [

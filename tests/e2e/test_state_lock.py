@@ -10,7 +10,7 @@ import yaml
 
 from tests.helpers.http import get
 from tests.helpers.processes import NPUMON, reported_port, start_npumon, stop
-from tests.helpers.wait import wait_for
+from tests.helpers.wait import scaled, wait_for
 from tests.support import fake_npu_smi
 
 pytestmark = pytest.mark.integration  # real daemons
@@ -32,14 +32,14 @@ def test_a_second_daemon_on_the_state_directory_refuses_to_start(tmp_path: Path)
             [NPUMON, "run", "--config", str(config), "--web.listen-address", "127.0.0.1:0"],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=scaled(60),
         )
         assert second.returncode == 1
         assert f"another npumon (pid {first.pid}) holds {state / 'lock'}" in second.stderr
         assert "give this one its own state_directory" in second.stderr
         assert first.poll() is None  # the first one runs on
         first.kill()  # however it ends, the kernel drops the lock
-        first.wait(timeout=10)
+        first.wait(timeout=scaled(10))
         third = start_npumon(config, tmp_path / "third.log")
         try:
             reported_port(tmp_path / "third.log", process=third)

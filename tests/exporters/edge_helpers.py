@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry
 from npumon.exporters.collector import NpuCollector
 from npumon.exporters.http import Server
 from npumon.exporters.rendercache import Exposition
+from tests.helpers.wait import scaled
 
 TIMEOUT = 10.0
 
@@ -38,9 +39,11 @@ def get(
     """One request on a new connection to the server (or a port) on 127.0.0.1."""
     port = server if isinstance(server, int) else server.port
     if context is None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=scaled(TIMEOUT))
     else:
-        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=TIMEOUT, context=context)
+        conn = http.client.HTTPSConnection(
+            "127.0.0.1", port, timeout=scaled(TIMEOUT), context=context
+        )
     try:
         conn.request(method, path, headers=headers or {})
         resp = conn.getresponse()
@@ -82,7 +85,7 @@ def self_signed(folder: Path, name: str = "server") -> tuple[Path, Path]:
         ],
         check=True,
         capture_output=True,
-        timeout=30,
+        timeout=scaled(30),
     )
     return cert, key_file
 
@@ -93,7 +96,7 @@ def peer_certificate(server: Server) -> bytes:
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
     with (
-        socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT) as raw,
+        socket.create_connection(("127.0.0.1", server.port), timeout=scaled(TIMEOUT)) as raw,
         context.wrap_socket(raw) as tls,
     ):
         der = tls.getpeercert(binary_form=True)
@@ -102,7 +105,7 @@ def peer_certificate(server: Server) -> bytes:
 
 
 def raw_connection(server: Server, data: bytes = b"") -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT)
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=scaled(TIMEOUT))
     if data:
         sock.sendall(data)
     return sock

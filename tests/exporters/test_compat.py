@@ -15,6 +15,7 @@ from exp_helpers import chip_910b, merged, node, render
 from npumon.daemon.model.kubelet import ChipOwner
 from npumon.exporters.compat import L1, l1
 from tests.helpers.exposition import promtool_problems, samples
+from tests.helpers.wait import scaled
 from tests.support import ROOT
 
 # What dashboards written for npu-exporter query (its metric reference, the names both have):
@@ -58,7 +59,7 @@ def test_npu_exporter_queries_return_data_from_a_simulated_node(tmp_path: Path) 
         [str(npumon), "collect", "--once", "--config", str(path)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         cwd=ROOT,
         env=env,
     )

@@ -16,6 +16,7 @@ import bcrypt
 from npumon.exporters.edge import EdgeApp, Exposition
 from npumon.exporters.webconfig import WebConfig, parse_web_config
 from npumon.exporters.weblive import LiveWebConfig
+from tests.helpers.wait import scaled
 
 
 def _edge(
@@ -70,7 +71,7 @@ def test_beyond_max_requests_a_503_at_once_and_the_slots_come_back() -> None:
 
     def exposition(openmetrics: bool) -> bytes:
         entered.release()
-        release.wait(10)
+        release.wait(scaled(10))
         return b"x 1\n"
 
     edge = _edge(exposition)

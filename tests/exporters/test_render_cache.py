@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from prometheus_client import CollectorRegistry, Gauge
 
 from npumon.exporters.rendercache import Exposition
+from tests.helpers.wait import scaled
 
 
 class _Families:
@@ -19,7 +20,7 @@ class _Families:
         self.gate.set()
 
     def __call__(self, openmetrics: bool) -> bytes:
-        self.gate.wait(10)
+        self.gate.wait(scaled(10))
         self.renders.append(openmetrics)
         return f"npu_x {len(self.renders)}\n".encode()
 
@@ -62,5 +63,5 @@ def test_scrapes_during_a_render_wait_for_it_and_reuse_it() -> None:
     with ThreadPoolExecutor(4) as pool:
         waiting = [pool.submit(exposition, False) for _ in range(4)]
         families.gate.set()
-        bodies = {f.result(10) for f in waiting}
+        bodies = {f.result(scaled(10)) for f in waiting}
     assert len(bodies) == 1 and families.renders == [False]

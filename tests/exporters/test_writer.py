@@ -32,7 +32,6 @@ def _parsed(text: str, openmetrics: bool) -> dict[Any, tuple[str, str, float]]:
     return out
 
 
-@pytest.mark.integration  # the fake npu-smi: real subprocesses
 @pytest.mark.parametrize("node", sorted(p.name for p in NODES.iterdir() if p.is_dir()))
 def test_every_golden_node_writes_as_prometheus_client_does(node: str) -> None:
     agent = fixture_agent(node)

@@ -62,11 +62,22 @@ def _linger(seconds: float, pidfile: Path | None) -> None:
     helper = subprocess.Popen(
         [sys.executable, "-S", "-c", f"import time; time.sleep({seconds})"], start_new_session=True
     )  # inherits our stdout and stderr
-    if pidfile is not None:
-        pidfile.write_text(str(helper.pid))
+    if pidfile is not None:  # whole when it appears: the test reads it as soon as it exists
+        partial = pidfile.with_name(pidfile.name + ".partial")
+        partial.write_text(str(helper.pid))
+        partial.replace(pidfile)
 
 
-def _options() -> tuple[argparse.Namespace, list[str]]:
+def answer(node: Path, commands: dict[str, str], argv: str) -> tuple[str, int]:
+    """What the fake prints for ``argv`` (the query, joined by spaces), and its exit code."""
+    for pattern, fixture in commands.items():
+        if _matches(pattern, argv):
+            return (node / fixture).read_text(), 0
+    return f"This device does not support querying {argv}.\n", 255
+
+
+def parse(args: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
+    """(the fake's options, the query) of ``args`` (the command line when None)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--node", type=Path, required=True)
     parser.add_argument("--section", default="commands")
@@ -83,11 +94,11 @@ def _options() -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--linger-on", default=None)
     parser.add_argument("--linger-seconds", type=float, default=3600.0)
     parser.add_argument("--linger-pidfile", type=Path, default=None)
-    return parser.parse_known_args()
+    return parser.parse_known_args(args)
 
 
 def main() -> int:
-    options, rest = _options()
+    options, rest = parse()
     argv = " ".join(rest)
     if options.hang_on is not None and _matches(options.hang_on, argv):
         time.sleep(options.hang_seconds)  # what a wedged driver does to npu-smi
@@ -102,17 +113,14 @@ def main() -> int:
         if options.commands
         else _node_commands(options.node, options.section)
     )
-    for pattern, fixture in commands.items():
-        if _matches(pattern, argv):
-            sys.stdout.write((options.node / fixture).read_text())
-            if options.flood_on is not None and _matches(options.flood_on, argv):
-                _flood(options.flood_bytes)
-            if options.linger_on is not None and _matches(options.linger_on, argv):
-                sys.stdout.flush()
-                _linger(options.linger_seconds, options.linger_pidfile)
-            return 0
-    print(f"This device does not support querying {argv}.")
-    return 255
+    text, code = answer(options.node, commands, argv)
+    sys.stdout.write(text)
+    if code == 0 and options.flood_on is not None and _matches(options.flood_on, argv):
+        _flood(options.flood_bytes)
+    if code == 0 and options.linger_on is not None and _matches(options.linger_on, argv):
+        sys.stdout.flush()
+        _linger(options.linger_seconds, options.linger_pidfile)
+    return code
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from pathlib import Path
 import psutil
 
 from tests.helpers.processes import stop
+from tests.helpers.wait import scaled
 
 # Every process the test starts carries this variable, and so does everything they start
 # (msprof, the analysis worker, npu-smi): the final sweep finds them even after reparenting.
@@ -69,5 +70,5 @@ class Processes:
                 process.kill()
             except psutil.Error:
                 continue
-        psutil.wait_procs(stragglers, timeout=10)
+        psutil.wait_procs(stragglers, timeout=scaled(10))
         return killed

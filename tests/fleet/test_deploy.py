@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.helpers.wait import scaled
+
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
@@ -32,7 +34,12 @@ SIM_CONFIGS = sorted((DEPLOY / "compose").glob("sim-*.yaml"))
 
 def run(*argv: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(a) for a in argv], capture_output=True, text=True, timeout=60, check=False, cwd=ROOT
+        [str(a) for a in argv],
+        capture_output=True,
+        text=True,
+        timeout=scaled(60),
+        check=False,
+        cwd=ROOT,
     )
 
 

@@ -26,6 +26,8 @@ from chart_render import (
     validate,
 )
 
+from tests.helpers.wait import scaled
+
 VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
 SCHEMA = yaml.safe_load((CHART / "values.schema.json").read_text())
 RULES = yaml.safe_load((ROOT / "config" / "prometheus" / "npumon-rules.yml").read_text())
@@ -287,7 +289,7 @@ def test_rendered_rules_pass_promtool(tmp_path: Path) -> None:
         ["promtool", "check", "rules", str(path)],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr

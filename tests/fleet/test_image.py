@@ -19,6 +19,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from tests.helpers.wait import scaled
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -158,7 +160,7 @@ def test_make_image_and_the_readme_build_both_platforms() -> None:
         ],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=scaled(30),
         check=False,
         cwd=ROOT,
         env=env,
@@ -210,7 +212,7 @@ def test_the_wheel_builds_from_what_the_build_stage_copies_and_is_pure(tmp_path:
         ],
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=scaled(180),
         check=False,
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]

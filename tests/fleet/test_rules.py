@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.helpers.wait import scaled
+
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "config" / "prometheus" / "npumon-rules.yml"
 RULE_TESTS = ROOT / "config" / "prometheus" / "npumon-rules.test.yml"
@@ -27,7 +29,12 @@ JOB_MATCHER = 'job=~"npumon.*"'
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:
     assert PROMTOOL is not None, "promtool is not installed: `make tools` installs it"
     return subprocess.run(
-        [PROMTOOL, *args], capture_output=True, text=True, timeout=60, cwd=RULES.parent, check=False
+        [PROMTOOL, *args],
+        capture_output=True,
+        text=True,
+        timeout=scaled(60),
+        cwd=RULES.parent,
+        check=False,
     )
 
 
@@ -100,7 +107,7 @@ def test_every_alert_has_a_runbook_that_exists() -> None:
         [sys.executable, str(ROOT / "deploy" / "runbook_urls.py"), "--check"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
     )
     assert check.returncode == 0, check.stdout  # the promtool cases expect it too
 
@@ -143,7 +150,7 @@ def test_the_documented_sed_renames_the_job(tmp_path: Path) -> None:
     line = next(x for x in RULES.read_text().splitlines() if "sed -i 's/job=" in x)
     command = line.strip().removeprefix("#").strip()
     (tmp_path / RULES.name).write_text(RULES.read_text())
-    subprocess.run(shlex.split(command), cwd=tmp_path, check=True, timeout=30)
+    subprocess.run(shlex.split(command), cwd=tmp_path, check=True, timeout=scaled(30))
     renamed = (tmp_path / RULES.name).read_text()
     assert JOB_MATCHER not in renamed.split("groups:")[1]
     (tmp_path / "down.test.yml").write_text(
@@ -184,7 +191,7 @@ def test_the_documented_sed_renames_the_job(tmp_path: Path) -> None:
         [PROMTOOL, "test", "rules", "down.test.yml"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
         cwd=tmp_path,
         check=False,
     )

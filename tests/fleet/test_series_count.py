@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.wait import scaled
 from tests.support import ROOT
 
 pytestmark = pytest.mark.integration  # `npumon collect --once` against the simulator
@@ -41,7 +42,7 @@ def test_every_scenario_is_within_the_budget_and_documented(tmp_path: Path) -> N
         ],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=scaled(900),
     )
     assert done.returncode == 0, done.stderr
     measured = json.loads(out.read_text())

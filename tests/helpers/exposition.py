@@ -6,6 +6,8 @@ import subprocess
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.helpers.wait import scaled
+
 Key = tuple[str, frozenset[tuple[str, str]]]
 Samples = dict[Key, float]
 
@@ -42,7 +44,7 @@ def promtool_problems(text: str | bytes) -> str:
         ["promtool", "check", "metrics"],
         input=text.encode() if isinstance(text, str) else text,
         capture_output=True,
-        timeout=30,
+        timeout=scaled(30),
         check=False,
     )
     said = (result.stdout + result.stderr).decode()

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from tests.helpers.wait import scaled
 from tests.support import ROOT
 
 FAKE_DCMI = ROOT / "tests" / "fakes" / "dcmi"
@@ -43,7 +44,7 @@ def build_fake_dcmi(directory: Path, *omit: str, source: Path = FAKE_DCMI) -> Pa
         ],
         check=True,
         capture_output=True,
-        timeout=120,
+        timeout=scaled(120),
     )
     return library
 
@@ -55,6 +56,6 @@ def exported(library: Path) -> set[str]:
         check=True,
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=scaled(30),
     ).stdout
     return {line.split()[-1] for line in out.splitlines() if line.strip()}

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from npumon.podresources.api_pb2 import ListPodResourcesResponse
+from tests.helpers.wait import scaled
 from tests.support import ROOT
 
 HERE = ROOT / "podresources"
@@ -25,7 +26,7 @@ def test_the_committed_stubs_match_the_proto(tmp_path: Path) -> None:
             str(HERE / "api.proto"),
         ],
         check=True,
-        timeout=60,
+        timeout=scaled(60),
     )
     for name in ("api_pb2.py", "api_pb2.pyi"):
         assert (tmp_path / name).read_text() == (HERE / name).read_text(), name

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tests.helpers.processes import stop
+from tests.helpers.wait import scaled
 
 BIN = Path(sys.executable).parent
 TRAIN = str(BIN / "npumon-sim-train")
@@ -98,4 +99,4 @@ class Interactive:
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-        self.proc.communicate(timeout=10)
+        self.proc.communicate(timeout=scaled(10))

@@ -13,7 +13,7 @@ from npumon.daemon.analysis import layout
 from npumon.daemon.analysis.analysis import analyze_path
 from npumon.daemon.analysis.readers import read_kernels
 from npumon.simulator import prof_dir
-from tests.helpers.wait import wait_for
+from tests.helpers.wait import scaled, wait_for
 from tests.simulator.simjobs import MSPROF, Interactive, child_env, train_job
 
 PROMPT = "(msprof) "
@@ -113,7 +113,7 @@ def test_job_without_profiling_mode_is_refused(tmp_path: Path) -> None:
 
 def test_nonexistent_pid(tmp_path: Path) -> None:
     gone = subprocess.Popen(["true"])
-    gone.wait(timeout=10)
+    gone.wait(timeout=scaled(10))
     proc = _msprof(tmp_path, "--dynamic=on", f"--pid={gone.pid}", f"--output={tmp_path}")
     assert proc.returncode == 1
     assert f"The process {gone.pid} does not exist" in proc.stdout
@@ -128,7 +128,7 @@ def test_target_killed_during_capture(tmp_path: Path) -> None:
         session.send("start")
         session.expect(PROMPT)
         job.kill()
-        job.wait(timeout=10)
+        job.wait(timeout=scaled(10))
         session.send("stop")
         code, text = session.finish()
     assert code == 2
@@ -289,7 +289,7 @@ def test_several_pids_give_one_prof_dir_each(tmp_path: Path) -> None:
         code, text = session.finish()
     finally:
         other.kill()
-        other.wait(timeout=10)
+        other.wait(timeout=scaled(10))
     assert code == 0, text
     metas = [json.loads(p.read_text()) for p in (tmp_path / "out").glob("PROF_*/host/data/*.json")]
     assert sorted(m["pid"] for m in metas) == sorted([pid, other.pid])

@@ -13,6 +13,7 @@ import pytest
 from npumon.simulator import loader, scenario
 from npumon.simulator.model import Alarm, Hang, ScenarioError
 from npumon.simulator.scenario import parse_scenario
+from tests.helpers.wait import scaled
 
 SCRIPT = str(Path(sys.executable).parent / "npumon-sim-npu-smi")
 TEXT = """family: a3
@@ -101,7 +102,7 @@ def test_console_script_hit_imports_neither_pydantic_nor_yaml(tmp_path: Path) ->
             env={**env, "TMPDIR": str(tmp_path)},
             capture_output=True,
             text=True,
-            timeout=30,
+            timeout=scaled(30),
             check=False,
         )
         for _ in range(2)

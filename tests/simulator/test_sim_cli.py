@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -69,12 +68,9 @@ def test_bad_scenario_is_a_clear_error(tmp_path: Path) -> None:
 def test_hang_really_blocks_the_process(tmp_path: Path) -> None:
     scenario = tmp_path / "hang.yaml"
     scenario.write_text("family: 910b\nevents:\n  - {kind: hang, argv: [info], seconds: 60}\n")
-    started = time.monotonic()
-    with pytest.raises(subprocess.TimeoutExpired):
+    with pytest.raises(subprocess.TimeoutExpired):  # the hang is 60 s
         _run("--scenario", str(scenario), "info", timeout=1.0)
-    # a loose bound: the hang is 60 s and subprocess.run killed it at its 1 s timeout (the
-    # daemon's own kill-on-timeout is tests/daemon/test_runner.py's)
-    assert time.monotonic() - started < 30
+    # (the daemon's own kill-on-timeout is tests/daemon/test_runner.py's)
 
 
 def test_main_sleeps_then_answers(

@@ -16,6 +16,7 @@ from npumon.simulator import render_interconnect
 from npumon.simulator.hccn import answer, main
 from npumon.simulator.loader import load_scenario
 from npumon.simulator.state import node_state
+from tests.helpers.wait import scaled
 
 SC = load_scenario("910b-8")
 A3 = load_scenario("a3-8x2")
@@ -145,7 +146,7 @@ def test_the_console_script_runs_as_hccn_tool(tmp_path: Path) -> None:
         [str(tool), "--scenario", "910b-8", "--time", "350", "-i", "0", "-link", "-g"],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=scaled(30),
     )
     assert (done.returncode, done.stdout) == (0, "link status: DOWN\n")
     assert main(["--scenario", "no-such-scenario", "-i", "0", "-link", "-g"]) == 2

@@ -14,7 +14,7 @@ from npumon.daemon.analysis.analysis import analyze_path
 from npumon.simulator.prof_dir import CaptureMeta
 from npumon.simulator.profiles import simulate
 from npumon.simulator.torch_profile import Plan, plan_from, write_ascend_pt
-from tests.helpers.wait import wait_for
+from tests.helpers.wait import scaled, wait_for
 from tests.simulator.simjobs import DIAGNOSES, TRAIN, child_env, train_job
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "msprof"
@@ -145,11 +145,11 @@ def test_plan_from_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 
 @pytest.mark.integration
 def test_sigterm_exits_zero_and_removes_the_socket_marker(tmp_path: Path) -> None:
-    with train_job(tmp_path, "--profile", "balanced", "--step-seconds", "5") as job:
+    with train_job(tmp_path, "--profile", "balanced", "--step-seconds", "600") as job:
         marker = tmp_path / f"dynamic_profiling_socket_{job.pid}"
         wait_for(marker.exists, what="the socket marker")
         job.send_signal(signal.SIGTERM)
-        assert job.wait(timeout=5) == 0  # well before the 5 s step ends
+        assert job.wait(timeout=scaled(5)) == 0  # the step is 600 s: the signal ended it
     assert not marker.exists()
 
 
@@ -158,7 +158,7 @@ def test_steps_option_ends_the_job(tmp_path: Path) -> None:
     proc = subprocess.run(
         [TRAIN, "--profile", "input_bound", "--step-seconds", "0.01", "--steps", "3"],
         env=child_env(tmp_path),
-        timeout=20,
+        timeout=scaled(20),
         capture_output=True,
         check=False,
     )
@@ -166,7 +166,7 @@ def test_steps_option_ends_the_job(tmp_path: Path) -> None:
     bad = subprocess.run(
         [TRAIN, "--profile", "nonsense"],
         env=child_env(tmp_path),
-        timeout=20,
+        timeout=scaled(20),
         capture_output=True,
         check=False,
     )

@@ -14,6 +14,7 @@ from analysis_helpers import FIXTURES
 
 from npumon.daemon.analysis.analysis import NoProfileData, analyze_path
 from npumon.daemon.model.profile import AnalysisJob, Thresholds, job_adapter, report_adapter
+from tests.helpers.wait import scaled
 
 TREES = FIXTURES / "trees"
 
@@ -114,7 +115,7 @@ def test_ingest_worker_gives_what_analyze_gives(tree: str) -> None:
         [sys.executable, "-m", "npumon.daemon.analysis.worker"],
         input=job_adapter().dump_json(job),
         capture_output=True,
-        timeout=120,
+        timeout=scaled(120),
     )
     assert done.returncode == 0, done.stderr
     report = report_adapter().validate_json(done.stdout)

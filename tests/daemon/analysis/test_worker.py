@@ -11,6 +11,7 @@ from analysis_helpers import four_rank_tree
 
 from npumon.daemon.analysis.analysis import analyze_path
 from npumon.daemon.model.profile import AnalysisJob, Thresholds, job_adapter, report_adapter
+from tests.helpers.wait import scaled
 
 
 def test_report_round_trips_through_json(tmp_path: Path) -> None:
@@ -33,7 +34,7 @@ def run_worker(stdin: bytes) -> subprocess.CompletedProcess[bytes]:
         [sys.executable, "-m", "npumon.daemon.analysis.worker"],
         input=stdin,
         capture_output=True,
-        timeout=120,
+        timeout=scaled(120),
     )
 
 

@@ -24,7 +24,7 @@ from npumon.daemon.store import SnapshotStore
 from npumon.exporters.collector import NpuCollector
 from tests.helpers.exposition import promtool_problems, samples
 from tests.helpers.exposition import value as exposition_value
-from tests.helpers.wait import wait_for
+from tests.helpers.wait import scaled, wait_for
 
 BIN = Path(sys.executable).parent
 SIM_TRAIN = str(BIN / "npumon-sim-train")
@@ -70,10 +70,10 @@ def train_job(
     finally:
         job.terminate()
         try:
-            job.wait(timeout=10)
+            job.wait(timeout=scaled(10))
         except subprocess.TimeoutExpired:
             job.kill()
-            job.wait(timeout=10)
+            job.wait(timeout=scaled(10))
 
 
 def config_for(tmp_path: Path, **profiling: Any) -> Config:

@@ -23,7 +23,7 @@ from profiling_helpers import (
 
 from npumon.daemon.model.profile import report_adapter
 from npumon.daemon.profiling.workloads import Workload
-from tests.helpers.wait import wait_for
+from tests.helpers.wait import scaled, wait_for
 
 pytestmark = pytest.mark.integration  # real msprof and training-job simulators
 
@@ -132,7 +132,7 @@ def test_target_exiting_mid_capture(tmp_path: Path) -> None:
 
     def wait(seconds: float) -> None:  # the job ends while the capture runs
         holder[0].kill()
-        holder[0].wait(timeout=10)
+        holder[0].wait(timeout=scaled(10))
 
     profiler, recorder = profiler_for(config_for(tmp_path), wait=wait)
     with train_job(tmp_path, "balanced") as job:
@@ -222,7 +222,7 @@ def test_another_msprof_on_the_job_means_skipped_busy(tmp_path: Path) -> None:
             outcome = profiler.capture(job_workload(job.pid))
         finally:
             other.kill()
-            other.wait(timeout=10)
+            other.wait(timeout=scaled(10))
     assert outcome.result == "skipped_busy", outcome.message
     assert recorder.calls == []  # nothing was started, no chip marked
 

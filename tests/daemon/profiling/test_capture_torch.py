@@ -14,6 +14,7 @@ from profiling_helpers import config_for, exposition, profiler_for, promtool_ok,
 from npumon.daemon.profiling.capture_torch import CONFIG_FILE, POLL_SECONDS, torch_config_capture
 from npumon.daemon.profiling.captureerror import CaptureError
 from npumon.daemon.profiling.workloads import Workload
+from tests.helpers.wait import scaled
 
 
 @pytest.mark.integration
@@ -95,7 +96,7 @@ def capture(tmp_path: Path, clock: FakeTime, alive: bool = True) -> Path:
         tmp_path / "out",
         [4242],
         steps=2,
-        timeout=30.0,
+        timeout=scaled(30.0),
         wait=clock.wait,
         alive=lambda pid: alive,
         monotonic=clock.monotonic,

@@ -24,6 +24,7 @@ from profiling_helpers import (
 
 from npumon.daemon.profiling.ingest import IngestGroup, is_profile_dir
 from npumon.simulator.prof_dir import CaptureMeta, write_raw
+from tests.helpers.wait import scaled
 
 pytestmark = pytest.mark.integration
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "msprof"
@@ -124,7 +125,7 @@ def test_collect_once_analyses_the_ingest_paths(tmp_path: Path) -> None:
         [sys.executable, "-m", "npumon.daemon", "collect", "--once", "--config", str(config)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         env={**os.environ, "HOME": str(tmp_path)},
     )
     assert result.returncode == 0, result.stderr

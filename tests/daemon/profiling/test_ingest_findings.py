@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from profiling_helpers import config_for, profiler_for
 
+from tests.helpers.wait import scaled
+
 pytestmark = pytest.mark.integration
 TREES = Path(__file__).resolve().parents[2] / "fixtures" / "msprof" / "trees"
 CASES = {  # tree -> findings each must give
@@ -44,7 +46,7 @@ def test_analyze_and_ingest_agree(tree: str, tmp_path: Path) -> None:
         [sys.executable, "-m", "npumon.daemon", "analyze", "--json", str(copy)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         env={**os.environ, "HOME": str(tmp_path)},
     )
     assert cli.returncode == 0, cli.stderr

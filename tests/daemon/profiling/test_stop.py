@@ -15,7 +15,7 @@ import pytest
 from profiling_helpers import config_for, profiler_for
 
 from npumon.daemon.profiling.state import STATE_FILE
-from tests.helpers.wait import wait_for
+from tests.helpers.wait import scaled, wait_for
 
 pytestmark = pytest.mark.integration
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "msprof"
@@ -42,10 +42,9 @@ def test_stop_kills_the_worker_in_flight_and_saves_the_state(
     job.start()
     wait_for(lambda: bool(profiler.children.running()), 10.0, "the analysis worker")
     [worker] = profiler.children.running()
-    started = time.monotonic()
     assert profiler.stop()
-    job.join(timeout=5.0)
-    assert not job.is_alive() and time.monotonic() - started < 5.0
+    job.join(timeout=scaled(5.0))  # the worker sleeps 120 s: killed, not waited out
+    assert not job.is_alive()
     assert not psutil.pid_exists(worker) or psutil.Process(worker).status() == "zombie"
     assert (tmp_path / "state" / "profiling" / STATE_FILE).is_file()
     assert profiler.children.running() == ()

@@ -11,6 +11,7 @@ import pytest
 
 from npumon.daemon.sources.dcmi_abi import STRUCTS, EccBuffer, EccInfo
 from tests.helpers.fake_dcmi import FAKE_DCMI
+from tests.helpers.wait import scaled
 
 pytestmark = pytest.mark.integration
 
@@ -55,10 +56,10 @@ def test_every_struct_matches_gcc(tmp_path: Path) -> None:
             str(tmp_path / "layout.c"),
         ],
         check=True,
-        timeout=120,
+        timeout=scaled(120),
     )
     printed = subprocess.run(
-        [str(tmp_path / "layout")], check=True, capture_output=True, text=True, timeout=30
+        [str(tmp_path / "layout")], check=True, capture_output=True, text=True, timeout=scaled(30)
     ).stdout
     assert printed == _ctypes_layout()
     # dcmi.md §4, measured against Huawei's header on x86_64 and aarch64

@@ -4,7 +4,6 @@ whole chips and vNPUs, pod churn, a hanging kubelet, malformed device IDs, the V
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from npumon.daemon.app import Agent
 from npumon.daemon.config import parse_config
 from npumon.simulator.kubelet import response, serve
 from tests.helpers.exposition import samples
+from tests.helpers.wait import scaled
 from tests.support import fake_npu_smi
 
 pytestmark = pytest.mark.integration
@@ -135,13 +135,11 @@ def test_a_hanging_kubelet_times_out_and_never_holds_up_a_scrape(
     assert owners(a)
     kubelet.delay = 30.0
     poll = threading.Thread(target=a.pod_resources.poll)
-    started = time.monotonic()
     poll.start()
-    scrape_started = time.monotonic()
     text = generate_latest(a.registry).decode()  # while List hangs
-    assert time.monotonic() - scrape_started < 0.5 and "npu_chip_info{" in text
-    poll.join(10)
-    assert not poll.is_alive() and time.monotonic() - started < 5  # the 1 s deadline held
+    assert poll.is_alive() and "npu_chip_info{" in text  # answered before the poll ended
+    poll.join(scaled(10))
+    assert not poll.is_alive()  # ended by the 1 s deadline: a timeout below, not the pods
     assert values(a, "npumon_source_up")[(("source", "kubelet_pod_resources"),)] == 0.0
     failures = values(a, "npumon_source_failures_total")
     assert failures[(("reason", "timeout"), ("source", "kubelet_pod_resources"))] == 1.0
@@ -241,7 +239,9 @@ def test_without_the_socket_grpc_is_never_imported(tmp_path: Path) -> None:
         "print(sorted(m for m in sys.modules if m == 'grpc' or 'podresources' in m"
         " or m.startswith('google.protobuf')))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=scaled(60)
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 
