@@ -32,7 +32,7 @@ import yaml
 
 from npumon.simulator.fault_catalog import Scenario, series
 from tests.helpers.processes import stop
-from tests.helpers.wait import wait_for
+from tests.helpers.wait import scaled, wait_for
 
 EVALUATION = 30  # seconds between rule evaluations on both engines
 EPOCH = 1_704_067_200  # 2024-01-01T00:00:00Z: every scenario starts here on VictoriaMetrics
@@ -203,7 +203,7 @@ def run_promtool(
         )
     samples = []
     for process in running:
-        output, _ = process.communicate(timeout=600)
+        output, _ = process.communicate(timeout=scaled(600))
         got = [line.split("got:", 1)[1] for line in output.splitlines() if "got:" in line]
         if process.returncode != 0 and not got:
             raise AssertionError(f"promtool failed:\n{output[-4000:]}")
@@ -265,7 +265,7 @@ def victoria_metrics(workdir: Path) -> Iterator[str]:
 
 def _get(url: str, data: bytes | None = None) -> bytes:
     request = urllib.request.Request(url, data=data, method="POST" if data is not None else "GET")
-    with urllib.request.urlopen(request, timeout=60) as response:
+    with urllib.request.urlopen(request, timeout=scaled(60)) as response:
         body: bytes = response.read()
         return body
 
@@ -367,7 +367,7 @@ def _replay(url: str, rules: Path, end: float, log: Path) -> None:
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
-            timeout=600,
+            timeout=scaled(600),
             check=False,
         )
     if result.returncode != 0:

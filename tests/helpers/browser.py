@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.helpers.wait import scaled
+
 CHROMIUM = shutil.which("chromium")
 FLAGS = (
     "--headless",
@@ -144,7 +146,7 @@ def load(page: Path, probe: str, workdir: Path, timeout: float = 90.0) -> PageLo
     )
     os.close(to_browser)
     os.close(to_test)
-    pipe = _Pipe(from_test, from_browser, time.monotonic() + timeout)
+    pipe = _Pipe(from_test, from_browser, time.monotonic() + scaled(timeout))
     result = PageLoad()
     try:
         target = pipe.call("Target.createTarget", {"url": "about:blank"})["targetId"]
@@ -166,10 +168,10 @@ def load(page: Path, probe: str, workdir: Path, timeout: float = 90.0) -> PageLo
         os.close(from_test)
         os.close(from_browser)
         try:
-            process.wait(timeout=30)
+            process.wait(timeout=scaled(30))
         except subprocess.TimeoutExpired:
             process.kill()
-            process.wait(timeout=30)
+            process.wait(timeout=scaled(30))
     return result
 
 
@@ -189,7 +191,7 @@ def screenshot(page: Path, out: Path, workdir: Path, width: int = 900, height: i
         ],
         check=True,
         capture_output=True,
-        timeout=120,
+        timeout=scaled(120),
         env=_env(workdir),
     )
 
