@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from npumon.simulator import render_interconnect as links
 from npumon.simulator.cli import load_at
+from npumon.simulator.families import Family
 from npumon.simulator.model import Scenario, Vnpu
 from npumon.simulator.state import SimChip, SimNode, node_state
 
@@ -106,13 +107,13 @@ def _slash(values: Sequence[object]) -> str:
     return "/".join(str(v) for v in values)
 
 
-def _interconnect(
-    sc: Scenario, c: SimChip, fam_p310: bool, fam_a3: bool, el: float
-) -> dict[str, object]:
+def _interconnect(sc: Scenario, c: SimChip, fam: Family, el: float) -> dict[str, object]:
     """What npu-smi's stand-in prints for -t hccs / hccs-bw / pcie-err / sio-info, as the
-    driver's structs hold it: per port index from 0, the links at ports 1-7."""
+    driver's structs hold it: per port index from 0, the links at ports 1-7. The 950 has no
+    HCCS (DCMI v2 answers -8255) and its PCIe errors are npu-smi's; its SIO is DCMI's."""
     keys: dict[str, object] = {}
-    if not fam_p310:
+    fam_a3 = fam.a3
+    if not (fam.p310 or fam.v2):
         counters = links.hccs_counters(sc, c, el)
         first_error = links.first_error_port(counters)
         keys.update(
@@ -127,7 +128,7 @@ def _interconnect(
         keys["hccs_bw_tx"] = _slash(["0", *(f"{tx:.6f}" for tx, _ in pairs)])
         keys["hccs_bw_rx"] = _slash(["0", *(f"{rx:.6f}" for _, rx in pairs)])
         keys["pcie_err"] = _slash([0, 0, 0, 0, links.pcie_retries(el)])
-    if fam_a3:
+    if fam_a3 or fam.v2:
         keys["sio_err"] = _slash(links.sio_counts(sc, c, el))
     return keys
 
@@ -157,8 +158,7 @@ def state_text(
         for c in card.chips:
             found = _chip_keys(node, c)
             if scenario is not None:
-                fam, el = node.family, scenario.elapsed(t)
-                found.update(_interconnect(scenario, c, fam.p310, fam.a3, el))
+                found.update(_interconnect(scenario, c, node.family, scenario.elapsed(t)))
             keys = " ".join(f"{k}={v}" for k, v in found.items())
             phy = c.logic_id if c.phy_id is None else c.phy_id
             lines.append(f"chip {c.npu} {c.chip} {c.logic_id} {phy} {keys}")

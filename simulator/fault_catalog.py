@@ -323,6 +323,26 @@ class _Node:
             count("carrier_up", 0.0),
             **port,
         )
+        if self.events("ub_link_down") or self.events("ub_retry_burst"):
+            # a 950's UB link (per chip) and one UB port's retries, as hccn_tool gives them
+            ub_down = self.any_active("ub_link_down", t, chip)
+            for state in ("up", "down"):
+                put(
+                    index,
+                    "npu_ub_link_state",
+                    float((state == "down") == bool(ub_down)),
+                    state=state,
+                    **ids,
+                )
+            burst = self.any_active("ub_retry_burst", t, chip)
+            put(
+                index,
+                "npu_ub_retries_total",
+                count("ub_retries", float(burst["per_second"]) if burst else 0.0),
+                kind="request",
+                port="4",
+                **ids,
+            )
         rx = RX_POWER_W
         drift = self.any_active("optics_drift", t, chip)
         if drift is not None:

@@ -211,7 +211,9 @@ def _chip_readings(
         aicore_percent=load,
         aivector_percent=round(load * 0.7) if hbm else None,
         aicube_percent=round(load * 0.95) if hbm else None,
-        npu_util_percent=load if hbm else None,
+        # overall NPU % (the multi-utilization call's npu_util, which DCMI raises to at least
+        # AI Core %): above AI Core on the 950, so a backend reading one for the other shows
+        npu_util_percent=(min(100, load + 4) if fam.v2 else load) if hbm else None,
         vectorcore_percent=None if hbm else round(load * 0.6),
         aicpu_percent=round(load * 0.05),
         ctrlcpu_percent=3 + round(2 * abs(_unit(sc.seed, "c", npu, chip, int(el // 5)))),

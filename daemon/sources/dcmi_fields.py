@@ -23,6 +23,8 @@ FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "hbm": ("hbm_used_bytes", "hbm_total_bytes"),
         "memory": ("memory_used_bytes", "memory_total_bytes", "hugepages_used", "hugepages_total"),
         "utilization": ("aicore_ratio",),
+        "multi_utilization": ("npu_util_ratio",),
+        "errors": (),  # which chips are lost (`merge`)
         "chip": ("name",),
         "pcie": ("bus_id",),
         "processes": (),  # the table's process list, merged whole (`merge`)
@@ -48,6 +50,7 @@ FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "temperature": ("temperature_celsius",),
         "chip": ("aicore_count",),
         "utilization": ("aicore_ratio",),
+        "multi_utilization": ("npu_util_ratio",),
         "aicore": ("aicore_rated_hertz", "aicore_current_hertz"),
     },
     "ecc": {
@@ -100,4 +103,8 @@ def merge(query: str, dcmi: Any, cli: Any, functions: Iterable[str]) -> Any:
     merged = dataclasses.replace(dcmi, chips=_rows(dcmi.chips, cli.chips, fields))
     if query == "info" and "processes" in names:
         merged = dataclasses.replace(merged, processes=cli.processes)
+    if query == "info" and "errors" in names:  # npu-smi's lost chips, not DCMI's rows of them
+        chips = tuple(c for c in merged.chips if (c.npu, c.chip) not in cli.lost)
+        kept = tuple(p for p in merged.processes if (p.npu, p.chip) not in cli.lost)
+        merged = dataclasses.replace(merged, chips=chips, processes=kept, lost=cli.lost)
     return merged

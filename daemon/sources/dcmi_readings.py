@@ -48,6 +48,8 @@ TABLE_CALLS: tuple[tuple[str, int], ...] = (
     ("hbm", 0),
     ("memory", 0),
     ("utilization", UTIL_AICORE),
+    ("multi_utilization", 0),  # the 950's NPU Util
+    ("errors", 0),  # the 950's heartbeat check
     ("processes", 0),
     ("chip", 0),
     ("pcie", 0),
@@ -67,6 +69,7 @@ COMMON_CALLS: tuple[tuple[str, int], ...] = (
     ("temperature", 0),
     ("chip", 0),
     ("utilization", UTIL_AICORE),
+    ("multi_utilization", 0),  # the 950's "Aicore Usage Rate(%)": NPU %
     ("aicore", 0),
 )
 ECC_DDR, ECC_HBM = 0, 2  # enum dcmi_device_type
@@ -99,6 +102,8 @@ PCIE_DIRECTIONS = {"tx": "transmit", "rx": "receive"}
 PCIE_KINDS = {"p": "posted", "np": "non_posted", "cpl": "completion"}
 PCIE_STATS = ("min", "max", "avg")  # the order of each array
 CARD_DROP = 0x40F84E00  # the fault code of a card that fell off the bus: re-enumerate
+# the same code on the 950, whose driver still lists the chip: npu-smi keeps its row, zeroed
+HEARTBEAT_LOST = CARD_DROP
 Values = Mapping[str, Any]  # one chip's answers by value key (see value_key); absent: -8255
 _TYPED = frozenset({"utilization", "ecc"})  # calls whose argument is a type
 VOLTAGE_NA = range(0x7FFD, 0x7FFF + 1)  # npu-smi prints NA for these (npu_chip_info.c:962-983)
@@ -111,6 +116,18 @@ def asked(query: str, chip: DcmiChip, name: str, arg: int) -> bool:
     (memory_info_v3, type 5, DDR ECC) is not read on 910B, A3, 950, HBM not on the 310 family;
     PCIe errors only on 910B and A3."""
     model = chip.model
+    if query in ("info", "common") and (name, arg) in (
+        ("multi_utilization", 0),
+        ("utilization", UTIL_AICORE),
+    ):
+        # the 950's table "NPU Util(%)" and `-t common` "Aicore Usage Rate(%)" are the multi
+        # call's npu_util (NC/npu_info.c:222-272, NC/npu_chip_info.c:1472-1489, NPU_SMI_V2);
+        # elsewhere both are AI Core type 2
+        return (name == "multi_utilization") == (model == "950")
+    if name == "errors" and query == "info":
+        # the 950's npu-smi lists the error codes before a row's reads and zeroes a chip whose
+        # heartbeat is lost (NC/npu_info.c:243-247, NPU_SMI_V2)
+        return model == "950"
     if name == "multi_utilization":
         return model in MULTI_UTILIZATION
     if name == "utilization" and query == "usages":
@@ -224,6 +241,7 @@ def table_chip(chip: DcmiChip, values: Mapping[str, Any]) -> TableChip:
     health, hbm, info = values.get("health"), values.get("hbm"), values.get("chip")
     power, temperature = values.get("power"), values.get("temperature")
     util, pcie = values.get(value_key("utilization", UTIL_AICORE)), values.get("pcie")
+    multi = values.get("multi_utilization")  # asked on the 950 alone
     return TableChip(
         npu=chip.card,
         chip=chip.device,
@@ -233,6 +251,7 @@ def table_chip(chip: DcmiChip, values: Mapping[str, Any]) -> TableChip:
         temperature_celsius=None if temperature is None else float(temperature),
         bus_id=_bus(pcie) if pcie else None,
         aicore_ratio=None if util is None else _ratio(util),
+        npu_util_ratio=_ratio(multi["npu_util"]) if multi else None,
         hbm_used_bytes=hbm["memory_usage"] * MIB if hbm else None,
         hbm_total_bytes=hbm["memory_size"] * MIB if hbm else None,
         **_memory(values.get("memory")),
@@ -283,11 +302,14 @@ def info_table(
     versions: tuple[str | None, str | None],
     name_of: Callable[[int], str | None],
 ) -> InfoTable:
-    """The `npu-smi info` table from the chips' DCMI values."""
-    rows = [table_chip(chip, found) for chip, found in values.items()]
+    """The `npu-smi info` table from the chips' DCMI values; on the 950 a chip whose error
+    list holds the heartbeat-loss code is lost, as its npu-smi's table has it."""
+    lost = [c for c, found in values.items() if HEARTBEAT_LOST in (found.get("errors") or ())]
+    kept = {chip: found for chip, found in values.items() if chip not in lost}
+    rows = [table_chip(chip, found) for chip, found in kept.items()]
     processes = [
         p
-        for chip, found in values.items()
+        for chip, found in kept.items()
         for p in table_processes(chip, found.get("processes") or (), name_of)
     ]
     return InfoTable(
@@ -295,6 +317,9 @@ def info_table(
         version=versions[1],
         chips=tuple(rows),
         processes=tuple(processes),
+        # the 950's npu-smi takes `-i <NPU ID>` alone: the tiers ask it so under DCMI too
+        one_chip_npus=any(chip.model == "950" for chip in values),
+        lost=tuple((chip.card, chip.device) for chip in lost),
     )
 
 
@@ -348,6 +373,9 @@ def chip_common(chip: DcmiChip, values: Values) -> ChipCommon:
     return ChipCommon(
         chip=chip.device,
         aicore_ratio=_percent(values, UTIL_AICORE),
+        npu_util_ratio=_ratio(multi["npu_util"])
+        if (multi := values.get("multi_utilization"))
+        else None,
         aicore_rated_hertz=clocks["freq"] * 1e6 if clocks else None,
         aicore_current_hertz=clocks["cur_freq"] * 1e6 if clocks else None,
         aicore_count=info["aicore_cnt"] or None if info else None,  # 0: not reported
@@ -360,7 +388,7 @@ def health_report(chip: DcmiChip, values: Values) -> HealthReport:
     """`-t health` for one chip: status and codes as npu-smi prints them (no texts: DCMI has
     only the codes; npumon's fault table names them)."""
     health, codes = values.get("health"), values.get("errors") or ()
-    if CARD_DROP in codes:
+    if CARD_DROP in codes and chip.model != "950":
         raise DcmiRefusal(
             "dcmi_chip_gone",
             f"NPU {chip.card} chip {chip.device} reports the card-drop code {CARD_DROP:08X}",

@@ -44,12 +44,12 @@ DCMI_ONLY = (  # no npu-smi query gives these
 _DCMI_ONLY = re.compile(rf"^(# [A-Z]+ )?({'|'.join(DCMI_ONLY)})\b.*\n", re.MULTILINE)
 
 
-def _node(tmp_path: Path, scenario: str, extra: str = "") -> Path:
+def _node(tmp_path: Path, scenario: str, extra: str = "", at: float = AT) -> Path:
     """The fake's state and a /proc with the simulated processes' names."""
     loaded = load_scenario(scenario)
-    node = node_state(loaded, AT)
+    node = node_state(loaded, at)
     state = tmp_path / f"{scenario}.state"
-    state.write_text(state_text(node, loaded.vnpus, loaded, AT) + extra)
+    state.write_text(state_text(node, loaded.vnpus, loaded, at) + extra)
     for card in node.cards:
         for chip in card.chips:
             for process in chip.processes:
@@ -66,12 +66,13 @@ def _agent(
     *omit: str,
     timeout: str = "20s",
     calls: list[tuple[str, ...]] | None = None,
+    at: float = AT,
 ) -> Agent:
     library = build_fake_dcmi(tmp_path / ("lib-" + "-".join(omit)), *omit)
     config = parse_config(
         {
             "npu_smi": {
-                "command": ["npumon-sim-npu-smi", "--scenario", scenario, "--time", str(AT)],
+                "command": ["npumon-sim-npu-smi", "--scenario", scenario, "--time", str(at)],
                 "timeout": timeout,
                 "backend": backend,
             },
@@ -85,7 +86,8 @@ def _agent(
     seen = calls if calls is not None else []
 
     def runner(argv: Sequence[str], timeout: float, **options: Any) -> CommandResult:
-        seen.append(tuple(argv[argv.index("info") :]))
+        if "info" in argv:  # npu-smi's (hccn_tool's are not counted)
+            seen.append(tuple(argv[argv.index("info") :]))
         return run_command(argv, timeout, **options)
 
     return Agent(
@@ -183,6 +185,35 @@ def test_one_node_through_both_backends_is_one_exposition(
     assert _VOLATILE.sub("", _DCMI_ONLY.sub("", dcmi)) == _VOLATILE.sub("", cli)
 
 
+@pytest.mark.parametrize(
+    "at",
+    [
+        200.0,  # NPU 1 overheating and throttled, NPU 2 idle
+        350.0,  # NPU 3's heartbeat lost (a Critical chip npu-smi prints with zeros)
+    ],
+)
+def test_the_950_through_dcmi_v2_is_the_cli_exposition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at: float
+) -> None:
+    """`950-4` under `backend: cli` (the V2 npu-smi) and under `backend: dcmi` (the fake's
+    dcmiv2_* on a 950 board): every family the cli serves, equal; npu-smi not run by the table,
+    detail and health polls after the first cross-check."""
+    monkeypatch.setenv(STATE_ENV, str(_node(tmp_path, "950-4", at=at)))
+    cli = _table_exposition(_agent(tmp_path, "950-4", "cli", at=at))
+    calls: list[tuple[str, ...]] = []
+    dcmi_agent = _agent(tmp_path, "950-4", "auto", calls=calls, at=at)
+    dcmi = _table_exposition(dcmi_agent, again=calls)
+    between = calls[calls.index(("again",)) + 1 :]
+    calls = calls[: calls.index(("again",))]
+    assert calls.count(("info",)) == 1
+    assert between == []
+    found = samples(dcmi)
+    assert value(found, "npumon_backend_info", backend="dcmi", reason="cross_check_passed") == 1
+    assert dcmi_agent.smi.helper is not None and dcmi_agent.smi.helper.starts == 1
+    assert "npu_aicube_utilization_ratio" in names(found)
+    assert _VOLATILE.sub("", _DCMI_ONLY.sub("", dcmi)) == _VOLATILE.sub("", cli)
+
+
 def test_a_hung_call_is_killed_and_npu_smi_serves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -207,6 +238,14 @@ def test_a_hung_call_is_killed_and_npu_smi_serves(
 
 
 _REFUSALS = re.compile(r'^npumon_source_failures_total\{reason="dcmi_[a-z_]+".*\n', re.MULTILINE)
+_FAILURES_HEADER = re.compile(r"^# (HELP|TYPE) npumon_source_failures_total .*\n", re.MULTILINE)
+
+
+def _without_refusals(text: str) -> str:
+    """The exposition without DCMI's refusals (and the failures family's header when they were
+    its only samples, as npu-smi alone then has none)."""
+    text = _REFUSALS.sub("", text)
+    return text if "npumon_source_failures_total{" in text else _FAILURES_HEADER.sub("", text)
 
 
 @pytest.mark.parametrize(
@@ -243,7 +282,7 @@ def test_a_function_dcmi_cannot_give_is_served_per_field_by_npu_smi(
     details = Counter(c for c in calls if c[1:3] in (("-t", "usages"), ("-t", "memory")))
     assert calls.count(("info", "-t", "common", "-i", "0")) == 1 and set(details.values()) == {1}
     # and what it filled is what backend cli shows
-    assert _REFUSALS.sub("", _VOLATILE.sub("", _DCMI_ONLY.sub("", dcmi))) == _VOLATILE.sub("", cli)
+    assert _without_refusals(_VOLATILE.sub("", _DCMI_ONLY.sub("", dcmi))) == _VOLATILE.sub("", cli)
 
 
 def test_minus_8255_is_absent_and_not_asked_again(
@@ -353,7 +392,7 @@ def test_an_interconnect_function_dcmi_cannot_give_is_npu_smis(
     queried = Counter(c[2] for c in calls if c[1:2] == ("-t",))
     for query in ("hccs", "hccs-bw", "pcie-err", "sio-info"):
         assert queried[query] == 16, query
-    assert _REFUSALS.sub("", _VOLATILE.sub("", _DCMI_ONLY.sub("", dcmi))) == _VOLATILE.sub("", cli)
+    assert _without_refusals(_VOLATILE.sub("", _DCMI_ONLY.sub("", dcmi))) == _VOLATILE.sub("", cli)
 
 
 def test_links_that_disagree_with_npu_smi_are_npu_smis(

@@ -12,7 +12,12 @@ import pytest
 from npumon.daemon.sources.dcmi import DETAIL, INTERCONNECT
 from npumon.daemon.sources.dcmi_client import DcmiChip
 from npumon.daemon.sources.dcmi_fields import FIELDS, merge
-from npumon.daemon.sources.dcmi_readings import TABLE_CALLS, info_table, value_key
+from npumon.daemon.sources.dcmi_readings import (
+    HEARTBEAT_LOST,
+    TABLE_CALLS,
+    info_table,
+    value_key,
+)
 
 MIB = 1024 * 1024
 CHIP = DcmiChip(card=3, device=0, logic_id=3, phy_id=3)
@@ -84,6 +89,8 @@ def test_every_field_a_function_fills_is_in_the_map(query: str, name: str) -> No
     assert changed <= set(FIELDS[query][name]), f"{query}: {name} also fills {changed}"
     if query == "info" and name == "processes":
         assert full.processes != lacking.processes
+    elif query == "info" and name == "errors":  # which chips are lost: the test below
+        assert changed == set()
     else:
         assert changed, f"{query}: {name} fills nothing the test can see"
 
@@ -95,3 +102,16 @@ def test_the_merge_takes_only_the_refused_functions_fields(query: str, name: str
     assert merged == _model(query, None)
     untouched = merge(query, _model(query, name), _model(query, None), [])
     assert untouched == _model(query, name)
+
+
+def test_a_950_chip_with_heartbeat_loss_is_lost_and_the_merge_takes_npu_smis_lost() -> None:
+    """The 950's table leaves out a chip whose error list holds 40F84E00 (npu-smi prints it
+    zeroed); with the error list refused, npu-smi's table says which chips are lost."""
+    chip = dataclasses.replace(CHIP, pci_device_id=0xD806)
+    values = {value_key(n, a): _answer(n, a) for n, a in TABLE_CALLS}
+    table = info_table({chip: values}, versions=(None, None), name_of=lambda pid: "python3")
+    assert table.one_chip_npus and table.lost == () and len(table.chips) == 1
+    values["errors"] = [HEARTBEAT_LOST]
+    lost = info_table({chip: values}, versions=(None, None), name_of=lambda pid: "python3")
+    assert (lost.chips, lost.processes, lost.lost) == ((), (), ((3, 0),))
+    assert merge("info", table, lost, ["errors"]) == lost
