@@ -164,8 +164,6 @@ class SourceTracker:
         else:
             first = run.failures[0]
             level = logging.WARNING if first.reason != self._last_reason else logging.DEBUG
-            if first.reason == "cancelled":  # the daemon is stopping: nothing is wrong
-                level = logging.INFO
             log.log(
                 level,
                 "source=%s event=failed reason=%s failures=%d message=%r",

@@ -64,9 +64,12 @@ def test_npumon_run_serves_the_310b_chip(tmp_path: Path) -> None:
         def scrape() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
             return samples(get(f"http://127.0.0.1:{port}/metrics"))
 
-        wait_for(
-            lambda: key("npu_power_watts", npu="0", chip="0") in scrape(), 30, "a first table poll"
-        )
+        def served() -> bool:
+            found = scrape()  # npu_chip_info waits for the identity tier's first pass
+            chip_info = any(name == "npu_chip_info" for name, _ in found)
+            return key("npu_power_watts", npu="0", chip="0") in found and chip_info
+
+        wait_for(served, 30, "a first table poll and identity pass")
         found = scrape()
         assert found[key("npumon_source_up", source="npu_smi_table")] == 1.0
         assert found[key("npu_power_watts", npu="0", chip="0")] == expected.power_watts

@@ -11,7 +11,6 @@ import pytest
 
 from npumon.daemon.model.npu_smi import NpuSmiResults
 from npumon.daemon.runner import CommandResult
-from npumon.daemon.sources.wrapper import SourceFailure, SourceRun, SourceTracker
 from npumon.daemon.store import SnapshotStore
 from npumon.exporters.builtin import render_sources
 from tests.daemon.sources.fake_runner import NPU_SMI, TABLE, Clock, FakeRunner, sources, status
@@ -309,16 +308,3 @@ def test_links_go_when_a_full_pass_stops_before_re_reading_them() -> None:
     clock.now += 60
     polls.poll_health()
     assert polls.results().interconnect == {}
-
-
-def test_a_command_killed_at_shutdown_is_logged_at_info_and_still_counted(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    def killed(run: SourceRun) -> None:
-        raise SourceFailure("cancelled", "['npu-smi'] was killed: npumon is shutting down")
-
-    with caplog.at_level(logging.DEBUG):
-        status = SourceTracker("npu_smi_health").run(killed)
-    [record] = [r for r in caplog.records if "event=failed" in r.getMessage()]
-    assert record.levelno == logging.INFO  # stopping is not a problem to warn about
-    assert not status.up and dict(status.failures) == {"cancelled": 1}
