@@ -52,6 +52,7 @@ def _kubelet(scenario: str, folder: Path) -> tuple[subprocess.Popen[bytes] | Non
         [str(BIN / "npumon-sim-kubelet"), "--scenario", scenario, "--socket", str(socket)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env={**os.environ, "NPUMON_SIM_TIME": SIM_TIME},  # the pods present 30 s in
     )
     return kubelet, socket
 

@@ -11,6 +11,7 @@ it, vNPUs (``Ascend910-2c-100-1``), malformed device IDs, and a kubelet that han
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -30,6 +31,7 @@ from npumon.podresources.api_pb2 import (
     ListPodResourcesResponse,
     PodResources,
 )
+from npumon.simulator.cli import TIME_ENV
 from npumon.simulator.loader import read_scenario_text
 from npumon.simulator.model import ScenarioError
 from npumon.simulator.scenario import validate
@@ -127,7 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"npumon-sim-kubelet: {exc}", file=sys.stderr)
         return 2
     hang = float((scenario.get("kubernetes") or {}).get("hang_seconds", 0.0))
-    server = serve(args.socket, scenario_pods(scenario), lambda: hang)
+    # $NPUMON_SIM_TIME pins the clock, as it does for the simulated npu-smi and hccn_tool
+    fixed = os.environ.get(TIME_ENV)
+    clock = (lambda: float(fixed)) if fixed else time.time
+    server = serve(args.socket, scenario_pods(scenario, clock), lambda: hang)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

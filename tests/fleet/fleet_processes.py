@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.helpers.processes import stop
+from tests.helpers.processes import PROMETHEUS_LISTENING, reported_port, stop
 from tests.helpers.wait import scaled
 
 # Every process the test starts carries this variable, and so does everything they start
@@ -38,6 +38,26 @@ class Processes:
             )
         self.running.append(process)
         return process
+
+    def npumon(self, bin_dir: Path, config: Path, log: Path) -> int:
+        """`npumon run` on ``config``, listening on a loopback port it picks; returns the port."""
+        argv = [str(bin_dir / "npumon"), "run", "--config", str(config)]
+        node = self.start([*argv, "--web.listen-address", "127.0.0.1:0"], log)
+        return reported_port(log, process=node)
+
+    def prometheus(self, binary: str, folder: Path) -> str:
+        """A Prometheus on ``folder``/prometheus.yml (its TSDB beside it); returns its URL."""
+        log = folder / "prometheus.log"
+        process = self.start(
+            [
+                binary,
+                f"--config.file={folder / 'prometheus.yml'}",
+                f"--storage.tsdb.path={folder / 'tsdb'}",
+                "--web.listen-address=127.0.0.1:0",
+            ],
+            log,
+        )
+        return f"http://127.0.0.1:{reported_port(log, PROMETHEUS_LISTENING, process)}"
 
     def stop(self, *processes: subprocess.Popen[bytes]) -> None:
         """SIGTERM, then SIGKILL after 10 s; all of them at once, so the waits overlap."""

@@ -389,6 +389,12 @@ MAY_BE_EMPTY: dict[tuple[str, str, str], str] = {
         "Rejected values, state errors, skipped families",
         "npumon_state_errors_total",
     ): "exported once a state file cannot be read or written",
+    **{
+        ("npumon-node", "UB links (Ascend 950): state, lanes, bandwidth", name): (
+            "UB ports are the Ascend 950's and this fleet has none (tests/e2e/test_950.py)"
+        )
+        for name in ("npu_ub_link_state", "npu_ub_lanes", "npu_ub_bandwidth_bytes_per_second")
+    },
 }
 
 

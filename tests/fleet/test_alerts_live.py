@@ -19,7 +19,6 @@ from fleet_processes import Processes
 from fleet_scenario import BIN, POLLING, PROMETHEUS, RULES, api_query
 
 from npumon.simulator.fault_catalog import load, seconds
-from tests.helpers.processes import PROMETHEUS_LISTENING, reported_port
 from tests.helpers.wait import wait_for
 
 CATALOG = load()
@@ -70,19 +69,7 @@ def test_a_pfc_storm_fires_and_resolves_as_the_harness_says(tmp_path: Path) -> N
     )
     procs = Processes(f"{os.getpid()}-{tmp_path.name}", dict(os.environ))
     try:
-        log = tmp_path / "npumon.log"
-        node = procs.start(
-            [
-                str(BIN / "npumon"),
-                "run",
-                "--config",
-                str(config),
-                "--web.listen-address",
-                "127.0.0.1:0",
-            ],
-            log,
-        )
-        port = reported_port(log, process=node)
+        port = procs.npumon(BIN, config, tmp_path / "npumon.log")
         (tmp_path / "prometheus.yml").write_text(
             yaml.safe_dump(
                 {
@@ -97,17 +84,7 @@ def test_a_pfc_storm_fires_and_resolves_as_the_harness_says(tmp_path: Path) -> N
                 }
             )
         )
-        plog = tmp_path / "prometheus.log"
-        prometheus = procs.start(
-            [
-                PROMETHEUS,
-                f"--config.file={tmp_path / 'prometheus.yml'}",
-                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                "--web.listen-address=127.0.0.1:0",
-            ],
-            plog,
-        )
-        url = f"http://127.0.0.1:{reported_port(plog, PROMETHEUS_LISTENING, prometheus)}"
+        url = procs.prometheus(PROMETHEUS, tmp_path)
         firing = 'ALERTS{alertname="NpuNetworkPfcStorm", alertstate="firing", npu="0"}'
         # generous deadlines: the storm's own schedule plus the stated delays, and slack for a
         # loaded machine; the figures compared below are the engine's, not the test's

@@ -28,7 +28,6 @@ from fleet_scenario import BIN, POLLING, PROMETHEUS, api_query
 
 from npumon.simulator.fault_catalog import Chip, Scenario, load, seconds
 from tests.alerts.engines import run_promtool
-from tests.helpers.processes import PROMETHEUS_LISTENING, reported_port
 from tests.helpers.wait import wait_for
 
 ALERT = "NpuThermalThrottling"
@@ -111,30 +110,9 @@ def test_a_scaled_throttling_episode_fires_as_the_harness_says(tmp_path: Path) -
     )
     procs = Processes(f"{os.getpid()}-{tmp_path.name}", dict(os.environ))
     try:
-        log = tmp_path / "npumon.log"
-        node = procs.start(
-            [
-                str(BIN / "npumon"),
-                "run",
-                "--config",
-                str(config),
-                "--web.listen-address",
-                "127.0.0.1:0",
-            ],
-            log,
-        )
-        _prometheus_config(tmp_path / "prometheus.yml", rules, reported_port(log, process=node))
-        plog = tmp_path / "prometheus.log"
-        prometheus = procs.start(
-            [
-                PROMETHEUS,
-                f"--config.file={tmp_path / 'prometheus.yml'}",
-                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                "--web.listen-address=127.0.0.1:0",
-            ],
-            plog,
-        )
-        url = f"http://127.0.0.1:{reported_port(plog, PROMETHEUS_LISTENING, prometheus)}"
+        port = procs.npumon(BIN, config, tmp_path / "npumon.log")
+        _prometheus_config(tmp_path / "prometheus.yml", rules, port)
+        url = procs.prometheus(PROMETHEUS, tmp_path)
         firing = f'ALERTS{{alertname="{ALERT}", alertstate="firing"}}'
         # generous: the episode's schedule, the catalog's stated delay scaled, and slack for a
         # loaded machine; the figures compared below are the engines', not the test's
