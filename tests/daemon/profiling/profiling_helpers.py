@@ -160,11 +160,16 @@ def msprof_children(marker: Path) -> list[int]:
 
 def summary(workload: str, p99: float) -> ProfileSummary:
     """A summary with only a step time (p99 as given)."""
+    return step_summary(StepStats(4, p99 * 0.9, p99 * 0.9, p99 * 0.95, p99), workload)
+
+
+def step_summary(step: StepStats | None, workload: str = "w") -> ProfileSummary:
+    """A summary with only ``step`` (None: a capture without a step table)."""
     return ProfileSummary(
         workload=workload,
         layout="torch_npu",
         capture_time_seconds=None,
-        step=StepStats(4, p99 * 0.9, p99 * 0.9, p99 * 0.95, p99),
+        step=step,
         phases=(),
         op_total_seconds=None,
         op_time_ratio=(),

@@ -13,10 +13,10 @@ import random
 from pathlib import Path
 
 import pytest
-from profiling_helpers import config_for, exposition, profiler_for, value
+from profiling_helpers import config_for, exposition, profiler_for, step_summary, value
 
 from npumon.daemon.analysis.steptime import percentile
-from npumon.daemon.model.profile import AnalysisReport, ProfileSummary, StepStats, Thresholds
+from npumon.daemon.model.profile import AnalysisReport, StepStats, Thresholds
 from npumon.daemon.profiling import gate
 from npumon.daemon.profiling.capture import CaptureOutcome
 from npumon.daemon.profiling.state import ProfileState
@@ -37,32 +37,10 @@ def stats(rng: random.Random, pace: float, noise: float, steps: int = STEPS) -> 
     )
 
 
-def summary(step: StepStats | None, workload: str = "w") -> ProfileSummary:
-    return ProfileSummary(
-        workload=workload,
-        layout="torch_npu",
-        capture_time_seconds=None,
-        step=step,
-        phases=(),
-        op_total_seconds=None,
-        op_time_ratio=(),
-        core_type_time_ratio=(),
-        ai_cpu_seconds=None,
-        ai_cpu_count=None,
-        format_conversion_seconds=None,
-        format_conversion_ratio=None,
-        dynamic_shape_op_count=None,
-        op_types_inferred=False,
-        ranks=(),
-        rank_spread=(),
-        bottlenecks=(),
-    )
-
-
 def steady(tmp_path: Path, rng: random.Random, noise: float, captures: int) -> ProfileState:
     state = ProfileState(tmp_path, window=20, min_captures=5)
     for i in range(captures):
-        verdict = state.record(summary(stats(rng, PACE, noise)), float(i), 1.0)
+        verdict = state.record(step_summary(stats(rng, PACE, noise)), float(i), 1.0)
         assert verdict.regressed is not True, f"capture {i} flagged at {noise:.0%} noise"
     return state
 
@@ -85,7 +63,9 @@ def test_a_regression_flags(tmp_path: Path, regression: float, noise: float, see
     rng = random.Random(seed)
     state = steady(tmp_path, rng, noise, 20)
     slower = PACE * (1 + regression)
-    verdicts = [state.record(summary(stats(rng, slower, noise)), 100.0 + i, 1.0) for i in range(2)]
+    verdicts = [
+        state.record(step_summary(stats(rng, slower, noise)), 100.0 + i, 1.0) for i in range(2)
+    ]
     assert [v.regressed for v in verdicts] == [True, True]  # two in a row: what pages
 
 
@@ -104,7 +84,7 @@ def test_a_two_step_capture_does_not_vote(tmp_path: Path) -> None:
     state = steady(tmp_path, random.Random(0), 0.01, 10)
     before = list(state.workloads["w"].medians)
     two = StepStats(2, 0.2043, 0.2043, 0.2083, 0.2094)
-    verdict = state.record(summary(two), 50.0, 1.0)
+    verdict = state.record(step_summary(two), 50.0, 1.0)
     assert verdict.status == gate.TOO_SHORT and verdict.steps == 2
     assert verdict.regressed is None and not verdict.judged
     assert state.workloads["w"].medians == before
@@ -118,7 +98,7 @@ def test_the_exposition_says_what_the_gate_did(
     rng = random.Random(1)
 
     def record(step: StepStats, at: float) -> str:
-        report = AnalysisReport(summary(step, "llama"), (), ())
+        report = AnalysisReport(step_summary(step, "llama"), (), ())
         profiler._record(CaptureOutcome("llama", "ok", "", report, 1.0, at))
         return exposition(profiler)
 
