@@ -16,7 +16,7 @@ from npumon.daemon.model.profile import CAPTURE_RESULTS, ProfilingView, Workload
 from npumon.daemon.profiling import capture_msprof, ingest
 from npumon.daemon.profiling.capture import CaptureOutcome, Capturer, Host, private_dir
 from npumon.daemon.profiling.captureerror import CaptureError
-from npumon.daemon.profiling.gate import TOO_SHORT, baseline_of
+from npumon.daemon.profiling.gate import TOO_SHORT
 from npumon.daemon.profiling.launch import analyse
 from npumon.daemon.profiling.state import ProfileState
 from npumon.daemon.profiling.workloads import ProcessProbe, Workload, discover
@@ -199,12 +199,7 @@ class Profiler:
 
     def next_baseline(self, workload: str) -> float | None:
         """The baseline the workload's next capture is judged against (its page draws it)."""
-        saved = self.state.workloads.get(workload)
-        if saved is None:
-            return None
-        baseline = baseline_of(
-            saved.medians[-self.state.window :], self.state.min_captures, self.state.thresholds
-        )
+        baseline = self.state.next_baseline(workload)
         return None if baseline is None else baseline.median_seconds
 
     def _copy_for_export(self, group: ingest.IngestGroup) -> Path:

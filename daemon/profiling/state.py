@@ -88,6 +88,13 @@ class ProfileState:
         before = state.medians[:-1] if votes(latest, self.thresholds) else state.medians
         return baseline_of(before[-self.window :], self.min_captures, self.thresholds)
 
+    def next_baseline(self, workload: str) -> Baseline | None:
+        """What the workload's next capture will be judged against: its judged captures so far."""
+        state = self.workloads.get(workload)
+        if state is None:
+            return None
+        return baseline_of(state.medians[-self.window :], self.min_captures, self.thresholds)
+
     def verdict(self, workload: str) -> Verdict:
         state = self.workloads.get(workload)
         step = state.summary.step if state is not None and state.summary is not None else None
