@@ -1,5 +1,5 @@
 """How many npu-smi and hccn_tool calls npumon makes per minute at the default intervals: printed,
-never asserted (README, "How it polls").
+never asserted (docs/polling.md).
 
 The real sources run against the simulator answering in-process (no processes, an injected
 clock), on an 8-chip node (910B: 8 NPUs x 1) and a 16-chip node (A3: 8 NPUs x 2 dies), for one

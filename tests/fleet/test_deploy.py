@@ -183,6 +183,7 @@ def test_systemd_unit_has_exactly_the_documented_capabilities() -> None:
 def test_one_image_name_everywhere() -> None:
     files = [
         ROOT / "README.md",
+        ROOT / "docs" / "install.md",
         DEPLOY / "docker-compose.yml",
         DEPLOY / "kubernetes" / "npumon.yaml",
         DEPLOY / "helm" / "npumon" / "values.yaml",

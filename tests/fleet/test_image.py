@@ -169,9 +169,9 @@ def test_make_image_and_the_readme_build_both_platforms() -> None:
     assert result.stdout.strip() == (
         f"docker buildx build --platform {PLATFORMS} -t registry.example/npumon:1 --push ."
     )
-    readme = (ROOT / "README.md").read_text()
+    install = (ROOT / "docs" / "install.md").read_text()
     assert re.search(
-        rf"^docker buildx build --platform {PLATFORMS} -t \S+ --push \.$", readme, re.MULTILINE
+        rf"^docker buildx build --platform {PLATFORMS} -t \S+ --push \.$", install, re.MULTILINE
     )
 
 
