@@ -6,10 +6,13 @@ msprof, and a real Prometheus scraping it with the shipped rules, agree with the
 The catalog captures every 10 minutes and regresses from the 7th capture (60 min); the gate
 judges from the 6th (5 earlier captures, the daemon's default baseline.min_captures) and
 NpuStepTimeRegression's `for: 15m` asks for two slow captures in a row. Here npumon captures
-every 10m / SCALE, 50 steps of 0.2 s / SCALE (the catalog's capture, scaled), the gate keeps its
-default thresholds, and the rules are rendered through the chart's tuning path with `for`
-divided by SCALE. The regressed job is restarted 10 % slower once the gate has judged a capture
-(6 captures in, as in the catalog); the steady job runs on unchanged.
+every 10m / SCALE, the catalog's 50 steps a capture (of STEP_SECONDS: the gate judges ratios,
+so the step's length need not scale), the gate keeps its default thresholds, and the rules are
+rendered through the chart's tuning path with `for` divided by SCALE. The regressed job is
+restarted 10 % slower once the gate has judged a capture (6 captures in, as in the catalog); the
+steady job runs on unchanged. The simulated job's steps vary by up to 5 % (uniform), not the
+catalog's 1 % Gaussian: the median of 50 steps moves far less than the 3 % floor of the band
+either way.
 
 Both engines must fire for the regressed workload only, with the delay from the first slow
 capture read by Prometheus to the first firing evaluation within one scrape plus one evaluation
@@ -26,9 +29,9 @@ from typing import Any
 
 import pytest
 import yaml
-from chart_render import one, render
 from fleet_processes import Processes
-from fleet_scenario import BIN, POLLING, PROMETHEUS, RULES, api_query, query
+from fleet_scenario import BIN, POLLING, PROMETHEUS, api_query, query
+from tuned_rules import write_scaled
 
 from npumon.simulator.fault_catalog import Chip, Scenario, load, seconds
 from tests.alerts.engines import run_promtool
@@ -46,23 +49,6 @@ STEPS = int(EVENT["steps"])  # steps a capture holds
 # one training step: what the simulated job can keep without spinning; a capture holds STEPS
 STEP_SECONDS = 0.02
 SLOWING_WORKLOAD, STEADY_WORKLOAD = "slowing", "steady"
-
-
-def _tuned_rules(path: Path) -> str:
-    """The shipped rules as the chart renders them with the alert's `for` scaled; returns it."""
-    rule = next(
-        r
-        for g in yaml.safe_load(RULES.read_text())["groups"]
-        for r in g["rules"]
-        if r.get("alert") == ALERT
-    )
-    tuned = f"{int(seconds(rule['for']) / SCALE)}s"
-    values = {"prometheusRule": {"enabled": True, "alerts": {ALERT: {"for": tuned}}}}
-    spec = one(render(values), "PrometheusRule")["spec"]
-    got = next(r for g in spec["groups"] for r in g["rules"] if r.get("alert") == ALERT)
-    assert got["for"] == tuned, "the for value did not reach the rule"
-    path.write_text(yaml.safe_dump({"groups": spec["groups"]}))
-    return tuned
 
 
 def _job_bin(tmp: Path, workload: str) -> Path:
@@ -160,7 +146,7 @@ def _replay(scenario: Scenario, workload: str) -> Scenario:
 def test_a_scaled_step_time_regression_fires_as_the_harness_says(tmp_path: Path) -> None:
     assert PROMETHEUS is not None, "prometheus is not installed: `make tools` installs it"
     rules = tmp_path / "tuned-rules.yml"
-    tuned_for = _tuned_rules(rules)
+    tuned_for = write_scaled(rules, ALERT, SCALE)["for"]
     (tmp_path / "home").mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("NPUMON_SIM_MSPROF")}
     procs = Processes(f"{os.getpid()}-{tmp_path.name}", {**env, "HOME": str(tmp_path / "home")})
