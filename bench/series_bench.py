@@ -13,6 +13,7 @@ small one), so the profile families are counted too.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -20,8 +21,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -64,8 +67,10 @@ def _wait_for_socket(socket: Path, kubelet: subprocess.Popen[bytes]) -> None:
         time.sleep(0.05)
 
 
-def samples_per_scrape(scenario: str, enabled: tuple[str, ...] = ()) -> dict[str, int]:
-    """{"samples": per scrape, "chips": the node's chips} of one collect --once."""
+@contextlib.contextmanager
+def node(scenario: str, enabled: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
+    """The npumon config of one scenario's node, in a scratch folder (its state directory holds
+    the profiling fixture) with npumon-sim-kubelet serving its pods, for as long as it is open."""
     with tempfile.TemporaryDirectory(prefix=f"series-{scenario}-") as tmp:
         folder = Path(tmp)
         (folder / "state" / "profiling").mkdir(parents=True)
@@ -74,7 +79,7 @@ def samples_per_scrape(scenario: str, enabled: tuple[str, ...] = ()) -> dict[str
         try:
             if kubelet is not None:
                 _wait_for_socket(socket, kubelet)
-            config = {
+            yield {
                 "npu_smi": {
                     "command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", scenario],
                     "backend": "cli",
@@ -88,27 +93,37 @@ def samples_per_scrape(scenario: str, enabled: tuple[str, ...] = ()) -> dict[str
                 "collectors": {"enabled": list(enabled)},
                 "state_directory": str(folder / "state"),
             }
-            path = folder / "npumon.yaml"
-            path.write_text(yaml.safe_dump(config))
-            done = subprocess.run(
-                [str(BIN / "npumon"), "collect", "--once", "--config", str(path)],
-                capture_output=True,
-                text=True,
-                timeout=300,
-                env={**os.environ, "NPUMON_SIM_TIME": SIM_TIME},
-            )
         finally:
             if kubelet is not None:
                 kubelet.terminate()
                 kubelet.wait(10)
-    # a source that fails (dcmi-fail) makes the exit status 1; the exposition is still printed
-    if "npumon_build_info" not in done.stdout:
-        raise RuntimeError(f"{scenario}: collect --once printed nothing: {done.stderr[-2000:]}")
-    lines = [line for line in done.stdout.splitlines() if line and not line.startswith("#")]
+
+
+def counted(exposition: str) -> dict[str, int]:
+    """{"samples": per scrape, "chips": the node's chips} of one exposition."""
+    lines = [line for line in exposition.splitlines() if line and not line.startswith("#")]
     chips = next(
         (int(float(line.split()[-1])) for line in lines if line.startswith("npumon_chips")), 0
     )
     return {"samples": len(lines), "chips": chips}
+
+
+def samples_per_scrape(scenario: str, enabled: tuple[str, ...] = ()) -> dict[str, int]:
+    """``counted`` of one `npumon collect --once` of the scenario's node."""
+    with node(scenario, enabled) as config, tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "npumon.yaml"
+        path.write_text(yaml.safe_dump(config))
+        done = subprocess.run(
+            [str(BIN / "npumon"), "collect", "--once", "--config", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "NPUMON_SIM_TIME": SIM_TIME},
+        )
+    # a source that fails (dcmi-fail) makes the exit status 1; the exposition is still printed
+    if "npumon_build_info" not in done.stdout:
+        raise RuntimeError(f"{scenario}: collect --once printed nothing: {done.stderr[-2000:]}")
+    return counted(done.stdout)
 
 
 def measure(names: list[str], detail: bool = True) -> dict[str, dict[str, int | None]]:

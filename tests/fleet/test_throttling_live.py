@@ -1,10 +1,11 @@
 """The catalog's thermal-10m fault (one 10-minute throttling episode) through a real Prometheus
-scraping a simulated node agrees with the harness (promtool), on a clock scaled down 10 times.
+scraping a simulated node agrees with the harness (promtool), on a clock scaled down 20 times.
 
 NpuThermalThrottling judges a 20-minute share of time, so the rules are rendered through the
 chart's own tuning path (prometheusRule.alerts.NpuThermalThrottling: window and for, divided by
-SCALE) and the episode is scaled the same way: 60 s of overheating in the simulator's npu-smi
-(reaching the temperature limit after 6 s, as the catalog's first scrape reads `unknown`). The
+SCALE) and the episode is scaled the same way: 30 s of overheating in the simulator's npu-smi
+(reaching the temperature limit after 3 s, as the catalog's first scrape reads `unknown`), on a
+two-chip node read every STEP seconds. The
 same rendered rules and the same scaled timeline go through promtool (tests/alerts/engines.py).
 Both must fire, on NPU 0 only, with the delay from the first throttled scrape to the first firing
 evaluation within one scrape plus one evaluation interval of each other (the phase of Prometheus'
@@ -22,25 +23,26 @@ from typing import Any
 
 import pytest
 import yaml
-from chart_render import one, render
 from fleet_processes import Processes
 from fleet_scenario import BIN, POLLING, PROMETHEUS, api_query
+from tuned_rules import write_scaled
 
 from npumon.simulator.fault_catalog import Chip, Scenario, load, seconds
 from tests.alerts.engines import run_promtool
 from tests.helpers.wait import wait_for
 
 ALERT = "NpuThermalThrottling"
-SCALE = 10
+SCALE = 20
 CATALOG = load()
 FAULT = next(s for s in CATALOG.scenarios if s.name == "thermal-10m")
 EVENT = FAULT.events[0]
 EPISODE = (seconds(EVENT["end"]) - seconds(EVENT["start"])) / SCALE
 RAMP = 60.0 / SCALE  # the simulator's default ramp to the limit, scaled
-STEP = 5  # seconds between scrapes, between npu-smi reads and between rule evaluations
-LEAD = 30.0  # seconds after the simulator's epoch when the episode starts
+STEP = 2  # seconds between scrapes, between npu-smi reads and between rule evaluations
+LEAD = 20.0  # seconds after the simulator's epoch when the episode starts
 SCENARIO = """
 family: 910b
+npus: 2
 npu_smi_version: "25.2.2"
 epoch: {epoch}
 seed: 28
@@ -48,26 +50,6 @@ events:
   - {{kind: overheat, npu: 0, start: {start}, end: {end}, temperature_celsius: 96,
      ramp_seconds: {ramp}, throttled_mhz: 1100, load_percent: 96}}
 """
-
-
-def _tuned_rules(path: Path) -> None:
-    """The shipped rules as the chart renders them with the alert's window and for scaled."""
-    rule = next(
-        r
-        for g in yaml.safe_load(
-            (Path(__file__).parents[2] / "config/prometheus/npumon-rules.yml").read_text()
-        )["groups"]
-        for r in g["rules"]
-        if r.get("alert") == ALERT
-    )
-    tuning = {
-        "window": f"{int(seconds('20m') / SCALE)}s",
-        "for": f"{int(seconds(rule['for']) / SCALE)}s",
-    }
-    values = {"prometheusRule": {"enabled": True, "alerts": {ALERT: tuning}}}
-    spec = one(render(values), "PrometheusRule")["spec"]
-    assert f"[{tuning['window']}]" in str(spec), "the window value did not reach the expr"
-    path.write_text(yaml.safe_dump({"groups": spec["groups"]}))
 
 
 def _samples(url: str, selector: str) -> list[tuple[dict[str, str], float, float]]:
@@ -91,7 +73,7 @@ def _prometheus_config(path: Path, rules: Path, port: int) -> None:
 def test_a_scaled_throttling_episode_fires_as_the_harness_says(tmp_path: Path) -> None:
     assert PROMETHEUS is not None, "prometheus is not installed: `make tools` installs it"
     rules = tmp_path / "tuned-rules.yml"
-    _tuned_rules(rules)
+    write_scaled(rules, ALERT, SCALE, window="20m")
     epoch = time.time()
     scenario = tmp_path / "thermal.yaml"
     scenario.write_text(SCENARIO.format(epoch=epoch, start=LEAD, end=LEAD + EPISODE, ramp=RAMP))
