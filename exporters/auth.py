@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import hmac
 import secrets
 from collections.abc import Mapping
 
@@ -14,7 +15,7 @@ _MAX_OK = 1024  # valid credentials; failures cannot evict them
 _MAX_FAILED = 256  # recent failures, the oldest dropped first
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=32)  # one per cost (4..31)
 def _dummy_hash(cost: int) -> bytes:
     """A hash of a random password at ``cost``: unknown users cost as much as known ones."""
     return bcrypt.hashpw(secrets.token_bytes(16), bcrypt.gensalt(rounds=cost))
@@ -28,8 +29,14 @@ class BasicAuth:
 
     def __init__(self, users: Mapping[str, str]) -> None:
         self._users = {user: hashed.encode() for user, hashed in users.items()}
-        costs = (int(h[4:6]) for h in self._users.values())  # $2b$10$...: validated as bcrypt
-        self._dummy = _dummy_hash(max(costs, default=10))
+        # An unknown user is checked against a dummy hash of one of the configured costs ($2b$10$
+        # ...: validated as bcrypt), picked by a keyed hash of the name: with users of mixed
+        # costs, a fixed dummy cost would tell the users of other costs from unknown names.
+        # The key is a digest of the configured hashes: stable across restarts (a name's cost
+        # does not change) and not computable by a client.
+        costs = sorted(int(h[4:6]) for h in self._users.values()) or [10]
+        self._dummies = [_dummy_hash(cost) for cost in costs]
+        self._dummy_key = hashlib.sha256(b"\0".join(sorted(self._users.values()))).digest()
         self._ok: set[bytes] = set()
         self._failed: dict[bytes, None] = {}  # oldest first
 
@@ -49,7 +56,7 @@ class BasicAuth:
             return known
         hashed = self._users.get(user)
         try:
-            ok = bcrypt.checkpw(password, hashed or self._dummy) and hashed is not None
+            ok = bcrypt.checkpw(password, hashed or self._dummy(user)) and hashed is not None
         except ValueError:  # e.g. a password over bcrypt's 72 bytes
             ok = False
         if ok and len(self._ok) < _MAX_OK:
@@ -59,6 +66,10 @@ class BasicAuth:
             if len(self._failed) > _MAX_FAILED:
                 del self._failed[next(iter(self._failed))]
         return ok
+
+    def _dummy(self, user: str) -> bytes:
+        pick = hmac.digest(self._dummy_key, user.encode(), "sha256")
+        return self._dummies[int.from_bytes(pick[:8], "big") % len(self._dummies)]
 
     def _known(self, key: bytes) -> bool | None:
         return True if key in self._ok else False if key in self._failed else None

@@ -131,3 +131,23 @@ def test_a_malformed_header_is_refused_without_bcrypt(
     assert basic.cached(header) is False and basic.check(header) is False
     assert checkpw.hashes == []
     assert basic.check("basic" + _basic(b"a:pw")[5:])  # the scheme in any case
+
+
+def test_unknown_names_cost_what_the_configured_users_cost(checkpw: _CountingCheckpw) -> None:
+    # users of mixed costs (htpasswd -B makes cost 5, Go's and Python's bcrypt 10 or 12): a
+    # fixed dummy cost would set unknown names apart from the users of every other cost
+    checkpw.delay = 0.0
+    users = {
+        "cheap": bcrypt.hashpw(b"a", bcrypt.gensalt(rounds=4)).decode(),
+        "dear": bcrypt.hashpw(b"b", bcrypt.gensalt(rounds=5)).decode(),
+    }
+    names = [f"nobody{i}" for i in range(32)]
+    for name in names:
+        assert not BasicAuth(users).check(_basic(f"{name}:x".encode()))
+    costs = [hashed[:7] for hashed in checkpw.hashes]
+    assert set(costs) == {b"$2b$04$", b"$2b$05$"}, costs
+    checkpw.hashes.clear()
+    restarted = BasicAuth(users)  # a name's cost is the same after a restart
+    for name in names:
+        assert not restarted.check(_basic(f"{name}:y".encode()))
+    assert [hashed[:7] for hashed in checkpw.hashes] == costs
