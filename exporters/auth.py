@@ -1,18 +1,23 @@
-"""HTTP basic auth against bcrypt hashes, recent results cached."""
+"""HTTP basic auth against bcrypt hashes, recent results cached, checks queued with a bound."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import functools
 import hashlib
 import hmac
 import secrets
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 
 import bcrypt
 
 _MAX_OK = 1024  # valid credentials; failures cannot evict them
 _MAX_FAILED = 256  # recent failures, the oldest dropped first
+# bcrypt checks waited for at once: each holds a connection with a request in flight (never shed,
+# see privileges.md), so their count bounds what clients can park behind the one bcrypt thread
+MAX_PENDING_CHECKS = 64
 
 
 @functools.lru_cache(maxsize=32)  # one per cost (4..31)
@@ -77,6 +82,40 @@ class BasicAuth:
     def _key(self, user: str, password: bytes) -> bytes:
         hashed = self._users.get(user, b"")
         return hashlib.sha256(b"\0".join((user.encode(), password, hashed))).digest()
+
+
+class BcryptQueue:
+    """One bcrypt check at a time (exporter-toolkit's rule: a wrong-password flood costs one
+    core at most), at most ``limit`` waited for at once. ``check`` answers from the cache when
+    it can; else it queues a check, dropped when ``gone()`` completes first (a client that left);
+    beyond ``limit`` checks waited for it answers None at once, for a 503: the requests parked
+    behind bcrypt, and what their connections buffer, stay bounded. ``pending`` counts them."""
+
+    def __init__(self, limit: int = MAX_PENDING_CHECKS) -> None:
+        self.limit, self.pending = limit, 0  # only the event loop thread counts
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="npumon-bcrypt")
+
+    async def check(
+        self, auth: BasicAuth, header: str | None, gone: Callable[[], Awaitable[None]]
+    ) -> bool | None:
+        known = auth.cached(header)
+        if known is not None:
+            return known
+        if self.pending >= self.limit:
+            return None
+        self.pending += 1
+        try:
+            check = asyncio.get_running_loop().run_in_executor(self._thread, auth.check, header)
+            left = asyncio.ensure_future(gone())
+            await asyncio.wait((check, left), return_when=asyncio.FIRST_COMPLETED)
+            left.cancel()
+            check.cancel()  # a queued check never runs; a running one ends unobserved
+            return check.done() and not check.cancelled() and check.result()
+        finally:
+            self.pending -= 1
+
+    def close(self) -> None:
+        self._thread.shutdown(wait=False, cancel_futures=True)
 
 
 def _decode(header: str | None) -> tuple[str, bytes] | None:
