@@ -18,10 +18,9 @@ import stat
 from pathlib import Path
 from typing import IO
 
+from npumon.daemon.nofollow import FILE_FLAGS, open_below
+
 _ROOTS: set[Path] = set()  # absolute, as given (a link in the root's own path is the caller's)
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-# O_NONBLOCK: opening a FIFO planted in a profile must not block; fstat refuses it after
-_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def add_root(root: Path) -> None:
@@ -42,40 +41,13 @@ def open_fd(path: Path) -> int:
     """A descriptor of the regular file ``path``; OSError (strerror says why) when a link
     stands anywhere below its root, or it is not a regular file."""
     path = Path(os.path.abspath(path))
-    root = _root_of(path)
-    parts = path.relative_to(root).parts
-    if ".." in parts:
-        raise OSError(errno.EINVAL, "a '..' in a table's path", str(path))
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        for part in parts[:-1]:
-            fd, parent = _at(part, _DIR, fd), fd
-            os.close(parent)
-        file = _at(parts[-1], _FILE, fd)
-    finally:
-        os.close(fd)
+    file = open_below(_root_of(path), path, FILE_FLAGS)
     info = os.fstat(file)
     if not stat.S_ISREG(info.st_mode):
         os.close(file)
         raise OSError(errno.EINVAL, "not a regular file", str(path))
     os.set_blocking(file, True)
     return file
-
-
-def _at(name: str, flags: int, dir_fd: int) -> int:
-    try:
-        return os.open(name, flags, dir_fd=dir_fd)
-    except OSError as error:  # O_NOFOLLOW met a link: ELOOP, or ENOTDIR with O_DIRECTORY
-        if error.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(name, dir_fd):
-            raise OSError(error.errno, f"{name} is a symlink (not followed)") from None
-        raise
-
-
-def _is_link(name: str, dir_fd: int) -> bool:
-    try:
-        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-    except OSError:
-        return False
 
 
 def open_binary(path: Path) -> IO[bytes]:

@@ -11,6 +11,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from npumon.daemon import nofollow
 from npumon.daemon.config import Config
 from npumon.daemon.model.profile import CAPTURE_RESULTS, ProfilingView, WorkloadProfile
 from npumon.daemon.profiling import capture_msprof, ingest
@@ -206,8 +207,10 @@ class Profiler:
         """Export writes into the PROF dir: do it on our copy, never in the user's."""
         scratch = self.captures_dir / f"ingest-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
         private_dir(self.captures_dir)
-        for member, _ in group.members:
-            shutil.copytree(member, scratch / Path(member).name, symlinks=True)
+        scratch.mkdir(0o700)
+        for member, _ in group.members:  # no link below the ingest path followed
+            root = group.root or Path(member).parent
+            nofollow.copy_tree(Path(member), scratch / Path(member).name, root)
         capture_msprof.export_pending(
             self.settings.msprof.command, scratch, self.settings.timeouts.export, self.host.runner
         )

@@ -21,6 +21,7 @@ from npumon.daemon.profiling.statefile import (
     atomic_write,
     move_aside,
     read_state,
+    state_file_cap,
     write_state,
 )
 
@@ -103,7 +104,7 @@ class ProfileState:
     def load(self) -> None:
         """Read the file if there is one; a bad one is moved aside, logged and counted."""
         try:
-            loaded = read_state(self.path)
+            loaded = read_state(self.path, state_file_cap(self.max_workloads, self.window))
         except StateProblem as problem:
             self.workloads.clear()
             self.ingested.clear()

@@ -21,7 +21,21 @@ from pydantic import TypeAdapter, ValidationError, with_config
 from npumon.daemon.model.profile import FINITE, ProfileSummary
 
 FORMAT_VERSION: Literal[1] = 1
-MAX_STATE_BYTES = 64 << 20  # a real file is a few kB per workload; more is not ours
+# The largest file the settings can write, with room to spare: a summary of up to 64 ranks and
+# top_n 100 operators (< 64 KiB) and its medians per workload, and ~30,000 ingested folders.
+# Loading JSON costs ~5x its size in memory, so a file the settings cannot have written (however
+# valid) is refused unread rather than loaded.
+SUMMARY_BYTES = 64 << 10
+MEDIAN_BYTES = 24
+INGESTED_BYTES = 4 << 20
+
+
+def state_file_cap(max_workloads: int, window: int) -> int:
+    """Bytes a state file may have for ``max_workloads`` workloads and a baseline ``window``."""
+    return INGESTED_BYTES + max_workloads * (SUMMARY_BYTES + MEDIAN_BYTES * (window + 1))
+
+
+MAX_STATE_BYTES = state_file_cap(256, 1000)  # the largest settings (config.py's bounds)
 KEEP_CORRUPT = 3  # moved-aside files kept for a post-mortem; older ones are deleted
 CORRUPT_SUFFIX = ".corrupt-"
 
@@ -70,7 +84,11 @@ def read_state(path: Path, max_bytes: int = MAX_STATE_BYTES) -> StateFile | None
     if not stat.S_ISREG(info.st_mode):
         raise StateProblem("corrupt", f"not a regular file (mode {stat.filemode(info.st_mode)})")
     if info.st_size > max_bytes:
-        raise StateProblem("corrupt", f"{info.st_size} bytes, over the {max_bytes} byte cap")
+        raise StateProblem(
+            "corrupt",
+            f"{info.st_size} bytes, over the {max_bytes} byte cap for profiling.max_workloads"
+            " and profiling.baseline.captures (not read)",
+        )
     try:
         with path.open("rb") as handle:
             data = handle.read(max_bytes + 1)

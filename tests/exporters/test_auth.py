@@ -3,6 +3,7 @@ as much as known ones, and only the liveness path is open."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import threading
 import time
@@ -15,9 +16,10 @@ import pytest
 from edge_helpers import auth, exposition, get, raw_connection
 
 from npumon.exporters import auth as auth_module
-from npumon.exporters.auth import BasicAuth
+from npumon.exporters.auth import BasicAuth, BcryptQueue
 from npumon.exporters.http import Server, serve
 from npumon.exporters.webconfig import parse_web_config
+from tests.helpers.wait import scaled
 
 pytestmark = pytest.mark.integration  # real loopback servers
 
@@ -32,6 +34,8 @@ class _CountingCheckpw:
         self.running = 0
         self.most = 0
         self.delay = 0.02  # stands for a costlier hash: overlapping calls would show
+        self.gate = threading.Event()  # cleared: every check waits until it is set again
+        self.gate.set()
         self._lock = threading.Lock()
         self._real = bcrypt.checkpw
 
@@ -41,6 +45,7 @@ class _CountingCheckpw:
             self.running += 1
             self.most = max(self.most, self.running)
         try:
+            assert self.gate.wait(scaled(30)), "the test never opened the gate"
             time.sleep(self.delay)
             return self._real(password, hashed)
         finally:
@@ -131,3 +136,60 @@ def test_a_malformed_header_is_refused_without_bcrypt(
     assert basic.cached(header) is False and basic.check(header) is False
     assert checkpw.hashes == []
     assert basic.check("basic" + _basic(b"a:pw")[5:])  # the scheme in any case
+
+
+def test_unknown_names_cost_what_the_configured_users_cost(checkpw: _CountingCheckpw) -> None:
+    # users of mixed costs (htpasswd -B makes cost 5, Go's and Python's bcrypt 10 or 12): a
+    # fixed dummy cost would set unknown names apart from the users of every other cost
+    checkpw.delay = 0.0
+    users = {
+        "cheap": bcrypt.hashpw(b"a", bcrypt.gensalt(rounds=4)).decode(),
+        "dear": bcrypt.hashpw(b"b", bcrypt.gensalt(rounds=5)).decode(),
+    }
+    names = [f"nobody{i}" for i in range(32)]
+    for name in names:
+        assert not BasicAuth(users).check(_basic(f"{name}:x".encode()))
+    costs = [hashed[:7] for hashed in checkpw.hashes]
+    assert set(costs) == {b"$2b$04$", b"$2b$05$"}, costs
+    checkpw.hashes.clear()
+    restarted = BasicAuth(users)  # a name's cost is the same after a restart
+    for name in names:
+        assert not restarted.check(_basic(f"{name}:y".encode()))
+    assert [hashed[:7] for hashed in checkpw.hashes] == costs
+
+
+def test_bcrypt_checks_waited_for_are_bounded_and_the_rest_shed_at_once(
+    checkpw: _CountingCheckpw,
+) -> None:
+    """What a flood of new credentials can park behind the one bcrypt thread is ``limit``
+    requests: the next are answered None (a 503) without queueing; a client that leaves frees
+    its place and its queued check never runs."""
+    checkpw.delay = 0.0
+    hashed = bcrypt.hashpw(b"pw", bcrypt.gensalt(rounds=4)).decode()
+    basic, queue = BasicAuth({"prom": hashed}), BcryptQueue(limit=4)
+
+    async def flood() -> None:
+        loop = asyncio.get_running_loop()
+        left = [loop.create_future() for _ in range(7)]
+        checks = [
+            asyncio.ensure_future(queue.check(basic, _header(f"w{i}")[15:], lambda i=i: left[i]))
+            for i in range(7)
+        ]
+        assert [await check for check in checks[4:]] == [None] * 3  # shed at once
+        assert queue.pending == 4
+        left[1].set_result(None)  # a client queued behind the first check leaves
+        assert await checks[1] is False and queue.pending == 3
+        checkpw.gate.set()
+        assert [await checks[i] for i in (0, 2, 3)] == [False] * 3
+        assert queue.pending == 0
+        stays = loop.create_future
+        assert await queue.check(basic, _header("w0")[15:], stays) is False  # cached
+        assert await queue.check(basic, _header("pw")[15:], stays) is True
+
+    checkpw.gate.clear()
+    try:
+        asyncio.run(flood())
+    finally:
+        checkpw.gate.set()
+        queue.close()
+    assert len(checkpw.hashes) == 4, "a check ran for the client that left, or a shed one"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from profiling_helpers import (
@@ -191,3 +193,50 @@ def test_a_profile_folder_swapped_for_a_link_after_it_was_found_is_not_read(
     group = IngestGroup("job", found, ((str(found), 1.0),), user)
     outcome = profiler._ingest(group)  # noqa: SLF001 (the analysis of one found group)
     assert outcome.result == "failed" and "symlink" in outcome.message, outcome
+
+
+class _SwapAfterListing:
+    """os.scandir that, once a listing holding ``victim``'s name is read, swaps ``victim`` for
+    a symlink to ``target``: the job's move between a copier's check and its open."""
+
+    def __init__(self, victim: Path, target: Path) -> None:
+        self.victim, self.target, self.swapped = victim, target, False
+        self._real = os.scandir
+
+    def __call__(self, path: Any = ".") -> Any:
+        with self._real(path) as listing:
+            entries = list(listing)
+        if not self.swapped and any(e.name == self.victim.name for e in entries):
+            self.swapped = True
+            if self.victim.is_dir():
+                shutil.rmtree(self.victim)
+            else:
+                self.victim.unlink()
+            self.victim.symlink_to(self.target)
+        return contextlib.nullcontext(iter(entries))
+
+
+@pytest.mark.parametrize("swapped", ["op_statistic.csv", "ASCEND_PROFILER_OUTPUT"])
+def test_the_export_copy_never_follows_an_entry_swapped_for_a_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swapped: str
+) -> None:
+    secret = tmp_path / "root-only"
+    secret.mkdir(mode=0o700)
+    (secret / "op_statistic.csv").write_text("OP Type,Count\nTOPSECRETOP,1\n")
+    member = tmp_path / "profiles" / "job" / "node1_1000_2025_ascend_pt"
+    out = member / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    (out / "op_statistic.csv").write_text("OP Type,Count\nMatMul,1\n")
+    (member / "profiler_info.json").write_text("{}")
+    profiler, _ = profiler_for(config_for(tmp_path, enabled=False))
+    group = IngestGroup("job", member, ((str(member), 1.0),), tmp_path / "profiles")
+    victim = out / swapped if swapped.endswith(".csv") else out
+    swap = _SwapAfterListing(victim, secret / swapped if victim.is_file() else secret)
+    monkeypatch.setattr(os, "scandir", swap)
+    scratch = profiler._copy_for_export(group)  # noqa: SLF001 (the copy of one group)
+    monkeypatch.undo()
+    assert swap.swapped
+    copied = list(scratch.rglob("*"))
+    assert not [p for p in copied if p.is_symlink()], copied
+    assert not [p for p in copied if p.is_file() and "TOPSECRETOP" in p.read_text()], copied
+    assert (scratch / member.name / "profiler_info.json").read_text() == "{}"

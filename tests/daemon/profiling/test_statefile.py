@@ -17,7 +17,13 @@ from profiling_helpers import config_for, exposition, profiler_for, summary, val
 from npumon.daemon.model.profile import AnalysisReport
 from npumon.daemon.profiling.capture import CaptureOutcome
 from npumon.daemon.profiling.state import STATE_FILE, ProfileState
-from npumon.daemon.profiling.statefile import move_aside, read_state
+from npumon.daemon.profiling.statefile import (
+    FILE_ADAPTER,
+    MAX_STATE_BYTES,
+    move_aside,
+    read_state,
+    state_file_cap,
+)
 from tests.helpers.exposition import samples
 
 GOOD = json.loads(
@@ -150,6 +156,50 @@ def test_an_oversized_state_file_is_not_read(tmp_path: Path) -> None:
         handle.truncate(10 << 20)  # sparse: costs no disk
     with pytest.raises(Exception, match="over the 1048576 byte cap"):
         read_state(path, max_bytes=1 << 20)
+
+
+def _valid_state(workloads: int, medians: int, ranks: int = 4, ops: int = 11) -> bytes:
+    """The fixture's workload under ``workloads`` names, each with ``medians`` medians and its
+    ranks and operators repeated to ``ranks`` and ``ops`` entries: a file that validates."""
+    data = json.loads(FIXTURE_TEXT)
+    one = data["workloads"]["qwen3"]
+    one["medians"] = [0.41 + i * 1e-9 for i in range(medians)]
+    summary = one["summary"]
+    for key, count in (("ranks", ranks), ("op_time_ratio", ops)):
+        summary[key] = [
+            {**summary[key][i % len(summary[key])], **({"rank": str(i)} if key == "ranks" else {})}
+            for i in range(count)
+        ]
+    data["workloads"] = {f"job-{i:04}": one for i in range(workloads)}
+    return json.dumps(data).encode()
+
+
+def test_a_valid_state_file_bigger_than_the_settings_can_write_is_refused_unread(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a 60 MB file that validates cost 458 MB of RSS to load; the default settings (16
+    # workloads, a window of 20) write well under their cap, so a bigger file is not theirs
+    cap = state_file_cap(16, 20)
+    per_workload = len(_valid_state(2, 21)) - len(_valid_state(1, 21))
+    data = _valid_state(cap // per_workload + 1, 21)
+    assert FILE_ADAPTER.validate_json(data) and len(data) > cap
+    (tmp_path / STATE_FILE).write_bytes(data)
+    validated: list[int] = []
+    real = FILE_ADAPTER.validate_json
+    monkeypatch.setattr(FILE_ADAPTER, "validate_json", lambda d: validated.append(1) or real(d))
+    state = ProfileState(tmp_path, window=20, max_workloads=16)
+    state.load()
+    assert validated == [], "the file was parsed"
+    assert state.workloads == {} and state.errors == {"corrupt": 1}
+    assert f"over the {cap} byte cap for profiling.max_workloads" in caplog.text
+    assert not (tmp_path / STATE_FILE).exists()  # moved aside
+
+
+def test_the_largest_state_the_settings_can_write_loads() -> None:
+    # the largest settings: 256 workloads, a window of 1,000 medians (+1), top_n 100, 64 ranks
+    data = _valid_state(256, 1001, ranks=64, ops=100)
+    assert len(data) <= MAX_STATE_BYTES == state_file_cap(256, 1000)
+    assert len(_valid_state(16, 21, ranks=64, ops=100)) <= state_file_cap(16, 20)
 
 
 def test_an_unreadable_state_file_is_counted_and_moved_aside(
