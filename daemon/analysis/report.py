@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from npumon.daemon.analysis.diagnosis import transfer_tier
+from npumon.daemon.analysis.findings import transfer_tier
 from npumon.daemon.analysis.figures import (
     PERCENTILE_MIN_STEPS,
     PHASE_TITLES,

@@ -25,8 +25,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from npumon.daemon.analysis import confine, sqlite_host
-from npumon.daemon.analysis.layout import TRACE_VIEW, inside
+from npumon.daemon.analysis.evidence import HostShare
+from npumon.daemon.analysis.readers import confine, sqlite_host
+from npumon.daemon.analysis.readers.layout import TRACE_VIEW, inside
 
 API_STATISTIC = "api_statistic.csv"
 DATA_LOADER_EVENT = '"enumerate(DataLoader)#'  # the event name, opening quote included
@@ -49,20 +50,6 @@ class HostTimes:
     data_loader_calls: int | None = None
     compile_us: float | None = None  # aclopCompileAndExecute
     compile_calls: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class HostShare:
-    """HostTimes of the ranks that have them over those ranks' steps: per step and over step
-    time (None where no rank measured it)."""
-
-    steps: int
-    data_loader_ms: float | None
-    data_loader_ratio: float | None
-    compile_calls: int | None  # the most of one rank's capture (msprof-analyze counts per rank)
-    compile_per_step: float | None  # calls
-    compile_ms: float | None  # per step
-    compile_ratio: float | None
 
 
 def read(root: Path, notes: list[str]) -> HostTimes | None:

@@ -25,9 +25,9 @@ without PMU time columns are not judged, as the peer skips them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from npumon.daemon.analysis.evidence import RankSequences, Sequence_
 from npumon.daemon.model.profile import Thresholds
 
 if TYPE_CHECKING:
@@ -39,27 +39,6 @@ NAMED = 3  # sequences named in the finding
 _NOT_COMPUTE = ("HCCL", "COMMUNICATION", "AI_CPU")
 _COMM_PREFIXES = ("hcom", "lccl", "lcoc")
 _PRIME = 1_000_003
-
-
-@dataclass(frozen=True, slots=True)
-class Sequence_:
-    ops: tuple[str, ...]  # operator names, launch order
-    ids: tuple[int, ...]  # the operators (name and shapes) as ids, for containment
-    count: int  # windows of it reported
-    wall_us: float  # their wall time, summed (the peer's figure)
-    busy_us: float  # their tasks' time
-    host_bound: bool
-    mte_bound: bool
-
-
-@dataclass(frozen=True, slots=True)
-class RankSequences:
-    """One rank's reported sequences and what their windows cover, counted once."""
-
-    rank: str
-    span_us: float
-    union_us: float  # the reported windows' intervals merged
-    sequences: tuple[Sequence_, ...]  # longest wall time first
 
 
 def _time(frame: pd.DataFrame, column: str) -> np.ndarray:
