@@ -34,7 +34,7 @@ from npumon.daemon.model.profile import (
 )
 
 DEFAULT_THRESHOLDS = Thresholds()
-_MAX_PEERS = 384  # links a rank drives at once, at most: an Atlas A3 supernode's NPUs
+_MAX_LINK_RANKS = 384  # links a rank drives at once, at most: an Atlas A3 supernode's NPUs
 
 
 class NoProfileData(Exception):
@@ -311,14 +311,14 @@ def _communication(p: _Profile, t: Thresholds, problems: list[str]) -> CommRead:
 def _transfer_ratio(read: CommRead, step_total_us: float | None) -> float | None:
     """communication.json's transit time over the step time of the ranks it came from.
 
-    None when that transit is implausibly short for what its links moved: a rank's transfers
-    last at least the link time of a link type (summed over its peers) over _MAX_PEERS. CANN
-    8.3's Level2 export (pp2dp2_level2) records 0.036 ms of transit against 368 ms of HCCS
-    link time and files the rest as idle: unknown, not "fine"."""
+    None when that transit is implausibly short for what its links moved: a rank's transfers last at
+    least the link time of a link type (summed over the ranks it sends to) over _MAX_LINK_RANKS.
+    CANN 8.3's Level2 export (pp2dp2_level2) records 0.036 ms of transit against 368 ms of HCCS link
+    time and files the rest as idle: unknown, not "fine"."""
     if read.times is None or not step_total_us:
         return None
     link_seconds = max((x.transit_seconds for x in read.links), default=0.0)
-    if read.times.transit_seconds * _MAX_PEERS < link_seconds:
+    if read.times.transit_seconds * _MAX_LINK_RANKS < link_seconds:
         return None
     return read.times.transit_seconds / (step_total_us / 1e6)
 

@@ -40,7 +40,7 @@ class Sequence_:
     ops: tuple[str, ...]  # operator names, launch order
     ids: tuple[int, ...]  # the operators (name and shapes) as ids, for containment
     count: int  # windows of it reported
-    wall_us: float  # their wall time, summed (the peer's figure)
+    wall_us: float  # their wall time, summed (msprof-analyze's figure)
     busy_us: float  # their tasks' time
     host_bound: bool
     mte_bound: bool

@@ -1,24 +1,24 @@
-"""msprof-analyze's affinity API rule ("亲和API接口"): torch calls in the host timeline that
-torch_npu has a fused, NPU-affine replacement for.
+"""The host timeline of one rank, for msprof-analyze's affinity API rule
+(rules/affinity_api.py): its aten and optimizer call sequences, with where the model code made
+each call.
 
 The host timeline is trace_view.json's CPU ranges (torch_npu writes ph, name, pid, tid, ts, dur,
 cat, args; ts a string of us) or a db export's PYTORCH_API (startNs, endNs, name in STRING_IDS).
-Two sequences are read, as the peer reads them (advisor/analyzer/schedule/fusion_ops):
+Two sequences are read, as msprof-analyze reads them (advisor/analyzer/schedule/fusion_ops):
 
 - aten: the ``aten::*`` ranges by start time, each range nested in the one before it left out
   (the first level of the dispatcher), ``aten::`` stripped: ``permute, contiguous, view, ...``;
 - optimizer: the ``Optimizer.step#<class>.step`` ranges, ``Optimizer.step#`` stripped.
 
-A pattern is ops joined by ``-``; ``(a|b)`` with a regex count suffix (``{0,1}``, ``*``) is
-optional or repeated. ``PATTERNS`` is the peer's rules/timeline_fusion_ops.yaml at its default
-versions (CANN 8.0.0, torch 2.1.0: rule sets 0-3; the MindSpeed rules are for 8.0.RC3 only).
-The file is scanned in chunks and never parsed whole, as host.py scans it.
+A pattern is ops joined by ``-``; ``(a|b)`` with a regex count suffix (``{0,1}``, ``*``) is optional
+or repeated. ``PATTERNS`` (rules/affinity_api.py) is msprof-analyze's rules/timeline_fusion_ops.yaml
+at its default versions (CANN 8.0.0, torch 2.1.0: rule sets 0-3; the MindSpeed rules are for 8.0.RC3
+only). The file is scanned in chunks and never parsed whole, as host.py scans it.
 
 Where the capture has call stacks (``with_stack=True``: the ``Call stack`` arg of each range,
 ``file(line): function`` frames innermost first, or ``\r\n``-separated), each match is placed at
-its first op's first frame outside the Python installation, the model code's line; the peer
-prints the whole stacks with their counts.
-"""
+its first op's first frame outside the Python installation, the model code's line; msprof-analyze
+prints the whole stacks with their counts."""
 
 from __future__ import annotations
 

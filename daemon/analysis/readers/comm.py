@@ -1,5 +1,6 @@
 """Communication from torch_npu's communication.json: transfer vs waiting, bandwidth per link
-type, and the slow-link finding.
+type, packet sizes and byte alignment, for the communication rules (rules/slow_link.py,
+small_packets.py, byte_alignment.py).
 
 Layout: ``{"step13": {"collective" | "p2p": {"<op>@<group>": {...}, "Total Op Info": {...}}}}``;
 each op has ``Communication Time Info`` (Elapse, Transit, Wait, Idle in ms) and ``Communication
@@ -16,18 +17,18 @@ no communication.json. An export_type=db unit gives both documents from its anal
 (sqlite_comm.py). Its LOCAL entries (a rank to itself) are not a link and are left out.
 
 The per-op entries count for one thing: packet sizes. msprof-analyze's packet analysis counts, per
-transport (SDMA, RDMA), the ops that moved anything and those that moved less than a minimum
-size; ``small_packets`` is npumon's rule for the same figures, per rank as the peer counts them,
-with two differences: it judges every rank (the peer one: the rank of the lowest SDMA bandwidth,
-in its slowest step) and it leaves out the ``Total Op Info`` entries (a step's collective and p2p
-sums), which the peer counts as ops (on pp2dp2_level2's rank 0: 3 of 8 ops, 38 %, where the
-peer says 30 %, 3 of 10 with the two totals; the small ops' time is the same, 0.81 ms).
+transport (SDMA, RDMA), the ops that moved anything and those that moved less than a minimum size;
+``small_packets`` is npumon's rule for the same figures, per rank as msprof-analyze counts them,
+with two differences: it judges every rank (msprof-analyze one rank: the one of the lowest SDMA
+bandwidth, in its slowest step) and it leaves out the ``Total Op Info`` entries (a step's collective
+and p2p sums), which msprof-analyze counts as ops (on pp2dp2_level2's rank 0: 3 of 8 ops, 38 %,
+where msprof-analyze says 30 %, 3 of 10 with the two totals; the small ops' time is the same, 0.81
+ms).
 
 The per-op ``Size Distribution`` (``{"<MB>": [transfers, ms]}`` per link type, MB = 1e6 bytes)
 gives the sizes of single transfers: msprof-analyze's byte alignment rule flags the ops whose
 SDMA transfers (link types HCCS, PCIE, SIO; RDMA is not judged) over 512 bytes are not a
-multiple of 512 bytes (``byte_alignment``).
-"""
+multiple of 512 bytes (``byte_alignment``)."""
 
 from __future__ import annotations
 

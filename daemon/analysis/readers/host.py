@@ -9,7 +9,7 @@ keep the device waiting inside the step, so they tell what Preparing holds:
   the file is scanned for the name in chunks and never parsed whole (it can be gigabytes).
 - on-line compilation: api_statistic.csv's ``aclopCompileAndExecute`` row (CANN API statistics,
   Level1 and up; msprof writes ``api_statistic_<ts>.csv``), its call count and total time. The
-  peer, msprof-analyze, counts the same API's events in the timeline; so does npumon where
+  msprof-analyze counts the same API's events in the timeline; so does npumon where
   there is no API statistic (torch_npu exports without api_statistic.csv): trace_view.json's
   ``AscendCL@aclopCompileAndExecute`` events (``aclopCompileAndExecute`` in older exports),
   scanned in the same pass as the data loader's. A trace with none of them says nothing

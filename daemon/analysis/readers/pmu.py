@@ -1,20 +1,7 @@
-"""Vector operators judged by their PMU ratios (kernel_details with aic_metrics=PipeUtilization).
-
-msprof-analyze's "Vector Operator Perf Analysis" (advisor's AI Core performance checker, rules
-aicore_performance.yaml), restated: of the vector operators (Accelerator Core AI_VECTOR_CORE or
-MIX_AIV; on 910A, whose one AI Core kind does both, the AI_CORE tasks that never used the cube)
-whose op type takes at least operator_pmu_min_share of all operator time, each (name, input
-shapes, output shapes) is judged on its mean aiv_vec_ratio, aiv_mte2_ratio and
-aiv_mte3_ratio: bound when vec + mte2 + mte3 >= pmu_vector_total_ratio (vec_mte2_mte3) or one unit
->= pmu_vector_unit_ratio (mte2, then mte3, then vec); otherwise it has headroom, the most any
-unit is below pmu_vector_unit_ratio. Unlike the peer, which lists every shape (2-17 us ones
-too), only the shapes of at least operator_pmu_shape_share of operator time are judged and
-named: ``operator_pmu`` names those with the most headroom and the longest bound ones, and
-counts the smaller ones. It fires only when such a shape has headroom: a profile whose vector
-operators that matter are all bound uses its units fully, which is no finding. The
-checker's cube (MatMul) and FlashAttention parts judge shape affinity (inner axes divisible by
-256 / 128) and are not restated here.
-"""
+"""The rows of a kernel table's vector operators with their PMU ratios and shapes
+(kernel_details with aic_metrics=PipeUtilization), as VectorRows for rules/operator_pmu.py: on
+AI_VECTOR_CORE or MIX_AIV, and on 910A (one AI Core kind for both) the AI_CORE tasks that never
+used the cube."""
 
 from __future__ import annotations
 

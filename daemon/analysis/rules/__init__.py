@@ -39,6 +39,11 @@ def _discover() -> tuple[Rule, ...]:
 RULES = _discover()
 
 
-def diagnose(evidence: Evidence, thresholds: Thresholds = Thresholds()) -> tuple[Bottleneck, ...]:
+DEFAULT_THRESHOLDS = Thresholds()
+
+
+def diagnose(
+    evidence: Evidence, thresholds: Thresholds = DEFAULT_THRESHOLDS
+) -> tuple[Bottleneck, ...]:
     """Every finding of every rule, in the rules' order."""
     return tuple(b for rule in RULES for b in rule.judge(evidence, thresholds))

@@ -1,4 +1,11 @@
-"""AFF"""
+"""affinity_api: msprof-analyze's affinity API rule ("亲和API接口"): torch calls in the host
+timeline (readers/affinity.py) that torch_npu has a fused, NPU-affine replacement for.
+
+A pattern is ops joined by ``-``; ``(a|b)`` with a regex count suffix (``{0,1}``, ``*``) is
+optional or repeated. ``PATTERNS`` is msprof-analyze's rules/timeline_fusion_ops.yaml at its
+default versions (CANN 8.0.0, torch 2.1.0: rule sets 0-3; the MindSpeed rules are for 8.0.RC3
+only). Where the capture has call stacks, each replacement names the code locations of its
+first op (at most ``PLACES_NAMED``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""AI_CPU_FALLBACK"""
+"""ai_cpu_fallback: operators that fell back to the AI CPU (tasks of at least ai_cpu_min_op_us)."""
 
 from __future__ import annotations
 

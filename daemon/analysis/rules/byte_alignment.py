@@ -1,4 +1,5 @@
-"""ALIGN"""
+"""byte_alignment: msprof-analyze's byte alignment rule: communication ops whose SDMA transfers
+are not a multiple of byte_alignment_bytes."""
 
 from __future__ import annotations
 

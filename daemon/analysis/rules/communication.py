@@ -1,4 +1,5 @@
-"""COMMUNICATION"""
+"""communication: communication not overlapped with compute over its share of the step; the
+checklist's data-transfer tier (transit, not waiting) is quoted."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""COMPUTE_BOUND"""
+"""compute_bound: Conv/MatMul, or Softmax, over their share of operator time."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DYNAMIC_SHAPE"""
+"""dynamic_shape: every operator task ran with a dynamic shape (msprof-analyze's rule)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,17 @@
-"""ENV"""
+"""env_vars: the environment variables torch_npu records with a profile, judged by
+msprof-analyze's rules.
+
+torch_npu writes ``profiler_metadata.json`` beside ``profiler_info_N.json`` with
+``{"ENV_VARIABLES": {"ASCEND_GLOBAL_LOG_LEVEL": "3", "ACLNN_CACHE_LIMIT": "", ...}}``: the
+variables it knows, "" when unset. Only what is recorded is judged (older torch_npu versions
+record fewer variables: those are unknown, not unset). Each rule is msprof-analyze's environment
+variable check (advisor/analyzer/overall/environment_variable_checker.py and
+rules/*/environment_variable_info.yaml) with its reason and fix; ``env_vars`` lists every
+variable a rule flags."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from npumon.daemon.analysis.evidence import Evidence

@@ -1,4 +1,5 @@
-"""FORMAT_CONVERSION"""
+"""format_conversion: layout and dtype conversions and copies (TransData, Cast, Transpose,
+TensorMove, ...) or reshapes and transposes over their share of operator time."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""FUSIBLE_OPS"""
+"""fusible_ops: msprof-analyze's fusible operator rule, on the sequences readers/fusible.py found:
+the rank whose sequences cover the largest share of its kernel table's span."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:
         f"({'host' if s.host_bound else 'MTE'}-bound)"
         for s in worst.sequences[:3]
     )
-    peer_ms = sum(s.wall_us for s in worst.sequences) / 1e3
+    advisor_ms = sum(s.wall_us for s in worst.sequences) / 1e3
     return (
         finding(
             ADVICE,
@@ -46,8 +47,8 @@ def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:
             f"{t.fusible_mte_ratio:.0%} of aicore time), cover {worst.union_us / 1e3:.3f} ms, "
             f"{share:.0%} of its kernel table's {worst.span_us / 1e3:.3f} ms (counted once; "
             f"threshold {t.fusible_ops_ratio:.0%}; {len(judged)} rank(s) with such sequences; "
-            f"msprof-analyze's rule adds up the overlapping windows: {peer_ms:.3f} ms). Longest: "
-            + named,
+            "msprof-analyze's rule adds up the overlapping windows: "
+            f"{advisor_ms:.3f} ms). Longest: " + named,
             share,
             t.fusible_ops_ratio,
         ),

@@ -1,4 +1,5 @@
-"""HOST_BOUND"""
+"""host_bound: the device is free inside the step (Free): the host cannot launch work fast enough.
+The device-busy tier of the checklist is quoted."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""INPUT_PIPELINE"""
+"""input_pipeline: the device waits for input. Graph mode: Data Aug Bound, the device's measured
+wait for the next batch; eager mode: the data loader's own time where the profile measured it
+(Preparing alone holds host launch and compilation too: that is slow_preparing)."""
 
 from __future__ import annotations
 

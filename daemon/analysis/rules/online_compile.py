@@ -1,4 +1,5 @@
-"""ONLINE_COMPILE"""
+"""online_compile: operators compiled on line (aclopCompileAndExecute), by msprof-analyze's call
+count or by their host time over the step."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ KIND = "online_compile"
 
 def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:
     """msprof-analyze's operator dispatch rule (at least 20 aclopCompileAndExecute calls in a
-    rank's capture), or their host time over the share of the step the peer ranks high (5 %)."""
+    rank's capture), or their host time over the share of the step msprof-analyze ranks high
+    (5 %)."""
     h = e.host
     if h is None or h.compile_calls is None or h.compile_calls == 0:
         return ()

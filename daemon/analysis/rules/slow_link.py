@@ -1,4 +1,5 @@
-"""SLOWLINK"""
+"""slow_link: a link type that moved at least slow_link_min_mb at under slow_link_ratio of its
+expected bandwidth; the slowest rank pairs of communication_matrix.json are named."""
 
 from __future__ import annotations
 

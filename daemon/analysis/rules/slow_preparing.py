@@ -1,4 +1,5 @@
-"""SLOW_PREPARING"""
+"""slow_preparing: Preparing (the step's start to its first device task) over its threshold with
+no data loader time that explains it: the figures the profile has, and "cause unknown"."""
 
 from __future__ import annotations
 

@@ -56,8 +56,8 @@ def _slow_rank(s: RankSpread) -> Bottleneck:
 def _late_rank(
     group: Sequence[RankBreakdown], spreads: Sequence[RankSpread], t: Thresholds
 ) -> Bottleneck | None:
-    """msprof-analyze's slow rank by communication: peers that compute alike but one spends far
-    longer in communication, i.e. waits in the collectives for the peer that spends the least
+    """msprof-analyze's slow rank by communication: replicas that compute alike but one spends far
+    longer in communication, i.e. waits in the collectives for the replica that spends the least
     there (it reaches them late for a reason outside its compute: host, input, step start)."""
     by_phase = {s.phase: s for s in spreads}
     comm = by_phase.get("communication")

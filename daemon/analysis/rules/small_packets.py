@@ -1,4 +1,5 @@
-"""SMALLPACKETS"""
+"""small_packets: msprof-analyze's packet rule, per rank: communication ops that move less than a
+transport's small-packet size (readers/comm.py says how its counts differ from msprof-analyze's)."""
 
 from __future__ import annotations
 
