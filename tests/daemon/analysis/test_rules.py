@@ -22,7 +22,7 @@ def test_rules_run_in_their_declared_order_and_no_two_share_a_place() -> None:
 def test_each_rule_module_reports_its_own_kind_with_its_own_advice() -> None:
     for rule in RULES:
         module = importlib.import_module(f"npumon.daemon.analysis.rules.{rule.kind}")
-        assert module.KIND == rule.kind
+        assert rule.kind == module.KIND
         assert isinstance(module.ADVICE, str) and module.ADVICE.endswith(".")
 
 
