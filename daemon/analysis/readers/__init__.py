@@ -14,7 +14,7 @@ following links.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from npumon.daemon.analysis.evidence import RankSequences, Timeline, VectorRows
@@ -65,48 +65,56 @@ class RankEvidence:
     timeline: Timeline | None  # host API sequences
 
 
-@dataclass
-class _Unit:
-    """The readers' notes while one unit is read; frozen into RankEvidence at the end."""
+@dataclass(frozen=True, slots=True)
+class _Log:
+    """The files read and the problems met while reading one unit, in reading order (every
+    reader appends, as the table readers append their notes)."""
 
-    sources: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    torch_ranks: list[tuple[str, list[steptime.StepRow]]] = field(default_factory=list)
-    graph_ranks: list[tuple[str, list[steptime.StepRow]]] = field(default_factory=list)
-    graph_model: dict[str, int] = field(default_factory=dict)
-    facts: list[ops.OpFacts] = field(default_factory=list)
-    kernel_units: list[str] = field(default_factory=list)
-    vector: list[VectorRows] = field(default_factory=list)
-    sequences: list[RankSequences] = field(default_factory=list)
-    unit_facts: dict[str, ops.OpFacts] = field(default_factory=dict)
+    sources: list[str]
+    problems: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Steps:
+    torch: tuple[tuple[str, list[steptime.StepRow]], ...] = ()
+    graph: tuple[tuple[str, list[steptime.StepRow]], ...] = ()
+    model: int | None = None  # the graph Model ID the steps come from (legacy layouts)
+
+
+@dataclass(frozen=True, slots=True)
+class _Ops:
+    facts: ops.OpFacts | None = None
+    kernel_read: bool = False
+    vector: tuple[VectorRows, ...] = ()
+    sequences: tuple[RankSequences, ...] = ()
 
 
 def read_unit(unit: layout.ProfileUnit, t: Thresholds, pmu_bytes: int) -> RankEvidence:
     """Every table of one unit; what cannot be read is in its problems."""
-    c = _Unit(problems=list(unit.notes))
-    _unit_steps(unit, c)  # first: a legacy unit's op tables follow its steps' model
-    _unit_ops(unit, t, c, pmu_bytes)
-    comm_files, comm_names, matrix_files = _unit_comm(unit, c)
-    meta = _metadata(unit, c)
-    times = host.read(unit.root, c.problems)
+    log = _Log([], list(unit.notes))
+    steps = _unit_steps(unit, log)  # first: a legacy unit's op tables follow its steps' model
+    read = _unit_ops(unit, t, steps.model, log, pmu_bytes)
+    comm_files, comm_names, matrix_files = _unit_comm(unit, log)
+    meta = _metadata(unit, log)
+    times = host.read(unit.root, log.problems)
     if times is None and layout.DB in unit.tables:
         times = host.read_db(unit.tables[layout.DB][0])
-    timeline = _unit_timeline(unit, c)
+    timeline = _unit_timeline(unit, log)
     return RankEvidence(
         name=unit.name,
-        sources=tuple(c.sources),
-        problems=tuple(c.problems),
-        torch_steps=tuple(c.torch_ranks),
-        graph_steps=tuple(c.graph_ranks),
-        facts=c.facts[-1] if c.facts else None,
-        kernel_read=bool(c.kernel_units),
+        sources=tuple(log.sources),
+        problems=tuple(log.problems),
+        torch_steps=steps.torch,
+        graph_steps=steps.graph,
+        facts=read.facts,
+        kernel_read=read.kernel_read,
         comm_files=comm_files,
         comm_names=comm_names,
         matrix_files=matrix_files,
         dp_ranks=replicas.dp_ranks(meta),
         env=environment.recorded(meta),
-        vector=tuple(c.vector),
-        sequences=tuple(c.sequences),
+        vector=read.vector,
+        sequences=read.sequences,
         host_times=times,
         timeline=timeline,
     )
@@ -141,10 +149,13 @@ def _graph_tables(paths: tuple[Path, ...], model: int | None, warmup: int) -> tu
     return later or tuple(p for p, _ in own) or paths
 
 
-def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Unit, pmu_bytes: int) -> None:
+def _unit_ops(
+    unit: layout.ProfileUnit, t: Thresholds, model: int | None, log: _Log, pmu_bytes: int
+) -> _Ops:
     kernel = statistic = None
-    if unit.layout == "legacy" and unit.name in c.graph_model:
-        model = c.graph_model[unit.name]
+    vector: list[VectorRows] = []
+    sequences: list[RankSequences] = []
+    if unit.layout == "legacy" and model is not None:
         unit = replace(
             unit,
             tables={
@@ -157,75 +168,70 @@ def _unit_ops(unit: layout.ProfileUnit, t: Thresholds, c: _Unit, pmu_bytes: int)
     if layout.DB in unit.tables and layout.KERNEL not in unit.tables:
         try:
             kernel = _db_facts(unit.tables[layout.DB][0], t)
-            c.sources.append(str(unit.tables[layout.DB][0]))
+            log.sources.append(str(unit.tables[layout.DB][0]))
             frame = sqlite_tables.read_pmu(unit.tables[layout.DB][0])
             if frame is not None:
-                c.vector.append(pmu.vector_rows(frame))
+                vector.append(pmu.vector_rows(frame))
         except TableError as exc:
-            c.problems.append(str(exc))
+            log.problems.append(str(exc))
     if layout.KERNEL in unit.tables:
         try:
-            kernel = _kernel_facts(unit.tables[layout.KERNEL], t, c.problems)
-            c.sources.extend(str(p) for p in unit.tables[layout.KERNEL])
+            kernel = _kernel_facts(unit.tables[layout.KERNEL], t, log.problems)
+            log.sources.extend(str(p) for p in unit.tables[layout.KERNEL])
             table = read_pmu(unit.tables[layout.KERNEL], pmu_bytes)
             if table is not None:
-                c.vector.append(pmu.vector_rows(table.frame, table.notes))
+                vector.append(pmu.vector_rows(table.frame, table.notes))
                 found = fusible.find(unit.name, table.frame, t)
                 if found is not None:
-                    c.sequences.append(found)
+                    sequences.append(found)
         except TableError as exc:
-            c.problems.append(str(exc))
+            log.problems.append(str(exc))
     if layout.OP_STATISTIC in unit.tables:
         try:
             table = read_op_statistic(unit.tables[layout.OP_STATISTIC])
             statistic = ops.statistic_facts(table.frame, t)
-            c.problems.extend(table.notes)
-            c.sources.extend(str(p) for p in unit.tables[layout.OP_STATISTIC])
+            log.problems.extend(table.notes)
+            log.sources.extend(str(p) for p in unit.tables[layout.OP_STATISTIC])
         except TableError as exc:
-            c.problems.append(str(exc))
+            log.problems.append(str(exc))
     if layout.AICORE_TYPE in unit.tables and statistic is None:
         path = unit.tables[layout.AICORE_TYPE][0]
         try:
             statistic = ops.statistic_facts(mindspore.read_op_types(path), t)
-            c.sources.append(str(path))
+            log.sources.append(str(path))
         except TableError as exc:
-            c.problems.append(str(exc))
+            log.problems.append(str(exc))
     if statistic is not None and kernel is not None:
-        c.facts.append(ops.combine(statistic, kernel))
-    elif statistic is not None:
-        c.facts.append(statistic)
-    elif kernel is not None:
-        c.facts.append(kernel)
-    if statistic is not None or kernel is not None:
-        c.unit_facts[unit.name] = c.facts[-1]
-    if kernel is not None:
-        c.kernel_units.append(unit.name)
+        statistic = ops.combine(statistic, kernel)  # time by type; the tasks for the rest
+    facts = statistic if statistic is not None else kernel
+    return _Ops(facts, kernel is not None, tuple(vector), tuple(sequences))
 
 
-def _unit_steps(unit: layout.ProfileUnit, c: _Unit) -> None:
+def _unit_steps(unit: layout.ProfileUnit, log: _Log) -> _Steps:
+    torch: list[tuple[str, list[steptime.StepRow]]] = []
+    graph: list[tuple[str, list[steptime.StepRow]]] = []
+    model = None
     try:
         if layout.STEP_TRACE_TIME in unit.tables:
             path = unit.tables[layout.STEP_TRACE_TIME][0]
-            rows = steptime.torch_rows(read_torch_steps(path, c.problems))
-            c.torch_ranks.append((unit.name, rows))
-            c.sources.append(str(path))
+            rows = steptime.torch_rows(read_torch_steps(path, log.problems))
+            torch.append((unit.name, rows))
+            log.sources.append(str(path))
         elif layout.ANALYSIS_DB in unit.tables:  # export_type=db: the same step table
             path = unit.tables[layout.ANALYSIS_DB][0]
             rows = steptime.torch_rows(sqlite_tables.read_steps(path))
             if rows:
-                c.torch_ranks.append((unit.name, rows))
-                c.sources.append(str(path))
+                torch.append((unit.name, rows))
+                log.sources.append(str(path))
         if layout.STEP_TRACE_RAW in unit.tables:  # MindSpore <= 2.2
             path = unit.tables[layout.STEP_TRACE_RAW][0]
             rows = steptime.graph_rows(mindspore.read_steps(path, None)).get(None, [])
-            c.graph_ranks.append((unit.name, rows))
-            c.sources.append(str(path))
+            graph.append((unit.name, rows))
+            log.sources.append(str(path))
         if layout.STEP_TRACE in unit.tables:
             paths = unit.tables[layout.STEP_TRACE]
-            iterations = read_graph_steps(paths, c.problems)
+            iterations = read_graph_steps(paths, log.problems)
             model = steptime.chosen_model(iterations)
-            if model is not None:
-                c.graph_model[unit.name] = model
             by_device = steptime.graph_rows(iterations)
             for device, rows in by_device.items():
                 name = (
@@ -235,25 +241,26 @@ def _unit_steps(unit: layout.ProfileUnit, c: _Unit) -> None:
                     if unit.name.startswith(layout.SLOT)
                     else f"{unit.name}/device{device}"
                 )
-                c.graph_ranks.append((name, rows))
-            c.sources.extend(str(p) for p in paths)
+                graph.append((name, rows))
+            log.sources.extend(str(p) for p in paths)
     except TableError as exc:
-        c.problems.append(str(exc))
+        log.problems.append(str(exc))
+    return _Steps(tuple(torch), tuple(graph), model)
 
 
-def _metadata(unit: layout.ProfileUnit, c: _Unit) -> dict[str, object] | None:
+def _metadata(unit: layout.ProfileUnit, log: _Log) -> dict[str, object] | None:
     """profiler_metadata.json, or for a db export without it the db's META_DATA table."""
     meta = layout.metadata(unit.root)
     if meta is None and layout.DB in unit.tables:
         try:
             meta = sqlite_tables.read_metadata(unit.tables[layout.DB][0])
         except TableError as exc:
-            c.problems.append(str(exc))
+            log.problems.append(str(exc))
     return meta
 
 
 def _unit_comm(
-    unit: layout.ProfileUnit, c: _Unit
+    unit: layout.ProfileUnit, log: _Log
 ) -> tuple[tuple[Path, ...], tuple[str, ...], tuple[Path, ...]]:
     """communication(_matrix).json, for a db export the CommAnalyzer tables of analysis.db, for
     MindSpore <= 2.2 hccl_raw_N.csv."""
@@ -264,22 +271,22 @@ def _unit_comm(
         try:
             if sqlite_comm.has_communication(db):
                 comm_files = matrix_files = (db,)
-                c.sources.append(str(db))
+                log.sources.append(str(db))
         except TableError as exc:
-            c.problems.append(str(exc))
+            log.problems.append(str(exc))
     names = tuple(
         unit.name if len(comm_files) == 1 else f"{unit.name}/{path.stem}" for path in comm_files
     )
     return tuple(comm_files), names, tuple(matrix_files)
 
 
-def _unit_timeline(unit: layout.ProfileUnit, c: _Unit) -> Timeline | None:
+def _unit_timeline(unit: layout.ProfileUnit, log: _Log) -> Timeline | None:
     """The host API sequences of trace_view.json, or of a db export's PYTORCH_API."""
     try:
-        timeline = affinity.read_trace(unit.name, unit.root, c.problems)
+        timeline = affinity.read_trace(unit.name, unit.root, log.problems)
         if timeline is None and layout.DB in unit.tables:
             timeline = affinity.read_db(unit.name, unit.tables[layout.DB][0])
     except TableError as exc:
-        c.problems.append(str(exc))
+        log.problems.append(str(exc))
         return None
     return timeline

@@ -6,14 +6,13 @@ from npumon.daemon.analysis.evidence import Evidence
 from npumon.daemon.analysis.findings import finding
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
+KIND = "ai_cpu_fallback"
 ORDER = 70
 ADVICE = (
     "Operators fall back to the AI CPU. Check their input dtypes (float64, "
     "int64 and complex push ops to the AI CPU), replace them with AI Core-supported "
     "equivalents, or move them out of the hot loop."
 )
-
-KIND = "ai_cpu_fallback"
 
 
 def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:

@@ -7,14 +7,13 @@ from npumon.daemon.analysis.evidence import Evidence
 from npumon.daemon.analysis.findings import figures, over, transfer_tier
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
+KIND = "communication"
 ORDER = 50
 ADVICE = (
     "Communication is not hidden behind compute. Overlap gradient all-reduce "
     "with backward (bucket size), use a better parallel layout (fewer TP ranks across nodes), "
     "check HCCS/RoCE bandwidth and look for a slow rank that makes others wait."
 )
-
-KIND = "communication"
 
 
 def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:

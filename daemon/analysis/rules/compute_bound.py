@@ -6,14 +6,13 @@ from npumon.daemon.analysis.evidence import Evidence
 from npumon.daemon.analysis.findings import of_ops, over
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
+KIND = "compute_bound"
 ORDER = 80
 ADVICE = (
     "Step time is dominated by matrix/convolution (or softmax) kernels. Use mixed "
     "precision (bf16/fp16), fused operators (FlashAttention, fused softmax/RmsNorm), "
     "shapes aligned to 16, and graph fusion."
 )
-
-KIND = "compute_bound"
 
 
 def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:

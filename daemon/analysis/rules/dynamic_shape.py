@@ -6,6 +6,7 @@ from npumon.daemon.analysis.evidence import Evidence
 from npumon.daemon.analysis.findings import finding
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
+KIND = "dynamic_shape"
 ORDER = 90
 ADVICE = (
     "Operators run with dynamic shapes and may be compiled at run time. Fix "
@@ -13,8 +14,6 @@ ADVICE = (
     "is already set (the default on Atlas A2), binary kernels report `dynamic` and this can be "
     "ignored."
 )
-
-KIND = "dynamic_shape"
 
 
 def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:

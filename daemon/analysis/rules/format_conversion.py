@@ -7,6 +7,7 @@ from npumon.daemon.analysis.evidence import Evidence
 from npumon.daemon.analysis.findings import of_ops, over
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
+KIND = "format_conversion"
 ORDER = 60
 ADVICE = (
     "Much time goes to layout/dtype conversions and copies (TransData, Cast, "
@@ -14,8 +15,6 @@ ADVICE = (
     "between ops, avoid mixing NCHW and NHWC, use AMP consistently instead of manual casts, and "
     "avoid non-contiguous views that force copies."
 )
-
-KIND = "format_conversion"
 
 
 def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:

@@ -7,6 +7,7 @@ from npumon.daemon.analysis.evidence import Evidence
 from npumon.daemon.analysis.findings import finding
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
+KIND = "fusible_ops"
 ORDER = 110
 ADVICE = (
     "The same short runs of operators recur many times and either leave the device "
@@ -17,8 +18,6 @@ ADVICE = (
     "npu_rotary_mul, npu_fusion_attention, npu_swiglu), graph mode (torchair), or ask the "
     "operator developers for a fused kernel."
 )
-
-KIND = "fusible_ops"
 
 
 def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:

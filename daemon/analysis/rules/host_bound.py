@@ -7,6 +7,7 @@ from npumon.daemon.analysis.evidence import Evidence
 from npumon.daemon.analysis.findings import advice_for, busy_tier, figures, over
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
+KIND = "host_bound"
 ORDER = 40
 GRAPH_ADVICE = (
     "The device is idle inside the iteration: the host feeds graphs too slowly. "
@@ -20,8 +21,6 @@ ADVICE = (
     "(.item(), .cpu(), prints) from the loop, and consider graph mode (torchair) or larger "
     "batches."
 )
-
-KIND = "host_bound"
 
 
 def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:

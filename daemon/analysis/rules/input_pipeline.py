@@ -8,14 +8,13 @@ from npumon.daemon.analysis.evidence import Evidence
 from npumon.daemon.analysis.findings import figures, ms, over, share
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
+KIND = "input_pipeline"
 ORDER = 10
 ADVICE = (
     "The device waits for input between steps. Use more DataLoader workers, "
     "pin_memory and prefetch (or tf.data prefetch / MindData parallel workers); move "
     "augmentation off the critical path or onto the device (DVPP); check storage throughput."
 )
-
-KIND = "input_pipeline"
 
 
 def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:

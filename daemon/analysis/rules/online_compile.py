@@ -7,6 +7,7 @@ from npumon.daemon.analysis.evidence import Evidence
 from npumon.daemon.analysis.findings import finding, ms, share
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
+KIND = "online_compile"
 ORDER = 30
 ADVICE = (
     "Operators are compiled on line while the job runs (aclopCompileAndExecute: "
@@ -15,8 +16,6 @@ ADVICE = (
     "the script so that the prebuilt binary kernels are used; with dynamic shapes, pad them to a "
     "few buckets so that each shape is compiled once."
 )
-
-KIND = "online_compile"
 
 
 def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:

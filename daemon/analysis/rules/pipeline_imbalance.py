@@ -9,8 +9,8 @@ from npumon.daemon.analysis.evidence import Evidence
 from npumon.daemon.analysis.findings import finding
 from npumon.daemon.model.profile import Bottleneck, RankBreakdown, Thresholds
 
-ORDER = 130
 KIND = "pipeline_imbalance"
+ORDER = 130
 ADVICE = (
     "Pipeline stages do different amounts of work, so the lighter stages "
     "wait. Rebalance the layers between stages (e.g. Megatron's decoder first/last pipeline "

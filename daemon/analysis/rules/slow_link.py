@@ -48,7 +48,7 @@ def _slow_links(
 ) -> tuple[Bottleneck, ...]:
     """A link type that moved at least slow_link_min_mb at under slow_link_ratio of its
     expected bandwidth (link_expected_gbps); the matrix's slowest pairs of it named, and
-    ``tier`` (the data-transfer share of the step, diagnosis.transfer_tier) appended."""
+    ``tier`` (the data-transfer share of the step, findings.transfer_tier) appended."""
     found = []
     for link in links:
         expected = t.link_expected_gbps.get(link.link_type)

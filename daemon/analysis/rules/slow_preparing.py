@@ -8,6 +8,7 @@ from npumon.daemon.analysis.findings import figures, ms, over, share
 from npumon.daemon.analysis.rules import input_pipeline
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
+KIND = "slow_preparing"
 ORDER = 20
 ADVICE = (
     "The device waits long before each step's first task (Preparing) and the "
@@ -45,9 +46,6 @@ def preparing_split(e: Evidence) -> str:
         else ""
     )
     return f"{loader}; {compile_}{rest}"
-
-
-KIND = "slow_preparing"
 
 
 def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:

@@ -14,8 +14,8 @@ from npumon.daemon.analysis.evidence import Evidence
 from npumon.daemon.analysis.findings import finding
 from npumon.daemon.model.profile import Bottleneck, RankBreakdown, RankSpread, Thresholds
 
-ORDER = 120
 KIND = "slow_rank"
+ORDER = 120
 ADVICE = (
     "One rank computes longer than the ranks doing the same work (its data-parallel "
     "peers), or reaches the collectives later than them, and the others wait for it in "

@@ -6,6 +6,7 @@ from npumon.daemon.analysis.evidence import Evidence
 from npumon.daemon.analysis.findings import advice_for, over
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
+KIND = "small_ops"
 ORDER = 100
 GRAPH_ADVICE = (
     "Most operators are very short. In graph mode launch is per graph, so look at "
@@ -18,8 +19,6 @@ ADVICE = (
     "increase the batch size, enable TASK_QUEUE_ENABLE=2 or capture the model as a graph "
     "(torchair / aclgraph)."
 )
-
-KIND = "small_ops"
 
 
 def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:
