@@ -184,8 +184,8 @@ def measure(path: Path, naive: bool = False) -> tuple[float, float, str]:
 def child(path: Path) -> None:
     import pandas  # noqa: F401  (imported before the clock starts, as in naive_child)
 
-    from npumon.daemon.analysis import chunks
     from npumon.daemon.analysis.analysis import analyze_path
+    from npumon.daemon.analysis.readers import chunks
 
     started = time.perf_counter()
     report = analyze_path(path)

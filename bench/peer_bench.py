@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from analysis_bench import KERNEL_HEADER, write_table  # noqa: E402
 
-from npumon.daemon.analysis import comm  # noqa: E402
+from npumon.daemon.analysis.readers import comm  # noqa: E402
 from npumon.daemon.model.profile import Thresholds  # noqa: E402
 
 TREES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "msprof" / "trees"

@@ -46,7 +46,7 @@ from typing import Any
 import psutil
 from daemon_bench import _config, _has_hccn_tool, _met, _start, _wait_for_chips
 
-from npumon.daemon.analysis.steptime import percentile  # PromQL's quantile_over_time rule
+from npumon.daemon.analysis.readers.steptime import percentile  # PromQL's quantile_over_time rule
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = str(ROOT / "simulator" / "scenarios" / "a3-8x2.yaml")

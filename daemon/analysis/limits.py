@@ -6,7 +6,7 @@ from __future__ import annotations
 import resource
 from collections.abc import Iterable
 
-from npumon.daemon.analysis import layout
+from npumon.daemon.analysis.readers import layout
 from npumon.daemon.model.profile import AnalysisLimits
 
 

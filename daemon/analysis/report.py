@@ -7,7 +7,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from npumon.daemon.analysis.diagnosis import transfer_tier
 from npumon.daemon.analysis.figures import (
     PERCENTILE_MIN_STEPS,
     PHASE_TITLES,
@@ -17,6 +16,7 @@ from npumon.daemon.analysis.figures import (
     percentiles,
     ranks_label,
 )
+from npumon.daemon.analysis.findings import transfer_tier
 from npumon.daemon.model.profile import (
     AnalysisReport,
     ProfileSummary,

@@ -43,8 +43,8 @@ def main() -> int:
         # one BLAS thread: pandas does not need more, and each reserves address space per core
         os.environ.setdefault(pool, "1")
     limit_memory(int(job.limits.worker_memory))
-    from npumon.daemon.analysis import confine
     from npumon.daemon.analysis.analysis import NoProfileData, analyze_path
+    from npumon.daemon.analysis.readers import confine
 
     if job.confine is not None:
         confine.add_root(job.confine)

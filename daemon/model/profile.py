@@ -248,7 +248,7 @@ class Thresholds(BaseModel):
     # the data loader's measured time (trace_view.json) over the step: input_pipeline
     data_loader_ratio: NonNegative = 0.10
     # on-line operator compilation (aclopCompileAndExecute): msprof-analyze's count over the
-    # capture, or its host time over the step (the peer's high-priority share)
+    # capture, or its host time over the step (msprof-analyze's high-priority share)
     online_compile_min_calls: int = Field(default=20, ge=1)
     online_compile_ratio: NonNegative = 0.05
     free_ratio: NonNegative = 0.20  # device idle inside the step: host bound
@@ -267,7 +267,7 @@ class Thresholds(BaseModel):
     dynamic_shape_min_ops: int = Field(default=1, ge=0)  # dynamic tasks, and none static
     small_op_us: NonNegative = 10.0
     small_ops_ratio: NonNegative = 0.50  # share of ops shorter than small_op_us
-    rank_spread_ratio: NonNegative = 0.05  # msprof-analyze slow-rank rule, among dp peers
+    rank_spread_ratio: NonNegative = 0.05  # msprof-analyze slow-rank rule, among dp replicas
     pipeline_imbalance_ratio: NonNegative = 0.10  # compute gap between pipeline stages / step
     slow_link_ratio: NonNegative = 0.60  # measured / expected bandwidth of a link type
     slow_link_min_mb: NonNegative = 1.0  # a link type must move this much to be judged
@@ -288,18 +288,19 @@ class Thresholds(BaseModel):
     operator_pmu_shape_share: NonNegative = 0.005  # shapes judged and named: this share each
     pmu_vector_total_ratio: NonNegative = 0.90  # vec + mte2 + mte3: vec_mte2_mte3 bound
     pmu_vector_unit_ratio: NonNegative = 0.70  # one unit's ratio: bound; below it: headroom
-    # msprof-analyze's fusible operator rule (rules/fusible_operator.yaml, fusible.py): windows of
-    # 3-10 compute tasks busy under fusible_host_ratio of their wall time (host-bound) or with
-    # MTE time over fusible_mte_ratio of their core time; a sequence recurring more than
-    # fusible_min_count times, MTE-bound or over fusible_min_share of the rank's span, is
-    # reported; fusible_ops fires when the reported windows cover fusible_ops_ratio of the span
+    # msprof-analyze's fusible operator rule (rules/fusible_operator.yaml; npumon's
+    # analysis/readers/fusible.py): windows of 3-10 compute tasks busy under fusible_host_ratio
+    # of their wall time (host-bound) or with MTE time over fusible_mte_ratio of their core time;
+    # a sequence recurring more than fusible_min_count times, MTE-bound or over
+    # fusible_min_share of the rank's span, is reported; fusible_ops fires when the reported
+    # windows cover fusible_ops_ratio of the span
     fusible_host_ratio: NonNegative = 0.4
     fusible_mte_ratio: NonNegative = 0.8
     fusible_min_count: int = Field(default=5, ge=0)
     fusible_min_share: NonNegative = 0.01
     fusible_ops_ratio: NonNegative = 0.05
     # msprof-analyze's affinity API rule: a torch call sequence of the host timeline with a fused
-    # torch_npu replacement is named from this many matches in the capture (the peer: any)
+    # torch_npu replacement is named from this many matches in the capture (msprof-analyze: any)
     affinity_api_min_calls: int = Field(default=1, ge=1)
     aclnn_cache_limit_min: int = Field(default=10000, ge=0)  # env_vars: ACLNN_CACHE_LIMIT below
     # the step-time regression gate (profiling/gate.py): a capture's median step time above

@@ -19,7 +19,7 @@ BIN = Path(sys.executable).parent
 TRAIN = str(BIN / "npumon-sim-train")
 MSPROF = str(BIN / "npumon-sim-msprof")
 
-# the diagnoses each workload is built to show (rules of daemon/analysis/diagnosis.py)
+# the diagnoses each workload is built to show (rules of daemon/analysis/rules/)
 DIAGNOSES = {
     "balanced": set(),
     "input_bound": {"input_pipeline"},

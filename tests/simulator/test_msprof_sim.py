@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from npumon.daemon.analysis import layout
 from npumon.daemon.analysis.analysis import analyze_path
-from npumon.daemon.analysis.readers import read_kernels
+from npumon.daemon.analysis.readers import layout
+from npumon.daemon.analysis.readers.tables import read_kernels
 from npumon.simulator import prof_dir
 from tests.helpers.wait import scaled, wait_for
 from tests.simulator.simjobs import MSPROF, Interactive, child_env, train_job

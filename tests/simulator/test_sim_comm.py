@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from npumon.daemon.analysis import environment, layout, peers
 from npumon.daemon.analysis.analysis import analyze_path
+from npumon.daemon.analysis.evidence import Evidence
+from npumon.daemon.analysis.readers import environment, layout, replicas
 from npumon.daemon.analysis.report import format_report
+from npumon.daemon.analysis.rules import env_vars
 from npumon.daemon.model.profile import ProfilingView, Thresholds, WorkloadProfile
 from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT
 from npumon.exporters.collector import NpuCollector
@@ -155,7 +157,7 @@ def test_metadata_holds_the_data_parallel_group_and_the_environment(tmp_path: Pa
         world_size=4,
         environ={"ASCEND_LAUNCH_BLOCKING": "1", "UNRELATED": "x"},
     )
-    assert peers.dp_ranks(layout.metadata(run)) == (0, 1, 2, 3)
+    assert replicas.dp_ranks(layout.metadata(run)) == (0, 1, 2, 3)
     env = environment.recorded(layout.metadata(run))
     assert env is not None and set(env) == set(
         json.loads(
@@ -163,7 +165,7 @@ def test_metadata_holds_the_data_parallel_group_and_the_environment(tmp_path: Pa
         )["ENV_VARIABLES"]
     )
     assert env["ASCEND_LAUNCH_BLOCKING"] == "1" and env["ACLNN_CACHE_LIMIT"] == "100000"
-    (finding,) = environment.judge([("rank2", env)], Thresholds())
+    (finding,) = env_vars.judge(Evidence(env=(("rank2", env),)), Thresholds())
     assert "ASCEND_LAUNCH_BLOCKING=1" in finding.detail and finding.value == 1.0
     assert analyze_path(run).summary.ranks[0].rank == "rank2"
 
@@ -171,5 +173,5 @@ def test_metadata_holds_the_data_parallel_group_and_the_environment(tmp_path: Pa
 def test_default_environment_is_the_recommended_one(tmp_path: Path) -> None:
     env = environment.recorded(layout.metadata(capture(tmp_path, "balanced")))
     assert env is not None
-    assert environment.judge([("rank0", env)], Thresholds()) == ()
-    assert peers.dp_ranks(layout.metadata(capture(tmp_path / "one", "balanced"))) == (0,)
+    assert env_vars.judge(Evidence(env=(("rank0", env),)), Thresholds()) == ()
+    assert replicas.dp_ranks(layout.metadata(capture(tmp_path / "one", "balanced"))) == (0,)

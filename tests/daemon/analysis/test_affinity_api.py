@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 from analysis_helpers import FIXTURES
 
-from npumon.daemon.analysis import affinity
 from npumon.daemon.analysis.analysis import analyze_path
+from npumon.daemon.analysis.evidence import Evidence
+from npumon.daemon.analysis.readers import affinity
+from npumon.daemon.analysis.rules import affinity_api
 from npumon.daemon.model.profile import Thresholds
 
 TREES = FIXTURES / "trees"
@@ -79,7 +81,7 @@ def test_no_call_stack_says_how_to_get_one(tmp_path: Path) -> None:
     shutil.copyfile(path, tmp_path / "rank0_ascend_pt" / OUT / "trace_view.json")
     timeline = affinity.read_trace("rank0", tmp_path / "rank0_ascend_pt", [])
     assert timeline is not None
-    (found,) = affinity.judge([timeline], Thresholds())
+    (found,) = affinity_api.judge(Evidence(timelines=(timeline,)), Thresholds())
     assert found.detail.endswith(
         "torch_npu.optim.NpuFusedAdam (no call stack in the capture: profile with "
         "with_stack=True to get its code line)"
@@ -111,7 +113,7 @@ def test_msprof_analyze_advisor_trace_names_npu_fused_adam(tmp_path: Path) -> No
     (adam,) = [e for e in events if e.get("name") == "Optimizer.step#Adam.step"]
     timeline = affinity.read_trace("rank0", root, [])
     assert timeline is not None
-    (match,) = affinity.find([timeline])
+    (match,) = affinity_api.find([timeline])
     assert (match.replacement, match.calls) == ("torch_npu.optim.NpuFusedAdam", 1)
     assert match.host_ns == round(float(str(adam["dur"])) * 1e3)
 
@@ -173,7 +175,7 @@ def test_aten_patterns_synthetic(tmp_path: Path) -> None:
     (root / OUT / "trace_view.json").write_text(json.dumps(events))
     timeline = affinity.read_trace("rank0", root, [])
     assert timeline is not None
-    found = {m.replacement: (m.calls, m.host_ns) for m in affinity.find([timeline])}
+    found = {m.replacement: (m.calls, m.host_ns) for m in affinity_api.find([timeline])}
     assert found == {
         "torch_npu.npu_rotary_mul": (2, 2 * 6 * 10_000),
         "torch_npu.npu_confusion_transpose": (1, 3 * 10_000),

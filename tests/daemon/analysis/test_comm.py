@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from npumon.daemon.analysis import comm
 from npumon.daemon.analysis.analysis import analyze_path
+from npumon.daemon.analysis.readers import comm
 from npumon.daemon.model.profile import Thresholds
 
 

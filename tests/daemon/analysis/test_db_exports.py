@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from analysis_helpers import FIXTURES, rows
 
-from npumon.daemon.analysis import sqlite_host
 from npumon.daemon.analysis.analysis import analyze_path
-from npumon.daemon.analysis.readers import read_pmu
+from npumon.daemon.analysis.readers import sqlite_host
+from npumon.daemon.analysis.readers.tables import read_pmu
 from npumon.daemon.model.profile import Thresholds
 
 TREES = FIXTURES / "trees"

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from npumon.daemon.analysis.analysis import analyze_path
-from npumon.daemon.analysis.diagnosis import Evidence, diagnose
-from npumon.daemon.analysis.host import HostShare
+from npumon.daemon.analysis.evidence import Evidence, HostShare
+from npumon.daemon.analysis.rules import diagnose
 from npumon.daemon.model.profile import Thresholds
 
 

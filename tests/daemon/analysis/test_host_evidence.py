@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from analysis_helpers import FIXTURES
 
-from npumon.daemon.analysis import host
 from npumon.daemon.analysis.analysis import analyze_path
+from npumon.daemon.analysis.readers import host
 from npumon.daemon.model.profile import Thresholds
 
 TREE = FIXTURES / "trees" / "text_level1"

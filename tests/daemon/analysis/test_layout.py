@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from analysis_helpers import FIXTURES
 
-from npumon.daemon.analysis import confine, layout
-from npumon.daemon.analysis.readers import TableError, read_op_statistic
+from npumon.daemon.analysis.readers import confine, layout
+from npumon.daemon.analysis.readers.tables import TableError, read_op_statistic
 
 
 def test_capture_time_from_metadata(tmp_path: Path) -> None:

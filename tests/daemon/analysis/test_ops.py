@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from npumon.daemon.analysis.collectives import is_communication
-from npumon.daemon.analysis.ops import infer_op_type
+from npumon.daemon.analysis.readers.collectives import is_communication
+from npumon.daemon.analysis.readers.ops import infer_op_type
 
 TREES = Path(__file__).parents[2] / "fixtures" / "msprof" / "trees"
 

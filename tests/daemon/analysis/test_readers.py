@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from analysis_helpers import FIXTURES, column, number, rows
 
-from npumon.daemon.analysis.readers import (
+from npumon.daemon.analysis.readers.tables import (
     TableError,
     read_kernel_names,
     read_kernels,
@@ -95,7 +95,7 @@ def test_half_written_files(tmp_path: Path) -> None:
 def test_ranges_read_in_parallel_from_one_descriptor_equal_one_read(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from npumon.daemon.analysis import chunks
+    from npumon.daemon.analysis.readers import chunks
 
     path = FIXTURES / KERNEL_TABLES[0]
     whole = read_kernels([path]).frame

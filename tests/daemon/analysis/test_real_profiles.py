@@ -591,7 +591,7 @@ def test_level0_dynamic_shape_unknown_not_all_dynamic() -> None:
 
 
 def test_operator_pmu_reads_a_bounded_head_of_a_big_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    from npumon.daemon.analysis import readers
+    from npumon.daemon.analysis.readers import tables as readers
 
     (path,) = (TREES / "text_level1" / "rank0_ascend_pt").rglob("kernel_details.csv")
     rows = len(_kernels_of(path))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from analysis_helpers import FIXTURES, number, rows
 
-from npumon.daemon.analysis.steps import read_torch_steps
+from npumon.daemon.analysis.readers.steps import read_torch_steps
 
 STEP_TABLES = sorted(p.name for p in FIXTURES.glob("step_trace_time_*.csv")) + [
     "cluster_step_trace_time_msprof_analyze.csv"

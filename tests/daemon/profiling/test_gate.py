@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from profiling_helpers import config_for, exposition, profiler_for, step_summary, value
 
-from npumon.daemon.analysis.steptime import percentile
+from npumon.daemon.analysis.readers.steptime import percentile
 from npumon.daemon.model.profile import AnalysisReport, StepStats, Thresholds
 from npumon.daemon.profiling import gate
 from npumon.daemon.profiling.capture import CaptureOutcome

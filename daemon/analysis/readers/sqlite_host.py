@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from npumon.daemon.analysis.sqlite_tables import select
+from npumon.daemon.analysis.readers.sqlite_tables import select
 
 DATALOADER_PREFIX = "enumerate(DataLoader)#"  # the top-level range: nested frames repeat it
 COMPILE_API = "aclopCompileAndExecute"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from npumon.daemon.analysis.sqlite_tables import select, table_names
+from npumon.daemon.analysis.readers.sqlite_tables import select, table_names
 
 TIME = "CommAnalyzerTime"
 BANDWIDTH = "CommAnalyzerBandwidth"

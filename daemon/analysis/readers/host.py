@@ -9,7 +9,7 @@ keep the device waiting inside the step, so they tell what Preparing holds:
   the file is scanned for the name in chunks and never parsed whole (it can be gigabytes).
 - on-line compilation: api_statistic.csv's ``aclopCompileAndExecute`` row (CANN API statistics,
   Level1 and up; msprof writes ``api_statistic_<ts>.csv``), its call count and total time. The
-  peer, msprof-analyze, counts the same API's events in the timeline; so does npumon where
+  msprof-analyze counts the same API's events in the timeline; so does npumon where
   there is no API statistic (torch_npu exports without api_statistic.csv): trace_view.json's
   ``AscendCL@aclopCompileAndExecute`` events (``aclopCompileAndExecute`` in older exports),
   scanned in the same pass as the data loader's. A trace with none of them says nothing
@@ -25,8 +25,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from npumon.daemon.analysis import confine, sqlite_host
-from npumon.daemon.analysis.layout import TRACE_VIEW, inside
+from npumon.daemon.analysis.evidence import HostShare
+from npumon.daemon.analysis.readers import confine, sqlite_host
+from npumon.daemon.analysis.readers.layout import TRACE_VIEW, inside
 
 API_STATISTIC = "api_statistic.csv"
 DATA_LOADER_EVENT = '"enumerate(DataLoader)#'  # the event name, opening quote included
@@ -49,20 +50,6 @@ class HostTimes:
     data_loader_calls: int | None = None
     compile_us: float | None = None  # aclopCompileAndExecute
     compile_calls: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class HostShare:
-    """HostTimes of the ranks that have them over those ranks' steps: per step and over step
-    time (None where no rank measured it)."""
-
-    steps: int
-    data_loader_ms: float | None
-    data_loader_ratio: float | None
-    compile_calls: int | None  # the most of one rank's capture (msprof-analyze counts per rank)
-    compile_per_step: float | None  # calls
-    compile_ms: float | None  # per step
-    compile_ratio: float | None
 
 
 def read(root: Path, notes: list[str]) -> HostTimes | None:

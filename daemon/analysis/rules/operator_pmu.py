@@ -1,4 +1,5 @@
-"""Vector operators judged by their PMU ratios (kernel_details with aic_metrics=PipeUtilization).
+"""operator_pmu: vector operators judged by their PMU ratios (kernel_details with
+aic_metrics=PipeUtilization).
 
 msprof-analyze's "Vector Operator Perf Analysis" (advisor's AI Core performance checker, rules
 aicore_performance.yaml), restated: of the vector operators (Accelerator Core AI_VECTOR_CORE or
@@ -7,41 +8,42 @@ whose op type takes at least operator_pmu_min_share of all operator time, each (
 shapes, output shapes) is judged on its mean aiv_vec_ratio, aiv_mte2_ratio and
 aiv_mte3_ratio: bound when vec + mte2 + mte3 >= pmu_vector_total_ratio (vec_mte2_mte3) or one unit
 >= pmu_vector_unit_ratio (mte2, then mte3, then vec); otherwise it has headroom, the most any
-unit is below pmu_vector_unit_ratio. Unlike the peer, which lists every shape (2-17 us ones
+unit is below pmu_vector_unit_ratio. Unlike msprof-analyze, which lists every shape (2-17 us ones
 too), only the shapes of at least operator_pmu_shape_share of operator time are judged and
 named: ``operator_pmu`` names those with the most headroom and the longest bound ones, and
 counts the smaller ones. It fires only when such a shape has headroom: a profile whose vector
 operators that matter are all bound uses its units fully, which is no finding. The
 checker's cube (MatMul) and FlashAttention parts judge shape affinity (inner axes divisible by
-256 / 128) and are not restated here.
-"""
+256 / 128) and are not restated here."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from npumon.daemon.analysis.diagnosis import finding
-from npumon.daemon.analysis.readers import MAC_RATIO, PMU_RATIOS
+from npumon.daemon.analysis.evidence import PMU_RATIOS, Evidence, VectorRows
+from npumon.daemon.analysis.findings import finding
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
-if TYPE_CHECKING:
-    import pandas as pd
+KIND = "operator_pmu"
+ORDER = 180
+ADVICE = (
+    "Vector operators that take a noticeable share of operator time run "
+    "with poor pipe utilisation (the PMU ratios of kernel_details, aic_metrics=PipeUtilization). "
+    "For those with headroom (no unit busy), look at their shapes and block dim (too few cores, "
+    "unaligned or tiny tiles) and fuse them with neighbours; for bound ones, reduce the work of "
+    "the bounding unit: mte2/mte3 (memory traffic: fewer copies, TransData, better formats) or "
+    "vec (fewer elementwise passes, fused operators). msprof-analyze's advisor lists the same "
+    "operators per shape."
+)
 
-VECTOR_CORES = ("AI_VECTOR_CORE", "MIX_AIV")
 _KEY = ["name", "input_shapes", "output_shapes"]
+
+
 SHOWN = 3  # operators named per list in the finding
+
+
 SHAPES_SHOWN = 60  # characters of the input shapes quoted (a foreach op lists dozens)
-
-
-@dataclass(frozen=True, slots=True)
-class VectorRows:
-    """One table's operator time and its vector rows (shapes known)."""
-
-    total_us: float
-    rows: pd.DataFrame
-    notes: tuple[str, ...] = ()  # how much of a big table was judged
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,17 +54,6 @@ class VectorOp:
     ratios: tuple[float, float, float]  # vec, mte2, mte3 (means)
     bound: str  # "" when it has headroom
     headroom: float
-
-
-def vector_rows(frame: pd.DataFrame, notes: tuple[str, ...] = ()) -> VectorRows:
-    """The rows of vector operators: on AI_VECTOR_CORE or MIX_AIV, and on 910A (no vector
-    cores: the table has an un-prefixed mac_ratio) AI_CORE tasks whose mac_ratio is 0."""
-    core = frame["core_type"].astype("object").astype(str).str.upper()
-    vector = core.isin(VECTOR_CORES)
-    if MAC_RATIO in frame:
-        vector |= (core == "AI_CORE") & (frame[MAC_RATIO] == 0)
-    keep = vector & frame["input_shapes"].notna() & frame["output_shapes"].notna()
-    return VectorRows(float(frame["duration_us"].sum()), frame.loc[keep], notes)
 
 
 def classify(vec: float, mte2: float, mte3: float, t: Thresholds) -> tuple[str, float]:
@@ -120,7 +111,7 @@ def _line(op: VectorOp, total_us: float) -> str:
     )
 
 
-def judge(parts: Sequence[VectorRows], t: Thresholds) -> tuple[Bottleneck, ...]:
+def _judge(parts: Sequence[VectorRows], t: Thresholds) -> tuple[Bottleneck, ...]:
     """The shapes of at least operator_pmu_shape_share of operator time are judged; a finding
     when one of them has headroom (the smaller ones are counted, never named)."""
     ops = vector_ops(parts, t)
@@ -150,7 +141,8 @@ def judge(parts: Sequence[VectorRows], t: Thresholds) -> tuple[Bottleneck, ...]:
     partial = [note for part in parts for note in part.notes]
     return (
         finding(
-            "operator_pmu",
+            ADVICE,
+            KIND,
             f"{len(judged)} vector operator shape(s) of at least "
             f"{t.operator_pmu_shape_share:.1%} of operator time each ({total / 1e3:.3f} ms), "
             f"of op types over {t.operator_pmu_min_share:.0%} of it, by PMU ratios: "
@@ -161,3 +153,7 @@ def judge(parts: Sequence[VectorRows], t: Thresholds) -> tuple[Bottleneck, ...]:
             0.0,
         ),
     )
+
+
+def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:
+    return _judge(e.vector, t)

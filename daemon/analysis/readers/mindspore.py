@@ -26,9 +26,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npumon.daemon.analysis import confine
-from npumon.daemon.analysis.readers import TableError, find_column
-from npumon.daemon.analysis.steps import GraphIteration
+from npumon.daemon.analysis.readers import confine
+from npumon.daemon.analysis.readers.steps import GraphIteration
+from npumon.daemon.analysis.readers.tables import TableError, find_column
 
 if TYPE_CHECKING:
     import pandas as pd

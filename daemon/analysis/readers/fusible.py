@@ -1,18 +1,18 @@
 """Operator sequences worth fusing: msprof-analyze's fusible operator rule, restated per rank.
 
-The peer's "Fusible Operator Analysis" (advisor/analyzer/schedule/fusible_ops, rules
+msprof-analyze's "Fusible Operator Analysis" (advisor/analyzer/schedule/fusible_ops, rules
 fusible_operator.yaml) walks one rank's kernel table in launch order. Every run of 3 to 10
 consecutive compute tasks (a communication or AI CPU task ends a run) is a window; a window is
 host-bound when its tasks are busy less than fusible_host_ratio (40 %) of its wall time (first
 start to last end: the device waits for launches between them) and MTE-bound when its tasks'
 memory-transfer time (max(aic_mte2, aiv_mte2) + max(aic_fixpipe, aiv_mte3) per task) is over
-fusible_mte_ratio (80 %) of their aicore_time (the peer's arithmetic: a vector-only window,
+fusible_mte_ratio (80 %) of their aicore_time (msprof-analyze's arithmetic: a vector-only window,
 aicore_time 0, is never MTE-bound). Windows of the same operators (name, input and output
 shapes) make one sequence; a sequence is reported when it recurs more than fusible_min_count (5)
 times and either is MTE-bound or its windows' wall time is over fusible_min_share (1 %) of the
 rank's span (first task's start to last task's end).
 
-What differs, on purpose, is the counting. The peer adds up the wall time of every window it
+What differs, on purpose, is the counting. msprof-analyze adds up the wall time of every window it
 reports, and its windows overlap (a sequence, its prefixes, the same tasks one position on), so
 its total exceeds the capture (Qwen3, pp2dp2_level2 rank 0: 75 sequences, 2,943 ms, on a rank
 whose kernel table spans 810 ms). Here the reported windows' intervals are merged and that union,
@@ -20,46 +20,25 @@ as a share of the span, is the finding's figure; a sequence found inside a longe
 is not counted apart.
 
 It reads the same head of the kernel table as operator_pmu (readers.read_pmu); the tables
-without PMU time columns are not judged, as the peer skips them.
+without PMU time columns are not judged, as msprof-analyze skips them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from npumon.daemon.analysis.evidence import RankSequences, Sequence_
 from npumon.daemon.model.profile import Thresholds
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-SHORTEST, LONGEST = 3, 10  # tasks in a window (the peer's min_length 2 counts from 0)
+SHORTEST, LONGEST = 3, 10  # tasks in a window (msprof-analyze's min_length 2 counts from 0)
 NAMED = 3  # sequences named in the finding
 _NOT_COMPUTE = ("HCCL", "COMMUNICATION", "AI_CPU")
 _COMM_PREFIXES = ("hcom", "lccl", "lcoc")
 _PRIME = 1_000_003
-
-
-@dataclass(frozen=True, slots=True)
-class Sequence_:
-    ops: tuple[str, ...]  # operator names, launch order
-    ids: tuple[int, ...]  # the operators (name and shapes) as ids, for containment
-    count: int  # windows of it reported
-    wall_us: float  # their wall time, summed (the peer's figure)
-    busy_us: float  # their tasks' time
-    host_bound: bool
-    mte_bound: bool
-
-
-@dataclass(frozen=True, slots=True)
-class RankSequences:
-    """One rank's reported sequences and what their windows cover, counted once."""
-
-    rank: str
-    span_us: float
-    union_us: float  # the reported windows' intervals merged
-    sequences: tuple[Sequence_, ...]  # longest wall time first
 
 
 def _time(frame: pd.DataFrame, column: str) -> np.ndarray:
@@ -97,7 +76,7 @@ def find(rank: str, frame: pd.DataFrame, t: Thresholds) -> RankSequences | None:
     mte = np.maximum(_time(frame, "aic_mte2_us"), _time(frame, "aiv_mte2_us")) + np.maximum(
         _time(frame, "aic_fixpipe_us"), _time(frame, "aiv_mte3_us")
     )
-    core_us = _time(frame, "aicore_us")  # the peer's denominator: AI Core (cube) time only
+    core_us = _time(frame, "aicore_us")  # msprof-analyze's denominator: AI Core (cube) time only
     keys = (
         names
         + "\x00"

@@ -8,8 +8,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from npumon.daemon.analysis import confine
-from npumon.daemon.analysis.readers import TableError, find_column, read_head
+from npumon.daemon.analysis.readers import confine
+from npumon.daemon.analysis.readers.tables import TableError, find_column, read_head
 from npumon.daemon.parsers.values import ABSENT_TOKENS
 
 _REEXPORT = "re-run the export or wait for the profiler to finish"

@@ -1,4 +1,5 @@
-"""The environment variables torch_npu records with a profile, judged by msprof-analyze's rules.
+"""env_vars: the environment variables torch_npu records with a profile, judged by
+msprof-analyze's rules.
 
 torch_npu writes ``profiler_metadata.json`` beside ``profiler_info_N.json`` with
 ``{"ENV_VARIABLES": {"ASCEND_GLOBAL_LOG_LEVEL": "3", "ACLNN_CACHE_LIMIT": "", ...}}``: the
@@ -6,19 +7,23 @@ variables it knows, "" when unset. Only what is recorded is judged (older torch_
 record fewer variables: those are unknown, not unset). Each rule is msprof-analyze's environment
 variable check (advisor/analyzer/overall/environment_variable_checker.py and
 rules/*/environment_variable_info.yaml) with its reason and fix; ``env_vars`` lists every
-variable a rule flags.
-"""
+variable a rule flags."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from npumon.daemon.analysis.diagnosis import ADVICE
+from npumon.daemon.analysis.evidence import Evidence
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
-FILE = "profiler_metadata.json"
-KEY = "ENV_VARIABLES"
+KIND = "env_vars"
+ORDER = 170
+ADVICE = (
+    "Environment variables the profiler recorded differ from the recommended "
+    "settings (msprof-analyze's environment check); each is named with its reason. Set them in "
+    "the job's launch script and capture again."
+)
 
 
 def _int(value: str) -> int | None:
@@ -121,17 +126,8 @@ RULES = (
 )
 
 
-def recorded(data: Mapping[str, object] | None) -> dict[str, str] | None:
-    """The variables one unit's profiler_metadata.json (layout.metadata) records; None without
-    the file or key."""
-    env = data.get(KEY) if data else None
-    if not isinstance(env, dict):
-        return None
-    return {str(k): v.strip() for k, v in env.items() if isinstance(v, str)}
-
-
-def judge(
-    units: Sequence[tuple[str, dict[str, str] | None]], t: Thresholds
+def _judge(
+    units: Sequence[tuple[str, Mapping[str, str] | None]], t: Thresholds
 ) -> tuple[Bottleneck, ...]:
     """One env_vars finding naming each flagged variable and value (with the ranks, when they
     differ); () when nothing was recorded or nothing is flagged."""
@@ -155,11 +151,16 @@ def judge(
     names = {name for name, _ in flagged}
     return (
         Bottleneck(
-            "env_vars",
-            f"{len(names)} environment variable(s) recorded with the profile ({FILE} or a db "
-            "export's META_DATA) against msprof-analyze's recommendations: " + "; ".join(items),
-            ADVICE["env_vars"] + " Here: " + "; ".join(fixes) + ".",
+            KIND,
+            f"{len(names)} environment variable(s) recorded with the profile "
+            "(profiler_metadata.json or a db export's META_DATA) against msprof-analyze's "
+            "recommendations: " + "; ".join(items),
+            ADVICE + " Here: " + "; ".join(fixes) + ".",
             float(len(names)),
             0.0,
         ),
     )
+
+
+def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:
+    return _judge(e.env, t)

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from npumon.daemon.analysis import confine
-from npumon.daemon.analysis.chunks import CsvSpec, concat_frames, read_csv_ranges
+from npumon.daemon.analysis.evidence import PMU_RATIOS
+from npumon.daemon.analysis.readers import confine
+from npumon.daemon.analysis.readers.chunks import CsvSpec, concat_frames, read_csv_ranges
 from npumon.daemon.parsers.values import ABSENT_TOKENS
 
 if TYPE_CHECKING:
@@ -38,9 +39,6 @@ OP_STAT_ALIASES: dict[str, tuple[str, ...]] = {
     "total_us": ("Total Time(us)",),
     "avg_us": ("Avg Time(us)",),
 }
-# the PMU columns of a Level1+ kernel_details (aic_metrics=PipeUtilization) for operator_pmu;
-# 910A, whose one AI Core kind runs cube and vector work, names them without the aiv_ prefix
-PMU_RATIOS = ("aiv_vec_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio")
 PMU_ALIASES: dict[str, tuple[str, ...]] = {
     **{k: KERNEL_ALIASES[k] for k in ("name", "op_type", "core_type", "duration_us")},
     "input_shapes": ("Input Shapes",),

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from npumon.daemon.analysis import confine
+from npumon.daemon.analysis.readers import confine
 
 KERNEL = "kernel"  # kernel_details.csv / op_summary_*.csv
 OP_STATISTIC = "op_statistic"

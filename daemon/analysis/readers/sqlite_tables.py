@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from npumon.daemon.analysis import confine
-from npumon.daemon.analysis.ops import infer_op_type
-from npumon.daemon.analysis.readers import TableError
-from npumon.daemon.analysis.steps import TorchStep
+from npumon.daemon.analysis.readers import confine
+from npumon.daemon.analysis.readers.ops import infer_op_type
+from npumon.daemon.analysis.readers.steps import TorchStep
+from npumon.daemon.analysis.readers.tables import TableError
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -1,5 +1,6 @@
 """Communication from torch_npu's communication.json: transfer vs waiting, bandwidth per link
-type, and the slow-link finding.
+type, packet sizes and byte alignment, for the communication rules (rules/slow_link.py,
+small_packets.py, byte_alignment.py).
 
 Layout: ``{"step13": {"collective" | "p2p": {"<op>@<group>": {...}, "Total Op Info": {...}}}}``;
 each op has ``Communication Time Info`` (Elapse, Transit, Wait, Idle in ms) and ``Communication
@@ -16,31 +17,30 @@ no communication.json. An export_type=db unit gives both documents from its anal
 (sqlite_comm.py). Its LOCAL entries (a rank to itself) are not a link and are left out.
 
 The per-op entries count for one thing: packet sizes. msprof-analyze's packet analysis counts, per
-transport (SDMA, RDMA), the ops that moved anything and those that moved less than a minimum
-size; ``small_packets`` is npumon's rule for the same figures, per rank as the peer counts them,
-with two differences: it judges every rank (the peer one: the rank of the lowest SDMA bandwidth,
-in its slowest step) and it leaves out the ``Total Op Info`` entries (a step's collective and p2p
-sums), which the peer counts as ops (on pp2dp2_level2's rank 0: 3 of 8 ops, 38 %, where the
-peer says 30 %, 3 of 10 with the two totals; the small ops' time is the same, 0.81 ms).
+transport (SDMA, RDMA), the ops that moved anything and those that moved less than a minimum size;
+``small_packets`` is npumon's rule for the same figures, per rank as msprof-analyze counts them,
+with two differences: it judges every rank (msprof-analyze one rank: the one of the lowest SDMA
+bandwidth, in its slowest step) and it leaves out the ``Total Op Info`` entries (a step's collective
+and p2p sums), which msprof-analyze counts as ops (on pp2dp2_level2's rank 0: 3 of 8 ops, 38 %,
+where msprof-analyze says 30 %, 3 of 10 with the two totals; the small ops' time is the same, 0.81
+ms).
 
 The per-op ``Size Distribution`` (``{"<MB>": [transfers, ms]}`` per link type, MB = 1e6 bytes)
 gives the sizes of single transfers: msprof-analyze's byte alignment rule flags the ops whose
 SDMA transfers (link types HCCS, PCIE, SIO; RDMA is not judged) over 512 bytes are not a
-multiple of 512 bytes (``byte_alignment``).
-"""
+multiple of 512 bytes (``byte_alignment``)."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from npumon.daemon.analysis import confine, mindspore, sqlite_comm
-from npumon.daemon.analysis.diagnosis import finding
-from npumon.daemon.analysis.readers import TableError
-from npumon.daemon.model.profile import Bottleneck, CommTimes, LinkStat, Thresholds
+from npumon.daemon.analysis.evidence import PACKET_LINKS, AlignStat, CommRead, PacketStat, PairStat
+from npumon.daemon.analysis.readers import confine, mindspore, sqlite_comm
+from npumon.daemon.analysis.readers.tables import TableError
+from npumon.daemon.model.profile import CommTimes, LinkStat, Thresholds
 
 FILE = "communication.json"
 _TIMES = {
@@ -50,39 +50,9 @@ _TIMES = {
     "idle": "Idle Time(ms)",
 }
 TOTAL = "Total Op Info"
-PACKET_LINKS = ("SDMA", "RDMA")  # the transports msprof-analyze's packet analysis judges
 SDMA_LINKS = ("HCCS", "PCIE", "SIO")  # the link types SDMA transfers go over
 EXAMPLES_NAMED = 3  # unaligned transfers the byte_alignment finding names
-PAIRS_NAMED = 3  # slowest src-dst pairs the slow_link finding names
-RANKS_NAMED = 3  # ranks per transport the small_packets finding names
 _SAMPLE_OP = re.compile(r"-(top\d+|middle|bottom\d+)$")  # matrix entries that repeat single ops
-
-
-@dataclass(frozen=True, slots=True)
-class PacketStat:
-    """Communication ops of one rank (per op entry, every step) that moved data over a transport,
-    and those of them that moved less than its small-packet size."""
-
-    rank: str  # the unit (or its file, where a unit has several) the ops were read from
-    link_type: str
-    ops: int
-    small_ops: int
-    small_ms: float  # transit time of the small ones
-    min_mb: float
-
-
-@dataclass(frozen=True, slots=True)
-class AlignStat:
-    """SDMA transfers over the alignment size (every op entry, step and rank): those whose size
-    is not a multiple of it, and the ops that made them."""
-
-    ops: int  # op entries with such transfers
-    unaligned_ops: int
-    unaligned_bytes: float
-    unaligned_ms: float
-    aligned_bytes: float
-    aligned_ms: float
-    examples: tuple[tuple[str, int, float], ...]  # (op, size B, ms), longest first
 
 
 def _distribution(op: object) -> dict[str, object]:
@@ -176,24 +146,6 @@ def _value(value: object) -> float:
     return float(value) if isinstance(value, int | float) and value == value else 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class PairStat:
-    """Transfers from one rank to another over one link type (communication_matrix.json, summed
-    over its steps and ops); ranks as the file names them."""
-
-    link_type: str
-    src: str
-    dst: str
-    transit_bytes: float
-    transit_seconds: float
-
-    @property
-    def bandwidth_bytes_per_second(self) -> float | None:
-        if self.transit_bytes <= 0 or self.transit_seconds <= 0:
-            return None
-        return self.transit_bytes / self.transit_seconds
-
-
 def _matrix_ops(group: dict[str, object]) -> Iterator[dict[str, object]]:
     """The op entries of a matrix group that count each transfer once: the ``-total`` ones when
     the group has them, else every entry that is not a top/middle/bottom sample."""
@@ -224,15 +176,6 @@ def _link_stats(links: dict[str, list[float]]) -> tuple[LinkStat, ...]:
         for link, (mb, ms) in sorted(links.items())
         if mb > 0 or ms > 0
     )
-
-
-@dataclass(frozen=True, slots=True)
-class CommRead:
-    times: CommTimes | None  # None when no communication.json could be read
-    links: tuple[LinkStat, ...]
-    packets: tuple[PacketStat, ...]  # per rank, the transports some op moved data over
-    pairs: tuple[PairStat, ...] = ()  # from communication_matrix.json, every rank read
-    alignment: AlignStat | None = None  # None: no op moved SDMA transfers of a known size
 
 
 def _load(path: Path, notes: list[str], matrix: bool = False) -> object | None:
@@ -322,126 +265,4 @@ def read(
         tuple(packet_stats),
         pair_stats,
         _alignment(loaded, t),
-    )
-
-
-def slowest_pairs(pairs: Sequence[PairStat], link_type: str, t: Thresholds) -> tuple[PairStat, ...]:
-    """The PAIRS_NAMED slowest src-dst pairs of a link type that moved at least
-    slow_link_min_mb each (a pair that moved a few bytes is slow by nature)."""
-    judged = [
-        p
-        for p in pairs
-        if p.link_type == link_type
-        and p.transit_bytes >= t.slow_link_min_mb * 1e6
-        and p.bandwidth_bytes_per_second is not None
-    ]
-    judged.sort(key=lambda p: (p.bandwidth_bytes_per_second or 0.0, p.src, p.dst))
-    return tuple(judged[:PAIRS_NAMED])
-
-
-def _pairs_clause(slowest: Sequence[PairStat], of: int) -> str:
-    if not slowest:
-        return ""
-    named = ", ".join(
-        f"{p.src}->{p.dst} {(p.bandwidth_bytes_per_second or 0.0) / 1e9:.1f} GB/s" for p in slowest
-    )
-    return f"; slowest of its {of} rank pair(s) in communication_matrix.json: {named}"
-
-
-def slow_links(
-    links: Sequence[LinkStat], t: Thresholds, pairs: Sequence[PairStat] = (), tier: str = ""
-) -> tuple[Bottleneck, ...]:
-    """A link type that moved at least slow_link_min_mb at under slow_link_ratio of its
-    expected bandwidth (link_expected_gbps); the matrix's slowest pairs of it named, and
-    ``tier`` (the data-transfer share of the step, diagnosis.transfer_tier) appended."""
-    found = []
-    for link in links:
-        expected = t.link_expected_gbps.get(link.link_type)
-        if expected is None or link.bandwidth_bytes_per_second is None:
-            continue
-        if link.transit_bytes < t.slow_link_min_mb * 1e6:
-            continue
-        ratio = link.bandwidth_bytes_per_second / (expected * 1e9)
-        if ratio < t.slow_link_ratio:
-            of = sum(1 for p in pairs if p.link_type == link.link_type)
-            found.append(
-                finding(
-                    "slow_link",
-                    f"{link.link_type} moved {link.transit_bytes / 1e6:.1f} MB at "
-                    f"{link.bandwidth_bytes_per_second / 1e9:.1f} GB/s, "
-                    f"{ratio:.0%} of the expected "
-                    f"{expected:g} GB/s (threshold {t.slow_link_ratio:.0%})"
-                    + _pairs_clause(slowest_pairs(pairs, link.link_type, t), of)
-                    + tier,
-                    ratio,
-                    t.slow_link_ratio,
-                )
-            )
-    return tuple(found)
-
-
-def small_packets(
-    packets: Sequence[PacketStat], t: Thresholds, tier: str = ""
-) -> tuple[Bottleneck, ...]:
-    """msprof-analyze's packet rule, per rank: over small_packet_ratio of a rank's ops over a
-    transport move less than its minimum size (SDMA 16 MB, RDMA 1 MB); one finding naming, per
-    transport, the ranks over it (the worst RANKS_NAMED)."""
-    over = [p for p in packets if p.ops and p.small_ops / p.ops > t.small_packet_ratio]
-    if not over:
-        return ()
-    parts = []
-    for link in PACKET_LINKS:
-        judged = [p for p in packets if p.link_type == link and p.ops]
-        bad = sorted(
-            (p for p in over if p.link_type == link),
-            key=lambda p: (-p.small_ops / p.ops, p.rank),
-        )
-        if not bad:
-            continue
-        named = "; ".join(
-            f"{p.rank}: {p.small_ops} of {p.ops} ({p.small_ops / p.ops:.0%}), "
-            f"{p.small_ms:.2f} ms of transfer"
-            for p in bad[:RANKS_NAMED]
-        )
-        parts.append(
-            f"{link} transfers under {bad[0].min_mb:g} MB in {len(bad)} of {len(judged)} "
-            f"rank(s), worst: {named}"
-        )
-    worst = max(p.small_ops / p.ops for p in over)
-    return (
-        finding(
-            "small_packets",
-            ". ".join(parts) + f" (threshold {t.small_packet_ratio:.0%} of a rank's ops over "
-            "its captured steps; msprof-analyze judges one rank, the one of the lowest SDMA "
-            "bandwidth, and counts the Total Op Info entries, sums of a step's ops, as ops)" + tier,
-            worst,
-            t.small_packet_ratio,
-        ),
-    )
-
-
-def _gbps(size: float, ms: float) -> str:
-    return f"{size / ms / 1e6:.1f} GB/s" if ms > 0 else "unknown"
-
-
-def byte_alignment(stat: AlignStat | None, t: Thresholds) -> tuple[Bottleneck, ...]:
-    """msprof-analyze's byte alignment rule: communication ops whose SDMA transfers over
-    byte_alignment_bytes are not a multiple of it; their time and bandwidth against the
-    aligned ones'."""
-    if stat is None or stat.unaligned_ops < t.byte_alignment_min_ops:
-        return ()
-    named = ", ".join(f"{op} {size:,} B ({ms:.3f} ms)" for op, size, ms in stat.examples)
-    detail = (
-        f"{stat.unaligned_ops} of {stat.ops} communication ops (per step and rank) move SDMA "
-        f"transfers whose size is not a multiple of "
-        f"{t.byte_alignment_bytes} B: {stat.unaligned_ms:.3f} ms of transfer, "
-        f"{stat.unaligned_bytes / 1e6:.1f} MB at {_gbps(stat.unaligned_bytes, stat.unaligned_ms)}"
-        f" (aligned transfers: {stat.aligned_bytes / 1e6:.1f} MB at "
-        f"{_gbps(stat.aligned_bytes, stat.aligned_ms)}); longest: {named} (rule: msprof-analyze's"
-        f" byte alignment check, at least {t.byte_alignment_min_ops} such op)"
-    )
-    return (
-        finding(
-            "byte_alignment", detail, float(stat.unaligned_ops), float(t.byte_alignment_min_ops)
-        ),
     )

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from npumon.daemon.analysis.steps import GraphIteration, TorchStep
+from npumon.daemon.analysis.readers.steps import GraphIteration, TorchStep
 from npumon.daemon.model.profile import PhaseStat, RankBreakdown, RankSpread, StepStats, Thresholds
 
 SPREAD_PHASES = ("computing", "communication", "free")

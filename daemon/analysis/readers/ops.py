@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from npumon.daemon.analysis.collectives import collective_of, is_communication
+from npumon.daemon.analysis.readers.collectives import collective_of, is_communication
 from npumon.daemon.model.profile import CORE_TYPES, CoreShare, OpShare, Thresholds
 
 if TYPE_CHECKING:

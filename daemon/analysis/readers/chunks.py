@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from npumon.daemon.analysis import confine
+from npumon.daemon.analysis.readers import confine
 
 if TYPE_CHECKING:
     import pandas as pd

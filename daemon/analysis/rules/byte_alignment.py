@@ -1,0 +1,47 @@
+"""byte_alignment: msprof-analyze's byte alignment rule: communication ops whose SDMA transfers
+are not a multiple of byte_alignment_bytes."""
+
+from __future__ import annotations
+
+from npumon.daemon.analysis.evidence import AlignStat, Evidence
+from npumon.daemon.analysis.findings import finding
+from npumon.daemon.model.profile import Bottleneck, Thresholds
+
+KIND = "byte_alignment"
+ORDER = 160
+ADVICE = (
+    "Collectives move transfers whose size is not a multiple of 512 bytes, "
+    "which SDMA copies less efficiently (msprof-analyze's byte alignment analysis). Make the "
+    "communicated tensors' sizes multiples of 512 bytes: pad the gradient buckets or flattened "
+    "buffers (DDP bucket_cap_mb, Megatron/DeepSpeed contiguous gradient buffers) and hidden "
+    "sizes, or ask the HCCL engineers about the operator's data layout."
+)
+
+
+def _gbps(size: float, ms: float) -> str:
+    return f"{size / ms / 1e6:.1f} GB/s" if ms > 0 else "unknown"
+
+
+def _byte_alignment(stat: AlignStat | None, t: Thresholds) -> tuple[Bottleneck, ...]:
+    """msprof-analyze's byte alignment rule: communication ops whose SDMA transfers over
+    byte_alignment_bytes are not a multiple of it; their time and bandwidth against the
+    aligned ones'."""
+    if stat is None or stat.unaligned_ops < t.byte_alignment_min_ops:
+        return ()
+    named = ", ".join(f"{op} {size:,} B ({ms:.3f} ms)" for op, size, ms in stat.examples)
+    detail = (
+        f"{stat.unaligned_ops} of {stat.ops} communication ops (per step and rank) move SDMA "
+        f"transfers whose size is not a multiple of "
+        f"{t.byte_alignment_bytes} B: {stat.unaligned_ms:.3f} ms of transfer, "
+        f"{stat.unaligned_bytes / 1e6:.1f} MB at {_gbps(stat.unaligned_bytes, stat.unaligned_ms)}"
+        f" (aligned transfers: {stat.aligned_bytes / 1e6:.1f} MB at "
+        f"{_gbps(stat.aligned_bytes, stat.aligned_ms)}); longest: {named} (rule: msprof-analyze's"
+        f" byte alignment check, at least {t.byte_alignment_min_ops} such op)"
+    )
+    return (
+        finding(ADVICE, KIND, detail, float(stat.unaligned_ops), float(t.byte_alignment_min_ops)),
+    )
+
+
+def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:
+    return _byte_alignment(None if e.communication is None else e.communication.alignment, t)

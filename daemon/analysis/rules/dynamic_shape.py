@@ -1,0 +1,34 @@
+"""dynamic_shape: every operator task ran with a dynamic shape (msprof-analyze's rule)."""
+
+from __future__ import annotations
+
+from npumon.daemon.analysis.evidence import Evidence
+from npumon.daemon.analysis.findings import finding
+from npumon.daemon.model.profile import Bottleneck, Thresholds
+
+KIND = "dynamic_shape"
+ORDER = 90
+ADVICE = (
+    "Operators run with dynamic shapes and may be compiled at run time. Fix "
+    "shapes (pad to buckets) or set torch_npu.npu.set_compile_mode(jit_compile=False); if that "
+    "is already set (the default on Atlas A2), binary kernels report `dynamic` and this can be "
+    "ignored."
+)
+
+
+def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:
+    """Only a dynamic profile: dynamic tasks and no static one (msprof-analyze's rule). Binary
+    kernels (jit_compile=False) report dynamic beside static MatMuls: that is not a finding."""
+    count = e.dynamic_shape_ops
+    if count is None or count < t.dynamic_shape_min_ops or count == 0 or (e.static_ops or 0) > 0:
+        return ()
+    return (
+        finding(
+            ADVICE,
+            KIND,
+            f"all {count} operator tasks ran with dynamic shapes (rule: fires only when no "
+            "operator ran static)",
+            float(count),
+            float(t.dynamic_shape_min_ops),
+        ),
+    )
