@@ -198,7 +198,16 @@ class NpuCollector:
             self._log_failure(SNAPSHOT, exc)
             snap = None
         results.append((SNAPSHOT, self._timer() - started, snap is not None))
-        for collector, inputs in self._collectors if snap is not None else ():
+        if snap is not None:
+            parts = self._each(snap, openmetrics, results)
+        own = [*((f, self._version) for f in BUILD), *((f, results) for f in RESULTS)]
+        parts.append(write(own, openmetrics))
+        return b"".join(parts)
+
+    def _each(self, snap: NodeSnapshot, openmetrics: bool, results: list[Result]) -> list[bytes]:
+        """Each enabled collector's text, inside its own error boundary."""
+        parts: list[bytes] = []
+        for collector, inputs in self._collectors:
             started = self._timer()
             try:
                 parts.append(self._text(collector, inputs, snap, openmetrics))
@@ -207,9 +216,7 @@ class NpuCollector:
                 results.append((collector.name, self._timer() - started, False))
                 continue
             results.append((collector.name, self._timer() - started, True))
-        own = [*((f, self._version) for f in BUILD), *((f, results) for f in RESULTS)]
-        parts.append(write(own, openmetrics))
-        return b"".join(parts)
+        return parts
 
     def _text(
         self, collector: Collector, inputs: Inputs, snap: NodeSnapshot, openmetrics: bool

@@ -10,6 +10,7 @@ from prometheus_client import generate_latest
 
 from npumon.daemon.config import Config, ConfigError, parse_config
 from npumon.daemon.supervisor import Supervisor
+from npumon.exporters.builtin import RELOAD
 from tests.helpers.exposition import key, names, samples
 
 
@@ -146,7 +147,7 @@ def test_metrics_body_is_the_agents_families_then_the_registrys_in_both_formats(
     expected = (
         names(samples(s.agent.collector.exposition()))
         | names(samples(generate_latest(s.registry)))
-        | {"npumon_config_last_reload_successful", "npumon_config_last_reload_success_timestamp_seconds"}
+        | {f.sample_name for f in RELOAD}
     )
     assert names(samples(s.exposition(False))) == expected
     body = s.exposition(True).decode()

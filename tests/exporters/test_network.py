@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-
 from npumon.daemon.model.network import HccsLink, OpticalReport
 from npumon.daemon.model.network_view import ChipLinks, NetworkView, PortReading
 from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT

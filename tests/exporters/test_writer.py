@@ -204,7 +204,7 @@ def _reference(families: list[tuple[Family, Any]], openmetrics: bool) -> bytes:
         metric = Metric(f.name, f.help, f.type, f.unit)
         for labels, value in f.samples(model):
             if value is not None:
-                named = labels if f.optional else dict(zip(f.labels, map(str, labels)))
+                named = labels if f.optional else dict(zip(f.labels, map(str, labels), strict=True))
                 metric.add_sample(f.sample_name, named, float(value))
         if metric.samples:
             metrics.append(metric)

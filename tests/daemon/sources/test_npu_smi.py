@@ -18,7 +18,6 @@ from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources
 from npumon.daemon.store import SnapshotStore
 from npumon.exporters.chip_health import IDENTITY
 from npumon.exporters.spec import write
-from tests.helpers.exposition import samples
 from tests.daemon.sources.fake_runner import (
     HEALTH_OK,
     NPU_SMI,
@@ -28,6 +27,7 @@ from tests.daemon.sources.fake_runner import (
     sources,
     status,
 )
+from tests.helpers.exposition import samples
 
 
 def test_unsupported_queries_are_retried_only_after_the_retry_period() -> None:
