@@ -48,12 +48,12 @@ def test_equal_but_distinct_snapshots_are_not_confused() -> None:
 
 def test_the_registry_follows_npumon_families() -> None:
     registry = CollectorRegistry()
-    Gauge("npumon_config_last_reload_successful", "doc", registry=registry).set(1)
+    Gauge("process_open_fds", "doc", registry=registry).set(1)
     exposition = RenderCache(_Families(), registry, object)
     text = exposition(False).decode()
-    assert text.startswith("npu_x 1\n") and "npumon_config_last_reload_successful 1.0" in text
+    assert text.startswith("npu_x 1\n") and "process_open_fds 1.0" in text
     om = exposition(True).decode()
-    assert om.index("npu_x") < om.index("npumon_config_last_reload_successful") < om.index("# EOF")
+    assert om.index("npu_x") < om.index("process_open_fds") < om.index("# EOF")
 
 
 def test_scrapes_during_a_render_wait_for_it_and_reuse_it() -> None:
