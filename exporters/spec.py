@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property
+from operator import itemgetter
 from typing import Any
 
 from npumon.daemon.model.reading import ChipReading
@@ -73,10 +74,14 @@ class Family:
         }
 
     @cached_property
-    def _template(self) -> tuple[str, tuple[int, ...]]:
-        """The sample line's %-format and, per label in it (sorted), its place in ``labels``."""
+    def _template(self) -> tuple[str, Callable[[Sequence[object]], tuple[object, ...]]]:
+        """The sample line's %-format, and what picks a sample's label values in its order
+        (the label names sorted)."""
         form, names = line_format(self.sample_name, self.labels)
-        return form, tuple(self.labels.index(n) for n in names)
+        order = [self.labels.index(n) for n in names]
+        if len(order) > 1:
+            return form, itemgetter(*order)
+        return form, (lambda values: tuple(values[i] for i in order))
 
     def lines(self, model: Any, openmetrics: bool) -> list[str]:
         """The family's exposition lines for ``model``; none when it has no sample."""
@@ -89,21 +94,25 @@ class Family:
             for labels, value in samples:
                 if value is not None:
                     form, names = line_format(self.sample_name, tuple(labels))
-                    out.append(_line(form, [labels[n] for n in names], value))
+                    out.append(form % (*_texts(tuple(labels[n] for n in names)), value_text(value)))
         else:
-            form, order = self._template
+            form, pick = self._template
             for values, value in samples:
                 if value is not None:
-                    out.append(_line(form, [values[i] for i in order], value))
+                    out.append(form % (*_texts(pick(values)), value_text(value)))
         return [self._heads[openmetrics], *out] if out else []
 
 
-def _line(form: str, values: list[Any], value: Any) -> str:
-    texts = [v if type(v) is str else str(v) for v in values]  # an int lane or link as str()
-    joined = "".join(texts)
+def _texts(values: tuple[object, ...]) -> tuple[str, ...]:
+    """Label values as text (an int lane or link as str() writes it), escaped where needed."""
+    try:
+        joined = "".join(values)  # type: ignore[arg-type]
+    except TypeError:
+        values = tuple(map(str, values))
+        joined = "".join(values)  # type: ignore[arg-type]
     if "\\" in joined or '"' in joined or "\n" in joined:
-        texts = [escaped(t) for t in texts]
-    return form % (*texts, value_text(value))
+        return tuple(escaped(str(v)) for v in values)
+    return values  # type: ignore[return-value]
 
 
 def write(families: Iterable[tuple[Family, Any]], openmetrics: bool) -> bytes:
