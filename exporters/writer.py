@@ -1,6 +1,6 @@
 """The exposition formats' parts, for the family writer (spec.py): text format 0.0.4 and
 OpenMetrics 1.0, byte for byte as prometheus_client writes them (its encoders are the reference
-of tests/exporters/test_writer.py).
+of tests/exporters/test_writer.py, the one place the family path meets prometheus_client).
 
 npumon's names are fixed in its code (the family rows check theirs at import), so each distinct
 name is checked once and remembered, and per sample only the label values are escaped, as both
@@ -14,16 +14,13 @@ timestamps, exemplars or _created samples.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable
 from functools import lru_cache
-
-from prometheus_client.utils import floatToGoString
 
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 _TEXT_TYPES = {"gauge": "gauge", "counter": "counter"}
-_value: Callable[[float], str] = floatToGoString  # "1.0", "+Inf", "1.7e+09": Go's float text
 
 
 @lru_cache(maxsize=4096)
@@ -46,10 +43,27 @@ def label_names(names: tuple[str, ...]) -> tuple[str, ...]:
 def value_text(value: float) -> str:
     """A sample value as both formats write it: Go's float text ("1.0", "+Inf", "1.7e+09")."""
     if value >= 1e6:  # Go's text has an exponent (or is +Inf): no repr to look at first
-        return _value(value)
+        return _go_text(value)
     text = float.__repr__(float(value))
     if len(text) > 7 or text[-1] > "9":  # nan, or where Go's text may differ from Python's
-        return _value(value)
+        return _go_text(value)
+    return text
+
+
+def _go_text(value: float) -> str:
+    """Python's shortest float text with Go's spelling of the infinities and NaN and, for a
+    positive number of 7 or more integer digits, Go's exponent form, as client_python writes
+    it (its floatToGoString): 1234567.0 is 1.234567e+06, -2500000000.0 stays as it is."""
+    number = float(value)
+    if math.isinf(number):
+        return "+Inf" if number > 0 else "-Inf"
+    if math.isnan(number):
+        return "NaN"
+    text = repr(number)
+    dot = text.find(".")
+    if number > 0 and dot > 6:
+        mantissa = f"{text[0]}.{text[1:dot]}{text[dot + 1 :]}".rstrip("0.")
+        return f"{mantissa}e+{dot - 1:02d}"
     return text
 
 
