@@ -16,7 +16,7 @@ the per-chip rows from a ChipReading field name, checked against ChipReading.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from operator import itemgetter
@@ -38,7 +38,6 @@ SAMPLED = "Sampled in the background by npumon; see npumon_source_last_success_t
 TYPES = ("gauge", "counter")
 _FIELDS = frozenset(f.name for f in fields(ChipReading))
 
-Labels = Sequence[object] | Mapping[str, str]
 Samples = Callable[[Any], Iterable[tuple[Any, Any]]]  # model -> (label values, value | None)
 
 
