@@ -133,14 +133,15 @@ def metrics_md() -> str:
         "",
         "## Collectors",
         "",
-        collector_table().replace("](docs/metrics.md#", "](#"),
+        collector_table().replace("](docs/metrics.md#", "](#").replace("](docs/", "]("),
         "",
     ]
     for c in COLLECTORS:
         out += [
             f"## {c.name}",
             "",
-            f"{c.about[0].upper()}{c.about[1:]}. From {c.source}; {_default(c)} by default.",
+            f"{c.about[0].upper()}{c.about[1:].replace('](docs/', '](')}. From {c.source};"
+            f" {_default(c)} by default.",
             "",
             _table(c.families, bound, seen),
             "",

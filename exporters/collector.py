@@ -128,7 +128,7 @@ COLLECTORS: tuple[Collector, ...] = (
         "npu_exporter_compat",
         COMPAT_FAMILIES,
         ("chips", "has_table", "node"),
-        "npu-exporter's names (compat.npu_exporter_names)",
+        "Huawei npu-exporter's names, for a migration ([docs/compat.md](docs/compat.md))",
         SMI,
         default=False,
     ),
