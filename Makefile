@@ -37,7 +37,7 @@ tools:
 	@promtool --version 2>&1 | head -n 1
 	@dpkg-query -W -f='victoria-metrics $${Version}\n' victoria-metrics 2>/dev/null || true
 
-PY_TREES := daemon exporters simulator podresources tests bench deploy
+PY_TREES := daemon exporters simulator podresources tests bench deploy docs
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(PY_TREES)
@@ -82,9 +82,11 @@ test-fast: $(STAMP) tools
 
 # The Helm chart's copies of the rules and dashboards, and deploy/kubernetes/npumon.yaml (the
 # chart rendered), after a change to config/prometheus/npumon-rules.yml, grafana/dashboards or
-# the chart. tests/fleet/test_helm_chart.py fails while they are out of date.
+# the chart. tests/fleet/test_helm_chart.py fails while they are out of date. docs/metrics.md
+# and the README's collector table from the family rows (tests/exporters/test_metrics_doc.py).
 generate: $(STAMP)
 	$(BIN)/python deploy/helm/generate.py
+	$(BIN)/python docs/generate_metrics.py
 
 # The image for amd64 and arm64 hosts (Dockerfile) with docker buildx. A multi-platform image
 # cannot be loaded into the local image store: push it (IMAGE naming your registry,

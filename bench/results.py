@@ -377,9 +377,8 @@ def readpath(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
         f = lines[form]
         t.row(
             f"network + optical + interconnect render, {lines['scenario']} ({f['samples']}"
-            f" samples), {form}: as lines / through Metric objects (in-process, best of"
-            f" {lines['runs']})",
-            f"{_ms(f['lines'])} / {_ms(f['metrics'])}",
+            f" samples), {form} (in-process, best of {lines['runs']})",
+            _ms(f["rows"]),
             "-",
             None,
         )

@@ -1,4 +1,4 @@
-"""Wiring: config -> store, sources, scheduler, collector registry, HTTP server."""
+"""Wiring: config -> store, sources, scheduler, the collectors' exposition."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-
-from prometheus_client import CollectorRegistry, generate_latest
 
 from npumon.daemon import __version__
 from npumon.daemon.config import Config
@@ -122,8 +120,6 @@ class Agent:
         self.collector = NpuCollector(
             self.store.latest, __version__, disabled=disabled, enabled=enabled
         )
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(self.collector)
         self._scheduler_clock = scheduler_clock
         self._scheduler: Scheduler | None = None
 
@@ -174,7 +170,7 @@ class Agent:
             lanes = [pool.submit(lane) for lane in (npu_smi, hccn_tool, node)]
             for lane in lanes:
                 lane.result()  # a step's own exception, raised here
-        return generate_latest(self.registry)
+        return self.collector.exposition()
 
     def write_textfile(self) -> None:
         """The textfile output; a full disk is logged and retried on the next tick."""
@@ -182,7 +178,7 @@ class Agent:
         if path is None:
             return
         try:
-            write_textfile(self.registry, path)
+            write_textfile(self.collector.exposition(), path)
         except OSError as error:
             log.warning("event=textfile_failed path=%s error=%r", path, str(error))
 

@@ -1,7 +1,7 @@
 """The daemon's lifecycle around one Agent: reload on SIGHUP (a bad config keeps the old), stop.
 
 Part of the wiring, like app.py: it owns what /metrics serves, the current agent's families
-followed by one registry's: npumon_config_last_reload_*, process_* and python_*.
+followed by npumon_config_last_reload_* and one registry's process_* and python_*.
 """
 
 from __future__ import annotations
@@ -9,18 +9,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
-from prometheus_client.core import Metric
 
 from npumon.daemon.app import Agent
 from npumon.daemon.config import Config, ConfigError
 from npumon.daemon.logs import set_format, set_level
 from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.daemon.runner import terminate_all
-from npumon.exporters.builtin import render_reload
-from npumon.exporters.rendercache import Exposition
+from npumon.exporters.builtin import RELOAD
+from npumon.exporters.rendercache import RenderCache
+from npumon.exporters.spec import write
 
 log = logging.getLogger(__name__)
 
@@ -48,17 +48,12 @@ class Supervisor:
         self.reload_success_timestamp = clock()
         self._generation = object()
         self._identity: tuple[object, object] = (None, None)
-        # what follows the agent's families: the reload outcome, process_* and python_*
+        # what follows the agent's families and the reload outcome: process_* and python_*
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(_Reload(self))
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
-        self.exposition = Exposition(
-            lambda openmetrics: self.agent.collector.exposition(openmetrics),
-            self.registry,
-            self.identity,
-        )
+        self.exposition = RenderCache(self._families, self.registry, self.identity)
         """The /metrics body (``exposition(openmetrics)``), rendered once per ``identity()``."""
 
     @property
@@ -126,6 +121,12 @@ class Supervisor:
         """The current agent's latest snapshot (the landing page's sources and versions)."""
         return self.agent.store.latest()
 
+    def _families(self, openmetrics: bool) -> bytes:
+        """The agent's families, then npumon_config_last_reload_*."""
+        outcome = (self.reload_successful, self.reload_success_timestamp)
+        reload = write(((f, outcome) for f in RELOAD), openmetrics)
+        return self.agent.collector.exposition(openmetrics) + reload
+
     def identity(self) -> object:
         """Changes whenever the exposition would: a new snapshot, agent or reload outcome."""
         snapshot = self.latest()
@@ -139,17 +140,3 @@ class Supervisor:
         for name in RESTART_ONLY:
             if getattr(before, name, None) != getattr(after, name, None):
                 log.warning("event=reload_ignored setting=web.%s reason=needs_a_restart", name)
-
-
-class _Reload:
-    """npumon_config_last_reload_*."""
-
-    def __init__(self, supervisor: Supervisor) -> None:
-        self._supervisor = supervisor
-
-    def describe(self) -> Iterable[Metric]:
-        return []
-
-    def collect(self) -> Iterator[Metric]:
-        s = self._supervisor
-        yield from render_reload(s.reload_successful, s.reload_success_timestamp)

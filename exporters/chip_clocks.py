@@ -3,27 +3,27 @@
 from __future__ import annotations
 
 from npumon.daemon.model.reading import THROTTLE_REASONS
-from npumon.exporters.spec import Counter, Family, Gauge, StateSet, render_table
+from npumon.exporters.spec import Family, counter, gauge, state_set
 
 CLOCKS: tuple[Family, ...] = (
-    Gauge(
+    gauge(
         "npu_aicore_frequency_hertz",
         "Current AI Core clock in hertz.",
         "aicore_frequency_hertz",
         "hertz",
     ),
-    Gauge(
+    gauge(
         "npu_aicore_rated_frequency_hertz",
         "Rated AI Core clock in hertz.",
         "aicore_rated_frequency_hertz",
         "hertz",
     ),
-    Gauge(
+    gauge(
         "npu_aicore_cores",
         "AI Cores the chip offers (fewer on a vNPU or a chip with cores fenced off).",
         "aicore_count",
     ),
-    StateSet(
+    state_set(
         "npu_throttled",
         "1 on the reason (thermal, power, unknown) while the chip is clocked down under load,"
         " 0 on the others; all 0 when not throttled; no series when it cannot be judged."
@@ -35,14 +35,14 @@ CLOCKS: tuple[Family, ...] = (
 )
 
 ECC: tuple[Family, ...] = (
-    Counter(
+    counter(
         "npu_hbm_ecc_errors",
         "HBM ECC errors: the lifetime aggregate total when the driver reports it, else the count"
         " since the driver loaded.",
         "bits",
         (("single", "hbm_ecc_single_bit_errors"), ("double", "hbm_ecc_double_bit_errors")),
     ),
-    Counter(
+    counter(
         "npu_memory_ecc_errors",
         "DDR memory ECC errors: the lifetime aggregate total when the driver reports it, else the"
         " count since the driver loaded.",
@@ -50,6 +50,3 @@ ECC: tuple[Family, ...] = (
         (("single", "memory_ecc_single_bit_errors"), ("double", "memory_ecc_double_bit_errors")),
     ),
 )
-
-render_clocks = render_table(CLOCKS)
-render_ecc = render_table(ECC)

@@ -2,34 +2,34 @@
 
 from __future__ import annotations
 
-from npumon.exporters.spec import Family, Gauge, render_table
+from npumon.exporters.spec import Family, gauge
 
 UTILIZATION: tuple[Family, ...] = (
-    Gauge(
+    gauge(
         "npu_aicore_utilization_ratio",
         "AI Core utilization, 0..1. Reads 0 while a profiler capture runs (npu_profiling_active).",
         "aicore_ratio",
         "ratio",
     ),
-    Gauge(
+    gauge(
         "npu_aivector_utilization_ratio",
         "AI Vector core (310P: Vectorcore) utilization, 0..1.",
         "aivector_ratio",
         "ratio",
     ),
-    Gauge("npu_aicube_utilization_ratio", "AI Cube utilization, 0..1.", "aicube_ratio", "ratio"),
-    Gauge("npu_aicpu_utilization_ratio", "AI CPU utilization, 0..1.", "aicpu_ratio", "ratio"),
-    Gauge(
+    gauge("npu_aicube_utilization_ratio", "AI Cube utilization, 0..1.", "aicube_ratio", "ratio"),
+    gauge("npu_aicpu_utilization_ratio", "AI CPU utilization, 0..1.", "aicpu_ratio", "ratio"),
+    gauge(
         "npu_ctrlcpu_utilization_ratio", "Control CPU utilization, 0..1.", "ctrlcpu_ratio", "ratio"
     ),
-    Gauge("npu_utilization_ratio", "Overall NPU utilization, 0..1.", "utilization_ratio", "ratio"),
-    Gauge(
+    gauge("npu_utilization_ratio", "Overall NPU utilization, 0..1.", "utilization_ratio", "ratio"),
+    gauge(
         "npu_hbm_bandwidth_utilization_ratio",
         "HBM bandwidth utilization, 0..1.",
         "hbm_bandwidth_ratio",
         "ratio",
     ),
-    Gauge(
+    gauge(
         "npu_memory_bandwidth_utilization_ratio",
         "DDR memory bandwidth utilization, 0..1.",
         "memory_bandwidth_ratio",
@@ -38,14 +38,14 @@ UTILIZATION: tuple[Family, ...] = (
 )
 
 POWER: tuple[Family, ...] = (
-    Gauge("npu_power_watts", "Chip power draw in watts.", "power_watts", "watts"),
-    Gauge(
+    gauge("npu_power_watts", "Chip power draw in watts.", "power_watts", "watts"),
+    gauge(
         "npu_temperature_celsius",
         "Chip temperature in degrees Celsius.",
         "temperature_celsius",
         "celsius",
     ),
-    Gauge(
+    gauge(
         "npu_hbm_temperature_celsius",
         "HBM temperature in degrees Celsius.",
         "hbm_temperature_celsius",
@@ -54,13 +54,9 @@ POWER: tuple[Family, ...] = (
 )
 
 CAPTURE: tuple[Family, ...] = (
-    Gauge(
+    gauge(
         "npu_profiling_active",
         "1 while an npumon profiler capture runs on the chip (AI Core utilization reads 0 then).",
         "capture_active",
     ),
 )
-
-render_utilization = render_table(UTILIZATION)
-render_capture = render_table(CAPTURE)
-render_power = render_table(POWER)

@@ -4,7 +4,8 @@ Like node_exporter's collectors: every group can be switched off in the config
 (`collectors.disabled`), the default-off ones (the per-link detail) switched on
 (`collectors.enabled`), and each render reports its own duration and success
 (`npumon_scrape_collector_*`). A failing group is left out of the exposition and logged once
-per new error; the others are served.
+per new error; the others are served. COLLECTORS and their family rows are also the source of
+docs/metrics.md and the README's collector table (docs/generate_metrics.py).
 """
 
 from __future__ import annotations
@@ -12,77 +13,133 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 from operator import attrgetter
-from typing import TypeVar
-
-from prometheus_client.core import Metric
 
 from npumon.daemon.model.snapshot import NodeSnapshot
-from npumon.exporters.builtin import (
-    render_build_info,
-    render_collector_results,
-    render_node,
-    render_sources,
-)
-from npumon.exporters.chip_clocks import render_clocks, render_ecc
-from npumon.exporters.chip_dcmi import render_dcmi
-from npumon.exporters.chip_health import render_health, render_identity
-from npumon.exporters.chip_load import render_capture, render_power, render_utilization
-from npumon.exporters.chip_memory import render_memory, render_processes
-from npumon.exporters.compat import render_compat
-from npumon.exporters.kubernetes import render_kubernetes
-from npumon.exporters.lines import LineRenderer
+from npumon.exporters import profiles
+from npumon.exporters.builtin import BUILD, NODE, RESULTS, SOURCES, Result
+from npumon.exporters.chip_clocks import CLOCKS, ECC
+from npumon.exporters.chip_dcmi import DCMI
+from npumon.exporters.chip_health import HEALTH, IDENTITY
+from npumon.exporters.chip_load import CAPTURE, POWER, UTILIZATION
+from npumon.exporters.chip_memory import MEMORY, PROCESSES
+from npumon.exporters.compat import COMPAT_FAMILIES
+from npumon.exporters.kubernetes import KUBERNETES
 from npumon.exporters.network import (
-    render_interconnect,
-    render_interconnect_detail,
-    render_network,
-    render_network_detail,
-    render_optical,
-    render_optical_detail,
+    INTERCONNECT,
+    INTERCONNECT_DETAIL,
+    NETWORK,
+    NETWORK_DETAIL,
+    OPTICAL,
+    OPTICAL_DETAIL,
 )
-from npumon.exporters.profiles import render_profiles
-from npumon.exporters.spec import Renderer
-from npumon.exporters.writer import openmetrics as write_openmetrics
-from npumon.exporters.writer import text as write_text
+from npumon.exporters.spec import Family, write
 
 log = logging.getLogger(__name__)
 Inputs = Callable[[NodeSnapshot], tuple[object, ...]]  # the snapshot parts a collector reads
-Result = tuple[str, float, bool]  # (collector, seconds, success)
-_Out = TypeVar("_Out")
+
+
+@dataclass(frozen=True)
+class Collector:
+    """A group of families that is switched on and off, timed and contained as one."""
+
+    name: str  # a value of `collectors.disabled` / `collectors.enabled`
+    families: tuple[Family, ...]  # each reads the NodeSnapshot
+    inputs: tuple[str, ...]  # the snapshot parts its families read; "" for the whole snapshot
+    about: str  # what it exports, one line (the README's collector table)
+    source: str  # where the values come from (the metric reference)
+    default: bool = True  # on unless `collectors.enabled` names it
+    # a writer of its own (profiles: each family contained on its own); None: every family's
+    writer: Callable[[NodeSnapshot, bool], list[str]] | None = None
+
+    def render(self, snap: NodeSnapshot, openmetrics: bool) -> bytes:
+        if self.writer is not None:
+            return "".join(self.writer(snap, openmetrics)).encode()
+        return write(((f, snap) for f in self.families), openmetrics)
+
 
 CHIPS = ("chips",)
-COLLECTORS: tuple[tuple[str, Renderer, tuple[str, ...]], ...] = (
-    # (name, renderer, inputs: the snapshot parts it reads; "" for the whole snapshot)
-    ("identity", render_identity, ("chips", "node")),  # npu_chip_info, npu_node_info
-    ("health", render_health, CHIPS),  # npu_health_state, npu_error_code_info
-    ("utilization", render_utilization, CHIPS),  # npu_*_utilization_ratio
-    ("power", render_power, CHIPS),  # npu_power_watts, npu_*temperature_celsius
-    ("memory", render_memory, CHIPS),  # npu_hbm_*, npu_memory_*, npu_hugepages_*
-    ("clocks", render_clocks, CHIPS),  # npu_aicore_*frequency_hertz, npu_throttled
-    ("ecc", render_ecc, CHIPS),  # npu_*_ecc_errors_total
-    ("dcmi", render_dcmi, CHIPS),  # npu_voltage_volts, npu_pcie_bandwidth_bytes_per_second
-    ("network", render_network, ("network.ports",)),  # npu_network_*, npu_roce_*
-    ("network_detail", render_network_detail, ("network.ports",)),  # off: per priority, kind
-    ("optical", render_optical, ("network.ports",)),  # npu_optical_* (hccn_tool -optical)
-    ("optical_detail", render_optical_detail, ("network.ports",)),  # off: per lane, thresholds
-    ("interconnect", render_interconnect, ("network.chips",)),  # npu_hccs_*, npu_pcie_*, npu_sio_*
-    ("interconnect_detail", render_interconnect_detail, ("network.chips",)),  # off: per link
-    ("processes", render_processes, CHIPS),  # npu_process_hbm_used_bytes
-    ("kubernetes", render_kubernetes, ("chips", "attribution_problems")),  # npu_chip_allocation_*
-    ("capture", render_capture, CHIPS),  # npu_profiling_active
-    ("sources", render_sources, ("sources",)),  # npumon_source_*
-    ("node", render_node, ("",)),  # npumon_chips, npumon_snapshot_timestamp_seconds
-    ("profiles", render_profiles, ("profiles",)),  # npu_step_*, npu_op_*, npu_profile_*, ...
-    ("npu_exporter_compat", render_compat, ("chips", "has_table", "node")),  # off by default
+SMI = "npu-smi or DCMI (npu_smi.backend)"
+HCCN = "hccn_tool"
+COLLECTORS: tuple[Collector, ...] = (
+    Collector("identity", IDENTITY, ("chips", "node"), "chip identity, NPU software versions", SMI),
+    Collector("health", HEALTH, CHIPS, "health state, active error codes", SMI),
+    Collector("utilization", UTILIZATION, CHIPS, "AI Core, Vector, Cube, CPU, bandwidth use", SMI),
+    Collector("power", POWER, CHIPS, "power draw, chip and HBM temperature", SMI),
+    Collector("memory", MEMORY, CHIPS, "HBM, DDR memory and hugepages", SMI),
+    Collector("clocks", CLOCKS, CHIPS, "AI Core clocks, cores, throttling", SMI),
+    Collector("ecc", ECC, CHIPS, "HBM and DDR ECC error counters", SMI),
+    Collector("dcmi", DCMI, CHIPS, "voltage, PCIe bandwidth, vNPUs (DCMI only)", "DCMI"),
+    Collector("network", NETWORK, ("network.ports",), "NIC link, traffic, errors, UB ports", HCCN),
+    Collector(
+        "network_detail",
+        NETWORK_DETAIL,
+        ("network.ports",),
+        "per priority, per kind and per state NIC counters",
+        HCCN,
+        default=False,
+    ),
+    Collector("optical", OPTICAL, ("network.ports",), "optical module presence, health", HCCN),
+    Collector(
+        "optical_detail",
+        OPTICAL_DETAIL,
+        ("network.ports",),
+        "per lane optical power and bias, module thresholds",
+        HCCN,
+        default=False,
+    ),
+    Collector(
+        "interconnect",
+        INTERCONNECT,
+        ("network.chips",),
+        "HCCS, PCIe and SIO link health and sums per chip",
+        "npu-smi or DCMI; hccn_tool (UB)",
+    ),
+    Collector(
+        "interconnect_detail",
+        INTERCONNECT_DETAIL,
+        ("network.chips",),
+        "per HCCS link counters and bandwidth, PCIe errors by kind",
+        "npu-smi or DCMI",
+        default=False,
+    ),
+    Collector("processes", PROCESSES, CHIPS, "device memory per process, with its owner", SMI),
+    Collector(
+        "kubernetes",
+        KUBERNETES,
+        ("chips", "attribution_problems"),
+        "which container holds each chip",
+        "kubelet pod-resources API",
+    ),
+    Collector("capture", CAPTURE, CHIPS, "whether a profiler capture runs", "npumon"),
+    Collector("sources", SOURCES, ("sources",), "each source's health and timing", "npumon"),
+    Collector("node", NODE, ("",), "chip count, snapshot time, backend", "npumon"),
+    Collector(
+        "profiles",
+        profiles.PROFILES,
+        ("profiles",),
+        "step time, phases, operators, diagnoses (profiling on)",
+        "npumon's profiler captures",
+        writer=profiles.write,
+    ),
+    Collector(
+        "npu_exporter_compat",
+        COMPAT_FAMILIES,
+        ("chips", "has_table", "node"),
+        "Huawei npu-exporter's names, for a migration ([docs/compat.md](docs/compat.md))",
+        SMI,
+        default=False,
+    ),
 )
-"""Every collector, in exposition order; names are the values of `collectors.disabled`."""
+"""Every collector, in exposition order."""
 
-COLLECTOR_NAMES = tuple(name for name, _, _ in COLLECTORS)
+COLLECTOR_NAMES = tuple(c.name for c in COLLECTORS)
 # like node_exporter's default-off ones: `collectors.enabled` (the detail of the link families),
 # `compat.npu_exporter_names`
 DETAIL_COLLECTORS = ("network_detail", "optical_detail", "interconnect_detail")
-OFF_BY_DEFAULT = frozenset({*DETAIL_COLLECTORS, "npu_exporter_compat"})
+OFF_BY_DEFAULT = frozenset(c.name for c in COLLECTORS if not c.default)
 SNAPSHOT = "snapshot"  # the collector label when reading the snapshot itself fails
 
 
@@ -92,7 +149,8 @@ def unknown_collectors(names: Iterable[str]) -> list[str]:
 
 
 class NpuCollector:
-    """A prometheus_client custom collector: fresh families from an immutable snapshot.
+    """The exposition of npumon's families from the latest snapshot: what /metrics, the textfile
+    and `npumon collect` write.
 
     ``latest`` is the store's zero-argument ``latest`` method; it must return at once (it never
     runs npu-smi). ``disabled`` names collectors to leave out, ``enabled`` the default-off ones to
@@ -115,62 +173,24 @@ class NpuCollector:
         self._version = version
         self._timer = timer
         self._collectors = tuple(
-            (n, r, _inputs(i))
-            for n, r, i in COLLECTORS
-            if n not in disabled and (n not in OFF_BY_DEFAULT or n in enabled)
+            (c, _inputs(c.inputs))
+            for c in COLLECTORS
+            if c.name not in disabled and (c.default or c.name in enabled)
         )
         # (name, OpenMetrics?) -> (the inputs rendered, their text)
         self._chunks: dict[tuple[str, bool], tuple[tuple[object, ...], bytes]] = {}
         self._last_error: dict[str, str] = {}
-        self._lock = threading.Lock()  # concurrent scrapes share the last-error memory
-
-    def describe(self) -> Iterable[Metric]:
-        """Nothing: registering must not render (and so must not call ``latest``)."""
-        return []
-
-    def collect(self) -> Iterator[Metric]:
-        """All families of the enabled collectors; a failing one is dropped and reported."""
-        results: list[Result] = []
-        for families in self._each(
-            results, lambda name, render, inputs, snap: [f for f in render(snap) if f.samples]
-        ):
-            yield from families
-        yield render_build_info(self._version)
-        yield from render_collector_results(results)
+        self._lock = threading.Lock()  # concurrent scrapes share the chunks and error memory
 
     def exposition(self, openmetrics: bool = False) -> bytes:
-        """What ``collect()`` yields, as exposition text (no ``# EOF``), written by
-        exporters/writer.py (a LineRenderer, exporters/lines.py, writes its own). A collector's
-        text is reused while the snapshot parts it reads (its inputs in COLLECTORS) are the same
-        objects: the store keeps an unchanged part's identity, so a table poll re-formats the
-        chip families but not the network ones."""
-        encode = write_openmetrics if openmetrics else write_text
-
-        def text(name: str, render: Renderer, inputs: Inputs, snap: NodeSnapshot) -> bytes:
-            key, now = (name, openmetrics), inputs(snap)
-            with self._lock:
-                kept = self._chunks.get(key)
-            if kept is not None and _same_objects(kept[0], now):
-                return kept[1]
-            if isinstance(render, LineRenderer):
-                body = render.write(snap, openmetrics)
-            else:
-                body = encode([f for f in render(snap) if f.samples])
-            with self._lock:
-                self._chunks[key] = (now, body)
-            return body
-
+        """Every enabled collector's families, then npumon_build_info and npumon_scrape_*, as
+        exposition text (no ``# EOF``). A failing collector is left out, logged once per new
+        error and reported (STYLE rule 6), as is reading the snapshot. A collector's text is
+        reused while the snapshot parts it reads (its inputs) are the same objects: the store
+        keeps an unchanged part's identity, so a table poll re-formats the chip families but
+        not the network ones."""
         results: list[Result] = []
-        parts = list(self._each(results, text))
-        parts.append(encode([render_build_info(self._version), *render_collector_results(results)]))
-        return b"".join(parts)
-
-    def _each(
-        self, results: list[Result], work: Callable[[str, Renderer, Inputs, NodeSnapshot], _Out]
-    ) -> Iterator[_Out]:
-        """``work`` for each enabled collector on the latest snapshot, inside the per-collector
-        error boundary (STYLE rule 6): a failing one is logged, left out and reported in
-        ``results`` (name, seconds, success), as is reading the snapshot."""
+        parts: list[bytes] = []
         started = self._timer()
         try:
             snap: NodeSnapshot | None = self._latest()
@@ -178,18 +198,38 @@ class NpuCollector:
             self._log_failure(SNAPSHOT, exc)
             snap = None
         results.append((SNAPSHOT, self._timer() - started, snap is not None))
-        if snap is None:
-            return
-        for name, render, inputs in self._collectors:
+        if snap is not None:
+            parts = self._each(snap, openmetrics, results)
+        own = [*((f, self._version) for f in BUILD), *((f, results) for f in RESULTS)]
+        parts.append(write(own, openmetrics))
+        return b"".join(parts)
+
+    def _each(self, snap: NodeSnapshot, openmetrics: bool, results: list[Result]) -> list[bytes]:
+        """Each enabled collector's text, inside its own error boundary."""
+        parts: list[bytes] = []
+        for collector, inputs in self._collectors:
             started = self._timer()
             try:
-                out = work(name, render, inputs, snap)
+                parts.append(self._text(collector, inputs, snap, openmetrics))
             except Exception as exc:
-                self._log_failure(name, exc)
-                results.append((name, self._timer() - started, False))
+                self._log_failure(collector.name, exc)
+                results.append((collector.name, self._timer() - started, False))
                 continue
-            results.append((name, self._timer() - started, True))
-            yield out
+            results.append((collector.name, self._timer() - started, True))
+        return parts
+
+    def _text(
+        self, collector: Collector, inputs: Inputs, snap: NodeSnapshot, openmetrics: bool
+    ) -> bytes:
+        key, now = (collector.name, openmetrics), inputs(snap)
+        with self._lock:
+            kept = self._chunks.get(key)
+        if kept is not None and _same_objects(kept[0], now):
+            return kept[1]
+        body = collector.render(snap, openmetrics)
+        with self._lock:
+            self._chunks[key] = (now, body)
+        return body
 
     def _log_failure(self, collector: str, exc: Exception) -> None:
         text = f"{type(exc).__name__}: {exc}"

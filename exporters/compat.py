@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from prometheus_client.core import GaugeMetricFamily, Metric
-
 from npumon.daemon.model.npu_smi import code_value
 from npumon.daemon.model.reading import ChipReading
 from npumon.daemon.model.snapshot import NodeSnapshot
+from npumon.exporters.spec import Family, Samples
 
 L1 = ("id", "model_name", "vdie_id", "pcie_bus_info", "namespace", "pod_name", "container_name")
 MB = 1024 * 1024
@@ -114,57 +113,61 @@ def l1(c: ChipReading) -> list[str]:
     ]
 
 
-def render_compat(snap: NodeSnapshot) -> Iterator[Metric]:
-    """npu-exporter's families from the same readings.
-
-    npu_chip_info_utilization{id="0",model_name="910B3",...,pod_name="train-0"} 87
-    """
-    yield from _chip_families(snap, CHIP, held_only=False)
-    yield from _chip_families(snap, CONTAINER, held_only=True)
-    yield from _identity_families(snap)
-
-
-def _chip_families(
-    snap: NodeSnapshot, table: tuple[tuple[str, str, Pick], ...], held_only: bool
-) -> Iterator[Metric]:
-    for name, doc, pick in table:
-        family = GaugeMetricFamily(name, f"{doc} {COMPAT}", labels=L1)
+def _chip(pick: Pick, held_only: bool) -> Samples:
+    def samples(snap: NodeSnapshot) -> Iterator[tuple[list[str], float | None]]:
         for c in snap.chips:
-            value = pick(c)
-            if value is not None and c.identity is not None and (c.owners or not held_only):
-                family.add_metric(l1(c), float(value))
-        yield family
+            if c.identity is not None and (c.owners or not held_only):  # L1 carries its identity
+                yield l1(c), pick(c)
+
+    return samples
 
 
-def _identity_families(snap: NodeSnapshot) -> Iterator[Metric]:
-    machine = GaugeMetricFamily("machine_npu_nums", f"NPU chips on the node. {COMPAT}")
-    if snap.has_table:
-        machine.add_metric([], float(len(snap.chips)))
-    yield machine
-    base = GaugeMetricFamily(
+def _first_code(snap: NodeSnapshot) -> Iterator[tuple[list[str], int | None]]:
+    for c in snap.chips:
+        if c.identity is not None:
+            values = (code_value(code) for code, _ in c.error_codes)
+            yield l1(c), next((v for v in values if v is not None), None)
+
+
+def _processes(snap: NodeSnapshot) -> Iterator[tuple[list[str], float]]:
+    for c in snap.chips:
+        if c.identity is not None:
+            for p in c.processes:
+                yield [*l1(c), str(p.pid), p.container_id or ""], p.hbm_used_bytes / MB
+
+
+def _gauge(name: str, doc: str, labels: tuple[str, ...], samples: Samples) -> Family:
+    return Family(name, "gauge", f"{doc} {COMPAT}", labels, samples)
+
+
+COMPAT_FAMILIES: tuple[Family, ...] = (
+    # npu_chip_info_utilization{id="0",model_name="910B3",...,pod_name="train-0"} 87
+    *(_gauge(name, doc, L1, _chip(pick, held_only=False)) for name, doc, pick in CHIP),
+    *(_gauge(name, doc, L1, _chip(pick, held_only=True)) for name, doc, pick in CONTAINER),
+    _gauge(
+        "machine_npu_nums",
+        "NPU chips on the node.",
+        (),
+        lambda snap: [((), len(snap.chips) if snap.has_table else None)],
+    ),
+    _gauge(
         "node_base_info",
-        f"Driver version (always 1). {COMPAT}",
-        labels=("exporterVersion", "driverVersion"),
-    )
-    if snap.node.driver_version:
-        base.add_metric(["npumon", snap.node.driver_version], 1.0)
-    yield base
-    codes = GaugeMetricFamily(
+        "Driver version (always 1).",
+        ("exporterVersion", "driverVersion"),
+        lambda snap: [
+            (("npumon", snap.node.driver_version), 1.0 if snap.node.driver_version else None)
+        ],
+    ),
+    _gauge(
         "npu_chip_info_error_code",
-        f"The first active fault code, as a decimal number. {COMPAT}",
-        labels=L1,
-    )
-    processes = GaugeMetricFamily(
+        "The first active fault code, as a decimal number.",
+        L1,
+        _first_code,
+    ),
+    _gauge(
         "npu_chip_info_process_info",
-        f"Device memory of a process (MB). {COMPAT}",
-        labels=(*L1, "process_id", "container_id"),
-    )
-    for c in (c for c in snap.chips if c.identity is not None):  # L1 carries its identity
-        values = (code_value(code) for code, _ in c.error_codes)
-        first = next((v for v in values if v is not None), None)
-        if first is not None:
-            codes.add_metric(l1(c), float(first))
-        for p in c.processes:
-            processes.add_metric([*l1(c), str(p.pid), p.container_id or ""], p.hbm_used_bytes / MB)
-    yield codes
-    yield processes
+        "Device memory of a process (MB).",
+        (*L1, "process_id", "container_id"),
+        _processes,
+    ),
+)

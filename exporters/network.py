@@ -4,8 +4,6 @@ shape, optical modules, and the chip's HCCS, PCIe and die-to-die (SIO) links (np
 Every port series carries `npu`, `chip` and `port` ("0" on single-port chips), so label sets
 never vary. The `_total` families are the tools' own counters: they restart at 0 on a driver
 reload and on `hccn_tool -stat -c`, which `rate()` and `increase()` treat as a counter reset.
-Each family is a LineFamily (exporters/lines.py): a scrape writes its lines straight from the
-model.
 
 Each collector has a default table and a detail one (collectors `network_detail`,
 `optical_detail`, `interconnect_detail`, off by default): the default holds a few series per
@@ -16,7 +14,7 @@ kinds drops when any of its parts restarts, which `rate()` treats as a counter r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -29,7 +27,7 @@ from npumon.daemon.model.network import (
 )
 from npumon.daemon.model.network_view import ChipLinks, PortReading
 from npumon.daemon.model.snapshot import NodeSnapshot
-from npumon.exporters.lines import Items, LineFamily, LineRenderer
+from npumon.exporters.spec import SAMPLED, Family, Samples
 
 PORT = ("npu", "chip", "port")
 CHIP = ("npu", "chip")
@@ -37,14 +35,61 @@ INFO_LABELS = ("ip", "peer_switch", "peer_port")
 HEALTHY_NET_STATES = frozenset({"success", "init"})  # as npu_network_health_state's HELP says
 
 
-def _port(
-    name: str, kind: str, doc: str, value: Callable[[Any], Any], *extra: str, text: bool = False
-) -> LineFamily:
-    return LineFamily(name, kind, doc, PORT, value, extra, text=text)
+Items = Sequence[tuple[tuple[str, ...], Any]]  # (identity label values, the series' model)
 
 
-def _chip(name: str, kind: str, doc: str, value: Callable[[Any], Any], *extra: str) -> LineFamily:
-    return LineFamily(name, kind, doc, CHIP, value, extra)
+def _ports(snap: NodeSnapshot) -> Items:
+    """npu_network_receive_errors_total{chip="0",kind="fcs",npu="0",port="0"} 0.0"""
+    return [((str(p.npu), str(p.chip), str(p.port)), p) for p in snap.network.ports]
+
+
+def _optics(snap: NodeSnapshot) -> Items:
+    """npu_optical_rx_power_watts{chip="0",lane="0",npu="0",port="0"} 0.00089"""
+    ports = snap.network.ports
+    return [((str(p.npu), str(p.chip), str(p.port)), p.optical) for p in ports if p.optical]
+
+
+def _chips(snap: NodeSnapshot) -> Items:
+    """The chip's HCCS health and its ports by the driver's port index, PCIe and SIO errors:
+
+    npu_hccs_up{chip="0",npu="0"} 0.0
+    npu_hccs_first_error_link{chip="0",npu="0"} 7.0
+    npu_hccs_crc_errors_total{chip="0",link="7",npu="0"} 42.0
+    """
+    return [((str(c.npu), str(c.chip)), c) for c in snap.network.chips]
+
+
+def _family(
+    items: Callable[[NodeSnapshot], Items],
+    identity: tuple[str, ...],
+    name: str,
+    kind: str,
+    doc: str,
+    value: Callable[[Any], Any],
+    extra: tuple[str, ...],
+) -> Family:
+    """A row over ``items``: ``value(item)`` is the item's value (None: no sample), or with
+    ``extra`` label names its (extra label values..., value) rows."""
+    samples: Samples
+    if extra:
+        samples = lambda snap: (  # noqa: E731
+            ((*ids, *labels), v) for ids, item in items(snap) for *labels, v in value(item)
+        )
+    else:
+        samples = lambda snap: ((ids, value(item)) for ids, item in items(snap))  # noqa: E731
+    return Family(name, kind, f"{doc} {SAMPLED}", (*identity, *extra), samples)
+
+
+def _port(name: str, kind: str, doc: str, value: Callable[[Any], Any], *extra: str) -> Family:
+    return _family(_ports, PORT, name, kind, doc, value, extra)
+
+
+def _optic(name: str, kind: str, doc: str, value: Callable[[Any], Any], *extra: str) -> Family:
+    return _family(_optics, PORT, name, kind, doc, value, extra)
+
+
+def _chip(name: str, kind: str, doc: str, value: Callable[[Any], Any], *extra: str) -> Family:
+    return _family(_chips, CHIP, name, kind, doc, value, extra)
 
 
 def _carrier_changes(p: PortReading) -> int | None:
@@ -243,8 +288,7 @@ NETWORK = (  # the default: per port, what the bundled alerts and dashboards rea
         "gauge",
         "The port's IP and the switch port it is cabled to (LLDP).",
         _info,
-        *INFO_LABELS,
-        text=True,  # the switch's LLDP text
+        *INFO_LABELS,  # the switch's LLDP text: any text, escaped
     ),
 )
 NETWORK_DETAIL = (  # collector network_detail: per priority, per kind, per state
@@ -316,26 +360,26 @@ OPTICAL_LANES = (
     ("npu_optical_tx_bias_amperes", "tx_bias_amperes", "Laser bias current per lane."),
 )
 OPTICAL = (  # the default, of the port's OpticalReport
-    _port(
+    _optic(
         "npu_optical_present",
         "gauge",
         "1 when the port's optical module reports itself present.",
         attrgetter("present"),
     ),
-    _port(
+    _optic(
         "npu_optical_temperature_celsius",
         "gauge",
         "Optical module temperature.",
         attrgetter("temperature_celsius"),
     ),
-    _port(
+    _optic(
         "npu_optical_rx_power_min_watts",
         "gauge",
         "The lowest lane's received optical power (per lane: npu_optical_rx_power_watts, "
         "collector optical_detail).",
         _lowest("rx_power_watts"),
     ),
-    _port(
+    _optic(
         "npu_optical_out_of_range",
         "gauge",
         "The module's readings against its own alarm thresholds, by quantity (temperature, "
@@ -346,15 +390,15 @@ OPTICAL = (  # the default, of the port's OpticalReport
     ),
 )
 OPTICAL_DETAIL = (  # collector optical_detail: per lane, and the thresholds themselves
-    _port(
+    _optic(
         "npu_optical_supply_voltage_volts",
         "gauge",
         "Module supply voltage.",
         attrgetter("supply_voltage_volts"),
     ),
-    *(_port(name, "gauge", doc, attrgetter(f), "lane") for name, f, doc in OPTICAL_LANES),
+    *(_optic(name, "gauge", doc, attrgetter(f), "lane") for name, f, doc in OPTICAL_LANES),
     *(
-        _port(
+        _optic(
             f"npu_optical_{quantity}_threshold_{unit}",
             "gauge",
             f"The module's own alarm threshold for {quantity.replace('_', ' ')} "
@@ -461,32 +505,3 @@ INTERCONNECT_DETAIL = (  # collector interconnect_detail: per HCCS link and PCIe
         "kind",
     ),
 )
-
-
-def _ports(snap: NodeSnapshot) -> Items:
-    """npu_network_receive_errors_total{chip="0",kind="fcs",npu="0",port="0"} 0.0"""
-    return [((str(p.npu), str(p.chip), str(p.port)), p) for p in snap.network.ports]
-
-
-def _optics(snap: NodeSnapshot) -> Items:
-    """npu_optical_rx_power_watts{chip="0",lane="0",npu="0",port="0"} 0.00089"""
-    ports = snap.network.ports
-    return [((str(p.npu), str(p.chip), str(p.port)), p.optical) for p in ports if p.optical]
-
-
-def _chips(snap: NodeSnapshot) -> Items:
-    """The chip's HCCS health and its ports by the driver's port index, PCIe and SIO errors:
-
-    npu_hccs_up{chip="0",npu="0"} 0.0
-    npu_hccs_first_error_link{chip="0",npu="0"} 7.0
-    npu_hccs_crc_errors_total{chip="0",link="7",npu="0"} 42.0
-    """
-    return [((str(c.npu), str(c.chip)), c) for c in snap.network.chips]
-
-
-render_network = LineRenderer(_ports, NETWORK)
-render_network_detail = LineRenderer(_ports, NETWORK_DETAIL)
-render_optical = LineRenderer(_optics, OPTICAL)
-render_optical_detail = LineRenderer(_optics, OPTICAL_DETAIL)
-render_interconnect = LineRenderer(_chips, INTERCONNECT)
-render_interconnect_detail = LineRenderer(_chips, INTERCONNECT_DETAIL)

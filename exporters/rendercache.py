@@ -12,9 +12,9 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 Families = Callable[[bool], bytes]  # OpenMetrics? -> npumon's families, without "# EOF"
 
 
-class Exposition:
-    """``exposition(openmetrics)``: npumon's families, then the registry's (the reload outcome,
-    process_*, python_*), with OpenMetrics' ``# EOF``; kept per format until ``identity()`` (a
+class RenderCache:
+    """``exposition(openmetrics)``: npumon's families, then the registry's (process_*,
+    python_*), with OpenMetrics' ``# EOF``; kept per format until ``identity()`` (a
     new snapshot or reload is a new object) changes. Renders are one at a time, so scrapes that
     arrive while a snapshot renders wait for that render and reuse it."""
 

@@ -6,18 +6,15 @@ import contextlib
 import os
 import tempfile
 
-from prometheus_client import CollectorRegistry, generate_latest
 
-
-def write_textfile(registry: CollectorRegistry, path: str | os.PathLike[str]) -> None:
-    """Render the registry and replace ``path`` atomically; never leaves a partial file.
+def write_textfile(body: bytes, path: str | os.PathLike[str]) -> None:
+    """Replace ``path`` with ``body`` (text format) atomically; never leaves a partial file.
 
     The temporary file sits in the same directory (os.replace is atomic only within one
     file system) and does not end in .prom, so node_exporter never reads it half written.
     Raises OSError naming the path when writing fails.
     """
     target = os.fspath(path)
-    body = generate_latest(registry)
     folder = os.path.dirname(os.path.abspath(target))
     tmp: str | None = None
     try:

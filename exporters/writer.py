@@ -1,11 +1,11 @@
-"""The exposition writer for npumon's own families: text format 0.0.4 and OpenMetrics 1.0.
+"""The exposition formats' parts, for the family writer (spec.py): text format 0.0.4 and
+OpenMetrics 1.0, byte for byte as prometheus_client writes them (its encoders are the reference
+of tests/exporters/test_writer.py, the one place the family path meets prometheus_client).
 
-prometheus_client's encoders check and escape every metric and label name of every sample. npumon's
-names are fixed in its code (the family tables check theirs at import), so here each distinct name
-is checked once and remembered, and per sample only the label values are escaped, as both formats
-say: backslash, double quote and line feed. For the families npumon renders (gauges, counters,
-untyped; no timestamps, exemplars or _created samples) the bytes are prometheus_client's; any
-other family is handed to prometheus_client's encoder.
+npumon's names are fixed in its code (the family rows check theirs at import), so each distinct
+name is checked once and remembered, and per sample only the label values are escaped, as both
+formats say: backslash, double quote and line feed. npumon writes gauges and counters, without
+timestamps, exemplars or _created samples.
 
     # HELP npu_power_watts Chip power draw in watts. ...
     # TYPE npu_power_watts gauge
@@ -14,23 +14,13 @@ other family is handed to prometheus_client's encoder.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable, Iterable, KeysView, Mapping
 from functools import lru_cache
-from operator import itemgetter
-from typing import Any, cast
-
-from prometheus_client import CollectorRegistry
-from prometheus_client import exposition as text_format
-from prometheus_client.core import Metric
-from prometheus_client.openmetrics import exposition as openmetrics_format
-from prometheus_client.utils import floatToGoString
 
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
-_TEXT_TYPES = {"gauge": "gauge", "counter": "counter", "unknown": "untyped"}
-_PLAIN_SUFFIXES = {"gauge": "", "counter": "_total", "unknown": ""}
-_value: Callable[[float], str] = floatToGoString  # "1.0", "+Inf", "1.7e+09": Go's float text
+_TEXT_TYPES = {"gauge": "gauge", "counter": "counter"}
 
 
 @lru_cache(maxsize=4096)
@@ -53,10 +43,27 @@ def label_names(names: tuple[str, ...]) -> tuple[str, ...]:
 def value_text(value: float) -> str:
     """A sample value as both formats write it: Go's float text ("1.0", "+Inf", "1.7e+09")."""
     if value >= 1e6:  # Go's text has an exponent (or is +Inf): no repr to look at first
-        return _value(value)
+        return _go_text(value)
     text = float.__repr__(float(value))
     if len(text) > 7 or text[-1] > "9":  # nan, or where Go's text may differ from Python's
-        return _value(value)
+        return _go_text(value)
+    return text
+
+
+def _go_text(value: float) -> str:
+    """Python's shortest float text with Go's spelling of the infinities and NaN and, for a
+    positive number of 7 or more integer digits, Go's exponent form, as client_python writes
+    it (its floatToGoString): 1234567.0 is 1.234567e+06, -2500000000.0 stays as it is."""
+    number = float(value)
+    if math.isinf(number):
+        return "+Inf" if number > 0 else "-Inf"
+    if math.isnan(number):
+        return "NaN"
+    text = repr(number)
+    dot = text.find(".")
+    if number > 0 and dot > 6:
+        mantissa = f"{text[0]}.{text[1:dot]}{text[dot + 1 :]}".rstrip("0.")
+        return f"{mantissa}e+{dot - 1:02d}"
     return text
 
 
@@ -81,39 +88,6 @@ def _sorted_names(names: tuple[str, ...]) -> tuple[str, ...]:
     return label_names(tuple(sorted(names)))
 
 
-def _samples(family: Metric) -> list[str] | None:
-    """The family's sample lines; None when one is beyond this writer (a timestamp, an
-    exemplar, a name other than the family's)."""
-    name = metric_name(family.name + _PLAIN_SUFFIXES[family.type])
-    lines: list[str] = []
-    keys: KeysView[str] | None = None
-    form, single = "", False
-    get: Callable[[Mapping[str, str]], Any] = _no_values
-    for s in family.samples:
-        if (
-            s.name != name
-            or s.timestamp is not None
-            or s.exemplar is not None
-            or (s.native_histogram is not None)
-        ):
-            return None
-        labels = s.labels
-        if keys is None or labels.keys() != keys:  # label names change: a new line format
-            keys = labels.keys()
-            form, names = line_format(name, tuple(keys))
-            get, single = (itemgetter(*names) if names else _no_values), len(names) == 1
-        values: tuple[str, ...] = (get(labels),) if single else get(labels)
-        joined = "".join(values)
-        if "\\" in joined or '"' in joined or "\n" in joined:
-            values = tuple(map(escaped, values))
-        lines.append(form % (*values, value_text(s.value)))
-    return lines
-
-
-def _no_values(labels: Mapping[str, str]) -> tuple[str, ...]:
-    return ()
-
-
 def text_head(name: str, kind: str, doc: str) -> str:
     """The text format's HELP and TYPE lines of a family (``name`` with its _total)."""
     doc = doc.replace("\\", r"\\").replace("\n", r"\n")
@@ -124,58 +98,3 @@ def openmetrics_head(name: str, kind: str, doc: str, unit: str = "") -> str:
     """OpenMetrics' HELP, TYPE and UNIT lines of a family (``name`` without its _total)."""
     unit_line = f"# UNIT {name} {unit}\n" if unit else ""
     return f"# HELP {name} {escaped(doc)}\n# TYPE {name} {kind}\n{unit_line}"
-
-
-def _text_head(family: Metric) -> list[str]:
-    name = family.name + _PLAIN_SUFFIXES[family.type]
-    return [text_head(name, family.type, family.documentation)]
-
-
-def _openmetrics_head(family: Metric) -> list[str]:
-    return [
-        openmetrics_head(metric_name(family.name), family.type, family.documentation, family.unit)
-    ]
-
-
-class _Families:
-    """The ``collect()`` prometheus_client's encoders call, over families already rendered."""
-
-    def __init__(self, families: list[Metric]) -> None:
-        self._families = families
-
-    def collect(self) -> list[Metric]:
-        return self._families
-
-
-def _reference_text(family: Metric) -> str:
-    return text_format.generate_latest(cast(CollectorRegistry, _Families([family]))).decode()
-
-
-def _reference_openmetrics(family: Metric) -> str:
-    body: bytes = openmetrics_format.generate_latest(  # type: ignore[no-untyped-call]
-        _Families([family])
-    )
-    return body.decode().removesuffix("# EOF\n")
-
-
-def _writer(
-    head: Callable[[Metric], list[str]], reference: Callable[[Metric], str]
-) -> Callable[[Iterable[Metric]], bytes]:
-    def encode(families: Iterable[Metric]) -> bytes:
-        out: list[str] = []
-        for family in families:
-            lines = _samples(family) if family.type in _TEXT_TYPES else None
-            if lines is None:
-                out.append(reference(family))
-            else:
-                out.extend(head(family))
-                out.extend(lines)
-        return "".join(out).encode()
-
-    return encode
-
-
-text = _writer(_text_head, _reference_text)
-"""Families as text format 0.0.4."""
-openmetrics = _writer(_openmetrics_head, _reference_openmetrics)
-"""Families as OpenMetrics 1.0, without the closing ``# EOF`` (the registry's encoder adds it)."""

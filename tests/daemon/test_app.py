@@ -1,4 +1,4 @@
-"""Agent wiring: which registry carries what."""
+"""Agent wiring: the collectors it runs, its jobs and their clocks."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from npumon.daemon.app import Agent
@@ -25,7 +24,7 @@ def test_collectors_disabled_in_config_are_left_out() -> None:
     config = parse_config(
         {"npu_smi": {"command": ["/nonexistent/npu-smi"]}, "collectors": {"disabled": ["sources"]}}
     )
-    served = names(generate_latest(Agent(config).registry))
+    served = names(Agent(config).collector.exposition())
     assert not any(n.startswith("npumon_source_") for n in served)
     assert "npumon_scrape_collector_success" in served
 

@@ -10,6 +10,7 @@ from prometheus_client import generate_latest
 
 from npumon.daemon.config import Config, ConfigError, parse_config
 from npumon.daemon.supervisor import Supervisor
+from npumon.exporters.builtin import RELOAD
 from tests.helpers.exposition import key, names, samples
 
 
@@ -21,7 +22,7 @@ class FakeAgent:
 
         self.config = config
         real = Agent(config, previous=previous)  # type: ignore[arg-type]  # a real store and collector; its scheduler is never started
-        self.store, self.collector, self.registry = real.store, real.collector, real.registry
+        self.store, self.collector = real.store, real.collector
         self.sources = real.sources
         self.hccn = real.hccn
         self.events: list[str] = []
@@ -134,7 +135,7 @@ def test_process_and_python_families_are_on_metrics_only() -> None:
         "npumon_config_last_reload_successful",
     } <= served
     # the textfile (read by node_exporter, which has its own process_*) and collect --once
-    textfile = names(samples(generate_latest(s.agent.registry)))
+    textfile = names(samples(s.agent.collector.exposition()))
     assert "npumon_build_info" in textfile
     assert not any(n.startswith(("process_", "python_", "npumon_config_")) for n in textfile)
 
@@ -143,8 +144,10 @@ def test_metrics_body_is_the_agents_families_then_the_registrys_in_both_formats(
     from prometheus_client.openmetrics.exposition import generate_latest as openmetrics
 
     s = supervisor(Loader(), [1.0])
-    expected = names(samples(generate_latest(s.agent.registry))) | names(
-        samples(generate_latest(s.registry))
+    expected = (
+        names(samples(s.agent.collector.exposition()))
+        | names(samples(generate_latest(s.registry)))
+        | {f.sample_name for f in RELOAD}
     )
     assert names(samples(s.exposition(False))) == expected
     body = s.exposition(True).decode()

@@ -164,9 +164,7 @@ def test_chip_vanishes_and_returns_with_the_next_poll(
 
 
 def samples_of(agent: Agent) -> Samples:
-    from prometheus_client import generate_latest
-
-    return samples(generate_latest(agent.registry).decode())
+    return samples(agent.collector.exposition().decode())
 
 
 @pytest.fixture

@@ -8,10 +8,9 @@ from dataclasses import replace
 from functools import cache
 
 import pytest
-from prometheus_client import generate_latest
 
 from npumon.daemon.model.snapshot import NodeSnapshot
-from npumon.exporters.collector import COLLECTOR_NAMES, COLLECTORS, NpuCollector
+from npumon.exporters.collector import COLLECTORS
 from tests.support import fixture_agent
 
 PAIRS = (
@@ -44,18 +43,12 @@ def with_inputs(base: NodeSnapshot, donor: NodeSnapshot, paths: tuple[str, ...])
 
 
 def text(snap: NodeSnapshot, name: str) -> bytes:
-    others = [n for n in COLLECTOR_NAMES if n != name]
-    collector = NpuCollector(lambda: snap, "1", disabled=others, enabled=[name])
-    families = [
-        f
-        for f in collector.collect()
-        if not f.name.startswith(("npumon_scrape_collector", "npumon_build"))
-    ]
-    return generate_latest(type("R", (), {"collect": lambda self: families})())  # type: ignore[arg-type]
+    (collector,) = (c for c in COLLECTORS if c.name == name)
+    return collector.render(snap, False)
 
 
 @pytest.mark.parametrize(("a", "b"), PAIRS)
-@pytest.mark.parametrize(("name", "paths"), [(n, i) for n, _, i in COLLECTORS])
+@pytest.mark.parametrize(("name", "paths"), [(c.name, c.inputs) for c in COLLECTORS])
 def test_a_collector_reads_only_its_inputs(
     a: str, b: str, name: str, paths: tuple[str, ...]
 ) -> None:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client import generate_latest
 
 from npumon.daemon.app import Agent
 from npumon.daemon.config import parse_config
@@ -101,7 +100,7 @@ def _agent(
 
 def _polled(agent: Agent) -> str:
     """The exposition of what the polls so far published (no further npu-smi call)."""
-    return generate_latest(agent.registry).decode()
+    return agent.collector.exposition().decode()
 
 
 def _two_table_polls(agent: Agent) -> Samples:

@@ -15,18 +15,18 @@ from prometheus_client import CollectorRegistry
 
 from npumon.exporters.collector import NpuCollector
 from npumon.exporters.http import Server
-from npumon.exporters.rendercache import Exposition
+from npumon.exporters.rendercache import RenderCache
 from tests.helpers.wait import scaled
 
 TIMEOUT = 10.0
 
 
-def exposition(registry: CollectorRegistry | None = None) -> Exposition:
+def exposition(registry: CollectorRegistry | None = None) -> RenderCache:
     """The /metrics body as `npumon run` wires it (Supervisor.exposition): an NpuCollector on a
     910B node, then ``registry``'s families."""
     snap = node(chip_910b())
     collector = NpuCollector(lambda: snap, "1.2.3")
-    return Exposition(collector.exposition, registry or CollectorRegistry(), lambda: snap)
+    return RenderCache(collector.exposition, registry or CollectorRegistry(), lambda: snap)
 
 
 def get(

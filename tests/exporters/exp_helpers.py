@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from prometheus_client import CollectorRegistry, generate_latest
-
 from npumon.daemon.model.npu_smi import (
     BoardReport,
     ChipCommon,
@@ -184,8 +182,6 @@ def node(*chips: ChipParts | ChipReading, sources: tuple[SourceStatus, ...] = ()
 
 
 def render(snap: NodeSnapshot | Callable[[], NodeSnapshot], **kwargs: object) -> bytes:
-    """The text exposition of a fresh registry holding one NpuCollector."""
+    """The text exposition of a fresh NpuCollector."""
     latest = snap if callable(snap) else (lambda: snap)
-    registry = CollectorRegistry(auto_describe=True)
-    registry.register(NpuCollector(latest, "1.2.3", **kwargs))  # type: ignore[arg-type]
-    return generate_latest(registry)
+    return NpuCollector(latest, "1.2.3", **kwargs).exposition()  # type: ignore[arg-type]

@@ -19,8 +19,6 @@ from exp_helpers import (
     samples,
     table_chip,
 )
-from prometheus_client import CollectorRegistry
-from prometheus_client.core import Metric
 
 from npumon.daemon.config import CollectorName, DetailCollectorName
 from npumon.daemon.model.npu_smi import ChipEcc, HealthReport
@@ -32,6 +30,7 @@ from npumon.exporters.collector import (
     COLLECTORS,
     DETAIL_COLLECTORS,
     OFF_BY_DEFAULT,
+    Collector,
     NpuCollector,
 )
 from tests.helpers.exposition import promtool_problems
@@ -202,22 +201,20 @@ def test_source_self_metrics_and_failure_counters() -> None:
     }
 
 
-def _boom(snap: NodeSnapshot) -> list[Metric]:
+def _boom(snap: NodeSnapshot, openmetrics: bool) -> list[str]:
     raise RuntimeError("renderer bug")
 
 
 def test_failing_collector_is_contained_reported_and_logged_once(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(collector, "COLLECTORS", (*COLLECTORS, ("boom", _boom, ("",))))
-    registry = CollectorRegistry()
+    boom = Collector("boom", (), ("",), "a bug", "none", writer=_boom)
+    monkeypatch.setattr(collector, "COLLECTORS", (*COLLECTORS, boom))
     snap = node(chip_910b())
-    registry.register(NpuCollector(lambda: snap, "1.2.3"))
-    from prometheus_client import generate_latest
-
+    npu = NpuCollector(lambda: snap, "1.2.3")
     with caplog.at_level(logging.DEBUG, logger="npumon.exporters.collector"):
-        generate_latest(registry)
-        got = samples(generate_latest(registry))
+        npu.exposition()
+        got = samples(npu.exposition())
     assert got[key("npumon_scrape_collector_success", collector="boom")] == 0.0
     assert got[key("npumon_scrape_collector_success", collector="memory")] == 1.0
     assert got[key("npu_power_watts", **ID)] == pytest.approx(78.2)
@@ -244,7 +241,7 @@ def test_latest_raising_still_serves_self_metrics() -> None:
     assert got[key("npumon_build_info", version="1.2.3")] == 1.0
 
 
-def test_vanished_chip_vanishes_and_register_does_not_render() -> None:
+def test_vanished_chip_vanishes_and_building_the_collector_does_not_render() -> None:
     a3 = chips_a3()
     current = [node(*a3)]
     calls = []
@@ -253,14 +250,11 @@ def test_vanished_chip_vanishes_and_register_does_not_render() -> None:
         calls.append(1)
         return current[0]
 
-    registry = CollectorRegistry(auto_describe=True)
-    registry.register(NpuCollector(latest, "1.2.3"))
-    assert calls == []  # describe() returned [] so registering did not call latest()
-    from prometheus_client import generate_latest
-
-    assert key("npu_power_watts", npu="1", chip="0") in samples(generate_latest(registry))
+    npu = NpuCollector(latest, "1.2.3")
+    assert calls == []
+    assert key("npu_power_watts", npu="1", chip="0") in samples(npu.exposition())
     current[0] = node(a3[1])
-    after = samples(generate_latest(registry))
+    after = samples(npu.exposition())
     assert not any(dict(k[1]).get("chip") == "0" and k[0].startswith("npu_") for k in after)
     assert after[key("npumon_chips")] == 1.0
 
@@ -315,20 +309,12 @@ def _without_durations(body: bytes) -> list[str]:
 
 
 @pytest.mark.parametrize("openmetrics", [False, True])
-def test_exposition_is_prometheus_clients_formatting_of_collect(openmetrics: bool) -> None:
-    from prometheus_client import generate_latest
-    from prometheus_client.openmetrics.exposition import generate_latest as generate_om
-
+def test_a_kept_exposition_is_the_one_formatted(openmetrics: bool) -> None:
     snap = node(*chips_a3())
     npu = NpuCollector(lambda: snap, "1.2.3", enabled=["npu_exporter_compat"])
-    registry = CollectorRegistry()
-    registry.register(npu)
-    reference = (generate_om if openmetrics else generate_latest)(registry)
-    body = npu.exposition(openmetrics) + (b"# EOF\n" if openmetrics else b"")
-    assert _without_durations(body) == _without_durations(reference)
-    assert _without_durations(npu.exposition(openmetrics)) == _without_durations(
-        body.removesuffix(b"# EOF\n")
-    )  # the second time from kept text, the same
+    first = npu.exposition(openmetrics)
+    assert b"npu_chip_info_utilization" in first
+    assert _without_durations(npu.exposition(openmetrics)) == _without_durations(first)
 
 
 def test_exposition_formats_a_collector_again_only_when_its_inputs_change(
@@ -336,16 +322,14 @@ def test_exposition_formats_a_collector_again_only_when_its_inputs_change(
 ) -> None:
     calls: list[str] = []
 
-    def counting(name: str, render: collector.Renderer) -> collector.Renderer:
-        def wrapped(snap: NodeSnapshot) -> list[Metric]:
-            calls.append(name)
-            return list(render(snap))
+    def counting(c: Collector) -> Collector:
+        def wrapped(snap: NodeSnapshot, openmetrics: bool) -> list[str]:
+            calls.append(c.name)
+            return [c.render(snap, openmetrics).decode()]
 
-        return wrapped
+        return replace(c, writer=wrapped)
 
-    monkeypatch.setattr(
-        collector, "COLLECTORS", tuple((n, counting(n, r), i) for n, r, i in COLLECTORS)
-    )
+    monkeypatch.setattr(collector, "COLLECTORS", tuple(counting(c) for c in COLLECTORS))
     current = [node(chip_910b())]
     npu = NpuCollector(lambda: current[0], "1")
     first = npu.exposition()

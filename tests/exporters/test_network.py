@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from prometheus_client import CollectorRegistry, generate_latest
-
 from npumon.daemon.model.network import HccsLink, OpticalReport
 from npumon.daemon.model.network_view import ChipLinks, NetworkView, PortReading
 from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT
@@ -18,9 +16,7 @@ PORT = {"npu": "0", "chip": "0", "port": "0"}
 
 def exposition(view: NetworkView, enabled: tuple[str, ...] = DETAIL_COLLECTORS) -> str:
     snap = replace(EMPTY_SNAPSHOT, network=view)
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(NpuCollector(lambda: snap, "test", enabled=enabled))
-    return generate_latest(registry).decode()
+    return NpuCollector(lambda: snap, "test", enabled=enabled).exposition().decode()
 
 
 def test_a_port_with_only_its_link_known_has_only_that_sample() -> None:
@@ -110,9 +106,7 @@ def test_every_family_with_its_labels_and_a_clean_promtool_lint() -> None:
 
 def test_the_collectors_can_be_switched_off() -> None:
     snap = replace(EMPTY_SNAPSHOT, network=NetworkView(ports=(PortReading(0, 0, 0, up=True),)))
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(NpuCollector(lambda: snap, "test", disabled=("network",)))
-    found = samples(generate_latest(registry))
+    found = samples(NpuCollector(lambda: snap, "test", disabled=("network",)).exposition())
     assert value(found, "npu_network_up", **PORT) is None
     assert value(found, "npumon_scrape_collector_success", collector="optical") == 1
 

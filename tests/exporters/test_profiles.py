@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 
 from npumon.daemon.model.profile import (
     OpShare,
@@ -20,7 +20,7 @@ from npumon.daemon.model.profile import (
 from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT, NodeSnapshot
 from npumon.exporters.collector import NpuCollector
 from npumon.exporters.http import serve
-from npumon.exporters.rendercache import Exposition
+from npumon.exporters.rendercache import RenderCache
 from tests.helpers.exposition import samples, value
 from tests.helpers.http import get
 
@@ -52,9 +52,7 @@ def snapshot(summary: ProfileSummary, **profile: Any) -> NodeSnapshot:
 
 
 def scrape(snap: NodeSnapshot) -> str:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(NpuCollector(lambda: snap, "test"))
-    return generate_latest(registry).decode()
+    return NpuCollector(lambda: snap, "test").exposition().decode()
 
 
 # what a bug or a state file read without validation could put in a summary
@@ -98,7 +96,7 @@ def test_a_clean_view_skips_nothing() -> None:
 @pytest.mark.integration
 def test_a_mistyped_summary_never_makes_metrics_a_500_over_http() -> None:
     snap = snapshot(MISTYPED["op type as a number"], last_success_timestamp=math.nan)
-    exposition = Exposition(
+    exposition = RenderCache(
         NpuCollector(lambda: snap, "test").exposition, CollectorRegistry(), lambda: snap
     )
     server = serve(exposition, "127.0.0.1:0", None, lambda: True)

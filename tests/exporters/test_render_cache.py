@@ -1,4 +1,4 @@
-"""Exposition: the body of a snapshot is rendered once per format, a new snapshot renders again."""
+"""RenderCache: the body of a snapshot is rendered once per format, a new snapshot renders again."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from npumon.exporters.rendercache import Exposition
+from npumon.exporters.rendercache import RenderCache
 from tests.helpers.wait import scaled
 
 
@@ -28,7 +28,7 @@ class _Families:
 def test_reuses_the_body_while_the_snapshot_is_the_same_object() -> None:
     snapshot: list[object] = [object()]
     families = _Families()
-    exposition = Exposition(families, CollectorRegistry(), lambda: snapshot[0])
+    exposition = RenderCache(families, CollectorRegistry(), lambda: snapshot[0])
     first = exposition(False)
     assert exposition(False) is first  # the same bytes: the edge gzips them once too
     assert exposition(True).endswith(b"# EOF\n")  # OpenMetrics is its own entry
@@ -40,7 +40,7 @@ def test_reuses_the_body_while_the_snapshot_is_the_same_object() -> None:
 
 def test_equal_but_distinct_snapshots_are_not_confused() -> None:
     families = _Families()
-    exposition = Exposition(families, CollectorRegistry(), lambda: [1])  # a new equal list each
+    exposition = RenderCache(families, CollectorRegistry(), lambda: [1])  # a new equal list each
     exposition(False)
     exposition(False)
     assert len(families.renders) == 2
@@ -48,17 +48,17 @@ def test_equal_but_distinct_snapshots_are_not_confused() -> None:
 
 def test_the_registry_follows_npumon_families() -> None:
     registry = CollectorRegistry()
-    Gauge("npumon_config_last_reload_successful", "doc", registry=registry).set(1)
-    exposition = Exposition(_Families(), registry, object)
+    Gauge("process_open_fds", "doc", registry=registry).set(1)
+    exposition = RenderCache(_Families(), registry, object)
     text = exposition(False).decode()
-    assert text.startswith("npu_x 1\n") and "npumon_config_last_reload_successful 1.0" in text
+    assert text.startswith("npu_x 1\n") and "process_open_fds 1.0" in text
     om = exposition(True).decode()
-    assert om.index("npu_x") < om.index("npumon_config_last_reload_successful") < om.index("# EOF")
+    assert om.index("npu_x") < om.index("process_open_fds") < om.index("# EOF")
 
 
 def test_scrapes_during_a_render_wait_for_it_and_reuse_it() -> None:
     families, snapshot = _Families(), object()
-    exposition = Exposition(families, CollectorRegistry(), lambda: snapshot)
+    exposition = RenderCache(families, CollectorRegistry(), lambda: snapshot)
     families.gate.clear()
     with ThreadPoolExecutor(4) as pool:
         waiting = [pool.submit(exposition, False) for _ in range(4)]

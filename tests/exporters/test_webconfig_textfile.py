@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from exp_helpers import chip_910b, key, node, samples
-from prometheus_client import CollectorRegistry
 
 from npumon.daemon.cli import main
 from npumon.exporters.collector import NpuCollector
@@ -158,17 +157,15 @@ def test_not_yaml_mapping_or_unreadable(tmp_path: Path) -> None:
         load_web_config(tmp_path / "absent.yml")
 
 
-def _registry() -> CollectorRegistry:
-    registry = CollectorRegistry()
+def _body() -> bytes:
     snap = node(chip_910b())
-    registry.register(NpuCollector(lambda: snap, "1.2.3"))
-    return registry
+    return NpuCollector(lambda: snap, "1.2.3").exposition()
 
 
 def test_textfile_is_written_atomically(tmp_path: Path) -> None:
     target = tmp_path / "npumon.prom"
     target.write_text("old\n")
-    write_textfile(_registry(), target)
+    write_textfile(_body(), target)
     got = samples(target.read_bytes())
     assert got[key("npu_power_watts", npu="0", chip="0")] == pytest.approx(78.2)
     assert os.listdir(tmp_path) == ["npumon.prom"]  # no temporary file left behind
@@ -186,7 +183,7 @@ def test_textfile_failure_keeps_old_file_and_names_path(
 
     monkeypatch.setattr(os, "fsync", no_space)
     with pytest.raises(OSError, match="disk full") as caught:
-        write_textfile(_registry(), target)
+        write_textfile(_body(), target)
     assert caught.value.errno == errno.ENOSPC
     assert str(target) in str(caught.value)
     assert target.read_text() == "old\n"
@@ -195,7 +192,7 @@ def test_textfile_failure_keeps_old_file_and_names_path(
 
 def test_textfile_missing_directory(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="cannot write textfile"):
-        write_textfile(_registry(), tmp_path / "no" / "npumon.prom")
+        write_textfile(_body(), tmp_path / "no" / "npumon.prom")
 
 
 def test_client_ca_without_client_auth_type_is_refused(tmp_path: Path) -> None:

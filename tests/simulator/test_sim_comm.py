@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry, generate_latest
 
 from npumon.daemon.analysis.analysis import analyze_path
 from npumon.daemon.analysis.evidence import Evidence
@@ -127,9 +126,8 @@ def test_balanced_job_is_in_the_attention_tier_without_a_finding(tmp_path: Path)
 def test_the_exporter_serves_the_simulated_link_bandwidth_and_wait(tmp_path: Path) -> None:
     summary = replace(analyze_path(capture(tmp_path, "slow_link")).summary, workload="train")
     view = ProfilingView(workloads=(WorkloadProfile("train", summary),))
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(NpuCollector(lambda: replace(EMPTY_SNAPSHOT, profiles=view), "test"))
-    found = samples(generate_latest(registry).decode())
+    snap = replace(EMPTY_SNAPSHOT, profiles=view)
+    found = samples(NpuCollector(lambda: snap, "test").exposition())
     link = "npu_communication_link_bandwidth_bytes_per_second"
     assert value(found, link, workload="train", link_type="HCCS") == pytest.approx(3e9)
     assert value(found, link, workload="train", link_type="SDMA") == pytest.approx(3e9)

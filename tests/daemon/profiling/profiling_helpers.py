@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from prometheus_client import CollectorRegistry, generate_latest
 
 from npumon.daemon.config import Config, parse_config
 from npumon.daemon.model.profile import ProfileSummary, StepStats
@@ -122,9 +121,7 @@ def profiler_for(
 
 
 def exposition(profiler: Profiler) -> str:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(NpuCollector(profiler.store.latest, "test"))
-    return generate_latest(registry).decode()
+    return NpuCollector(profiler.store.latest, "test").exposition().decode()
 
 
 def value(text: str, name: str, **labels: str) -> float | None:

@@ -17,7 +17,7 @@ from tests.helpers.exposition import Key, samples
 pytestmark = pytest.mark.integration  # real msprof and training-job simulators
 
 CAPTURES = 20
-PROFILE_FAMILIES = {name for name, _ in FAMILIES}
+PROFILE_FAMILIES = {f.name for f in FAMILIES}
 
 
 def _series(text: str) -> set[Key]:

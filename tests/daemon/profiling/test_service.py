@@ -9,7 +9,7 @@ from profiling_helpers import config_for, profiler_for, summary
 
 from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT
 from npumon.daemon.profiling.workloads import Workload
-from npumon.exporters.profiles import render_profiles
+from npumon.exporters.profiles import write
 
 
 def test_due_workload_respects_the_interval_and_persisted_success(tmp_path: Path) -> None:
@@ -28,7 +28,7 @@ def test_due_workload_respects_the_interval_and_persisted_success(tmp_path: Path
 def test_nothing_rendered_when_profiling_is_off_every_result_counted_when_on(
     tmp_path: Path,
 ) -> None:
-    assert list(render_profiles(EMPTY_SNAPSHOT)) == []
+    assert write(EMPTY_SNAPSHOT, False) == []
     profiler, _ = profiler_for(config_for(tmp_path))
     captures = dict(profiler.view().captures)
     assert captures["skipped_too_large"] == 0 and len(captures) == 8

@@ -12,9 +12,10 @@ import pytest
 from npumon.daemon.model.npu_smi import NpuSmiResults
 from npumon.daemon.runner import CommandResult
 from npumon.daemon.store import SnapshotStore
-from npumon.exporters.builtin import render_sources
+from npumon.exporters.builtin import SOURCES
+from npumon.exporters.spec import write
 from tests.daemon.sources.fake_runner import NPU_SMI, TABLE, Clock, FakeRunner, sources, status
-from tests.helpers.exposition import key
+from tests.helpers.exposition import key, samples
 
 TABLE_8 = (NPU_SMI / "info_910a_8chip_warning_procs_24.1rc2.txt").read_text()
 MAP_8 = (NPU_SMI / "info_m_910a_8chip_24.1rc2.txt").read_text()
@@ -182,11 +183,7 @@ def test_impossible_values_are_dropped_counted_and_rendered() -> None:
     assert chips[0].temperature_celsius is None and chips[0].power_watts is None  # not 0
     assert (chips[1].temperature_celsius, chips[1].power_watts) == (36.0, 71.2)
     assert chips[0].hbm_total_bytes is not None  # the rest of the chip stays
-    rendered = {
-        key(s.name, **s.labels): s.value
-        for family in render_sources(store.latest())
-        for s in family.samples
-    }
+    rendered = samples(write(((f, store.latest()) for f in SOURCES), False))
     assert rendered[key("npumon_values_rejected_total", field="temperature_celsius")] == 2.0
     assert rendered[key("npumon_values_rejected_total", field="power_watts")] == 2.0
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import grpc
 import pytest
-from prometheus_client import generate_latest
 
 from npumon.daemon.app import Agent
 from npumon.daemon.config import parse_config
@@ -69,11 +68,11 @@ def agent(socket: Path, proc: Path | None = None, timeout: str = "5s") -> Agent:
 
 
 def series(a: Agent, name: str) -> list[dict[str, str]]:
-    return [dict(labels) for n, labels in samples(generate_latest(a.registry)) if n == name]
+    return [dict(labels) for n, labels in samples(a.collector.exposition()) if n == name]
 
 
 def values(a: Agent, name: str) -> dict[tuple[tuple[str, str], ...], float]:
-    found = samples(generate_latest(a.registry))
+    found = samples(a.collector.exposition())
     return {tuple(sorted(labels)): v for (n, labels), v in found.items() if n == name}
 
 
@@ -136,7 +135,7 @@ def test_a_hanging_kubelet_times_out_and_never_holds_up_a_scrape(
     kubelet.delay = 30.0
     poll = threading.Thread(target=a.pod_resources.poll)
     poll.start()
-    text = generate_latest(a.registry).decode()  # while List hangs
+    text = a.collector.exposition().decode()  # while List hangs
     assert poll.is_alive() and "npu_chip_info{" in text  # answered before the poll ended
     poll.join(scaled(10))
     assert not poll.is_alive()  # ended by the 1 s deadline: a timeout below, not the pods

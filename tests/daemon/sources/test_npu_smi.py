@@ -16,7 +16,8 @@ from npumon.daemon.model.snapshot import SourceStatus
 from npumon.daemon.runner import CommandResult
 from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources
 from npumon.daemon.store import SnapshotStore
-from npumon.exporters.chip_health import render_chip_identity
+from npumon.exporters.chip_health import IDENTITY
+from npumon.exporters.spec import write
 from tests.daemon.sources.fake_runner import (
     HEALTH_OK,
     NPU_SMI,
@@ -26,6 +27,7 @@ from tests.daemon.sources.fake_runner import (
     sources,
     status,
 )
+from tests.helpers.exposition import samples
 
 
 def test_unsupported_queries_are_retried_only_after_the_retry_period() -> None:
@@ -218,8 +220,8 @@ def test_chip_info_waits_for_identity_so_its_labels_never_change() -> None:
     series: set[tuple[tuple[str, str], ...]] = set()
 
     def scrape() -> None:
-        for family in render_chip_identity(store.latest()):
-            series.update(tuple(sorted(s.labels.items())) for s in family.samples)
+        text = write(((f, store.latest()) for f in IDENTITY[:1]), False)
+        series.update(tuple(sorted(labels)) for _, labels in samples(text))
 
     polls.poll_table()
     scrape()
