@@ -22,17 +22,19 @@ $(STAMP): pyproject.toml
 
 # promtool (rules and exposition linting), prometheus (fleet tests), victoria-metrics (the
 # alert catalog on VictoriaMetrics + vmalert, tests/alerts), openssl (test certificates),
-# gcc + binutils (the fake libdcmi.so and `nm -D`) and chromium (the HTML report opened
-# headless) come from Debian.
+# gcc + binutils (the fake libdcmi.so and `nm -D`), chromium (the HTML report opened
+# headless) and prometheus-node-exporter (the benches' comparison, run as a binary on a
+# loopback port) come from Debian.
 tools:
 	@if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1 \
 	    || ! command -v victoria-metrics >/dev/null 2>&1 || ! command -v vmalert >/dev/null 2>&1 \
 	    || ! command -v openssl >/dev/null 2>&1 || ! command -v gcc >/dev/null 2>&1 \
-	    || ! command -v nm >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then \
-	  echo "installing Debian packages 'prometheus' (promtool + prometheus), 'victoria-metrics' (victoria-metrics + vmalert), 'openssl' (TLS tests), 'gcc' and 'binutils' (fake libdcmi.so), 'chromium' (HTML report tests)"; \
+	    || ! command -v nm >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1 \
+	    || ! test -x /usr/bin/prometheus-node-exporter; then \
+	  echo "installing Debian packages 'prometheus' (promtool + prometheus), 'victoria-metrics' (victoria-metrics + vmalert), 'openssl' (TLS tests), 'gcc' and 'binutils' (fake libdcmi.so), 'chromium' (HTML report tests), 'prometheus-node-exporter' (bench comparison)"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus victoria-metrics openssl gcc libc6-dev binutils chromium >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus victoria-metrics openssl gcc libc6-dev binutils chromium prometheus-node-exporter >/dev/null; \
 	fi
 	@promtool --version 2>&1 | head -n 1
 	@dpkg-query -W -f='victoria-metrics $${Version}\n' victoria-metrics 2>/dev/null || true
