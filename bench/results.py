@@ -477,7 +477,7 @@ def edge(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
     t.row(
         "npumon's HTTP edge alone, never asked"
         + ("" if data is None else f" ({data['idle_seconds']:g} s)"),
-        NA if idle is None else f"{idle:.3f} % of a core",
+        NA if idle is None else f"{max(0.0, idle):.3f} % of a core",  # never "-0.000"
         "< 0.05 % of a core",
         idle is not None and idle < 0.05,
         "The edge costs CPU at rest: something in exporters/http.py runs without a connection "
