@@ -147,6 +147,9 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	echo "== bench/readpath_bench.py"; \
 	timeout 240 $(BIN)/python bench/readpath_bench.py --seconds $(BENCH_POLL_S) \
 	  --json $(BENCH_OUT)/readpath.json || echo "FAILED: readpath"; \
+	echo "== bench/flood_bench.py"; \
+	timeout 600 $(BIN)/python bench/flood_bench.py --seconds 15 --idle-seconds 60 \
+	  --json $(BENCH_OUT)/flood.json || echo "FAILED: flood"; \
 	echo "== bench/series_bench.py"; \
 	timeout 900 $(BIN)/python bench/series_bench.py --json $(BENCH_OUT)/series.json || echo "FAILED: series"; \
 	echo "== bench/analysis_bench.py"; \
