@@ -22,17 +22,19 @@ $(STAMP): pyproject.toml
 
 # promtool (rules and exposition linting), prometheus (fleet tests), victoria-metrics (the
 # alert catalog on VictoriaMetrics + vmalert, tests/alerts), openssl (test certificates),
-# gcc + binutils (the fake libdcmi.so and `nm -D`) and chromium (the HTML report opened
-# headless) come from Debian.
+# gcc + binutils (the fake libdcmi.so and `nm -D`), chromium (the HTML report opened
+# headless) and prometheus-node-exporter (the benches' comparison, run as a binary on a
+# loopback port) come from Debian.
 tools:
 	@if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1 \
 	    || ! command -v victoria-metrics >/dev/null 2>&1 || ! command -v vmalert >/dev/null 2>&1 \
 	    || ! command -v openssl >/dev/null 2>&1 || ! command -v gcc >/dev/null 2>&1 \
-	    || ! command -v nm >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then \
-	  echo "installing Debian packages 'prometheus' (promtool + prometheus), 'victoria-metrics' (victoria-metrics + vmalert), 'openssl' (TLS tests), 'gcc' and 'binutils' (fake libdcmi.so), 'chromium' (HTML report tests)"; \
+	    || ! command -v nm >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1 \
+	    || ! test -x /usr/bin/prometheus-node-exporter; then \
+	  echo "installing Debian packages 'prometheus' (promtool + prometheus), 'victoria-metrics' (victoria-metrics + vmalert), 'openssl' (TLS tests), 'gcc' and 'binutils' (fake libdcmi.so), 'chromium' (HTML report tests), 'prometheus-node-exporter' (bench comparison)"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus victoria-metrics openssl gcc libc6-dev binutils chromium >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus victoria-metrics openssl gcc libc6-dev binutils chromium prometheus-node-exporter >/dev/null; \
 	fi
 	@promtool --version 2>&1 | head -n 1
 	@dpkg-query -W -f='victoria-metrics $${Version}\n' victoria-metrics 2>/dev/null || true
@@ -147,6 +149,9 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	echo "== bench/readpath_bench.py"; \
 	timeout 240 $(BIN)/python bench/readpath_bench.py --seconds $(BENCH_POLL_S) \
 	  --json $(BENCH_OUT)/readpath.json || echo "FAILED: readpath"; \
+	echo "== bench/flood_bench.py"; \
+	timeout 600 $(BIN)/python bench/flood_bench.py --seconds 15 --idle-seconds 60 \
+	  --json $(BENCH_OUT)/flood.json || echo "FAILED: flood"; \
 	echo "== bench/series_bench.py"; \
 	timeout 900 $(BIN)/python bench/series_bench.py --json $(BENCH_OUT)/series.json || echo "FAILED: series"; \
 	echo "== bench/analysis_bench.py"; \

@@ -10,7 +10,7 @@
    for the one scraped every 15 s, the share of a core its renders took at most (the sum over
    its scrapes of npumon_scrape_collector_duration_seconds, wall time). Beside them, npumon's
    HTTP edge alone in a process of its own, serving an empty body and never asked: what the
-   server costs at rest (uvicorn's loop wakes 10 times a second).
+   server costs at rest (its loop sleeps until a connection comes).
 3. The floor: the same Prometheus scraping, at both intervals, a minimal server that answers
    every GET with one fixed copy of the 15 s daemon's body (OpenMetrics, gzip), taken once every
    source has succeeded: what this Prometheus on this machine measures for that body with no
@@ -344,7 +344,7 @@ def _print(r: dict[str, Any]) -> None:
     )
     print(f"  daemon CPU scraped every 5 s {r['cpu_percent']['npumon_5s']:.2f} % of a core")
     print(
-        "  npumon's HTTP edge alone, never asked (uvicorn's loop at rest)"
+        "  npumon's HTTP edge alone, never asked (at rest)"
         f" {r['cpu_percent'][IDLE]:.2f} % of a core"
     )
     for job, rss in sorted(r["rss_mb"].items()):

@@ -1,12 +1,12 @@
 """Log setup: logfmt or JSON lines on stderr, npumon's own level, third-party loggers quiet.
 
 npumon logs a line when something changes (a source fails or recovers, a capture fails, a
-reload); routine success is DEBUG. The scheduler and the HTTP server would otherwise log every
-job run and request, so their loggers only pass warnings unless the level is debug.
+reload); routine success is DEBUG. Third-party loggers (asyncio, grpc) only pass warnings
+unless the level is debug.
 
 npumon's messages are ``key=%s`` templates; each argument is written as a logfmt value (plain
 when it can be, else double-quoted; ``true``/``false``, a command as one string), the way
-go-logfmt encodes them. A third-party message (uvicorn, asyncio, grpc, Python warnings)
+go-logfmt encodes them. A third-party message (asyncio, grpc, Python warnings)
 is free text: it becomes one ``msg="..."`` value.
 """
 
@@ -23,7 +23,7 @@ from pathlib import PurePath
 from typing import IO, Literal
 
 LogFormat = Literal["logfmt", "json"]
-QUIET = ("uvicorn", "uvicorn.error", "uvicorn.access", "asyncio", "grpc", "py.warnings")
+QUIET = ("asyncio", "grpc", "py.warnings")
 _PAIR = re.compile(r"(\w+)=(\"(?:[^\"\\]|\\.)*\"|\S*)")
 _PLAIN = re.compile(r"[^\s\"=\\]+")
 _handler: logging.Handler | None = None  # the one setup_logging installed

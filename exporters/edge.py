@@ -1,4 +1,5 @@
-"""The ASGI app behind the server: auth, then the routes; /metrics bounded in flight."""
+"""The app behind the server (exporters/http.py): auth, then the routes; /metrics bounded in
+flight. A request is its method, path and headers; the answer a status, headers and a body."""
 
 from __future__ import annotations
 
@@ -6,9 +7,8 @@ import asyncio
 import gzip
 import html
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from prometheus_client.exposition import choose_encoder
 
@@ -18,9 +18,9 @@ from npumon.exporters.weblive import LiveWebConfig
 
 log = logging.getLogger(__name__)
 
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 Header = tuple[bytes, bytes]
 Headers = tuple[Header, ...]
+Response = tuple[int, list[Header], bytes]  # status, headers, body
 Exposition = Callable[[bool], bytes]  # OpenMetrics? -> the body
 TEXT = "text/plain; charset=utf-8"
 LIVENESS_PATH = "/-/healthy"  # unauthenticated, says nothing but "OK": for Kubernetes probes
@@ -75,51 +75,51 @@ class EdgeApp:
         self._bcrypt.shutdown(wait=False, cancel_futures=True)
         self._render.shutdown(wait=False, cancel_futures=True)
 
-    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Send) -> None:
-        if scope["type"] != "http":
-            return
-        path, active = scope["path"], self._web.current()
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        if scope["method"] not in ("GET", "HEAD"):
-            await _send(send, 405, b"Method Not Allowed\n", TEXT, (b"allow", b"GET, HEAD"))
-        elif path == LIVENESS_PATH:
-            await _send(send, 200, b"OK\n", TEXT)
-        elif active.auth is not None and not await self._authorized(
-            active.auth, headers.get("authorization"), receive
+    async def __call__(
+        self, method: str, path: str, headers: dict[str, str], gone: asyncio.Future[None]
+    ) -> Response:
+        """The answer to one request; ``headers`` by lower-case name, ``gone`` done once the
+        client has left."""
+        active = self._web.current()
+        if method not in ("GET", "HEAD"):
+            return _answer(405, b"Method Not Allowed\n", TEXT, (b"allow", b"GET, HEAD"))
+        if path == LIVENESS_PATH:
+            return _answer(200, b"OK\n", TEXT)
+        if active.auth is not None and not await self._authorized(
+            active.auth, headers.get("authorization"), gone
         ):
-            await _send(send, 401, b"Unauthorized\n", TEXT, *active.headers, CHALLENGE)
-        elif path == "/metrics" and self._in_flight >= self._max:
-            await _send(send, 503, BUSY, TEXT, *active.headers)
-        elif path == "/metrics":
+            return _answer(401, b"Unauthorized\n", TEXT, *active.headers, CHALLENGE)
+        if path == "/metrics" and self._in_flight >= self._max:
+            return _answer(503, BUSY, TEXT, *active.headers)
+        if path == "/metrics":
             self._in_flight += 1
             try:
-                await self._metrics(send, headers, active.headers)
+                return await self._metrics(headers, active.headers)
             finally:
                 self._in_flight -= 1
-        elif path == "/healthz":
+        if path == "/healthz":
             reason = self._unhealthy()
             text = f"unhealthy: {reason}\n" if reason else "ok\n"
-            await _send(send, 503 if reason else 200, text.encode(), TEXT, *active.headers)
-        elif path == "/":
+            return _answer(503 if reason else 200, text.encode(), TEXT, *active.headers)
+        if path == "/":
             page = self._landing().encode()
-            await _send(send, 200, page, "text/html; charset=utf-8", *active.headers)
-        else:
-            await _send(send, 404, b"Not Found: try /metrics\n", TEXT, *active.headers)
+            return _answer(200, page, "text/html; charset=utf-8", *active.headers)
+        return _answer(404, b"Not Found: try /metrics\n", TEXT, *active.headers)
 
-    async def _authorized(self, auth: BasicAuth, header: str | None, receive: Any) -> bool:
+    async def _authorized(
+        self, auth: BasicAuth, header: str | None, gone: asyncio.Future[None]
+    ) -> bool:
         """Cached, or a bcrypt check queued for the one bcrypt thread; dropped from the queue
         when the client disconnects first (a check nobody waits for costs nothing)."""
         known = auth.cached(header)
         if known is not None:
             return known
         check = asyncio.get_running_loop().run_in_executor(self._bcrypt, auth.check, header)
-        gone = asyncio.ensure_future(_disconnected(receive))
         await asyncio.wait((check, gone), return_when=asyncio.FIRST_COMPLETED)
-        gone.cancel()
         check.cancel()  # a queued check never runs; a running one ends unobserved
         return check.done() and not check.cancelled() and check.result()
 
-    async def _metrics(self, send: Send, headers: dict[str, str], extra: Headers) -> None:
+    async def _metrics(self, headers: dict[str, str], extra: Headers) -> Response:
         _, content_type = choose_encoder(headers.get("accept", ""))
         openmetrics = content_type.startswith("application/openmetrics-text")
         zipped = gzip_wanted(headers.get("accept-encoding", ""))
@@ -129,10 +129,9 @@ class EdgeApp:
             )
         except Exception as exc:  # a collector outside NpuCollector's boundaries: visible 500
             log.error("event=scrape_failed error=%r", exc, exc_info=exc)
-            await _send(send, 500, f"scrape failed: {exc!r}\n".encode(), TEXT, *extra)
-            return
+            return _answer(500, f"scrape failed: {exc!r}\n".encode(), TEXT, *extra)
         coding = [(b"content-encoding", b"gzip")] if zipped else []
-        await _send(send, 200, body, content_type, *extra, *coding, (b"vary", b"Accept-Encoding"))
+        return _answer(200, body, content_type, *extra, *coding, (b"vary", b"Accept-Encoding"))
 
     def _body(self, openmetrics: bool, zipped: bool) -> bytes:
         """The exposition, gzipped once per body (the same object while the snapshot stays)."""
@@ -177,16 +176,10 @@ class EdgeApp:
         )
 
 
-async def _disconnected(receive: Any) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
-
-
 def _e(text: str | None) -> str:
     return html.escape(text or "unknown")
 
 
-async def _send(send: Send, status: int, body: bytes, content_type: str, *headers: Header) -> None:
+def _answer(status: int, body: bytes, content_type: str, *headers: Header) -> Response:
     start = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": start + [*headers]})
-    await send({"type": "http.response.body", "body": body})
+    return status, start + [*headers], body

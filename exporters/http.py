@@ -1,22 +1,32 @@
-"""HTTP(S) edge on uvicorn: connections capped, TLS and headers read under one deadline."""
+"""HTTP(S) edge on asyncio and h11: connections capped, every phase of one under a deadline.
+
+One event loop thread accepts, reads and answers; it sleeps while nothing happens (no timer
+runs at rest). A connection is counted from accept to close. From accept, or from the last
+response, its first bytes, its TLS handshake and its request head must arrive within
+``header_timeout`` seconds, however slowly they come; otherwise it is closed (an idle
+kept-alive connection too). A request body is never needed: it is read and dropped while the
+answer is made, and the connection closes after the answer unless the body was complete.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import email.utils
+import errno
 import logging
 import os
 import socket
 import threading
 import time
-from asyncio.sslproto import SSLProtocol
+import urllib.parse
 from collections.abc import Callable, Iterator
+from http import HTTPStatus
 from typing import Any
 
 import h11
-import uvicorn
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, Metric
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.exporters.edge import EdgeApp, Exposition
@@ -28,12 +38,20 @@ log = logging.getLogger(__name__)
 MAX_REQUESTS = 40  # in-flight requests before a fast 503 (node_exporter's --web.max-requests)
 MAX_CONNECTIONS = 1024  # open connections; the next sheds the oldest waiting one (privileges.md)
 MAX_HEADER_BYTES = 64 * 1024  # request line + headers; above it: 400 and the connection closed
-HEADER_TIMEOUT_SECONDS = 10.0  # TLS handshake, headers and body, from connect or last response
+HEADER_TIMEOUT_SECONDS = 10.0  # first bytes, TLS handshake and head, from accept or last response
 BACKLOG = 2048  # the kernel's accept queue (the kernel caps it at net.core.somaxconn)
+ACCEPT_BATCH = 64  # connections accepted per wake-up before the loop serves the others
+ACCEPT_RETRY_SECONDS = 1.0  # out of descriptors or memory: accepting pauses this long
 NOT_TLS = b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
 HTTP_STARTS = (b"GET /", b"HEAD ", b"POST ", b"PUT /", b"OPTIO")  # Go's net/http looksLikeHTTP
-KEEP_ALIVE_SECONDS = 30  # uvicorn's idle close; the header deadline closes idle ones first
+TLS_RECORD = b"\x16"  # the first byte of a TLS handshake record
+BAD_BODY = b"Invalid HTTP request received.\n"
+BAD_REQUEST = (
+    b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(BAD_BODY), BAD_BODY)
+)
 SHUTDOWN_SECONDS = 2  # grace for requests in flight at shutdown
+OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
 
 def parse_listen_address(address: str) -> tuple[str, int]:
@@ -48,164 +66,252 @@ def parse_listen_address(address: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
-class Edge:
-    """What a server's connections share: the open count under its cap, the bad requests, and
-    the connections waiting for a request (in the order they began to wait)."""
+class Connections:
+    """What a server's connections share: those open under the cap, the bad requests, and the
+    connections waiting (for their first bytes, TLS handshake or request head, or idle after a
+    response), the one that has waited longest first."""
 
     def __init__(self, max_connections: int, header_timeout: float) -> None:
         self.max_connections, self.header_timeout = max_connections, header_timeout
-        self.open = self.bad_requests = 0
-        self.waiting: dict[_Protocol, None] = {}  # insertion-ordered: the oldest first
+        self.bad_requests = 0
+        self.live: dict[_Connection, None] = {}
+        self.waiting: dict[_Connection, None] = {}  # insertion-ordered: the oldest first
+
+    @property
+    def open(self) -> int:
+        return len(self.live)
+
+    def admit(self) -> bool:
+        """Room for one more? At the cap the connection that has waited longest is shed for
+        it, so whoever connected first cannot keep the slots; when every slot has a request in
+        flight there is no room."""
+        if len(self.live) >= self.max_connections:
+            oldest = next(iter(self.waiting), None)
+            if oldest is None:
+                return False
+            log.debug("event=connection_shed client=%s", oldest.client)
+            oldest.end()
+        return True
 
     def collect(self) -> Iterator[Metric]:
         help_text = "Malformed HTTP requests, answered 400 or closed, since npumon started."
         yield CounterMetricFamily("npumon_http_bad_requests", help_text, self.bad_requests)
 
 
-class _Protocol(H11Protocol):
-    """uvicorn's h11 protocol plus what it lacks: the connection cap; a request deadline (the TLS
-    handshake, the headers and any body complete ``header_timeout`` s after connect, or after
-    the last response, however slowly they come; an idle kept-alive connection, or one whose
-    last response is still unread, is closed then); malformed requests counted and logged at
-    debug."""
+class _Connection(asyncio.Protocol):
+    """One accepted socket: TLS or not (from its first byte, on a TLS server), then requests
+    read with h11 and answered by the app, one at a time."""
 
-    edge: Edge
-    _raw: asyncio.Transport | None = None  # the socket's transport, while counted in edge.open
-    _deadline: asyncio.TimerHandle  # from admit() on; cancelled whenever a request is whole
-    _header_bytes = 0
-
-    def admit(self, transport: asyncio.Transport) -> bool:
-        """Count the connection in and start its deadline. At the cap the connection that has
-        waited longest for a request (TLS handshake, headers or body, or idle after a response)
-        is shed for it, so whoever connected first cannot keep the slots; when every slot has a
-        request in flight, the new connection is closed at once."""
-        if self.edge.open >= self.edge.max_connections:
-            oldest = next(iter(self.edge.waiting), None)
-            if oldest is None:
-                transport.abort()
-                return False
-            oldest.shed()
-        self.edge.open += 1
-        self._raw = transport
+    def __init__(self, server: _Serving, sock: socket.socket, client: Any) -> None:
+        self._server, self._sock, self.client = server, sock, client
+        self._loop = server.loop
+        self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEADER_BYTES)
+        self._transport: asyncio.Transport | None = None
+        self._answering: asyncio.Task[None] | None = None
+        self._gone: asyncio.Future[None] = self._loop.create_future()
+        self._head_bytes = 0  # of the request head being read
+        self._started = self._loop.time()
+        self._deadline: asyncio.TimerHandle | None = None
+        self._handed = False  # the socket is the transport's (asyncio closes it) from then on
+        server.connections.live[self] = None
         self._wait()
-        return True
+        self._opening = self._loop.create_task(self._open())
+
+    async def _open(self) -> None:
+        """Give the socket a transport: plain, or TLS after the handshake."""
+        try:
+            if self._server.web.tls:
+                if not await self._starts_tls():
+                    self._drop()
+                    return
+                context = self._server.web.tls_context()
+                if context is None:  # TLS is off in the config in force, or its files do not load
+                    self._drop()
+                    return
+                left = self._server.connections.header_timeout - (self._loop.time() - self._started)
+                self._handed = True
+                await self._loop.connect_accepted_socket(
+                    lambda: self,
+                    self._sock,
+                    ssl=context,
+                    ssl_handshake_timeout=max(left, 0.001),
+                    ssl_shutdown_timeout=SHUTDOWN_SECONDS,
+                )
+            else:
+                self._handed = True
+                await self._loop.connect_accepted_socket(lambda: self, self._sock)
+        except (Exception, asyncio.CancelledError) as exc:  # a failed or cut handshake
+            log.debug("event=connection_failed client=%s error=%r", self.client, exc)
+            if self._transport is None:
+                self._drop()
+
+    async def _starts_tls(self) -> bool:
+        """Wait for the first byte without reading it: a TLS record goes on to the handshake;
+        plain HTTP gets Go's 400 with its hint (net/http's answer), anything else is closed."""
+        head = b""
+        fd = self._sock.fileno()
+        while True:
+            readable: asyncio.Future[None] = self._loop.create_future()
+            self._loop.add_reader(fd, _set_once, readable)
+            try:
+                await readable
+            finally:
+                if self._sock.fileno() == fd:  # not closed (and its number reused) meanwhile
+                    self._loop.remove_reader(fd)
+            try:
+                if not head and self._sock.recv(1, socket.MSG_PEEK) == TLS_RECORD:
+                    return True
+                chunk = self._sock.recv(65536)  # not TLS: read, so that closing sends no reset
+            except BlockingIOError:
+                continue
+            except OSError:
+                return False
+            head += chunk
+            if not chunk or len(head) >= 5:
+                if head[:5] in HTTP_STARTS:
+                    with contextlib.suppress(OSError):
+                        self._sock.send(NOT_TLS)
+                return False
+
+    def _drop(self) -> None:
+        """The socket never got a transport: close it (unless asyncio did) and free its slot."""
+        if not self._handed and self._sock.fileno() >= 0:
+            self._loop.remove_reader(self._sock.fileno())  # while its first bytes were awaited
+            self._sock.close()
+        self._release()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if self._transport is None or self._transport.is_closing():
+            return  # what a closing TLS transport still hands on
+        if self._answering is None and self._h11.their_state is h11.IDLE:
+            # h11 checks its limit only while a head is incomplete, not on one big read
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEADER_BYTES:
+                self._bad()
+                return
+        self._h11.receive_data(data)
+        self._events()
+
+    def _events(self) -> None:
+        """Take what h11 has read: a request head starts its answer; a body is dropped."""
+        while True:
+            try:
+                event = self._h11.next_event()
+            except h11.RemoteProtocolError:
+                self._bad()
+                return
+            if event is h11.NEED_DATA or event is h11.PAUSED:
+                break
+            if isinstance(event, h11.Request):
+                self._stop_waiting()
+                self._answering = self._loop.create_task(self._answer(event))
+            elif isinstance(event, h11.ConnectionClosed):
+                break
+        if self._answering is not None and len(self._h11.trailing_data[0]) > MAX_HEADER_BYTES:
+            assert self._transport is not None
+            self._transport.pause_reading()  # pipelined requests wait in the kernel
+
+    async def _answer(self, request: h11.Request) -> None:
+        method, target = request.method.decode("ascii"), request.target.decode("latin-1")
+        path = urllib.parse.unquote(target.partition("?")[0])
+        headers = {name.decode("latin-1"): v.decode("latin-1") for name, v in request.headers}
+        try:
+            status, extra, body = await self._server.app(method, path, headers, self._gone)
+        except Exception as exc:  # the app answers its own failures; this is a bug in it
+            log.error("event=request_failed error=%r", exc, exc_info=exc)
+            status, extra, body = 500, [(b"content-length", b"0")], b""
+        transport = self._transport
+        assert transport is not None
+        self._answering = None
+        if transport.is_closing():
+            return
+        date = email.utils.formatdate(usegmt=True).encode()
+        head = h11.Response(
+            status_code=status,
+            headers=[(b"date", date), (b"server", b"npumon"), *extra],
+            reason=HTTPStatus(status).phrase.encode(),
+        )
+        out = self._h11.send(head) or b""
+        if method != "HEAD":
+            out += self._h11.send(h11.Data(data=body)) or b""
+        transport.write(out + (self._h11.send(h11.EndOfMessage()) or b""))
+        if self._h11.our_state is not h11.DONE or self._h11.their_state is not h11.DONE:
+            transport.close()  # asked to close, or the body is not read: no next request
+            return
+        self._h11.start_next_cycle()
+        self._head_bytes = len(self._h11.trailing_data[0])
+        transport.resume_reading()
+        self._wait()
+        self._events()  # a pipelined request already read
+
+    def _bad(self) -> None:
+        """A malformed request: its 400 when nothing was answered yet, then the close."""
+        self._server.connections.bad_requests += 1
+        log.debug("event=bad_request client=%s state=%s", self.client, self._h11.our_state)
+        assert self._transport is not None
+        if self._answering is None and self._h11.our_state is h11.IDLE:
+            self._transport.write(BAD_REQUEST)
+        self._transport.close()
+
+    def eof_received(self) -> bool | None:
+        return None  # the client is done: close (a half-closed client gets no answer)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._release()
+        if not self._gone.done():
+            self._gone.set_result(None)
 
     def _wait(self) -> None:
         """Wait for the next request, under the deadline, the newest in line to be shed."""
-        self._deadline = self.loop.call_later(self.edge.header_timeout, self._expired)
-        self.edge.waiting[self] = None
+        timeout = self._server.connections.header_timeout
+        self._deadline = self._loop.call_later(timeout, self._expired)
+        self._server.connections.waiting[self] = None
 
-    def _got_request(self) -> None:
-        self._deadline.cancel()
-        self.edge.waiting.pop(self, None)
+    def _stop_waiting(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        self._server.connections.waiting.pop(self, None)
 
-    def shed(self) -> None:
-        raw = self._raw
-        log.debug("event=connection_shed client=%s", self.client)
-        self.release()
-        if raw is not None:
-            raw.abort()
-
-    def release(self) -> None:
-        if self._raw is not None:
-            self._raw = None
-            self.edge.open -= 1
-            self._got_request()
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        # (uvicorn's own signature narrows BaseTransport to Transport the same way)
-        if self._raw is not None or self.admit(transport):  # the TLS front admitted it before
-            super().connection_made(transport)
-
-    def data_received(self, data: bytes) -> None:
-        if self.conn.their_state is h11.IDLE:
-            # h11 checks its limit only while a request is incomplete, not on one big read;
-            # above it, the 400 that uvicorn sends when h11's limit is hit.
-            self._header_bytes += len(data)
-            if self._header_bytes > MAX_HEADER_BYTES:
-                self.send_400_response("Request header fields too large")
-                return
-        super().data_received(data)
-        if self.conn.their_state not in (h11.IDLE, h11.SEND_BODY):  # the request is whole
-            self._got_request()
-
-    def send_400_response(self, msg: str) -> None:
-        self.edge.bad_requests += 1
-        log.debug("event=bad_request client=%s state=%s", self.client, self.conn.our_state)
-        if self.conn.our_state is h11.IDLE:  # no request accepted yet: the 400 is the answer
-            super().send_400_response(msg)
-        else:  # a bad body, or bytes after the response: the app's answer cannot follow a 400
-            self.transport.close()
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
-            self._header_bytes = 0  # the next request's, under a deadline of its own
-            self._wait()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.release()
-        if self.transport is not None:  # refused connections never reached uvicorn
-            super().connection_lost(exc)
+    def _release(self) -> None:
+        self._stop_waiting()
+        self._server.connections.live.pop(self, None)
 
     def _expired(self) -> None:
-        raw = self._raw
-        if raw is not None and not raw.is_closing():
-            log.debug("event=request_timeout client=%s", self.client)
-            # Under TLS: the socket, whether or not the handshake is done. A response the
-            # client has not read would hold close() until it drains: that one is aborted.
-            if raw.get_write_buffer_size():
-                raw.abort()
-            else:
-                raw.close()
+        log.debug("event=request_timeout client=%s", self.client)
+        self.end()
+
+    def end(self) -> None:
+        """Close now and free the slot. A response the client has not read would hold a close
+        until it drains, and a TLS close waits for the client's: those are aborted."""
+        self._release()
+        transport = self._transport
+        if transport is None:  # first bytes or TLS handshake, maybe not even started
+            self._drop()
+            self._opening.cancel()
+        elif transport.get_write_buffer_size() or self._server.web.tls:
+            transport.abort()
+        else:
+            transport.close()
 
 
-class _TLSFront(asyncio.Protocol):
-    """A TLS connection until its ClientHello: plain HTTP gets a 400 with a hint (as from Go's
-    net/http); the app protocol admits the connection, so its deadline covers the handshake."""
-
-    def __init__(self, app: _Protocol, web: LiveWebConfig) -> None:
-        self._app, self._web, self._head = app, web, b""
-
-    def connection_made(self, transport: Any) -> None:  # a selector socket transport
-        self._raw = transport
-        self._app.admit(transport)
-
-    def data_received(self, data: bytes) -> None:
-        self._head += data
-        if self._head[:1] != b"\x16":  # not a TLS handshake record
-            if len(self._head) >= 5:
-                self._raw.write(NOT_TLS if self._head[:5] in HTTP_STARTS else b"")
-                self._raw.close()
-            return
-        context = self._web.tls_context()
-        if context is None:  # TLS is off in the config in force, or its files do not load
-            self._raw.close()
-            return
-        waiter = self._app.loop.create_future()
-        waiter.add_done_callback(self._handshake_done)
-        tls = SSLProtocol(self._app.loop, self._app, context, waiter, True)
-        self._raw.set_protocol(tls)
-        tls.connection_made(self._raw)
-        tls.get_buffer(len(self._head))[: len(self._head)] = self._head
-        tls.buffer_updated(len(self._head))
-
-    def _handshake_done(self, waiter: asyncio.Future[None]) -> None:
-        if waiter.cancelled() or waiter.exception() or self._app.transport is None:
-            self._app.release()  # the handshake failed: the app never saw the connection
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._app.release()
+def _set_once(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 class _LoopErrors:
-    """The event loop's exception handler: one line a second at most, with the count since the
-    last (asyncio reports a failed accept, e.g. EMFILE, once per queued connection)."""
+    """The event loop's exception handler and the accept errors' logger: one line a second at
+    most, with the count since the last (an accept fails once per queued connection)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock, self._next, self.count = clock, 0.0, 0
 
-    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    def __call__(self, loop: asyncio.AbstractEventLoop | None, context: dict[str, Any]) -> None:
         self.count += 1
         if self._clock() >= self._next:
             self._next = self._clock() + 1.0
@@ -214,27 +320,75 @@ class _LoopErrors:
             self.count = 0
 
 
+class _Serving:
+    """What the loop thread serves with: the listening socket, the app, the web config, the
+    connections."""
+
+    def __init__(
+        self, sock: socket.socket, app: EdgeApp, web: LiveWebConfig, connections: Connections
+    ) -> None:
+        self.sock, self.app, self.web, self.connections = sock, app, web, connections
+        self.loop = asyncio.new_event_loop()
+        self.errors = _LoopErrors()
+        self.loop.set_exception_handler(self.errors)
+
+    def listen(self) -> None:
+        self.loop.add_reader(self.sock.fileno(), self._accept)
+
+    def _accept(self) -> None:
+        for _ in range(ACCEPT_BATCH):
+            try:
+                sock, client = self.sock.accept()
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                return
+            except OSError as exc:
+                self.errors(self.loop, {"message": "accept failed", "exception": exc})
+                if exc.errno in OUT_OF_RESOURCES:  # retried later, not on every wake-up
+                    self.loop.remove_reader(self.sock.fileno())
+                    self.loop.call_later(ACCEPT_RETRY_SECONDS, self.listen)
+                return
+            sock.setblocking(False)
+            if self.connections.admit():
+                _Connection(self, sock, client)
+            else:
+                sock.close()
+
+    async def stop(self) -> None:
+        """Stop accepting; give requests in flight SHUTDOWN_SECONDS, then close every
+        connection."""
+        self.loop.remove_reader(self.sock.fileno())
+        answering = [c._answering for c in self.connections.live if c._answering is not None]
+        if answering:
+            await asyncio.wait(answering, timeout=SHUTDOWN_SECONDS)
+        for connection in list(self.connections.live):
+            connection.end()
+        await asyncio.sleep(0)  # the aborts' connection_lost callbacks
+
+
 class Server:
     """A running server: ``port`` (the bound one, useful with port 0) and ``shutdown()``."""
 
-    def __init__(
-        self, config: uvicorn.Config, sock: socket.socket, app: EdgeApp, edge: Edge, tls: bool
-    ) -> None:
-        self._server, self._sock, self._app, self.edge = uvicorn.Server(config), sock, app, edge
-        self.port, self.tls = int(sock.getsockname()[1]), tls
-        self._thread = threading.Thread(target=asyncio.run, args=(self._serve(),), daemon=True)
+    def __init__(self, serving: _Serving) -> None:
+        self._serving, self.connections = serving, serving.connections
+        self.port, self.tls = int(serving.sock.getsockname()[1]), serving.web.tls
+        serving.loop.call_soon(serving.listen)
+        self._thread = threading.Thread(target=serving.loop.run_forever, daemon=True)
         self._thread.start()
-
-    async def _serve(self) -> None:
-        asyncio.get_running_loop().set_exception_handler(_LoopErrors())
-        await self._server.serve(sockets=[self._sock])
 
     def shutdown(self) -> None:
         """Stop accepting, close connections and wait briefly for the serving thread."""
-        self._server.should_exit = True
-        self._thread.join(timeout=SHUTDOWN_SECONDS + 3.0)
-        self._sock.close()
-        self._app.close()
+        loop = self._serving.loop
+        stopped = asyncio.run_coroutine_threadsafe(self._serving.stop(), loop)
+        try:
+            stopped.result(timeout=SHUTDOWN_SECONDS + 3.0)
+        except Exception as exc:  # a stuck loop: the thread is a daemon, the process goes on
+            log.error("event=shutdown_failed error=%r", exc)
+        loop.call_soon_threadsafe(loop.stop)
+        self._thread.join(timeout=3.0)
+        if not self._thread.is_alive():
+            loop.close()
+        self._serving.sock.close()
+        self._serving.app.close()
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -249,6 +403,7 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
     sock.bind((address, port))
     sock.listen(BACKLOG)  # connections queue from now on, before the loop thread runs
+    sock.setblocking(False)
     return sock
 
 
@@ -270,26 +425,8 @@ def serve(
     EdgeApp's."""
     web = LiveWebConfig(web_config)
     app = EdgeApp(exposition, web, max_requests, healthy=healthy, latest=latest, version=version)
-    edge = Edge(max_connections, header_timeout)
+    connections = Connections(max_connections, header_timeout)
     if registry is not None:
-        registry.register(edge)
-    plain = type("NpumonProtocol", (_Protocol,), {"edge": edge})
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
-        # uvicorn warns once per malformed or oversized request: a log flood under attack.
-        logging.getLogger(name).setLevel(logging.ERROR)
-    config = uvicorn.Config(
-        app,
-        http=(lambda **kw: _TLSFront(plain(**kw), web)) if web.tls else plain,  # type: ignore[arg-type]
-        ws="none",
-        lifespan="off",
-        log_config=None,
-        access_log=False,
-        proxy_headers=False,
-        server_header=False,
-        headers=[("server", "npumon")],
-        backlog=BACKLOG,
-        timeout_keep_alive=KEEP_ALIVE_SECONDS,
-        timeout_graceful_shutdown=SHUTDOWN_SECONDS,
-        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
-    )
-    return Server(config, _bind(*parse_listen_address(address)), app, edge, web.tls)
+        registry.register(connections)
+    sock = _bind(*parse_listen_address(address))
+    return Server(_Serving(sock, app, web, connections))

@@ -124,7 +124,7 @@ def test_json_lines_turn_key_value_messages_into_fields() -> None:
 
 def test_third_party_loggers_pass_only_warnings_unless_debug(captured: io.StringIO) -> None:
     logging.getLogger("grpc").info("Using AsyncIOEngine.POLLER as I/O engine")
-    logging.getLogger("uvicorn.error").info("Started server process")
+    logging.getLogger("asyncio").info("Using selector: EpollSelector")
     assert captured.getvalue() == ""
     setup_logging("debug", "logfmt", captured)
     logging.getLogger("grpc").debug("Using AsyncIOEngine.POLLER")
@@ -150,7 +150,7 @@ def test_third_party_lines_go_through_the_formatter(fmt: LogFormat) -> None:
         logging.captureWarnings(False)  # an earlier test's capture holds pytest's showwarning
         setup_logging("info", fmt, stream)
         try:
-            logging.getLogger("uvicorn.error").warning(
+            logging.getLogger("grpc").warning(
                 'Invalid HTTP request received: "%s" after %s', "GET / (x=1)", "0:00:03"
             )
             logging.getLogger("asyncio").error("Task exception was never retrieved key=value")
@@ -162,13 +162,13 @@ def test_third_party_lines_go_through_the_formatter(fmt: LogFormat) -> None:
     assert len(lines) == 3, lines
     if fmt == "json":
         skipped, task, warned = (json.loads(line) for line in lines)
-        assert skipped["logger"] == "uvicorn.error"
+        assert skipped["logger"] == "grpc"
         assert skipped["level"] == "warning" and skipped["msg"].endswith("after 0:00:03")
         assert task["msg"] == "Task exception was never retrieved key=value" and "key" not in task
         assert warned["logger"] == "py.warnings" and "a deprecated call" in warned["msg"]
         return
     assert lines[0].endswith(
-        ' level=warning logger=uvicorn.error msg="Invalid HTTP request '
+        ' level=warning logger=grpc msg="Invalid HTTP request '
         r'received: \"GET / (x=1)\" after 0:00:03"'
     )
     assert lines[1].endswith(' msg="Task exception was never retrieved key=value"')

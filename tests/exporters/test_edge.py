@@ -7,7 +7,6 @@ import asyncio
 import base64
 import gzip
 import threading
-from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -32,33 +31,21 @@ def _edge(
     )
 
 
-def _scope(path: str = "/metrics", authorization: bytes | None = None) -> dict[str, Any]:
-    headers = [(b"host", b"x"), (b"accept-encoding", b"gzip")]
+def _scope(path: str = "/metrics", authorization: str | None = None) -> dict[str, Any]:
+    headers = {"host": "x", "accept-encoding": "gzip"}
     if authorization is not None:
-        headers.append((b"authorization", authorization))
-    return {"type": "http", "method": "GET", "path": path, "headers": headers}
+        headers["authorization"] = authorization
+    return {"method": "GET", "path": path, "headers": headers}
 
 
 async def _request(edge: EdgeApp, scope: dict[str, Any]) -> tuple[int, bytes]:
-    sent: list[MutableMapping[str, Any]] = []
-
-    async def send(message: MutableMapping[str, Any]) -> None:
-        sent.append(message)
-
-    received: list[None] = []
-
-    async def receive() -> dict[str, Any]:  # the request, then a client that stays
-        if received:
-            await asyncio.Event().wait()
-        received.append(None)
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    await edge(scope, receive, send)
-    return int(sent[0]["status"]), bytes(sent[1]["body"])
+    gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()  # a client that stays
+    status, _, body = await edge(scope["method"], scope["path"], scope["headers"], gone)
+    return status, body
 
 
 def _run(edge: EdgeApp, *scopes: dict[str, Any]) -> list[int]:
-    """The requests concurrently on one event loop, as uvicorn runs them; their statuses."""
+    """The requests concurrently on one event loop, as the server runs them; their statuses."""
 
     async def all_of() -> list[tuple[int, bytes]]:
         return list(await asyncio.gather(*(_request(edge, s) for s in scopes)))
@@ -127,8 +114,8 @@ def test_the_same_body_is_gzipped_once() -> None:
 def test_bad_credentials_get_their_401_never_a_503(tmp_path: Path) -> None:
     hashed = bcrypt.hashpw(b"pw", bcrypt.gensalt(rounds=4)).decode()
     config = parse_web_config({"basic_auth_users": {"prom": hashed}}, base=tmp_path)
-    bad = b"Basic " + base64.b64encode(b"prom:guess")
-    good = b"Basic " + base64.b64encode(b"prom:pw")
+    bad = "Basic " + base64.b64encode(b"prom:guess").decode()
+    good = "Basic " + base64.b64encode(b"prom:pw").decode()
     edge = _edge(lambda openmetrics: b"x 1\n", config, max_requests=0)  # every slot taken
     assert _run(edge, _scope(authorization=bad), _scope(), _scope(authorization=good)) == [
         401,
