@@ -8,7 +8,7 @@ import functools
 import hashlib
 import hmac
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 import bcrypt
@@ -87,7 +87,7 @@ class BasicAuth:
 class BcryptQueue:
     """One bcrypt check at a time (exporter-toolkit's rule: a wrong-password flood costs one
     core at most), at most ``limit`` waited for at once. ``check`` answers from the cache when
-    it can; else it queues a check, dropped when ``gone()`` completes first (a client that left);
+    it can; else it queues a check, dropped when ``gone`` completes first (a client that left);
     beyond ``limit`` checks waited for it answers None at once, for a 503: the requests parked
     behind bcrypt, and what their connections buffer, stay bounded. ``pending`` counts them."""
 
@@ -96,7 +96,7 @@ class BcryptQueue:
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="npumon-bcrypt")
 
     async def check(
-        self, auth: BasicAuth, header: str | None, gone: Callable[[], Awaitable[None]]
+        self, auth: BasicAuth, header: str | None, gone: asyncio.Future[None]
     ) -> bool | None:
         known = auth.cached(header)
         if known is not None:
@@ -106,9 +106,7 @@ class BcryptQueue:
         self.pending += 1
         try:
             check = asyncio.get_running_loop().run_in_executor(self._thread, auth.check, header)
-            left = asyncio.ensure_future(gone())
-            await asyncio.wait((check, left), return_when=asyncio.FIRST_COMPLETED)
-            left.cancel()
+            await asyncio.wait((check, gone), return_when=asyncio.FIRST_COMPLETED)
             check.cancel()  # a queued check never runs; a running one ends unobserved
             return check.done() and not check.cancelled() and check.result()
         finally:

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from prometheus_client.exposition import choose_encoder
 
 from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT, NodeSnapshot
-from npumon.exporters.auth import BasicAuth
+from npumon.exporters.auth import BcryptQueue
 from npumon.exporters.weblive import LiveWebConfig
 
 log = logging.getLogger(__name__)
@@ -66,13 +66,12 @@ class EdgeApp:
         self._latest = latest or (lambda: EMPTY_SNAPSHOT)
         self._in_flight = 0  # the semaphore: only the event loop thread counts
         self._zipped: dict[bool, tuple[bytes, bytes]] = {}  # per format: a body and its gzip
-        # One bcrypt at a time (as exporter-toolkit): a burst of wrong passwords costs one core
-        # at most, and the scrapes whose credentials are cached never wait for it.
-        self._bcrypt = ThreadPoolExecutor(1, thread_name_prefix="npumon-bcrypt")
+        # scrapes whose credentials are cached never wait for bcrypt
+        self._bcrypt = BcryptQueue()
         self._render = ThreadPoolExecutor(RENDER_THREADS, thread_name_prefix="npumon-render")
 
     def close(self) -> None:
-        self._bcrypt.shutdown(wait=False, cancel_futures=True)
+        self._bcrypt.close()
         self._render.shutdown(wait=False, cancel_futures=True)
 
     async def __call__(
@@ -85,10 +84,12 @@ class EdgeApp:
             return _answer(405, b"Method Not Allowed\n", TEXT, (b"allow", b"GET, HEAD"))
         if path == LIVENESS_PATH:
             return _answer(200, b"OK\n", TEXT)
-        if active.auth is not None and not await self._authorized(
-            active.auth, headers.get("authorization"), gone
-        ):
-            return _answer(401, b"Unauthorized\n", TEXT, *active.headers, CHALLENGE)
+        if active.auth is not None:
+            verdict = await self._bcrypt.check(active.auth, headers.get("authorization"), gone)
+            if verdict is None:  # too many bcrypt checks waited for: shed, as max_requests
+                return _answer(503, BUSY, TEXT, *active.headers)
+            if not verdict:
+                return _answer(401, b"Unauthorized\n", TEXT, *active.headers, CHALLENGE)
         if path == "/metrics" and self._in_flight >= self._max:
             return _answer(503, BUSY, TEXT, *active.headers)
         if path == "/metrics":
@@ -105,19 +106,6 @@ class EdgeApp:
             page = self._landing().encode()
             return _answer(200, page, "text/html; charset=utf-8", *active.headers)
         return _answer(404, b"Not Found: try /metrics\n", TEXT, *active.headers)
-
-    async def _authorized(
-        self, auth: BasicAuth, header: str | None, gone: asyncio.Future[None]
-    ) -> bool:
-        """Cached, or a bcrypt check queued for the one bcrypt thread; dropped from the queue
-        when the client disconnects first (a check nobody waits for costs nothing)."""
-        known = auth.cached(header)
-        if known is not None:
-            return known
-        check = asyncio.get_running_loop().run_in_executor(self._bcrypt, auth.check, header)
-        await asyncio.wait((check, gone), return_when=asyncio.FIRST_COMPLETED)
-        check.cancel()  # a queued check never runs; a running one ends unobserved
-        return check.done() and not check.cancelled() and check.result()
 
     async def _metrics(self, headers: dict[str, str], extra: Headers) -> Response:
         _, content_type = choose_encoder(headers.get("accept", ""))

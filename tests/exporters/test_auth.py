@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import select
 import threading
 import time
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ import pytest
 from edge_helpers import auth, exposition, get, raw_connection
 
 from npumon.exporters import auth as auth_module
-from npumon.exporters.auth import BasicAuth, BcryptQueue
+from npumon.exporters.auth import MAX_PENDING_CHECKS, BasicAuth, BcryptQueue
 from npumon.exporters.http import Server, serve
 from npumon.exporters.webconfig import parse_web_config
 from tests.helpers.wait import scaled
@@ -172,7 +173,7 @@ def test_bcrypt_checks_waited_for_are_bounded_and_the_rest_shed_at_once(
         loop = asyncio.get_running_loop()
         left = [loop.create_future() for _ in range(7)]
         checks = [
-            asyncio.ensure_future(queue.check(basic, _header(f"w{i}")[15:], lambda i=i: left[i]))
+            asyncio.ensure_future(queue.check(basic, _header(f"w{i}")[15:], left[i]))
             for i in range(7)
         ]
         assert [await check for check in checks[4:]] == [None] * 3  # shed at once
@@ -182,7 +183,7 @@ def test_bcrypt_checks_waited_for_are_bounded_and_the_rest_shed_at_once(
         checkpw.gate.set()
         assert [await checks[i] for i in (0, 2, 3)] == [False] * 3
         assert queue.pending == 0
-        stays = loop.create_future
+        stays = loop.create_future()
         assert await queue.check(basic, _header("w0")[15:], stays) is False  # cached
         assert await queue.check(basic, _header("pw")[15:], stays) is True
 
@@ -193,3 +194,37 @@ def test_bcrypt_checks_waited_for_are_bounded_and_the_rest_shed_at_once(
         checkpw.gate.set()
         queue.close()
     assert len(checkpw.hashes) == 4, "a check ran for the client that left, or a shed one"
+
+
+def test_requests_parked_behind_bcrypt_are_bounded_the_rest_get_503(
+    server: Server, checkpw: _CountingCheckpw
+) -> None:
+    # each request with new credentials and junk behind it held its connection in flight
+    # (never shed) until bcrypt answered: 1,024 of them parked 191 MB
+    checkpw.delay = 0.0
+    checkpw.gate.clear()
+    flood = MAX_PENDING_CHECKS + 6
+    try:
+        socks = [
+            raw_connection(
+                server,
+                f"GET /metrics HTTP/1.1\r\nHost: x\r\n{_header(f'w{i}')}\r\n\r\n".encode()
+                + b"junk" * 4096,
+            )
+            for i in range(flood)
+        ]
+        answered: list[bytes] = []
+        while len(answered) < flood - MAX_PENDING_CHECKS:
+            ready, _, _ = select.select(socks, [], [], scaled(10))
+            assert ready, f"{len(answered)} answered while bcrypt is held"
+            for sock in ready:
+                answered.append(sock.recv(64).split(b"\r\n")[0])
+                socks.remove(sock)
+        assert answered == [b"HTTP/1.1 503 Service Unavailable"] * (flood - MAX_PENDING_CHECKS)
+        assert not select.select(socks, [], [], 0)[0]  # the others wait for bcrypt
+        checkpw.gate.set()
+        for sock in socks:
+            assert sock.recv(64).startswith(b"HTTP/1.1 401 ")
+            sock.close()
+    finally:
+        checkpw.gate.set()
