@@ -200,7 +200,6 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
             supervisor.healthy,
             version=__version__,
             latest=supervisor.latest,
-            registry=supervisor.registry,
             max_requests=config.web.max_requests,
             max_connections=config.web.max_connections,
         )
@@ -212,6 +211,7 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
             file=sys.stderr,
         )
         return 1
+    supervisor.edge = server.connections.exposition
     supervisor.start()
     log.info(
         "event=listening address=%s port=%d tls=%s max_requests=%d max_connections=%d",

@@ -53,6 +53,8 @@ class Supervisor:
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
+        self.edge: Callable[[bool], bytes] = lambda openmetrics: b""
+        """The HTTP edge's own families, once it serves (exporters.http Connections)."""
         self.exposition = RenderCache(self._families, self.registry, self.identity)
         """The /metrics body (``exposition(openmetrics)``), rendered once per ``identity()``."""
 
@@ -122,10 +124,10 @@ class Supervisor:
         return self.agent.store.latest()
 
     def _families(self, openmetrics: bool) -> bytes:
-        """The agent's families, then npumon_config_last_reload_*."""
+        """The agent's families, then npumon_config_last_reload_*, then the edge's."""
         outcome = (self.reload_successful, self.reload_success_timestamp)
         reload = write(((f, outcome) for f in RELOAD), openmetrics)
-        return self.agent.collector.exposition(openmetrics) + reload
+        return self.agent.collector.exposition(openmetrics) + reload + self.edge(openmetrics)
 
     def identity(self) -> object:
         """Changes whenever the exposition would: a new snapshot, agent or reload outcome."""

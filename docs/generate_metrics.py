@@ -19,7 +19,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from npumon.exporters.builtin import BUILD, RELOAD, RESULTS
+from npumon.exporters.builtin import BUILD, EDGE, RELOAD, RESULTS
 from npumon.exporters.collector import COLLECTORS, Collector
 from npumon.exporters.compat import COMPAT
 from npumon.exporters.profiles import PROFILED
@@ -107,7 +107,7 @@ def collector_table() -> str:
 
 def metrics_md() -> str:
     bound, seen = bounds(), seen_on()
-    total = sum(len(c.families) for c in COLLECTORS) + len(BUILD + RESULTS + RELOAD)
+    total = sum(len(c.families) for c in COLLECTORS) + len(BUILD + RESULTS + RELOAD + EDGE)
     out = [
         "# Metrics",
         "",
@@ -152,7 +152,7 @@ def metrics_md() -> str:
         "Always written, after the collectors: the build, each collector's last render, and on"
         " `/metrics` only the last configuration load.",
         "",
-        _table((*BUILD, *RESULTS, *RELOAD), bound, seen),
+        _table((*BUILD, *RESULTS, *RELOAD, *EDGE), bound, seen),
         "",
     ]
     return "\n".join(out)

@@ -149,3 +149,14 @@ RELOAD: tuple[Family, ...] = (
         lambda outcome: [((), outcome[1])],
     ),
 )
+
+EDGE: tuple[Family, ...] = (
+    # the HTTP edge's own counter; the model is the count
+    Family(
+        "npumon_http_bad_requests",
+        "counter",
+        "Malformed HTTP requests, answered 400 or closed, since npumon started.",
+        (),
+        lambda count: [((), float(count))],
+    ),
+)

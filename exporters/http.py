@@ -20,16 +20,16 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 
 import h11
-from prometheus_client import CollectorRegistry
-from prometheus_client.core import CounterMetricFamily, Metric
 
 from npumon.daemon.model.snapshot import NodeSnapshot
+from npumon.exporters.builtin import EDGE
 from npumon.exporters.edge import EdgeApp, Exposition
+from npumon.exporters.spec import write
 from npumon.exporters.webconfig import WebConfig
 from npumon.exporters.weblive import LiveWebConfig
 
@@ -93,9 +93,9 @@ class Connections:
             oldest.end()
         return True
 
-    def collect(self) -> Iterator[Metric]:
-        help_text = "Malformed HTTP requests, answered 400 or closed, since npumon started."
-        yield CounterMetricFamily("npumon_http_bad_requests", help_text, self.bad_requests)
+    def exposition(self, openmetrics: bool) -> bytes:
+        """The edge's own families (npumon_http_bad_requests_total)."""
+        return write(((f, self.bad_requests) for f in EDGE), openmetrics)
 
 
 class _Connection(asyncio.Protocol):
@@ -415,18 +415,15 @@ def serve(
     *,
     version: str = "",
     latest: Callable[[], NodeSnapshot] | None = None,
-    registry: CollectorRegistry | None = None,
     max_requests: int = MAX_REQUESTS,
     max_connections: int = MAX_CONNECTIONS,
     header_timeout: float = HEADER_TIMEOUT_SECONDS,
 ) -> Server:
     """Serve in a background thread; return once the socket listens. ``web_config`` is
-    LiveWebConfig's source; ``registry`` (the exposition's) gets the edge's counter; the rest is
-    EdgeApp's."""
+    LiveWebConfig's source; the returned server's ``connections.exposition`` writes the edge's
+    own counter; the rest is EdgeApp's."""
     web = LiveWebConfig(web_config)
     app = EdgeApp(exposition, web, max_requests, healthy=healthy, latest=latest, version=version)
     connections = Connections(max_connections, header_timeout)
-    if registry is not None:
-        registry.register(connections)
     sock = _bind(*parse_listen_address(address))
     return Server(_Serving(sock, app, web, connections))
