@@ -86,16 +86,52 @@ test-fast: $(STAMP) tools
 generate: $(STAMP)
 	$(BIN)/python deploy/helm/generate.py
 
-# The image for amd64 and arm64 hosts (Dockerfile) with docker buildx. A multi-platform image
-# cannot be loaded into the local image store: push it (IMAGE naming your registry,
-# IMAGE_OUTPUT=--push), or build one platform and load it (PLATFORMS=linux/arm64
-# IMAGE_OUTPUT=--load). Without an output it is built and left in the build cache.
+# The image's pinned dependencies (with hashes for every platform's wheels), from
+# pyproject.toml: requirements.lock for the default image, requirements-profiling.lock with the
+# profiling extra. They are rewritten when pyproject.toml changes; pip-compile keeps every pin
+# that still satisfies it. `make lock LOCK_UPGRADE=--upgrade` moves every pin to the newest.
+# tests/fleet/test_image.py checks that the locks cover pyproject's dependencies.
+LOCKS        := requirements.lock requirements-profiling.lock
+LOCK_UPGRADE ?=
+PIP_COMPILE   = $(BIN)/pip-compile --quiet --generate-hashes --strip-extras --no-emit-index-url \
+  --no-emit-find-links $(LOCK_UPGRADE)
+.PHONY: lock
+lock: $(STAMP)
+	$(PIP_COMPILE) --output-file requirements.lock pyproject.toml
+	$(PIP_COMPILE) --extra profiling --output-file requirements-profiling.lock pyproject.toml
+
+requirements.lock: pyproject.toml | $(STAMP)
+	$(PIP_COMPILE) --output-file $@ pyproject.toml
+
+requirements-profiling.lock: pyproject.toml | $(STAMP)
+	$(PIP_COMPILE) --extra profiling --output-file $@ pyproject.toml
+
+# The image for amd64 and arm64 hosts (Dockerfile) with docker buildx, in two variants: the
+# default, without pandas/numpy, and $(IMAGE)-profiling (VARIANT=profiling: the analysis
+# worker's npumon[profiling] extra), which the chart runs when profiling is enabled. Each
+# installs its lock file's pins. A multi-platform image cannot be loaded into the local image
+# store: push it (IMAGE naming your registry, IMAGE_OUTPUT=--push), or build one platform and
+# load it (PLATFORMS=linux/arm64 IMAGE_OUTPUT=--load). Without an output it is built and left in
+# the build cache. Then both sizes are printed (image-sizes).
 IMAGE        ?= npumon:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 PLATFORMS    ?= linux/amd64,linux/arm64
 IMAGE_OUTPUT ?=
-.PHONY: image
-image:
+.PHONY: image image-sizes
+image: $(LOCKS)
 	docker buildx build --platform $(PLATFORMS) -t $(IMAGE) $(IMAGE_OUTPUT) .
+	docker buildx build --platform $(PLATFORMS) --build-arg VARIANT=profiling -t $(IMAGE)-profiling $(IMAGE_OUTPUT) .
+	@$(MAKE) --no-print-directory image-sizes IMAGE=$(IMAGE)
+
+# Both variants' size as the local image store has them (uncompressed); a pushed image's
+# compressed layers: docker buildx imagetools inspect --raw <ref>.
+image-sizes:
+	@for ref in $(IMAGE) $(IMAGE)-profiling; do \
+	  if size=$$(docker image inspect --format '{{.Size}}' $$ref 2>/dev/null); then \
+	    echo "$$ref: $$((size / 1000000)) MB"; \
+	  else \
+	    echo "$$ref: not in the local image store (IMAGE_OUTPUT=--load with one platform loads it)"; \
+	  fi; \
+	done
 
 
 # The peer comparison runs in .venv-bench, which has the `bench` extra (msprof-analyze);
