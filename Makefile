@@ -1,6 +1,6 @@
 # npumon: `make demo` and `make test` work on a fresh machine with only Python 3 (and root for
 # apt-get, which installs Debian's prometheus package for promtool and the fleet tests, and
-# victoria-metrics for the alert catalog).
+# victoria-metrics for the alert catalog and the fleet tests on VictoriaMetrics).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -20,8 +20,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
-# promtool (rules and exposition linting), prometheus (fleet tests), victoria-metrics (the
-# alert catalog on VictoriaMetrics + vmalert, tests/alerts), openssl (test certificates),
+# promtool (rules and exposition linting), prometheus (fleet tests, and in agent mode),
+# victoria-metrics (VictoriaMetrics + vmalert: the alert catalog, tests/alerts, and the fleet
+# tests, tests/fleet/test_victoriametrics_live.py), openssl (test certificates),
 # gcc + binutils (the fake libdcmi.so and `nm -D`) and chromium (the HTML report opened
 # headless) come from Debian.
 tools:
@@ -183,6 +184,8 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	  --json $(BENCH_OUT)/readpath.json || echo "FAILED: readpath"; \
 	echo "== bench/series_bench.py"; \
 	timeout 900 $(BIN)/python bench/series_bench.py --json $(BENCH_OUT)/series.json || echo "FAILED: series"; \
+	echo "== bench/image_bench.py"; \
+	timeout 600 $(BIN)/python bench/image_bench.py --json $(BENCH_OUT)/image.json || echo "FAILED: image"; \
 	echo "== bench/analysis_bench.py"; \
 	timeout 420 $(BIN)/python bench/analysis_bench.py --runs 3 --json $(BENCH_OUT)/analysis.json || echo "FAILED: analysis"; \
 	echo "== bench/peer_bench.py"; \

@@ -3,11 +3,11 @@
     python bench/results.py OUT_DIR [--output bench/RESULTS.md]
 
 OUT_DIR holds daemon.json, load_1.json, load_100.json, readpath.json, network_render.json,
-analysis.json, peer.json, simulator.json, series.json, collect.json, calls.json (where
+analysis.json, peer.json, simulator.json, series.json, image.json, collect.json, calls.json (where
 bench/calls_bench.py exists), machine_before.json and wall.txt. A figure whose script wrote
 nothing reads "not measured" and counts as a miss.
 
-    python bench/results.py OUT_DIR --section series
+    python bench/results.py OUT_DIR --section series   (or --section image)
 
 rewrites only that section of an existing RESULTS.md (after running just its script).
 """
@@ -459,6 +459,32 @@ def series(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
 
 
 SERIES_TITLE = "2c. Samples per scrape (every simulator scenario)"
+IMAGE_TITLE = "2d. Image variants: the Python layer each installs"
+
+
+def image(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
+    """bench/image_bench.py: the size of each lock file's install (the images are not built)."""
+    data = _load(folder, "image") or {}
+    lines = [f"## {IMAGE_TITLE}", ""]
+    lines += [
+        "Each lock file installed into an empty folder as the Dockerfile's runtime stage does "
+        "(`pip install --require-hashes --no-deps -r <lock>`, then npumon's wheel), for this "
+        "machine's platform, and measured with `du -sb`: the layer each variant adds to the "
+        "`python:3.11-slim-bookworm` base. The images themselves were not built (no Docker "
+        "daemon); `make image` prints their sizes where there is one.",
+        "",
+        "| variant | lock | installed | largest packages |",
+        "|---|---|---|---|",
+    ]
+    for variant in ("default", "profiling"):
+        r = data.get(variant)
+        if not r:
+            lines.append(f"| {variant} | - | {NA} | - |")
+            misses.append((f"image layer, {variant}", "bench/image_bench.py wrote nothing"))
+            continue
+        largest = ", ".join(f"{n} {b / 1e6:.1f} MB" for n, b in r["largest"].items())
+        lines.append(f"| {variant} | `{r['lock']}` | {r['bytes'] / 1e6:.1f} MB | {largest} |")
+    return [*lines, ""]
 
 
 def replace_section(text: str, title: str, lines: list[str]) -> str:
@@ -585,19 +611,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("folder", type=Path)
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "RESULTS.md")
-    parser.add_argument("--section", choices=["series"], help="rewrite only this section")
+    parser.add_argument("--section", choices=["series", "image"], help="rewrite only this section")
     args = parser.parse_args()
     misses: list[tuple[str, str]] = []
-    if args.section == "series":
-        lines = series(args.folder, misses)
-        args.output.write_text(replace_section(args.output.read_text(), SERIES_TITLE, lines))
-        print(f"wrote section {SERIES_TITLE!r} of {args.output} ({len(misses)} miss(es))")
+    if args.section:
+        title, section = {"series": (SERIES_TITLE, series), "image": (IMAGE_TITLE, image)}[
+            args.section
+        ]
+        lines = section(args.folder, misses)
+        args.output.write_text(replace_section(args.output.read_text(), title, lines))
+        print(f"wrote section {title!r} of {args.output} ({len(misses)} miss(es))")
         return 0
     body = [
         *polling(args.folder, misses),
         *scrapes(args.folder, misses),
         *readpath(args.folder, misses),
         *series(args.folder, misses),
+        *image(args.folder, misses),
         *analysis(args.folder, misses),
         *duty(args.folder, misses),
     ]

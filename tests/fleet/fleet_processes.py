@@ -112,7 +112,9 @@ class Processes:
             "/health",
         )
 
-    def vmalert(self, folder: Path, rules: Path, url: str, interval: str, notifier: str) -> str:
+    def vmalert(
+        self, folder: Path, rules: Path, url: str, interval: str, query_step: str, notifier: str
+    ) -> str:
         """vmalert evaluating ``rules`` against the VictoriaMetrics at ``url`` every
         ``interval``, writing recording rules and ALERTS back to it, sending firing alerts to
         ``notifier`` (an Alertmanager's URL; it must name one); returns its URL."""
@@ -124,12 +126,13 @@ class Processes:
                 f"-remoteWrite.url={url}",
                 f"-evaluationInterval={interval}",
                 f"-notifier.url={notifier}",
-                # each query's step (VictoriaMetrics' lookback for a bare selector) is the
-                # evaluation interval, not 5 minutes: vmalert writes no staleness marker when a
-                # recorded series goes, so a series whose labels changed (npu_chip:role:info
-                # once npu_chip_info has its name) would stand beside its successor that long
-                # and every `group_left` on it fail with "duplicate time series"
-                "-datasource.queryStep=0",
+                # each query's step (VictoriaMetrics' lookback for a bare selector): a few
+                # scrapes, not 5 minutes. vmalert writes no staleness marker when a recorded
+                # series goes, so a series whose labels changed (npu_chip:role:info of a chip
+                # polled before npu_chip_info names it) would stand beside its successor that
+                # long and every `group_left` on it fail with "duplicate time series"; one
+                # scrape interval would lose series whose latest scrape came late.
+                f"-datasource.queryStep={query_step}",
                 "-httpListenAddr=127.0.0.1:0",
             ],
             folder / "vmalert.log",

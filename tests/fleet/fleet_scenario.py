@@ -294,7 +294,9 @@ def start_victoriametrics(procs: Processes, tmp: Path, scrape: dict[str, Any]) -
     (folder / "scrape.yml").write_text(yaml.safe_dump(scrape))
     url = procs.victoriametrics(folder, folder / "scrape.yml")
     # no alert fires (every `for:` is 1h): the notifier vmalert insists on is a closed port
-    procs.vmalert(folder, rules_with_long_for(tmp), url, "1s", f"http://127.0.0.1:{closed_port()}")
+    procs.vmalert(
+        folder, rules_with_long_for(tmp), url, "1s", "5s", f"http://127.0.0.1:{closed_port()}"
+    )
     return url
 
 
