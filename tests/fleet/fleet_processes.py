@@ -126,12 +126,8 @@ class Processes:
                 f"-remoteWrite.url={url}",
                 f"-evaluationInterval={interval}",
                 f"-notifier.url={notifier}",
-                # each query's step (VictoriaMetrics' lookback for a bare selector): a few
-                # scrapes, not 5 minutes. vmalert writes no staleness marker when a recorded
-                # series goes, so a series whose labels changed (npu_chip:role:info of a chip
-                # polled before npu_chip_info names it) would stand beside its successor that
-                # long and every `group_left` on it fail with "duplicate time series"; one
-                # scrape interval would lose series whose latest scrape came late.
+                # the `step` of each query (VictoriaMetrics' lookback for a bare selector,
+                # default 5 minutes): a few of the fleet's scrape intervals
                 f"-datasource.queryStep={query_step}",
                 "-httpListenAddr=127.0.0.1:0",
             ],
