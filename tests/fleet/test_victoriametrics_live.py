@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import time
 import urllib.error
 import urllib.parse
@@ -34,12 +35,17 @@ Answer = dict[Labels, float]
 # (or ABSOLUTE, for values near zero).
 TOLERANCE = 0.1
 ABSOLUTE = 1e-6
+# Expressions over counters (rate, irate, increase): COUNTER_WINDOW below, for windows that
+# hold the series' start (every window of a young fleet); compared within this.
+COUNTER_TOLERANCE = 0.5
+COUNTER_FUNCTIONS = re.compile(r"\b(?:rate|irate|increase)\(")
 # Where the engines differ by design, by rule (record or alert name) or dashboard target
 # ("dashboard / panel title"). VALUES: the label sets must match, the values are not compared;
 # ANSWERS: both must answer, neither the label sets nor the values are compared.
 SCRAPE_OWN = (
-    "each engine reads what its own scrape measured: the render time of that scrape, the age "
-    "of the last poll when it was taken (a sawtooth from 0 to the poll interval)"
+    "each engine reads what its own scrape measured: the render time of that scrape, the run "
+    "time of the latest poll, the age of the last poll when it was taken (a sawtooth from 0 "
+    "to the poll interval)"
 )
 COUNTER_WINDOW = (
     "VictoriaMetrics' rate() and increase() do not extrapolate to the window's edges, start "
@@ -56,7 +62,8 @@ DUPLICATE_ROLE = (
     "(no `name`, role training) is still found minutes later beside the named one, so the "
     "`group_left` on the utilization ratios fails with 'duplicate time series' (docs/scaling.md)"
 )
-# Rules VictoriaMetrics may refuse for that reason; when it answers, they are compared.
+# Rules VictoriaMetrics may refuse for that reason; when it answers, they are compared (the
+# role and its ratios themselves: ANSWERS).
 REFUSED = {
     "npu_chip:utilization_band:code": DUPLICATE_ROLE,
     "NpuAllocatedChipModerateUtilization": DUPLICATE_ROLE,
@@ -66,9 +73,13 @@ VALUES = {
     "npumon_source:age_seconds": SCRAPE_OWN,
     "npumon-fleet / Data age (oldest node)": SCRAPE_OWN,
     "npumon-fleet / Collector render time (slowest node)": SCRAPE_OWN,
+    "npumon-fleet / Source run time (slowest node)": SCRAPE_OWN,
     "npu_chip:utilization_band:code": BAND_EDGE,
 }
 ANSWERS = {
+    "npu_chip:role:info": DUPLICATE_ROLE,
+    "npu_chip:utilization_good:ratio": DUPLICATE_ROLE,
+    "npu_chip:utilization_poor:ratio": DUPLICATE_ROLE,
     "NpuNetworkErrors": COUNTER_WINDOW,
     "NpuRoceRetransmissions": COUNTER_WINDOW,
     "npumon-fleet / Bad links (up to 50 each)": COUNTER_WINDOW,
@@ -146,7 +157,7 @@ class Comparison:
             a, b = on_prometheus[labels], on_vm[labels]
             off = 0.0 if where in VALUES else difference(a, b)
             worst = max(worst, (off, f"{where} {dict(labels)}: {a:g} vs {b:g}"))
-            if off > TOLERANCE:
+            if off > (COUNTER_TOLERANCE if COUNTER_FUNCTIONS.search(expr) else TOLERANCE):
                 problems.append(f"{where}: {dict(labels)} {a:g} on Prometheus, {b:g} on VM")
         return problems, *worst
 
