@@ -34,7 +34,8 @@ Answer = dict[Labels, float]
 # sample more or less. Label sets must match exactly; values within this relative difference
 # (or ABSOLUTE, for values near zero).
 TOLERANCE = 0.1
-ABSOLUTE = 1e-6
+# npu-smi reports utilization in whole percent: a ratio near 0 moves in steps of 0.01
+ABSOLUTE = 0.01
 # Expressions over counters (rate, irate, increase): COUNTER_WINDOW below, for windows that
 # hold the series' start (every window of a young fleet); compared within this.
 COUNTER_TOLERANCE = 0.5
