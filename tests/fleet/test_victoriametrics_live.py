@@ -70,6 +70,10 @@ REFUSED = {
     "NpuAllocatedChipModerateUtilization": DUPLICATE_ROLE,
     "NpuAllocatedChipLowUtilization": DUPLICATE_ROLE,
 }
+TOP_TIE = (
+    "a top 10 of moving values (temperatures a degree apart): the last places fall to "
+    "different chips at each engine's own samples"
+)
 VALUES = {
     "npumon_source:age_seconds": SCRAPE_OWN,
     "npumon-fleet / Data age (oldest node)": SCRAPE_OWN,
@@ -78,6 +82,7 @@ VALUES = {
     "npu_chip:utilization_band:code": BAND_EDGE,
 }
 ANSWERS = {
+    "npumon-fleet / Hottest chips": TOP_TIE,
     "npu_chip:role:info": DUPLICATE_ROLE,
     "npu_chip:utilization_good:ratio": DUPLICATE_ROLE,
     "npu_chip:utilization_poor:ratio": DUPLICATE_ROLE,
