@@ -22,7 +22,13 @@
 #   it makes only npumon's wheel, which is pure Python (py3-none-any), so one wheel serves both.
 # - The runtime stage runs on the target platform and installs the dependencies there, so pip
 #   picks each compiled one's wheel for that platform (pydantic-core, psutil, bcrypt, PyYAML,
-#   grpcio, protobuf, numpy, pandas: all have manylinux x86_64 and aarch64 wheels).
+#   grpcio, protobuf, and in the profiling variant numpy and pandas: all have manylinux x86_64
+#   and aarch64 wheels). It installs exactly the pins of a lock file (make lock), each checked
+#   against its hashes, then npumon's wheel without resolving anything more.
+# Variants (VARIANT): "default" leaves out the profiling analysis worker's pandas and numpy
+# (requirements.lock); "profiling" carries them (requirements-profiling.lock, the
+# npumon[profiling] extra): `make image` builds both, the chart picks the profiling one when
+# profiling is enabled.
 # - $BUILDPLATFORM is set by BuildKit (docker buildx, and docker build since Docker 23); the
 #   legacy builder (DOCKER_BUILDKIT=0) leaves it empty and cannot build this file.
 # - The driver path is the same on both (/usr/local/Ascend/driver/lib64), and npu-smi and
@@ -38,8 +44,14 @@ COPY podresources ./podresources
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM ${PYTHON_IMAGE}
+ARG VARIANT=default
+COPY requirements.lock requirements-profiling.lock /locks/
 COPY --from=build /wheels /wheels
-RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
+RUN lock=/locks/requirements.lock; \
+    if [ "$VARIANT" = profiling ]; then lock=/locks/requirements-profiling.lock; \
+    elif [ "$VARIANT" != default ]; then echo "VARIANT must be default or profiling" >&2; exit 1; fi; \
+    pip install --no-cache-dir --require-hashes --no-deps -r "$lock" \
+    && pip install --no-cache-dir --no-deps /wheels/*.whl && rm -rf /wheels /locks
 COPY config/npumon.yaml /etc/npumon/npumon.yaml
 # the non-root mode's user; root (the default) can write its state directory too
 RUN useradd --system --uid 9732 --no-create-home --shell /usr/sbin/nologin npumon \

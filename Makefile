@@ -1,6 +1,6 @@
 # npumon: `make demo` and `make test` work on a fresh machine with only Python 3 (and root for
 # apt-get, which installs Debian's prometheus package for promtool and the fleet tests, and
-# victoria-metrics for the alert catalog).
+# victoria-metrics for the alert catalog and the fleet tests on VictoriaMetrics).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -20,8 +20,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
-# promtool (rules and exposition linting), prometheus (fleet tests), victoria-metrics (the
-# alert catalog on VictoriaMetrics + vmalert, tests/alerts), openssl (test certificates),
+# promtool (rules and exposition linting), prometheus (fleet tests, and in agent mode),
+# victoria-metrics (VictoriaMetrics + vmalert: the alert catalog, tests/alerts, and the fleet
+# tests, tests/fleet/test_victoriametrics_live.py), openssl (test certificates),
 # gcc + binutils (the fake libdcmi.so and `nm -D`), chromium (the HTML report opened
 # headless) and prometheus-node-exporter (the benches' comparison, run as a binary on a
 # loopback port) come from Debian.
@@ -90,16 +91,52 @@ generate: $(STAMP)
 	$(BIN)/python deploy/helm/generate.py
 	$(BIN)/python docs/generate_metrics.py
 
-# The image for amd64 and arm64 hosts (Dockerfile) with docker buildx. A multi-platform image
-# cannot be loaded into the local image store: push it (IMAGE naming your registry,
-# IMAGE_OUTPUT=--push), or build one platform and load it (PLATFORMS=linux/arm64
-# IMAGE_OUTPUT=--load). Without an output it is built and left in the build cache.
+# The image's pinned dependencies (with hashes for every platform's wheels), from
+# pyproject.toml: requirements.lock for the default image, requirements-profiling.lock with the
+# profiling extra. They are rewritten when pyproject.toml changes; pip-compile keeps every pin
+# that still satisfies it. `make lock LOCK_UPGRADE=--upgrade` moves every pin to the newest.
+# tests/fleet/test_image.py checks that the locks cover pyproject's dependencies.
+LOCKS        := requirements.lock requirements-profiling.lock
+LOCK_UPGRADE ?=
+PIP_COMPILE   = $(BIN)/pip-compile --quiet --generate-hashes --strip-extras --no-emit-index-url \
+  --no-emit-find-links $(LOCK_UPGRADE)
+.PHONY: lock
+lock: $(STAMP)
+	$(PIP_COMPILE) --output-file requirements.lock pyproject.toml
+	$(PIP_COMPILE) --extra profiling --output-file requirements-profiling.lock pyproject.toml
+
+requirements.lock: pyproject.toml | $(STAMP)
+	$(PIP_COMPILE) --output-file $@ pyproject.toml
+
+requirements-profiling.lock: pyproject.toml | $(STAMP)
+	$(PIP_COMPILE) --extra profiling --output-file $@ pyproject.toml
+
+# The image for amd64 and arm64 hosts (Dockerfile) with docker buildx, in two variants: the
+# default, without pandas/numpy, and $(IMAGE)-profiling (VARIANT=profiling: the analysis
+# worker's npumon[profiling] extra), which the chart runs when profiling is enabled. Each
+# installs its lock file's pins. A multi-platform image cannot be loaded into the local image
+# store: push it (IMAGE naming your registry, IMAGE_OUTPUT=--push), or build one platform and
+# load it (PLATFORMS=linux/arm64 IMAGE_OUTPUT=--load). Without an output it is built and left in
+# the build cache. Then both sizes are printed (image-sizes).
 IMAGE        ?= npumon:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 PLATFORMS    ?= linux/amd64,linux/arm64
 IMAGE_OUTPUT ?=
-.PHONY: image
-image:
+.PHONY: image image-sizes
+image: $(LOCKS)
 	docker buildx build --platform $(PLATFORMS) -t $(IMAGE) $(IMAGE_OUTPUT) .
+	docker buildx build --platform $(PLATFORMS) --build-arg VARIANT=profiling -t $(IMAGE)-profiling $(IMAGE_OUTPUT) .
+	@$(MAKE) --no-print-directory image-sizes IMAGE=$(IMAGE)
+
+# Both variants' size as the local image store has them (uncompressed); a pushed image's
+# compressed layers: docker buildx imagetools inspect --raw <ref>.
+image-sizes:
+	@for ref in $(IMAGE) $(IMAGE)-profiling; do \
+	  if size=$$(docker image inspect --format '{{.Size}}' $$ref 2>/dev/null); then \
+	    echo "$$ref: $$((size / 1000000)) MB"; \
+	  else \
+	    echo "$$ref: not in the local image store (IMAGE_OUTPUT=--load with one platform loads it)"; \
+	  fi; \
+	done
 
 
 # The peer comparison runs in .venv-bench, which has the `bench` extra (msprof-analyze);
@@ -154,6 +191,8 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	  --json $(BENCH_OUT)/flood.json || echo "FAILED: flood"; \
 	echo "== bench/series_bench.py"; \
 	timeout 900 $(BIN)/python bench/series_bench.py --json $(BENCH_OUT)/series.json || echo "FAILED: series"; \
+	echo "== bench/image_bench.py"; \
+	timeout 600 $(BIN)/python bench/image_bench.py --json $(BENCH_OUT)/image.json || echo "FAILED: image"; \
 	echo "== bench/analysis_bench.py"; \
 	timeout 420 $(BIN)/python bench/analysis_bench.py --runs 3 --json $(BENCH_OUT)/analysis.json || echo "FAILED: analysis"; \
 	echo "== bench/peer_bench.py"; \

@@ -3,11 +3,11 @@
     python bench/results.py OUT_DIR [--output bench/RESULTS.md]
 
 OUT_DIR holds daemon.json, load_1.json, load_100.json, readpath.json, flood.json,
-network_render.json, analysis.json, peer.json, simulator.json, series.json, collect.json,
-calls.json (where bench/calls_bench.py exists), machine_before.json and wall.txt. A figure
-whose script wrote nothing reads "not measured" and counts as a miss.
+network_render.json, analysis.json, peer.json, simulator.json, series.json, image.json,
+collect.json, calls.json (where bench/calls_bench.py exists), machine_before.json and wall.txt.
+A figure whose script wrote nothing reads "not measured" and counts as a miss.
 
-    python bench/results.py OUT_DIR --section series   (or --section edge)
+    python bench/results.py OUT_DIR --section series   (or --section edge, --section image)
 
 rewrites only that section of an existing RESULTS.md (after running just its script).
 """
@@ -457,6 +457,32 @@ def series(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
 
 
 SERIES_TITLE = "2c. Samples per scrape (every simulator scenario)"
+IMAGE_TITLE = "2e. Image variants: the Python layer each installs"
+
+
+def image(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
+    """bench/image_bench.py: the size of each lock file's install (the images are not built)."""
+    data = _load(folder, "image") or {}
+    lines = [f"## {IMAGE_TITLE}", ""]
+    lines += [
+        "Each lock file installed into an empty folder as the Dockerfile's runtime stage does "
+        "(`pip install --require-hashes --no-deps -r <lock>`, then npumon's wheel), for this "
+        "machine's platform, and measured with `du -sb`: the layer each variant adds to the "
+        "`python:3.11-slim-bookworm` base. The images themselves were not built (no Docker "
+        "daemon); `make image` prints their sizes where there is one.",
+        "",
+        "| variant | lock | installed | largest packages |",
+        "|---|---|---|---|",
+    ]
+    for variant in ("default", "profiling"):
+        r = data.get(variant)
+        if not r:
+            lines.append(f"| {variant} | - | {NA} | - |")
+            misses.append((f"image layer, {variant}", "bench/image_bench.py wrote nothing"))
+            continue
+        largest = ", ".join(f"{n} {b / 1e6:.1f} MB" for n, b in r["largest"].items())
+        lines.append(f"| {variant} | `{r['lock']}` | {r['bytes'] / 1e6:.1f} MB | {largest} |")
+    return [*lines, ""]
 
 
 EDGE_TITLE = "2d. The HTTP edge at rest and under floods (npumon and node_exporter in one run)"
@@ -635,11 +661,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("folder", type=Path)
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "RESULTS.md")
-    parser.add_argument("--section", choices=["series", "edge"], help="rewrite only this section")
+    parser.add_argument(
+        "--section", choices=["series", "edge", "image"], help="rewrite only this section"
+    )
     args = parser.parse_args()
     misses: list[tuple[str, str]] = []
     if args.section is not None:
-        title, write = {"series": (SERIES_TITLE, series), "edge": (EDGE_TITLE, edge)}[args.section]
+        title, write = {
+            "series": (SERIES_TITLE, series),
+            "edge": (EDGE_TITLE, edge),
+            "image": (IMAGE_TITLE, image),
+        }[args.section]
         lines = write(args.folder, misses)
         args.output.write_text(replace_section(args.output.read_text(), title, lines))
         print(f"wrote section {title!r} of {args.output} ({len(misses)} miss(es))")
@@ -650,6 +682,7 @@ def main() -> int:
         *readpath(args.folder, misses),
         *series(args.folder, misses),
         *edge(args.folder, misses),
+        *image(args.folder, misses),
         *analysis(args.folder, misses),
         *duty(args.folder, misses),
     ]

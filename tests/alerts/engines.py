@@ -27,11 +27,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
 import yaml
 
 from npumon.simulator.fault_catalog import Scenario, series
-from tests.helpers.processes import stop
+from tests.helpers.processes import listening_port, stop
 from tests.helpers.wait import scaled, wait_for
 
 EVALUATION = 30  # seconds between rule evaluations on both engines
@@ -214,13 +213,6 @@ def run_promtool(
 
 
 # ------------------------------------------------------------------- VictoriaMetrics + vmalert
-def _listening_port(pid: int) -> int | None:
-    for connection in psutil.Process(pid).net_connections(kind="tcp"):
-        if connection.status == psutil.CONN_LISTEN:
-            return int(connection.laddr.port)
-    return None
-
-
 @contextmanager
 def victoria_metrics(workdir: Path) -> Iterator[str]:
     """A real victoria-metrics on loopback (port 0, read back from the process)."""
@@ -244,7 +236,7 @@ def victoria_metrics(workdir: Path) -> Iterator[str]:
         def listening() -> bool:
             if process.poll() is not None:
                 raise AssertionError(f"victoria-metrics exited; see {log}")
-            port = _listening_port(process.pid)
+            port = listening_port(process.pid)
             if port:
                 ports.append(port)
             return bool(ports)

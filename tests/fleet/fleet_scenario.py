@@ -4,6 +4,7 @@ clusters, a dead target, and a real Prometheus with the shipped rules scraping t
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ import time
 import urllib.parse
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,8 @@ VARIABLES = {
     "$__range": "2m",
     # Grafana's floor for it with a data source's default 15 s scrape interval (4 x 15 s)
     "$__rate_interval": "1m",
+    # the fleet's scrape interval (Grafana's floor for it: the data source's scrape interval)
+    "$__interval": "1s",
 }
 
 # Profiled training jobs (npumon-sim-train), by workload name: the node whose daemon profiles
@@ -239,31 +243,35 @@ def closed_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def start_prometheus(procs: Processes, tmp: Path, ports: list[int]) -> str:
+def scrape_config(ports: list[int]) -> dict[str, Any]:
     """Cluster "a": the 910B and A3 nodes; cluster "b": the 310P node and a dead target."""
-    (tmp / "prometheus.yml").write_text(
-        yaml.safe_dump(
+    return {
+        "global": {"scrape_interval": "1s"},
+        "scrape_configs": [
             {
-                "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-                "rule_files": [str(rules_with_long_for(tmp))],
-                "scrape_configs": [
+                "job_name": "npumon",
+                "static_configs": [
                     {
-                        "job_name": "npumon",
-                        "static_configs": [
-                            {
-                                "targets": [f"127.0.0.1:{p}" for p in ports[:2]],
-                                "labels": {"cluster": "a"},
-                            },
-                            {
-                                "targets": [f"127.0.0.1:{p}" for p in [*ports[2:], closed_port()]],
-                                "labels": {"cluster": "b"},
-                            },
-                        ],
-                    }
+                        "targets": [f"127.0.0.1:{p}" for p in ports[:2]],
+                        "labels": {"cluster": "a"},
+                    },
+                    {
+                        "targets": [f"127.0.0.1:{p}" for p in [*ports[2:], closed_port()]],
+                        "labels": {"cluster": "b"},
+                    },
                 ],
             }
-        )
-    )
+        ],
+    }
+
+
+def start_prometheus(procs: Processes, tmp: Path, scrape: dict[str, Any]) -> str:
+    config = {
+        **scrape,
+        "global": {**scrape["global"], "evaluation_interval": "1s"},
+        "rule_files": [str(rules_with_long_for(tmp))],
+    }
+    (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
     assert PROMETHEUS is not None
     log = tmp / "prometheus.log"
     process = procs.start(
@@ -276,6 +284,20 @@ def start_prometheus(procs: Processes, tmp: Path, ports: list[int]) -> str:
         log,
     )
     return f"http://127.0.0.1:{reported_port(log, PROMETHEUS_LISTENING, process)}"
+
+
+def start_victoriametrics(procs: Processes, tmp: Path, scrape: dict[str, Any]) -> str:
+    """VictoriaMetrics scraping the same targets with the same scrape config as Prometheus, and
+    vmalert evaluating the same rules (every `for:` at 1h) at the same interval."""
+    folder = tmp / "victoriametrics"
+    folder.mkdir()
+    (folder / "scrape.yml").write_text(yaml.safe_dump(scrape))
+    url = procs.victoriametrics(folder, folder / "scrape.yml")
+    # no alert fires (every `for:` is 1h): the notifier vmalert insists on is a closed port
+    procs.vmalert(
+        folder, rules_with_long_for(tmp), url, "1s", "5s", f"http://127.0.0.1:{closed_port()}"
+    )
+    return url
 
 
 def slow_down(procs: Processes, tmp: Path, url: str, job: subprocess.Popen[bytes]) -> None:
@@ -328,6 +350,33 @@ def wait_for_link_counters(url: str) -> None:
     )
 
 
+def substitute_variables(expr: str) -> str:
+    for variable, value in VARIABLES.items():
+        expr = expr.replace(variable, value)
+    return expr
+
+
+def dashboard_exprs() -> list[tuple[str, str]]:
+    """(where, query) for every panel target and query variable of every dashboard."""
+    found: list[tuple[str, str]] = []
+    for path in DASHBOARDS:
+        dashboard = json.loads(path.read_text())
+        rows = dashboard["panels"]
+        panels = [*rows, *(p for row in rows for p in row.get("panels", []))]
+        found += [
+            (f"{path.stem} / {p['title']}", t["expr"]) for p in panels for t in p.get("targets", [])
+        ]
+        found += [
+            (
+                f"{path.stem} / ${v['name']}",
+                v["query"]["query"].removeprefix("label_values(").rsplit(",", 1)[0],
+            )
+            for v in dashboard["templating"]["list"]
+            if v["type"] == "query"
+        ]
+    return [(where, substitute_variables(expr)) for where, expr in found]
+
+
 def api_query(url: str, expr: str) -> dict[str, Any]:
     return get_json(f"{url}/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
 
@@ -336,9 +385,24 @@ def query(url: str, expr: str) -> list[float]:
     return [float(s["value"][1]) for s in api_query(url, expr)["data"]["result"]]
 
 
+@dataclass(frozen=True)
+class Fleet:
+    """The running scenario: Prometheus' URL, VictoriaMetrics' (None: not started), the scrape
+    config both use, and the processes (a test may start more under them)."""
+
+    prometheus: str
+    victoriametrics: str | None
+    scrape: dict[str, Any]
+    tmp: Path
+    procs: Processes
+
+
 @contextlib.contextmanager
-def running_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Starts the scenario; yields the Prometheus URL once every query can answer."""
+def running_fleet(
+    tmp_path_factory: pytest.TempPathFactory, victoriametrics: bool = False
+) -> Iterator[Fleet]:
+    """Starts the scenario; yields it once every query can answer on Prometheus.
+    ``victoriametrics``: VictoriaMetrics and vmalert too, started with Prometheus."""
     assert PROMETHEUS is not None, "prometheus is not installed: `make tools` installs it"
     tmp = tmp_path_factory.mktemp("fleet")
     (tmp / "home").mkdir()
@@ -353,7 +417,9 @@ def running_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     procs = Processes(f"{os.getpid()}-{tmp.name}", {**env, "HOME": str(tmp / "home")})
     try:
         jobs = {name: start_job(procs, tmp, name, STEP_SECONDS) for name in JOBS}
-        url = start_prometheus(procs, tmp, start_nodes(procs, tmp))
+        scrape = scrape_config(start_nodes(procs, tmp))
+        url = start_prometheus(procs, tmp, scrape)
+        vm = start_victoriametrics(procs, tmp, scrape) if victoriametrics else None
         wait_for(
             lambda: query(url, 'count(up{job="npumon"} == 1)') == [3.0],
             60,
@@ -362,7 +428,7 @@ def running_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         )
         slow_down(procs, tmp, url, jobs["slowing"])
         wait_for_link_counters(url)
-        yield url
+        yield Fleet(url, vm, scrape, tmp, procs)
     finally:
         stragglers = procs.close()
         if stragglers:

@@ -4,43 +4,15 @@ every dashboard query answers, and the expected alerts go pending."""
 from __future__ import annotations
 
 import contextlib
-import json
 
 import pytest
-from fleet_scenario import DASHBOARDS, POLLING, VARIABLES, api_query, may_be_empty, query
+from fleet_scenario import POLLING, api_query, dashboard_exprs, may_be_empty, query
 from promql_names import metric_names
 
 from tests.helpers.http import get_json
 from tests.helpers.wait import wait_for
 
 pytestmark = pytest.mark.fleet
-
-
-def substitute(expr: str) -> str:
-    for variable, value in VARIABLES.items():
-        expr = expr.replace(variable, value)
-    return expr
-
-
-def dashboard_exprs() -> list[tuple[str, str]]:
-    """(where, query) for every panel target and query variable of every dashboard."""
-    found: list[tuple[str, str]] = []
-    for path in DASHBOARDS:
-        dashboard = json.loads(path.read_text())
-        rows = dashboard["panels"]
-        panels = [*rows, *(p for row in rows for p in row.get("panels", []))]
-        found += [
-            (f"{path.stem} / {p['title']}", t["expr"]) for p in panels for t in p.get("targets", [])
-        ]
-        found += [
-            (
-                f"{path.stem} / ${v['name']}",
-                v["query"]["query"].removeprefix("label_values(").rsplit(",", 1)[0],
-            )
-            for v in dashboard["templating"]["list"]
-            if v["type"] == "query"
-        ]
-    return [(where, substitute(expr)) for where, expr in found]
 
 
 def test_every_dashboard_query_parses_and_returns_data(prometheus: str) -> None:

@@ -547,7 +547,8 @@ def test_umbrella_chart_values_are_honoured() -> None:
 def test_image_and_scheduling_values() -> None:
     documents = render(VALUE_SETS["extras"])
     pod = pod_spec(documents)
-    assert container(documents)["image"] == "registry.example/npumon:0.1.1"
+    # (the set enables profiling: the image's profiling variant, test_helm_image_variant.py)
+    assert container(documents)["image"] == "registry.example/npumon:0.1.1-profiling"
     assert (
         container(render())["image"]
         == "npumon:" + yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]

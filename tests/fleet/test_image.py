@@ -166,9 +166,13 @@ def test_make_image_and_the_readme_build_both_platforms() -> None:
         env=env,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == (
-        f"docker buildx build --platform {PLATFORMS} -t registry.example/npumon:1 --push ."
-    )
+    builds = [line for line in result.stdout.splitlines() if line.startswith("docker buildx")]
+    assert builds == [
+        f"docker buildx build --platform {PLATFORMS} -t registry.example/npumon:1 --push .",
+        f"docker buildx build --platform {PLATFORMS} --build-arg VARIANT=profiling "
+        "-t registry.example/npumon:1-profiling --push .",
+    ]
+    assert "image-sizes" in result.stdout
     install = (ROOT / "docs" / "install.md").read_text()
     assert re.search(
         rf"^docker buildx build --platform {PLATFORMS} -t \S+ --push \.$", install, re.MULTILINE
@@ -218,3 +222,53 @@ def test_the_wheel_builds_from_what_the_build_stage_copies_and_is_pure(tmp_path:
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     [wheel] = (tmp_path / "wheels").glob("*.whl")
     assert wheel.name.endswith("-py3-none-any.whl"), wheel.name
+
+
+LOCKS = {"default": ROOT / "requirements.lock", "profiling": ROOT / "requirements-profiling.lock"}
+HEAVY = {"pandas", "numpy"}
+
+
+def pins(lock: Path) -> dict[str, str]:
+    """name -> version of every `name==version` line, each followed by its --hash lines."""
+    found = {}
+    text = lock.read_text()
+    for match in re.finditer(
+        r"^([A-Za-z0-9._-]+)==(\S+) \\\n((?:\s+--hash=sha256:\w+.*\n)+)", text, re.M
+    ):
+        found[canonicalize_name(match[1])] = match[2]
+    named = re.findall(r"^[A-Za-z0-9._-]+==", text, re.M)
+    assert len(found) == len(named), f"{lock.name}: a pin without --hash lines"
+    return found
+
+
+def test_the_locks_pin_every_dependency_and_the_default_has_no_pandas() -> None:
+    """make lock writes them from pyproject.toml: each dependency (and, in the profiling lock,
+    the profiling extra's) pinned at a version its specifier admits; pandas and numpy only in
+    the profiling lock."""
+    project = PYPROJECT["project"]
+    wanted = {
+        "default": project["dependencies"],
+        "profiling": project["dependencies"] + project["optional-dependencies"]["profiling"],
+    }
+    for variant, lock in LOCKS.items():
+        pinned = pins(lock)
+        for line in wanted[variant]:
+            requirement = Requirement(line)
+            name = canonicalize_name(requirement.name)
+            assert name in pinned, f"{lock.name} has no pin for {name}: run `make lock`"
+            assert requirement.specifier.contains(pinned[name], prereleases=True), (
+                f"{lock.name} pins {name}=={pinned[name]}, outside {requirement}: run `make lock`"
+            )
+    assert not HEAVY & set(pins(LOCKS["default"]))
+    assert set(pins(LOCKS["profiling"])) >= HEAVY
+    assert "pandas" not in " ".join(PYPROJECT["project"]["dependencies"])
+
+
+def test_the_runtime_stage_installs_a_lock_by_hash_then_the_wheel_alone() -> None:
+    _, runtime = stages()
+    copies = [rest for word, rest in runtime if word == "COPY"]
+    assert "requirements.lock requirements-profiling.lock /locks/" in copies
+    [install] = [rest for word, rest in runtime if word == "RUN" and "pip install" in rest]
+    assert "--require-hashes --no-deps -r" in install
+    assert "--no-deps /wheels/*.whl" in install
+    assert ("ARG", "VARIANT=default") in runtime

@@ -2,7 +2,8 @@
 
 Servers in tests bind port 0 and report the port they got, so parallel runs never race for a
 fixed or "free" port: `npumon run` logs ``event=listening ... port=N``, Prometheus logs
-``msg="Listening on" address=HOST:N``.
+``msg="Listening on" address=HOST:N``; VictoriaMetrics' port is read from the process
+(``listening_port``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from tests.helpers.wait import wait_for
 
@@ -52,6 +55,15 @@ def reported_port(
 
     wait_for(logged, timeout, f"the listening port in {log}")
     return found[0]
+
+
+def listening_port(pid: int) -> int | None:
+    """The TCP port process ``pid`` listens on, if any: for servers that do not log the port
+    they bound (victoria-metrics, vmalert)."""
+    for connection in psutil.Process(pid).net_connections(kind="tcp"):
+        if connection.status == psutil.CONN_LISTEN:
+            return int(connection.laddr.port)
+    return None
 
 
 def start_npumon(

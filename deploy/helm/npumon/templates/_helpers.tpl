@@ -47,12 +47,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
 {{/* The image reference: [registry/]repository, then @digest, or else :tag (default the
-     chart's appVersion); the registry is image.registry, else global.imageRegistry. */}}
+     chart's appVersion); the registry is image.registry, else global.imageRegistry. With
+     config.profiling.enabled, the profiling variant: profilingDigest, or the tag plus
+     profilingTagSuffix. */}}
 {{- define "npumon.image" -}}
 {{- $image := .Values.image }}
 {{- $name := $image.repository }}
+{{- $profiling := dig "profiling" "enabled" false (.Values.config | default dict) }}
 {{- with $image.registry | default ((.Values.global | default dict).imageRegistry) }}{{ $name = printf "%s/%s" (trimSuffix "/" .) $name }}{{ end }}
-{{- if $image.digest }}{{ printf "%s@%s" $name $image.digest }}
+{{- if and $image.digest $profiling }}{{ printf "%s@%s" $name (required "image.profilingDigest: the profiling variant's digest, since image.digest pins the default image and config.profiling.enabled needs the profiling one" $image.profilingDigest) }}
+{{- else if $image.digest }}{{ printf "%s@%s" $name $image.digest }}
+{{- else if $profiling }}{{ printf "%s:%s%s" $name ($image.tag | default .Chart.AppVersion) ($image.profilingTagSuffix | default "") }}
 {{- else }}{{ printf "%s:%s" $name ($image.tag | default .Chart.AppVersion) }}
 {{- end }}
 {{- end }}
