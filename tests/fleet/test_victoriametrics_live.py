@@ -58,18 +58,6 @@ BAND_EDGE = (
     "a 5-minute average sits at a band's threshold (the 910B's simulated load, 75 +- 10 %, "
     "against training's 80 %): the engines' averages over their own samples fall either side"
 )
-DUPLICATE_ROLE = (
-    "on VictoriaMetrics a chip's npu_chip:role:info recorded before npu_chip_info named it "
-    "(no `name`, role training) is still found minutes later beside the named one, so the "
-    "`group_left` on the utilization ratios fails with 'duplicate time series' (docs/scaling.md)"
-)
-# Rules VictoriaMetrics may refuse for that reason; when it answers, they are compared (the
-# role and its ratios themselves: ANSWERS).
-REFUSED = {
-    "npu_chip:utilization_band:code": DUPLICATE_ROLE,
-    "NpuAllocatedChipModerateUtilization": DUPLICATE_ROLE,
-    "NpuAllocatedChipLowUtilization": DUPLICATE_ROLE,
-}
 TOP_TIE = (
     "a top 10 of moving values (temperatures a degree apart): the last places fall to "
     "different chips at each engine's own samples"
@@ -83,9 +71,6 @@ VALUES = {
 }
 ANSWERS = {
     "npumon-fleet / Hottest chips": TOP_TIE,
-    "npu_chip:role:info": DUPLICATE_ROLE,
-    "npu_chip:utilization_good:ratio": DUPLICATE_ROLE,
-    "npu_chip:utilization_poor:ratio": DUPLICATE_ROLE,
     "NpuNetworkErrors": COUNTER_WINDOW,
     "NpuRoceRetransmissions": COUNTER_WINDOW,
     "npumon-fleet / Bad links (up to 50 each)": COUNTER_WINDOW,
@@ -138,18 +123,11 @@ class Comparison:
         self.prometheus, self.victoriametrics, self.at = prometheus, victoriametrics, at
         self.compared = 0
         self.asked_again = 0
-        self.refused: set[str] = set()
         self.worst = (0.0, "")
 
     def differences(self, where: str, expr: str, at: float) -> tuple[list[str], float, str]:
         on_prometheus = answer(self.prometheus, expr, at)
-        try:
-            on_vm = answer(self.victoriametrics, expr, at)
-        except AssertionError as error:
-            if where in REFUSED and "duplicate time series" in str(error):
-                self.refused.add(where)
-                return [], 0.0, ""
-            raise
+        on_vm = answer(self.victoriametrics, expr, at)
         if where in ANSWERS:
             if not (on_prometheus and on_vm):
                 return [f"{where}: no answer on one engine: {expr}"], 0.0, ""
@@ -206,8 +184,7 @@ def report(comparison: Comparison, what: str, before: tuple[int, int]) -> None:
     print(
         f"\n{comparison.compared - before[0]} {what} compared"
         f" ({comparison.asked_again - before[1]} asked again at a later instant);"
-        f" largest difference so far {off:.3%} ({where});"
-        f" refused by VictoriaMetrics: {sorted(comparison.refused) or 'none'}"
+        f" largest difference so far {off:.3%} ({where})"
     )
 
 
@@ -222,8 +199,7 @@ def test_every_rule_agrees(compare: Comparison) -> None:
     assert len(records) > 20
     before = counts(compare)
     problems = [p for r in rules() for p in compare(r.get("record") or r["alert"], r["expr"])]
-    # (a rule VictoriaMetrics refused has no current recorded series there)
-    problems += [p for name in records if name not in REFUSED for p in compare(name, name)]
+    problems += [p for name in records for p in compare(name, name)]
     report(compare, "rule expressions and recorded series", before)
     assert problems == [], "\n".join(problems)
 
@@ -241,7 +217,7 @@ def test_every_alert_is_pending_on_both(compare: Comparison) -> None:
         at = time.time() - 2
         for engine, url in (("Prometheus", compare.prometheus), ("VM", compare.victoriametrics)):
             found = {dict(k)["alertname"] for k in answer(url, expr, at)}
-            names[engine] = found - ANSWERS.keys() - REFUSED.keys()
+            names[engine] = found - ANSWERS.keys()
         return names["Prometheus"] == names["VM"]
 
     with contextlib.suppress(AssertionError):  # the assertion below names the difference
