@@ -196,7 +196,7 @@ class HccnSources:
             raise
 
     def _ask(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T | None:
-        return self._unsupported.attempt(run, lambda: self._query(run, parse, *args), *args)
+        return self._unsupported.attempt(run, lambda: self._query(run, parse, *args), args)
 
     def _targets(self) -> list[tuple[PortKey, tuple[str, ...], bool]]:
         """(port key, the argv after the query name, per-port form?) for every port to ask."""
@@ -276,7 +276,7 @@ class HccnSources:
                     return NetAddress(())
                 raise
 
-        return self._unsupported.attempt(run, call, *args)
+        return self._unsupported.attempt(run, call, args)
 
 
 def _queries(

@@ -18,7 +18,7 @@ from npumon.daemon.model.network import ChipInterconnect, HccnResults, NetAddres
 from npumon.daemon.model.npu_smi import ChipMapping, MappedChip, NpuSmiResults
 from npumon.daemon.model.snapshot import SourceStatus
 from npumon.daemon.parsers.table import parse_info
-from npumon.daemon.sources.npu_smi import SOURCES
+from npumon.daemon.sources.chips import SOURCES
 from npumon.daemon.store import IDENTITY_SOURCE, SnapshotStore
 from tests.daemon.model.test_reading import CONFIG
 from tests.daemon.sources.fake_runner import NPU_SMI, TABLE

@@ -9,7 +9,7 @@ from npumon.daemon.config import Config
 from npumon.daemon.model.npu_smi import NpuSmiResults
 from npumon.daemon.model.snapshot import SourceStatus
 from npumon.daemon.runner import CommandResult
-from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources
+from npumon.daemon.sources.chips import ChipSources, NpuSmi
 from npumon.daemon.store import SnapshotStore
 from tests.support import FIXTURES
 
@@ -50,7 +50,7 @@ def sources(
     clock: Clock,
     published: list[NpuSmiResults] | None = None,
     **kwargs: Any,
-) -> tuple[NpuSmiSources, SnapshotStore]:
+) -> tuple[ChipSources, SnapshotStore]:
     """Sources over ``runner`` publishing to a new store (and to ``published``, if given)."""
     store = SnapshotStore(Config().throttle, clock=clock)
     smi = NpuSmi(["npu-smi"], 5.0, runner)
@@ -60,7 +60,7 @@ def sources(
             published.append(results)
         store.publish_npu_smi(results, status)
 
-    polls = NpuSmiSources(smi, publish, health_interval=60, clock=clock, monotonic=clock, **kwargs)
+    polls = ChipSources(smi, publish, health_interval=60, clock=clock, monotonic=clock, **kwargs)
     return polls, store
 
 

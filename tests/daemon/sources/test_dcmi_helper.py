@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from npumon.daemon.runner import ProcessGroups
-from npumon.daemon.sources.dcmi_abi import EccBuffer
-from npumon.daemon.sources.dcmi_client import DcmiChip, DcmiHelper, HelperFailure
-from npumon.daemon.sources.dcmi_library import load
+from npumon.daemon.sources.dcmi.child.abi import EccBuffer, load
+from npumon.daemon.sources.dcmi.client import DcmiChip, DcmiHelper, HelperFailure
 from tests.helpers.fake_dcmi import STATE_ENV, build_fake_dcmi
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ from npumon.daemon.model.npu_smi import NpuSmiResults
 from npumon.daemon.model.reading import read_chips
 from npumon.daemon.model.snapshot import SourceStatus
 from npumon.daemon.runner import CommandResult
-from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources
+from npumon.daemon.sources.chips import ChipSources, NpuSmi
 from npumon.daemon.store import SnapshotStore
 from npumon.exporters.chip_health import render_chip_identity
 from tests.daemon.sources.fake_runner import (
@@ -117,9 +117,7 @@ def test_an_unexpected_exception_is_contained_and_counted() -> None:
         raise RuntimeError("boom")
 
     store = SnapshotStore(Config().throttle)
-    polls = NpuSmiSources(
-        NpuSmi(["npu-smi"], 5.0, broken), store.publish_npu_smi, health_interval=60
-    )
+    polls = ChipSources(NpuSmi(["npu-smi"], 5.0, broken), store.publish_npu_smi, health_interval=60)
     polls.poll_table()
     assert status(store, "npu_smi_table") == (False, {"exception": 1})
 
@@ -199,7 +197,7 @@ def test_each_source_run_publishes_and_merges_once(monkeypatch: pytest.MonkeyPat
         published.append(status.source)
         store.publish_npu_smi(results, status)
 
-    polls = NpuSmiSources(
+    polls = ChipSources(
         NpuSmi(["npu-smi"], 5.0, runner), publish, health_interval=60, clock=clock, monotonic=clock
     )
     polls.poll_all()  # table, identity, detail, health: 2 NPUs, many calls per tier
