@@ -75,10 +75,10 @@ def _fields(struct: Any, names: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _hbm(fn: Any, card: int, device: int, _: int) -> Answer:
+    """The whole struct (all scalars): a value taken from it needs no change here."""
     info = HbmInfo()
     rc = fn(card, device, byref(info))
-    names = ("memory_size", "memory_usage", "temp", "bandwith_util_rate")
-    return rc, _fields(info, names) if rc == 0 else None
+    return rc, _fields(info, tuple(name for name, _ in HbmInfo._fields_)) if rc == 0 else None
 
 
 def _multi_utilization(fn: Any, card: int, device: int, _: int) -> Answer:
