@@ -71,7 +71,7 @@ def simulate(scenario: str, minutes: int) -> tuple[Counter[str], Counter[str]]:
     store = SnapshotStore(config.throttle, clock=clock)
     smi = ChipSources(
         NpuSmi(["npu-smi"], 10.0, run),
-        store.publish_npu_smi,
+        store.publish_chips,
         health_interval=config.npu_smi.intervals.health,
         clock=clock,
         monotonic=clock,

@@ -104,7 +104,7 @@ def simulate(
     )
     store = SnapshotStore(config.throttle, clock=clock)
     sources = ChipSources(
-        smi, store.publish_npu_smi, health_interval=60.0, clock=clock, monotonic=clock
+        smi, store.publish_chips, health_interval=60.0, clock=clock, monotonic=clock
     )
     intervals = config.npu_smi.intervals
     jobs = [

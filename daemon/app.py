@@ -75,7 +75,7 @@ class Agent:
         self.chip_backend = chip_backend
         self.sources = ChipSources(
             chip_backend,
-            self.store.publish_npu_smi,
+            self.store.publish_chips,
             health_interval=config.npu_smi.intervals.health,
             identity_due=self._identity_due,
             clock=clock,

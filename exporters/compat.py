@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from npumon.daemon.model.npu_smi import code_value
+from npumon.daemon.model.chips import code_value
 from npumon.daemon.model.reading import ChipReading
 from npumon.daemon.model.snapshot import NodeSnapshot
 

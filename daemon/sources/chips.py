@@ -13,19 +13,19 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from npumon.daemon.containers import ContainerResolver
-from npumon.daemon.model.network import ChipInterconnect
-from npumon.daemon.model.npu_smi import (
+from npumon.daemon.model.chips import (
     BoardReport,
     ChipCommon,
     ChipDcmi,
     ChipEcc,
     ChipMapping,
+    ChipResults,
     ChipUsage,
     HealthReport,
     InfoTable,
     MemoryReport,
-    NpuSmiResults,
 )
+from npumon.daemon.model.network import ChipInterconnect
 from npumon.daemon.model.snapshot import ChipId, SourceStatus
 from npumon.daemon.sources import query
 from npumon.daemon.sources.interconnect import poll_interconnect
@@ -51,7 +51,7 @@ def _by_npu(table_result: InfoTable | None) -> bool:
     return table_result is not None and table_result.one_chip_npus
 
 
-Publish = Callable[[NpuSmiResults, SourceStatus], None]
+Publish = Callable[[ChipResults, SourceStatus], None]
 
 
 class ChipSources:
@@ -71,7 +71,7 @@ class ChipSources:
         retry_unsupported_after: float = 3600.0,
         containers: ContainerResolver | None = None,
         identity_due: Callable[[], None] = lambda: None,
-        initial: NpuSmiResults | None = None,
+        initial: ChipResults | None = None,
         busy: dict[str, threading.Lock] | None = None,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
@@ -90,7 +90,7 @@ class ChipSources:
         self._publish_lock = threading.Lock()
         self.trackers = {name: SourceTracker(name, clock, monotonic) for name in SOURCES}
         # the last results, each written only by its own tier (a reload starts from the old ones)
-        start = initial or NpuSmiResults()
+        start = initial or ChipResults()
         self._table: InfoTable | None = start.table
         self._usage: dict[ChipId, ChipUsage] = dict(start.usage)
         self._common: dict[ChipId, ChipCommon] = dict(start.common)
@@ -148,9 +148,9 @@ class ChipSources:
         finally:
             lock.release()
 
-    def results(self) -> NpuSmiResults:
+    def results(self) -> ChipResults:
         """Every tier's latest result, as the next publish would send them."""
-        return NpuSmiResults(
+        return ChipResults(
             table=self._table,
             usage=self._usage,
             common=self._common,

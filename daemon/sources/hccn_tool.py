@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from npumon.daemon.model.chips import ChipResults
 from npumon.daemon.model.network import DevInfo, HccnResults, NetAddress, PortKey, UbConnect
-from npumon.daemon.model.npu_smi import NpuSmiResults
 from npumon.daemon.model.physical import physical_ids
 from npumon.daemon.model.snapshot import SourceStatus
 from npumon.daemon.parsers import hccn_950, hccn_tool, optical, plausible
@@ -50,7 +50,7 @@ class NicChip:
     per_port: bool
 
 
-def nic_chips(results: NpuSmiResults) -> list[NicChip]:
+def nic_chips(results: ChipResults) -> list[NicChip]:
     """The chips of the latest table whose hccn_tool device ID can be told (model/physical.py);
     a 950 is asked per port by its NPU ID (the logic ID), as its hccn_tool takes it. The 950 is
     told by the table's layout, not its chip name: npu-smi prints the NPU-ID-only header exactly

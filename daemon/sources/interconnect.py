@@ -9,8 +9,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from npumon.daemon.model.chips import ChipId
 from npumon.daemon.model.network import ChipInterconnect
-from npumon.daemon.model.npu_smi import ChipId
 from npumon.daemon.sources import query
 from npumon.daemon.sources.query import Query
 from npumon.daemon.sources.wrapper import SourceRun

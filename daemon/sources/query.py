@@ -14,8 +14,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsReport
-from npumon.daemon.model.npu_smi import (
+from npumon.daemon.model.chips import (
     BoardReport,
     ChipDcmi,
     ChipMapping,
@@ -26,6 +25,7 @@ from npumon.daemon.model.npu_smi import (
     MemoryReport,
     UsagesReport,
 )
+from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsReport
 from npumon.daemon.parsers import board, detail, health, interconnect, mapping, plausible, table
 from npumon.daemon.runner import CommandResult, resolve_command, run_command
 from npumon.daemon.sources.wrapper import SourceFailure, SourceRun, check_result, parse_or_fail

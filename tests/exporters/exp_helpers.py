@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from npumon.daemon.model.npu_smi import (
+from npumon.daemon.model.chips import (
     BoardReport,
     ChipCommon,
     ChipEcc,

@@ -24,8 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsReport
-from npumon.daemon.model.npu_smi import (
+from npumon.daemon.model.chips import (
     ChipDcmi,
     CommonReport,
     EccReport,
@@ -34,6 +33,7 @@ from npumon.daemon.model.npu_smi import (
     UsagesReport,
     code_value,
 )
+from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsReport
 from npumon.daemon.model.snapshot import BackendInfo
 from npumon.daemon.parsers import plausible
 from npumon.daemon.sources.dcmi.client import Call, DcmiChip, DcmiHelper, Hello, HelperFailure

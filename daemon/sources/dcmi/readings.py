@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsLink, HccsReport
-from npumon.daemon.model.npu_smi import (
+from npumon.daemon.model.chips import (
     ChipCommon,
     ChipDcmi,
     ChipEcc,
@@ -22,6 +21,7 @@ from npumon.daemon.model.npu_smi import (
     TableChip,
     TableProcess,
 )
+from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsLink, HccsReport
 from npumon.daemon.parsers.interconnect import GB, GBIT, HCCS_LAST_PORT, SIO_DIRECTIONS
 from npumon.daemon.sources.dcmi.client import Call, DcmiChip
 from npumon.daemon.sources.query import HCCS_WINDOW_MS

@@ -11,7 +11,7 @@ import pytest
 
 from npumon.daemon.app import build_chip_backend
 from npumon.daemon.config import ConfigError, parse_config
-from npumon.daemon.model.npu_smi import InfoTable
+from npumon.daemon.model.chips import InfoTable
 from npumon.daemon.model.snapshot import BackendInfo
 from npumon.daemon.sources import query
 from npumon.daemon.sources.dcmi.backend import DcmiBackend, Mode

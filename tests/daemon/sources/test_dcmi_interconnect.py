@@ -9,8 +9,8 @@ from typing import Any, cast
 
 import pytest
 
+from npumon.daemon.model.chips import UsagesReport
 from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsLink, HccsReport
-from npumon.daemon.model.npu_smi import UsagesReport
 from npumon.daemon.parsers import interconnect
 from npumon.daemon.sources import query
 from npumon.daemon.sources.dcmi.backend import DcmiBackend, _detail, link_disagreement

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from npumon.daemon.model.npu_smi import (
+from npumon.daemon.model.chips import (
     ChipCommon,
     ChipUsage,
     CommonReport,
