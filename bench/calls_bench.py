@@ -21,8 +21,8 @@ from pathlib import Path
 
 from npumon.daemon.config import Config
 from npumon.daemon.runner import CommandResult
+from npumon.daemon.sources.chips import ChipSources, NpuSmi
 from npumon.daemon.sources.hccn_tool import HccnSources, HccnTool, nic_chips
-from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources
 from npumon.daemon.store import SnapshotStore
 from npumon.simulator import hccn, render_interconnect
 from npumon.simulator.loader import load_scenario
@@ -69,9 +69,9 @@ def simulate(scenario: str, minutes: int) -> tuple[Counter[str], Counter[str]]:
     run = runner(scenario, clock, calls)
     config = Config()
     store = SnapshotStore(config.throttle, clock=clock)
-    smi = NpuSmiSources(
+    smi = ChipSources(
         NpuSmi(["npu-smi"], 10.0, run),
-        store.publish_npu_smi,
+        store.publish_chips,
         health_interval=config.npu_smi.intervals.health,
         clock=clock,
         monotonic=clock,

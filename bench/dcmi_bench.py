@@ -2,7 +2,7 @@
 and `dcmi`, side by side, against the simulator: printed, never asserted (docs/architecture.md,
 "The DCMI backend").
 
-The real sources, the real DcmiSmi and a real helper process over the fake libdcmi.so (compiled
+The real sources, the real DcmiBackend and a real helper process over the fake libdcmi.so (compiled
 with gcc into a temp dir from tests/fakes/dcmi, its state printed by npumon.simulator.dcmi), on
 the 8-chip (910B) and 16-chip (A3) nodes. The scheduler is replayed by hand at the default
 intervals with an injected clock, as bench/calls_bench.py does (whose in-process npu-smi this
@@ -35,9 +35,10 @@ from calls_bench import Clock, runner
 
 from npumon.daemon.config import Config
 from npumon.daemon.runner import CommandResult
-from npumon.daemon.sources.dcmi import DcmiSmi
-from npumon.daemon.sources.dcmi_client import DcmiHelper
-from npumon.daemon.sources.npu_smi import NpuSmiSources
+from npumon.daemon.sources.chips import ChipSources
+from npumon.daemon.sources.dcmi.backend import DcmiBackend
+from npumon.daemon.sources.dcmi.client import DcmiHelper
+from npumon.daemon.sources.query import NpuSmi
 from npumon.daemon.store import SnapshotStore
 from npumon.simulator.dcmi import state_text
 from npumon.simulator.loader import load_scenario
@@ -95,17 +96,15 @@ def simulate(
     config = Config()
     stand_in = StandIn(scenario, clock, calls)
     helper = DcmiHelper(library, 10.0, monotonic=clock) if backend == "dcmi" else None
-    smi = DcmiSmi(
-        ["npu-smi"],
-        10.0,
-        stand_in,
+    smi = DcmiBackend(
+        NpuSmi(["npu-smi"], 10.0, stand_in),
         mode="dcmi" if backend == "dcmi" else "cli",
         helper=helper,
         monotonic=clock,
     )
     store = SnapshotStore(config.throttle, clock=clock)
-    sources = NpuSmiSources(
-        smi, store.publish_npu_smi, health_interval=60.0, clock=clock, monotonic=clock
+    sources = ChipSources(
+        smi, store.publish_chips, health_interval=60.0, clock=clock, monotonic=clock
     )
     intervals = config.npu_smi.intervals
     jobs = [

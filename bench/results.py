@@ -178,7 +178,7 @@ def polling(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
             f"{d['helper_cpu_percent']:.3f} % of a core",
             "< 0.2 % of a core",
             d["helper_cpu_percent"] < 0.2,
-            "The helper spends more than its share per request. Fix: profile dcmi_helper.py.",
+            "The helper spends more than its share per request. Fix: profile dcmi/child/helper.py.",
         )
     collect = _load(folder, "collect")  # bench/collect_bench.py
     if collect is not None:

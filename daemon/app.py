@@ -17,17 +17,10 @@ from npumon.daemon.model.snapshot import BackendInfo, SourceStatus
 from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.runner import run_command
 from npumon.daemon.schedule import Clock, Scheduler
-from npumon.daemon.sources.dcmi import DcmiSmi
-from npumon.daemon.sources.dcmi_client import DcmiHelper
-from npumon.daemon.sources.dcmi_library import (
-    ROOT_ONLY,
-    LibraryRefused,
-    TrustPolicy,
-    find_library,
-)
+from npumon.daemon.sources.chips import ChipSources, NpuSmi, Runner
+from npumon.daemon.sources.dcmi.backend import ROOT_ONLY, DcmiBackend, TrustPolicy, open_dcmi
 from npumon.daemon.sources.hccn_tool import HccnSources, HccnTool, nic_chips
 from npumon.daemon.sources.kubelet import PodResourcesSource
-from npumon.daemon.sources.npu_smi import NpuSmiSources, Runner
 from npumon.daemon.store import SnapshotStore
 from npumon.exporters.collector import NpuCollector
 from npumon.exporters.textfile import write_textfile
@@ -42,7 +35,7 @@ PROFILING, BLOCKED = "profiling", "state_directory"  # npumon_source_*{source, r
 class Agent:
     """One node's agent. `collect_once` for the CLI; `start`/`stop` for the daemon."""
 
-    sources: NpuSmiSources
+    sources: ChipSources
     hccn: HccnSources
     store: SnapshotStore
 
@@ -74,11 +67,13 @@ class Agent:
         )
         if previous is not None:
             self.store.adopt(previous.store)
-        smi = build_npu_smi(config, runner, proc_root, dcmi_trust, self.store.set_backend)
-        self.smi = smi
-        self.sources = NpuSmiSources(
-            smi,
-            self.store.publish_npu_smi,
+        chip_backend = build_chip_backend(
+            config, runner, proc_root, dcmi_trust, self.store.set_backend
+        )
+        self.chip_backend = chip_backend
+        self.sources = ChipSources(
+            chip_backend,
+            self.store.publish_chips,
             health_interval=config.npu_smi.intervals.health,
             identity_due=self._identity_due,
             clock=clock,
@@ -238,33 +233,24 @@ class Agent:
             self._scheduler = None
         if self.profiler is not None:
             self.profiler.stop()
-        if self.smi.helper is not None:
-            self.smi.helper.close()
+        self.chip_backend.close()
 
 
-def build_npu_smi(
+def build_chip_backend(
     config: Config,
     runner: Runner,
     proc_root: Path,
     trust: TrustPolicy,
     on_backend: Callable[[BackendInfo], None],
-) -> DcmiSmi:
+) -> DcmiBackend:
     """npu-smi, with what DCMI answers through the helper unless the backend is cli or the
     library is refused (why is logged once and becomes npumon_backend_info's reason)."""
     settings = config.npu_smi
-    helper, refusal = None, None
-    if settings.backend != "cli":
-        try:
-            helper = DcmiHelper(find_library(config.dcmi.library, trust), settings.timeout)
-        except LibraryRefused as refused:
-            refusal = refused
-    return DcmiSmi(
-        settings.command,
-        settings.timeout,
-        runner,
+    return open_dcmi(
+        NpuSmi(settings.command, settings.timeout, runner),
         mode=settings.backend,
-        helper=helper,
-        no_helper=refusal,
+        library=config.dcmi.library,
+        trust=trust,
         on_backend=on_backend,
         proc_root=proc_root,
     )

@@ -14,7 +14,7 @@ import pwd
 import re
 from pathlib import Path
 
-from npumon.daemon.model.npu_smi import InfoTable, TableProcess
+from npumon.daemon.model.chips import InfoTable, TableProcess
 from npumon.daemon.parsers.device_ids import parse_visible_devices
 from npumon.daemon.parsers.errors import ParseError
 

@@ -12,10 +12,10 @@ from typing import TypeVar
 
 from npumon.daemon.config import Throttle as ThrottleConfig
 from npumon.daemon.model.attribution import Attribution, attribute
+from npumon.daemon.model.chips import ChipResults, InfoTable
 from npumon.daemon.model.kubelet import PodResourcesResults
 from npumon.daemon.model.network import ChipInterconnect, HccnResults
 from npumon.daemon.model.network_view import read_network
-from npumon.daemon.model.npu_smi import InfoTable, NpuSmiResults
 from npumon.daemon.model.profile import ProfilingView
 from npumon.daemon.model.reading import FaultLevel, ThrottleRule, read_chips
 from npumon.daemon.model.snapshot import (
@@ -59,7 +59,7 @@ class SnapshotStore:
         self._fault_level = fault_level
         self._clock = clock
         self._lock = threading.Lock()
-        self._npu_smi = NpuSmiResults()
+        self._npu_smi = ChipResults()
         self._hccn = HccnResults()
         # what the network view was last read from: a publish that changed none of them (a
         # table poll) keeps that view rather than re-reading every port
@@ -92,7 +92,7 @@ class SnapshotStore:
             self._backend = previous._backend  # noqa: SLF001
             self._publish(merge=True)
 
-    def publish_npu_smi(self, results: NpuSmiResults, status: SourceStatus) -> None:
+    def publish_chips(self, results: ChipResults, status: SourceStatus) -> None:
         """One npu-smi source run: its results (all tiers' latest) and its status, together."""
         with self._lock:
             self._npu_smi = results

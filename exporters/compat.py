@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from npumon.daemon.model.npu_smi import code_value
+from npumon.daemon.model.chips import code_value
 from npumon.daemon.model.reading import ChipReading
 from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.exporters.spec import Family, Samples

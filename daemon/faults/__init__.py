@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
-from npumon.daemon.model.npu_smi import code_value
+from npumon.daemon.model.chips import code_value
 
 # most severe first (the device plugin's getMostSeriousFaultType order)
 LEVELS = (

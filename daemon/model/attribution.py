@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from npumon.daemon.model.chips import ChipResults, TableProcess
 from npumon.daemon.model.kubelet import (
     ChipOwner,
     ContainerAllocation,
@@ -24,7 +25,6 @@ from npumon.daemon.model.kubelet import (
     PodResourcesResults,
     ProcessOwner,
 )
-from npumon.daemon.model.npu_smi import NpuSmiResults, TableProcess
 from npumon.daemon.model.physical import ChipKey, physical_ids
 
 PodKey = tuple[str, str]  # (namespace, pod)
@@ -98,7 +98,7 @@ def _cross_check(
     ]
 
 
-def attribute(results: NpuSmiResults, pods: PodResourcesResults | None) -> Attribution:
+def attribute(results: ChipResults, pods: PodResourcesResults | None) -> Attribution:
     """Owners of every chip and process of the latest table (pods None: no Kubernetes)."""
     table = results.table
     procs = table.processes if table else ()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from npumon.daemon.model.chips import ChipId
 from npumon.daemon.model.network import (
     ChipInterconnect,
     HccnResults,
@@ -18,7 +19,6 @@ from npumon.daemon.model.network import (
     PortKey,
     UbConnect,
 )
-from npumon.daemon.model.npu_smi import ChipId
 
 Counts = tuple[tuple[str, int], ...]
 NO_INTERCONNECT = ChipInterconnect()

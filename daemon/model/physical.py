@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from npumon.daemon.model.npu_smi import NpuSmiResults
+from npumon.daemon.model.chips import ChipResults
 
 ChipKey = tuple[int, int]
 
@@ -25,7 +25,7 @@ class PhysicalId:
     evidence: str  # table, mapping, logic_id
 
 
-def physical_ids(results: NpuSmiResults) -> dict[ChipKey, PhysicalId]:
+def physical_ids(results: ChipResults) -> dict[ChipKey, PhysicalId]:
     """(npu, chip) -> physical ID, for every chip of the latest table whose ID can be told."""
     table = results.table
     if table is None:

@@ -12,21 +12,21 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from npumon.daemon.model.attribution import NO_ATTRIBUTION, Attribution
-from npumon.daemon.model.kubelet import ChipOwner, ProcessOwner
-from npumon.daemon.model.npu_smi import (
+from npumon.daemon.model.chips import (
     BoardReport,
     ChipCommon,
     ChipDcmi,
     ChipEcc,
     ChipId,
+    ChipResults,
     ChipUsage,
     HealthReport,
     MappedChip,
     MemoryReport,
-    NpuSmiResults,
     TableChip,
     TableProcess,
 )
+from npumon.daemon.model.kubelet import ChipOwner, ProcessOwner
 
 T = TypeVar("T")
 """(npu, chip): NPU ID and chip index inside the NPU, the identity of every per-chip series."""
@@ -146,7 +146,7 @@ class ChipParts:
 
 
 def read_chips(
-    results: NpuSmiResults,
+    results: ChipResults,
     rules: ThrottleRules,
     *,
     max_processes: int,

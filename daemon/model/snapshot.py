@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from npumon.daemon.model.chips import ChipId
 from npumon.daemon.model.network_view import EMPTY_NETWORK, NetworkView
-from npumon.daemon.model.npu_smi import ChipId
 from npumon.daemon.model.profile import ProfilingView
 from npumon.daemon.model.reading import ChipReading
 

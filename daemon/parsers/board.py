@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from npumon.daemon.model.npu_smi import BoardReport
+from npumon.daemon.model.chips import BoardReport
 from npumon.daemon.parsers.errors import ParseError
 from npumon.daemon.parsers.keyvalue import (
     Field,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from npumon.daemon.model.npu_smi import (
+from npumon.daemon.model.chips import (
     ChipCommon,
     ChipEcc,
     ChipUsage,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from npumon.daemon.model.npu_smi import KnownFailure
+from npumon.daemon.model.chips import KnownFailure
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from npumon.daemon.model.npu_smi import KnownFailure
+from npumon.daemon.model.chips import KnownFailure
 
 # (pattern, reason, advice); exact texts from the driver source's hccn_tool/cmd.c
 _PATTERNS = (

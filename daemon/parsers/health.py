@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from npumon.daemon.model.npu_smi import HealthReport
+from npumon.daemon.model.chips import HealthReport
 from npumon.daemon.parsers import values
 from npumon.daemon.parsers.errors import ParseError
 from npumon.daemon.parsers.keyvalue import read_fields

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from npumon.daemon.model.npu_smi import ChipMapping, MappedChip
+from npumon.daemon.model.chips import ChipMapping, MappedChip
 from npumon.daemon.parsers import values
 from npumon.daemon.parsers.errors import ParseError
 

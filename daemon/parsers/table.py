@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from npumon.daemon.model.npu_smi import InfoTable, TableChip, TableProcess
+from npumon.daemon.model.chips import InfoTable, TableChip, TableProcess
 from npumon.daemon.parsers import values
 from npumon.daemon.parsers.errors import ParseError
 

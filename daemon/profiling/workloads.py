@@ -11,7 +11,7 @@ import psutil
 
 from npumon.daemon.config import CaptureMode, ProfilingTarget
 from npumon.daemon.containers import container_id
-from npumon.daemon.model.npu_smi import TableProcess
+from npumon.daemon.model.chips import TableProcess
 from npumon.daemon.model.snapshot import ChipId
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from npumon.daemon.model.chips import ChipResults
 from npumon.daemon.model.network import DevInfo, HccnResults, NetAddress, PortKey, UbConnect
-from npumon.daemon.model.npu_smi import NpuSmiResults
 from npumon.daemon.model.physical import physical_ids
 from npumon.daemon.model.snapshot import SourceStatus
 from npumon.daemon.parsers import hccn_950, hccn_tool, optical, plausible
@@ -50,7 +50,7 @@ class NicChip:
     per_port: bool
 
 
-def nic_chips(results: NpuSmiResults) -> list[NicChip]:
+def nic_chips(results: ChipResults) -> list[NicChip]:
     """The chips of the latest table whose hccn_tool device ID can be told (model/physical.py);
     a 950 is asked per port by its NPU ID (the logic ID), as its hccn_tool takes it. The 950 is
     told by the table's layout, not its chip name: npu-smi prints the NPU-ID-only header exactly
@@ -196,7 +196,7 @@ class HccnSources:
             raise
 
     def _ask(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T | None:
-        return self._unsupported.attempt(run, lambda: self._query(run, parse, *args), *args)
+        return self._unsupported.attempt(run, lambda: self._query(run, parse, *args), args)
 
     def _targets(self) -> list[tuple[PortKey, tuple[str, ...], bool]]:
         """(port key, the argv after the query name, per-port form?) for every port to ask."""
@@ -276,7 +276,7 @@ class HccnSources:
                     return NetAddress(())
                 raise
 
-        return self._unsupported.attempt(run, call, *args)
+        return self._unsupported.attempt(run, call, args)
 
 
 def _queries(

@@ -12,7 +12,7 @@ import pytest
 from npumon.daemon.model.profile import AnalysisJob, Thresholds
 from npumon.daemon.profiling.launch import analyse_in_worker
 from npumon.daemon.runner import ProcessGroups
-from npumon.daemon.sources.dcmi_client import DcmiHelper
+from npumon.daemon.sources.dcmi.client import DcmiHelper
 from tests.helpers.fake_dcmi import STATE_ENV, build_fake_dcmi
 
 pytestmark = pytest.mark.integration  # real child processes

@@ -159,14 +159,14 @@ def test_metrics_body_is_the_agents_families_then_the_registrys_in_both_formats(
 
 
 def test_the_body_is_rendered_again_after_each_publish_and_reload() -> None:
-    from npumon.daemon.model.npu_smi import NpuSmiResults
+    from npumon.daemon.model.chips import ChipResults
     from npumon.daemon.model.snapshot import SourceStatus
 
     loader = Loader()
     s = supervisor(loader, [1.0])
     first = s.exposition(False)
     assert s.exposition(False) is first  # the same snapshot: the same bytes
-    s.agent.store.publish_npu_smi(NpuSmiResults(), SourceStatus("npu_smi_table", True, 0.1, 1.0, 0))
+    s.agent.store.publish_chips(ChipResults(), SourceStatus("npu_smi_table", True, 0.1, 1.0, 0))
     published = s.exposition(False)
     assert published is not first and b'npumon_source_up{source="npu_smi_table"} 1.0' in published
     loader.next = config(collectors={"disabled": ["sources"]})

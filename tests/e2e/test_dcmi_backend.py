@@ -17,7 +17,7 @@ from npumon.daemon.app import Agent
 from npumon.daemon.config import parse_config
 from npumon.daemon.model.snapshot import BackendInfo
 from npumon.daemon.runner import CommandResult, run_command
-from npumon.daemon.sources.dcmi_library import TrustPolicy
+from npumon.daemon.sources.dcmi.library import TrustPolicy
 from npumon.simulator.dcmi import state_text
 from npumon.simulator.loader import load_scenario
 from npumon.simulator.state import node_state
@@ -173,7 +173,7 @@ def test_one_node_through_both_backends_is_one_exposition(
         # the multi-utilization call
         assert "npu_aicube_utilization_ratio" in names(found)
     assert value(found, "npumon_backend_info", backend="dcmi", reason="cross_check_passed") == 1
-    assert dcmi_agent.smi.helper is not None and dcmi_agent.smi.helper.starts == 1
+    assert dcmi_agent.chip_backend.helper is not None and dcmi_agent.chip_backend.helper.starts == 1
     if scenario == "910b-8":  # the alarm's codes came through dcmi_get_device_errorcode_v2
         codes = {
             dict(labels).get("code")
@@ -208,7 +208,7 @@ def test_the_950_through_dcmi_v2_is_the_cli_exposition(
     assert between == []
     found = samples(dcmi)
     assert value(found, "npumon_backend_info", backend="dcmi", reason="cross_check_passed") == 1
-    assert dcmi_agent.smi.helper is not None and dcmi_agent.smi.helper.starts == 1
+    assert dcmi_agent.chip_backend.helper is not None and dcmi_agent.chip_backend.helper.starts == 1
     assert "npu_aicube_utilization_ratio" in names(found)
     assert _VOLATILE.sub("", _DCMI_ONLY.sub("", dcmi)) == _VOLATILE.sub("", cli)
 
@@ -224,7 +224,7 @@ def test_a_hung_call_is_killed_and_npu_smi_serves(
         assert agent.store.latest().backend == BackendInfo("cli", "dcmi_timeout")
         agent.sources.poll_table()  # within the backoff: npu-smi, no new helper
         found = samples(_polled(agent))
-        assert agent.smi.helper is not None and agent.smi.helper.starts == 1
+        assert agent.chip_backend.helper is not None and agent.chip_backend.helper.starts == 1
     finally:
         agent.stop()
     assert value(found, "npumon_backend_info", backend="cli", reason="dcmi_backoff") == 1

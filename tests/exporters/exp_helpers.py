@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from npumon.daemon.model.npu_smi import (
+from npumon.daemon.model.chips import (
     BoardReport,
     ChipCommon,
     ChipEcc,

@@ -21,7 +21,7 @@ from exp_helpers import (
 )
 
 from npumon.daemon.config import CollectorName, DetailCollectorName
-from npumon.daemon.model.npu_smi import ChipEcc, HealthReport
+from npumon.daemon.model.chips import ChipEcc, HealthReport
 from npumon.daemon.model.reading import ChipParts
 from npumon.daemon.model.snapshot import NodeSnapshot, SourceStatus
 from npumon.exporters import collector

@@ -7,12 +7,12 @@ from dataclasses import replace
 import pytest
 
 from npumon.daemon.config import parse_config
-from npumon.daemon.model.npu_smi import (
+from npumon.daemon.model.chips import (
     ChipCommon,
+    ChipResults,
     ChipUsage,
     InfoTable,
     MemoryReport,
-    NpuSmiResults,
     TableChip,
     TableProcess,
 )
@@ -137,7 +137,7 @@ def test_the_store_keeps_the_largest_processes_up_to_the_config_cap(cap: int) ->
     sizes = [10, 20, *range(1, 14), 30 * 1024]
     table = InfoTable("25.2.2", "25.2.2", (CHIP,), processes(sizes), True)
     store = SnapshotStore(CONFIG, max_processes_per_chip=cap)
-    store.publish_npu_smi(NpuSmiResults(table=table), STATUS)
+    store.publish_chips(ChipResults(table=table), STATUS)
     got = [p.hbm_used_bytes // MIB for p in store.latest().chips[0].processes]
     assert got == sorted(sizes, reverse=True)[:cap]
     assert got[0] == 30 * 1024 and len(got) == cap
@@ -158,7 +158,7 @@ def test_a_repeated_pid_and_an_unknown_size_are_not_series() -> None:
 
 def test_error_codes_carry_their_fault_table_level_once_each() -> None:
     from npumon.daemon.faults import load_fault_table
-    from npumon.daemon.model.npu_smi import HealthReport
+    from npumon.daemon.model.chips import HealthReport
 
     # the real 910A alarm sample's codes, one of them printed twice
     health = HealthReport(

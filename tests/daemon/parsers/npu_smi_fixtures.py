@@ -6,8 +6,7 @@ import fnmatch
 from collections.abc import Callable
 from typing import Any
 
-from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsReport
-from npumon.daemon.model.npu_smi import (
+from npumon.daemon.model.chips import (
     BoardReport,
     ChipMapping,
     CommonReport,
@@ -18,6 +17,7 @@ from npumon.daemon.model.npu_smi import (
     MemoryReport,
     UsagesReport,
 )
+from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsReport
 from npumon.daemon.parsers.board import parse_board
 from npumon.daemon.parsers.detail import (
     parse_common,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from npumon.daemon.model.npu_smi import ChipEcc, ChipUsage
+from npumon.daemon.model.chips import ChipEcc, ChipUsage
 from npumon.daemon.parsers.detail import (
     parse_common,
     parse_ecc,

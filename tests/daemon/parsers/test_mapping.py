@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from npumon.daemon.model.npu_smi import MappedChip
+from npumon.daemon.model.chips import MappedChip
 from npumon.daemon.parsers.errors import ParseError
 from npumon.daemon.parsers.mapping import parse_mapping
 from tests.daemon.parsers.npu_smi_fixtures import fixture_text

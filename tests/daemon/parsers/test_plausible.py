@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from npumon.daemon.model.npu_smi import ChipCommon, ChipEcc, InfoTable, TableChip, TableProcess
+from npumon.daemon.model.chips import ChipCommon, ChipEcc, InfoTable, TableChip, TableProcess
 from npumon.daemon.parsers.plausible import BOUNDS, RATIO_ROUNDING, Rejected, bound, screen
 from npumon.daemon.parsers.table import parse_info
 from tests.daemon.parsers.npu_smi_fixtures import fixture_text

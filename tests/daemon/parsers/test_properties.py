@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from npumon.daemon.model.npu_smi import KnownFailure
+from npumon.daemon.model.chips import KnownFailure
 from npumon.daemon.parsers.errors import ParseError
 from npumon.daemon.parsers.plausible import bound, screen
 from tests.daemon.parsers.npu_smi_fixtures import (

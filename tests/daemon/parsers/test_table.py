@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from npumon.daemon.model.npu_smi import InfoTable, TableChip, TableProcess
+from npumon.daemon.model.chips import InfoTable, TableChip, TableProcess
 from npumon.daemon.parsers.errors import ParseError
 from npumon.daemon.parsers.table import parse_info
 from tests.daemon.parsers.npu_smi_fixtures import fixture_text

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from npumon.daemon.config import ProfilingTarget, parse_config
 from npumon.daemon.containers import container_id
-from npumon.daemon.model.npu_smi import TableProcess
+from npumon.daemon.model.chips import TableProcess
 from npumon.daemon.profiling.workloads import ProcessInfo, discover
 
 

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from npumon.daemon.config import Config
-from npumon.daemon.model.npu_smi import NpuSmiResults
+from npumon.daemon.model.chips import ChipResults
 from npumon.daemon.model.snapshot import SourceStatus
 from npumon.daemon.runner import CommandResult
-from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources
+from npumon.daemon.sources.chips import ChipSources, NpuSmi
 from npumon.daemon.store import SnapshotStore
 from tests.support import FIXTURES
 
@@ -48,19 +48,19 @@ class FakeRunner:
 def sources(
     runner: FakeRunner,
     clock: Clock,
-    published: list[NpuSmiResults] | None = None,
+    published: list[ChipResults] | None = None,
     **kwargs: Any,
-) -> tuple[NpuSmiSources, SnapshotStore]:
+) -> tuple[ChipSources, SnapshotStore]:
     """Sources over ``runner`` publishing to a new store (and to ``published``, if given)."""
     store = SnapshotStore(Config().throttle, clock=clock)
     smi = NpuSmi(["npu-smi"], 5.0, runner)
 
-    def publish(results: NpuSmiResults, status: SourceStatus) -> None:
+    def publish(results: ChipResults, status: SourceStatus) -> None:
         if published is not None:
             published.append(results)
-        store.publish_npu_smi(results, status)
+        store.publish_chips(results, status)
 
-    polls = NpuSmiSources(smi, publish, health_interval=60, clock=clock, monotonic=clock, **kwargs)
+    polls = ChipSources(smi, publish, health_interval=60, clock=clock, monotonic=clock, **kwargs)
     return polls, store
 
 

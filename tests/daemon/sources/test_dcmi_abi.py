@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from npumon.daemon.sources.dcmi_abi import STRUCTS, EccBuffer, EccInfo
+from npumon.daemon.sources.dcmi.child.abi import STRUCTS, EccBuffer, EccInfo
 from tests.helpers.fake_dcmi import FAKE_DCMI
 from tests.helpers.wait import scaled
 

@@ -1,4 +1,4 @@
-"""DcmiSmi without processes: which backend serves, what is cached, when npu-smi is asked."""
+"""DcmiBackend without processes: which backend serves, what is cached, when npu-smi is asked."""
 
 from __future__ import annotations
 
@@ -9,14 +9,15 @@ from typing import Any, cast
 
 import pytest
 
-from npumon.daemon.app import build_npu_smi
+from npumon.daemon.app import build_chip_backend
 from npumon.daemon.config import ConfigError, parse_config
-from npumon.daemon.model.npu_smi import InfoTable
+from npumon.daemon.model.chips import InfoTable
 from npumon.daemon.model.snapshot import BackendInfo
-from npumon.daemon.parsers.table import parse_info
-from npumon.daemon.sources.dcmi import DcmiSmi, Mode
-from npumon.daemon.sources.dcmi_client import Call, DcmiChip, DcmiHelper, Hello, HelperFailure
-from npumon.daemon.sources.dcmi_library import TrustPolicy
+from npumon.daemon.sources import query
+from npumon.daemon.sources.dcmi.backend import DcmiBackend, Mode
+from npumon.daemon.sources.dcmi.client import Call, DcmiChip, DcmiHelper, Hello, HelperFailure
+from npumon.daemon.sources.dcmi.library import TrustPolicy
+from npumon.daemon.sources.query import NpuSmi
 from npumon.daemon.sources.wrapper import SourceRun
 from tests.daemon.sources.fake_runner import TABLE, Clock, FakeRunner
 
@@ -69,12 +70,10 @@ class StubHelper:
 
 def _smi(
     mode: Mode = "auto", table: str = TABLE
-) -> tuple[DcmiSmi, StubHelper, FakeRunner, list[BackendInfo], Clock]:
+) -> tuple[DcmiBackend, StubHelper, FakeRunner, list[BackendInfo], Clock]:
     helper, runner, told, clock = StubHelper(), FakeRunner({"info": table}), [], Clock()
-    smi = DcmiSmi(
-        ["npu-smi"],
-        5.0,
-        runner,
+    smi = DcmiBackend(
+        NpuSmi(["npu-smi"], 5.0, runner),
         mode=mode,
         helper=cast(DcmiHelper, helper),
         on_backend=told.append,
@@ -84,8 +83,8 @@ def _smi(
     return smi, helper, runner, told, clock
 
 
-def _table(smi: DcmiSmi, run: SourceRun | None = None) -> InfoTable:
-    return smi.query(run or SourceRun(), parse_info)
+def _table(smi: DcmiBackend, run: SourceRun | None = None) -> InfoTable:
+    return smi.ask(run or SourceRun(), query.info())
 
 
 def test_auto_serves_dcmi_after_the_cross_check_and_asks_npu_smi_once() -> None:
@@ -197,7 +196,7 @@ def test_a_refused_library_is_the_reason_cli_serves(tmp_path: Path) -> None:
     library.write_bytes(b"")
     library.chmod(0o666)
     config = parse_config({"npu_smi": {"command": ["npu-smi"]}, "dcmi": {"library": str(library)}})
-    smi = build_npu_smi(
+    smi = build_chip_backend(
         config,
         FakeRunner({"info": TABLE}),
         Path("/nonexistent"),

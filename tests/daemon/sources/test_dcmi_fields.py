@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from npumon.daemon.sources.dcmi import DETAIL, INTERCONNECT
-from npumon.daemon.sources.dcmi_client import DcmiChip
-from npumon.daemon.sources.dcmi_fields import FIELDS, merge
-from npumon.daemon.sources.dcmi_readings import (
+from npumon.daemon.sources.dcmi.backend import DETAIL, INTERCONNECT
+from npumon.daemon.sources.dcmi.client import DcmiChip
+from npumon.daemon.sources.dcmi.fields import FIELDS, merge
+from npumon.daemon.sources.dcmi.readings import (
     HEARTBEAT_LOST,
     TABLE_CALLS,
     info_table,

@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from npumon.daemon.runner import ProcessGroups
-from npumon.daemon.sources.dcmi_abi import EccBuffer
-from npumon.daemon.sources.dcmi_client import DcmiChip, DcmiHelper, HelperFailure
-from npumon.daemon.sources.dcmi_library import load
+from npumon.daemon.sources.dcmi.child.abi import EccBuffer, load
+from npumon.daemon.sources.dcmi.client import DcmiChip, DcmiHelper, HelperFailure
 from tests.helpers.fake_dcmi import STATE_ENV, build_fake_dcmi
 
 pytestmark = pytest.mark.integration
@@ -313,7 +312,13 @@ def test_a_950_is_read_through_dcmi_v2_by_logic_id(tmp_path: Path) -> None:
     assert answers[:4] == [(0, 1500), (0, 50), (0, 2), (0, [0x80E01801])]
     assert answers[4] == (
         0,
-        {"memory_size": 131072, "memory_usage": 4000, "temp": 0, "bandwith_util_rate": 12},
+        {
+            "memory_size": 131072,
+            "freq": 0,
+            "memory_usage": 4000,
+            "temp": 0,
+            "bandwith_util_rate": 12,
+        },
     )
     assert answers[5] == (0, {"aic_util": 28, "aiv_util": 20, "aicore_util": 30, "npu_util": 33})
     assert answers[6:8] == [(0, 2), (0, {"freq": 1650, "cur_freq": 1400})]

@@ -9,17 +9,20 @@ from typing import Any, cast
 
 import pytest
 
+from npumon.daemon.model.chips import UsagesReport
 from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsLink, HccsReport
 from npumon.daemon.parsers import interconnect
-from npumon.daemon.sources.dcmi import DcmiSmi, _detail, link_disagreement
-from npumon.daemon.sources.dcmi_client import DcmiHelper, Hello
-from npumon.daemon.sources.dcmi_readings import (
+from npumon.daemon.sources import query
+from npumon.daemon.sources.dcmi.backend import DcmiBackend, _detail, link_disagreement
+from npumon.daemon.sources.dcmi.client import DcmiHelper, Hello
+from npumon.daemon.sources.dcmi.readings import (
     hccs_bandwidth,
     hccs_ports,
     hccs_report,
     pcie_errors,
     sio_errors,
 )
+from npumon.daemon.sources.query import NpuSmi, Query
 from npumon.daemon.sources.wrapper import SourceRun
 from tests.daemon.sources.fake_runner import NPU_SMI, TABLE, Clock, FakeRunner
 from tests.daemon.sources.test_dcmi_backend_choice import ANSWERS, CHIPS, StubHelper
@@ -111,21 +114,21 @@ def test_no_value_no_model() -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "parsed"),
+    ("asked", "served"),
     [
-        (("-t", "hccs", "-i", "3", "-c", "1"), ("hccs", 3, 1)),
-        (("-t", "hccs-bw", "-i", "3", "-c", "0"), ("hccs-bw", 3, 0)),
-        (("-t", "hccs-bw", "-i", "3", "-c", "0", "-time", "200"), ("hccs-bw", 3, 0)),
-        (("-t", "hccs-bw", "-i", "3", "-c", "0", "-time", "5"), None),  # not DCMI's window
-        (("-t", "hccs", "-i", "3"), None),  # npu-smi's -t hccs needs -c
-        (("-t", "pcie-err", "-i", "3"), ("pcie-err", 3, None)),
-        (("-t", "sio-info", "-i", "3", "-c", "1"), ("sio-info", 3, 1)),
-        (("-t", "usages", "-i", "3", "-c", "1"), None),
-        (("-t", "pcie-err", "-i", "x"), None),
+        (query.hccs(3, 1), ("hccs", 3, 1)),
+        (query.hccs_bandwidth(3, 0), ("hccs-bw", 3, 0)),
+        (query.hccs(3, 0, by_npu=True), None),  # the 950's: asked of the NPU, npu-smi serves
+        (query.health_of(3, 0, by_npu=True), None),
+        (query.pcie_errors(3, 0, by_npu=True), ("pcie-err", 3, None)),
+        (query.sio_errors(3, 1), ("sio-info", 3, 1)),
+        (query.usages(3), ("usages", 3, None)),
+        (Query("usages", UsagesReport, 3, 1), None),  # usages are an NPU's
+        (query.board_of(3), None),  # no DCMI answer: npu-smi's
     ],
 )
-def test_which_queries_dcmi_answers(args: tuple[str, ...], parsed: object) -> None:
-    assert _detail(args) == parsed
+def test_which_queries_dcmi_answers(asked: Query[Any], served: object) -> None:
+    assert _detail(asked) == served
 
 
 def _hccs_text(report: HccsReport) -> str:
@@ -159,7 +162,7 @@ def _hccs_text(report: HccsReport) -> str:
 HCCS_ARGS = ("-t", "hccs", "-i", "0", "-c", "0")
 
 
-def _smi(npu_smi_hccs: str) -> tuple[DcmiSmi, StubHelper, FakeRunner, Clock]:
+def _smi(npu_smi_hccs: str) -> tuple[DcmiBackend, StubHelper, FakeRunner, Clock]:
     helper, clock = StubHelper(), Clock()
     runner = FakeRunner({"info": TABLE, "info " + " ".join(HCCS_ARGS): npu_smi_hccs})
     answers: dict[str, Any] = {
@@ -170,16 +173,14 @@ def _smi(npu_smi_hccs: str) -> tuple[DcmiSmi, StubHelper, FakeRunner, Clock]:
     }
     ANSWERS.update(answers)
     helper.codes["sio"] = -8255
-    smi = DcmiSmi(
-        ["npu-smi"],
-        5.0,
-        runner,
+    smi = DcmiBackend(
+        NpuSmi(["npu-smi"], 5.0, runner),
         mode="auto",
         helper=cast(DcmiHelper, helper),
         proc_root=Path("/nonexistent"),
         monotonic=clock,
     )
-    smi.query(SourceRun(), lambda text: text)  # the table's cross-check
+    smi.ask(SourceRun(), query.info())  # the table's cross-check
     return smi, helper, runner, clock
 
 
@@ -191,8 +192,8 @@ def _stub_answers() -> Any:
     ANSWERS.update(saved)
 
 
-def _hccs(smi: DcmiSmi, run: SourceRun | None = None) -> HccsReport:
-    return smi.query(run or SourceRun(), interconnect.parse_hccs, *HCCS_ARGS)
+def _hccs(smi: DcmiBackend, run: SourceRun | None = None) -> HccsReport:
+    return smi.ask(run or SourceRun(), query.hccs(0, 0))
 
 
 def test_hccs_is_checked_once_per_table_check_then_dcmis() -> None:
@@ -204,7 +205,7 @@ def test_hccs_is_checked_once_per_table_check_then_dcmis() -> None:
     assert _hccs(smi) == dcmi
     assert runner.calls.count("info " + " ".join(HCCS_ARGS)) == 1  # the check, once
     clock.now += 3600
-    smi.query(SourceRun(), lambda text: text)  # the next table cross-check
+    smi.ask(SourceRun(), query.info())  # the next table cross-check
     _hccs(smi)
     assert runner.calls.count("info " + " ".join(HCCS_ARGS)) == 2
 
@@ -220,7 +221,7 @@ def test_a_link_disagreement_has_npu_smi_serve_until_the_next_check() -> None:
     asked = len(helper.requests)
     assert _hccs(smi) == served and len(helper.requests) == asked  # npu-smi's, DCMI not asked
     clock.now += 3600
-    smi.query(SourceRun(), lambda text: text)
+    smi.ask(SourceRun(), query.info())
     _hccs(smi)
     assert len(helper.requests) > asked + 1  # checked again after the hour
 
@@ -230,13 +231,12 @@ def test_pcie_from_dcmi_and_sio_from_npu_smi_where_dcmi_says_8255() -> None:
     here says "not supported": DCMI's is served unchecked); SIO from npu-smi."""
     smi, helper, runner, clock = _smi("")
     for _ in range(2):
-        pcie = smi.query(SourceRun(), interconnect.parse_pcie_err, "-t", "pcie-err", "-i", "0")
+        pcie = smi.ask(SourceRun(), query.pcie_errors(0, 0, by_npu=True))
         assert dict(pcie.counts)["retry"] == 2
     assert runner.calls.count("info -t pcie-err -i 0") == 1
-    sio_args = ("-t", "sio-info", "-i", "0")
     for _ in range(2):
         with pytest.raises(Exception, match="not support"):
-            smi.query(SourceRun(), interconnect.parse_sio, *sio_args)
+            smi.ask(SourceRun(), query.sio_errors(0, 0, by_npu=True))
     assert runner.calls.count("info -t sio-info -i 0") == 2
     assert sum(1 for r in helper.requests for c in r if c[0] == "sio") == 1  # cached an hour
 
@@ -285,12 +285,12 @@ def test_a3_pcie_errors_through_dcmi_only_on_the_a_x_board(
     )
     smi, helper, runner, _ = _smi("")
     ANSWERS["mainboard"] = board
-    args = ("-t", "pcie-err", "-i", "0")
+    asked_of = query.pcie_errors(0, 0, by_npu=True)
     if through_dcmi:
-        pcie = smi.query(SourceRun(), interconnect.parse_pcie_err, *args)
+        pcie = smi.ask(SourceRun(), asked_of)
         assert dict(pcie.counts)["retry"] == 2
     else:
         with pytest.raises(Exception, match="not support"):
-            smi.query(SourceRun(), interconnect.parse_pcie_err, *args)
+            smi.ask(SourceRun(), asked_of)
     asked = [c[0] for r in helper.requests for c in r if c[0] in ("mainboard", "pcie_errors")]
     assert asked == (["mainboard", "pcie_errors"] if through_dcmi else ["mainboard"])

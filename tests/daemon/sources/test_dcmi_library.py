@@ -7,15 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from npumon.daemon.sources.dcmi_abi import FUNCTIONS
-from npumon.daemon.sources.dcmi_client import helper_environment
-from npumon.daemon.sources.dcmi_library import (
+from npumon.daemon.sources.dcmi.child.abi import FUNCTIONS, load
+from npumon.daemon.sources.dcmi.client import helper_environment
+from npumon.daemon.sources.dcmi.library import (
     LibraryRefused,
     TrustPolicy,
     candidates,
     check_library,
     find_library,
-    load,
 )
 from tests.helpers.fake_dcmi import build_fake_dcmi, exported
 

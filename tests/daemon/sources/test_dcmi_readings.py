@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from npumon.daemon.model.npu_smi import (
+from npumon.daemon.model.chips import (
     ChipCommon,
     ChipUsage,
     CommonReport,
@@ -16,9 +16,9 @@ from npumon.daemon.model.npu_smi import (
     TableChip,
     UsagesReport,
 )
-from npumon.daemon.sources.dcmi import detail_disagreement, disagreements
-from npumon.daemon.sources.dcmi_client import DcmiChip
-from npumon.daemon.sources.dcmi_readings import (
+from npumon.daemon.sources.dcmi.backend import detail_disagreement, disagreements
+from npumon.daemon.sources.dcmi.client import DcmiChip
+from npumon.daemon.sources.dcmi.readings import (
     COMMON_CALLS,
     TABLE_CALLS,
     USAGES_CALLS,

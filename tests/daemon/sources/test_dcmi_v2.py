@@ -1,5 +1,5 @@
 """A 950 through DCMI v2: the real helper over the gcc-built fake (board 950: dcmi_init -8255,
-dcmiv2_init 0) behind DcmiSmi, each NPU ID one chip addressed by its logic id. npu-smi's table
+dcmiv2_init 0) behind DcmiBackend, each NPU ID one chip addressed by its logic id. npu-smi's table
 of the cross-check is a captured two-NPU table the fake's values match; its detail answers
 are "not supported", so DCMI's are served unchecked."""
 
@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from npumon.daemon.parsers import detail, health
 from npumon.daemon.runner import ProcessGroups
-from npumon.daemon.sources.dcmi import DcmiSmi
-from npumon.daemon.sources.dcmi_client import DcmiHelper
+from npumon.daemon.sources import query
+from npumon.daemon.sources.dcmi.backend import DcmiBackend
+from npumon.daemon.sources.dcmi.client import DcmiHelper
+from npumon.daemon.sources.query import NpuSmi
 from npumon.daemon.sources.wrapper import SourceRun
 from tests.daemon.sources.fake_runner import TABLE, Clock, FakeRunner
 from tests.helpers.fake_dcmi import STATE_ENV, build_fake_dcmi
@@ -46,16 +47,20 @@ def test_a_950_is_served_through_dcmiv2(tmp_path: Path) -> None:
         groups=ProcessGroups(),
     )
     runner = FakeRunner({"info": TABLE})
-    smi = DcmiSmi(
-        ["npu-smi"], 10.0, runner, mode="auto", helper=helper, proc_root=tmp_path, monotonic=clock
+    smi = DcmiBackend(
+        NpuSmi(["npu-smi"], 10.0, runner),
+        mode="auto",
+        helper=helper,
+        proc_root=tmp_path,
+        monotonic=clock,
     )
     try:
-        table = smi.query(SourceRun(), lambda text: text)  # the cross-check: it passes
+        table = smi.ask(SourceRun(), query.info())  # the cross-check: it passes
         assert smi.backend is not None and smi.backend.backend == "dcmi"
         assert helper.hello().interface == 2
         assert [(c.npu, c.chip, c.power_watts) for c in table.chips] == [(0, 0, 78.2), (1, 0, 77.9)]
         assert table.chips[0].memory_total_bytes == 0  # DDR is never read on a 950
-        usages = smi.query(SourceRun(), detail.parse_usages, "-t", "usages", "-i", "0")
+        usages = smi.ask(SourceRun(), query.usages(0))
         usage = usages.chips[0]
         assert (usage.aicube_ratio, usage.aivector_ratio, usage.npu_util_ratio) == (
             0.28,
@@ -63,12 +68,12 @@ def test_a_950_is_served_through_dcmiv2(tmp_path: Path) -> None:
             0.33,
         )
         assert usage.hbm_bandwidth_ratio == 0.12
-        common = smi.query(SourceRun(), detail.parse_common, "-t", "common", "-i", "0")
+        common = smi.ask(SourceRun(), query.common(0))
         assert (common.chips[0].aicore_rated_hertz, common.chips[0].aicore_count) == (1.65e9, 32)
-        ecc = smi.query(SourceRun(), detail.parse_ecc, "-t", "ecc", "-i", "0")
+        ecc = smi.ask(SourceRun(), query.ecc(0))
         assert ecc.chips[0].hbm_single_bit_aggregate_total == 2
         assert ecc.chips[0].ddr_single_bit_errors is None
-        report = smi.query(SourceRun(), health.parse_health, "-t", "health", "-i", "1", "-c", "0")
+        report = smi.ask(SourceRun(), query.health_of(1, 0))
         assert report.error_codes == ("80E01801",)
     finally:
         helper.close()

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from npumon.daemon.model.npu_smi import NpuSmiResults
+from npumon.daemon.model.chips import ChipResults
 from npumon.daemon.runner import CommandResult
 from npumon.daemon.store import SnapshotStore
 from npumon.exporters.builtin import SOURCES
@@ -233,7 +233,7 @@ def test_an_aborted_pass_serves_nothing_older_than_itself() -> None:
     answers.update({f"info -t usages -i {n}": USAGES for n in range(8)})
     answers.update({f"info -t health -i {n} -c 0": HEALTH_OK for n in range(8)})
     runner = Hangs(answers, clock, "no call hangs yet")
-    published: list[NpuSmiResults] = []
+    published: list[ChipResults] = []
     polls, store = sources(runner, clock, published)
     polls.poll_table()
     polls.poll_detail()

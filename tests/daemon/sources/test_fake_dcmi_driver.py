@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from npumon.daemon.sources.dcmi_abi import EccBuffer, MemoryInfoV3, MultiUtilizationInfo
+from npumon.daemon.sources.dcmi.child.abi import EccBuffer, MemoryInfoV3, MultiUtilizationInfo
 from tests.helpers.fake_dcmi import STATE_ENV, build_fake_dcmi
 from tests.support import FIXTURES
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from npumon.daemon.config import Config
+from npumon.daemon.model.chips import ChipResults
 from npumon.daemon.model.network import HccnResults, NetAddress
-from npumon.daemon.model.npu_smi import NpuSmiResults
 from npumon.daemon.model.snapshot import SourceStatus
 from npumon.daemon.parsers.mapping import parse_mapping
 from npumon.daemon.parsers.table import parse_info
@@ -59,8 +59,8 @@ def hccn_sources(
     runner: HccnRunner, clock: Clock, chips: list[NicChip]
 ) -> tuple[HccnSources, SnapshotStore, list[HccnResults]]:
     store = SnapshotStore(Config().throttle, clock=clock)
-    store.publish_npu_smi(
-        NpuSmiResults(table=parse_info(TABLE)), SourceStatus("npu_smi_table", True, 0.1, 1.0, 0)
+    store.publish_chips(
+        ChipResults(table=parse_info(TABLE)), SourceStatus("npu_smi_table", True, 0.1, 1.0, 0)
     )
     published: list[HccnResults] = []
 
@@ -204,9 +204,9 @@ def test_950_ports_come_from_dev_info_and_are_asked_in_the_per_port_form() -> No
 
 def test_nic_chips_use_the_physical_id_module() -> None:
     mapping = parse_mapping((FIXTURES / "npu-smi" / "info_m_910b_8npu_with_mcu.txt").read_text())
-    results = NpuSmiResults(table=parse_info(TABLE), mapping=mapping)
+    results = ChipResults(table=parse_info(TABLE), mapping=mapping)
     assert nic_chips(results) == [NicChip(0, 0, 0, False), NicChip(1, 0, 1, False)]
-    assert nic_chips(NpuSmiResults()) == []
+    assert nic_chips(ChipResults()) == []
 
 
 def test_a_chip_the_identity_job_has_not_read_asks_for_an_identity_run() -> None:
@@ -230,6 +230,6 @@ def test_nic_chips_tell_the_950_by_the_table_layout_not_the_chip_name() -> None:
     """The manual's 950 table names its chip `xxx`; the NPU-ID-only layout says 950, and a
     chip name containing "950" in an older layout does not."""
     table = parse_info((FIXTURES / "npu-smi" / "info_950_1npu_doc.txt").read_text())
-    assert nic_chips(NpuSmiResults(table=table)) == [NicChip(0, 0, 0, per_port=True)]
+    assert nic_chips(ChipResults(table=table)) == [NicChip(0, 0, 0, per_port=True)]
     renamed = parse_info(TABLE.replace("910B4-1", "950B4-1"))
-    assert all(not c.per_port for c in nic_chips(NpuSmiResults(table=renamed)))
+    assert all(not c.per_port for c in nic_chips(ChipResults(table=renamed)))

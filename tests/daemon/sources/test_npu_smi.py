@@ -10,11 +10,11 @@ import pytest
 
 from npumon.daemon import store as store_module
 from npumon.daemon.config import Config
-from npumon.daemon.model.npu_smi import NpuSmiResults
+from npumon.daemon.model.chips import ChipResults
 from npumon.daemon.model.reading import read_chips
 from npumon.daemon.model.snapshot import SourceStatus
 from npumon.daemon.runner import CommandResult
-from npumon.daemon.sources.npu_smi import NpuSmi, NpuSmiSources
+from npumon.daemon.sources.chips import ChipSources, NpuSmi
 from npumon.daemon.store import SnapshotStore
 from npumon.exporters.chip_health import IDENTITY
 from npumon.exporters.spec import write
@@ -119,9 +119,7 @@ def test_an_unexpected_exception_is_contained_and_counted() -> None:
         raise RuntimeError("boom")
 
     store = SnapshotStore(Config().throttle)
-    polls = NpuSmiSources(
-        NpuSmi(["npu-smi"], 5.0, broken), store.publish_npu_smi, health_interval=60
-    )
+    polls = ChipSources(NpuSmi(["npu-smi"], 5.0, broken), store.publish_chips, health_interval=60)
     polls.poll_table()
     assert status(store, "npu_smi_table") == (False, {"exception": 1})
 
@@ -197,11 +195,11 @@ def test_each_source_run_publishes_and_merges_once(monkeypatch: pytest.MonkeyPat
     store = SnapshotStore(Config().throttle, clock=clock)
     published: list[str] = []
 
-    def publish(results: NpuSmiResults, status: SourceStatus) -> None:
+    def publish(results: ChipResults, status: SourceStatus) -> None:
         published.append(status.source)
-        store.publish_npu_smi(results, status)
+        store.publish_chips(results, status)
 
-    polls = NpuSmiSources(
+    polls = ChipSources(
         NpuSmi(["npu-smi"], 5.0, runner), publish, health_interval=60, clock=clock, monotonic=clock
     )
     polls.poll_all()  # table, identity, detail, health: 2 NPUs, many calls per tier

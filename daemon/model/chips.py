@@ -233,7 +233,7 @@ class ChipDcmi:
 
 # ---------------------------------------------------------------- what the npu-smi sources hold
 @dataclass(frozen=True, slots=True)
-class NpuSmiResults:
+class ChipResults:
     """The latest result of every npu-smi query, as the sources last published them.
 
     Keyed by (npu, chip), or by npu for card-level reports. The sources build new mappings on

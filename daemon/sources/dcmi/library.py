@@ -9,7 +9,6 @@ process only: one dlopen, then one dlsym per function, a missing symbol leaving 
 
 from __future__ import annotations
 
-import ctypes
 import os
 import stat
 from collections.abc import Callable, Mapping
@@ -17,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from npumon.daemon.runner import run_command
-from npumon.daemon.sources.dcmi_abi import FUNCTIONS
 from npumon.daemon.sources.wrapper import SourceFailure
 
 LIBRARY_NAME = "libdcmi.so"
@@ -117,23 +115,3 @@ def find_library(
         f"no {LIBRARY_NAME} in LD_LIBRARY_PATH, "
         f"{', '.join(map(str, DRIVER_DIRECTORIES))} or the ldconfig cache; set dcmi.library",
     )
-
-
-def load(path: Path) -> tuple[dict[str, Callable[..., int]], tuple[str, ...]]:
-    """dlopen the library; each function of dcmi_abi.FUNCTIONS resolved on its own.
-
-    Returns the functions found and the names missing. OSError when dlopen fails.
-    """
-    library = ctypes.CDLL(str(path), mode=os.RTLD_LAZY | os.RTLD_GLOBAL)
-    found: dict[str, Callable[..., int]] = {}
-    missing = []
-    for name, argtypes in FUNCTIONS.items():
-        try:
-            function = getattr(library, name)
-        except AttributeError:
-            missing.append(name)
-            continue
-        function.argtypes = argtypes
-        function.restype = ctypes.c_int
-        found[name] = function
-    return found, tuple(missing)

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-# query -> DCMI request name (dcmi_helper.CALLS) -> the fields of the query's per-chip model it
+# query -> DCMI request name (child.helper.CALLS) -> the fields of the query's per-chip model it
 # fills (TableChip, ChipUsage, ChipCommon, ChipEcc, HealthReport, MemoryReport, and the
 # interconnect reports, which one function set fills whole); a test checks every field a
 # function changes is listed here

@@ -1,37 +1,38 @@
-"""npu-smi polling tiers: table (fast), per-NPU detail, health/ECC/memory, identity (slow).
+"""The chip polling tiers: table (fast), per-NPU detail, health/ECC/memory, identity (slow).
 
-Each tier keeps its own last results and publishes all tiers' latest once per run.
+Each tier asks its backend (npu-smi, or DCMI with npu-smi behind it) for query values, keeps its
+own last results and publishes all tiers' latest once per run. The sources keep npu-smi's names
+(`npumon_source_up{source="npu_smi_table"}`, ...) whichever backend serves them.
 """
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
 from npumon.daemon.containers import ContainerResolver
-from npumon.daemon.model.network import ChipInterconnect
-from npumon.daemon.model.npu_smi import (
+from npumon.daemon.model.chips import (
     BoardReport,
     ChipCommon,
     ChipDcmi,
     ChipEcc,
     ChipMapping,
+    ChipResults,
     ChipUsage,
     HealthReport,
     InfoTable,
     MemoryReport,
-    NpuSmiResults,
 )
+from npumon.daemon.model.network import ChipInterconnect
 from npumon.daemon.model.snapshot import ChipId, SourceStatus
-from npumon.daemon.parsers import board, detail, health, mapping, table
+from npumon.daemon.sources import query
 from npumon.daemon.sources.interconnect import poll_interconnect
-from npumon.daemon.sources.query import NpuSmi, Runner, Unsupported
+from npumon.daemon.sources.query import ChipBackend, NpuSmi, Query, Runner, Unsupported
 from npumon.daemon.sources.wrapper import SourceFailure, SourceRun, SourceTracker
 
-__all__ = ["SOURCES", "NpuSmi", "NpuSmiSources", "Publish", "Runner"]
+__all__ = ["SOURCES", "ChipBackend", "ChipSources", "NpuSmi", "Publish", "Runner"]
 
 T = TypeVar("T")
 SOURCES = ("npu_smi_table", "npu_smi_detail", "npu_smi_health", "npu_smi_identity")
@@ -45,18 +46,16 @@ def _npus(table_result: InfoTable | None) -> list[int]:
     return sorted({npu for npu, _ in _chips(table_result)})
 
 
-def _where(table_result: InfoTable | None, npu: int, chip: int) -> tuple[str, ...]:
-    """`-i N -c M`, or `-i N` alone where npu-smi refuses `-c` (the 950's, one chip per NPU)."""
-    if table_result is not None and table_result.one_chip_npus:
-        return ("-i", str(npu))
-    return ("-i", str(npu), "-c", str(chip))
+def _by_npu(table_result: InfoTable | None) -> bool:
+    """Whether chips are asked through their NPU alone: the 950's npu-smi refuses `-c`."""
+    return table_result is not None and table_result.one_chip_npus
 
 
-Publish = Callable[[NpuSmiResults, SourceStatus], None]
+Publish = Callable[[ChipResults, SourceStatus], None]
 
 
-class NpuSmiSources:
-    """The four npu-smi sources; each method is one scheduler job (never run concurrently).
+class ChipSources:
+    """The four chip sources; each method is one scheduler job (never run concurrently).
 
     Each tier writes only its own attributes; ``_publish`` hands all of them, with the run's
     status, to the store in one call. ``identity_due`` asks for an identity run now (the
@@ -65,19 +64,19 @@ class NpuSmiSources:
 
     def __init__(
         self,
-        npu_smi: NpuSmi,
+        backend: ChipBackend,
         publish: Publish,
         *,
         health_interval: float,
         retry_unsupported_after: float = 3600.0,
         containers: ContainerResolver | None = None,
         identity_due: Callable[[], None] = lambda: None,
-        initial: NpuSmiResults | None = None,
+        initial: ChipResults | None = None,
         busy: dict[str, threading.Lock] | None = None,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._smi = npu_smi
+        self._backend = backend
         self._publish_results = publish
         self._health_interval = health_interval
         self._monotonic = monotonic
@@ -91,7 +90,7 @@ class NpuSmiSources:
         self._publish_lock = threading.Lock()
         self.trackers = {name: SourceTracker(name, clock, monotonic) for name in SOURCES}
         # the last results, each written only by its own tier (a reload starts from the old ones)
-        start = initial or NpuSmiResults()
+        start = initial or ChipResults()
         self._table: InfoTable | None = start.table
         self._usage: dict[ChipId, ChipUsage] = dict(start.usage)
         self._common: dict[ChipId, ChipCommon] = dict(start.common)
@@ -134,9 +133,9 @@ class NpuSmiSources:
         self.poll_detail()
         self.poll_health()
 
-    def _ask(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T | None:
+    def _ask(self, run: SourceRun, asked: Query[T]) -> T | None:
         """One optional query of a multi-call source, skipped while known to be unsupported."""
-        return self._unsupported.attempt(run, lambda: self._smi.query(run, parse, *args), *args)
+        return self._unsupported.attempt(run, lambda: self._backend.ask(run, asked), asked)
 
     def _run(self, name: str, body: Callable[[SourceRun], None]) -> None:
         # At most one call of a kind in flight: a run that finds its source busy is skipped.
@@ -149,9 +148,9 @@ class NpuSmiSources:
         finally:
             lock.release()
 
-    def results(self) -> NpuSmiResults:
+    def results(self) -> ChipResults:
         """Every tier's latest result, as the next publish would send them."""
-        return NpuSmiResults(
+        return ChipResults(
             table=self._table,
             usage=self._usage,
             common=self._common,
@@ -173,7 +172,7 @@ class NpuSmiSources:
 
     def _poll_table(self, run: SourceRun) -> None:
         try:
-            result = self._smi.query(run, table.parse_info)
+            result = self._backend.ask(run, query.info())
             if result.cut_short is not None:
                 raise SourceFailure(
                     "truncated",
@@ -224,9 +223,9 @@ class NpuSmiSources:
         commons: dict[ChipId, ChipCommon] = {}
         try:
             for npu in _npus(self._table):
-                usage = self._ask(run, detail.parse_usages, "-t", "usages", "-i", str(npu))
+                usage = self._ask(run, query.usages(npu))
                 usages.update({(npu, u.chip): u for u in usage.chips} if usage else {})
-                common = self._ask(run, detail.parse_common, "-t", "common", "-i", str(npu))
+                common = self._ask(run, query.common(npu))
                 commons.update({(npu, c.chip): c for c in common.chips} if common else {})
         finally:  # an aborted pass keeps what it read, and nothing older
             self._usage, self._common = usages, commons
@@ -245,8 +244,7 @@ class NpuSmiSources:
         reports = {chip: r for chip, r in self._health.items() if chip in kept}
         try:
             for npu, chip in due:
-                where = _where(current, npu, chip)
-                report = self._ask(run, health.parse_health, "-t", "health", *where)
+                report = self._ask(run, query.health_of(npu, chip, by_npu=_by_npu(current)))
                 if report is not None:
                     reports[(npu, chip)] = report
         except SourceFailure:
@@ -258,7 +256,7 @@ class NpuSmiSources:
         if full:
             self._last_full_health = now
             # first: a timeout below ends the pass, and DCMI's own failures never raise
-            self._dcmi = self._smi.dcmi_only(run, _chips(current))
+            self._dcmi = self._dcmi_only(run, _chips(current))
             try:
                 self._ecc_and_memory(run, _chips(current))
             except SourceFailure:
@@ -266,11 +264,17 @@ class NpuSmiSources:
                 raise
             self._links(run, _chips(current))
 
+    def _dcmi_only(self, run: SourceRun, chips: list[ChipId]) -> dict[ChipId, ChipDcmi]:
+        """What only DCMI gives, where the backend has it (its own failures never raise)."""
+        if not self._backend.offers("dcmi"):
+            return {}
+        found = {key: self._backend.ask(run, query.dcmi_only(*key)) for key in chips}
+        return {key: reading for key, reading in found.items() if reading != ChipDcmi()}
+
     def _links(self, run: SourceRun, chips: list[ChipId]) -> None:
         links: dict[ChipId, ChipInterconnect] = {}
         try:
-            one_chip = self._table is not None and self._table.one_chip_npus
-            poll_interconnect(self._ask, run, chips, links, chip_option=not one_chip)
+            poll_interconnect(self._ask, run, chips, links, chip_option=not _by_npu(self._table))
         finally:  # an aborted pass keeps what it read, and nothing older
             self._interconnect = links
 
@@ -279,12 +283,11 @@ class NpuSmiSources:
         memories: dict[ChipId, MemoryReport] = {}
         try:
             for npu in sorted({n for n, _ in chips}):
-                ecc = self._ask(run, detail.parse_ecc, "-t", "ecc", "-i", str(npu))
+                ecc = self._ask(run, query.ecc(npu))
                 eccs.update({(npu, e.chip): e for e in ecc.chips} if ecc else {})
             for npu, chip in chips:
-                parse = functools.partial(detail.parse_memory, npu=npu, chip=chip)
-                where = _where(self._table, npu, chip)
-                memory = self._ask(run, parse, "-t", "memory", *where)
+                asked = query.memory_of(npu, chip, by_npu=_by_npu(self._table))
+                memory = self._ask(run, asked)
                 if memory is not None:
                     memories[(npu, chip)] = memory
         finally:
@@ -300,25 +303,23 @@ class NpuSmiSources:
         if self._mapping_before_table:
             self._mapping_before_table = False
         else:
-            chip_map = self._ask(run, mapping.parse_mapping, "-m")
+            chip_map = self._ask(run, query.chip_map())
             self._mapping = chip_map or self._mapping
             self._mapping_before_table = chip_map is not None and not chips
         cards = dict(self._card_board)
         per_chip = dict(self._chip_board)
         try:
             for npu in sorted({n for n, _ in chips}):
-                card = self._ask(run, board.parse_board, "-t", "board", "-i", str(npu))
+                card = self._ask(run, query.board_of(npu))
                 if card is not None:
                     cards[npu] = card
             for npu, chip in chips:
-                if self._table is not None and self._table.one_chip_npus:
+                if _by_npu(self._table):
                     # no `-c` there: the card-level report is the one chip's
                     if npu in cards:
                         per_chip[(npu, chip)] = cards[npu]
                     continue
-                found = self._ask(
-                    run, board.parse_board, "-t", "board", "-i", str(npu), "-c", str(chip)
-                )
+                found = self._ask(run, query.board_of(npu, chip))
                 if found is not None:
                     per_chip[(npu, chip)] = found
             self._identity_npus = {n for n, _ in chips}

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsLink, HccsReport
-from npumon.daemon.model.npu_smi import (
+from npumon.daemon.model.chips import (
     ChipCommon,
     ChipDcmi,
     ChipEcc,
@@ -22,8 +21,10 @@ from npumon.daemon.model.npu_smi import (
     TableChip,
     TableProcess,
 )
+from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsLink, HccsReport
 from npumon.daemon.parsers.interconnect import GB, GBIT, HCCS_LAST_PORT, SIO_DIRECTIONS
-from npumon.daemon.sources.dcmi_client import Call, DcmiChip
+from npumon.daemon.sources.dcmi.client import Call, DcmiChip
+from npumon.daemon.sources.query import HCCS_WINDOW_MS
 
 MIB = 1024 * 1024
 NOT_SUPPORTED = -8255
@@ -85,7 +86,6 @@ DCMI_ONLY_CALLS: tuple[tuple[str, int], ...] = (
 )
 # the interconnect queries, each the calls npu-smi's own source makes for it; the board's id
 # tells where the HCCS ports start (npu-smi's get_env_offset_info)
-HCCS_WINDOW_MS = 200  # npu-exporter's -hccsBWProfilingTime default
 HCCS_CALLS: tuple[tuple[str, int], ...] = (("mainboard", 0), ("hccs", 0))
 HCCS_BW_CALLS: tuple[tuple[str, int], ...] = (("mainboard", 0), ("hccs_bw", HCCS_WINDOW_MS))
 PCIE_ERROR_CALLS: tuple[tuple[str, int], ...] = (("pcie_errors", 0),)

@@ -7,6 +7,8 @@ order and C types unchanged, never packed; a test compares every size and offset
 from __future__ import annotations
 
 import ctypes
+import os
+from collections.abc import Callable
 from ctypes import (
     POINTER,
     c_char,
@@ -20,6 +22,7 @@ from ctypes import (
     c_ushort,
     c_void_p,
 )
+from pathlib import Path
 
 MAX_CHIP_NAME_LEN = 32
 MAX_CARDS = 64
@@ -389,3 +392,23 @@ V2_OF: dict[str, str | None] = {
     "dcmi_get_mainboard_id": "dcmiv2_get_mainboard_id",
     "dcmi_get_hccs_link_bandwidth_info": None,
 }
+
+
+def load(path: Path) -> tuple[dict[str, Callable[..., int]], tuple[str, ...]]:
+    """dlopen the library; each function of FUNCTIONS resolved on its own.
+
+    Returns the functions found and the names missing. OSError when dlopen fails.
+    """
+    library = ctypes.CDLL(str(path), mode=os.RTLD_LAZY | os.RTLD_GLOBAL)
+    found: dict[str, Callable[..., int]] = {}
+    missing = []
+    for name, argtypes in FUNCTIONS.items():
+        try:
+            function = getattr(library, name)
+        except AttributeError:
+            missing.append(name)
+            continue
+        function.argtypes = argtypes
+        function.restype = ctypes.c_int
+        found[name] = function
+    return found, tuple(missing)

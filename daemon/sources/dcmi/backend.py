@@ -1,16 +1,18 @@
-"""npu-smi's per-chip queries through DCMI, with npu-smi as the fallback and the cross-check.
+"""The DCMI backend: the chip queries answered through the helper, npu-smi as the fallback and
+the cross-check.
 
-``DcmiSmi`` is an ``NpuSmi``: the tiers ask it as they ask npu-smi, and it answers `npu-smi info`
-and, once a cross-check has passed, `-t usages|common|ecc -i N`, `-t health|memory -i N -c M` and
-the interconnect's `-t hccs|hccs-bw|pcie-err|sio-info` from the DCMI helper when it can, else
-runs npu-smi; the first `-t hccs|hccs-bw` of a chip after each cross-check is compared with
-npu-smi's. At start and every hour one npu-smi table is
-read beside the DCMI one of the same moment; in `auto` a disagreement in the chips turns DCMI off
-until the next check, one beyond tolerance in a value has npu-smi serve until then (in `dcmi` it
-is logged and counted only). A function the library lacks or refuses (-8002) is refused per
-field: for an hour the npu-smi query being answered fills only the fields that function gives
-(`dcmi_fields.py`), the rest stays DCMI's. Every fallback is counted on the run as a refusal
-(`npumon_source_failures_total{reason="dcmi_..."}`), which does not mark the source down.
+``DcmiBackend`` answers a query value (``sources/query.py``) from ``DETAIL``: query -> (the
+library calls per chip, their conversion into the query's model report); the table (`info`)
+from ``TABLE_CALLS`` and, once a cross-check has passed, usages, common, ecc, health, memory and
+the interconnect queries; what it does not serve, the ``NpuSmi`` it owns answers. The first
+HCCS query of a chip after each cross-check is compared with npu-smi's. At start and every hour
+one npu-smi table is read beside the DCMI one of the same moment; in `auto` a disagreement in
+the chips turns DCMI off until the next check, one beyond tolerance in a value has npu-smi
+serve until then (in `dcmi` it is logged and counted only). A function the library lacks or
+refuses (-8002) is refused per field: for an hour npu-smi's answer to the query fills only the
+fields that function gives (`fields.py`), the rest stays DCMI's. Every fallback is counted on
+the run as a refusal (`npumon_source_failures_total{reason="dcmi_..."}`), which does not mark
+the source down.
 """
 
 from __future__ import annotations
@@ -20,10 +22,9 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar
 
-from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsReport
-from npumon.daemon.model.npu_smi import (
+from npumon.daemon.model.chips import (
     ChipDcmi,
     CommonReport,
     EccReport,
@@ -32,17 +33,18 @@ from npumon.daemon.model.npu_smi import (
     UsagesReport,
     code_value,
 )
+from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsReport
 from npumon.daemon.model.snapshot import BackendInfo
-from npumon.daemon.parsers import plausible, table
-from npumon.daemon.sources.dcmi_client import Call, DcmiChip, DcmiHelper, Hello, HelperFailure
-from npumon.daemon.sources.dcmi_fields import fields_of, merge
-from npumon.daemon.sources.dcmi_readings import (
+from npumon.daemon.parsers import plausible
+from npumon.daemon.sources.dcmi.client import Call, DcmiChip, DcmiHelper, Hello, HelperFailure
+from npumon.daemon.sources.dcmi.fields import fields_of, merge
+from npumon.daemon.sources.dcmi.library import ROOT_ONLY, LibraryRefused, TrustPolicy, find_library
+from npumon.daemon.sources.dcmi.readings import (
     COMMON_CALLS,
     DCMI_ONLY_CALLS,
     ECC_CALLS,
     HCCS_BW_CALLS,
     HCCS_CALLS,
-    HCCS_WINDOW_MS,
     HEALTH_CALLS,
     MEMORY_CALLS,
     PCIE_ERROR_CALLS,
@@ -66,11 +68,12 @@ from npumon.daemon.sources.dcmi_readings import (
     reads_pcie_errors,
     sio_errors,
 )
-from npumon.daemon.sources.query import ABORTS_A_PASS, NpuSmi, Runner
+from npumon.daemon.sources.query import ABORTS_A_PASS, NpuSmi, Query, info
 from npumon.daemon.sources.wrapper import SourceFailure, SourceRun
 
+__all__ = ["ROOT_ONLY", "DcmiBackend", "Mode", "TrustPolicy", "open_dcmi"]
 log = logging.getLogger(__name__)
-T = TypeVar("T")
+R = TypeVar("R")
 Mode = Literal["auto", "dcmi", "cli"]
 # the cross-check's tolerances: readings taken milliseconds apart, power and temperature move
 POWER_TOLERANCE_WATTS = 10.0
@@ -162,23 +165,23 @@ def _served(function: str, fields: Sequence[str]) -> str:
     return "the process list" if function == "processes" else "nothing: it has no such query"
 
 
-def _detail(args: Sequence[str]) -> tuple[str, int, int | None] | None:
-    """(query, NPU, chip) for `-t usages|common|ecc -i N`, `-t health|memory|hccs|hccs-bw -i N
-    -c M` and `-t pcie-err|sio-info -i N [-c M]`; `-t hccs-bw` samples DCMI's own window, the
-    one poll_interconnect asks npu-smi for with `-time`."""
-    if list(args[:2]) == ["-t", "hccs-bw"] and list(args[-2:]) == ["-time", str(HCCS_WINDOW_MS)]:
-        args = args[:-2]
-    if len(args) < 4 or args[0] != "-t" or args[1] not in DETAIL or args[2] != "-i":
+Detail = tuple[str, int, int | None]  # (query, NPU, chip), chip None: the NPU's
+
+
+def _detail(query: Query[Any]) -> Detail | None:
+    """(query, NPU, chip) of a query DCMI answers: usages, common and ecc of an NPU; health,
+    memory and the HCCS ones of a chip it addresses (not of one asked through its NPU, as on
+    the 950); PCIe and SIO errors of a chip or of a one-chip NPU (chip None). None: npu-smi
+    answers it."""
+    if query.what not in DETAIL or query.npu is None:
         return None
-    if not args[3].isdigit():
-        return None
-    kind = args[1]
-    with_chip = len(args) == 6 and args[4] == "-c" and args[5].isdigit()
-    if not with_chip and len(args) != 4:
-        return None
-    if with_chip != (kind in _PER_CHIP) and kind not in _EITHER:
-        return None
-    return kind, int(args[3]), int(args[5]) if with_chip else None
+    if query.what in _EITHER:
+        return query.what, query.npu, None if query.by_npu else query.chip
+    if query.what in _PER_CHIP:
+        if query.chip is None or query.by_npu:
+            return None
+        return query.what, query.npu, query.chip
+    return (query.what, query.npu, None) if query.chip is None else None
 
 
 def _counters_close(x: int | None, y: int | None) -> bool:
@@ -265,14 +268,40 @@ def detail_disagreement(dcmi: object, cli: object) -> str | None:
     return None
 
 
-class DcmiSmi(NpuSmi):
-    """npu-smi, with what DCMI can answer answered by the helper where the backend allows it."""
+def open_dcmi(
+    cli: NpuSmi,
+    *,
+    mode: Mode,
+    library: Path | None,
+    trust: TrustPolicy = ROOT_ONLY,
+    on_backend: Callable[[BackendInfo], None] = lambda info: None,
+    proc_root: Path = Path("/proc"),
+) -> DcmiBackend:
+    """The DCMI backend over ``cli``, its helper started on first use unless the mode is cli or
+    the library is refused (why is logged once and becomes npumon_backend_info's reason)."""
+    helper, refusal = None, None
+    if mode != "cli":
+        try:
+            helper = DcmiHelper(find_library(library, trust), cli.timeout)
+        except LibraryRefused as refused:
+            refusal = refused
+    return DcmiBackend(
+        cli,
+        mode=mode,
+        helper=helper,
+        no_helper=refusal,
+        on_backend=on_backend,
+        proc_root=proc_root,
+    )
+
+
+class DcmiBackend:
+    """The chip queries answered through the DCMI helper where the mode allows it, else by the
+    npu-smi backend it owns (``cli``), query by query."""
 
     def __init__(
         self,
-        command: Sequence[str],
-        timeout: float,
-        runner: Runner,
+        cli: NpuSmi,
         *,
         mode: Mode,
         helper: DcmiHelper | None,
@@ -283,7 +312,7 @@ class DcmiSmi(NpuSmi):
         retry_unsupported_after: float = 3600.0,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__(command, timeout, runner)
+        self.cli = cli
         self.mode: Mode = mode
         self.helper = helper if mode != "cli" else None
         self._on_backend = on_backend
@@ -297,63 +326,74 @@ class DcmiSmi(NpuSmi):
         self._checked_at = 0.0  # when the last table cross-check passed
         # (query, NPU, chip) -> (the table check after which its answers were compared, whether
         # they agreed): npu-smi serves the ones that did not until the next check
-        self._compared: dict[tuple[str, int, int | None], tuple[float | None, bool]] = {}
+        self._compared: dict[Detail, tuple[float | None, bool]] = {}
         self._unsupported: dict[Call, float] = {}
         # function (request name) -> until when npu-smi serves the fields it fills (missing, -8002)
         self._refused: dict[str, float] = {}
         self._versions: tuple[str | None, str | None] = (None, None)
         self._dcmi_reason = "configured" if mode == "dcmi" else "cross_check_passed"
+        # the run whose DCMI-only read failed: the rest of its chips are not asked
+        self._dcmi_only_failed: SourceRun | None = None
         self.backend: BackendInfo | None = None  # the one serving now, once it is known
         if self.helper is None:
             self._announce_no_helper(no_helper)
 
-    def query(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T:
-        helper, detail = self.helper, _detail(args)
-        served = None
-        if helper is not None and not args:
+    def close(self) -> None:
+        """Stop the helper, if there is one."""
+        if self.helper is not None:
+            self.helper.close()
+
+    def offers(self, what: str) -> bool:
+        return what in DETAIL or what in ("info", "dcmi") or self.cli.offers(what)
+
+    def ask(self, run: SourceRun, query: Query[R]) -> R:
+        helper = self.helper
+        if query.what == "dcmi":
+            return query.of(self._dcmi_only(run, query.npu, query.chip))
+        if helper is None:
+            return self.cli.ask(run, query)
+        if query.what == "info":
             served = self._answer(run, helper, self._table)
-        elif helper is not None and self._checked and detail is not None:
+            return self.cli.ask(run, query) if served is None else query.of(served)
+        detail = _detail(query)
+        if not self._checked or detail is None:
+            return self.cli.ask(run, query)
 
-            def read() -> object | None:
-                return self._answer(
-                    run, helper, lambda r, h, hello: self._report(r, h, hello, *detail)
-                )
+        def read() -> object | None:
+            return self._answer(run, helper, lambda r, h, hello: self._report(r, h, hello, *detail))
 
-            asked: list[object] = []
+        asked: list[R] = []
 
-            def cli() -> object:
-                """npu-smi's answer, run at most once for the merge and the check together."""
-                if not asked:
-                    asked.append(self._cli(run, parse, *args))
-                return asked[0]
+        def cli() -> R:
+            """npu-smi's answer, run at most once for the merge and the check together."""
+            if not asked:
+                asked.append(self.cli.ask(run, query))
+            return asked[0]
 
-            def filled() -> object | None:
-                found = read()
-                if found is None or detail[0] in INTERCONNECT:
-                    return found
-                return self._filled(detail[0], found, DETAIL[detail[0]][0], cli)
+        def filled() -> object | None:
+            found = read()
+            if found is None or detail[0] in INTERCONNECT:
+                return found
+            return self._filled(detail[0], found, DETAIL[detail[0]][0], cli)
 
-            return cast(T, self._detail_checked(run, detail, filled, cli))
-        if served is None:
-            return super().query(run, parse, *args)
-        return cast(T, served)  # the model type `parse` gives for these args
+        return query.of(self._detail_checked(run, detail, filled, cli))
 
-    def dcmi_only(
-        self, run: SourceRun, chips: Sequence[tuple[int, int]]
-    ) -> dict[tuple[int, int], ChipDcmi]:
-        """Voltage and PCIe bandwidth of ``chips``, once a cross-check has passed; one request
-        per chip (the PCIe call samples for its window: the table waits at most one chip's)."""
-        helper, found = self.helper, {}
+    def _dcmi_only(self, run: SourceRun, npu: int | None, chip: int | None) -> ChipDcmi:
+        """Voltage, PCIe bandwidth and vNPUs of one chip, once a cross-check has passed; after
+        a failure, nothing for the rest of the run's chips (the PCIe call samples for its
+        window: the health tier waits at most one chip's)."""
+        helper = self.helper
         if helper is None or not self._checked or self._monotonic() < self._off_until:
-            return {}
+            return ChipDcmi()
+        if self._dcmi_only_failed is run:
+            return ChipDcmi()
         try:
-            listed = {(c.card, c.device): c for c in helper.hello().chips}
-            for key in (k for k in chips if k in listed):
-                chip = listed[key]
-                reading = chip_dcmi(self._values(run, helper, [chip], DCMI_ONLY_CALLS)[chip])
-                if reading != ChipDcmi():
-                    found[key] = reading
+            found = [c for c in helper.hello().chips if (c.card, c.device) == (npu, chip)]
+            if not found:
+                return ChipDcmi()
+            return chip_dcmi(self._values(run, helper, found, DCMI_ONLY_CALLS)[found[0]])
         except (HelperFailure, DcmiRefusal) as failure:
+            self._dcmi_only_failed = run
             run.refused(
                 SourceFailure(
                     failure.reason,
@@ -363,12 +403,12 @@ class DcmiSmi(NpuSmi):
             )
             if isinstance(failure, DcmiRefusal) and failure.re_enumerate:
                 helper.restart(failure.message)
-        return found
+        return ChipDcmi()
 
     def _detail_checked(
         self,
         run: SourceRun,
-        detail: tuple[str, int, int | None],
+        detail: Detail,
         read: Callable[[], object | None],
         cli: Callable[[], object],
     ) -> object:
@@ -413,9 +453,6 @@ class DcmiSmi(NpuSmi):
         )
         return theirs
 
-    def _cli(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T:
-        return super().query(run, parse, *args)
-
     def _filled(
         self, kind: str, found: object, wanted: Sequence[tuple[str, int]], cli: Callable[[], object]
     ) -> object:
@@ -447,10 +484,10 @@ class DcmiSmi(NpuSmi):
             "info",
             self._read(run, helper, hello),
             TABLE_CALLS,
-            lambda: self._cli(run, table.parse_info),
+            lambda: self.cli.ask(run, info()),
         )
         self._announce(BackendInfo("dcmi", self._dcmi_reason))
-        return cast(InfoTable, found)
+        return info().of(found)
 
     def _values(
         self,
@@ -492,7 +529,8 @@ class DcmiSmi(NpuSmi):
             board = None
             if chips[0].model == "a3":
                 board = self._values(run, helper, chips, (("mainboard", 0),))[chips[0]]
-            if not reads_pcie_errors(chips[0], cast(int | None, (board or {}).get("mainboard"))):
+            mainboard = (board or {}).get("mainboard")
+            if not reads_pcie_errors(chips[0], mainboard if isinstance(mainboard, int) else None):
                 return None
         report = build(npu, chips, self._values(run, helper, chips, wanted, kind))
         if report is None:
@@ -503,14 +541,14 @@ class DcmiSmi(NpuSmi):
 
     def _cross_checked(self, run: SourceRun, helper: DcmiHelper, hello: Hello) -> InfoTable:
         """One npu-smi table beside the DCMI one; the table served is the one the result allows."""
-        cli = super().query(run, table.parse_info)  # a failure here fails the poll as today
+        cli = self.cli.ask(run, info())  # a failure here fails the poll as under cli
         self._versions = (cli.npu_smi_version, cli.version or hello.driver_version)
         try:
             found = self._read(run, helper, hello)
         except (HelperFailure, DcmiRefusal) as failure:
             self._fall_back(run, helper, failure)
             return cli
-        found = cast(InfoTable, self._filled("info", found, TABLE_CALLS, lambda: cli))
+        found = info().of(self._filled("info", found, TABLE_CALLS, lambda: cli))
         self._checked_at = self._monotonic()
         self._next_check = self._checked_at + self._interval
         self._checked = True

@@ -25,7 +25,7 @@ from npumon.daemon.runner import PROCESS_GROUPS, ProcessGroups, kill_group
 from npumon.daemon.sources.wrapper import SourceFailure
 
 log = logging.getLogger(__name__)
-HELPER_MODULE = "npumon.daemon.sources.dcmi_helper"
+HELPER_MODULE = "npumon.daemon.sources.dcmi.child"  # its __main__
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
 Call = tuple[str, int, int, int]  # (request name, card, device, argument)
 

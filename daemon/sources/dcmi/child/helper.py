@@ -1,4 +1,4 @@
-"""The DCMI helper process: `python -m npumon.daemon.sources.dcmi_helper LIBRARY`.
+"""The DCMI helper process: `python -m npumon.daemon.sources.dcmi.child LIBRARY`.
 
 It owns libdcmi: one thread, one dcmi_init, then one JSON request per line on stdin, each
 answered by one JSON line on stdout. The daemon kills it when an answer is late (a call stuck in
@@ -18,7 +18,7 @@ from ctypes import byref, c_int, c_uint
 from pathlib import Path
 from typing import IO, Any
 
-from npumon.daemon.sources.dcmi_abi import (
+from npumon.daemon.sources.dcmi.child.abi import (
     MAIN_HCCS,
     MAIN_PCIE,
     MAIN_SIO,
@@ -53,8 +53,8 @@ from npumon.daemon.sources.dcmi_abi import (
     SioCrcErrors,
     SocTotalResource,
     VdevQuery,
+    load,
 )
-from npumon.daemon.sources.dcmi_library import load
 
 MISSING_SYMBOL = -99998  # npu-exporter's code for a function the library lacks
 Functions = dict[str, Any]
@@ -75,10 +75,10 @@ def _fields(struct: Any, names: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _hbm(fn: Any, card: int, device: int, _: int) -> Answer:
+    """The whole struct (all scalars): a value taken from it needs no change here."""
     info = HbmInfo()
     rc = fn(card, device, byref(info))
-    names = ("memory_size", "memory_usage", "temp", "bandwith_util_rate")
-    return rc, _fields(info, names) if rc == 0 else None
+    return rc, _fields(info, tuple(name for name, _ in HbmInfo._fields_)) if rc == 0 else None
 
 
 def _multi_utilization(fn: Any, card: int, device: int, _: int) -> Answer:
@@ -403,7 +403,7 @@ def _own_stdout() -> IO[str]:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m npumon.daemon.sources.dcmi_helper LIBRARY", file=sys.stderr)
+        print("usage: python -m npumon.daemon.sources.dcmi.child LIBRARY", file=sys.stderr)
         return 2
     out = _own_stdout()
     try:
@@ -422,7 +422,3 @@ def main(argv: list[str]) -> int:
         ]
         _write(out, {"answers": answers})
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
