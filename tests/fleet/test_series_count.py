@@ -18,7 +18,6 @@ import re
 from types import ModuleType
 
 import pytest
-from prometheus_client import generate_latest
 
 from npumon.daemon.app import Agent
 from npumon.daemon.config import parse_config
@@ -53,7 +52,7 @@ def test_every_scenario_is_within_the_budget_and_documented() -> None:
         with bench.node(name) as config:
             agent = Agent(parse_config(config), runner=runner)
             agent.collect_once()
-            counted = bench.counted(generate_latest(agent.registry).decode())
+            counted = bench.counted(agent.collector.exposition(False).decode())
         measured[name] = {**counted, "budget": bench.budget(counted["chips"])}
         print(f"{name:10} {counted['chips']:3} chips: {counted['samples']:5} samples per scrape")
     assert set(measured) == {p.stem for p in (ROOT / "simulator" / "scenarios").glob("*.yaml")}
