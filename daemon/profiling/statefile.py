@@ -79,8 +79,7 @@ def bound_ingested(
         return ingested, None
     kept: dict[str, float] = {}
     total = 0
-    newest_first = sorted(sizes, reverse=True)
-    for index, (mtime, size, path) in enumerate(newest_first):
+    for mtime, size, path in sorted(sizes, reverse=True):
         if total + size > max_bytes:
             return kept, mtime  # the newest of those left out: sorted newest first
         kept[path] = mtime

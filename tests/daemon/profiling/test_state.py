@@ -12,8 +12,8 @@ import pytest
 from profiling_helpers import config_for, exposition, profiler_for, summary, value
 
 from npumon.daemon.model.profile import AnalysisReport, Thresholds
-from npumon.daemon.profiling.capture import CaptureOutcome
 from npumon.daemon.profiling import ingest
+from npumon.daemon.profiling.capture import CaptureOutcome
 from npumon.daemon.profiling.state import STATE_FILE, ProfileState
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "state"
