@@ -14,6 +14,7 @@ from npumon.daemon.config import Config
 from npumon.daemon.containers import ContainerResolver
 from npumon.daemon.faults import load_fault_table
 from npumon.daemon.model.snapshot import BackendInfo, SourceStatus
+from npumon.daemon.profiling.launch import analysis_unavailable
 from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.runner import run_command
 from npumon.daemon.schedule import Clock, Scheduler
@@ -29,7 +30,9 @@ log = logging.getLogger(__name__)
 Progress = Callable[[str, float], None]  # a collect step's name and the seconds it took
 Job = tuple[Callable[[], object], float, float]  # function, every, first run after start
 CAPTURE_TICK_SECONDS = 15.0
-PROFILING, BLOCKED = "profiling", "state_directory"  # npumon_source_*{source, reason}
+PROFILING = "profiling"  # npumon_source_*{source}
+# npumon_source_*{source="profiling", reason}: why profiling is off while the config asks for it
+BLOCKED, NO_PANDAS = "state_directory", "pandas_missing"
 
 
 class Agent:
@@ -100,12 +103,20 @@ class Agent:
             clock=clock,
         )
         self.profiler: Profiler | None = None
-        if config.profiling.active() and blocked is None:
+        # pandas missing: no capture is taken that the worker could not analyse
+        active = config.profiling.active()
+        self.no_analysis = analysis_unavailable() if active and blocked is None else None
+        if self.no_analysis is not None and (previous is None or not previous.no_analysis):
+            log.warning("event=profiling_off reason=%s message=%r", NO_PANDAS, self.no_analysis)
+        if active and blocked is None and self.no_analysis is None:
             self.profiler = Profiler(config, self.store)
             self.profiler.start()  # last summaries and baselines from the state directory
-        elif blocked is not None:
-            off = SourceStatus(PROFILING, False, None, None, None, ((BLOCKED, 1),), blocked)
-            self.store.set_status(PROFILING, off if config.profiling.active() else None)
+        elif blocked is not None or self.no_analysis is not None:
+            reason, why = (
+                (BLOCKED, blocked) if blocked is not None else (NO_PANDAS, self.no_analysis)
+            )
+            off = SourceStatus(PROFILING, False, None, None, None, ((reason, 1),), why)
+            self.store.set_status(PROFILING, off if active else None)
         # the profiles collector only when profiling is on: no empty collector otherwise
         disabled = {*config.collectors.disabled, *(() if self.profiler else ("profiles",))}
         enabled = (

@@ -104,6 +104,12 @@ def _check_config(path: Path) -> int:
         for problem in error.problems:
             print(f"  {problem}", file=sys.stderr)
         return 1
+    if config.profiling.active():
+        from npumon.daemon.profiling.launch import analysis_unavailable
+
+        missing = analysis_unavailable()
+        if missing is not None:
+            print(f"{path}: warning: profiling is on but {missing}", file=sys.stderr)
     print(f"{path}: ok")
     return 0
 

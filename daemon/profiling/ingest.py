@@ -69,9 +69,14 @@ def workload_name(root: Path, parent: Path) -> str:
 
 
 def find_new(
-    roots: Sequence[Path], ingested: Mapping[str, float], now: float, settle: float
+    roots: Sequence[Path],
+    ingested: Mapping[str, float],
+    now: float,
+    settle: float,
+    ingested_before: float = 0.0,
 ) -> list[IngestGroup]:
-    """Profile dirs not analysed yet (or changed since), untouched for ``settle`` seconds."""
+    """Profile dirs not analysed yet (or changed since), untouched for ``settle`` seconds; a dir
+    whose newest mtime is at or before ``ingested_before`` counts as analysed."""
     groups: list[IngestGroup] = []
     for root in roots:
         by_parent: dict[Path, list[tuple[str, float]]] = {}
@@ -82,7 +87,8 @@ def find_new(
                 mtime = newest_mtime(found)
             except OSError:
                 continue
-            if now - mtime < settle or ingested.get(str(found)) == mtime:
+            done = ingested.get(str(found)) == mtime or mtime <= ingested_before
+            if now - mtime < settle or done:
                 continue  # still being written, or already analysed
             by_parent.setdefault(found.parent, []).append((str(found), mtime))
         for parent, members in sorted(by_parent.items()):

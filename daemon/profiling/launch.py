@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,26 @@ from npumon.daemon.profiling.statefile import first_problem
 from npumon.daemon.runner import CommandRunner, run_command
 
 WORKER_MODULE = "npumon.daemon.analysis.worker"
+WORKER_NEEDS = ("pandas", "numpy")  # the npumon[profiling] extra, in the -profiling image
+
+
+def analysis_unavailable() -> str | None:
+    """Why this Python cannot analyse profiles (the worker's packages are not installed), or
+    None; looked up without importing them."""
+    missing = [name for name in WORKER_NEEDS if not _installed(name)]
+    if not missing:
+        return None
+    return (
+        f"{' and '.join(missing)} not installed, so profiles cannot be analysed: install "
+        "npumon[profiling] (pip install 'npumon[profiling]') or run the -profiling image"
+    )
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a finder that refuses it, a broken entry in sys.modules
+        return False
 
 
 @dataclass(frozen=True, slots=True)

@@ -138,8 +138,13 @@ class Profiler:
             return []
         outcomes = []
         with self._lock:
+            self.state.prune_ingested(paths)
             groups = ingest.find_new(
-                paths, self.state.ingested, self.host.clock(), self.settings.ingest.settle
+                paths,
+                self.state.ingested,
+                self.host.clock(),
+                self.settings.ingest.settle,
+                self.state.ingested_before,
             )
             taken: set[str] = set()
             for group in groups:

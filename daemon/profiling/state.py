@@ -6,19 +6,22 @@ and replaced by an empty state, never fatal (the file itself: statefile.py)."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from npumon.daemon.model.profile import ProfileSummary, Thresholds
 from npumon.daemon.profiling.gate import Baseline, Verdict, baseline_of, judge, votes
 from npumon.daemon.profiling.statefile import (
     FORMAT_VERSION,
+    INGESTED_BYTES,
     StateFile,
     StateProblem,
     WorkloadState,
     atomic_write,
+    bound_ingested,
     move_aside,
     read_state,
     state_file_cap,
@@ -48,6 +51,7 @@ class ProfileState:
         clock: Callable[[], float] = time.time,
         thresholds: Thresholds | None = None,
         max_workloads: int = 256,
+        ingested_bytes: int = INGESTED_BYTES,
     ) -> None:
         self.path = directory / STATE_FILE
         self.max_workloads = max_workloads  # beyond: the least recently analysed is dropped
@@ -57,6 +61,8 @@ class ProfileState:
         self.thresholds = thresholds or Thresholds()
         self.workloads: dict[str, WorkloadState] = {}
         self.ingested: dict[str, float] = {}  # profile dir -> newest mtime when analysed
+        self.ingested_before = 0.0  # dirs this old count as ingested (statefile.StateFile)
+        self.ingested_bytes = ingested_bytes  # the bound of ``ingested`` as JSON
         self.errors: Counter[str] = Counter()
 
     def record(
@@ -108,6 +114,7 @@ class ProfileState:
         except StateProblem as problem:
             self.workloads.clear()
             self.ingested.clear()
+            self.ingested_before = 0.0
             aside = move_aside(self.path, self.clock())
             self._error(
                 problem.reason,
@@ -120,14 +127,39 @@ class ProfileState:
         for item in loaded.workloads.values():
             item.medians = item.medians[-(self.window + 1) :]  # the window may have shrunk
         self.workloads, self.ingested = loaded.workloads, loaded.ingested
+        self.ingested_before = loaded.ingested_before
         self._keep_newest()  # the cap may have shrunk
+
+    def prune_ingested(self, roots: Sequence[Path]) -> int:
+        """Forget ingested dirs that no longer exist, so the list does not grow for ever; the
+        number forgotten. Entries under an ingest path that is itself missing (a storage not
+        mounted right now) are kept, so its profiles are not all analysed again on its return."""
+        missing_roots = [root for root in roots if not os.path.lexists(root)]
+        gone = [
+            path
+            for path in self.ingested
+            if not os.path.lexists(path)
+            and not any(Path(path).is_relative_to(root) for root in missing_roots)
+        ]
+        for path in gone:
+            del self.ingested[path]
+        return len(gone)
+
+    def _bound_ingested(self) -> None:
+        """Within ``ingested_bytes``: the oldest entries go, and every dir at least as old
+        counts as ingested from then on (else the oldest would be analysed again each pass)."""
+        self.ingested, dropped_before = bound_ingested(self.ingested, self.ingested_bytes)
+        if dropped_before is not None:
+            self.ingested_before = max(self.ingested_before, dropped_before)
 
     def save(self) -> bool:
         """Write atomically (temp file, fsync, rename); a full disk is logged and counted."""
+        self._bound_ingested()
         file = StateFile(
             FORMAT_VERSION,
             dict(sorted(self.workloads.items())),
             dict(sorted(self.ingested.items())),
+            self.ingested_before,
         )
         try:
             write_state(self.path, file)

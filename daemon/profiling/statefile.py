@@ -7,6 +7,7 @@ the caller counts (`npumon_state_errors_total{reason}`)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import stat
@@ -59,9 +60,31 @@ class StateFile:
     version: Literal[1]
     workloads: dict[str, WorkloadState]
     ingested: dict[str, float] = field(default_factory=dict)  # profile dir -> newest mtime
+    # profile dirs whose newest mtime is at or before this were dropped from ``ingested`` to
+    # keep it within INGESTED_BYTES, and count as ingested (absent from 0.1.0's files)
+    ingested_before: float = 0.0
 
 
 FILE_ADAPTER = TypeAdapter(StateFile)
+_ENTRY_OVERHEAD = 32  # an entry's mtime, quotes, colon and comma, over its path
+
+
+def bound_ingested(
+    ingested: dict[str, float], max_bytes: int = INGESTED_BYTES
+) -> tuple[dict[str, float], float | None]:
+    """The newest entries whose JSON fits in ``max_bytes``, and the newest mtime of those left out
+    (None when all fit). Paths are sized as escaped ASCII JSON, never smaller than written."""
+    sizes = [(m, len(json.dumps(path)) + _ENTRY_OVERHEAD, path) for path, m in ingested.items()]
+    if sum(size for _, size, _ in sizes) <= max_bytes:
+        return ingested, None
+    kept: dict[str, float] = {}
+    total = 0
+    for mtime, size, path in sorted(sizes, reverse=True):
+        if total + size > max_bytes:
+            return kept, mtime  # the newest of those left out: sorted newest first
+        kept[path] = mtime
+        total += size
+    return kept, None
 
 
 class StateProblem(Exception):

@@ -27,6 +27,7 @@ class ProcessInfo:
     profiling_mode: str | None  # the PROFILING_MODE environment variable, when readable
     container_id: str | None = None
     rank: int | None = None  # the RANK (else LOCAL_RANK) environment variable, when readable
+    started: float | None = None  # start time, seconds since the epoch (psutil create_time)
 
 
 def environment_rank(environ: dict[str, str]) -> int | None:
@@ -92,7 +93,15 @@ class ProcessProbe:
             profiling_mode=mode,
             container_id=container_id(self._proc_root / str(process.pid) / "cgroup"),
             rank=rank,
+            started=_started(process),
         )
+
+
+def _started(process: psutil.Process) -> float | None:
+    try:
+        return process.create_time()
+    except (psutil.Error, OSError):
+        return None
 
 
 def _matches(target: ProfilingTarget, info: ProcessInfo) -> bool:

@@ -4,6 +4,7 @@ tries to import them (only the profiling analysis worker, a child process, does)
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ import yaml
 
 from tests.helpers.http import get
 from tests.helpers.processes import reported_port, stop
-from tests.helpers.wait import wait_for
+from tests.helpers.wait import scaled, wait_for
 from tests.support import fake_npu_smi
 
 pytestmark = pytest.mark.integration
@@ -33,6 +34,7 @@ WITHOUT_HEAVY = (
     f"for name in {HEAVY!r}:\n"
     "    sys.modules.pop(name, None)\n"
 )
+CLI = "from npumon.daemon.cli import main\nsys.exit(main())\n"
 
 
 def test_npumon_run_without_pandas_or_numpy_serves_and_never_imports_them(
@@ -47,7 +49,7 @@ def test_npumon_run_without_pandas_or_numpy_serves_and_never_imports_them(
             }
         )
     )
-    code = WITHOUT_HEAVY + "from npumon.daemon.cli import main\nsys.exit(main())\n"
+    code = WITHOUT_HEAVY + CLI
     argv = [sys.executable, "-c", code, "run", "--config", str(config)]
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -69,3 +71,66 @@ def test_npumon_run_without_pandas_or_numpy_serves_and_never_imports_them(
         stop(process)
     assert process.returncode == 0, log.read_text()[-2000:]
     assert "import of" not in log.read_text(), log.read_text()[-2000:]
+
+
+def test_profiling_on_without_pandas_is_off_said_once_and_shown(tmp_path: Path) -> None:
+    """Profiling asked for where the analysis cannot run: no capture is taken to fail, the log
+    says what to install once (a reload does not repeat it), `npumon_source_*{source="profiling"}`
+    shows why, and `check-config` warns."""
+    config, log = tmp_path / "npumon.yaml", tmp_path / "npumon.log"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "npu_smi": {"command": fake_npu_smi("910b4-1_25.2.2")},
+                "state_directory": str(tmp_path / "state"),
+                "profiling": {"enabled": True},
+            }
+        )
+    )
+    check = subprocess.run(
+        [sys.executable, "-c", WITHOUT_HEAVY + CLI, "check-config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=scaled(60),
+    )
+    assert check.returncode == 0, check.stderr
+    assert "warning: profiling is on but pandas and numpy not installed" in check.stderr
+    assert "npumon[profiling]" in check.stderr and "-profiling image" in check.stderr
+    argv = [sys.executable, "-c", WITHOUT_HEAVY + CLI, "run", "--config", str(config)]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [*argv, "--web.listen-address", "127.0.0.1:0"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        port = reported_port(log, process=process)
+        metrics: list[str] = []
+
+        def profiling_shown() -> bool:
+            metrics[:] = [get(f"http://127.0.0.1:{port}/metrics")]
+            shown = 'npumon_source_up{source="profiling"} 0' in metrics[0]
+            return shown and "npu_chip_info{" in metrics[0]  # the chips are served all the same
+
+        wait_for(profiling_shown, 30, "chips and profiling down on /metrics", tolerate=(OSError,))
+        reloads = log.read_text().count("event=reloaded")
+        process.send_signal(signal.SIGHUP)
+        wait_for(
+            lambda: log.read_text().count("event=reloaded") > reloads,
+            30,
+            "the reload to be logged",
+        )
+        metrics[:] = [get(f"http://127.0.0.1:{port}/metrics")]
+    finally:
+        stop(process)
+    text = log.read_text()
+    assert process.returncode == 0, text[-2000:]
+    assert text.count("event=profiling_off reason=pandas_missing") == 1, text[-2000:]
+    assert "npumon[profiling]" in text
+    assert "analysis exited" not in text and "ModuleNotFoundError" not in text, text[-2000:]
+    assert (
+        'npumon_source_failures_total{reason="pandas_missing",source="profiling"} 1' in metrics[0]
+        or 'npumon_source_failures_total{source="profiling",reason="pandas_missing"} 1'
+        in metrics[0]
+    ), metrics[0]

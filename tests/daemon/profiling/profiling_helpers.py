@@ -39,9 +39,10 @@ def train_job(
     dynamic: bool = True,
     config_dir: Path | None = None,
     environ: dict[str, str] | None = None,
+    steps: int | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """npumon-sim-train in the background with HOME=home (and ``environ``); stopped and reaped
-    on exit."""
+    """npumon-sim-train in the background with HOME=home (and ``environ``, and ``--steps``);
+    stopped and reaped on exit."""
     env = {**os.environ, "HOME": str(home), **(environ or {})}
     env.pop("PROFILING_MODE", None)
     if dynamic:
@@ -49,6 +50,8 @@ def train_job(
     argv = [SIM_TRAIN, "--profile", kind, "--step-seconds", STEP_SECONDS]
     if config_dir is not None:
         argv += ["--dynamic-config-dir", str(config_dir)]
+    if steps is not None:
+        argv += ["--steps", str(steps)]
     job = subprocess.Popen(
         argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )

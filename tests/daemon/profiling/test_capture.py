@@ -184,12 +184,15 @@ def test_disk_quota_cleans_oldest_first_then_refuses(
 
 
 def test_job_without_dynamic_mode_is_skipped_not_attachable(tmp_path: Path) -> None:
+    # a target that matches this job alone: a cmdline of every npumon-sim-train on the machine
+    # also took other tests' jobs, with their msprof attached (skipped_busy)
+    steps = 10**9 + os.getpid()
     config = config_for(
         tmp_path,
-        targets=[{"workload": "plain", "cmdline": "npumon-sim-train", "process_name": "."}],
+        targets=[{"workload": "plain", "cmdline": f"--steps {steps}$", "process_name": "."}],
     )
     profiler, recorder = profiler_for(config)
-    with train_job(tmp_path, "balanced", dynamic=False) as job:
+    with train_job(tmp_path, "balanced", dynamic=False, steps=steps) as job:
         found = [w for w in profiler.workloads() if job.pid in w.pids]
         assert found and found[0].attachable is False
         by_environ = profiler.capture(found[0])

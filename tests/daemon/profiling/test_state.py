@@ -3,6 +3,7 @@ corrupt file, and the format released versions wrote (it must still load; its p9
 
 from __future__ import annotations
 
+import os
 import shutil
 import statistics
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from profiling_helpers import config_for, exposition, profiler_for, summary, value
 
 from npumon.daemon.model.profile import AnalysisReport, Thresholds
+from npumon.daemon.profiling import ingest
 from npumon.daemon.profiling.capture import CaptureOutcome
 from npumon.daemon.profiling.state import STATE_FILE, ProfileState
 
@@ -133,3 +135,42 @@ def test_a_loaded_0_1_0_state_saves_and_loads_unchanged(tmp_path: Path) -> None:
     again.load()
     assert not again.errors
     assert again.workloads == first.workloads and again.ingested == first.ingested
+
+
+def test_ingested_dirs_that_are_gone_are_forgotten(tmp_path: Path) -> None:
+    root, unmounted = tmp_path / "prof", tmp_path / "nfs"
+    kept, removed = root / "job" / "PROF_1", root / "job" / "PROF_2"
+    kept.mkdir(parents=True)
+    state = ProfileState(tmp_path / "state")
+    state.ingested = {str(kept): 1.0, str(removed): 2.0, str(unmounted / "PROF_3"): 3.0}
+    assert state.prune_ingested([root, unmounted]) == 1
+    # the unmounted ingest path's entry stays: its profiles are not analysed again on return
+    assert state.ingested == {str(kept): 1.0, str(unmounted / "PROF_3"): 3.0}
+    assert state.save()
+    again = ProfileState(tmp_path / "state")
+    again.load()
+    assert again.ingested == state.ingested
+
+
+def test_the_ingested_list_is_bounded_and_what_it_drops_counts_as_ingested(
+    tmp_path: Path,
+) -> None:
+    state = ProfileState(tmp_path, ingested_bytes=2_000)
+    state.ingested = {f"/data/prof/job/PROF_{i:04d}": float(i) for i in range(100)}
+    assert state.save()
+    assert 0 < len(state.ingested) < 100
+    assert state.path.stat().st_size < 2_000 + 200
+    oldest_kept = min(state.ingested.values())
+    again = ProfileState(tmp_path, ingested_bytes=2_000)
+    again.load()
+    assert again.ingested == state.ingested
+    assert again.ingested_before == oldest_kept - 1.0  # the newest of those dropped
+    # a dropped (older) dir is not found again; a newer one is
+    roots = tmp_path / "prof"
+    for name, mtime in (("old", oldest_kept - 5.0), ("new", 1000.0)):
+        (roots / name / "PROF_1").mkdir(parents=True)
+        (roots / name / "PROF_1" / "f").write_text("x")
+        for item in (roots / name / "PROF_1" / "f", roots / name / "PROF_1"):
+            os.utime(item, (mtime, mtime))
+    found = ingest.find_new([roots], again.ingested, 2000.0, 1.0, again.ingested_before)
+    assert [g.workload for g in found] == ["new"]
