@@ -361,8 +361,8 @@ class _Node:
         ``regression`` slower. The gauges hold the latest capture, judged as the daemon's gate
         (daemon/profiling/gate.py, default thresholds) does: against the median of the previous
         (up to 20) captures' medians, with a noise band of the larger of 3 % and 3 robust
-        deviations (1.4826 x MAD) of those medians, voting only with at least 20 steps and 5
-        earlier captures."""
+        deviations (1.4826 x MAD) of those medians, voting only with at least 20 steps and
+        ``min_captures`` (default 5, the daemon's baseline.min_captures) earlier captures."""
         every = seconds(workload.get("every", "10m"))
         latest = int(t // every)
         medians = [self._capture(workload, k, every)[1] for k in range(max(0, latest - 20), latest)]
@@ -371,7 +371,7 @@ class _Node:
         for stat, value in (("mean", mean), ("p50", median), ("p99", p99)):
             self.put(index, "npu_step_duration_seconds", round(value, 6), stat=stat, **labels)
         self.put(index, "npu_step_captured_steps", float(steps), **labels)
-        judged = steps >= 20 and len(medians) >= 5
+        judged = steps >= 20 and len(medians) >= int(workload.get("min_captures", 5))
         if medians:
             baseline = _median(medians)
             mad = _median([abs(m - baseline) for m in medians])

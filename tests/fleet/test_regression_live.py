@@ -3,16 +3,18 @@
 msprof, and a real Prometheus scraping it with the shipped rules, agree with the harness
 (promtool) on a clock scaled down SCALE times.
 
-The catalog captures every 10 minutes and regresses from the 7th capture (60 min); the gate
-judges from the 6th (5 earlier captures, the daemon's default baseline.min_captures) and
-NpuStepTimeRegression's `for: 15m` asks for two slow captures in a row. Here npumon captures
-every 10m / SCALE, the catalog's 50 steps a capture (of STEP_SECONDS: the gate judges ratios,
-so the step's length need not scale), the gate keeps its default thresholds, and the rules are
-rendered through the chart's tuning path with `for` divided by SCALE. The regressed job is
-restarted 10 % slower once the gate has judged a capture (6 captures in, as in the catalog); the
-steady job runs on unchanged. The simulated job's steps vary by up to 5 % (uniform), not the
-catalog's 1 % Gaussian: the median of 50 steps moves far less than the 3 % floor of the band
-either way.
+The catalog captures every 10 minutes and regresses from the 7th capture (60 min): the one
+after the first the gate judges (the 6th: 5 earlier captures, the daemon's default
+baseline.min_captures); NpuStepTimeRegression's `for: 15m` asks for two slow captures in a row.
+Here npumon captures every 10m / SCALE, the catalog's 50 steps a capture (of STEP_SECONDS: the
+gate judges ratios, so the step's length need not scale), the gate keeps its default thresholds
+but judges after MIN_CAPTURES earlier captures, and the rules are rendered through the chart's
+tuning path with `for` divided by SCALE. The regressed job is restarted 10 % slower once the
+gate has judged a capture (MIN_CAPTURES + 1 captures in); the steady job runs on unchanged. The
+promtool replay is the catalog scenario with the same baseline and its regression moved to the
+capture after the first judged one, so both engines see the same sequence of captures. The
+simulated job's steps vary by up to 5 % (uniform), not the catalog's 1 % Gaussian: the median of
+50 steps moves far less than the 3 % floor of the band either way.
 
 Both engines must fire for the regressed workload only, with the delay from the first slow
 capture read by Prometheus to the first firing evaluation within one scrape plus one evaluation
@@ -48,6 +50,8 @@ STEADY = next(s for s in CATALOG.scenarios if s.name == "no-regression-noise1")
 EVENT = SLOWING.events[0]
 EVERY = seconds(EVENT.get("every", "10m")) / SCALE  # seconds between captures
 STEPS = int(EVENT["steps"])  # steps a capture holds
+# earlier captures the gate needs before it judges: two, so the baseline has a spread (a MAD)
+MIN_CAPTURES = 2
 # one training step: what the simulated job can keep without spinning; a capture holds STEPS
 STEP_SECONDS = 0.02
 SLOWING_WORKLOAD, STEADY_WORKLOAD = "slowing", "steady"
@@ -74,7 +78,7 @@ def _start_job(procs: Processes, tmp: Path, workload: str, step: float) -> subpr
 
 def _node_config(tmp: Path) -> Path:
     """The catalog's capture scaled: one of each job every EVERY seconds, of STEPS steps; the
-    gate's thresholds and baseline at their defaults."""
+    gate's thresholds at their defaults, judging after MIN_CAPTURES earlier captures."""
     config: dict[str, Any] = {
         "npu_smi": {
             "command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", "910b-8"],
@@ -95,6 +99,7 @@ def _node_config(tmp: Path) -> Path:
             "msprof": {"command": [str(BIN / "npumon-sim-msprof")]},
             "disk_quota": "256MiB",
             "keep_raw": "none",
+            "baseline": {"min_captures": MIN_CAPTURES},
         },
     }
     path = tmp / "node.yaml"
@@ -120,20 +125,24 @@ def _samples(url: str, selector: str) -> list[tuple[dict[str, str], float, float
 
 
 def _replay(scenario: Scenario, workload: str) -> Scenario:
-    """The catalog scenario on the scaled clock, its workload named as the live one."""
+    """The catalog scenario on the scaled clock, its workload named as the live one, judged
+    after MIN_CAPTURES earlier captures and slower (if it regresses) from the capture after the
+    first judged one, as the live jobs."""
     event = scenario.events[0]
+    assert seconds(event["start"]) == 6 * seconds(event.get("every", "10m")), "catalog changed"
     return Scenario(
         name=f"{scenario.name}-scaled",
         kind=scenario.kind,
         about=f"{scenario.about}, scaled 1/{SCALE}",
         duration=scenario.duration / SCALE,
-        fault_start=scenario.fault_start / SCALE,
+        fault_start=(MIN_CAPTURES + 1) * EVERY,
         events=(
             {
                 **event,
                 "workload": workload,
                 "every": EVERY,
-                "start": seconds(event["start"]) / SCALE,
+                "min_captures": MIN_CAPTURES,
+                "start": (MIN_CAPTURES + 1) * EVERY,
             },
         ),
         chips=(Chip(npu=0),),
@@ -163,7 +172,12 @@ def test_a_scaled_step_time_regression_fires_as_the_harness_says(tmp_path: Path)
         url = procs.prometheus(PROMETHEUS, tmp_path)
         # the catalog's regression starts with the capture after the first the gate judged
         judged = f'npu_step_regression_judged{{workload="{SLOWING_WORKLOAD}"}} == 1'
-        wait_for(lambda: bool(query(url, judged)), 10 * EVERY + 60, "a judged capture", **POLLING)
+        wait_for(
+            lambda: bool(query(url, judged)),
+            4 * (MIN_CAPTURES + 1) * EVERY + 60,
+            "a judged capture",
+            **POLLING,
+        )
         procs.stop(slowing)
         _start_job(procs, tmp_path, SLOWING_WORKLOAD, slower)
         firing = f'ALERTS{{alertname="{ALERT}", alertstate="firing"}}'
