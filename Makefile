@@ -139,7 +139,7 @@ image-sizes:
 	done
 
 
-# The peer comparison runs in .venv-bench, which has the `bench` extra (msprof-analyze);
+# The msprof-analyze comparison runs in .venv-bench, which has the `bench` extra (msprof-analyze);
 # the other benches run in the test venv.
 BENCH_VENV := .venv-bench
 $(BENCH_VENV)/.installed-stamp: pyproject.toml
@@ -195,9 +195,9 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	timeout 600 $(BIN)/python bench/image_bench.py --json $(BENCH_OUT)/image.json || echo "FAILED: image"; \
 	echo "== bench/analysis_bench.py"; \
 	timeout 420 $(BIN)/python bench/analysis_bench.py --runs 3 --json $(BENCH_OUT)/analysis.json || echo "FAILED: analysis"; \
-	echo "== bench/peer_bench.py"; \
-	timeout 300 $(BENCH_VENV)/bin/python bench/peer_bench.py --runs 3 --timeout 45 \
-	  --json $(BENCH_OUT)/peer.json || echo "FAILED: peer"; \
+	echo "== bench/advisor_bench.py"; \
+	timeout 300 $(BENCH_VENV)/bin/python bench/advisor_bench.py --runs 3 --timeout 45 \
+	  --json $(BENCH_OUT)/advisor.json || echo "FAILED: advisor"; \
 	echo "$$(( $$(date +%s) - start )) s" > $(BENCH_OUT)/wall.txt; \
 	$(BIN)/python -c 'import json, os; print(json.dumps({"load_average": os.getloadavg()}))' \
 	  > $(BENCH_OUT)/machine_after.json

@@ -3,7 +3,7 @@
     python bench/results.py OUT_DIR [--output bench/RESULTS.md]
 
 OUT_DIR holds daemon.json, load_1.json, load_100.json, readpath.json, flood.json,
-network_render.json, analysis.json, peer.json, simulator.json, series.json, image.json,
+network_render.json, analysis.json, advisor.json, simulator.json, series.json, image.json,
 collect.json, calls.json (where bench/calls_bench.py exists), machine_before.json and wall.txt.
 A figure whose script wrote nothing reads "not measured" and counts as a miss.
 
@@ -551,7 +551,7 @@ def replace_section(text: str, title: str, lines: list[str]) -> str:
 
 
 def analysis(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
-    data, peer = _load(folder, "analysis"), _load(folder, "peer")
+    data, advisor = _load(folder, "analysis"), _load(folder, "advisor")
     t = Table("3. Analysis (npumon vs a naive pandas.read_csv + groupby)")
     out = []
     if data is None:
@@ -591,24 +591,24 @@ def analysis(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
             else:
                 t.row(figure, measured)
     out += t.render()
-    if peer is None:
+    if advisor is None:
         out += ["msprof-analyze comparison: " + NA, ""]
     else:
-        table = peer["table"]
+        table = advisor["table"]
         out += [
-            f"msprof-analyze (`advisor all`) on the same directories: {peer['runs']} "
-            f"alternated run(s), timeout {peer['timeout_s']:g} s each, wall / peak RSS:",
+            f"msprof-analyze (`advisor all`) on the same directories: {advisor['runs']} "
+            f"alternated run(s), timeout {advisor['timeout_s']:g} s each, wall / peak RSS:",
             "",
             "| " + " | ".join(table[0]) + " |",
             "|" + "---|" * len(table[0]),
             *("| " + " | ".join(r) + " |" for r in table[1:]),
             "",
-            "Findings are each tool's kinds (the peer's advisor rows mapped to npumon's names in "
-            'bench/peer_bench.py); "npumon misses" lists the peer\'s findings no npumon finding '
-            "answers, and says why where a peer finding is not real.",
+            "Findings are each tool's kinds (msprof-analyze's advisor rows mapped to npumon's "
+            'names in bench/advisor_bench.py); "npumon misses" lists msprof-analyze\'s findings '
+            "no npumon finding answers, and says why where one of its findings is not real.",
             "",
         ]
-        small = peer.get("packets", [])
+        small = advisor.get("packets", [])
         if len(small) > 1:
             out += [
                 "Small packets, the advisor's figure beside npumon's: npumon judges every rank "

@@ -39,7 +39,7 @@ def _optimizer_steps(events: list[dict[str, object]]) -> list[float]:
 
 
 def test_text_level1_names_npu_fused_sgd_and_no_aten_replacement() -> None:
-    """The peer names one API on this export, torch_npu.optim.NpuFusedSGD (its SGD step), and no
+    """The advisor names one API on this export, torch_npu.optim.NpuFusedSGD (its SGD step), and no
     aten sequence, although the trace holds transpose, view, mul and add ranges."""
     events = json.loads(
         (TREES / "text_level1" / "rank0_ascend_pt" / OUT / "trace_view.json").read_text()
@@ -102,7 +102,7 @@ def test_db_exports_read_pytorch_api(tree: str) -> None:
 
 
 def test_msprof_analyze_advisor_trace_names_npu_fused_adam(tmp_path: Path) -> None:
-    """msprof-analyze's own advisor test timeline (an Adam job); the peer names
+    """msprof-analyze's own advisor test timeline (an Adam job); msprof-analyze names
     torch_npu.optim.NpuFusedAdam only (checked with msprof-analyze 26.2.0 by hand)."""
     root = tmp_path / "rank0_ascend_pt"
     (root / OUT).mkdir(parents=True)
@@ -119,7 +119,7 @@ def test_msprof_analyze_advisor_trace_names_npu_fused_adam(tmp_path: Path) -> No
 
 
 def test_first_level_aten_ranges_only() -> None:
-    """The aten sequence is the dispatcher's first level, as the peer reads it: every aten range
+    """The aten sequence is the dispatcher's first level, as the advisor reads it: every aten range
     of the trace that lies inside an earlier one is left out, and none that does not."""
     root = TREES / "text_level1" / "rank0_ascend_pt"
     timeline = affinity.read_trace("rank0", root, [])
@@ -158,7 +158,7 @@ def _event(name: str, ts_us: float, dur_us: float) -> dict[str, object]:
 
 
 def test_aten_patterns_synthetic(tmp_path: Path) -> None:
-    """SYNTHETIC (no public timeline holds an aten sequence the peer's patterns match): a rotary
+    """SYNTHETIC (no public timeline holds an aten sequence the advisor's patterns match): a rotary
     embedding written out (chunk, neg, cat, mul, mul, add) twice, a permute-contiguous-view with
     a nested aten::view inside the permute, a chunk-silu-mul and a gelu; an AdamW step."""
     rotary = ["chunk", "neg", "cat", "mul", "mul", "add"]
@@ -182,7 +182,7 @@ def test_aten_patterns_synthetic(tmp_path: Path) -> None:
         "torch_npu.npu_swiglu": (1, 3 * 10_000),
         "torch_npu.fast_gelu": (1, 10_000),
         "torch.addmm": (2, 2 * 3 * 10_000),  # mul-mul-add inside each rotary: each pattern is
-        # matched on its own, as the peer does
+        # matched on its own, as msprof-analyze does
         "torch_npu.optim.NpuFusedAdamW": (1, 500_000),
     }
 

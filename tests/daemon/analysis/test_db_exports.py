@@ -195,7 +195,7 @@ def test_level1_db_operator_pmu_from_task_pmu_info() -> None:
     room = {
         k: max(0.7 - v, 0.7 - m2, 0.7 - m3) for k, (v, m2, m3) in groups.items() if k not in bound
     }
-    every = Thresholds(operator_pmu_shape_share=0.0)  # the peer's way: every shape judged
+    every = Thresholds(operator_pmu_shape_share=0.0)  # msprof-analyze's way: every shape judged
     (found,) = [
         b
         for b in analyze_path(TREES / "db_level1", every).summary.bottlenecks

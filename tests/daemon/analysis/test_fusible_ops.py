@@ -107,7 +107,7 @@ def test_fusible_threshold_and_tables_without_pmu_times(tmp_path: Path) -> None:
     root = _tree(tmp_path)
     high = Thresholds(fusible_ops_ratio=0.5)
     assert "fusible_ops" not in {b.kind for b in analyze_path(root, high).summary.bottlenecks}
-    # Level1 kernel tables without PipeUtilization times are not judged, as the peer skips them
+    # Level1 kernel tables without PipeUtilization times are not judged, as the advisor skips them
     for tree in ("text_level0", "pp2dp2_level2"):
         kinds = {b.kind for b in analyze_path(FIXTURES / "trees" / tree).summary.bottlenecks}
         assert "fusible_ops" not in kinds

@@ -316,7 +316,7 @@ def test_db_export_matches_its_own_database() -> None:
 
 
 # msprof-analyze's environment check, restated from its rule table (the values it flags)
-def _peer_env_flags(env: dict[str, str]) -> set[str]:
+def _advisor_env_flags(env: dict[str, str]) -> set[str]:
     def num(v: str) -> int | None:
         return int(v) if v.strip().lstrip("-").isdigit() else None
 
@@ -343,7 +343,7 @@ def _all_ranks(tree: str) -> list[Path]:
 
 @pytest.mark.parametrize("tree", ["text_level0", "text_level1", "pp2dp2_level2"])
 def test_env_vars_from_profiler_metadata(tree: str) -> None:
-    flagged = set().union(*(_peer_env_flags(_env(r)) for r in _all_ranks(tree)))
+    flagged = set().union(*(_advisor_env_flags(_env(r)) for r in _all_ranks(tree)))
     assert flagged  # every real export here leaves some recommended variable unset
     found = [b for b in analyze_path(TREES / tree).summary.bottlenecks if b.kind == "env_vars"]
     assert len(found) == 1 and found[0].value == len(flagged)
@@ -423,8 +423,8 @@ def test_small_packets_per_rank_from_communication_json() -> None:
     assert f"rank3: {small} of {ops} ({small / ops:.0%})" in found[0].detail
     # msprof-analyze's advisor on this tree judges rank 0 and prints 30 %, 0.8065 ms: it counts
     # the two Total Op Info entries (collective, p2p) as ops, which npumon leaves out
-    ops, small, peer_ops = figures["rank0"]
-    assert (small, ops, peer_ops) == (3, 8, 10)
+    ops, small, advisor_ops = figures["rank0"]
+    assert (small, ops, advisor_ops) == (3, 8, 10)
     assert "Total Op Info" in found[0].detail
     assert all(_packets(r, "RDMA", 1.0)[0] == 0 for r in counts.values())  # one node: no RDMA
 
@@ -511,7 +511,7 @@ def test_operator_pmu_vector_operators_level1() -> None:
         for k, (_, v, m2, m3) in groups.items()
         if k not in bound
     }
-    every = Thresholds(operator_pmu_shape_share=0.0)  # the peer's way: every shape judged
+    every = Thresholds(operator_pmu_shape_share=0.0)  # msprof-analyze's way: every shape judged
     found = [
         b
         for b in analyze_path(TREES / "text_level1", every).summary.bottlenecks

@@ -4,11 +4,11 @@ Real public exports (tests/fixtures/msprof/trees) and synthetic 100k-row torch_n
 run is a child process under a timeout (its process group is killed; the cell then reads
 "> T s (killed)"); runs of the two tools alternate, and the table prints the medians of wall
 time and peak RSS, then the findings of each; a second table puts the advisor's small-packet
-figure beside npumon's for the same rank, counted npumon's way and the peer's way.
+figure beside npumon's for the same rank, counted npumon's way and msprof-analyze's way.
 msprof-analyze comes from the `bench` extra (`make bench` installs it into .venv-bench); without
-it the peer's column says so.
+it msprof-analyze's column says so.
 
-    python bench/peer_bench.py [--runs 3] [--timeout 600] [--rows 100000] [--json PATH]
+    python bench/advisor_bench.py [--runs 3] [--timeout 600] [--rows 100000] [--json PATH]
                                [--only TREE ...]
 """
 
@@ -61,7 +61,7 @@ PEER_KINDS = {
     "可融合算子": "fusible_ops",  # fusible operator sequences
     "整网耗时": "overall_summary",
 }
-# npumon kinds that answer each peer kind
+# npumon kinds that answer each advisor kind
 ANSWERS = {
     "slow_rank": {"slow_rank", "pipeline_imbalance"},
     "slow_link": {"slow_link"},
@@ -75,10 +75,11 @@ ANSWERS = {
 }
 
 
-# peer findings that are not real, per fixture tree: the "npumon misses" cell says why
+# advisor findings that are not real, per fixture tree: the "npumon misses" cell says why
 NOT_REAL = {
-    ("text_level0", "dynamic_shape"): "Level0 kernel_details has no OP State column; the peer "
-    "counts every task as dynamic (the Level1 capture of the same job has static MatMuls)",
+    ("text_level0", "dynamic_shape"): "Level0 kernel_details has no OP State column; "
+    "the advisor counts every task as dynamic (the Level1 capture of the same job has static "
+    "MatMuls)",
     ("text_level1", "operator_pmu"): "its vector shapes with headroom are 2-107 us each, 0.8 % "
     "of operator time together; npumon judges shapes of at least 0.5 % each",
     ("db_level1", "operator_pmu"): "the same job as text_level1: its vector shapes with headroom "
@@ -87,7 +88,8 @@ NOT_REAL = {
 
 
 def unanswered(ours: set[str], theirs: set[str]) -> set[str]:
-    """The peer's findings no npumon finding answers ("slow_rank(computing)" -> "slow_rank")."""
+    """msprof-analyze's findings no npumon finding answers
+    ("slow_rank(computing)" -> "slow_rank")."""
     return {
         kind
         for kind in theirs
@@ -129,7 +131,7 @@ def npumon_argv(path: Path) -> list[str]:
     return [sys.executable, "-m", "npumon.daemon.cli", "analyze", "--json", str(path)]
 
 
-def peer_argv(path: Path, out: Path) -> list[str] | None:
+def advisor_argv(path: Path, out: Path) -> list[str] | None:
     tool = shutil.which("msprof-analyze", path=str(Path(sys.executable).parent))
     return None if tool is None else [tool, "advisor", "all", "-d", str(path), "-o", str(out)]
 
@@ -143,7 +145,7 @@ def npumon_findings(output: str) -> set[str]:
     return {b["kind"] for b in report["summary"]["bottlenecks"]}
 
 
-def peer_findings(output: str) -> set[str]:
+def advisor_findings(output: str) -> set[str]:
     """Rows of the advisor's table that carry advice, or say a problem was found."""
     found = set()
     for line in output.splitlines():
@@ -164,7 +166,8 @@ def synthetic(root: Path, rows: int) -> Path:
     out.mkdir(parents=True)
     write_table(out / "kernel_details.csv", KERNEL_HEADER, range(rows), step=True)
     info = TREES / "text_level1" / "rank0_ascend_pt" / "profiler_info_0.json"
-    shutil.copyfile(info, out.parent / info.name)  # the peer wants a torch_npu profile's metadata
+    # msprof-analyze wants a torch_npu profile's metadata
+    shutil.copyfile(info, out.parent / info.name)
     (out / "step_trace_time.csv").write_text(
         "Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,"
         "Communication(Not Overlapped and Exclude Receive),Preparing\n"
@@ -175,10 +178,10 @@ def synthetic(root: Path, rows: int) -> Path:
 
 # the advisor's packet line: "In the SDMA communication, 30.00% of ... is less than 16.0 MB, and
 # the total time is 0.8065 ms" (Chinese by default), and the rank its communication analysis took
-_PEER_PACKETS = re.compile(
+_ADVISOR_PACKETS = re.compile(
     r"在(SDMA|RDMA)通信中，通信数据量的([\d.]+)%小于([\d.]+)MB，总时间为([\d.]+)ms"
 )
-_PEER_RANK = re.compile(r"Minimum (SDMA|RDMA) bandwidth for rank (\d+)")
+_ADVISOR_RANK = re.compile(r"Minimum (SDMA|RDMA) bandwidth for rank (\d+)")
 _RANK = re.compile(r"rank_?(\d+)")
 
 
@@ -190,7 +193,7 @@ def _rank_file(path: Path, rank: int) -> Path | None:
     return None
 
 
-def _peer_count(path: Path, link: str, min_mb: float) -> tuple[int, int]:
+def _advisor_count(path: Path, link: str, min_mb: float) -> tuple[int, int]:
     """(ops, small ops) of one communication.json counted as the advisor counts them: every op
     entry that moved data, the Total Op Info sums included (packet_checker.py)."""
     ops = small = 0
@@ -203,13 +206,13 @@ def _peer_count(path: Path, link: str, min_mb: float) -> tuple[int, int]:
     return ops, small
 
 
-def packets(name: str, path: Path, peer_output: str) -> list[list[str]]:
+def packets(name: str, path: Path, advisor_output: str) -> list[list[str]]:
     """Per transport the advisor reported: its figure, npumon's for the same rank, that rank
-    counted the peer's way, and npumon's worst rank."""
+    counted msprof-analyze's way, and npumon's worst rank."""
     rows = []
     t = Thresholds()
-    ranks = {link: int(rank) for link, rank in _PEER_RANK.findall(peer_output)}
-    for link, percent, _, ms in _PEER_PACKETS.findall(peer_output):
+    ranks = {link: int(rank) for link, rank in _ADVISOR_RANK.findall(advisor_output)}
+    for link, percent, _, ms in _ADVISOR_PACKETS.findall(advisor_output):
         rank = ranks.get(link, 0)
         file = _rank_file(path, rank)
         if file is None:
@@ -222,7 +225,7 @@ def packets(name: str, path: Path, peer_output: str) -> list[list[str]]:
         stats = [p for p in comm.read(files, t, [], names=names).packets if p.link_type == link]
         own = next((p for p in stats if p.rank == file.parents[1].name), None)
         worst = max(stats, key=lambda p: p.small_ops / p.ops, default=None)
-        ops, small = _peer_count(
+        ops, small = _advisor_count(
             file, link, t.small_packet_sdma_mb if link == "SDMA" else t.small_packet_rdma_mb
         )
         rows.append(
@@ -249,7 +252,7 @@ PACKET_HEADER = [
     "transport",
     "msprof-analyze (its rank)",
     "npumon, same rank",
-    "same rank, Total Op Info counted (the peer's way)",
+    "same rank, Total Op Info counted (msprof-analyze's way)",
     "npumon's worst rank",
 ]
 
@@ -269,13 +272,13 @@ def compare(
     ours, theirs = [], []
     for index in range(args.runs):  # alternate: neither tool always runs on a warm cache
         ours.append(run(npumon_argv(path), work, args.timeout))
-        copy = work / f"peer_{name}_{index}"
-        shutil.copytree(path, copy)  # the peer writes into the directory it analyses
-        argv = peer_argv(copy, work / f"peer_out_{name}_{index}")
+        copy = work / f"advisor_{name}_{index}"
+        shutil.copytree(path, copy)  # msprof-analyze writes into the directory it analyses
+        argv = advisor_argv(copy, work / f"advisor_out_{name}_{index}")
         if argv is not None:
             theirs.append(run(argv, copy, args.timeout))
     ours_found = npumon_findings(ours[-1].output)
-    theirs_found = peer_findings(theirs[-1].output) if theirs else {"(msprof-analyze missing)"}
+    theirs_found = advisor_findings(theirs[-1].output) if theirs else {"(msprof-analyze missing)"}
     if theirs and theirs[-1].killed:
         theirs_found = {"(killed)"}
     if theirs:
@@ -283,7 +286,7 @@ def compare(
     missed = unanswered(ours_found, theirs_found)
     why = {kind: NOT_REAL[(name, kind)] for kind in missed if (name, kind) in NOT_REAL}
     misses = ", ".join(sorted(missed - set(why))) or "-"
-    misses += "".join(f" (peer's {k} not real: {r})" for k, r in sorted(why.items()))
+    misses += "".join(f" (msprof-analyze's {k} not real: {r})" for k, r in sorted(why.items()))
     return [
         name,
         cell(ours, args.timeout),
@@ -304,7 +307,7 @@ def main() -> int:
         "--only", nargs="+", choices=REAL, help="these fixture trees only (no synthetic export)"
     )
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="npumon-peer-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="npumon-advisor-bench-") as tmp:
         work = Path(tmp)
         dirs = [(n, TREES / n) for n in args.only or REAL]
         if not args.only:
