@@ -15,9 +15,12 @@ def test_documented_config_is_exactly_the_defaults() -> None:
     assert load_config(ROOT / "config" / "npumon.yaml") == Config()
 
 
-def test_shipped_configs_are_valid() -> None:
-    for path in sorted((ROOT / "config").glob("*.yaml")):
-        load_config(path)
+def test_shipped_configs_are_valid_and_write_no_deprecated_key() -> None:
+    told: list[tuple[str, str]] = []
+    paths = [*(ROOT / "config").glob("*.yaml"), *(ROOT / "deploy" / "compose").glob("*.yaml")]
+    for path in sorted(paths):
+        load_config(path, lambda *warning: told.append(warning))
+    assert len(paths) >= 5 and told == []
 
 
 def test_one_key_is_a_valid_config() -> None:
