@@ -72,7 +72,7 @@ def simulate(scenario: str, minutes: int) -> tuple[Counter[str], Counter[str]]:
     smi = ChipSources(
         NpuSmi(["npu-smi"], 10.0, run),
         store.publish_chips,
-        health_interval=config.npu_smi.intervals.health,
+        health_interval=config.chips.intervals.health,
         clock=clock,
         monotonic=clock,
     )
@@ -83,7 +83,7 @@ def simulate(scenario: str, minutes: int) -> tuple[Counter[str], Counter[str]]:
         clock=clock,
         monotonic=clock,
     )
-    intervals = config.npu_smi.intervals
+    intervals = config.chips.intervals
     jobs = [
         (smi.poll_table, intervals.table),
         (smi.poll_identity, intervals.identity),

@@ -81,7 +81,7 @@ def _config(folder: Path, scenario: str, timeout: str, device: int | None = None
     text = (
         "npu_smi:\n"
         f'  command: [{nice}"{BIN / "npumon-sim-npu-smi"}", "--scenario", "{scenario}"]\n'
-        f"  timeout: {timeout}\n"
+        f"chips:\n  timeout: {timeout}\n"
         f"state_directory: {folder / 'state'}\n"
     )
     if _has_hccn_tool():
@@ -358,8 +358,8 @@ def scrape_16_chips_hung(folder: Path, scrapes: int) -> dict[str, float]:
         {
             "npu_smi": {
                 "command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", str(scenario)],
-                "timeout": "60s",
-            }
+            },
+            "chips": {"timeout": "60s"},
         }
     )
     supervisor = Supervisor(config, lambda: config)  # what `npumon run` serves

@@ -1,4 +1,4 @@
-"""npu-smi calls per minute and the daemon's and its children's CPU with `npu_smi.backend: cli`
+"""npu-smi calls per minute and the daemon's and its children's CPU with `chips.backend: cli`
 and `dcmi`, side by side, against the simulator: printed, never asserted (docs/architecture.md,
 "The DCMI backend").
 
@@ -106,7 +106,7 @@ def simulate(
     sources = ChipSources(
         smi, store.publish_chips, health_interval=60.0, clock=clock, monotonic=clock
     )
-    intervals = config.npu_smi.intervals
+    intervals = config.chips.intervals
     jobs = [
         (sources.poll_table, intervals.table),
         (sources.poll_identity, intervals.identity),

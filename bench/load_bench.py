@@ -105,7 +105,7 @@ def _start(
     config = folder / "npumon.yaml"
     config.write_text(
         f'npu_smi:\n  command: ["{BIN / "npumon-sim-npu-smi"}", "--scenario", "{scenario}"]\n'
-        f"  timeout: 10s\nstate_directory: {folder / 'state'}\n"
+        f"chips:\n  timeout: 10s\nstate_directory: {folder / 'state'}\n"
     )
     argv = [
         str(BIN / "npumon"),

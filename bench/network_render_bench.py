@@ -25,10 +25,8 @@ MEASURED = ("network", "optical", "interconnect")
 def snapshot(scenario: str) -> NodeSnapshot:
     """The snapshot after one poll of every source of the simulated node."""
     settings = {
-        "npu_smi": {
-            "command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", scenario],
-            "backend": "cli",
-        },
+        "npu_smi": {"command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", scenario]},
+        "chips": {"backend": "cli"},
         "hccn_tool": {"command": [str(BIN / "npumon-sim-hccn-tool"), "--scenario", scenario]},
         "kubernetes": {"pod_resources_socket": "/nonexistent/kubelet.sock"},
     }

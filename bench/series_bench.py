@@ -80,11 +80,8 @@ def node(scenario: str, enabled: tuple[str, ...] = ()) -> Iterator[dict[str, Any
             if kubelet is not None:
                 _wait_for_socket(socket, kubelet)
             yield {
-                "npu_smi": {
-                    "command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", scenario],
-                    "backend": "cli",
-                    "timeout": "5s",
-                },
+                "npu_smi": {"command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", scenario]},
+                "chips": {"backend": "cli", "timeout": "5s"},
                 "hccn_tool": {
                     "command": [str(BIN / "npumon-sim-hccn-tool"), "--scenario", scenario]
                 },

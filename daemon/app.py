@@ -63,7 +63,7 @@ class Agent:
         self.config = config
         self.store = SnapshotStore(
             config.throttle,
-            max_processes_per_chip=config.npu_smi.max_processes_per_chip,
+            max_processes_per_chip=config.chips.max_processes_per_chip,
             cann_version=config.node.cann_version,
             fault_level=load_fault_table(config.faults.code_table).level_of,
             clock=clock,
@@ -77,7 +77,7 @@ class Agent:
         self.sources = ChipSources(
             chip_backend,
             self.store.publish_chips,
-            health_interval=config.npu_smi.intervals.health,
+            health_interval=config.chips.intervals.health,
             identity_due=self._identity_due,
             clock=clock,
             containers=ContainerResolver(proc_root),
@@ -193,7 +193,7 @@ class Agent:
 
     def schedule(self) -> list[Job]:
         """Every job the daemon runs: (function, interval, first run after start)."""
-        intervals = self.config.npu_smi.intervals
+        intervals = self.config.chips.intervals
         jobs: list[Job] = [
             (self.sources.poll_table, intervals.table, 0.0),
             (self.sources.poll_identity, intervals.identity, 0.5),
@@ -256,9 +256,9 @@ def build_chip_backend(
 ) -> DcmiBackend:
     """npu-smi, with what DCMI answers through the helper unless the backend is cli or the
     library is refused (why is logged once and becomes npumon_backend_info's reason)."""
-    settings = config.npu_smi
+    settings = config.chips
     return open_dcmi(
-        NpuSmi(settings.command, settings.timeout, runner),
+        NpuSmi(config.npu_smi.command, settings.timeout, runner),
         mode=settings.backend,
         library=config.dcmi.library,
         trust=trust,

@@ -17,7 +17,13 @@ from typing import IO, TYPE_CHECKING
 from npumon.daemon import __version__
 from npumon.daemon.analysis.report import add_arguments as add_analyze_arguments
 from npumon.daemon.analysis.report import run as run_analyze
-from npumon.daemon.config import Config, ConfigError, load_config, parse_config
+from npumon.daemon.config import (
+    Config,
+    ConfigError,
+    load_config,
+    log_deprecation,
+    parse_config,
+)
 from npumon.daemon.fdlimit import raise_open_files_limit
 from npumon.daemon.logs import setup_logging
 from npumon.daemon.statelock import StateLockError, hold_state_lock
@@ -88,15 +94,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load(path: Path | None) -> Config:
-    return load_config(path) if path is not None else Config()
+def _load(path: Path | None, deprecated: Callable[[str, str], None] = log_deprecation) -> Config:
+    return load_config(path, deprecated) if path is not None else Config()
 
 
 def _check_config(path: Path) -> int:
     from npumon.exporters.webconfig import WebConfigError, load_web_config
 
+    def deprecated(source: str, message: str) -> None:
+        print(f"{source}: warning: {message}", file=sys.stderr)
+
     try:
-        config = load_config(path)
+        config = load_config(path, deprecated)
         if config.web.config_file is not None:
             load_web_config(config.web.config_file)
     except (ConfigError, WebConfigError) as error:
@@ -284,8 +293,9 @@ def main(argv: list[str] | None = None) -> int:
         return _check_config(args.file)
     if args.command == "analyze":
         return run_analyze(args)
+    held: list[tuple[str, str]] = []  # logged once logging is set up from this very config
     try:
-        config = _load(args.config)
+        config = _load(args.config, lambda *told: held.append(told))
     except ConfigError as error:
         print(f"npumon: invalid config {error.source}:", file=sys.stderr)
         for problem in error.problems:
@@ -297,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"npumon: invalid {error.source}: " + "; ".join(error.problems), file=sys.stderr)
         return 1
     setup_logging(config.logging.level, config.logging.format)
+    for source, message in held:
+        log_deprecation(source, message)
     if args.command == "collect":
         return _collect(config)
     return _run(config, lambda: _with_flags(_load(args.config), args))

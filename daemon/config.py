@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -21,7 +22,9 @@ from pydantic import (
 from npumon.daemon import config_messages
 from npumon.daemon.faults import load_fault_table
 from npumon.daemon.model.profile import AnalysisLimits, Thresholds
-from npumon.daemon.yamlfile import LineOf, YamlFileError, load_yaml
+from npumon.daemon.yamlfile import LineOf, YamlFileError, load_yaml, on_line
+
+log = logging.getLogger(__name__)
 
 _DURATION = re.compile(r"(?P<num>\d+(\.\d+)?)(?P<unit>ms|s|m|h|d)\Z")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -57,14 +60,21 @@ class Intervals(_Model):
     identity: Duration = 3600.0
 
 
-class NpuSmi(_Model):
-    command: tuple[str, ...] = Field(default=("npu-smi",), min_length=1)
+class Chips(_Model):
+    """How the chips are read, whichever backend answers (npu-smi or DCMI)."""
+
     timeout: Duration = 10.0
     intervals: Intervals = Intervals()
     max_processes_per_chip: int = Field(default=8, ge=0, le=64)
     # who answers `npu-smi info`: libdcmi through the helper when it loads, initialises and
     # agrees with npu-smi (auto), libdcmi whenever it loads (dcmi), or always npu-smi (cli)
     backend: Literal["auto", "dcmi", "cli"] = "auto"
+
+
+class NpuSmi(_Model):
+    """The npu-smi CLI: the cli backend, and what auto and dcmi fall back on."""
+
+    command: tuple[str, ...] = Field(default=("npu-smi",), min_length=1)
 
 
 class HccnTool(_Model):
@@ -79,7 +89,7 @@ class HccnTool(_Model):
 
 
 class Dcmi(_Model):
-    """The DCMI backend (npu_smi.backend); None: search where npu-exporter searches."""
+    """The DCMI backend (chips.backend); None: search where npu-exporter searches."""
 
     library: Path | None = None
 
@@ -294,6 +304,7 @@ class Profiling(_Model):
 
 
 class Config(_Model):
+    chips: Chips = Chips()
     npu_smi: NpuSmi = NpuSmi()
     hccn_tool: HccnTool = HccnTool()
     dcmi: Dcmi = Dcmi()
@@ -319,9 +330,42 @@ class ConfigError(Exception):
         super().__init__(f"{source}: " + "; ".join(problems))
 
 
-def parse_config(data: Any, source: str = "<config>", lines: LineOf | None = None) -> Config:
+# Before 0.2.0 the chip settings were keys of npu_smi; a file that still writes them there loads
+# as if it wrote them under chips (with a warning) until this release removes that.
+ALIAS_REMOVED_IN = "0.3.0"
+_CHIP_KEYS = frozenset(Chips.model_fields)
+
+
+def _chips_under_npu_smi(data: Mapping[str, Any]) -> list[str]:
+    """The chip settings (chips.*) a file writes under npu_smi, as an older config did."""
+    section = data.get("npu_smi")
+    return [str(k) for k in section if k in _CHIP_KEYS] if isinstance(section, Mapping) else []
+
+
+def _deprecation(moved: list[str]) -> str:
+    old = ", ".join(f"npu_smi.{key}" for key in moved)
+    new = ", ".join(f"chips.{key}" for key in moved)
+    return (
+        f"{old}: deprecated, write {new} (npu_smi keeps only command); "
+        f"the old keys are read until npumon {ALIAS_REMOVED_IN}"
+    )
+
+
+def log_deprecation(source: str, message: str) -> None:
+    """How the daemon tells a deprecated key: a warning each time the file is loaded."""
+    log.warning("event=config_deprecated file=%s message=%r", source, message)
+
+
+def parse_config(
+    data: Any,
+    source: str = "<config>",
+    lines: LineOf | None = None,
+    deprecated: Callable[[str, str], None] = log_deprecation,
+) -> Config:
     """Validate already-loaded YAML data (None means an empty file: all defaults); ``lines``
-    tells the line of a key path in the file it came from."""
+    tells the line of a key path in the file it came from. Chip settings under npu_smi are read
+    as chips.* and told once to ``deprecated(source, message)``; problems name the key as
+    written."""
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
@@ -332,17 +376,42 @@ def parse_config(data: Any, source: str = "<config>", lines: LineOf | None = Non
                 + config_messages.kind_of(data)
             ],
         )
+    moved = _chips_under_npu_smi(data)
+    if moved and "chips" in data:
+        raise ConfigError(
+            source,
+            [
+                f"{on_line(lines(('npu_smi', key)) if lines else None)}npu_smi.{key}: a chips "
+                f"setting, and this file also has chips; move it to chips.{key}"
+                for key in moved
+            ],
+        )
+    if moved:
+        npu_smi = data["npu_smi"]
+        data = {
+            **data,
+            "chips": {key: npu_smi[key] for key in moved},
+            "npu_smi": {k: v for k, v in npu_smi.items() if k not in _CHIP_KEYS},
+        }
+
+    def written(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+        """Where a key the problem names is in the file: npu_smi for a moved chip setting."""
+        return ("npu_smi", *loc[1:]) if loc[:1] == ("chips",) and moved else loc
+
     try:
-        return Config.model_validate(data)
+        config = Config.model_validate(data)
     except ValidationError as error:
-        raise ConfigError(source, config_messages.problems(error, Config, lines)) from None
+        raise ConfigError(source, config_messages.problems(error, Config, lines, written)) from None
+    if moved:
+        deprecated(source, _deprecation(moved))
+    return config
 
 
-def load_config(path: Path) -> Config:
+def load_config(path: Path, deprecated: Callable[[str, str], None] = log_deprecation) -> Config:
     """Read and validate one YAML file (within the yamlfile limits); ConfigError lists every
     problem."""
     try:
         document = load_yaml(path)
     except YamlFileError as error:
         raise ConfigError(str(path), [str(error)]) from None
-    return parse_config(document.data, str(path), document.line)
+    return parse_config(document.data, str(path), document.line, deprecated)

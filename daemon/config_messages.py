@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import re
 import types
+from collections.abc import Callable
 from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
@@ -96,14 +97,19 @@ def _message(item: Any) -> str:
 
 
 def problems(
-    error: ValidationError, root: type[BaseModel], lines: LineOf | None = None
+    error: ValidationError,
+    root: type[BaseModel],
+    lines: LineOf | None = None,
+    written: Callable[[tuple[int | str, ...]], tuple[int | str, ...]] | None = None,
 ) -> list[str]:
     """One line per problem: the line (``lines``: of a loaded file), the dotted path, what was
-    expected, and what kind was found."""
+    expected, and what kind was found. ``written``: where the file wrote a key the model reads
+    elsewhere (a deprecated alias)."""
     out = []
     for item in error.errors():
-        path = key_path(item["loc"])
-        where = on_line(lines(item["loc"]) if lines else None) + path
+        loc = written(item["loc"]) if written else item["loc"]
+        path = key_path(loc)
+        where = on_line(lines(loc) if lines else None) + path
         if item["type"] == "extra_forbidden":
             out.append(f"{where}: {_unknown_key(root, item['loc'])}")
             continue

@@ -143,7 +143,7 @@ def yaml_problem(path: Path, error: yaml.YAMLError) -> str:
 
 
 def key_path(loc: Sequence[int | str]) -> str:
-    """``npu_smi.timeout``; a key that is not a name (a line of some other file format, perhaps
+    """``chips.timeout``; a key that is not a name (a line of some other file format, perhaps
     a secret) is not shown."""
     parts = [p if isinstance(p, int) or _NAME.match(p) else "<key not shown>" for p in loc]
     return ".".join(str(p) for p in parts) or "(top level)"

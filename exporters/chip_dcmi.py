@@ -1,4 +1,4 @@
-"""What only DCMI gives, under `npu_smi.backend` auto or dcmi: chip voltage, PCIe bandwidth and
+"""What only DCMI gives, under `chips.backend` auto or dcmi: chip voltage, PCIe bandwidth and
 per-vNPU AI Core and memory (no sample through npu-smi, nor where the driver answers -8255)."""
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ PROCESSES: tuple[Family, ...] = (
         "npu_process_hbm_used_bytes",
         "gauge",
         "Device memory used by a process in bytes; the largest processes of each chip, up to"
-        f" npu_smi.max_processes_per_chip. {SAMPLED}",
+        f" chips.max_processes_per_chip. {SAMPLED}",
         (*CHIP_LABELS, "pid"),
         _processes,
         optional=("process_name", "container_id", *OWNER_LABELS),

@@ -61,7 +61,7 @@ class Collector:
 
 
 CHIPS = ("chips",)
-SMI = "npu-smi or DCMI (npu_smi.backend)"
+SMI = "npu-smi or DCMI (chips.backend)"
 HCCN = "hccn_tool"
 COLLECTORS: tuple[Collector, ...] = (
     Collector("identity", IDENTITY, ("chips", "node"), "chip identity, NPU software versions", SMI),

@@ -105,7 +105,8 @@ def fixture_agent(node: str, enabled: tuple[str, ...] = (), runner: Any = replay
     from npumon.daemon.config import parse_config
 
     settings: dict[str, object] = {
-        "npu_smi": {"command": fake_npu_smi(node), "timeout": "20s", "backend": "cli"},
+        "npu_smi": {"command": fake_npu_smi(node)},
+        "chips": {"timeout": "20s", "backend": "cli"},
         "kubernetes": {"pod_resources_socket": "/nonexistent/kubelet.sock"},
         "collectors": {"enabled": list(enabled)},
     }

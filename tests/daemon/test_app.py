@@ -38,7 +38,8 @@ def test_a_wall_clock_step_either_way_moves_no_poll() -> None:
         return run_command(argv, timeout, **options)
 
     settings: dict[str, object] = {
-        "npu_smi": {"command": fake_npu_smi("910b4-1_25.2.2"), "timeout": "20s"},
+        "npu_smi": {"command": fake_npu_smi("910b4-1_25.2.2")},
+        "chips": {"timeout": "20s"},
         "kubernetes": {"pod_resources_socket": "/nonexistent/kubelet.sock"},
         "hccn_tool": {"command": ["/nonexistent/hccn_tool"]},
     }

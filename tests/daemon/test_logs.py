@@ -68,7 +68,7 @@ def test_a_healthy_16_chip_node_logs_fewer_than_50_lines_a_day(
         }
     )
     agent = Agent(config, runner=node, clock=node.clock)
-    intervals = config.npu_smi.intervals
+    intervals = config.chips.intervals
     jobs = [
         (agent.sources.poll_table, intervals.table),
         (agent.sources.poll_health, intervals.table),

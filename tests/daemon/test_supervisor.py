@@ -79,7 +79,7 @@ def test_a_bad_config_keeps_the_running_one(caplog: pytest.LogCaptureFixture) ->
     loader, now = Loader(), [100.0]
     s = supervisor(loader, now)
     old, identity = s.agent, s.identity()
-    loader.next = ConfigError("npumon.yaml", ["npu_smi.timeout: expected a duration"])
+    loader.next = ConfigError("npumon.yaml", ["chips.timeout: expected a duration"])
     now[0] = 300.0
     with caplog.at_level(logging.ERROR):
         assert s.reload() is False
@@ -87,7 +87,7 @@ def test_a_bad_config_keeps_the_running_one(caplog: pytest.LogCaptureFixture) ->
     got = exposition(s)
     assert got[key("npumon_config_last_reload_successful")] == 0.0
     assert got[key("npumon_config_last_reload_success_timestamp_seconds")] == 100.0
-    assert "npu_smi.timeout" in caplog.text and "kept_running_config" in caplog.text
+    assert "chips.timeout" in caplog.text and "kept_running_config" in caplog.text
     assert s.identity() is not identity  # the cached exposition must show the failure
 
 

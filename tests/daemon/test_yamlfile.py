@@ -69,18 +69,18 @@ def test_a_recursive_alias_is_refused(tmp_path: Path) -> None:
 
 def test_not_utf8_is_a_problem_not_a_traceback(tmp_path: Path) -> None:
     path = tmp_path / "npumon.yaml"
-    path.write_bytes(b"npu_smi:\n  timeout: \xff\xfe\n")
+    path.write_bytes(b"chips:\n  timeout: \xff\xfe\n")
     with pytest.raises(ConfigError) as caught:
         load_config(path)
-    assert caught.value.problems == [f"not UTF-8 text: {path}, byte 21"]
+    assert caught.value.problems == [f"not UTF-8 text: {path}, byte 19"]
 
 
 def test_the_line_of_a_key_path(tmp_path: Path) -> None:
     path = tmp_path / "npumon.yaml"
-    path.write_text("npu_smi:\n  intervals:\n    table: 5s\nprofiling:\n  targets:\n    - {}\n")
+    path.write_text("chips:\n  intervals:\n    table: 5s\nprofiling:\n  targets:\n    - {}\n")
     document = load_yaml(path)
-    assert document.line(("npu_smi", "intervals", "table")) == 3
-    assert document.line(("npu_smi", "intervals", "absent")) == 2  # missing: its mapping's key
+    assert document.line(("chips", "intervals", "table")) == 3
+    assert document.line(("chips", "intervals", "absent")) == 2  # missing: its mapping's key
     assert document.line(("profiling", "targets", 0, "workload")) == 6
     assert document.line(()) is None
 

@@ -17,7 +17,10 @@ SOURCES = ("npu_smi_table", "npu_smi_detail", "npu_smi_health", "npu_smi_identit
 def collect(monkeypatch: pytest.MonkeyPatch, at: float, *, hccn: bool = False) -> Samples:
     monkeypatch.setenv("NPUMON_SIM_TIME", str(at))
     command = ["npumon-sim-npu-smi", "--scenario", "950-4"]
-    settings: dict[str, object] = {"npu_smi": {"command": command, "timeout": "20s"}}
+    settings: dict[str, object] = {
+        "npu_smi": {"command": command},
+        "chips": {"timeout": "20s"},
+    }
     if hccn:
         tool = ["npumon-sim-hccn-tool", "--scenario", "950-4"]
         settings["hccn_tool"] = {"command": tool, "timeout": "20s"}

@@ -30,8 +30,9 @@ MIB = 1024 * 1024
 pytestmark = pytest.mark.integration  # every test runs npu-smi (fake or simulated)
 
 
-def agent_for(command: list[str], **npu_smi: object) -> Agent:
-    return Agent(parse_config({"npu_smi": {"command": command, "timeout": "20s", **npu_smi}}))
+def agent_for(command: list[str], **chips: object) -> Agent:
+    settings = {"npu_smi": {"command": command}, "chips": {"timeout": "20s", **chips}}
+    return Agent(parse_config(settings))
 
 
 def test_na_values_and_unsupported_commands_give_no_sample_never_zero() -> None:

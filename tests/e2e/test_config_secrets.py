@@ -26,8 +26,9 @@ pytestmark = pytest.mark.integration  # real daemons, real signals
 MARKER = "Mk7q2ZsecretMARKER"
 SHADOW = f"root:$6${MARKER}$Qx9.tz0:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n"
 CONFIG_VALUES = f"""\
-npu_smi:
+chips:
   timeout: {MARKER}
+npu_smi:
   command: {MARKER}
 web:
   listen_address: {MARKER}

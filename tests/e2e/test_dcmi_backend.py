@@ -72,9 +72,8 @@ def _agent(
         {
             "npu_smi": {
                 "command": ["npumon-sim-npu-smi", "--scenario", scenario, "--time", str(at)],
-                "timeout": timeout,
-                "backend": backend,
             },
+            "chips": {"timeout": timeout, "backend": backend},
             "dcmi": {"library": str(library)},
             "kubernetes": {"pod_resources_socket": "/nonexistent/kubelet.sock"},
             "hccn_tool": {"command": ["/nonexistent/hccn_tool"]},

@@ -40,7 +40,8 @@ def _collect(node: str, tmp_path: Path) -> Samples:
     config.write_text(
         yaml.safe_dump(
             {
-                "npu_smi": {"command": fake_npu_smi(node), "timeout": "20s"},
+                "npu_smi": {"command": fake_npu_smi(node)},
+                "chips": {"timeout": "20s"},
                 "kubernetes": {"pod_resources_socket": str(tmp_path / "no-kubelet.sock")},
             }
         )

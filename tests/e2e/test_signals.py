@@ -74,7 +74,7 @@ def test_sighup_reloads_and_a_bad_config_keeps_the_running_one(
         "the reloaded config (processes collector off)",
     )
     assert scrape(port)[key("npumon_config_last_reload_successful")] == 1.0
-    config.write_text("npu_smi:\n  timeout: soon\n")
+    config.write_text("chips:\n  timeout: soon\n")
     process.send_signal(signal.SIGHUP)
     wait_for(
         lambda: scrape(port)[key("npumon_config_last_reload_successful")] == 0.0,
@@ -82,7 +82,7 @@ def test_sighup_reloads_and_a_bad_config_keeps_the_running_one(
         "the refused reload",
     )
     assert key("npu_power_watts", npu="1", chip="0") in scrape(port)  # still serving
-    assert "npu_smi.timeout" in log.read_text() and process.poll() is None
+    assert "chips.timeout" in log.read_text() and process.poll() is None
 
 
 def _hung_children(marker: str) -> list[psutil.Process]:
@@ -100,7 +100,8 @@ def test_sigterm_during_a_hung_npu_smi_exits_promptly_and_leaves_no_child(
     marker = f"--hang-seconds={3600 + (hash(str(tmp_path)) % 1000)}"  # names our children only
     (tmp_path / "profiles").mkdir()
     data = {
-        "npu_smi": {"command": fake_npu_smi(NODE, "--hang-on=info", marker), "timeout": "3600s"},
+        "npu_smi": {"command": fake_npu_smi(NODE, "--hang-on=info", marker)},
+        "chips": {"timeout": "3600s"},
         "profiling": {"ingest": {"paths": [str(tmp_path / "profiles")]}},
         "state_directory": str(tmp_path),
     }

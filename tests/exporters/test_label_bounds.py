@@ -56,7 +56,7 @@ def values(text: str) -> Values:
 
 def worst_chips() -> str:
     """64 chips (16 NPUs x 4), each with max_processes_per_chip processes and an owner."""
-    limit = Config().npu_smi.max_processes_per_chip
+    limit = Config().chips.max_processes_per_chip
     base = chip_910b()
     chips = []
     for npu in range(16):

@@ -165,8 +165,8 @@ def profiling(tmp: Path, node: str) -> dict[str, Any]:
 
 def node_config(tmp: Path, name: str, scenario: str | Path) -> Path:
     config: dict[str, Any] = {
-        "npu_smi": {
-            "command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", str(scenario)],
+        "npu_smi": {"command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", str(scenario)]},
+        "chips": {
             # a full health pass asks 7 queries per chip (health, ecc, memory, hccs,
             # hccs-bw, pcie-err, sio-info): every 5 s, not every second, on 3 nodes. The
             # fixture waits for two health passes of the A3 node (its SIO counter): a detail

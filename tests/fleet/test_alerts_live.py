@@ -67,8 +67,8 @@ def test_a_pfc_storm_fires_and_resolves_as_the_harness_says(tmp_path: Path) -> N
             {
                 "npu_smi": {
                     "command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", str(scenario)],
-                    "intervals": {"table": "5s", "detail": "60s", "health": "60s"},
                 },
+                "chips": {"intervals": {"table": "5s", "detail": "60s", "health": "60s"}},
                 "hccn_tool": {
                     "command": [str(BIN / "npumon-sim-hccn-tool"), "--scenario", str(scenario)],
                     "interval": f"{POLL}s",

@@ -80,10 +80,8 @@ def _node_config(tmp: Path) -> Path:
     """The catalog's capture scaled: one of each job every EVERY seconds, of STEPS steps; the
     gate's thresholds at their defaults, judging after MIN_CAPTURES earlier captures."""
     config: dict[str, Any] = {
-        "npu_smi": {
-            "command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", "910b-8"],
-            "intervals": {"table": "5s", "detail": "60s", "health": "60s"},
-        },
+        "npu_smi": {"command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", "910b-8"]},
+        "chips": {"intervals": {"table": "5s", "detail": "60s", "health": "60s"}},
         "state_directory": str(tmp / "state"),
         "profiling": {
             "enabled": True,

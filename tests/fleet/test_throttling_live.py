@@ -84,6 +84,8 @@ def test_a_scaled_throttling_episode_fires_as_the_harness_says(tmp_path: Path) -
             {
                 "npu_smi": {
                     "command": [str(BIN / "npumon-sim-npu-smi"), "--scenario", str(scenario)],
+                },
+                "chips": {
                     "intervals": {"table": interval, "detail": interval, "health": interval},
                 },
                 "state_directory": str(tmp_path / "state"),

@@ -620,7 +620,7 @@ class DcmiBackend:
             logging.DEBUG if quiet else logging.WARNING,
             "event=backend backend=cli reason=%s message=%r",
             info.reason,
-            refusal.message if refusal else "npu_smi.backend is cli",
+            refusal.message if refusal else "chips.backend is cli",
         )
         self.backend = info
         self._on_backend(info)

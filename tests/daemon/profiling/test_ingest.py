@@ -116,7 +116,8 @@ def test_collect_once_analyses_the_ingest_paths(tmp_path: Path) -> None:
     config.write_text(
         json.dumps(
             {
-                "npu_smi": {"command": sim, "timeout": "30s"},
+                "npu_smi": {"command": sim},
+                "chips": {"timeout": "30s"},
                 "state_directory": str(tmp_path / "state"),
                 "profiling": {"ingest": {"paths": [str(user.parent)]}},
             }

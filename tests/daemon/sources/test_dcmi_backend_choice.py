@@ -182,12 +182,12 @@ def test_cli_mode_never_touches_the_helper() -> None:
 
 def test_the_config_keys_and_their_defaults() -> None:
     config = parse_config({})
-    assert (config.npu_smi.backend, config.dcmi.library) == ("auto", None)
+    assert (config.chips.backend, config.dcmi.library) == ("auto", None)
     assert parse_config({"dcmi": {"library": "/usr/local/dcmi/libdcmi.so"}}).dcmi.library == Path(
         "/usr/local/dcmi/libdcmi.so"
     )
-    with pytest.raises(ConfigError, match="npu_smi.backend: expected one of auto, dcmi, cli"):
-        parse_config({"npu_smi": {"backend": "nvml"}})
+    with pytest.raises(ConfigError, match="chips.backend: expected one of auto, dcmi, cli"):
+        parse_config({"chips": {"backend": "nvml"}})
 
 
 def test_a_refused_library_is_the_reason_cli_serves(tmp_path: Path) -> None:

@@ -60,7 +60,8 @@ def kubelet(socket: Path) -> Iterator[Kubelet]:
 def agent(socket: Path, proc: Path | None = None, timeout: str = "5s") -> Agent:
     config = parse_config(
         {
-            "npu_smi": {"command": fake_npu_smi(NODE), "timeout": "20s"},
+            "npu_smi": {"command": fake_npu_smi(NODE)},
+            "chips": {"timeout": "20s"},
             "kubernetes": {"pod_resources_socket": str(socket), "timeout": timeout},
         }
     )
