@@ -16,6 +16,7 @@ scenario start.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import tempfile
@@ -36,6 +37,9 @@ from tests.helpers.wait import scaled, wait_for
 
 EVALUATION = 30  # seconds between rule evaluations on both engines
 EPOCH = 1_704_067_200  # 2024-01-01T00:00:00Z: every scenario starts here on VictoriaMetrics
+# promtool's Go runtime collects garbage at 4x the live heap instead of 2x: a fifth less CPU on
+# the catalog for about 100 MB more memory
+PROMTOOL_ENV = {**os.environ, "GOGC": "400"}
 
 
 @dataclass(frozen=True)
@@ -216,6 +220,7 @@ def run_promtool(
             subprocess.Popen(
                 ["promtool", "test", "rules", path.name],
                 cwd=workdir,
+                env=PROMTOOL_ENV,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
