@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from npumon.simulator.fault_catalog import Catalog, Scenario, load, seconds
-from tests.alerts.engines import Firing, run
+from tests.alerts.engines import Firing, run_engines
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "config" / "prometheus" / "npumon-rules.yml"
@@ -135,8 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     catalog = load()
     rows: list[Row] = []
     failed: list[str] = []
+    firings = run_engines(ENGINES, RULES, list(catalog.scenarios))
     for engine in ENGINES:
-        engine_rows, problems = judge(catalog, engine, run(engine, RULES, list(catalog.scenarios)))
+        engine_rows, problems = judge(catalog, engine, firings[engine])
         rows += engine_rows
         failed += problems
     generated = table(rows)

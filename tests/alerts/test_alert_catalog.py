@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from npumon.simulator.fault_catalog import Catalog, load
-from tests.alerts.engines import Firing, encode, rule_levels, run
+from tests.alerts.engines import Firing, encode, rule_levels, run_engines
 from tests.alerts.report import DOC, ENGINES, RULES, judge, table, with_table
 
 CATALOG = load()
@@ -17,10 +17,11 @@ BINARIES = {"prometheus": ("promtool",), "victoriametrics": ("victoria-metrics",
 
 @pytest.fixture(scope="module")
 def firings() -> dict[str, list[Firing]]:
-    """Both engines' alerts over the whole catalog (each engine run once per test session)."""
+    """Both engines' alerts over the whole catalog (each engine run once per test session, the
+    two side by side)."""
     missing = [b for e in ENGINES for b in BINARIES[e] if shutil.which(b) is None]
     assert not missing, f"{missing} not installed: `make tools` installs them"
-    return {engine: run(engine, RULES, list(CATALOG.scenarios)) for engine in ENGINES}
+    return run_engines(ENGINES, RULES, list(CATALOG.scenarios))
 
 
 @pytest.mark.integration
