@@ -30,6 +30,10 @@ processes:
   - {npu: 0, chip: 0, pid: 632268, name: python3.1, hbm_mb: 40960}
 """
 DAY = 86_400
+# the simulated day's clock step and table interval: logs follow transitions, not poll counts
+# (wrapper.py warns once per new failure reason and once per rejected field), so thousands of
+# polls across the whole load cycle show a line per poll or per flap as surely as the 5 s default
+STEP = 30
 
 
 class SimulatedNode:
@@ -52,7 +56,7 @@ class SimulatedNode:
         return CommandResult(tuple(argv), result.stdout, result.stderr, result.exit_code, 0.0)
 
 
-@pytest.mark.integration  # ~110,000 simulated npu-smi calls in-process (about a minute)
+@pytest.mark.integration  # ~19,000 simulated npu-smi calls in-process
 def test_a_healthy_16_chip_node_logs_fewer_than_50_lines_a_day(
     captured: io.StringIO, tmp_path: Path
 ) -> None:
@@ -62,7 +66,10 @@ def test_a_healthy_16_chip_node_logs_fewer_than_50_lines_a_day(
     node = SimulatedNode(scenario)
     config = parse_config(
         {
-            "npu_smi": {"command": ["npu-smi"]},
+            "npu_smi": {
+                "command": ["npu-smi"],
+                "intervals": {"table": f"{STEP}s", "detail": f"{3 * STEP}s"},
+            },
             "state_directory": str(tmp_path),
             "profiling": {"enabled": True, "ingest": {"paths": [str(tmp_path / "profiles")]}},
         }
@@ -83,10 +90,10 @@ def test_a_healthy_16_chip_node_logs_fewer_than_50_lines_a_day(
     agent.sources.poll_all()
     start_up = len(captured.getvalue().splitlines())
     started = time.monotonic()
-    for second in range(0, DAY, 5):
-        node.now += 5
+    for second in range(0, DAY, STEP):
+        node.now += STEP
         for job, every in jobs:
-            if second % int(every) == 0:
+            if second % max(int(every), STEP) == 0:
                 job()
     lines = captured.getvalue().splitlines()[start_up:]
     seconds = time.monotonic() - started
@@ -94,7 +101,7 @@ def test_a_healthy_16_chip_node_logs_fewer_than_50_lines_a_day(
         f"a simulated day: {len(lines)} log lines after start-up, {node.calls} npu-smi calls,"
         f" {seconds:.0f} s of test time"
     )
-    assert len(agent.store.latest().chips) == 16 and node.calls > 100_000
+    assert len(agent.store.latest().chips) == 16 and node.calls > 15_000
     assert len(lines) < 50, "\n".join(lines[:20])
 
 

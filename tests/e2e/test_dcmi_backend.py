@@ -1,6 +1,9 @@
 """The DCMI backend through the daemon: one simulated node read through npu-smi and through the
 gcc-built fake libdcmi.so gives the same exposition; a hang, a missing symbol, -8255 and -8002
-each leave npu-smi serving what DCMI cannot (a refused function: only the fields it fills)."""
+each leave npu-smi serving what DCMI cannot (a refused function: only the fields it fills).
+The helper and the fake library are real processes; npu-smi is the simulator answering in this
+process (these tests are about choosing and merging the two; its process boundary is tested in
+tests/simulator and the fleet tests)."""
 
 from __future__ import annotations
 
@@ -16,13 +19,14 @@ import pytest
 from npumon.daemon.app import Agent
 from npumon.daemon.config import parse_config
 from npumon.daemon.model.snapshot import BackendInfo
-from npumon.daemon.runner import CommandResult, run_command
+from npumon.daemon.runner import CommandResult
 from npumon.daemon.sources.dcmi.library import TrustPolicy
 from npumon.simulator.dcmi import state_text
 from npumon.simulator.loader import load_scenario
 from npumon.simulator.state import node_state
 from tests.helpers.exposition import Samples, names, samples, value
 from tests.helpers.fake_dcmi import STATE_ENV, build_fake_dcmi
+from tests.helpers.simulator_runner import NPU_SMI, SimulatorRunner
 from tests.support import FROZEN_TIME
 
 pytestmark = pytest.mark.integration
@@ -71,7 +75,7 @@ def _agent(
     config = parse_config(
         {
             "npu_smi": {
-                "command": ["npumon-sim-npu-smi", "--scenario", scenario, "--time", str(at)],
+                "command": [NPU_SMI, "--scenario", scenario],
             },
             "chips": {"timeout": timeout, "backend": backend},
             "dcmi": {"library": str(library)},
@@ -82,11 +86,12 @@ def _agent(
         }
     )
     seen = calls if calls is not None else []
+    simulator = SimulatorRunner(at)
 
     def runner(argv: Sequence[str], timeout: float, **options: Any) -> CommandResult:
         if "info" in argv:  # npu-smi's (hccn_tool's are not counted)
             seen.append(tuple(argv[argv.index("info") :]))
-        return run_command(argv, timeout, **options)
+        return simulator(argv, timeout, **options)
 
     return Agent(
         config,

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -15,10 +15,17 @@ from typing import Any
 import psutil
 
 from npumon.daemon.config import Config, parse_config
-from npumon.daemon.model.profile import ProfileSummary, StepStats
+from npumon.daemon.model.profile import (
+    ProfileSummary,
+    StepStats,
+    job_adapter,
+    report_adapter,
+)
 from npumon.daemon.profiling.capture import Host
+from npumon.daemon.profiling.launch import WORKER_MODULE
 from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.profiling.workloads import ProcessProbe
+from npumon.daemon.runner import DEFAULT_MAX_OUTPUT_BYTES, CommandResult, CommandRunner, run_command
 from npumon.daemon.store import SnapshotStore
 from npumon.exporters.collector import NpuCollector
 from tests.helpers.exposition import promtool_problems, samples
@@ -106,18 +113,46 @@ class Recorder:
         return self.calls[-1] if self.calls else frozenset()
 
 
+def worker_in_process(
+    argv: Sequence[str],
+    timeout: float,
+    *,
+    stdin: str | None = None,
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+) -> CommandResult:
+    """The analysis worker's report computed in this process, for tests about what a capture
+    exports rather than the worker's process boundary (tests/daemon/profiling/test_launch.py and
+    tests/daemon/analysis/test_worker.py run it as a process): no memory limit, no report pages,
+    no confined root. Any other command runs as a process."""
+    if list(argv[-2:]) != ["-m", WORKER_MODULE]:
+        return run_command(argv, timeout, stdin=stdin, max_output_bytes=max_output_bytes)
+    from npumon.daemon.analysis.analysis import analyze_path
+
+    assert stdin is not None
+    job = job_adapter().validate_json(stdin)
+    assert job.confine is None, "a confined job: run the worker as a process"
+    report = analyze_path(
+        job.path, job.thresholds, job.top_n, job.workload, job.limits, dict(job.process_ranks)
+    )
+    stdout = report_adapter().dump_json(report).decode() + "\n"
+    return CommandResult(tuple(argv), stdout, "", 0, 0.0)
+
+
 def profiler_for(
     config: Config,
     wait: Callable[[float], None] = lambda s: time.sleep(min(s, 0.3)),
     clock: Callable[[], float] = time.time,
     monotonic: Callable[[], float] = time.monotonic,
+    runner: CommandRunner = run_command,
 ) -> tuple[Profiler, Recorder]:
     from npumon.daemon.config import Throttle
 
     store = SnapshotStore(Throttle())
     recorder = Recorder(store)
     probe = ProcessProbe()
-    host = Host(probe.alive, probe.all, recorder, wait=wait, clock=clock, monotonic=monotonic)
+    host = Host(
+        probe.alive, probe.all, recorder, runner, wait=wait, clock=clock, monotonic=monotonic
+    )
     profiler = Profiler(config, store, host, probe)
     profiler.start()
     return profiler, recorder

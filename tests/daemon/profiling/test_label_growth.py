@@ -1,13 +1,15 @@
 """Labels that cannot grow: 20 captures of one job in each capture mode, through the real
 simulators (msprof attach, torch_npu's config trigger), export the same profile series as the
-first capture did: a rank is the job's rank or device, never a capture directory's name."""
+first capture did: a rank is the job's rank or device, never a capture directory's name. The 20
+captures analyse in this process (what is exported is the question, not the worker's process
+boundary); the rank test below goes through the worker process."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from profiling_helpers import config_for, exposition, profiler_for, train_job
+from profiling_helpers import config_for, exposition, profiler_for, train_job, worker_in_process
 
 from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.profiling.workloads import Workload
@@ -51,7 +53,7 @@ def _assert_no_growth(seen: list[set[Key]]) -> None:
 
 
 def test_msprof_attach_captures_keep_one_label_set(tmp_path: Path) -> None:
-    profiler, _ = profiler_for(config_for(tmp_path))
+    profiler, _ = profiler_for(config_for(tmp_path), runner=worker_in_process)
     with train_job(tmp_path, "balanced") as job:
         workload = Workload("trainer", (job.pid,), "msprof_attach", frozenset({(0, 0)}), True)
         seen = _captures(profiler, workload)
@@ -66,7 +68,9 @@ def test_torch_npu_captures_keep_one_label_set(tmp_path: Path) -> None:
         "mode": "torch_npu_config",
         "config_dir": str(config_dir),
     }
-    profiler, _ = profiler_for(config_for(tmp_path, targets=[target], steps=5))
+    profiler, _ = profiler_for(
+        config_for(tmp_path, targets=[target], steps=5), runner=worker_in_process
+    )
     with train_job(tmp_path, "balanced", dynamic=False, config_dir=config_dir):
         (workload,) = profiler.workloads()
         seen = _captures(profiler, workload)
