@@ -6,9 +6,11 @@ import json
 import urllib.request
 from typing import Any
 
+from tests.helpers.wait import scaled
+
 
 def get(url: str, timeout: float = 5.0) -> str:
-    with urllib.request.urlopen(url, timeout=timeout) as response:
+    with urllib.request.urlopen(url, timeout=scaled(timeout)) as response:
         body: bytes = response.read()
         return body.decode()
 

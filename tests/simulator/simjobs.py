@@ -71,7 +71,7 @@ class Interactive:
 
     def expect(self, marker: str, timeout: float = 10.0) -> str:
         assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while (found := self.text.find(marker, self._seen)) < 0:
             left = deadline - time.monotonic()
             ready, _, _ = select.select([self.proc.stdout], [], [], max(left, 0))
@@ -92,7 +92,7 @@ class Interactive:
 
     def finish(self, timeout: float = 10.0) -> tuple[int, str]:
         """Close stdin, read the rest, return (exit code, whole output)."""
-        rest, _ = self.proc.communicate(timeout=timeout)
+        rest, _ = self.proc.communicate(timeout=scaled(timeout))
         self.text += rest.decode()
         return self.proc.returncode, self.text
 

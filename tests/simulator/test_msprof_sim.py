@@ -29,7 +29,7 @@ def _msprof(
         env=child_env(home, **env),
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=scaled(timeout),
         check=False,
     )
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from npumon.simulator import cli
+from tests.helpers.wait import scaled
 
 SCRIPT = str(Path(sys.executable).parent / "npumon-sim-npu-smi")
 
@@ -23,7 +24,7 @@ def _run(
         [SCRIPT, *args],
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=scaled(timeout),
         env={**base, **(env or {})},
         check=False,
     )
