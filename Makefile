@@ -77,7 +77,7 @@ test: $(STAMP) tools lint typecheck imports
 	$(PYTEST) --durations=20
 
 # The inner loop: parsers, unit, rendering and golden tests (the fakes answered in-process),
-# about 45 CPU-seconds over two workers. Tests that start real processes, sockets or servers
+# about 40 CPU-seconds, 30 s wall on two workers. Tests that start real processes or servers
 # are marked `integration`, the live Prometheus ones `fleet` (pyproject). `make test` runs
 # those too, plus lint, mypy and the import contracts.
 test-fast: $(STAMP) tools

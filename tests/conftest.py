@@ -9,7 +9,7 @@
   fixtures (real captures) in ``tests/fixtures``;
 - markers (pyproject): ``integration`` on tests that start real processes, sockets or servers,
   ``fleet`` on those that run a real Prometheus. ``make test-fast`` runs the rest (parsers,
-  unit, rendering, golden; about 45 CPU-seconds over two pytest-xdist workers), ``make test``
+  unit, rendering, golden; about 40 CPU-seconds, 30 s wall on two workers), ``make test``
   everything (``-n 2 --dist loadgroup``; the fleet's one Prometheus stays on one worker);
 - time: a clock is injected where it can be (``NPUMON_SIM_TIME``, ``Agent(clock=...)``, the
   msprof session's ``clock``); where real time must pass, a test waits on a condition
