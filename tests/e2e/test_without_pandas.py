@@ -37,6 +37,17 @@ WITHOUT_HEAVY = (
 CLI = "from npumon.daemon.cli import main\nsys.exit(main())\n"
 
 
+def _run(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+    """``npumon run`` on a loopback port of its own choosing, its output in ``log``."""
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [*argv, "--web.listen-address", "127.0.0.1:0"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
 def test_npumon_run_without_pandas_or_numpy_serves_and_never_imports_them(
     tmp_path: Path,
 ) -> None:
@@ -51,13 +62,7 @@ def test_npumon_run_without_pandas_or_numpy_serves_and_never_imports_them(
     )
     code = WITHOUT_HEAVY + CLI
     argv = [sys.executable, "-c", code, "run", "--config", str(config)]
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [*argv, "--web.listen-address", "127.0.0.1:0"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    process = _run(argv, log)
     try:
         port = reported_port(log, process=process)
         metrics: list[str] = []
@@ -97,13 +102,7 @@ def test_profiling_on_without_pandas_is_off_said_once_and_shown(tmp_path: Path) 
     assert "warning: profiling is on but pandas and numpy not installed" in check.stderr
     assert "npumon[profiling]" in check.stderr and "-profiling image" in check.stderr
     argv = [sys.executable, "-c", WITHOUT_HEAVY + CLI, "run", "--config", str(config)]
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [*argv, "--web.listen-address", "127.0.0.1:0"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    process = _run(argv, log)
     try:
         port = reported_port(log, process=process)
         metrics: list[str] = []
