@@ -58,6 +58,13 @@ BAND_EDGE = (
     "a 5-minute average sits at a band's threshold (the 910B's simulated load, 75 +- 10 %, "
     "against training's 80 %): the engines' averages over their own samples fall either side"
 )
+YOUNG_RECORD = (
+    "a recorded series averaged over a window longer than the fleet has run: each rule engine "
+    "records from its own first evaluation, so the averages hold different samples (the "
+    "recorded series themselves are compared value by value)"
+)
+# An average over a recorded series (a name with a colon) across minutes: YOUNG_RECORD
+RECORD_AVERAGE = re.compile(r"\bavg_over_time\(\w+:[\w:]+(?:\{[^}]*\})?\[\d+[mh]\]\)")
 TOP_TIE = (
     "a top 10 of moving values (temperatures a degree apart): the last places fall to "
     "different chips at each engine's own samples"
@@ -77,8 +84,9 @@ ANSWERS = {
     "NpuAllocatedChipModerateUtilization": BAND_EDGE,
     "NpuAllocatedChipLowUtilization": BAND_EDGE,
 }
-# Instants an expression is compared at before a difference counts (Comparison).
-INSTANTS = 3
+# How long (before scaled()) an expression that differs is asked again at later instants
+# before the difference counts (Comparison).
+AGAIN_SECONDS = 15
 # Labels left out of the comparison: vmalert's ALERTS carry their rule group's name
 # (alertgroup); VictoriaMetrics keeps the metric name where Prometheus drops it (e.g. through
 # max_over_time and topk), which no panel shows.
@@ -114,10 +122,11 @@ def difference(a: float, b: float) -> float:
 class Comparison:
     """Both engines asked at one instant; ``worst`` keeps the largest value difference seen.
 
-    Where they differ, they are asked again at a later instant, up to INSTANTS in all: each
-    engine's samples lie up to a scrape apart, so a value that resets (a source's age when a
-    slow pass completes) or sits on a threshold (a utilization band) may differ at one
-    instant; a difference in what an expression means shows at every one."""
+    Where they differ, they are asked again, a second apart, at later instants for up to
+    scaled(AGAIN_SECONDS): each engine scrapes and evaluates on its own, so a value that resets
+    (a source's age when a slow pass completes), sits on a threshold (a utilization band), or
+    lags on one engine (a scrape or a rule evaluation late on a busy machine) may differ for a
+    while; a difference in what an expression means shows at every instant."""
 
     def __init__(self, prometheus: str, victoriametrics: str, at: float) -> None:
         self.prometheus, self.victoriametrics, self.at = prometheus, victoriametrics, at
@@ -139,7 +148,7 @@ class Comparison:
         worst = (0.0, "")
         for labels in on_prometheus.keys() & on_vm.keys():
             a, b = on_prometheus[labels], on_vm[labels]
-            off = 0.0 if where in VALUES else difference(a, b)
+            off = 0.0 if where in VALUES or RECORD_AVERAGE.search(expr) else difference(a, b)
             worst = max(worst, (off, f"{where} {dict(labels)}: {a:g} vs {b:g}"))
             if off > (COUNTER_TOLERANCE if COUNTER_FUNCTIONS.search(expr) else TOLERANCE):
                 problems.append(f"{where}: {dict(labels)} {a:g} on Prometheus, {b:g} on VM")
@@ -148,14 +157,19 @@ class Comparison:
     def __call__(self, where: str, expr: str) -> list[str]:
         """What differs between the engines' answers to ``expr`` (empty: they agree)."""
         self.compared += 1
-        at = self.at
-        for attempt in range(INSTANTS):
-            problems, off, which = self.differences(where, expr, at)
-            if not problems:
-                self.worst = max(self.worst, (off, which))
-                return []
-            self.asked_again += attempt < INSTANTS - 1
-            at = time.time() - 2
+        problems, off, which = self.differences(where, expr, self.at)
+        if problems:
+            self.asked_again += 1
+
+            def agree() -> bool:
+                nonlocal problems, off, which
+                problems, off, which = self.differences(where, expr, time.time() - 2)
+                return not problems
+
+            with contextlib.suppress(AssertionError):  # the caller names the difference
+                wait_for(agree, AGAIN_SECONDS, f"{where} to agree", poll=1.0)
+        if not problems:
+            self.worst = max(self.worst, (off, which))
         return problems
 
 
