@@ -173,10 +173,11 @@ class Comparison:
         return problems
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def compare(prometheus: str, victoriametrics: str) -> Iterator[Comparison]:
     """Both engines at one instant 2 s back, once every READY expression (two passes of the
-    link counters, a recording rule's answer) answers at that instant on both."""
+    link counters, a recording rule's answer) answers at that instant on both; each test its
+    own instant."""
     at = time.time() - 2
 
     def ready() -> bool:
@@ -263,8 +264,9 @@ def agent_config(fleet: Fleet, url: str) -> dict[str, Any]:
 def test_a_prometheus_agent_remote_writes_to_victoriametrics(
     fleet: Fleet, victoriametrics: str, compare: Comparison
 ) -> None:
-    """Started after ``compare`` fixed its instant, so the copies never reach the comparisons:
-    every chip VictoriaMetrics scrapes also arrives through the agent, and so do the targets."""
+    """Every chip VictoriaMetrics scrapes also arrives through the agent, and so do the
+    targets. Last in the module: the copies it sends (label scraper) stay out of the
+    comparisons above, which run first on the same fleet."""
     assert PROMETHEUS is not None
     folder: Path = fleet.tmp / "prometheus-agent"
     folder.mkdir()
