@@ -131,6 +131,12 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "config": {"profiling": {"enabled": True}, "logging": {"level": "debug"}},
         "networkPolicy": {"from": [], "egress": [{"ports": [{"port": 53, "protocol": "UDP"}]}]},
     },
+    "ascend-runtime": {"deviceAccess": "ascendRuntime", "runtimeClassName": "ascend"},
+    "ascend-runtime-profiling": {
+        "deviceAccess": "ascendRuntime",
+        "runtimeClassName": "ascend",
+        "config": {"profiling": {"enabled": True}},
+    },
 }
 
 
@@ -376,6 +382,110 @@ def test_pod_hardening() -> None:
     no_account = pod_spec(render(VALUE_SETS["minimal"]))
     assert no_account["serviceAccountName"] == "default"
     assert no_account["automountServiceAccountToken"] is False
+
+
+@pytest.mark.parametrize(
+    ("values", "added"),
+    [
+        (VALUE_SETS["ascend-runtime"], ["DAC_OVERRIDE"]),
+        (VALUE_SETS["ascend-runtime-profiling"], ["DAC_OVERRIDE", "DAC_READ_SEARCH", "SYS_PTRACE"]),
+    ],
+    ids=["profiling-off", "profiling-on"],
+)
+def test_ascend_runtime_mode_is_unprivileged_with_the_capabilities_of_privileges_md(
+    values: dict[str, Any], added: list[str]
+) -> None:
+    """docs/privileges.md's table: DAC_OVERRIDE for the HwHiAiUser-owned devices and the state
+    directory; SYS_PTRACE (other jobs' environ, msprof attach) and DAC_READ_SEARCH (private
+    profile directories) for profiling; root for the kubelet's root-only socket."""
+    documents = render(values)
+    for version in K8S_VERSIONS:
+        for document in documents:
+            validate(document, version)
+    npumon = container(documents)
+    assert npumon["securityContext"] == {
+        "privileged": False,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"], "add": added},
+        "runAsUser": 0,
+        "readOnlyRootFilesystem": True,
+    }
+    pod = pod_spec(documents)
+    assert pod["runtimeClassName"] == "ascend"
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    # the runtime puts the devices into the container: the host's /dev is not mounted over them
+    host_paths = {v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
+    assert "/dev" not in host_paths
+    assert "/dev" not in {m["mountPath"] for m in npumon["volumeMounts"]}
+    assert {"/usr/local/Ascend/driver", "/var/lib/kubelet/pod-resources"} <= host_paths
+    env = {e["name"]: e["value"] for e in npumon["env"]}
+    assert env["ASCEND_VISIBLE_DEVICES"] == "0-7"
+    assert env["LD_LIBRARY_PATH"].startswith("/usr/local/Ascend/driver/lib64")
+    default = container(render())
+    assert "ASCEND_VISIBLE_DEVICES" not in {e["name"] for e in default["env"]}
+    assert "/dev" in {m["mountPath"] for m in default["volumeMounts"]}
+
+
+def test_ascend_visible_devices_is_a_value_and_env_naming_it_wins() -> None:
+    ascend = {"deviceAccess": "ascendRuntime"}
+    env = container(render({**ascend, "ascendVisibleDevices": "0-15"}))["env"]
+    assert {"name": "ASCEND_VISIBLE_DEVICES", "value": "0-15"} in env
+    own = [{"name": "ASCEND_VISIBLE_DEVICES", "value": "Ascend910-0,Ascend910-1"}]
+    env = container(render({**ascend, "env": own}))["env"]
+    assert [e for e in env if e["name"] == "ASCEND_VISIBLE_DEVICES"] == own
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (
+            {"securityContext": {"privileged": False, "capabilities": {"add": ["SYS_PTRACE"]}}},
+            {
+                "privileged": False,
+                "capabilities": {"add": ["SYS_PTRACE"]},
+                "runAsUser": 0,
+                "readOnlyRootFilesystem": True,
+            },
+        ),
+        (
+            {"securityContext": {"privileged": None}},
+            {"runAsUser": 0, "readOnlyRootFilesystem": True},
+        ),
+        (
+            {
+                "deviceAccess": "ascendRuntime",
+                "securityContext": {
+                    "readOnlyRootFilesystem": False,
+                    "capabilities": {"add": ["DAC_OVERRIDE", "SYS_PTRACE"]},
+                },
+            },
+            {
+                "privileged": False,
+                "allowPrivilegeEscalation": False,
+                "capabilities": {"drop": ["ALL"], "add": ["DAC_OVERRIDE", "SYS_PTRACE"]},
+                "runAsUser": 0,
+                "readOnlyRootFilesystem": False,
+            },
+        ),
+    ],
+    ids=["privileged-overridden", "privileged-removed", "ascend-runtime-overridden"],
+)
+def test_the_security_context_value_is_merged_over_the_modes_and_wins(
+    values: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    assert container(render(values))["securityContext"] == expected
+
+
+def test_schema_refuses_an_unknown_device_access_naming_the_choices() -> None:
+    with pytest.raises(helm.HelmValuesError) as refused:
+        render({"deviceAccess": "unprivileged"})
+    assert "deviceAccess" in str(refused.value)
+    assert "'privileged', 'ascendRuntime'" in str(refused.value)
+    report = helm.lint(CHART, {"deviceAccess": "Privileged"}, strict=True)
+    assert any("deviceAccess" in e for e in report["errors"]), report
+    # "all" is not a format the Ascend Docker Runtime is documented to accept
+    with pytest.raises(helm.HelmValuesError, match="ascendVisibleDevices"):
+        render({"deviceAccess": "ascendRuntime", "ascendVisibleDevices": "all"})
 
 
 @pytest.mark.parametrize(

@@ -53,13 +53,48 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "npumon.image" -}}
 {{- $image := .Values.image }}
 {{- $name := $image.repository }}
-{{- $profiling := dig "profiling" "enabled" false (.Values.config | default dict) }}
+{{- $profiling := include "npumon.profiling" . }}
 {{- with $image.registry | default ((.Values.global | default dict).imageRegistry) }}{{ $name = printf "%s/%s" (trimSuffix "/" .) $name }}{{ end }}
 {{- if and $image.digest $profiling }}{{ printf "%s@%s" $name (required "image.profilingDigest: the profiling variant's digest, since image.digest pins the default image and config.profiling.enabled needs the profiling one" $image.profilingDigest) }}
 {{- else if $image.digest }}{{ printf "%s@%s" $name $image.digest }}
 {{- else if $profiling }}{{ printf "%s:%s%s" $name ($image.tag | default .Chart.AppVersion) ($image.profilingTagSuffix | default "") }}
 {{- else }}{{ printf "%s:%s" $name ($image.tag | default .Chart.AppVersion) }}
 {{- end }}
+{{- end }}
+
+{{/* "true" when npumon's profiling captures are on (config.profiling.enabled): the pods then run
+     the profiling image variant and, under deviceAccess ascendRuntime, get the capabilities
+     discovery, msprof attach and ingest need. */}}
+{{- define "npumon.profiling" -}}
+{{- if dig "profiling" "enabled" false (.Values.config | default dict) }}true{{ end }}
+{{- end }}
+
+{{/* "true" under deviceAccess ascendRuntime: the Ascend Docker Runtime puts the devices named
+     in ASCEND_VISIBLE_DEVICES into the container, which is not privileged. */}}
+{{- define "npumon.ascendRuntime" -}}
+{{- if eq (.Values.deviceAccess | default "privileged") "ascendRuntime" }}true{{ end }}
+{{- end }}
+
+{{/* The container's securityContext: deviceAccess's own (docs/privileges.md), then the keys of
+     the securityContext value over it, as Helm merges values: a map is merged into the map it
+     meets, anything else replaces, and null removes the key. Under ascendRuntime: every
+     capability dropped but DAC_OVERRIDE (the HwHiAiUser-owned devices, the state directory),
+     plus DAC_READ_SEARCH and SYS_PTRACE with profiling; root for the kubelet's root-only
+     pod-resources socket. */}}
+{{- define "npumon.securityContext" -}}
+{{- $context := dict "privileged" true "runAsUser" 0 "readOnlyRootFilesystem" true }}
+{{- if include "npumon.ascendRuntime" . }}
+{{- $add := list "DAC_OVERRIDE" }}
+{{- if include "npumon.profiling" . }}{{ $add = concat $add (list "DAC_READ_SEARCH" "SYS_PTRACE") }}{{ end }}
+{{- $context = dict "privileged" false "allowPrivilegeEscalation" false "capabilities" (dict "drop" (list "ALL") "add" $add) "runAsUser" 0 "readOnlyRootFilesystem" true }}
+{{- end }}
+{{- range $key, $value := .Values.securityContext | default dict }}
+{{- if kindIs "invalid" $value }}{{ $_ := unset $context $key }}
+{{- else if and (kindIs "map" $value) (kindIs "map" (get $context $key)) }}{{ $_ := mergeOverwrite (get $context $key) $value }}
+{{- else }}{{ $_ := set $context $key $value }}
+{{- end }}
+{{- end }}
+{{- toYaml $context }}
 {{- end }}
 
 {{- define "npumon.serviceAccountName" -}}
