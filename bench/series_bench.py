@@ -93,7 +93,11 @@ def node(scenario: str, enabled: tuple[str, ...] = ()) -> Iterator[dict[str, Any
         finally:
             if kubelet is not None:
                 kubelet.terminate()
-                kubelet.wait(10)
+                try:
+                    kubelet.wait(10)
+                except subprocess.TimeoutExpired:  # gRPC's shutdown can outlast it when busy
+                    kubelet.kill()
+                    kubelet.wait()
 
 
 def counted(exposition: str) -> dict[str, int]:
