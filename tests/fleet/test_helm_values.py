@@ -255,7 +255,10 @@ def test_alert_values_set_threshold_for_and_severity(tmp_path: Path) -> None:
         yaml.safe_dump(one(render({"prometheusRule": TUNED}), "PrometheusRule")["spec"])
     )
     result = subprocess.run(
-        ["promtool", "check", "rules", str(path)], capture_output=True, text=True, timeout=60
+        ["promtool", "check", "rules", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=scaled(60),
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
