@@ -60,6 +60,16 @@ class Tally:
     errors: int = 0
 
 
+def _stop(daemon: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL when the daemon has not ended 10 s later (a very busy machine)."""
+    daemon.terminate()
+    try:
+        daemon.wait(10)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait()
+
+
 def _web_config(folder: Path) -> Path:
     cert, key = folder / "bench.crt", folder / "bench.key"
     subprocess.run(
@@ -229,8 +239,7 @@ def run_scenario(name: str, args: argparse.Namespace) -> dict[str, float]:
             time.sleep(SETTLE_SECONDS)  # a real daemon returning freed memory: real time
             rss2 = proc.memory_info().rss / 2**20
         finally:
-            daemon.terminate()
-            daemon.wait(10)
+            _stop(daemon)
     result = {
         "ok": len(tally.latencies),
         "p50_ms": 1000 * statistics.median(tally.latencies or [0]),
@@ -322,8 +331,7 @@ def run_hostile(kind: str, connections: int | None, seconds: float) -> dict[str,
             for sock in held:
                 sock.close()
             logged = log.stat().st_size - log0
-            daemon.terminate()
-            daemon.wait(10)
+            _stop(daemon)
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     result = {
         "connections": count,
