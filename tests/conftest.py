@@ -40,9 +40,11 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # One live Prometheus per session (tests/fleet/conftest.py): under pytest-xdist the tests
-    # that use it run on one worker, so the fleet starts once, not once per worker.
+    # that use it run on one worker, so the fleet starts once, not once per worker. First:
+    # pytest-xdist reads the group from the marks in its own hook, which runs before a conftest's.
     for item in items:
         if "prometheus" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("prometheus"))
