@@ -43,8 +43,9 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # One live Prometheus per session (tests/fleet/conftest.py): under pytest-xdist the tests
-    # that use it run on one worker, so the fleet starts once, not once per worker. First:
-    # pytest-xdist reads the group from the marks in its own hook, which runs before a conftest's.
+    # that use it are meant to run on one worker, so the fleet starts once. First: pytest-xdist
+    # reads the group from the marks in its own hook, which runs before a conftest's. pytest 9.2
+    # with xdist 3.8 ignores the group (pytest-xdist#1386): each worker then starts a fleet.
     for item in items:
         if "prometheus" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("prometheus"))
