@@ -67,8 +67,8 @@ imports: $(STAMP) .mypy-src/npumon .mypy-src/npumon/podresources
 	PYTHONPATH=.mypy-src $(BIN)/lint-imports --no-cache
 
 # pytest-xdist: TEST_JOBS workers (2 on a 2-core machine; TEST_JOBS=0 runs in one process).
-# The tests that share the fleet's one Prometheus are grouped on one worker (--dist loadgroup,
-# tests/conftest.py; pytest 9.2 ignores the group, pytest-xdist#1386). The 20 slowest tests
+# The tests that share the live fleet run on one worker, in a row (--dist loadgroup,
+# tests/conftest.py), so it starts once and stops after them. The 20 slowest tests
 # are listed at the end, so growth shows.
 # NPUMON_TEST_TIMEOUT_FACTOR scales every deadline a test waits under (tests/helpers/wait.py).
 TEST_JOBS ?= 2

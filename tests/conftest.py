@@ -10,7 +10,7 @@
 - markers (pyproject): ``integration`` on tests that start real processes, sockets or servers,
   ``fleet`` on those that run a real Prometheus. ``make test-fast`` runs the rest (parsers,
   unit, rendering, golden; about 40 CPU-seconds, 30 s wall on two workers), ``make test``
-  everything (``-n 2 --dist loadgroup``; the fleet's one Prometheus stays on one worker);
+  everything (``-n 2 --dist loadgroup``; the live fleet's tests run on one worker, in a row);
 - time: a clock is injected where it can be (``NPUMON_SIM_TIME``, ``Agent(clock=...)``, the
   msprof session's ``clock``); where real time must pass, a test waits on a condition
   (``tests.helpers.wait.wait_for``), never sleeps, and asserts no duration: a deadline test
@@ -42,10 +42,10 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # One live Prometheus per session (tests/fleet/conftest.py): under pytest-xdist the tests
-    # that use it are meant to run on one worker, so the fleet starts once. First: pytest-xdist
-    # reads the group from the marks in its own hook, which runs before a conftest's. pytest 9.2
-    # with xdist 3.8 ignores the group (pytest-xdist#1386): each worker then starts a fleet.
+    # The tests that use the live fleet (tests/fleet/conftest.py) run on one pytest-xdist worker,
+    # one after another, so the fleet starts once and stops after them. First: pytest-xdist reads
+    # the group from the marks in its own hook, which runs before a conftest's. pytest 9.2 drops
+    # the group (pytest-xdist#1386), hence pytest<9.2 in pyproject.
     for item in items:
-        if "prometheus" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("prometheus"))
+        if "fleet" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("fleet"))

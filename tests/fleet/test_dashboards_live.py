@@ -91,7 +91,7 @@ def without(expr: str, name: str) -> str:
     return expr
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def ask(prometheus: str) -> Iterator[Any]:
     """Instant queries at one fixed time, so answers compare exactly: 2 s back, once every
     READY expression answers at that time too (the fixture saw them answer only just now)."""
