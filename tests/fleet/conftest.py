@@ -62,6 +62,13 @@ def pytest_sessionfinish() -> None:
 
 @pytest.fixture
 def fleet(request: pytest.FixtureRequest) -> Fleet:
+    # On a --dist loadgroup worker, pytest-xdist names a grouped test "<id>@<group>"; without
+    # that, the other worker starts a fleet of its own and the two load the machine together.
+    if getattr(request.config.option, "loadgroup", False):
+        assert request.node.nodeid.endswith("@fleet"), (
+            "pytest-xdist did not group the fleet's tests, so each worker would start a fleet "
+            "(pytest 9.2 drops the groups, pytest-xdist#1386): install pytest below 9.2"
+        )
     return _running.start(request)
 
 
