@@ -10,6 +10,11 @@ PORT   ?= 9732
 DEMO_WAIT ?= 20
 LISTEN ?= :$(PORT)
 
+# Python keeps its compiled modules (__pycache__, which git ignores) even where the caller's
+# environment says not to: the tests start hundreds of simulator and daemon processes, and each
+# would otherwise compile npumon's modules again.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: all demo demo-stop test test-fast lint format typecheck imports bench tools generate clean
 
 all: test
