@@ -108,6 +108,11 @@ class ProcessGroups:
 
 PROCESS_GROUPS = ProcessGroups()
 
+# How the daemon starts a Python child of its own (the analysis worker, the DCMI helper): -P, so
+# no module is taken from the working directory, while the rest of sys.path (PYTHONPATH, the
+# user site) is the daemon's own, so what the daemon finds installed, the child imports.
+CHILD_PYTHON = (sys.executable, "-P")
+
 
 def terminate_all() -> int:
     """Kill every command npumon has in flight and refuse new ones: for SIGTERM handling."""

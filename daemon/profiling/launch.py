@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from npumon.daemon.model.profile import (
 )
 from npumon.daemon.profiling.captureerror import CaptureError
 from npumon.daemon.profiling.statefile import first_problem
-from npumon.daemon.runner import CommandRunner, run_command
+from npumon.daemon.runner import CHILD_PYTHON, CommandRunner, run_command
 
 WORKER_MODULE = "npumon.daemon.analysis.worker"
 WORKER_NEEDS = ("pandas", "numpy")  # the npumon[profiling] extra, in the -profiling image
@@ -27,7 +26,7 @@ WORKER_NEEDS = ("pandas", "numpy")  # the npumon[profiling] extra, in the -profi
 
 def analysis_unavailable() -> str | None:
     """Why this Python cannot analyse profiles (the worker's packages are not installed), or
-    None; looked up without importing them."""
+    None; looked up without importing them, on the sys.path the worker has too (CHILD_PYTHON)."""
     missing = [name for name in WORKER_NEEDS if not _installed(name)]
     if not missing:
         return None
@@ -55,7 +54,7 @@ def analyse_in_worker(
     job: AnalysisJob, timeout: float, runner: CommandRunner = run_command
 ) -> WorkerOutcome:
     """Run ``job`` in a child Python with a deadline (its process group is killed after)."""
-    argv = [sys.executable, "-I", "-m", WORKER_MODULE]  # -I: no module from the cwd
+    argv = [*CHILD_PYTHON, "-m", WORKER_MODULE]
     result = runner(argv, timeout, stdin=job_adapter().dump_json(job).decode())
     if result.timed_out:
         return WorkerOutcome(None, "timeout", f"analysis of {job.path} took over {timeout:g}s")

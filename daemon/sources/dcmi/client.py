@@ -13,7 +13,6 @@ import logging
 import os
 import selectors
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from npumon.daemon.runner import PROCESS_GROUPS, ProcessGroups, kill_group
+from npumon.daemon.runner import CHILD_PYTHON, PROCESS_GROUPS, ProcessGroups, kill_group
 from npumon.daemon.sources.wrapper import SourceFailure
 
 log = logging.getLogger(__name__)
@@ -106,8 +105,7 @@ class DcmiHelper:
         library: Path,
         timeout: float,
         *,
-        # -I: isolated, so no module is taken from the working directory (nor PYTHON* vars)
-        command: Sequence[str] = (sys.executable, "-I", "-m", HELPER_MODULE),
+        command: Sequence[str] = (*CHILD_PYTHON, "-m", HELPER_MODULE),
         env: Mapping[str, str] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         groups: ProcessGroups = PROCESS_GROUPS,

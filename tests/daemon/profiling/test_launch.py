@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,7 +13,8 @@ import pytest
 
 from npumon.daemon.model.profile import AnalysisJob, Thresholds, job_adapter
 from npumon.daemon.profiling.launch import WORKER_MODULE, analyse_in_worker
-from npumon.daemon.runner import CommandResult
+from npumon.daemon.runner import CHILD_PYTHON, CommandResult
+from tests.helpers.wait import scaled
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "msprof"
 JOB = AnalysisJob(Path("/data/prof"), "llama", 3, Thresholds(free_ratio=0.3))
@@ -41,8 +44,34 @@ def test_the_job_goes_on_stdin_by_module_name() -> None:
     runner = ended(exit_code=2)
     analyse_in_worker(JOB, 60.0, runner)
     ((argv, timeout, stdin),) = runner.calls
-    assert argv == [sys.executable, "-I", "-m", WORKER_MODULE] and timeout == 60.0
+    assert argv == [sys.executable, "-P", "-m", WORKER_MODULE] and timeout == 60.0
     assert stdin is not None and job_adapter().validate_json(stdin) == JOB
+
+
+@pytest.mark.integration
+def test_a_child_python_imports_from_pythonpath_and_not_from_the_working_directory(
+    tmp_path: Path,
+) -> None:
+    """What the daemon finds installed (analysis_unavailable, in its own Python), its worker can
+    import: a package that only PYTHONPATH makes visible (pandas installed with pip --target,
+    say) is on the child's path too; a module in the working directory is not."""
+    on_path, cwd = tmp_path / "on_path", tmp_path / "cwd"
+    on_path.mkdir()
+    cwd.mkdir()
+    (on_path / "npumon_probe_on_path.py").write_text("")
+    (cwd / "npumon_probe_in_cwd.py").write_text("")
+    names = ("npumon_probe_on_path", "npumon_probe_in_cwd")
+    code = f"import importlib.util as u\nprint(*(u.find_spec(n) is not None for n in {names!r}))"
+    found = subprocess.run(
+        [*CHILD_PYTHON, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(on_path)},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=scaled(60),
+        check=True,
+    )
+    assert found.stdout.split() == ["True", "False"], found.stderr
 
 
 def test_timeout_failure_and_bad_output() -> None:
