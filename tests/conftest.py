@@ -40,12 +40,20 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
 
 
+# A fixture that starts something large, and the pytest-xdist group of the tests that use it: they
+# run on one worker, so it is built once. The live fleet (tests/fleet/conftest.py) starts there
+# and stops after them; the alert catalog's run of both rule engines (tests/alerts) is one
+# module-scoped fixture.
+SHARED = {"fleet": "fleet", "firings": "alert-catalog"}
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # The tests that use the live fleet (tests/fleet/conftest.py) run on one pytest-xdist worker,
-    # one after another, so the fleet starts once and stops after them. First: pytest-xdist reads
-    # the group from the marks in its own hook, which runs before a conftest's. pytest 9.2 drops
-    # the group (pytest-xdist#1386), hence pytest<9.2 in pyproject.
+    # First: pytest-xdist reads the group from the marks in its own hook, which runs before a
+    # conftest's. pytest 9.2 drops the groups (pytest-xdist#1386), hence pytest<9.2 in pyproject.
     for item in items:
-        if "fleet" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("fleet"))
+        used = getattr(item, "fixturenames", ())
+        for fixture, group in SHARED.items():
+            if fixture in used:
+                item.add_marker(pytest.mark.xdist_group(group))
+                break
