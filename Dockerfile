@@ -41,6 +41,7 @@ COPY daemon ./daemon
 COPY exporters ./exporters
 COPY simulator ./simulator
 COPY podresources ./podresources
+COPY yamlfile ./yamlfile
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM ${PYTHON_IMAGE}

@@ -45,7 +45,7 @@ tools:
 	@promtool --version 2>&1 | head -n 1
 	@dpkg-query -W -f='victoria-metrics $${Version}\n' victoria-metrics 2>/dev/null || true
 
-PY_TREES := daemon exporters simulator podresources tests bench deploy docs
+PY_TREES := daemon exporters simulator podresources yamlfile tests bench deploy docs
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(PY_TREES)
@@ -59,10 +59,10 @@ format: $(STAMP)
 # that mypy cannot follow).
 typecheck: $(STAMP) .mypy-src/npumon .mypy-src/npumon/podresources
 	MYPYPATH=.mypy-src $(BIN)/mypy -p npumon.daemon -p npumon.exporters -p npumon.simulator \
-	  -p npumon.podresources
+	  -p npumon.podresources -p npumon.yamlfile
 
 .mypy-src/npumon:
-	@mkdir -p .mypy-src/npumon && for d in daemon exporters simulator; do ln -sfn ../../$$d .mypy-src/npumon/$$d; done
+	@mkdir -p .mypy-src/npumon && for d in daemon exporters simulator yamlfile; do ln -sfn ../../$$d .mypy-src/npumon/$$d; done
 
 .mypy-src/npumon/podresources: .mypy-src/npumon
 	@ln -sfn ../../podresources $@

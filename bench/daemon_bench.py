@@ -350,7 +350,7 @@ def scrape_16_chips_hung(folder: Path, scrapes: int) -> dict[str, float]:
     """In-process: a 16-chip snapshot is published, then every call hangs; scrape over HTTP."""
     from npumon.daemon.config import parse_config
     from npumon.daemon.supervisor import Supervisor
-    from npumon.exporters.http import serve
+    from npumon.exporters.web.http import serve
 
     scenario = folder / "hang16.yaml"
     scenario.write_text(HANG_SCENARIO)

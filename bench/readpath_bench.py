@@ -60,7 +60,7 @@ WHOLE = (b'last_success_timestamp_seconds{source="npu_smi_health"}', b"npu_netwo
 # npumon's HTTP edge alone, serving an empty body and never asked: what serving costs at rest
 IDLE_EDGE = (
     "import threading\n"
-    "from npumon.exporters.http import serve\n"
+    "from npumon.exporters.web.http import serve\n"
     "serve(lambda openmetrics: b'', '127.0.0.1:0', None, lambda: True)\n"
     "print('listening', flush=True)\n"
     "threading.Event().wait()\n"

@@ -201,7 +201,7 @@ def scrapes(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
     hang_p99 = (one or {}).get("scenarios", {}).get("npu_smi_hang", {}).get("p99_ms")
     children = daemon.get("nodes", {}).get("16", {}).get("children_cpu_percent")
     note = (
-        "The first scrape of each new snapshot renders it (exporters/rendercache.py; a "
+        "The first scrape of each new snapshot renders it (daemon/rendercache.py; a "
         "collector's text is kept while the snapshot parts it reads are unchanged), later "
         "scrapes of the same snapshot reuse the bytes. The tail is those renders plus the "
         "machine: 2 cores shared with the simulators "
@@ -505,7 +505,7 @@ def edge(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
         NA if idle is None else f"{max(0.0, idle):.3f} % of a core",  # never "-0.000"
         "< 0.05 % of a core",
         idle is not None and idle < 0.05,
-        "The edge costs CPU at rest: something in exporters/http.py runs without a connection "
+        "The edge costs CPU at rest: something in exporters/web/http.py runs without a connection "
         "(a timer or a polling thread).",
     )
     for kind, by in ({} if data is None else data["floods"]).items():

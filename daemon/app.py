@@ -23,8 +23,8 @@ from npumon.daemon.sources.dcmi.backend import ROOT_ONLY, DcmiBackend, TrustPoli
 from npumon.daemon.sources.hccn_tool import HccnSources, HccnTool, nic_chips
 from npumon.daemon.sources.kubelet import PodResourcesSource
 from npumon.daemon.store import SnapshotStore
+from npumon.daemon.textfile import write_textfile
 from npumon.exporters.collector import NpuCollector
-from npumon.exporters.textfile import write_textfile
 
 log = logging.getLogger(__name__)
 Progress = Callable[[str, float], None]  # a collect step's name and the seconds it took

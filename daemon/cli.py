@@ -99,7 +99,7 @@ def _load(path: Path | None, deprecated: Callable[[str, str], None] = log_deprec
 
 
 def _check_config(path: Path) -> int:
-    from npumon.exporters.webconfig import WebConfigError, load_web_config
+    from npumon.exporters.web.webconfig import WebConfigError, load_web_config
 
     def deprecated(source: str, message: str) -> None:
         print(f"{source}: warning: {message}", file=sys.stderr)
@@ -182,8 +182,8 @@ def _collect(config: Config) -> int:
 def _run(config: Config, load: Callable[[], Config]) -> int:
     from npumon.daemon.app import Agent
     from npumon.daemon.supervisor import Supervisor
-    from npumon.exporters.http import serve
-    from npumon.exporters.webconfig import WebConfigError, load_web_config
+    from npumon.exporters.web.http import serve
+    from npumon.exporters.web.webconfig import WebConfigError, load_web_config
 
     try:
         if config.web.config_file is not None:

@@ -22,7 +22,7 @@ from pydantic import (
 from npumon.daemon import config_messages
 from npumon.daemon.faults import load_fault_table
 from npumon.daemon.model.profile import AnalysisLimits, Thresholds
-from npumon.daemon.yamlfile import LineOf, YamlFileError, load_yaml, on_line
+from npumon.yamlfile import LineOf, YamlFileError, load_yaml, on_line
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from npumon.daemon.yamlfile import LineOf, key_path, on_line
+from npumon.yamlfile import LineOf, key_path, on_line
 
 _HINTS = {
     "web.listen_address": "expected [host]:port, e.g. ':9732', '127.0.0.1:9732' or '[::]:9732'",

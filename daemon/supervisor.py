@@ -17,9 +17,9 @@ from npumon.daemon.app import Agent
 from npumon.daemon.config import Config, ConfigError
 from npumon.daemon.logs import set_format, set_level
 from npumon.daemon.model.snapshot import NodeSnapshot
+from npumon.daemon.rendercache import RenderCache
 from npumon.daemon.runner import terminate_all
 from npumon.exporters.builtin import RELOAD
-from npumon.exporters.rendercache import RenderCache
 from npumon.exporters.spec import write
 
 log = logging.getLogger(__name__)

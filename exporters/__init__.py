@@ -1,1 +1,1 @@
-"""npumon outputs: Prometheus collector, HTTP server, textfile writer."""
+"""npumon outputs: the family rows and the Prometheus collector; the HTTP edge in web/."""

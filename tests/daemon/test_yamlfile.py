@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from npumon.daemon.config import ConfigError, load_config
-from npumon.daemon.yamlfile import (
+from npumon.yamlfile import (
     MAX_BYTES,
     MAX_DEPTH,
     MAX_NODES,

@@ -19,7 +19,7 @@ import yaml
 
 from npumon.daemon.app import Agent
 from npumon.daemon.config import parse_config
-from npumon.exporters.http import serve
+from npumon.exporters.web.http import serve
 from tests.helpers.exposition import Samples, names, samples, value
 from tests.helpers.http import get
 from tests.helpers.wait import scaled, wait_for

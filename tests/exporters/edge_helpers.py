@@ -13,9 +13,9 @@ from pathlib import Path
 from exp_helpers import chip_910b, node
 from prometheus_client import CollectorRegistry
 
+from npumon.daemon.rendercache import RenderCache
 from npumon.exporters.collector import NpuCollector
-from npumon.exporters.http import Server
-from npumon.exporters.rendercache import RenderCache
+from npumon.exporters.web.http import Server
 from tests.helpers.wait import scaled
 
 TIMEOUT = 10.0

@@ -16,10 +16,10 @@ import bcrypt
 import pytest
 from edge_helpers import auth, exposition, get, raw_connection
 
-from npumon.exporters import auth as auth_module
-from npumon.exporters.auth import MAX_PENDING_CHECKS, BasicAuth, BcryptQueue
-from npumon.exporters.http import Server, serve
-from npumon.exporters.webconfig import parse_web_config
+from npumon.exporters.web import auth as auth_module
+from npumon.exporters.web.auth import MAX_PENDING_CHECKS, BasicAuth, BcryptQueue
+from npumon.exporters.web.http import Server, serve
+from npumon.exporters.web.webconfig import parse_web_config
 from tests.helpers.wait import scaled
 
 pytestmark = pytest.mark.integration  # real loopback servers

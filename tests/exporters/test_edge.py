@@ -12,9 +12,9 @@ from typing import Any
 
 import bcrypt
 
-from npumon.exporters.edge import EdgeApp, Exposition
-from npumon.exporters.webconfig import WebConfig, parse_web_config
-from npumon.exporters.weblive import LiveWebConfig
+from npumon.exporters.web.edge import EdgeApp, Exposition
+from npumon.exporters.web.webconfig import WebConfig, parse_web_config
+from npumon.exporters.web.weblive import LiveWebConfig
 from tests.helpers.wait import scaled
 
 

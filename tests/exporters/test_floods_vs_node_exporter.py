@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from edge_helpers import TIMEOUT, exposition, get, self_signed
 
-from npumon.exporters.http import serve
-from npumon.exporters.webconfig import load_web_config
+from npumon.exporters.web.http import serve
+from npumon.exporters.web.webconfig import load_web_config
 from tests.helpers.wait import scaled, wait_for
 
 pytestmark = pytest.mark.integration  # real loopback servers and node_exporter

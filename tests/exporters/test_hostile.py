@@ -20,8 +20,8 @@ import pytest
 from edge_helpers import TIMEOUT, exposition, get, raw_connection, self_signed
 from exp_helpers import key, samples
 
-from npumon.exporters.http import Server, _LoopErrors, serve
-from npumon.exporters.webconfig import parse_web_config
+from npumon.exporters.web.http import Server, _LoopErrors, serve
+from npumon.exporters.web.webconfig import parse_web_config
 from tests.helpers.wait import scaled, wait_for
 
 pytestmark = pytest.mark.integration  # real loopback servers and subprocesses
@@ -162,7 +162,7 @@ sys.path[:0] = sys.argv[2:]
 import logging
 logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s %(message)s")
 from edge_helpers import exposition
-from npumon.exporters.http import serve
+from npumon.exporters.web.http import serve
 cap = int(sys.argv[1]) * 4
 server = serve(exposition(), "127.0.0.1:0", None, lambda: True, max_connections=cap)
 print(server.port, flush=True)
@@ -215,7 +215,7 @@ MEMORY = """
 import resource, sys
 sys.path[:0] = sys.argv[2:]
 from edge_helpers import exposition
-from npumon.exporters.http import serve
+from npumon.exporters.web.http import serve
 server = serve(exposition(), "127.0.0.1:0", None, lambda: True, max_connections=int(sys.argv[1]))
 print(server.port, flush=True)
 sys.stdin.readline()

@@ -26,8 +26,8 @@ from exp_helpers import key, samples
 from prometheus_client import CollectorRegistry
 
 from npumon.daemon.model.snapshot import NodeIdentity, NodeSnapshot, SourceStatus
-from npumon.exporters.http import Server, parse_listen_address, serve
-from npumon.exporters.webconfig import WebConfig, parse_web_config
+from npumon.exporters.web.http import Server, parse_listen_address, serve
+from npumon.exporters.web.webconfig import WebConfig, parse_web_config
 from tests.helpers.wait import scaled
 
 pytestmark = pytest.mark.integration  # real loopback servers, TLS and openssl
@@ -388,7 +388,7 @@ def test_ten_requests_on_one_kept_alive_connection(
 
 
 def test_the_listening_socket_is_tcp_so_asyncio_disables_nagle() -> None:
-    from npumon.exporters.http import _bind
+    from npumon.exporters.web.http import _bind
 
     sock = _bind("127.0.0.1", 0)
     try:

@@ -18,9 +18,9 @@ from npumon.daemon.model.profile import (
     WorkloadProfile,
 )
 from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT, NodeSnapshot
+from npumon.daemon.rendercache import RenderCache
 from npumon.exporters.collector import NpuCollector
-from npumon.exporters.http import serve
-from npumon.exporters.rendercache import RenderCache
+from npumon.exporters.web.http import serve
 from tests.helpers.exposition import samples, value
 from tests.helpers.http import get
 

@@ -10,9 +10,9 @@ import pytest
 from exp_helpers import chip_910b, key, node, samples
 
 from npumon.daemon.cli import main
+from npumon.daemon.textfile import write_textfile
 from npumon.exporters.collector import NpuCollector
-from npumon.exporters.textfile import write_textfile
-from npumon.exporters.webconfig import WebConfigError, load_web_config
+from npumon.exporters.web.webconfig import WebConfigError, load_web_config
 
 HASH = "$2y$10$" + "a" * 53  # well-formed; never checked here
 

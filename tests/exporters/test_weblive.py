@@ -15,9 +15,9 @@ import bcrypt
 import pytest
 from edge_helpers import auth, exposition, get, peer_certificate, self_signed
 
-from npumon.exporters.auth import _dummy_hash
-from npumon.exporters.http import Server, serve
-from npumon.exporters.webconfig import WebConfigError
+from npumon.exporters.web.auth import _dummy_hash
+from npumon.exporters.web.http import Server, serve
+from npumon.exporters.web.webconfig import WebConfigError
 from tests.helpers.processes import reported_port, stop
 from tests.helpers.wait import scaled, wait_for
 

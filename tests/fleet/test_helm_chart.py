@@ -36,7 +36,7 @@ from chart_render import (
 )
 
 from npumon.daemon.config import parse_config
-from npumon.exporters.webconfig import WebConfig, parse_web_config
+from npumon.exporters.web.webconfig import WebConfig, parse_web_config
 
 BCRYPT = "$2b$10$" + "N" * 53
 PROMETHEUS_SELECTOR = [

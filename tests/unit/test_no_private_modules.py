@@ -9,7 +9,7 @@ import pkgutil
 
 from tests.support import ROOT
 
-PRODUCT = ("daemon", "exporters", "simulator", "podresources")
+PRODUCT = ("daemon", "exporters", "simulator", "podresources", "yamlfile")
 # asyncio's public API is what the package itself exports; its submodules are its internals
 ASYNCIO_INTERNALS = {m.name for m in pkgutil.iter_modules(asyncio.__path__)}
 

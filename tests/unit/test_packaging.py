@@ -11,6 +11,7 @@ FOLDERS = {
     "npumon.exporters": "exporters",
     "npumon.simulator": "simulator",
     "npumon.podresources": "podresources",
+    "npumon.yamlfile": "yamlfile",
 }
 
 

@@ -8,8 +8,8 @@ import ssl
 import threading
 from pathlib import Path
 
-from npumon.exporters.auth import BasicAuth
-from npumon.exporters.webconfig import WebConfig, WebConfigError, load_web_config, ssl_context
+from npumon.exporters.web.auth import BasicAuth
+from npumon.exporters.web.webconfig import WebConfig, WebConfigError, load_web_config, ssl_context
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from typing import Annotated, Literal, get_args
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import ErrorDetails
 
-from npumon.daemon.yamlfile import LineOf, YamlFileError, key_path, load_yaml, on_line
+from npumon.yamlfile import LineOf, YamlFileError, key_path, load_yaml, on_line
 
 TLSVersion = Literal["TLS10", "TLS11", "TLS12", "TLS13"]
 ClientAuth = Literal["NoClientCert", "VerifyClientCertIfGiven", "RequireAndVerifyClientCert"]

@@ -1,4 +1,4 @@
-"""The app behind the server (exporters/http.py): auth, then the routes; /metrics bounded in
+"""The app behind the server (exporters/web/http.py): auth, then the routes; /metrics bounded in
 flight. A request is its method, path and headers; the answer a status, headers and a body."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from prometheus_client.exposition import choose_encoder
 
 from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT, NodeSnapshot
-from npumon.exporters.auth import BcryptQueue
-from npumon.exporters.weblive import LiveWebConfig
+from npumon.exporters.web.auth import BcryptQueue
+from npumon.exporters.web.weblive import LiveWebConfig
 
 log = logging.getLogger(__name__)
 

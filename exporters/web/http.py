@@ -28,10 +28,10 @@ import h11
 
 from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.exporters.builtin import EDGE
-from npumon.exporters.edge import EdgeApp, Exposition
 from npumon.exporters.spec import write
-from npumon.exporters.webconfig import WebConfig
-from npumon.exporters.weblive import LiveWebConfig
+from npumon.exporters.web.edge import EdgeApp, Exposition
+from npumon.exporters.web.webconfig import WebConfig
+from npumon.exporters.web.weblive import LiveWebConfig
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from npumon.exporters.rendercache import RenderCache
+from npumon.daemon.rendercache import RenderCache
 from tests.helpers.wait import scaled
 
 
