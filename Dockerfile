@@ -36,7 +36,7 @@
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 FROM --platform=$BUILDPLATFORM ${PYTHON_IMAGE} AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY daemon ./daemon
 COPY exporters ./exporters
 COPY simulator ./simulator

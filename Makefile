@@ -19,7 +19,7 @@ unexport PYTHONDONTWRITEBYTECODE
 
 all: test
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
@@ -45,7 +45,7 @@ tools:
 	@promtool --version 2>&1 | head -n 1
 	@dpkg-query -W -f='victoria-metrics $${Version}\n' victoria-metrics 2>/dev/null || true
 
-PY_TREES := daemon exporters simulator podresources yamlfile tests bench deploy docs
+PY_TREES := daemon exporters simulator podresources yamlfile tests bench deploy docs setup.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(PY_TREES)
@@ -55,21 +55,17 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(BIN)/ruff format $(PY_TREES)
 
-# mypy resolves npumon.* through a tree of symlinks (the editable install uses an import hook
-# that mypy cannot follow).
-typecheck: $(STAMP) .mypy-src/npumon .mypy-src/npumon/podresources
-	MYPYPATH=.mypy-src $(BIN)/mypy -p npumon.daemon -p npumon.exporters -p npumon.simulator \
-	  -p npumon.podresources -p npumon.yamlfile
-
-.mypy-src/npumon:
-	@mkdir -p .mypy-src/npumon && for d in daemon exporters simulator yamlfile; do ln -sfn ../../$$d .mypy-src/npumon/$$d; done
-
-.mypy-src/npumon/podresources: .mypy-src/npumon
-	@ln -sfn ../../podresources $@
+# mypy and import-linter see npumon.* through one committed link, .import-root/npumon -> .. (the
+# wheel's mapping npumon -> the repository root, setup.py): mypy through mypy_path in
+# pyproject.toml, import-linter through PYTHONPATH. The editable install's import hook is
+# invisible to static analysis.
+typecheck: $(STAMP)
+	$(BIN)/mypy -p npumon.daemon -p npumon.exporters -p npumon.simulator -p npumon.podresources \
+	  -p npumon.yamlfile
 
 # The layering (docs/architecture.md, "Import rules") as import-linter contracts: .importlinter
-imports: $(STAMP) .mypy-src/npumon .mypy-src/npumon/podresources
-	PYTHONPATH=.mypy-src $(BIN)/lint-imports --no-cache
+imports: $(STAMP)
+	PYTHONPATH=.import-root $(BIN)/lint-imports --no-cache
 
 # pytest-xdist: TEST_JOBS workers (2 on a 2-core machine; TEST_JOBS=0 runs in one process).
 # The tests that share the live fleet run on one worker, in a row (--dist loadgroup,

@@ -93,9 +93,11 @@ def test_no_architecture_is_hard_coded() -> None:
 
 
 def test_the_build_stage_copies_every_package_directory() -> None:
+    """setup.py finds the packages under every top-level folder with an __init__.py (the product
+    trees, tests/test_wheel.py), so the stage copies setup.py and each of those folders."""
     build, _ = stages()
-    copied = {rest.split()[0] for word, rest in build if word == "COPY"}
-    sources = set(PYPROJECT["tool"]["setuptools"]["package-dir"].values())
+    copied = {source for word, rest in build if word == "COPY" for source in rest.split()[:-1]}
+    sources = {"pyproject.toml", "setup.py"} | {p.parent.name for p in ROOT.glob("*/__init__.py")}
     assert sources <= copied, f"the Dockerfile does not copy {sorted(sources - copied)}"
 
 
