@@ -29,10 +29,10 @@ from npumon.daemon.model.network import ChipInterconnect
 from npumon.daemon.model.snapshot import ChipId, SourceStatus
 from npumon.daemon.sources import query
 from npumon.daemon.sources.interconnect import poll_interconnect
-from npumon.daemon.sources.query import ChipBackend, NpuSmi, Query, Runner, Unsupported
+from npumon.daemon.sources.query import ChipBackend, Query, Runner, Unsupported
 from npumon.daemon.sources.wrapper import SourceFailure, SourceRun, SourceTracker
 
-__all__ = ["SOURCES", "ChipBackend", "ChipSources", "NpuSmi", "Publish", "Runner"]
+__all__ = ["SOURCES", "ChipBackend", "ChipSources", "Publish", "Runner"]
 
 T = TypeVar("T")
 SOURCES = ("npu_smi_table", "npu_smi_detail", "npu_smi_health", "npu_smi_identity")
@@ -266,7 +266,7 @@ class ChipSources:
 
     def _dcmi_only(self, run: SourceRun, chips: list[ChipId]) -> dict[ChipId, ChipDcmi]:
         """What only DCMI gives, where the backend has it (its own failures never raise)."""
-        if not self._backend.offers("dcmi"):
+        if not self._backend.offers(query.Kind.DCMI):
             return {}
         found = {key: self._backend.ask(run, query.dcmi_only(*key)) for key in chips}
         return {key: reading for key, reading in found.items() if reading != ChipDcmi()}
