@@ -32,32 +32,37 @@ def _chip(query: Query[Any]) -> tuple[str, ...]:
     return ("-i", str(query.npu), "-c", str(query.chip))
 
 
+def _t(query: Query[Any]) -> tuple[str, ...]:
+    """`-t NAME`: the query kind is npu-smi's name for it."""
+    return ("-t", str(query.what))
+
+
 # query -> (npu-smi info's arguments, the parser of its output)
-CLI: Mapping[Kind, tuple[Args, Parse]] = {
+CLI: Mapping[str, tuple[Args, Parse]] = {
     Kind.INFO: (lambda q: (), lambda text, q: table.parse_info(text)),
     Kind.MAPPING: (lambda q: ("-m",), lambda text, q: mapping.parse_mapping(text)),
-    Kind.USAGES: (lambda q: ("-t", "usages", *_npu(q)), lambda text, q: detail.parse_usages(text)),
-    Kind.COMMON: (lambda q: ("-t", "common", *_npu(q)), lambda text, q: detail.parse_common(text)),
-    Kind.ECC: (lambda q: ("-t", "ecc", *_npu(q)), lambda text, q: detail.parse_ecc(text)),
-    Kind.BOARD: (lambda q: ("-t", "board", *_chip(q)), lambda text, q: board.parse_board(text)),
-    Kind.HEALTH: (lambda q: ("-t", "health", *_chip(q)), lambda text, q: health.parse_health(text)),
+    Kind.USAGES: (lambda q: (*_t(q), *_npu(q)), lambda text, q: detail.parse_usages(text)),
+    Kind.COMMON: (lambda q: (*_t(q), *_npu(q)), lambda text, q: detail.parse_common(text)),
+    Kind.ECC: (lambda q: (*_t(q), *_npu(q)), lambda text, q: detail.parse_ecc(text)),
+    Kind.BOARD: (lambda q: (*_t(q), *_chip(q)), lambda text, q: board.parse_board(text)),
+    Kind.HEALTH: (lambda q: (*_t(q), *_chip(q)), lambda text, q: health.parse_health(text)),
     Kind.MEMORY: (
-        lambda q: ("-t", "memory", *_chip(q)),
+        lambda q: (*_t(q), *_chip(q)),
         lambda text, q: detail.parse_memory(text, npu=q.npu, chip=q.chip),
     ),
-    Kind.HCCS: (lambda q: ("-t", "hccs", *_chip(q)), lambda text, q: interconnect.parse_hccs(text)),
+    Kind.HCCS: (lambda q: (*_t(q), *_chip(q)), lambda text, q: interconnect.parse_hccs(text)),
     # npu-smi refuses -t hccs-bw without a sampling window (-time, 1-1000 ms); the call blocks
     # for it
     Kind.HCCS_BW: (
-        lambda q: ("-t", "hccs-bw", *_chip(q), "-time", str(HCCS_WINDOW_MS)),
+        lambda q: (*_t(q), *_chip(q), "-time", str(HCCS_WINDOW_MS)),
         lambda text, q: interconnect.parse_hccs_bw(text),
     ),
     Kind.PCIE_ERR: (
-        lambda q: ("-t", "pcie-err", *_chip(q)),
+        lambda q: (*_t(q), *_chip(q)),
         lambda text, q: interconnect.parse_pcie_err(text),
     ),
     Kind.SIO: (
-        lambda q: ("-t", "sio-info", *_chip(q)),
+        lambda q: (*_t(q), *_chip(q)),
         lambda text, q: interconnect.parse_sio(text),
     ),
 }

@@ -221,7 +221,7 @@ class Reader:
         if report is None:
             return None
         screened, rejected = plausible.screen(report)
-        run.reject(rejected, ("dcmi", "-t", kind, "-i", str(npu)))
+        run.reject(rejected, ("dcmi", "-t", str(kind), "-i", str(npu)))
         return screened
 
     def dcmi_only(self, hello: Hello, refused: Refused, npu: int, chip: int) -> ChipDcmi | None:
