@@ -21,8 +21,9 @@ from pathlib import Path
 
 from npumon.daemon.config import Config
 from npumon.daemon.runner import CommandResult
-from npumon.daemon.sources.chips import ChipSources, NpuSmi
+from npumon.daemon.sources.chips import ChipSources
 from npumon.daemon.sources.hccn_tool import HccnSources, HccnTool, nic_chips
+from npumon.daemon.sources.npu_smi import NpuSmi
 from npumon.daemon.store import SnapshotStore
 from npumon.simulator import hccn, render_interconnect
 from npumon.simulator.loader import load_scenario

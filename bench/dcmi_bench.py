@@ -36,9 +36,9 @@ from calls_bench import Clock, runner
 from npumon.daemon.config import Config
 from npumon.daemon.runner import CommandResult
 from npumon.daemon.sources.chips import ChipSources
-from npumon.daemon.sources.dcmi.backend import DcmiBackend
 from npumon.daemon.sources.dcmi.client import DcmiHelper
-from npumon.daemon.sources.query import NpuSmi
+from npumon.daemon.sources.dcmi.serving import DcmiBackend
+from npumon.daemon.sources.npu_smi import NpuSmi
 from npumon.daemon.store import SnapshotStore
 from npumon.simulator.dcmi import state_text
 from npumon.simulator.loader import load_scenario

@@ -18,10 +18,12 @@ from npumon.daemon.profiling.launch import analysis_unavailable
 from npumon.daemon.profiling.service import Profiler
 from npumon.daemon.runner import run_command
 from npumon.daemon.schedule import Clock, Scheduler
-from npumon.daemon.sources.chips import ChipSources, NpuSmi, Runner
-from npumon.daemon.sources.dcmi.backend import ROOT_ONLY, DcmiBackend, TrustPolicy, open_dcmi
+from npumon.daemon.sources.chips import ChipSources, Runner
+from npumon.daemon.sources.dcmi.serving import ROOT_ONLY, TrustPolicy, open_chips
 from npumon.daemon.sources.hccn_tool import HccnSources, HccnTool, nic_chips
 from npumon.daemon.sources.kubelet import PodResourcesSource
+from npumon.daemon.sources.npu_smi import NpuSmi
+from npumon.daemon.sources.query import ChipBackend
 from npumon.daemon.store import SnapshotStore
 from npumon.daemon.textfile import write_textfile
 from npumon.exporters.collector import NpuCollector
@@ -253,11 +255,12 @@ def build_chip_backend(
     proc_root: Path,
     trust: TrustPolicy,
     on_backend: Callable[[BackendInfo], None],
-) -> DcmiBackend:
-    """npu-smi, with what DCMI answers through the helper unless the backend is cli or the
-    library is refused (why is logged once and becomes npumon_backend_info's reason)."""
+) -> ChipBackend:
+    """npu-smi alone under backend cli; else npu-smi with what DCMI answers through the helper
+    unless the library is refused (why is logged once and becomes npumon_backend_info's
+    reason)."""
     settings = config.chips
-    return open_dcmi(
+    return open_chips(
         NpuSmi(config.npu_smi.command, settings.timeout, runner),
         mode=settings.backend,
         library=config.dcmi.library,

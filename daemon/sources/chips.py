@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from npumon.daemon.containers import ContainerResolver
 from npumon.daemon.model.chips import (
@@ -29,10 +29,10 @@ from npumon.daemon.model.network import ChipInterconnect
 from npumon.daemon.model.snapshot import ChipId, SourceStatus
 from npumon.daemon.sources import query
 from npumon.daemon.sources.interconnect import poll_interconnect
-from npumon.daemon.sources.query import ChipBackend, NpuSmi, Query, Runner, Unsupported
+from npumon.daemon.sources.query import ChipBackend, Query, Runner, Unsupported
 from npumon.daemon.sources.wrapper import SourceFailure, SourceRun, SourceTracker
 
-__all__ = ["SOURCES", "ChipBackend", "ChipSources", "NpuSmi", "Publish", "Runner"]
+__all__ = ["SOURCES", "ChipBackend", "ChipSources", "Publish", "Runner"]
 
 T = TypeVar("T")
 SOURCES = ("npu_smi_table", "npu_smi_detail", "npu_smi_health", "npu_smi_identity")
@@ -52,6 +52,12 @@ def _by_npu(table_result: InfoTable | None) -> bool:
 
 
 Publish = Callable[[ChipResults, SourceStatus], None]
+
+
+class Ask(Protocol):
+    """One optional query of a multi-call source: None while known to be unsupported."""
+
+    def __call__(self, run: SourceRun, asked: Query[T]) -> T | None: ...
 
 
 class ChipSources:
@@ -97,22 +103,10 @@ class ChipSources:
         self._health: dict[ChipId, HealthReport] = dict(start.health)
         self._ecc: dict[ChipId, ChipEcc] = dict(start.ecc)
         self._memory: dict[ChipId, MemoryReport] = dict(start.memory)
-        self._mapping: ChipMapping | None = start.mapping
         self._interconnect: dict[ChipId, ChipInterconnect] = dict(start.interconnect)
         self._dcmi: dict[ChipId, ChipDcmi] = dict(start.dcmi)
-        self._card_board: dict[int, BoardReport] = dict(start.card_board)
-        self._chip_board: dict[ChipId, BoardReport] = dict(start.chip_board)
-        self._identity_npus: set[int] = {npu for npu, _ in start.chip_board} | set(start.card_board)
-        # NPUs an identity pass has tried, read or not: a failed pass does not hold them back
-        self._identity_tried: set[int] = set(self._identity_npus) | (
-            set(_npus(start.table)) - start.identity_pending
-        )
-        self._mapping_before_table = False  # -m read by a run that had no table yet
-        # every chip two whole tables in a row have listed since start: a chip that leaves is
-        # missed even where -m gives nothing (a card that falls off the bus does not come back
-        # by itself), and one garbled NPU number is not expected for ever
-        self._seen_chips: set[ChipId] = set(_chips(start.table))
-        self._listed: set[ChipId] = set(self._seen_chips)  # by the last whole table
+        self._identity = Identity(start)
+        self._presence = Presence(start.table)
 
     def poll_table(self) -> None:
         self._run("npu_smi_table", self._poll_table)
@@ -157,12 +151,12 @@ class ChipSources:
             health=self._health,
             ecc=self._ecc,
             memory=self._memory,
-            chip_board=self._chip_board,
-            card_board=self._card_board,
-            mapping=self._mapping,
+            chip_board=self._identity.chip_board,
+            card_board=self._identity.card_board,
+            mapping=self._identity.mapping,
             interconnect=self._interconnect,
             dcmi=self._dcmi,
-            identity_pending=frozenset(set(_npus(self._table)) - self._identity_tried),
+            identity_pending=frozenset(set(_npus(self._table)) - self._identity.tried),
         )
 
     def _publish(self, status: SourceStatus) -> None:
@@ -182,40 +176,11 @@ class ChipSources:
         except SourceFailure:
             self._table = None  # no chip is served from stale data
             raise
-        if result.processes_cut is not None:
-            run.record(
-                SourceFailure(
-                    "truncated",
-                    f"'npu-smi info' process list was cut ({result.processes_cut}): every chip is "
-                    "served, but no process of this poll; is its output being cut?",
-                )
-            )
         self._table = self._containers.label(result)
-        mapped = {(m.npu, m.chip) for m in self._mapping.chips} if self._mapping else set()
-        listed = set(_chips(result))
-        present = listed | set(result.lost)  # a chip whose heartbeat is lost is still there
-        missing = sorted((mapped | self._seen_chips) - present)
-        self._seen_chips |= present & self._listed
-        self._listed = present
-        if result.lost:
-            run.record(
-                SourceFailure(
-                    "chip_missing",
-                    f"chips (npu, chip) {sorted(result.lost)} lost their heartbeat: npu-smi "
-                    "lists them with every reading zeroed, so none is served; check dmesg "
-                    "and 'npu-smi info -t health -i N' for error code 40F84E00",
-                )
-            )
-        if missing:
-            run.record(
-                SourceFailure(
-                    "chip_missing",
-                    f"chips (npu, chip) {missing} listed by 'npu-smi info -m' or by two polls "
-                    "in a row are missing from 'npu-smi info'; check lspci and dmesg for a card "
-                    "that fell off the bus (npumon expects them until it restarts)",
-                )
-            )
-        if not self._identity_npus.issuperset(_npus(result)):
+        missing = self._presence.missing(result, self._identity.mapped())
+        for failure in _table_failures(result, missing):
+            run.record(failure)
+        if not self._identity.npus.issuperset(_npus(result)):
             self.identity_due()  # a chip appeared: learn who it is now, not in an hour
 
     def _poll_detail(self, run: SourceRun) -> None:
@@ -266,7 +231,7 @@ class ChipSources:
 
     def _dcmi_only(self, run: SourceRun, chips: list[ChipId]) -> dict[ChipId, ChipDcmi]:
         """What only DCMI gives, where the backend has it (its own failures never raise)."""
-        if not self._backend.offers("dcmi"):
+        if not self._backend.offers(query.Kind.DCMI):
             return {}
         found = {key: self._backend.ask(run, query.dcmi_only(*key)) for key in chips}
         return {key: reading for key, reading in found.items() if reading != ChipDcmi()}
@@ -294,35 +259,107 @@ class ChipSources:
             self._ecc, self._memory = eccs, memories
 
     def _poll_identity(self, run: SourceRun) -> None:
+        self._identity.poll(run, self._ask, self._table)
+
+
+def _table_failures(result: InfoTable, missing: list[ChipId]) -> list[SourceFailure]:
+    """What a whole table says is wrong, each recorded on the run (the table is still served):
+    a process list cut short, chips whose heartbeat is lost, chips ``missing``."""
+    found = []
+    if result.processes_cut is not None:
+        found.append(
+            SourceFailure(
+                "truncated",
+                f"'npu-smi info' process list was cut ({result.processes_cut}): every chip is "
+                "served, but no process of this poll; is its output being cut?",
+            )
+        )
+    if result.lost:
+        found.append(
+            SourceFailure(
+                "chip_missing",
+                f"chips (npu, chip) {sorted(result.lost)} lost their heartbeat: npu-smi "
+                "lists them with every reading zeroed, so none is served; check dmesg "
+                "and 'npu-smi info -t health -i N' for error code 40F84E00",
+            )
+        )
+    if missing:
+        found.append(
+            SourceFailure(
+                "chip_missing",
+                f"chips (npu, chip) {missing} listed by 'npu-smi info -m' or by two polls "
+                "in a row are missing from 'npu-smi info'; check lspci and dmesg for a card "
+                "that fell off the bus (npumon expects them until it restarts)",
+            )
+        )
+    return found
+
+
+class Presence:
+    """Every chip two whole tables in a row have listed since start: a chip that leaves is
+    missed even where -m gives nothing (a card that falls off the bus does not come back by
+    itself), and one garbled NPU number is not expected for ever."""
+
+    def __init__(self, table: InfoTable | None) -> None:
+        self._seen: set[ChipId] = set(_chips(table))
+        self._listed: set[ChipId] = set(self._seen)  # by the last whole table
+
+    def missing(self, result: InfoTable, mapped: set[ChipId]) -> list[ChipId]:
+        """The chips ``mapped`` (`-m`) or seen that ``result`` lacks; a chip whose heartbeat is
+        lost is still there."""
+        present = set(_chips(result)) | set(result.lost)
+        missing = sorted((mapped | self._seen) - present)
+        self._seen |= present & self._listed
+        self._listed = present
+        return missing
+
+
+class Identity:
+    """The identity tier's results (`-m` and the boards) and which NPUs it has read or tried."""
+
+    def __init__(self, start: ChipResults) -> None:
+        self.mapping: ChipMapping | None = start.mapping
+        self.card_board: dict[int, BoardReport] = dict(start.card_board)
+        self.chip_board: dict[ChipId, BoardReport] = dict(start.chip_board)
+        self.npus: set[int] = {npu for npu, _ in start.chip_board} | set(start.card_board)
+        # NPUs an identity pass has tried, read or not: a failed pass does not hold them back
+        self.tried: set[int] = set(self.npus) | (set(_npus(start.table)) - start.identity_pending)
+        self._mapping_before_table = False  # -m read by a run that had no table yet
+
+    def mapped(self) -> set[ChipId]:
+        """The chips `-m` listed (none before it was read)."""
+        return {(m.npu, m.chip) for m in self.mapping.chips} if self.mapping else set()
+
+    def poll(self, run: SourceRun, ask: Ask, table: InfoTable | None) -> None:
         """Identity is slow-changing: keep the last known values for what is not re-read (also
         when a timeout stops the pass: a serial number does not go stale). A run before the
         first table reads `-m` alone (the table checks its chips against it); the run the
         table's arrival then asks for (``identity_due``) reads the boards without reading `-m`
         again, so a start whose table is slower than identity's first slot asks it once."""
-        chips = _chips(self._table)
+        chips = _chips(table)
         if self._mapping_before_table:
             self._mapping_before_table = False
         else:
-            chip_map = self._ask(run, query.chip_map())
-            self._mapping = chip_map or self._mapping
+            chip_map = ask(run, query.chip_map())
+            self.mapping = chip_map or self.mapping
             self._mapping_before_table = chip_map is not None and not chips
-        cards = dict(self._card_board)
-        per_chip = dict(self._chip_board)
+        cards = dict(self.card_board)
+        per_chip = dict(self.chip_board)
         try:
             for npu in sorted({n for n, _ in chips}):
-                card = self._ask(run, query.board_of(npu))
+                card = ask(run, query.board_of(npu))
                 if card is not None:
                     cards[npu] = card
             for npu, chip in chips:
-                if _by_npu(self._table):
+                if _by_npu(table):
                     # no `-c` there: the card-level report is the one chip's
                     if npu in cards:
                         per_chip[(npu, chip)] = cards[npu]
                     continue
-                found = self._ask(run, query.board_of(npu, chip))
+                found = ask(run, query.board_of(npu, chip))
                 if found is not None:
                     per_chip[(npu, chip)] = found
-            self._identity_npus = {n for n, _ in chips}
+            self.npus = {n for n, _ in chips}
         finally:
-            self._card_board, self._chip_board = cards, per_chip
-            self._identity_tried |= {n for n, _ in chips}
+            self.card_board, self.chip_board = cards, per_chip
+            self.tried |= {n for n, _ in chips}

@@ -10,7 +10,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from npumon.daemon.app import Agent
 from npumon.daemon.config import parse_config
+from npumon.daemon.model.snapshot import BackendInfo
 from npumon.daemon.runner import CommandResult, run_command
+from npumon.daemon.sources.dcmi.serving import DcmiBackend
+from npumon.daemon.sources.npu_smi import NpuSmi
 from tests.helpers.clock import SteppedClock
 from tests.helpers.wait import scaled, wait_for
 from tests.support import FROZEN_TIME, NODES, fake_npu_smi
@@ -27,6 +30,27 @@ def test_collectors_disabled_in_config_are_left_out() -> None:
     served = names(Agent(config).collector.exposition())
     assert not any(n.startswith("npumon_source_") for n in served)
     assert "npumon_scrape_collector_success" in served
+
+
+def test_under_backend_cli_the_chips_are_npu_smis_alone() -> None:
+    """chips.backend cli builds no DCMI object: NpuSmi is the backend, announced as configured;
+    auto builds the DCMI backend over it (here without a library: npu-smi serves)."""
+    built = {}
+    for backend in ("cli", "auto"):
+        settings = {
+            "npu_smi": {"command": ["/nonexistent/npu-smi"]},
+            "chips": {"backend": backend},
+            "dcmi": {"library": str(NODES / "no-libdcmi.so")},
+        }
+        agent = Agent(parse_config(settings))
+        built[backend] = agent.chip_backend
+        assert agent.store.latest().backend == BackendInfo(
+            "cli", "configured" if backend == "cli" else "library_not_found"
+        )
+        agent.stop()
+    assert type(built["cli"]) is NpuSmi
+    assert isinstance(built["auto"], DcmiBackend)
+    assert built["auto"].helper is None
 
 
 def test_a_wall_clock_step_either_way_moves_no_poll() -> None:

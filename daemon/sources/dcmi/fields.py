@@ -11,12 +11,14 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from npumon.daemon.sources.query import Kind
+
 # query -> DCMI request name (child.helper.CALLS) -> the fields of the query's per-chip model it
 # fills (TableChip, ChipUsage, ChipCommon, ChipEcc, HealthReport, MemoryReport, and the
 # interconnect reports, which one function set fills whole); a test checks every field a
 # function changes is listed here
 FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
-    "info": {
+    Kind.INFO: {
         "health": ("health",),
         "power": ("power_watts",),
         "temperature": ("temperature_celsius",),
@@ -29,7 +31,7 @@ FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "pcie": ("bus_id",),
         "processes": (),  # the table's process list, merged whole (`merge`)
     },
-    "usages": {
+    Kind.USAGES: {
         "memory": (
             "memory_total_bytes",
             "hugepages_total",
@@ -45,7 +47,7 @@ FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
             "memory_bandwidth_ratio",
         ),
     },
-    "common": {
+    Kind.COMMON: {
         "power": ("power_watts",),
         "temperature": ("temperature_celsius",),
         "chip": ("aicore_count",),
@@ -53,7 +55,7 @@ FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "multi_utilization": ("npu_util_ratio",),
         "aicore": ("aicore_rated_hertz", "aicore_current_hertz"),
     },
-    "ecc": {
+    Kind.ECC: {
         "ecc": tuple(
             f"{memory}_{bits}_{count}"
             for memory in ("hbm", "ddr")
@@ -62,17 +64,16 @@ FIELDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         )
     },
     # npu-smi prints OK for a chip without error codes, whatever the health word
-    "health": {"health": ("status",), "errors": ("status", "error_codes")},
-    "memory": {
+    Kind.HEALTH: {"health": ("status",), "errors": ("status", "error_codes")},
+    Kind.MEMORY: {
         "hbm": ("hbm_total_bytes", "hbm_temperature_celsius"),
         "memory": ("memory_total_bytes",),
     },
-    "hccs": {"mainboard": ("links",), "hccs": ("links",)},
-    "hccs-bw": {"mainboard": ("links",), "hccs_bw": ("links",)},
-    "pcie-err": {"pcie_errors": ("counts",)},
-    "sio-info": {"sio": ("counts",)},
+    Kind.HCCS: {"mainboard": ("links",), "hccs": ("links",)},
+    Kind.HCCS_BW: {"mainboard": ("links",), "hccs_bw": ("links",)},
+    Kind.PCIE_ERR: {"pcie_errors": ("counts",)},
+    Kind.SIO: {"sio": ("counts",)},
 }
-_ONE_REPORT = frozenset({"health", "memory", "hccs", "hccs-bw", "pcie-err", "sio-info"})
 
 
 def fields_of(query: str, functions: Iterable[str]) -> tuple[str, ...]:
@@ -98,12 +99,12 @@ def merge(query: str, dcmi: Any, cli: Any, functions: Iterable[str]) -> Any:
     """DCMI's answer to ``query`` with what ``functions`` fill taken from npu-smi's ``cli``."""
     names = tuple(functions)
     fields = fields_of(query, names)
-    if query in _ONE_REPORT:  # one chip's report
+    if not hasattr(dcmi, "chips"):  # one chip's report
         return _taken(dcmi, cli, fields)
     merged = dataclasses.replace(dcmi, chips=_rows(dcmi.chips, cli.chips, fields))
-    if query == "info" and "processes" in names:
+    if query == Kind.INFO and "processes" in names:
         merged = dataclasses.replace(merged, processes=cli.processes)
-    if query == "info" and "errors" in names:  # npu-smi's lost chips, not DCMI's rows of them
+    if query == Kind.INFO and "errors" in names:  # npu-smi's lost chips, not DCMI's rows of them
         chips = tuple(c for c in merged.chips if (c.npu, c.chip) not in cli.lost)
         kept = tuple(p for p in merged.processes if (p.npu, p.chip) not in cli.lost)
         merged = dataclasses.replace(merged, chips=chips, processes=kept, lost=cli.lost)

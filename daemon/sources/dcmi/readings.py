@@ -24,7 +24,7 @@ from npumon.daemon.model.chips import (
 from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsLink, HccsReport
 from npumon.daemon.parsers.interconnect import GB, GBIT, HCCS_LAST_PORT, SIO_DIRECTIONS
 from npumon.daemon.sources.dcmi.client import Call, DcmiChip
-from npumon.daemon.sources.query import HCCS_WINDOW_MS
+from npumon.daemon.sources.query import HCCS_WINDOW_MS, Kind
 
 MIB = 1024 * 1024
 NOT_SUPPORTED = -8255
@@ -116,7 +116,7 @@ def asked(query: str, chip: DcmiChip, name: str, arg: int) -> bool:
     (memory_info_v3, type 5, DDR ECC) is not read on 910B, A3, 950, HBM not on the 310 family;
     PCIe errors only on 910B and A3."""
     model = chip.model
-    if query in ("info", "common") and (name, arg) in (
+    if query in (Kind.INFO, Kind.COMMON) and (name, arg) in (
         ("multi_utilization", 0),
         ("utilization", UTIL_AICORE),
     ):
@@ -124,13 +124,13 @@ def asked(query: str, chip: DcmiChip, name: str, arg: int) -> bool:
         # call's npu_util (NC/npu_info.c:222-272, NC/npu_chip_info.c:1472-1489, NPU_SMI_V2);
         # elsewhere both are AI Core type 2
         return (name == "multi_utilization") == (model == "950")
-    if name == "errors" and query == "info":
+    if name == "errors" and query == Kind.INFO:
         # the 950's npu-smi lists the error codes before a row's reads and zeroes a chip whose
         # heartbeat is lost (NC/npu_info.c:243-247, NPU_SMI_V2)
         return model == "950"
     if name == "multi_utilization":
         return model in MULTI_UTILIZATION
-    if name == "utilization" and query == "usages":
+    if name == "utilization" and query == Kind.USAGES:
         if arg == UTIL_AICORE:
             return model not in MULTI_UTILIZATION
         if arg == UTIL_VECTOR:
@@ -169,7 +169,7 @@ def calls_for(
     chips: Sequence[DcmiChip],
     wanted: Sequence[tuple[str, int]],
     skip: Callable[[Call], bool],
-    query: str = "info",
+    query: str = Kind.INFO,
 ) -> list[Call]:
     """The requests for ``wanted`` on each chip that npu-smi makes for ``query`` on its chip
     type (``skip``: known unsupported)."""

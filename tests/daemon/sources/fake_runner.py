@@ -9,7 +9,8 @@ from npumon.daemon.config import Config
 from npumon.daemon.model.chips import ChipResults
 from npumon.daemon.model.snapshot import SourceStatus
 from npumon.daemon.runner import CommandResult
-from npumon.daemon.sources.chips import ChipSources, NpuSmi
+from npumon.daemon.sources.chips import ChipSources
+from npumon.daemon.sources.npu_smi import NpuSmi
 from npumon.daemon.store import SnapshotStore
 from tests.support import FIXTURES
 

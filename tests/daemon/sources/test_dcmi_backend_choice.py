@@ -14,10 +14,10 @@ from npumon.daemon.config import ConfigError, parse_config
 from npumon.daemon.model.chips import InfoTable
 from npumon.daemon.model.snapshot import BackendInfo
 from npumon.daemon.sources import query
-from npumon.daemon.sources.dcmi.backend import DcmiBackend, Mode
 from npumon.daemon.sources.dcmi.client import Call, DcmiChip, DcmiHelper, Hello, HelperFailure
 from npumon.daemon.sources.dcmi.library import TrustPolicy
-from npumon.daemon.sources.query import NpuSmi
+from npumon.daemon.sources.dcmi.serving import DcmiBackend, Mode
+from npumon.daemon.sources.npu_smi import NpuSmi
 from npumon.daemon.sources.wrapper import SourceRun
 from tests.daemon.sources.fake_runner import TABLE, Clock, FakeRunner
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from npumon.daemon.sources.dcmi.backend import DETAIL, INTERCONNECT
 from npumon.daemon.sources.dcmi.client import DcmiChip
 from npumon.daemon.sources.dcmi.fields import FIELDS, merge
+from npumon.daemon.sources.dcmi.reader import DETAIL, INTERCONNECT
 from npumon.daemon.sources.dcmi.readings import (
     HEARTBEAT_LOST,
     TABLE_CALLS,

@@ -13,8 +13,9 @@ from npumon.daemon.model.chips import UsagesReport
 from npumon.daemon.model.network import ErrorCounts, HccsBandwidth, HccsLink, HccsReport
 from npumon.daemon.parsers import interconnect
 from npumon.daemon.sources import query
-from npumon.daemon.sources.dcmi.backend import DcmiBackend, _detail, link_disagreement
 from npumon.daemon.sources.dcmi.client import DcmiHelper, Hello
+from npumon.daemon.sources.dcmi.crosscheck import link_disagreement
+from npumon.daemon.sources.dcmi.reader import addressed
 from npumon.daemon.sources.dcmi.readings import (
     hccs_bandwidth,
     hccs_ports,
@@ -22,7 +23,9 @@ from npumon.daemon.sources.dcmi.readings import (
     pcie_errors,
     sio_errors,
 )
-from npumon.daemon.sources.query import NpuSmi, Query
+from npumon.daemon.sources.dcmi.serving import DcmiBackend
+from npumon.daemon.sources.npu_smi import NpuSmi
+from npumon.daemon.sources.query import Query
 from npumon.daemon.sources.wrapper import SourceRun
 from tests.daemon.sources.fake_runner import NPU_SMI, TABLE, Clock, FakeRunner
 from tests.daemon.sources.test_dcmi_backend_choice import ANSWERS, CHIPS, StubHelper
@@ -128,7 +131,7 @@ def test_no_value_no_model() -> None:
     ],
 )
 def test_which_queries_dcmi_answers(asked: Query[Any], served: object) -> None:
-    assert _detail(asked) == served
+    assert addressed(asked) == served
 
 
 def _hccs_text(report: HccsReport) -> str:

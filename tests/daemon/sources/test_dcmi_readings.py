@@ -16,8 +16,8 @@ from npumon.daemon.model.chips import (
     TableChip,
     UsagesReport,
 )
-from npumon.daemon.sources.dcmi.backend import detail_disagreement, disagreements
 from npumon.daemon.sources.dcmi.client import DcmiChip
+from npumon.daemon.sources.dcmi.crosscheck import detail_disagreement, disagreements
 from npumon.daemon.sources.dcmi.readings import (
     COMMON_CALLS,
     TABLE_CALLS,

@@ -12,9 +12,9 @@ import pytest
 
 from npumon.daemon.runner import ProcessGroups
 from npumon.daemon.sources import query
-from npumon.daemon.sources.dcmi.backend import DcmiBackend
 from npumon.daemon.sources.dcmi.client import DcmiHelper
-from npumon.daemon.sources.query import NpuSmi
+from npumon.daemon.sources.dcmi.serving import DcmiBackend
+from npumon.daemon.sources.npu_smi import NpuSmi
 from npumon.daemon.sources.wrapper import SourceRun
 from tests.daemon.sources.fake_runner import TABLE, Clock, FakeRunner
 from tests.helpers.fake_dcmi import STATE_ENV, build_fake_dcmi

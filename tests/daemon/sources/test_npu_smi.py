@@ -14,7 +14,8 @@ from npumon.daemon.model.chips import ChipResults
 from npumon.daemon.model.reading import read_chips
 from npumon.daemon.model.snapshot import SourceStatus
 from npumon.daemon.runner import CommandResult
-from npumon.daemon.sources.chips import ChipSources, NpuSmi
+from npumon.daemon.sources.chips import ChipSources
+from npumon.daemon.sources.npu_smi import NpuSmi
 from npumon.daemon.store import SnapshotStore
 from npumon.exporters.chip_health import IDENTITY
 from npumon.exporters.spec import write
