@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from npumon.daemon.analysis import rules, stepstats
+from npumon.daemon.analysis import opcounts, rules, stepstats
 from npumon.daemon.analysis.evidence import CommRead, Evidence, HostShare
 from npumon.daemon.analysis.limits import check_sizes
 from npumon.daemon.analysis.readers import comm, host, layout, ops, replicas, steptime
@@ -85,6 +85,7 @@ def _capture_time(units: tuple[layout.ProfileUnit, ...], sources: list[str]) -> 
 
 def _evidence(
     facts: ops.OpFacts | None,
+    counts: opcounts.OpCounts | None,
     steps: stepstats.StepResult,
     mode: str | None,
     transfer: float | None,
@@ -104,7 +105,7 @@ def _evidence(
         transfer_ratio=transfer,
         host=host_share,
     )
-    if facts is None or facts.total_us <= 0:
+    if facts is None or counts is None or facts.total_us <= 0:
         return evidence
     total = facts.total_us
     return replace(
@@ -114,18 +115,13 @@ def _evidence(
         reshape_transpose_ratio=ops.ratio_of(facts, ops.RESHAPE_TRANSPOSE_OPS),
         conv_matmul_ratio=ops.conv_matmul_ratio(facts),
         softmax_ratio=ops.softmax_ratio(facts),
-        ai_cpu_ratio=None if facts.ai_cpu_us is None else facts.ai_cpu_us / total,
-        ai_cpu_tasks=facts.ai_cpu_count,
-        ai_cpu_ops=_ai_cpu_names(facts),
+        ai_cpu_ratio=None if counts.ai_cpu_us is None else counts.ai_cpu_us / total,
+        ai_cpu_tasks=counts.ai_cpu_count,
+        ai_cpu_ops=counts.ai_cpu_names(),
         dynamic_shape_ops=facts.dynamic_count,
         static_ops=facts.static_count,
-        small_ops_ratio=facts.small_count / facts.op_count if facts.op_count else None,
+        small_ops_ratio=counts.small_count / facts.op_count if facts.op_count else None,
     )
-
-
-def _ai_cpu_names(facts: ops.OpFacts | None) -> tuple[str, ...]:
-    found = facts.ai_cpu_ops if facts is not None and facts.ai_cpu_ops else {}
-    return tuple(sorted(found, key=lambda k: (-found[k][0], k)))
 
 
 def _mode(p: _Profile, units: tuple[layout.ProfileUnit, ...]) -> str | None:
@@ -231,6 +227,7 @@ def _summary(
 ) -> ProfileSummary:
     every = [r.facts for r in p.ranks if r.facts is not None]
     facts = ops.merge_facts(every) if every else None
+    counts = opcounts.count(facts, thresholds) if facts else None
     steps = _steps(p, thresholds)
     problems.extend(steps.left_out)
     dp_of = {r.name: r.dp_ranks for r in p.ranks}
@@ -241,6 +238,7 @@ def _summary(
     transfer = _transfer_ratio(communication, p.step_total_us(p.comm_units))
     evidence = _evidence(
         facts,
+        counts,
         steps,
         mode,
         transfer,
@@ -267,8 +265,10 @@ def _summary(
         op_total_seconds=facts.total_us / 1e6 if facts else None,
         op_time_ratio=ops.top_ops(facts, top_n) if facts else (),
         core_type_time_ratio=ops.core_shares(facts) if facts else (),
-        ai_cpu_seconds=None if facts is None or facts.ai_cpu_us is None else facts.ai_cpu_us / 1e6,
-        ai_cpu_count=facts.ai_cpu_count if facts else None,
+        ai_cpu_seconds=None
+        if counts is None or counts.ai_cpu_us is None
+        else counts.ai_cpu_us / 1e6,
+        ai_cpu_count=counts.ai_cpu_count if counts else None,
         format_conversion_seconds=_conversion_seconds(facts),
         format_conversion_ratio=ops.ratio_of(facts, ops.FORMAT_CONVERSION_OPS) if facts else None,
         dynamic_shape_op_count=facts.dynamic_count if facts else None,
@@ -282,7 +282,7 @@ def _summary(
         comm_transfer_ratio=transfer,
         links=communication.links,
         peer_groups=groups if len(groups) > 1 or len(steps.ranks) > 1 else (),
-        ai_cpu_op_types=_ai_cpu_names(facts),
+        ai_cpu_op_types=counts.ai_cpu_names() if counts else (),
     )
 
 

@@ -108,7 +108,7 @@ def read_unit(unit: layout.ProfileUnit, t: Thresholds, pmu_bytes: int) -> RankEv
     )
 
 
-def _kernel_facts(paths: tuple[Path, ...], t: Thresholds, notes: list[str]) -> ops.OpFacts:
+def _kernel_facts(paths: tuple[Path, ...], notes: list[str]) -> ops.OpFacts:
     table = read_kernels(paths)
     frame = table.frame
     notes.extend(table.notes)
@@ -116,12 +116,12 @@ def _kernel_facts(paths: tuple[Path, ...], t: Thresholds, notes: list[str]) -> o
     if inferred:  # Level0: no op types, guess them from the kernel names
         names = read_kernel_names(paths).frame
         frame = frame.assign(op_type=names["name"].astype("object").map(ops.infer_op_type))
-    return ops.kernel_facts(frame, t, inferred)
+    return ops.kernel_facts(frame, inferred)
 
 
-def _db_facts(path: Path, t: Thresholds) -> ops.OpFacts:
+def _db_facts(path: Path) -> ops.OpFacts:
     tasks = sqlite_tables.read_tasks(path)
-    return ops.kernel_facts(tasks.frame, t, tasks.inferred)
+    return ops.kernel_facts(tasks.frame, tasks.inferred)
 
 
 _LEGACY_IDS = re.compile(r"_\d+_(?P<model>\d+)_(?P<iteration>\d+)\.csv$")
@@ -155,7 +155,7 @@ def _unit_ops(
         )
     if layout.DB in unit.tables and layout.KERNEL not in unit.tables:
         try:
-            kernel = _db_facts(unit.tables[layout.DB][0], t)
+            kernel = _db_facts(unit.tables[layout.DB][0])
             log.sources.append(str(unit.tables[layout.DB][0]))
             frame = sqlite_tables.read_pmu(unit.tables[layout.DB][0])
             if frame is not None:
@@ -164,7 +164,7 @@ def _unit_ops(
             log.problems.append(str(exc))
     if layout.KERNEL in unit.tables:
         try:
-            kernel = _kernel_facts(unit.tables[layout.KERNEL], t, log.problems)
+            kernel = _kernel_facts(unit.tables[layout.KERNEL], log.problems)
             log.sources.extend(str(p) for p in unit.tables[layout.KERNEL])
             table = read_pmu(unit.tables[layout.KERNEL], pmu_bytes)
             if table is not None:
@@ -177,7 +177,7 @@ def _unit_ops(
     if layout.OP_STATISTIC in unit.tables:
         try:
             table = read_op_statistic(unit.tables[layout.OP_STATISTIC])
-            statistic = ops.statistic_facts(table.frame, t)
+            statistic = ops.statistic_facts(table.frame)
             log.problems.extend(table.notes)
             log.sources.extend(str(p) for p in unit.tables[layout.OP_STATISTIC])
         except TableError as exc:
@@ -185,7 +185,7 @@ def _unit_ops(
     if layout.AICORE_TYPE in unit.tables and statistic is None:
         path = unit.tables[layout.AICORE_TYPE][0]
         try:
-            statistic = ops.statistic_facts(mindspore.read_op_types(path), t)
+            statistic = ops.statistic_facts(mindspore.read_op_types(path))
             log.sources.append(str(path))
         except TableError as exc:
             log.problems.append(str(exc))

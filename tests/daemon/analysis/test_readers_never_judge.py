@@ -11,9 +11,6 @@ from npumon.daemon.analysis import readers
 from npumon.daemon.model.profile import Thresholds
 
 READERS = Path(readers.__file__).parent
-# still applied in a reader: ops.py counts AI CPU tasks and small operators against these while
-# it reads the operator tables (OpFacts); listed so that the list can only shrink
-REMAINING = {"ops.py": {"Thresholds", "ai_cpu_min_op_us", "small_op_us"}}
 
 
 def _uses(path: Path) -> set[str]:
@@ -34,7 +31,7 @@ def test_no_reader_imports_or_reads_a_threshold() -> None:
     sources = sorted(READERS.glob("*.py"))
     assert len(sources) > 10  # the package was found
     used = {p.name: u for p in sources if (u := _uses(p))}
-    assert used == REMAINING
+    assert used == {}
 
 
 def test_the_check_sees_a_threshold_passed_to_a_reader(tmp_path: Path) -> None:
