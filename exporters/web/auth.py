@@ -21,7 +21,7 @@ _MAX_FAILED = 256  # recent failures, the oldest dropped first
 MAX_PENDING_CHECKS = 64
 
 
-@functools.lru_cache(maxsize=32)  # one per cost (4..31)
+@functools.lru_cache(maxsize=32)  # one per cost (BCRYPT_MIN_COST..BCRYPT_MAX_COST)
 def _dummy_hash(cost: int) -> bytes:
     """A hash of a random password at ``cost``: unknown users cost as much as known ones."""
     return bcrypt.hashpw(secrets.token_bytes(16), bcrypt.gensalt(rounds=cost))
