@@ -30,7 +30,8 @@ class Active:
     def __init__(self, config: WebConfig, previous: Active | None = None) -> None:
         users, headers = config.basic_auth_users, config.http_server_config.headers
         kept = None if previous is None else previous.auth  # unchanged users stay cached
-        self.config, self.auth = config, BasicAuth(users, kept) if users else None
+        self.config = config
+        self.auth: BasicAuth | None = BasicAuth(users, kept) if users else None
         self.headers = tuple((n.lower().encode(), v.encode()) for n, v in headers.items())
 
 
