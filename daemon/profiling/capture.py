@@ -29,7 +29,7 @@ from npumon.daemon.runner import CommandRunner, run_command
 
 log = logging.getLogger(__name__)
 
-EXPORT_WATCH_SECONDS = 1.0  # how often the captures are measured while msprof exports
+EXPORT_WATCH_SECONDS = 0.25  # how often the captures are measured while msprof exports
 
 
 @dataclass(frozen=True, slots=True)
