@@ -313,7 +313,7 @@ def _heatmap(ranks: Sequence[RankBreakdown]) -> str:
                 f"<title>{escape(rank.rank)} {escape(title)}: {_ms(v)} ms</title></rect>"
             )
     yy = top + len(rows) * row_h + 12
-    if len(ranks) <= 32:
+    if cell >= 40:  # room for each rank's name under its column
         for i, rank in enumerate(ranks):
             label = rank.rank if len(rank.rank) <= 8 else "…" + rank.rank[-7:]
             body.append(
