@@ -18,6 +18,7 @@ from npumon.daemon import __version__
 from npumon.daemon.analysis.report import add_arguments as add_analyze_arguments
 from npumon.daemon.analysis.report import run as run_analyze
 from npumon.daemon.config import (
+    REPORTS,
     Config,
     ConfigError,
     load_config,
@@ -217,6 +218,7 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
             latest=supervisor.latest,
             max_requests=config.web.max_requests,
             max_connections=config.web.max_connections,
+            reports=config.state_directory / REPORTS,
         )
     except (OSError, ValueError) as error:  # a taken port, an address this host does not have
         supervisor.stop()

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from npumon.daemon import nofollow
-from npumon.daemon.config import Config
+from npumon.daemon.config import REPORTS, Config
 from npumon.daemon.model.profile import CAPTURE_RESULTS, ProfilingView, WorkloadProfile
 from npumon.daemon.profiling import capture_msprof, ingest
 from npumon.daemon.profiling.capture import (
@@ -61,7 +61,7 @@ class Profiler:
             self.settings.max_workloads,
         )
         self.captures_dir = root / "captures"
-        self.reports_dir = root / "reports"  # the last analysis per workload, .json and .html
+        self.reports_dir = root / REPORTS  # the last analysis per workload, .json and .html
         self.capturer = Capturer(
             self.settings, self.captures_dir, self.host, self.reports_dir, self.next_baseline
         )

@@ -22,6 +22,7 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from http import HTTPStatus
+from pathlib import Path
 from typing import Any
 
 import h11
@@ -418,12 +419,21 @@ def serve(
     max_requests: int = MAX_REQUESTS,
     max_connections: int = MAX_CONNECTIONS,
     header_timeout: float = HEADER_TIMEOUT_SECONDS,
+    reports: Path | None = None,
 ) -> Server:
     """Serve in a background thread; return once the socket listens. ``web_config`` is
     LiveWebConfig's source; the returned server's ``connections.exposition`` writes the edge's
     own counter; the rest is EdgeApp's."""
     web = LiveWebConfig(web_config)
-    app = EdgeApp(exposition, web, max_requests, healthy=healthy, latest=latest, version=version)
+    app = EdgeApp(
+        exposition,
+        web,
+        max_requests,
+        healthy=healthy,
+        latest=latest,
+        version=version,
+        reports=reports,
+    )
     connections = Connections(max_connections, header_timeout)
     sock = _bind(*parse_listen_address(address))
     return Server(_Serving(sock, app, web, connections))
