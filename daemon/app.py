@@ -105,7 +105,7 @@ class Agent:
             kube.resource_prefixes,
             self.store.publish_pod_resources,
             clock=clock,
-            **({"lister": pod_lister} if pod_lister is not None else {}),
+            lister=pod_lister,
         )
         self.profiler: Profiler | None = None
         # pandas missing: no capture is taken that the worker could not analyse

@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from npumon.daemon import __version__
 from npumon.daemon.analysis.report import add_arguments as add_analyze_arguments
@@ -254,7 +254,7 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _run(
-    config: Config, load: Callable[[], Config], agent_options: dict[str, object] | None = None
+    config: Config, load: Callable[[], Config], agent_options: dict[str, Any] | None = None
 ) -> int:
     from npumon.daemon.app import Agent
     from npumon.daemon.supervisor import Supervisor

@@ -18,7 +18,7 @@ from npumon.daemon.redact import REDACTED, Pseudonyms, scrub
 from npumon.simulator.kubelet import scenario_pods, serve
 from npumon.simulator.loader import read_scenario_text
 from npumon.simulator.scenario import validate
-from tests.helpers.exposition import samples
+from tests.helpers.exposition import Samples, samples
 from tests.helpers.simulator_runner import HCCN_TOOL, NPU_SMI, SimulatorRunner
 from tests.helpers.wait import scaled
 from tests.support import FROZEN_TIME
@@ -36,7 +36,7 @@ def members(archive: bytes) -> dict[str, bytes]:
         }
 
 
-def npu_families(text: str | bytes) -> dict[object, float]:
+def npu_families(text: str | bytes) -> Samples:
     return {k: v for k, v in samples(text).items() if k[0].startswith("npu_")}
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -15,11 +16,12 @@ from npumon.daemon.config import Web
 INSTALL = Path(__file__).parents[2] / "docs" / "install.md"
 
 
-def recipe() -> dict:
+def recipe() -> dict[str, Any]:
     section = INSTALL.read_text().split("## OpenTelemetry: a Collector recipe", 1)[1]
     block = re.search(r"```yaml\n(.*?)```", section, re.DOTALL)
     assert block is not None, "no yaml block in the OpenTelemetry section"
-    return yaml.safe_load(block.group(1))
+    loaded: dict[str, Any] = yaml.safe_load(block.group(1))
+    return loaded
 
 
 def test_every_component_a_pipeline_names_is_defined() -> None:
