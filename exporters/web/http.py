@@ -230,7 +230,8 @@ class _Connection(asyncio.Protocol):
                 self._stop_waiting()
                 self._answering = self._loop.create_task(self._answer(event))
             elif isinstance(event, h11.ConnectionClosed):
-                self._close()
+                if self._answering is None:  # else the answer closes once written
+                    self._close()
                 return
         if self._answering is not None and len(self._h11.trailing_data[0]) > MAX_HEADER_BYTES:
             assert self._transport is not None

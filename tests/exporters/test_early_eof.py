@@ -1,0 +1,122 @@
+"""Every early EOF and odd framing docs/privileges.md's table lists, each against npumon's edge
+and Debian's node_exporter (net/http) in the same run: the statuses each answers, as the table
+says. A row here is a row there."""
+
+from __future__ import annotations
+
+import collections
+import re
+import socket
+from collections.abc import Iterator
+
+import pytest
+from edge_helpers import TIMEOUT, exposition, node_exporter
+
+from npumon.exporters.web.http import serve
+from tests.helpers.wait import scaled
+
+pytestmark = pytest.mark.integration  # real loopback servers and node_exporter
+
+GET = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+LAST = b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+# name: (bytes sent, then shut the write side?, npumon's statuses, node_exporter's statuses)
+ROWS: dict[str, tuple[bytes, bool, dict[int, int], dict[int, int]]] = {
+    "eof_before_any_byte": (b"", True, {}, {}),
+    "eof_mid_request_line": (b"GET /metr", True, {400: 1}, {400: 1}),
+    "eof_mid_headers": (b"GET /metrics HTTP/1.1\r\nHost: x\r\n", True, {400: 1}, {400: 1}),
+    "eof_after_the_request": (GET, True, {200: 1}, {200: 1}),
+    "eof_mid_body": (
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab",
+        True,
+        {200: 1},
+        {200: 1},
+    ),
+    "eof_after_pipelined_requests": (GET * 3, True, {200: 3}, {200: 3}),
+    "eof_mid_second_request": (
+        GET + b"GET /metrics HTTP/1.1\r\nHo",
+        True,
+        {200: 1, 400: 1},
+        {
+            200: 1,
+            400: 1,
+        },
+    ),
+    "bad_chunked_body": (
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        True,
+        {200: 1},
+        {200: 1},
+    ),
+    "bare_lf": (b"GET /metrics HTTP/1.1\nHost: x\n\n", True, {200: 1}, {200: 1}),
+    "http10": (b"GET /metrics HTTP/1.0\r\n\r\n", False, {200: 1}, {200: 1}),
+    "http10_trailing_lf": (b"GET /metrics HTTP/1.0\r\n\r\n\n", False, {200: 1}, {200: 1}),
+    # 74 KB of small requests in one write: each head is small, all are answered
+    "pipelined_74kb_in_one_write": (GET * 2100 + LAST, False, {200: 2101}, {200: 2101}),
+    # one 70 KB head in one write: npumon's 64 KB head limit; net/http's is 1 MB
+    "head_of_70kb_in_one_write": (
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 70_000 + b"\r\n\r\n",
+        True,
+        {400: 1},
+        {200: 1},
+    ),
+}
+
+
+def statuses(port: int, data: bytes, shut: bool, rcvbuf: int = 0) -> dict[int, int]:
+    """Send ``data`` (then shut the write side), read until the server closes: the statuses
+    of the responses read, counted. A server that never closes fails the read's timeout."""
+    sock = socket.socket()
+    if rcvbuf:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.settimeout(scaled(TIMEOUT))
+    with sock:
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(data)
+        if shut:
+            sock.shutdown(socket.SHUT_WR)
+        out = bytearray()
+        while chunk := sock.recv(1 << 16):
+            out += chunk
+    found = re.findall(rb"HTTP/1\.[01] (\d{3}) ", bytes(out))
+    return dict(collections.Counter(int(status) for status in found))
+
+
+@pytest.fixture(scope="module")
+def ports() -> Iterator[tuple[int, int]]:
+    server = serve(exposition(), "127.0.0.1:0", None, lambda: True)
+    try:
+        with node_exporter() as theirs:
+            yield server.port, theirs
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.parametrize("row", list(ROWS))
+def test_each_row_of_the_early_eof_table(ports: tuple[int, int], row: str) -> None:
+    data, shut, ours, theirs = ROWS[row]
+    assert statuses(ports[0], data, shut) == ours, "npumon"
+    assert statuses(ports[1], data, shut) == theirs, "node_exporter"
+
+
+def test_eof_while_the_response_is_written_the_whole_response_is_read(
+    ports: tuple[int, int],
+) -> None:
+    # a small receive buffer: the response goes out in many writes after the client's EOF
+    for port in ports:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+        sock.settimeout(scaled(TIMEOUT))
+        with sock:
+            sock.connect(("127.0.0.1", port))
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: identity\r\n\r\n")
+            sock.shutdown(socket.SHUT_WR)
+            out = bytearray()
+            while chunk := sock.recv(512):
+                out += chunk
+        head, _, body = bytes(out).partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 "), head
+        length = re.search(rb"(?i)content-length: (\d+)", head)
+        if length is None:  # node_exporter's are chunked: whole when the last chunk came
+            assert b"chunked" in head.lower() and body.endswith(b"\r\n0\r\n\r\n"), port
+        else:
+            assert len(body) == int(length.group(1)) > 0, port
