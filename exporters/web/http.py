@@ -22,6 +22,7 @@ import email.utils
 import errno
 import logging
 import os
+import resource
 import socket
 import struct
 import threading
@@ -44,6 +45,9 @@ log = logging.getLogger(__name__)
 
 MAX_REQUESTS = 40  # in-flight requests before a fast 503 (node_exporter's --web.max-requests)
 MAX_CONNECTIONS = 1024  # open connections; the next sheds the oldest waiting one (privileges.md)
+# descriptors the connection cap leaves under the open-file limit: npu-smi's and hccn_tool's
+# pipes, the kubelet's socket, state and log files, the loop's own (privileges.md)
+OPEN_FILES_RESERVE = 128
 MAX_HEADER_BYTES = 64 * 1024  # request line + headers; above it: 400 and the connection closed
 HEADER_TIMEOUT_SECONDS = 10.0  # first bytes, TLS handshake and head, from accept or last response
 WRITE_TIMEOUT_SECONDS = 10.0  # a response not read (or not drained before a close) is cut then
@@ -471,6 +475,15 @@ class Server:
         self._serving.app.close()
 
 
+def connection_cap(configured: int, open_files: int) -> int:
+    """The connection cap in force: ``configured``, or less under an open-file limit of
+    ``open_files``, so that OPEN_FILES_RESERVE descriptors stay for the rest (at least one
+    connection): connections shed one another before an accept fails with EMFILE."""
+    if open_files == resource.RLIM_INFINITY:
+        return configured
+    return max(1, min(configured, open_files - OPEN_FILES_RESERVE))
+
+
 def _bind(host: str, port: int) -> socket.socket:
     if host == "":  # every address: dual-stack IPv6 covers IPv4 too where the host has it
         host = "::" if socket.has_dualstack_ipv6() else "0.0.0.0"
@@ -500,11 +513,22 @@ def serve(
     header_timeout: float = HEADER_TIMEOUT_SECONDS,
     write_timeout: float = WRITE_TIMEOUT_SECONDS,
 ) -> Server:
-    """Serve in a background thread; return once the socket listens. ``web_config`` is
+    """Serve in a background thread; return once the socket listens. ``max_connections`` is
+    lowered under the open-file limit in force (connection_cap). ``web_config`` is
     LiveWebConfig's source; the returned server's ``connections.exposition`` writes the edge's
     own counter; the rest is EdgeApp's."""
     web = LiveWebConfig(web_config)
     app = EdgeApp(exposition, web, max_requests, healthy=healthy, latest=latest, version=version)
-    connections = Connections(max_connections, header_timeout, write_timeout)
+    open_files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    cap = connection_cap(max_connections, open_files)
+    if cap < max_connections:
+        log.warning(
+            "event=connection_cap_lowered configured=%d effective=%d open_files=%d reserve=%d",
+            max_connections,
+            cap,
+            open_files,
+            OPEN_FILES_RESERVE,
+        )
+    connections = Connections(cap, header_timeout, write_timeout)
     sock = _bind(*parse_listen_address(address))
     return Server(_Serving(sock, app, web, connections))
