@@ -5,7 +5,8 @@ runs at rest). A connection is counted from accept to close. From accept, or fro
 response, its first bytes, its TLS handshake and its request head must arrive within
 ``header_timeout`` seconds, however slowly they come; otherwise it is closed (an idle
 kept-alive connection too). A request body is never needed: it is read and dropped while the
-answer is made, and the connection closes after the answer unless the body was complete.
+answer is made, and after it (as net/http does) under the header deadline; the next request
+is read once the body is whole.
 
 Writes follow net/http: one response at a time, and the next request is neither read nor parsed
 while the transport's buffer is above its high-water mark (``pause_writing``). A client that
@@ -134,6 +135,7 @@ class _Connection(asyncio.Protocol):
         self._handed = False  # the socket is the transport's (asyncio closes it) from then on
         self._paused = False  # the transport's write buffer is above its high-water mark
         self._next_waits = False  # a response is written; the next request waits for the drain
+        self._draining = False  # answered before its body came whole: read on and drop it
         self._eof = False  # the client shut down its write side
         server.connections.live[self] = None
         self._wait()
@@ -233,6 +235,13 @@ class _Connection(asyncio.Protocol):
                     return
                 self._stop_waiting()
                 self._answering = self._loop.create_task(self._answer(event))
+            elif isinstance(event, h11.EndOfMessage) and self._draining:
+                self._draining = False  # the answered request's body is whole
+                if self._paused:
+                    self._next_waits = True
+                else:
+                    self._next_request()
+                return
             elif isinstance(event, h11.ConnectionClosed):
                 if self._answering is None:  # else the answer closes once written
                     self._close()
@@ -265,12 +274,24 @@ class _Connection(asyncio.Protocol):
         if method != "HEAD":
             out += self._h11.send(h11.Data(data=body)) or b""
         transport.write(out + (self._h11.send(h11.EndOfMessage()) or b""))
-        if self._h11.our_state is not h11.DONE or self._h11.their_state is not h11.DONE:
-            self._close()  # asked to close, or the body is not read: no next request
+        if self._h11.our_state is h11.DONE and self._h11.their_state is h11.SEND_BODY:
+            self._draining = True  # as net/http: the rest of the body, then the next request
+            if not self._paused:  # else resume_writing reads on
+                self._drain_body()
+        elif self._h11.our_state is not h11.DONE or self._h11.their_state is not h11.DONE:
+            self._close()  # asked to close, or the body is bad or cut: no next request
         elif self._paused:
             self._next_waits = True  # resume_writing reads on
         else:
             self._next_request()
+
+    def _drain_body(self) -> None:
+        """Read what is left of an answered request's body, under the header deadline."""
+        assert self._transport is not None
+        if not self._eof:
+            self._transport.resume_reading()
+        self._wait()
+        self._events()
 
     def _next_request(self) -> None:
         """The response is out of the buffer: read the next request (maybe read already)."""
@@ -296,6 +317,8 @@ class _Connection(asyncio.Protocol):
         if self._next_waits:
             self._next_waits = False
             self._next_request()
+        elif self._draining:
+            self._drain_body()
 
     def _close(self) -> None:
         """Close once what is buffered is sent, within WRITE_TIMEOUT_SECONDS (aborted then),
