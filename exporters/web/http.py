@@ -51,6 +51,7 @@ MAX_CONNECTIONS = 1024  # open connections; the next sheds the oldest waiting on
 OPEN_FILES_RESERVE = 128
 MAX_HEADER_BYTES = 64 * 1024  # request line + headers; above it: 400 and the connection closed
 HEADER_TIMEOUT_SECONDS = 10.0  # first bytes, TLS handshake and head, from accept or last response
+WRITE_HIGH_WATER = 64 * 1024  # response bytes buffered above the kernel's before pause_writing
 WRITE_TIMEOUT_SECONDS = 10.0  # a response not read (or not drained before a close) is cut then
 BACKLOG = 2048  # the kernel's accept queue (the kernel caps it at net.core.somaxconn)
 ACCEPT_BATCH = 64  # connections accepted per wake-up before the loop serves the others
@@ -137,6 +138,7 @@ class _Connection(asyncio.Protocol):
         self._next_waits = False  # a response is written; the next request waits for the drain
         self._draining = False  # answered before its body came whole: read on and drop it
         self._eof = False  # the client shut down its write side
+        self._tls = False
         server.connections.live[self] = None
         self._wait()
         self._opening = self._loop.create_task(self._open())
@@ -207,6 +209,9 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
+        self._tls = transport.get_extra_info("sslcontext") is not None
+        # TLS's default is 512 KiB; one response waits at most this much above the socket's
+        transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
 
     def data_received(self, data: bytes) -> None:
         if self._transport is None or self._transport.is_closing():
@@ -324,6 +329,8 @@ class _Connection(asyncio.Protocol):
         """Close once what is buffered is sent, within WRITE_TIMEOUT_SECONDS (aborted then),
         sheddable meanwhile."""
         assert self._transport is not None
+        if self._transport.is_closing():  # a second close() breaks asyncio's TLS transport
+            return
         self._stop_waiting()
         self._transport.close()
         self._wait(self._server.connections.write_timeout)
@@ -347,11 +354,13 @@ class _Connection(asyncio.Protocol):
         self._eof = True
         if not self._gone.done():
             self._gone.set_result(None)
+        assert self._transport is not None
+        if self._transport.is_closing():
+            return None
         self._h11.receive_data(b"")
         if self._answering is None and not self._next_waits:
             self._events()
-        assert self._transport is not None
-        return None if self._transport.get_extra_info("sslcontext") is not None else True
+        return None if self._tls else True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._release()

@@ -5,15 +5,19 @@ says. A row here is a row there."""
 from __future__ import annotations
 
 import collections
+import logging
 import re
 import socket
+import ssl
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from edge_helpers import TIMEOUT, exposition, node_exporter
+from edge_helpers import TIMEOUT, exposition, node_exporter, self_signed
 
 from npumon.exporters.web.http import serve
-from tests.helpers.wait import scaled
+from npumon.exporters.web.webconfig import parse_web_config
+from tests.helpers.wait import scaled, wait_for
 
 pytestmark = pytest.mark.integration  # real loopback servers and node_exporter
 
@@ -144,3 +148,27 @@ def test_a_body_that_comes_after_its_answer_is_read_and_the_next_request_answere
                 out += chunk
         found = re.findall(rb"HTTP/1\.1 (\d{3}) ", bytes(out))
         assert len(found) == 2, (port, bytes(out)[:300])  # node_exporter: two 404s
+
+
+def test_tls_clients_closing_after_a_close_log_no_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a TLS client that reads its Connection: close answer, then closes: asyncio's TLS
+    # transport hands on the EOF after the edge's close, and a second close() of that transport
+    # breaks it (its get_extra_info raised AttributeError, a loop error per connection)
+    cert, key_file = self_signed(tmp_path)
+    tls = {"tls_server_config": {"cert_file": str(cert), "key_file": str(key_file)}}
+    context = ssl.create_default_context(cafile=str(cert))
+    server = serve(exposition(), "127.0.0.1:0", parse_web_config(tls, base=tmp_path), lambda: True)
+    try:
+        for _ in range(2):
+            raw = socket.create_connection(("127.0.0.1", server.port), timeout=scaled(TIMEOUT))
+            with context.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
+                sock.sendall(LAST)
+                while sock.recv(1 << 16):
+                    pass
+        wait_for(lambda: server.connections.open == 0, TIMEOUT, "every connection released")
+    finally:
+        server.shutdown()
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not errors, errors
