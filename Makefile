@@ -214,6 +214,8 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	echo "== bench/readpath_bench.py"; \
 	timeout 240 $(BIN)/python bench/readpath_bench.py --seconds $(BENCH_POLL_S) \
 	  --json $(BENCH_OUT)/readpath.json || echo "FAILED: readpath"; \
+	echo "== bench/fuzz_edge_bench.py"; \
+	timeout 300 $(BIN)/python bench/fuzz_edge_bench.py --examples 2000 --json $(BENCH_OUT)/fuzz.json || echo "FAILED: fuzz"; \
 	echo "== bench/flood_bench.py"; \
 	timeout 600 $(BIN)/python bench/flood_bench.py --seconds 15 --idle-seconds 60 \
 	  --json $(BENCH_OUT)/flood.json || echo "FAILED: flood"; \
