@@ -217,8 +217,8 @@ class _Connection(asyncio.Protocol):
         if self._transport is None or self._transport.is_closing():
             return  # what a closing TLS transport still hands on
         self._h11.receive_data(data)
-        if self._answering is None and not self._next_waits:
-            self._events()
+        if not self._next_waits:  # else reading is paused: at most one read waits in h11
+            self._events()  # while answering too: a body is dropped, pipelined bytes bounded
 
     def _events(self) -> None:
         """Take what h11 has read: a request head starts its answer; a body is dropped."""
