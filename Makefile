@@ -15,7 +15,7 @@ LISTEN ?= :$(PORT)
 # would otherwise compile npumon's modules again.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: all demo demo-stop test test-fast lint format typecheck imports bench tools generate clean
+.PHONY: all demo demo-stop test test-fast test-pythons lint format typecheck imports bench tools generate clean
 
 all: test
 
@@ -84,6 +84,28 @@ test: $(STAMP) tools lint typecheck imports
 # those too, plus lint, mypy and the import contracts.
 test-fast: $(STAMP) tools
 	$(PYTEST) -m "not integration and not fleet"
+
+# The HTTP edge's and TLS tests on each Python the package claims (requires-python >= 3.11;
+# 3.12 and 3.13 changed asyncio's TLS transport), each in its own venv (.venv-3.12, ...) built
+# from pyenv's or the PATH's interpreter; a version not installed here is said and skipped.
+# Not in `make test`: each venv takes about 90 s to build, and the run a minute per version.
+PYTHONS    ?= 3.11 3.12 3.13
+EDGE_TESTS := tests/exporters/test_http.py tests/exporters/test_hostile.py \
+	tests/exporters/test_early_eof.py tests/exporters/test_write_floods.py \
+	tests/exporters/test_edge_fuzz.py tests/exporters/test_fd_cap.py tests/exporters/test_auth.py \
+	tests/exporters/test_edge.py tests/exporters/test_floods_vs_node_exporter.py \
+	tests/exporters/test_weblive.py
+test-pythons: tools
+	@status=0; for v in $(PYTHONS); do \
+	  py=$$(command -v python$$v || ls -d $$HOME/.pyenv/versions/$$v.*/bin/python$$v 2>/dev/null | tail -1); \
+	  if [ -z "$$py" ]; then echo "== python$$v: not installed here, skipped"; continue; fi; \
+	  if [ ! -f .venv-$$v/.installed-stamp ]; then \
+	    $$py -m venv .venv-$$v && .venv-$$v/bin/python -m pip install --quiet -e '.[test]' \
+	      && touch .venv-$$v/.installed-stamp || { echo "== python$$v: install FAILED"; status=1; continue; }; \
+	  fi; \
+	  echo "== python$$v ($$(.venv-$$v/bin/python -V))"; \
+	  .venv-$$v/bin/python -m pytest -q -n 0 -p no:cacheprovider $(EDGE_TESTS) || status=1; \
+	done; exit $$status
 
 # The Helm chart's copies of the rules and dashboards, and deploy/kubernetes/npumon.yaml (the
 # chart rendered), after a change to config/prometheus/npumon-rules.yml, grafana/dashboards or
@@ -188,6 +210,8 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	echo "== bench/readpath_bench.py"; \
 	timeout 240 $(BIN)/python bench/readpath_bench.py --seconds $(BENCH_POLL_S) \
 	  --json $(BENCH_OUT)/readpath.json || echo "FAILED: readpath"; \
+	echo "== bench/fuzz_edge_bench.py"; \
+	timeout 300 $(BIN)/python bench/fuzz_edge_bench.py --examples 2000 --json $(BENCH_OUT)/fuzz.json || echo "FAILED: fuzz"; \
 	echo "== bench/flood_bench.py"; \
 	timeout 600 $(BIN)/python bench/flood_bench.py --seconds 15 --idle-seconds 60 \
 	  --json $(BENCH_OUT)/flood.json || echo "FAILED: flood"; \

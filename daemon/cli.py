@@ -313,7 +313,7 @@ def _run(
         server.port,
         server.tls,
         config.web.max_requests,
-        config.web.max_connections,
+        server.connections.max_connections,  # in force: lowered under the open-file limit
     )
     try:
         _until_stopped(supervisor, signals)

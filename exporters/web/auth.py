@@ -118,6 +118,8 @@ class BcryptQueue:
             return known
         if self.pending >= self.limit:
             return None
+        if gone.done():  # the client left (EOF) before its check was queued: never start it
+            return False
         self.pending += 1
         try:
             check = asyncio.get_running_loop().run_in_executor(self._thread, auth.check, header)
