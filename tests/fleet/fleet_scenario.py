@@ -457,6 +457,12 @@ MAY_BE_EMPTY: dict[tuple[str, str, str], str] = {
         "fleet:npumon_state_errors:sum",
     ): "npumon_state_errors_total is exported once a state file cannot be read or written",
     **{
+        ("npumon-attention", title, "fleet:alerts_firing:count"): (
+            "the fleet's alerts stay pending (rules_with_long_for): none is recorded as firing"
+        )
+        for title in ("Firing alerts by severity", "Firing alerts by name")
+    },
+    **{
         ("npumon-node", "UB links (Ascend 950): state, lanes, bandwidth", name): (
             "UB ports are the Ascend 950's and this fleet has none (tests/e2e/test_950.py)"
         )
