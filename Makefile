@@ -141,6 +141,26 @@ image-sizes:
 	done
 
 
+# Both variants built from the Dockerfile with buildah and run against the simulator's npu-smi
+# (deploy/image/test.sh: collect --once, run serving /metrics, the non-root user, the profiling
+# worker's pandas), then their sizes. No Docker daemon or registry: the base is Debian bookworm
+# made with mmdebstrap, cached in $(IMAGE_CACHE) and in buildah's store (vfs storage, chroot
+# isolation), passed as the Dockerfile's PYTHON_IMAGE. Not part of `make test` (minutes, and
+# root); .ci/run runs it after. image-tools installs buildah and mmdebstrap from Debian.
+IMAGE_CACHE ?= /var/tmp/npumon-image
+.PHONY: image-test image-tools
+image-test: image-tools $(LOCKS)
+	IMAGE_CACHE=$(IMAGE_CACHE) deploy/image/test.sh
+
+image-tools:
+	@if ! command -v buildah >/dev/null 2>&1 || ! command -v mmdebstrap >/dev/null 2>&1; then \
+	  echo "installing Debian packages 'buildah' and 'mmdebstrap' (make image-test)"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends buildah mmdebstrap >/dev/null; \
+	fi
+	@buildah --version
+
 # The msprof-analyze comparison runs in .venv-bench, which has the `bench` extra (msprof-analyze);
 # the other benches run in the test venv.
 BENCH_VENV := .venv-bench
