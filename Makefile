@@ -47,9 +47,14 @@ tools:
 
 PY_TREES := daemon exporters simulator podresources yamlfile tests bench deploy docs setup.py
 
+# The release workflow: actionlint (types, expressions, shell) and zizmor (template injection,
+# permissions, unpinned actions, credentials; offline, the pedantic persona).
+WORKFLOWS := .github/workflows
 lint: $(STAMP)
 	$(BIN)/ruff check $(PY_TREES)
 	$(BIN)/ruff format --check $(PY_TREES)
+	$(BIN)/actionlint $(WORKFLOWS)/*.yml
+	$(BIN)/zizmor --offline --persona pedantic --quiet $(WORKFLOWS)
 
 # `ruff format` writes what `make lint` checks.
 format: $(STAMP)
@@ -120,7 +125,9 @@ requirements-profiling.lock: pyproject.toml | $(STAMP)
 # store: push it (IMAGE naming your registry, IMAGE_OUTPUT=--push), or build one platform and
 # load it (PLATFORMS=linux/arm64 IMAGE_OUTPUT=--load). Without an output it is built and left in
 # the build cache. Then both sizes are printed (image-sizes).
-IMAGE        ?= npumon:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+# the version: pyproject.toml's, which deploy/release/version.py keeps the chart in step with
+VERSION       = $(shell $(PYTHON) deploy/release/version.py)
+IMAGE        ?= npumon:$(VERSION)
 PLATFORMS    ?= linux/amd64,linux/arm64
 IMAGE_OUTPUT ?=
 .PHONY: image image-sizes
