@@ -5,7 +5,7 @@
 The host's npu-smi is what deploy/image/npu-smi stands for (mounted at /usr/local/bin/npu-smi,
 as docs/install.md mounts the real one): the simulator's 910b-8 node, which the wheel carries.
 1. `npumon collect --once` with the image's own config prints the chips' families.
-2. `npumon run` serves /metrics on a free loopback port (waited for, bounded).
+2. `npumon run` serves /metrics on the loopback port it bound (port 0; waited for, bounded).
 3. profiling: `npumon analyze` runs the analysis worker (pandas) over a simulated profile;
    default: pandas is absent, as the variant promises.
 Exit 0 when all hold; each failure printed.
@@ -14,7 +14,7 @@ Exit 0 when all hold; each failure printed.
 from __future__ import annotations
 
 import importlib.util
-import socket
+import re
 import subprocess
 import sys
 import tempfile
@@ -26,6 +26,8 @@ CONFIG = "/etc/npumon/npumon.yaml"
 # families that only a chip read through npu-smi yields, and the exporter's own
 FAMILIES = ("npu_chip_info", "npu_temperature_celsius", "npumon_build_info")
 SERVE_DEADLINE_S = 120.0
+# what `npumon run` logs once it listens (tests/helpers/processes.py reads the same line)
+LISTENING = re.compile(r"event=listening address=\S* port=(\d+)")
 
 
 def check(ok: bool, what: str) -> bool:
@@ -50,45 +52,45 @@ def collect_once() -> bool:
     )
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def serve() -> bool:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/metrics"
-    daemon = subprocess.Popen(
-        ["npumon", "run", "--config", CONFIG, "--web.listen-address", f"127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    body = ""
-    deadline = time.monotonic() + SERVE_DEADLINE_S
-    try:
-        while daemon.poll() is None and time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(url, timeout=10) as answer:
-                    body = answer.read().decode()
-            except OSError:
-                body = ""
-            if "npu_chip_info{" in body:
-                break
-            time.sleep(0.5)
-    finally:
-        daemon.terminate()
+    """`npumon run` on port 0 (the port it logs), until /metrics has the chips' families."""
+    with tempfile.TemporaryFile("w+") as log:
+        daemon = subprocess.Popen(
+            ["npumon", "run", "--config", CONFIG, "--web.listen-address", "127.0.0.1:0"],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            text=True,
+        )
+        url, body = "", ""
+        deadline = time.monotonic() + SERVE_DEADLINE_S
         try:
-            _, err = daemon.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            _, err = daemon.communicate()
-    if "npu_chip_info{" not in body:
-        sys.stderr.write(err[-2000:])
+            while daemon.poll() is None and time.monotonic() < deadline:
+                log.seek(0)
+                port = LISTENING.search(log.read())
+                if port is not None:
+                    url = f"http://127.0.0.1:{port[1]}/metrics"
+                    try:
+                        with urllib.request.urlopen(url, timeout=10) as answer:
+                            body = answer.read().decode()
+                    except OSError:
+                        body = ""
+                    if "npu_chip_info{" in body:
+                        break
+                time.sleep(0.5)
+        finally:
+            daemon.terminate()
+            try:
+                daemon.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait()
+        if "npu_chip_info{" not in body:
+            log.seek(0)
+            sys.stderr.write(log.read()[-2000:])
     return check(
         "npu_chip_info{" in body,
-        f"npumon run: GET {url} -> {len(body.splitlines())} lines, exit {daemon.returncode}",
+        f"npumon run: GET {url or '(no port logged)'} -> {len(body.splitlines())} lines,"
+        f" exit {daemon.returncode}",
     )
 
 

@@ -48,9 +48,14 @@ for variant in default profiling; do
   ref="$IMAGE"; [ "$variant" = default ] || ref="$IMAGE-$variant"
   say "building $ref (VARIANT=$variant, PYTHON_IMAGE=$BASE_IMAGE)"
   start=$(date +%s)
+  previous=$(buildah images --quiet "$ref" 2>/dev/null || true)
   buildah bud --quiet --layers=false -v "$CA_BUNDLE:$CA_BUNDLE:ro" \
     --build-arg PYTHON_IMAGE="$BASE_IMAGE" --build-arg VARIANT="$variant" -t "$ref" . >/dev/null
   say "built $ref in $(( $(date +%s) - start )) s"
+  # the image this tag named before (vfs keeps a full copy of every image)
+  if [ -n "$previous" ] && [ "$previous" != "$(buildah images --quiet "$ref")" ]; then
+    buildah rmi "$previous" >/dev/null || true
+  fi
   ctr=$(buildah from --quiet "$ref")
   if buildah run --user root \
       -v "$PWD/deploy/image/npu-smi:/usr/local/bin/npu-smi:ro" \
