@@ -149,7 +149,7 @@ def web_daemon(tmp_path: Path) -> Iterator[tuple[Path, int]]:
     )
     process = start_npumon(config, log)
     try:
-        yield tmp_path, reported_port(log, process=process, timeout=scaled(30))
+        yield tmp_path, reported_port(log, process=process)
     finally:
         stop(process)
 
