@@ -47,9 +47,14 @@ tools:
 
 PY_TREES := daemon exporters simulator podresources yamlfile tests bench deploy docs setup.py
 
+# The release workflow: actionlint (types, expressions, shell) and zizmor (template injection,
+# permissions, unpinned actions, credentials; offline, the pedantic persona).
+WORKFLOWS := .github/workflows
 lint: $(STAMP)
 	$(BIN)/ruff check $(PY_TREES)
 	$(BIN)/ruff format --check $(PY_TREES)
+	$(BIN)/actionlint $(WORKFLOWS)/*.yml
+	$(BIN)/zizmor --offline --persona pedantic --quiet $(WORKFLOWS)
 
 # `ruff format` writes what `make lint` checks.
 format: $(STAMP)
@@ -142,7 +147,9 @@ requirements-profiling.lock: pyproject.toml | $(STAMP)
 # store: push it (IMAGE naming your registry, IMAGE_OUTPUT=--push), or build one platform and
 # load it (PLATFORMS=linux/arm64 IMAGE_OUTPUT=--load). Without an output it is built and left in
 # the build cache. Then both sizes are printed (image-sizes).
-IMAGE        ?= npumon:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+# the version: pyproject.toml's, which deploy/release/version.py keeps the chart in step with
+VERSION       = $(shell $(PYTHON) deploy/release/version.py)
+IMAGE        ?= npumon:$(VERSION)
 PLATFORMS    ?= linux/amd64,linux/arm64
 IMAGE_OUTPUT ?=
 .PHONY: image image-sizes
@@ -162,6 +169,26 @@ image-sizes:
 	  fi; \
 	done
 
+
+# Both variants built from the Dockerfile with buildah and run against the simulator's npu-smi
+# (deploy/image/test.sh: collect --once, run serving /metrics, the non-root user, the profiling
+# worker's pandas), then their sizes. No Docker daemon or registry: the base is Debian bookworm
+# made with mmdebstrap, cached in $(IMAGE_CACHE) and in buildah's store (vfs storage, chroot
+# isolation), passed as the Dockerfile's PYTHON_IMAGE. Not part of `make test` (minutes, and
+# root); .ci/run runs it after. image-tools installs buildah and mmdebstrap from Debian.
+IMAGE_CACHE ?= /var/tmp/npumon-image
+.PHONY: image-test image-tools
+image-test: image-tools $(LOCKS)
+	IMAGE_CACHE=$(IMAGE_CACHE) deploy/image/test.sh
+
+image-tools:
+	@if ! command -v buildah >/dev/null 2>&1 || ! command -v mmdebstrap >/dev/null 2>&1; then \
+	  echo "installing Debian packages 'buildah' and 'mmdebstrap' (make image-test)"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends buildah mmdebstrap >/dev/null; \
+	fi
+	@buildah --version
 
 # The msprof-analyze comparison runs in .venv-bench, which has the `bench` extra (msprof-analyze);
 # the other benches run in the test venv.

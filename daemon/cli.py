@@ -60,6 +60,12 @@ def _parser() -> argparse.ArgumentParser:
         help="override web.listen_address, e.g. ':9732' or '127.0.0.1:9732'",
     )
     run.add_argument(
+        "--web.systemd-socket",
+        dest="systemd_socket",
+        action="store_true",
+        help="serve on the socket systemd passes (socket activation) instead of web.listen_address",
+    )
+    run.add_argument(
         "--web.config.file",
         dest="web_config_file",
         type=Path,
@@ -255,11 +261,15 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _run(
-    config: Config, load: Callable[[], Config], agent_options: dict[str, Any] | None = None
+    config: Config,
+    load: Callable[[], Config],
+    agent_options: dict[str, Any] | None = None,
+    systemd_socket: bool = False,
 ) -> int:
     from npumon.daemon.app import Agent
     from npumon.daemon.supervisor import Supervisor
     from npumon.exporters.web.http import serve
+    from npumon.exporters.web.http import systemd_socket as passed_socket
     from npumon.exporters.web.webconfig import WebConfigError, load_web_config
 
     try:
@@ -284,7 +294,7 @@ def _run(
     # of the garbage collector's full passes, which a scrape's render would otherwise wait on.
     gc.freeze()
     signals = _SignalPipe((signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
-    address = config.web.listen_address
+    address = "systemd" if systemd_socket else config.web.listen_address
     try:
         server = serve(
             supervisor.exposition,
@@ -296,9 +306,13 @@ def _run(
             max_requests=config.web.max_requests,
             max_connections=config.web.max_connections,
             reports=config.state_directory / REPORTS,
+            listening=passed_socket() if systemd_socket else None,
         )
     except (OSError, ValueError) as error:  # a taken port, an address this host does not have
         supervisor.stop()
+        if systemd_socket:
+            print(f"npumon: --web.systemd-socket: {error}", file=sys.stderr)
+            return 1
         print(
             f"npumon: cannot listen on {address!r}: {getattr(error, 'strerror', None) or error}"
             "; pick another with --web.listen-address (or web.listen_address)",
@@ -394,7 +408,11 @@ def main(argv: list[str] | None = None) -> int:
         return _collect(config)
     if args.command == "bundle":
         return _bundle(config, args)
-    return _run(config, lambda: _with_flags(_load(args.config), args))
+    return _run(
+        config,
+        lambda: _with_flags(_load(args.config), args),
+        systemd_socket=getattr(args, "systemd_socket", False),
+    )
 
 
 if __name__ == "__main__":

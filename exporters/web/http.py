@@ -533,6 +533,39 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+# sd_listen_fds(3): the first descriptor systemd passes to a socket-activated service
+SD_LISTEN_FDS_START = 3
+SD_LISTEN_ENV = ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES")
+
+
+def systemd_socket() -> socket.socket:
+    """The listening TCP socket systemd passed (socket activation, as exporter-toolkit's
+    --web.systemd-socket and sd_listen_fds(3)): LISTEN_PID names this process and LISTEN_FDS is 1.
+    The variables are removed, so npumon's children never see them; the descriptor is not
+    inherited. ValueError says what is missing."""
+    pid, count = os.environ.get("LISTEN_PID"), os.environ.get("LISTEN_FDS")
+    if pid is None or count is None:
+        raise ValueError(
+            "no socket from systemd (LISTEN_PID and LISTEN_FDS are unset): start npumon from its"
+            " .socket unit (deploy/systemd/npumon.socket)"
+        )
+    if pid != str(os.getpid()):
+        raise ValueError(f"LISTEN_PID {pid} is not this process ({os.getpid()})")
+    if count != "1":
+        raise ValueError(f"LISTEN_FDS is {count}: npumon serves one socket (one ListenStream=)")
+    for name in SD_LISTEN_ENV:
+        os.environ.pop(name, None)
+    sock = socket.socket(fileno=SD_LISTEN_FDS_START)
+    if sock.type != socket.SOCK_STREAM or not sock.getsockopt(
+        socket.SOL_SOCKET, socket.SO_ACCEPTCONN
+    ):
+        sock.detach()
+        raise ValueError(f"descriptor {SD_LISTEN_FDS_START} is not a listening stream socket")
+    sock.set_inheritable(False)
+    sock.setblocking(False)
+    return sock
+
+
 def serve(
     exposition: Exposition,
     address: str,
@@ -546,11 +579,13 @@ def serve(
     header_timeout: float = HEADER_TIMEOUT_SECONDS,
     write_timeout: float = WRITE_TIMEOUT_SECONDS,
     reports: Path | None = None,
+    listening: socket.socket | None = None,
 ) -> Server:
     """Serve in a background thread; return once the socket listens. ``max_connections`` is
     lowered under the open-file limit in force (connection_cap). ``web_config`` is
     LiveWebConfig's source; the returned server's ``connections.exposition`` writes the edge's
-    own counter; the rest is EdgeApp's."""
+    own counter; the rest is EdgeApp's. ``listening``: a socket that already listens (systemd's,
+    ``systemd_socket``) instead of binding ``address``."""
     web = LiveWebConfig(web_config)
     app = EdgeApp(
         exposition,
@@ -572,5 +607,5 @@ def serve(
             OPEN_FILES_RESERVE,
         )
     connections = Connections(cap, header_timeout, write_timeout)
-    sock = _bind(*parse_listen_address(address))
+    sock = listening if listening is not None else _bind(*parse_listen_address(address))
     return Server(_Serving(sock, app, web, connections))
