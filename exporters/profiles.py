@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from npumon.daemon.model.profile import BOTTLENECK_KINDS, ProfilingView
+from npumon.daemon.model.profile import BOTTLENECK_KINDS, PERCENTILE_MIN_STEPS, ProfilingView
 from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.exporters.spec import Family
 from npumon.exporters.spec import write as write_rows
@@ -56,8 +56,11 @@ def _gauge(name: str, doc: str, labels: tuple[str, ...], samples: Callable[[Any]
 def _step(view: ProfilingView) -> Rows:
     for w in view.workloads:
         if w.summary is not None and w.summary.step is not None:
-            for stat in ("mean", "p50", "p90", "p99"):
-                yield (w.workload, stat), getattr(w.summary.step, f"{stat}_seconds")
+            step = w.summary.step
+            yield (w.workload, "mean"), step.mean_seconds
+            for q, needs in PERCENTILE_MIN_STEPS.items():  # none of fewer steps than q needs
+                if step.count >= needs:
+                    yield (w.workload, f"p{q}"), getattr(step, f"p{q}_seconds")
 
 
 def _phase_seconds(view: ProfilingView) -> Rows:

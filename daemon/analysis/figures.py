@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from npumon.daemon.model.profile import AnalysisReport, LinkStat, PhaseStat, StepStats
+from npumon.daemon.model.profile import (
+    PERCENTILE_MIN_STEPS,
+    AnalysisReport,
+    LinkStat,
+    PhaseStat,
+    StepStats,
+)
 
 # torch_npu's step: Computing + Communication(Not Overlapped) + Free; Preparing is part of Free
 # (the host preparing the step, device idle), so it is drawn out of it, never beside it
@@ -23,8 +29,6 @@ _PARTS = {
     "computing": ("computing", "communication", "free"),
     "fp_bp": ("fp_bp", "iteration_refresh", "data_aug"),
 }
-# a quantile q needs at least 1 / (1 - q) samples for its rank to fall on one of them
-PERCENTILE_MIN_STEPS = {50: 2, 90: 10, 99: 100}
 SDMA_PARTS = ("HCCS", "PCIE", "SIO")  # communication.json's SDMA entry sums these link types
 
 

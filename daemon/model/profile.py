@@ -33,6 +33,10 @@ BOTTLENECK_KINDS = (
     "fusible_ops",
 )
 
+# a quantile q needs at least 1 / (1 - q) samples for its rank to fall on one of them: the
+# reports and the exporter leave out a percentile of fewer steps
+PERCENTILE_MIN_STEPS = {50: 2, 90: 10, 99: 100}
+
 # What enters from JSON (the worker's report, the state file) is taken as written: strict types
 # (no "0.5" for a float, no true for a count) and finite floats (NaN and inf are refused at
 # validation, so they never reach a sample).
@@ -54,11 +58,14 @@ class StepStats:
 @with_config(FINITE)
 @dataclass(frozen=True, slots=True)
 class PhaseStat:
-    """Mean time per step in one phase; ratio is that over the mean step time (None if unknown)."""
+    """Mean time per step in one phase; ratio is that over the mean step time (None if unknown).
+    The phases without ``within`` partition the step; a sub-phase names the phase it lies in
+    (torch_npu's preparing lies inside free)."""
 
     phase: str
     seconds: float
     ratio: float | None
+    within: str | None = None
 
 
 @with_config(FINITE)
@@ -140,12 +147,24 @@ class RankSpread:
 
 @with_config(FINITE)
 @dataclass(frozen=True, slots=True)
+class FindingSize:
+    """The time per step a finding puts at stake (None: the profile does not measure it), that
+    over the mean step, and how it was computed."""
+
+    seconds_per_step: float | None
+    share_of_step: float | None
+    how: str
+
+
+@with_config(FINITE)
+@dataclass(frozen=True, slots=True)
 class Bottleneck:
     kind: str
     detail: str
     advice: str
     value: float
     threshold: float
+    size: FindingSize | None = None  # None only in summaries written before sizes
 
 
 @with_config(FINITE)

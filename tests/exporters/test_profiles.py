@@ -24,7 +24,7 @@ from npumon.exporters.web.http import serve
 from tests.helpers.exposition import samples, value
 from tests.helpers.http import get
 
-STEP = StepStats(4, 0.3, 0.3, 0.31, 0.32)
+STEP = StepStats(100, 0.3, 0.3, 0.31, 0.32)  # enough steps for every percentile
 GOOD = ProfileSummary(
     workload="llama",
     layout="torch_npu",
@@ -81,6 +81,17 @@ def test_nan_and_inf_are_never_samples(bad: float) -> None:
     assert value(found, "npu_step_duration_seconds", workload="llama", stat="p50") == 0.3
     assert value(found, "npumon_profile_render_skipped", reason="non_finite") == 3
     assert value(found, "npumon_profile_render_skipped", reason="family") == 0
+
+
+def test_no_percentile_of_fewer_steps_than_it_needs() -> None:
+    found = samples(scrape(snapshot(replace(GOOD, step=replace(STEP, count=9)))))
+    assert value(found, "npu_step_duration_seconds", workload="llama", stat="p50") == 0.3
+    assert value(found, "npu_step_duration_seconds", workload="llama", stat="mean") == 0.3
+    assert value(found, "npu_step_duration_seconds", workload="llama", stat="p90") is None
+    assert value(found, "npu_step_duration_seconds", workload="llama", stat="p99") is None
+    found = samples(scrape(snapshot(replace(GOOD, step=replace(STEP, count=10)))))
+    assert value(found, "npu_step_duration_seconds", workload="llama", stat="p90") == 0.31
+    assert value(found, "npu_step_duration_seconds", workload="llama", stat="p99") is None
 
 
 def test_a_clean_view_skips_nothing() -> None:

@@ -47,6 +47,7 @@ def train_job(
     config_dir: Path | None = None,
     environ: dict[str, str] | None = None,
     steps: int | None = None,
+    step_seconds: str = STEP_SECONDS,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """npumon-sim-train in the background with HOME=home (and ``environ``, and ``--steps``);
     stopped and reaped on exit."""
@@ -54,7 +55,7 @@ def train_job(
     env.pop("PROFILING_MODE", None)
     if dynamic:
         env["PROFILING_MODE"] = "dynamic"
-    argv = [SIM_TRAIN, "--profile", kind, "--step-seconds", STEP_SECONDS]
+    argv = [SIM_TRAIN, "--profile", kind, "--step-seconds", step_seconds]
     if config_dir is not None:
         argv += ["--dynamic-config-dir", str(config_dir)]
     if steps is not None:
