@@ -240,6 +240,30 @@ class ReportScope:
 
 @with_config(FINITE)
 @dataclass(frozen=True, slots=True)
+class PartDelta:
+    """How much one part of the step changed against the reference capture, seconds per step
+    (positive: it grew). part_kind: step, phase, op_type, collective or rank."""
+
+    part_kind: str
+    part: str
+    seconds_per_step: float
+    reference_seconds_per_step: float | None  # None: the reference has no such part
+
+
+@with_config(FINITE)
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """A capture against its workload's reference capture (the newest that entered the
+    baseline): the median step's change and the parts' deltas, largest change first."""
+
+    reference_capture_time_seconds: float | None
+    reference_capture: str | None  # its raw capture directory, when kept
+    step_change_ratio: float | None  # median step over the reference's, minus 1
+    deltas: tuple[PartDelta, ...]
+
+
+@with_config(FINITE)
+@dataclass(frozen=True, slots=True)
 class AnalysisReport:
     """A summary plus what was read and what could not be (one message per file problem)."""
 
@@ -247,6 +271,7 @@ class AnalysisReport:
     sources: tuple[str, ...]  # table files that were read
     problems: tuple[str, ...]
     scope: ReportScope = ReportScope()  # per-rank figures and the ranks behind each total
+    comparison: Comparison | None = None  # against the workload's reference capture, if any
 
 
 NonNegative = Annotated[float, Field(ge=0)]
@@ -364,6 +389,9 @@ class AnalysisJob:
     process_ranks: tuple[tuple[int, int], ...] = ()
     # a trusted folder above ``path`` (the ingest path): no link is followed below it
     confine: Path | None = None
+    # the workload's reference capture: the report says what changed against it
+    reference: ProfileSummary | None = None
+    reference_capture: str | None = None
 
 
 # the analysis worker's exit codes (daemon/analysis/worker.py); launch.py maps them to results
@@ -408,6 +436,7 @@ class WorkloadProfile:
     band_ratio: float | None = None  # the gate's noise band over the baseline
     judged: bool | None = None  # the latest capture voted (None: it has no step time)
     regressed: bool | None = None  # its verdict (None: not judged)
+    comparison: Comparison | None = None  # the latest capture against the reference capture
 
 
 @dataclass(frozen=True, slots=True)

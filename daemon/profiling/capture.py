@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from npumon.daemon.config import Profiling
-from npumon.daemon.model.profile import AnalysisReport
+from npumon.daemon.model.profile import AnalysisReport, ProfileSummary
 from npumon.daemon.model.snapshot import ChipId
 from npumon.daemon.profiling import capture_msprof
 from npumon.daemon.profiling.busy import other_profiler
@@ -63,6 +63,10 @@ def _nothing_known(workload: str) -> None:
     return None
 
 
+def _no_reference(workload: str) -> tuple[ProfileSummary | None, str | None]:
+    return None, None
+
+
 class Capturer:
     """Runs captures one at a time (the caller holds the node-wide capture lock)."""
 
@@ -74,7 +78,7 @@ class Capturer:
         reports_dir: Path | None = None,
         baseline: Callable[[str], float | None] = _no_baseline,
         attach_seconds: Callable[[str], float | None] = _nothing_known,
-        reference_path: Callable[[str], str | None] = _nothing_known,
+        reference: Callable[[str], tuple[ProfileSummary | None, str | None]] = _no_reference,
     ) -> None:
         self.settings = settings
         self.captures = captures_dir
@@ -83,7 +87,8 @@ class Capturer:
         self.attach_seconds = (
             attach_seconds  # msprof attach's length for a workload (None: duration)
         )
-        self.reference_path = reference_path  # a workload's reference capture: kept by keep_raw
+        # a workload's reference capture (summary, raw directory): compared with, kept by keep_raw
+        self.reference = reference
         self.host = host
         self._expected_bytes = 0  # size of the previous raw capture: room to make beforehand
 
@@ -125,7 +130,7 @@ class Capturer:
             shutil.rmtree(out, ignore_errors=True)
             return
         if keep == "last":
-            reference = self.reference_path(workload)
+            reference = self.reference(workload)[1]
             for older in own_captures(self.captures, workload):
                 if older != out and str(older) != reference:
                     log.info("event=capture_cleanup path=%s reason=keep_raw_last", older)
@@ -200,6 +205,7 @@ class Capturer:
             self.baseline(w.name),
             kept,
             self._ranks(w),
+            reference=self.reference(w.name),
         )
 
     def _ranks(self, w: Workload) -> tuple[tuple[int, int], ...]:

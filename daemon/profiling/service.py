@@ -13,7 +13,12 @@ from pathlib import Path
 
 from npumon.daemon import nofollow
 from npumon.daemon.config import Config
-from npumon.daemon.model.profile import CAPTURE_RESULTS, ProfilingView, WorkloadProfile
+from npumon.daemon.model.profile import (
+    CAPTURE_RESULTS,
+    ProfileSummary,
+    ProfilingView,
+    WorkloadProfile,
+)
 from npumon.daemon.profiling import capture_msprof, ingest
 from npumon.daemon.profiling.capture import CaptureOutcome, Capturer, Host, private_dir
 from npumon.daemon.profiling.captureerror import CaptureError
@@ -75,7 +80,7 @@ class Profiler:
             self.reports_dir,
             self.next_baseline,
             self.attach_seconds,
-            self.reference_path,
+            self.reference,
         )
         self.counts: Counter[str] = Counter()
         self._last_attempt: dict[str, float] = {}  # monotonic: a wall-clock step moves none
@@ -194,6 +199,7 @@ class Profiler:
                 self.next_baseline(group.workload),
                 group.path,  # the job's own directory: never changed, there to open
                 confine=trusted,
+                reference=self.reference(group.workload),
             )
             outcome = CaptureOutcome(group.workload, "ok", "", report)
         except CaptureError as error:
@@ -244,9 +250,13 @@ class Profiler:
             s.thresholds,
         )
 
-    def reference_path(self, workload: str) -> str | None:
+    def reference(self, workload: str) -> tuple[ProfileSummary | None, str | None]:
+        """The workload's reference capture: its summary, and its raw directory while kept."""
         state = self.state.workloads.get(workload)
-        return None if state is None else state.reference_path
+        if state is None or state.reference is None:
+            return None, None
+        path = state.reference_path
+        return state.reference, path if path is not None and Path(path).is_dir() else None
 
     def _copy_for_export(self, group: ingest.IngestGroup) -> Path:
         """Export writes into the PROF dir: do it on our copy, never in the user's."""
@@ -269,7 +279,12 @@ class Profiler:
             self._last_attempt[outcome.workload] = self.host.monotonic()  # captured or ingested
             summary = report.summary
             verdict = self.state.record(
-                summary, outcome.ended_at, outcome.seconds, outcome.raw, outcome.attach_seconds
+                summary,
+                outcome.ended_at,
+                outcome.seconds,
+                outcome.raw,
+                outcome.attach_seconds,
+                report.comparison,
             )
             name = summary.workload
             short = verdict.status == TOO_SHORT
@@ -350,6 +365,7 @@ class Profiler:
                     band_ratio=baseline.band_ratio if baseline else None,
                     judged=None if verdict.median_seconds is None else verdict.judged,
                     regressed=verdict.regressed,
+                    comparison=s.comparison,
                 )
             )
         return ProfilingView(

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from npumon.daemon.model.profile import ProfileSummary, Thresholds
+from npumon.daemon.model.profile import Comparison, ProfileSummary, Thresholds
 from npumon.daemon.profiling.gate import Baseline, Verdict, baseline_of, judge, votes
 from npumon.daemon.profiling.statefile import (
     FORMAT_VERSION,
@@ -75,6 +75,7 @@ class ProfileState:
         capture_seconds: float | None,
         raw_path: str | None = None,
         attach_seconds: float | None = None,
+        comparison: Comparison | None = None,
     ) -> Verdict:
         """Store a new summary; returns the gate's verdict on it (against the judged captures
         before it). A capture too short to judge is kept as the latest, out of the baseline; so
@@ -87,6 +88,7 @@ class ProfileState:
         state.last_success = ended_at
         state.capture_seconds = capture_seconds
         state.attach_seconds = attach_seconds
+        state.comparison = comparison
         step = summary.step
         state.entered = False
         if step is not None and votes(step, self.thresholds):

@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import TypeAdapter, ValidationError, with_config
 
-from npumon.daemon.model.profile import FINITE, ProfileSummary
+from npumon.daemon.model.profile import FINITE, Comparison, ProfileSummary
 
 FORMAT_VERSION: Literal[1] = 1
 # The largest file the settings can write, with room to spare: a summary of up to 64 ranks and
@@ -35,7 +35,8 @@ INGESTED_BYTES = 4 << 20
 def state_file_cap(max_workloads: int, window: int) -> int:
     """Bytes a state file may have for ``max_workloads`` workloads and a baseline ``window``."""
     medians = MEDIAN_BYTES * 2 * (window + 1)  # the baseline's and the slow captures'
-    return INGESTED_BYTES + max_workloads * (2 * SUMMARY_BYTES + medians)
+    # the latest summary, the reference's and the comparison of the two (under one summary's size)
+    return INGESTED_BYTES + max_workloads * (3 * SUMMARY_BYTES + medians)
 
 
 MAX_STATE_BYTES = state_file_cap(256, 1000)  # the largest settings (config.py's bounds)
@@ -66,6 +67,7 @@ class WorkloadState:
     reference_path: str | None = None
     # msprof attach: the seconds between `start` and `stop` of the latest capture
     attach_seconds: float | None = None
+    comparison: Comparison | None = None  # the latest capture against the reference
 
 
 @with_config(FINITE)

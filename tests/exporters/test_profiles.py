@@ -160,3 +160,28 @@ def test_ranks_and_communication_families_from_a_real_export() -> None:
     assert value(found, "npu_communication_wait_ratio", workload="llama") == pytest.approx(
         times.wait_seconds / (times.wait_seconds + times.transit_seconds)
     )
+
+
+def test_sizes_and_the_largest_deltas_are_exported() -> None:
+    from npumon.daemon.model.profile import Bottleneck, Comparison, FindingSize, PartDelta
+
+    sized = Bottleneck("communication", "d", "a", 0.4, 0.2, FindingSize(0.12, 0.4, "how"))
+    unmeasured = Bottleneck("env_vars", "d", "a", 1.0, 0.0, FindingSize(None, None, "how"))
+    summary = replace(GOOD, bottlenecks=(sized, unmeasured))
+    deltas = tuple(PartDelta("op_type", f"Op{i}", 0.01 * (7 - i), 0.1) for i in range(7))
+    found = samples(scrape(snapshot(summary, comparison=Comparison(None, None, 0.1, deltas))))
+    name = "npu_profile_bottleneck_seconds_per_step"
+    assert value(found, name, workload="llama", kind="communication") == 0.12
+    assert value(found, name, workload="llama", kind="env_vars") is None
+    assert value(found, "npu_profile_bottleneck", workload="llama", kind="env_vars") == 1
+    exported = {
+        labels: v for labels, v in found.items() if labels[0] == "npu_profile_delta_seconds"
+    }
+    assert len(exported) == 5  # the five largest of seven
+    assert value(
+        found, "npu_profile_delta_seconds", workload="llama", part_kind="op_type", part="Op0"
+    ) == pytest.approx(0.07)
+    assert (
+        value(found, "npu_profile_delta_seconds", workload="llama", part_kind="op_type", part="Op5")
+        is None
+    )

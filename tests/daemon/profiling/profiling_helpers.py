@@ -127,14 +127,12 @@ def worker_in_process(
     no confined root. Any other command runs as a process."""
     if list(argv[-2:]) != ["-m", WORKER_MODULE]:
         return run_command(argv, timeout, stdin=stdin, max_output_bytes=max_output_bytes)
-    from npumon.daemon.analysis.analysis import analyze_path
+    from npumon.daemon.analysis.worker import run_job
 
     assert stdin is not None
     job = job_adapter().validate_json(stdin)
     assert job.confine is None, "a confined job: run the worker as a process"
-    report = analyze_path(
-        job.path, job.thresholds, job.top_n, job.workload, job.limits, dict(job.process_ranks)
-    )
+    report = run_job(job)
     stdout = report_adapter().dump_json(report).decode() + "\n"
     return CommandResult(tuple(argv), stdout, "", 0, 0.0)
 

@@ -73,6 +73,9 @@ def test_a_job_of_long_steps_is_judged_with_the_shipped_durations(
     # the first capture (5 s) is too short for steps this long; the ones after it are not
     assert statuses[0] == TOO_SHORT
     assert statuses[-1] == JUDGED and len(statuses) <= 4, statuses
+    # the judged capture says what changed against the one before it (the reference)
+    assert outcome.report is not None and outcome.report.comparison is not None
+    assert {d.part_kind for d in outcome.report.comparison.deltas} >= {"phase", "op_type"}
     step = profiler.state.workloads["trainer"].summary.step  # type: ignore[union-attr]
     assert step is not None and step.count >= 20
     assert step.p50_seconds == pytest.approx(float(step_seconds), rel=0.1)
