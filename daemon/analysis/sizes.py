@@ -80,6 +80,7 @@ SIZERS: dict[str, Callable[[Bottleneck, Evidence], FindingSize]] = {
     **dict.fromkeys(OP_SHARES, _op_share),
     "ai_cpu_fallback": _ai_cpu,
     "online_compile": _compile,
+    "dynamic_shape": _compile,  # it fires only when the host compiled at run time
 }
 
 
