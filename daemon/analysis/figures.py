@@ -5,13 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from npumon.daemon.model.profile import (
-    PERCENTILE_MIN_STEPS,
-    AnalysisReport,
-    LinkStat,
-    PhaseStat,
-    StepStats,
-)
+# re-exported: the reports import it from here, the exporter from the model
+from npumon.daemon.model.profile import PERCENTILE_MIN_STEPS as PERCENTILE_MIN_STEPS
+from npumon.daemon.model.profile import AnalysisReport, LinkStat, PhaseStat, StepStats
 
 # torch_npu's step: Computing + Communication(Not Overlapped) + Free; Preparing is part of Free
 # (the host preparing the step, device idle), so it is drawn out of it, never beside it

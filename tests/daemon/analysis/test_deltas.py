@@ -11,17 +11,20 @@ import pytest
 from npumon.daemon.analysis.analysis import analyze_path
 from npumon.daemon.analysis.deltas import compare, parts
 from npumon.daemon.cli import main
+from npumon.daemon.model.profile import ProfileSummary
 
 TREES = Path(__file__).resolve().parents[2] / "fixtures" / "msprof" / "trees"
 RUN1, RUN2 = TREES / "mindspore22_run1", TREES / "mindspore22_run2"
 
 
 @pytest.fixture(scope="module")
-def runs():  # type: ignore[no-untyped-def]
+def runs() -> tuple[ProfileSummary, ProfileSummary]:
     return analyze_path(RUN1).summary, analyze_path(RUN2).summary
 
 
-def test_every_part_of_either_run_with_its_change_largest_first(runs) -> None:  # type: ignore[no-untyped-def]
+def test_every_part_of_either_run_with_its_change_largest_first(
+    runs: tuple[ProfileSummary, ProfileSummary],
+) -> None:
     first, second = runs
     c = compare(second, first, "/kept/run1")
     before, after = parts(first), parts(second)
@@ -42,7 +45,9 @@ def test_every_part_of_either_run_with_its_change_largest_first(runs) -> None:  
     assert not [d for d in compare(first, first).deltas if d.seconds_per_step != 0]
 
 
-def test_analyze_against_prints_the_deltas(runs, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+def test_analyze_against_prints_the_deltas(
+    runs: tuple[ProfileSummary, ProfileSummary], capsys: pytest.CaptureFixture[str]
+) -> None:
     first, second = runs
     assert main(["analyze", str(RUN2), "--against", str(RUN1)]) == 0
     out = capsys.readouterr().out
