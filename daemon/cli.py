@@ -1,4 +1,5 @@
-"""`npumon` command line: run, collect --once, check-config, analyze, bundle, replay."""
+"""`npumon` command line: run, collect --once, check-config, analyze, baseline accept, bundle,
+replay."""
 
 from __future__ import annotations
 
@@ -128,11 +129,36 @@ def _parser() -> argparse.ArgumentParser:
         description="Analyse a profiler output directory.",
     )
     add_analyze_arguments(analyze)
+    baseline = sub.add_parser(
+        "baseline",
+        help="accept a workload's current step time as its new baseline",
+        description="Accept a workload's current pace: the running daemon (same --config) "
+        "starts its step-time baseline over from its latest capture, at its next profiling pass.",
+    )
+    baseline.add_argument("action", choices=("accept",))
+    baseline.add_argument("workload", help="the workload label")
+    baseline.add_argument("--config", type=Path, help="the daemon's config file")
     return parser
 
 
 def _load(path: Path | None, deprecated: Callable[[str, str], None] = log_deprecation) -> Config:
     return load_config(path, deprecated) if path is not None else Config()
+
+
+def _accept_baseline(config: Config, workload: str) -> int:
+    from npumon.daemon.profiling.service import request_accept
+    from npumon.daemon.profiling.workloads import safe_name
+
+    if safe_name(workload) != workload:
+        print(f"npumon: {workload!r} is not a workload label", file=sys.stderr)
+        return 1
+    try:
+        request = request_accept(config.state_directory, workload)
+    except OSError as error:
+        print(f"npumon: cannot write the request: {error}", file=sys.stderr)
+        return 1
+    print(f"npumon: {request}: the daemon accepts {workload}'s pace at its next profiling pass")
+    return 0
 
 
 def _check_config(path: Path) -> int:
@@ -396,6 +422,8 @@ def main(argv: list[str] | None = None) -> int:
         for problem in error.problems:
             print(f"  {problem}", file=sys.stderr)
         return 1
+    if args.command == "baseline":
+        return _accept_baseline(config, args.workload)
     try:
         config = _with_flags(config, args)
     except ConfigError as error:

@@ -266,6 +266,9 @@ class Ingest(_Model):
 class Baseline(_Model):
     captures: int = Field(default=20, ge=1, le=1000)
     min_captures: int = Field(default=5, ge=1)
+    # a regression held this long is the job's new pace: the slow captures become the baseline
+    # (None: only `npumon baseline accept WORKLOAD` accepts it)
+    accept_regression_after: Duration | None = 86400.0
 
 
 def _keep_raw(value: object) -> object:
@@ -284,7 +287,10 @@ KeepRaw = Annotated[Literal["none", "last", "all"], BeforeValidator(_keep_raw)]
 class Profiling(_Model):
     enabled: bool = False
     interval: Duration = 600.0
+    # msprof attach: the first capture's length; later ones last long enough for the
+    # regression gate's steps at the job's own pace (the previous capture's), up to max_duration
     duration: Duration = 5.0
+    max_duration: Duration = 300.0
     # torch_npu_config captures: enough steps for the regression gate's median (it needs
     # thresholds.regression_min_steps after warm-up and partial edge steps)
     steps: int = Field(default=50, ge=1, le=100)
@@ -300,6 +306,15 @@ class Profiling(_Model):
     thresholds: Thresholds = Thresholds()  # the diagnosis rules' own model, unchanged to the worker
     limits: AnalysisLimits = AnalysisLimits()  # table size caps and worker memory, to the worker
     baseline: Baseline = Baseline()
+
+    @model_validator(mode="after")
+    def _durations(self) -> Profiling:
+        if self.max_duration < self.duration:
+            raise ValueError(
+                f"max_duration ({self.max_duration:g}s) is shorter than duration "
+                f"({self.duration:g}s), the first capture's length"
+            )
+        return self
 
     def active(self) -> bool:
         """Captures are on, or ingest paths alone turn ingest on."""

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from npumon.daemon.model.profile import BOTTLENECK_KINDS, ProfilingView
+from npumon.daemon.model.profile import BOTTLENECK_KINDS, PERCENTILE_MIN_STEPS, ProfilingView
 from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.exporters.spec import Family
 from npumon.exporters.spec import write as write_rows
@@ -56,8 +56,11 @@ def _gauge(name: str, doc: str, labels: tuple[str, ...], samples: Callable[[Any]
 def _step(view: ProfilingView) -> Rows:
     for w in view.workloads:
         if w.summary is not None and w.summary.step is not None:
-            for stat in ("mean", "p50", "p90", "p99"):
-                yield (w.workload, stat), getattr(w.summary.step, f"{stat}_seconds")
+            step = w.summary.step
+            yield (w.workload, "mean"), step.mean_seconds
+            for q, needs in PERCENTILE_MIN_STEPS.items():  # none of fewer steps than q needs
+                if step.count >= needs:
+                    yield (w.workload, f"p{q}"), getattr(step, f"p{q}_seconds")
 
 
 def _phase_seconds(view: ProfilingView) -> Rows:
@@ -110,6 +113,31 @@ def _bottlenecks(view: ProfilingView) -> Rows:
             kinds = {b.kind for b in w.summary.bottlenecks}
             for kind in BOTTLENECK_KINDS:
                 yield (w.workload, kind), 1.0 if kind in kinds else 0.0
+
+
+def _bottleneck_size(view: ProfilingView) -> Rows:
+    for w in view.workloads:
+        seen: set[str] = set()
+        for b in w.summary.bottlenecks if w.summary is not None else ():
+            seconds = b.size.seconds_per_step if b.size is not None else None
+            if seconds is not None and b.kind not in seen:  # a kind's largest finding
+                seen.add(b.kind)
+                yield (w.workload, b.kind), seconds
+
+
+# the parts that changed most against the reference capture, per workload
+MAX_DELTAS = 5
+
+
+def _deltas(view: ProfilingView) -> Rows:
+    for w in view.workloads:
+        named: set[tuple[str, str]] = set()
+        for d in w.comparison.deltas if w.comparison is not None else ():
+            if len(named) == MAX_DELTAS:
+                break
+            if (d.part_kind, d.part) not in named:
+                named.add((d.part_kind, d.part))
+                yield (w.workload, d.part_kind, d.part), d.seconds_per_step
 
 
 def _comm_ratio(view: ProfilingView) -> Rows:
@@ -253,6 +281,22 @@ FAMILIES: tuple[Family, ...] = (
         "1 for each cause the diagnosis rules found, 0 for the others.",
         ("workload", "kind"),
         _bottlenecks,
+    ),
+    _gauge(
+        "npu_profile_bottleneck_seconds_per_step",
+        "Time per step a cause the diagnosis rules found puts at stake (its finding's size: "
+        "the phase or operator time it concerns); absent for causes whose time the profile "
+        "does not measure, and for causes not found.",
+        ("workload", "kind"),
+        _bottleneck_size,
+    ),
+    _gauge(
+        "npu_profile_delta_seconds",
+        "Change of a part of the step (part_kind phase, op_type, collective or rank) in seconds "
+        "per step, latest capture against the workload's reference capture (the newest that "
+        f"entered the baseline); the {MAX_DELTAS} largest changes.",
+        ("workload", "part_kind", "part"),
+        _deltas,
     ),
     _gauge(
         "npu_communication_time_ratio",

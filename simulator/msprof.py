@@ -8,6 +8,8 @@ NPUMON_SIM_MSPROF_RAW_MB=N adds an N MiB raw file to every PROF dir written by `
 NPUMON_SIM_MSPROF_EXPORT_MB=N has `--export` write N MiB more into every PROF dir, one MiB each
 NPUMON_SIM_MSPROF_EXPORT_PACE seconds (CANN's export writes its tables as it goes, often several
 times the raw data).
+NPUMON_SIM_MSPROF_CLOCK=FILE reads the time (Unix seconds) from FILE instead of the system clock,
+so a test can profile a job of 10 s steps for minutes of its time without waiting for them.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ HANG_ENV = "NPUMON_SIM_MSPROF_HANG"
 RAW_MB_ENV = "NPUMON_SIM_MSPROF_RAW_MB"
 EXPORT_MB_ENV = "NPUMON_SIM_MSPROF_EXPORT_MB"
 EXPORT_PACE_ENV = "NPUMON_SIM_MSPROF_EXPORT_PACE"
+CLOCK_ENV = "NPUMON_SIM_MSPROF_CLOCK"
 PROMPT = "(msprof) "
 USAGE = """usage: npumon-sim-msprof --dynamic=on --pid=PID --output=DIR [--option=value ...]
        npumon-sim-msprof --export=on --output=PROF_DIR [--option=value ...]
@@ -134,7 +137,9 @@ def run_attach(pid_text: str, output: Path, stdin: TextIO, out: TextIO) -> int:
     targets = _targets(pid_text, out)
     if targets is None:
         return 1
-    session = Session(targets, output, int(os.environ.get(RAW_MB_ENV, "0") or 0))
+    clock_file = os.environ.get(CLOCK_ENV)
+    clock = time.time if not clock_file else lambda: float(Path(clock_file).read_text())
+    session = Session(targets, output, int(os.environ.get(RAW_MB_ENV, "0") or 0), clock)
     print(f"[INFO] [msprof] Attached to process {pid_text}. Enter start, stop or quit.", file=out)
     try:
         while True:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+# re-exported: the reports import it from here, the exporter from the model
+from npumon.daemon.model.profile import PERCENTILE_MIN_STEPS as PERCENTILE_MIN_STEPS
 from npumon.daemon.model.profile import AnalysisReport, LinkStat, PhaseStat, StepStats
 
 # torch_npu's step: Computing + Communication(Not Overlapped) + Free; Preparing is part of Free
@@ -23,8 +25,6 @@ _PARTS = {
     "computing": ("computing", "communication", "free"),
     "fp_bp": ("fp_bp", "iteration_refresh", "data_aug"),
 }
-# a quantile q needs at least 1 / (1 - q) samples for its rank to fall on one of them
-PERCENTILE_MIN_STEPS = {50: 2, 90: 10, 99: 100}
 SDMA_PARTS = ("HCCS", "PCIE", "SIO")  # communication.json's SDMA entry sums these link types
 
 

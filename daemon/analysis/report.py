@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from npumon.daemon.analysis.figures import (
@@ -200,6 +201,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the analysis as JSON")
     parser.add_argument("--top", type=int, default=10, help="operator types to list (default 10)")
     parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="REFERENCE",
+        help="also print what changed against another profile (ms per step, largest first)",
+    )
+    parser.add_argument(
         "--html",
         type=Path,
         metavar="FILE",
@@ -214,8 +221,20 @@ def run(args: argparse.Namespace) -> int:
     if not args.path.exists():
         print(f"npumon analyze: {args.path}: no such file or directory", file=sys.stderr)
         return 2
+    from npumon.daemon.analysis.deltas import compare, format_comparison
+
+    against = getattr(args, "against", None)
+    if against is not None and not against.exists():
+        print(f"npumon analyze: {against}: no such file or directory", file=sys.stderr)
+        return 2
     try:
         report = analyze_path(args.path, top_n=args.top)
+        if against is not None:
+            reference = analyze_path(against, top_n=args.top)
+            report = replace(
+                report,
+                comparison=compare(report.summary, reference.summary, str(against.resolve())),
+            )
     except NoProfileData as exc:
         print(f"npumon analyze: {exc}", file=sys.stderr)
         return 2
@@ -228,6 +247,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"npumon analyze: cannot write {args.html}: {exc}", file=sys.stderr)
             return 1
     sys.stdout.write(report_to_json(report) + "\n" if args.json else format_report(report))
+    if report.comparison is not None and not args.json:
+        sys.stdout.write(f"\nAgainst {against}:\n" + format_comparison(report.comparison))
     return 0
 
 

@@ -13,6 +13,8 @@ from npumon.daemon.analysis.readers.steptime import StepRow, percentile
 from npumon.daemon.model.profile import PhaseStat, RankBreakdown, RankSpread, StepStats, Thresholds
 
 SPREAD_PHASES = ("computing", "communication", "free")
+# torch_npu's Preparing is the part of Free the host spends preparing the step
+SUB_PHASES = {"preparing": "free"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +77,8 @@ def _phase_stats(rows: Sequence[StepRow], names: Sequence[str]) -> tuple[PhaseSt
         known = [v for r in rows if (v := r.phases.get(name)) is not None]
         if known:
             mean = sum(known) / len(known)
-            stats.append(PhaseStat(name, mean / 1e6, mean / mean_total if mean_total > 0 else None))
+            ratio = mean / mean_total if mean_total > 0 else None
+            stats.append(PhaseStat(name, mean / 1e6, ratio, SUB_PHASES.get(name)))
     return tuple(stats)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 
 from pydantic import ValidationError
 
@@ -43,16 +44,14 @@ def main() -> int:
         # one BLAS thread: pandas does not need more, and each reserves address space per core
         os.environ.setdefault(pool, "1")
     limit_memory(int(job.limits.worker_memory))
-    from npumon.daemon.analysis.analysis import NoProfileData, analyze_path
+    from npumon.daemon.analysis.analysis import NoProfileData
     from npumon.daemon.analysis.readers import confine
 
     if job.confine is not None:
         confine.add_root(job.confine)
 
     try:
-        report = analyze_path(
-            job.path, job.thresholds, job.top_n, job.workload, job.limits, dict(job.process_ranks)
-        )
+        report = run_job(job)
         data = report_adapter().dump_json(report) + b"\n"
     except MemoryError:
         print(
@@ -71,6 +70,19 @@ def main() -> int:
         _write_pages(job, report)
     sys.stdout.buffer.write(data)
     return 0
+
+
+def run_job(job: AnalysisJob) -> AnalysisReport:
+    """The job's report: its profile analysed, compared with the reference capture if any."""
+    from npumon.daemon.analysis.analysis import analyze_path
+    from npumon.daemon.analysis.deltas import compare
+
+    report = analyze_path(
+        job.path, job.thresholds, job.top_n, job.workload, job.limits, dict(job.process_ranks)
+    )
+    if job.reference is None:
+        return report
+    return replace(report, comparison=compare(report.summary, job.reference, job.reference_capture))
 
 
 def _write_pages(job: AnalysisJob, report: AnalysisReport) -> None:

@@ -33,6 +33,10 @@ BOTTLENECK_KINDS = (
     "fusible_ops",
 )
 
+# a quantile q needs at least 1 / (1 - q) samples for its rank to fall on one of them: the
+# reports and the exporter leave out a percentile of fewer steps
+PERCENTILE_MIN_STEPS = {50: 2, 90: 10, 99: 100}
+
 # What enters from JSON (the worker's report, the state file) is taken as written: strict types
 # (no "0.5" for a float, no true for a count) and finite floats (NaN and inf are refused at
 # validation, so they never reach a sample).
@@ -54,11 +58,14 @@ class StepStats:
 @with_config(FINITE)
 @dataclass(frozen=True, slots=True)
 class PhaseStat:
-    """Mean time per step in one phase; ratio is that over the mean step time (None if unknown)."""
+    """Mean time per step in one phase; ratio is that over the mean step time (None if unknown).
+    The phases without ``within`` partition the step; a sub-phase names the phase it lies in
+    (torch_npu's preparing lies inside free)."""
 
     phase: str
     seconds: float
     ratio: float | None
+    within: str | None = None
 
 
 @with_config(FINITE)
@@ -140,12 +147,24 @@ class RankSpread:
 
 @with_config(FINITE)
 @dataclass(frozen=True, slots=True)
+class FindingSize:
+    """The time per step a finding puts at stake (None: the profile does not measure it), that
+    over the mean step, and how it was computed."""
+
+    seconds_per_step: float | None
+    share_of_step: float | None
+    how: str
+
+
+@with_config(FINITE)
+@dataclass(frozen=True, slots=True)
 class Bottleneck:
     kind: str
     detail: str
     advice: str
     value: float
     threshold: float
+    size: FindingSize | None = None  # None only in summaries written before sizes
 
 
 @with_config(FINITE)
@@ -221,6 +240,30 @@ class ReportScope:
 
 @with_config(FINITE)
 @dataclass(frozen=True, slots=True)
+class PartDelta:
+    """How much one part of the step changed against the reference capture, seconds per step
+    (positive: it grew). part_kind: step, phase, op_type, collective or rank."""
+
+    part_kind: str
+    part: str
+    seconds_per_step: float
+    reference_seconds_per_step: float | None  # None: the reference has no such part
+
+
+@with_config(FINITE)
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """A capture against its workload's reference capture (the newest that entered the
+    baseline): the median step's change and the parts' deltas, largest change first."""
+
+    reference_capture_time_seconds: float | None
+    reference_capture: str | None  # its raw capture directory, when kept
+    step_change_ratio: float | None  # median step over the reference's, minus 1
+    deltas: tuple[PartDelta, ...]
+
+
+@with_config(FINITE)
+@dataclass(frozen=True, slots=True)
 class AnalysisReport:
     """A summary plus what was read and what could not be (one message per file problem)."""
 
@@ -228,6 +271,7 @@ class AnalysisReport:
     sources: tuple[str, ...]  # table files that were read
     problems: tuple[str, ...]
     scope: ReportScope = ReportScope()  # per-rank figures and the ranks behind each total
+    comparison: Comparison | None = None  # against the workload's reference capture, if any
 
 
 NonNegative = Annotated[float, Field(ge=0)]
@@ -345,6 +389,9 @@ class AnalysisJob:
     process_ranks: tuple[tuple[int, int], ...] = ()
     # a trusted folder above ``path`` (the ingest path): no link is followed below it
     confine: Path | None = None
+    # the workload's reference capture: the report says what changed against it
+    reference: ProfileSummary | None = None
+    reference_capture: str | None = None
 
 
 # the analysis worker's exit codes (daemon/analysis/worker.py); launch.py maps them to results
@@ -389,6 +436,7 @@ class WorkloadProfile:
     band_ratio: float | None = None  # the gate's noise band over the baseline
     judged: bool | None = None  # the latest capture voted (None: it has no step time)
     regressed: bool | None = None  # its verdict (None: not judged)
+    comparison: Comparison | None = None  # the latest capture against the reference capture
 
 
 @dataclass(frozen=True, slots=True)

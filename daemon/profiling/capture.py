@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from npumon.daemon.config import Profiling
-from npumon.daemon.model.profile import AnalysisReport
+from npumon.daemon.model.profile import AnalysisReport, ProfileSummary
 from npumon.daemon.model.snapshot import ChipId
 from npumon.daemon.profiling import capture_msprof
 from npumon.daemon.profiling.busy import other_profiler
@@ -40,6 +40,8 @@ class CaptureOutcome:
     report: AnalysisReport | None = None
     seconds: float = 0.0
     ended_at: float = 0.0
+    raw: str | None = None  # the raw capture directory, when kept
+    attach_seconds: float | None = None  # msprof attach: seconds between start and stop
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +62,14 @@ def _no_baseline(workload: str) -> float | None:
     return None
 
 
+def _nothing_known(workload: str) -> None:
+    return None
+
+
+def _no_reference(workload: str) -> tuple[ProfileSummary | None, str | None]:
+    return None, None
+
+
 class Capturer:
     """Runs captures one at a time (the caller holds the node-wide capture lock)."""
 
@@ -70,11 +80,18 @@ class Capturer:
         host: Host,
         reports_dir: Path | None = None,
         baseline: Callable[[str], float | None] = _no_baseline,
+        attach_seconds: Callable[[str], float | None] = _nothing_known,
+        reference: Callable[[str], tuple[ProfileSummary | None, str | None]] = _no_reference,
     ) -> None:
         self.settings = settings
         self.captures = captures_dir
         self.reports = reports_dir  # each analysis's <workload>.json and .html
         self.baseline = baseline  # a workload's step-time baseline, drawn on its page
+        self.attach_seconds = (
+            attach_seconds  # msprof attach's length for a workload (None: duration)
+        )
+        # a workload's reference capture (summary, raw directory): compared with, kept by keep_raw
+        self.reference = reference
         self.host = host
         self._expected_bytes = 0  # size of the previous raw capture: room to make beforehand
 
@@ -88,7 +105,12 @@ class Capturer:
             out = self.captures / capture_dir_name(w.name, datetime.now(UTC))
             private_dir(self.captures)  # raw profiles: npumon's user only, whatever is above
             out.mkdir(mode=0o700)
-            outcome = CaptureOutcome(w.name, "ok", "", self._capture_into(w, out))
+            attach = None
+            if w.mode != "torch_npu_config":
+                attach = self.attach_seconds(w.name) or self.settings.duration
+            report = self._capture_into(w, out, attach or 0.0)
+            raw = None if self.settings.keep_raw == "none" else str(out)
+            outcome = CaptureOutcome(w.name, "ok", "", report, raw=raw, attach_seconds=attach)
         except CaptureError as error:
             outcome = CaptureOutcome(w.name, error.result, error.message)
         except OSError as error:  # the state directory itself: full, read-only, permissions
@@ -103,8 +125,8 @@ class Capturer:
 
     def _keep_or_drop(self, workload: str, out: Path, outcome: CaptureOutcome | None) -> None:
         """profiling.keep_raw: "none" drops every capture once analysed, "last" keeps an
-        analysed one and drops the workload's older ones, "all" keeps every capture; over the
-        quota, the capture goes whatever keep_raw says."""
+        analysed one and the workload's reference capture and drops its older ones, "all" keeps
+        every capture; over the quota, the capture goes whatever keep_raw says."""
         keep = self.settings.keep_raw
         if self.reports is not None:
             prune_reports(self.reports, self.settings.max_workloads)
@@ -113,8 +135,9 @@ class Capturer:
             shutil.rmtree(out, ignore_errors=True)
             return
         if keep == "last":
+            reference = self.reference(workload)[1]
             for older in own_captures(self.captures, workload):
-                if older != out:
+                if older != out and str(older) != reference:
                     log.info("event=capture_cleanup path=%s reason=keep_raw_last", older)
                     shutil.rmtree(older, ignore_errors=True)
         page = None if self.reports is None else self.reports / f"{workload}.html"
@@ -145,7 +168,7 @@ class Capturer:
                 f"~{self._expected_bytes} bytes within {quota}",
             )
 
-    def _capture_into(self, w: Workload, out: Path) -> AnalysisReport:
+    def _capture_into(self, w: Workload, out: Path, attach_seconds: float) -> AnalysisReport:
         s = self.settings
         self.host.set_capturing(w.chips)
         try:
@@ -166,7 +189,7 @@ class Capturer:
                     s.msprof.command,
                     w.pids,
                     out,
-                    duration=s.duration,
+                    duration=attach_seconds,
                     start_timeout=s.timeouts.start,
                     stop_timeout=s.timeouts.stop,
                     wait=self.host.wait,
@@ -190,6 +213,7 @@ class Capturer:
             self.baseline(w.name),
             kept,
             self._ranks(w),
+            reference=self.reference(w.name),
         )
 
     def _ranks(self, w: Workload) -> tuple[tuple[int, int], ...]:
@@ -274,7 +298,14 @@ def _finish(outcome: CaptureOutcome, seconds: float, now: float) -> CaptureOutco
         outcome.message,
     )
     return CaptureOutcome(
-        outcome.workload, outcome.result, outcome.message, outcome.report, seconds, now
+        outcome.workload,
+        outcome.result,
+        outcome.message,
+        outcome.report,
+        seconds,
+        now,
+        outcome.raw,
+        outcome.attach_seconds,
     )
 
 

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from npumon.daemon.model.profile import StepStats, Thresholds
 from npumon.daemon.profiling.captureerror import CaptureError
 from npumon.daemon.profiling.children import Children
 from npumon.daemon.profiling.prompt import Prompt, PromptExited, PromptTimeout
@@ -19,6 +20,29 @@ NOT_ATTACHABLE_HINT = "PROFILING_MODE=dynamic"
 EXIT_TARGET_GONE = 2
 
 Runner = Callable[[Sequence[str], float], CommandResult]
+EDGE_STEPS = 2  # a capture's first and last steps are usually partial and left out
+PACE_MARGIN = 1.25  # room for a job whose steps vary, or run slower than the previous capture's
+PROBE_GROWTH = 4  # no step seen: the next capture is this many times longer
+
+
+def attach_duration(
+    step: StepStats | None,
+    previous: float | None,
+    first: float,
+    longest: float,
+    t: Thresholds,
+) -> float:
+    """Seconds between `start` and `stop` for a capture of ``regression_min_steps`` steps at
+    the pace of the previous capture (``step``, after ``previous`` seconds), within
+    [``first``, ``longest``]. The first capture (nothing known) lasts ``first``; one that saw
+    no whole step (steps longer than it) is followed by one ``PROBE_GROWTH`` times longer."""
+    if step is not None and step.count > 0 and step.p50_seconds > 0:
+        wanted = step.p50_seconds * (t.regression_min_steps + EDGE_STEPS) * PACE_MARGIN
+    elif previous is not None:
+        wanted = previous * PROBE_GROWTH
+    else:
+        wanted = first
+    return min(max(wanted, first), longest)
 
 
 def _classify(

@@ -13,6 +13,7 @@ from npumon.daemon.model.profile import (
     WORKER_EXIT_TOO_LARGE,
     AnalysisJob,
     AnalysisReport,
+    ProfileSummary,
     job_adapter,
     report_adapter,
 )
@@ -83,11 +84,13 @@ def analyse(
     capture: Path | None = None,
     process_ranks: tuple[tuple[int, int], ...] = (),
     confine: Path | None = None,
+    reference: tuple[ProfileSummary | None, str | None] = (None, None),
 ) -> AnalysisReport:
     """The worker's report for ``path``; CaptureError (timeout, failed) when there is none.
     With ``reports``, the worker also writes it there as <workload>.json and .html, the page
     naming ``capture`` (the raw data kept to open) and drawing ``baseline``. ``confine``: a
-    trusted folder above ``path`` that no link below is followed from."""
+    trusted folder above ``path`` that no link below is followed from. ``reference``: the
+    workload's reference capture (summary, raw directory) the report compares with."""
     job = AnalysisJob(
         path,
         workload,
@@ -99,6 +102,8 @@ def analyse(
         capture,
         process_ranks,
         confine,
+        reference[0],
+        reference[1],
     )
     outcome = analyse_in_worker(job, s.timeouts.analysis, runner)
     if outcome.report is None:

@@ -13,7 +13,12 @@ from pathlib import Path
 
 from npumon.daemon import nofollow
 from npumon.daemon.config import REPORTS, Config
-from npumon.daemon.model.profile import CAPTURE_RESULTS, ProfilingView, WorkloadProfile
+from npumon.daemon.model.profile import (
+    CAPTURE_RESULTS,
+    ProfileSummary,
+    ProfilingView,
+    WorkloadProfile,
+)
 from npumon.daemon.profiling import capture_msprof, ingest
 from npumon.daemon.profiling.capture import (
     CaptureOutcome,
@@ -32,6 +37,18 @@ from npumon.daemon.runner import run_command
 from npumon.daemon.store import SnapshotStore
 
 log = logging.getLogger(__name__)
+
+ACCEPT_DIR = "accept"  # under state_directory/profiling: `npumon baseline accept`'s requests
+
+
+def request_accept(state_directory: Path, workload: str) -> Path:
+    """Ask the daemon (the state file's one writer) to accept ``workload``'s current pace as its
+    baseline: an empty file it takes at its next profiling pass."""
+    directory = state_directory / "profiling" / ACCEPT_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    request = directory / workload
+    request.touch()
+    return request
 
 
 class Profiler:
@@ -59,11 +76,18 @@ class Profiler:
             self.host.clock,
             self.settings.thresholds,
             self.settings.max_workloads,
+            accept_after=self.settings.baseline.accept_regression_after,
         )
         self.captures_dir = root / "captures"
         self.reports_dir = root / REPORTS  # the last analysis per workload, .json and .html
         self.capturer = Capturer(
-            self.settings, self.captures_dir, self.host, self.reports_dir, self.next_baseline
+            self.settings,
+            self.captures_dir,
+            self.host,
+            self.reports_dir,
+            self.next_baseline,
+            self.attach_seconds,
+            self.reference,
         )
         self.counts: Counter[str] = Counter()
         self._last_attempt: dict[str, float] = {}  # monotonic: a wall-clock step moves none
@@ -126,6 +150,7 @@ class Profiler:
         if not self.settings.enabled or self.children.stopped.is_set():
             return None
         with self._lock:
+            self._take_accepts()
             workload = self.due(self.workloads(), self.host.monotonic())
             if workload is None:
                 return None
@@ -145,6 +170,7 @@ class Profiler:
             return []
         outcomes = []
         with self._lock:
+            self._take_accepts()
             self.state.prune_ingested(paths)
             groups = ingest.find_new(
                 paths,
@@ -180,6 +206,7 @@ class Profiler:
                 self.next_baseline(group.workload),
                 group.path,  # the job's own directory: never changed, there to open
                 confine=trusted,
+                reference=self.reference(group.workload),
             )
             outcome = CaptureOutcome(group.workload, "ok", "", report)
         except CaptureError as error:
@@ -216,6 +243,29 @@ class Profiler:
         baseline = self.state.next_baseline(workload)
         return None if baseline is None else baseline.median_seconds
 
+    def attach_seconds(self, workload: str) -> float:
+        """How long msprof attach profiles the workload next: long enough for the gate's steps
+        at the pace its previous capture measured (capture_msprof.attach_duration)."""
+        s = self.settings
+        state = self.state.workloads.get(workload)
+        if state is None:
+            return s.duration
+        return capture_msprof.attach_duration(
+            state.summary.step if state.summary is not None else None,
+            state.attach_seconds,
+            s.duration,
+            s.max_duration,
+            s.thresholds,
+        )
+
+    def reference(self, workload: str) -> tuple[ProfileSummary | None, str | None]:
+        """The workload's reference capture: its summary, and its raw directory while kept."""
+        state = self.state.workloads.get(workload)
+        if state is None or state.reference is None:
+            return None, None
+        path = state.reference_path
+        return state.reference, path if path is not None and Path(path).is_dir() else None
+
     def _copy_for_export(self, group: ingest.IngestGroup) -> Path:
         """Export writes into the PROF dir: do it on our copy, never in the user's."""
         scratch = self.captures_dir / f"ingest-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
@@ -239,7 +289,14 @@ class Profiler:
         if outcome.result == "ok" and report is not None:
             self._last_attempt[outcome.workload] = self.host.monotonic()  # captured or ingested
             summary = report.summary
-            verdict = self.state.record(summary, outcome.ended_at, outcome.seconds)
+            verdict = self.state.record(
+                summary,
+                outcome.ended_at,
+                outcome.seconds,
+                outcome.raw,
+                outcome.attach_seconds,
+                report.comparison,
+            )
             name = summary.workload
             short = verdict.status == TOO_SHORT
             if short and name not in self._too_short:  # said once, until a capture can vote
@@ -249,7 +306,8 @@ class Profiler:
                     verdict.steps,
                     self.settings.thresholds.regression_min_steps,
                     "the regression gate needs more steps: raise profiling.steps "
-                    "(torch_npu_config) or profiling.duration (msprof attach)",
+                    "(torch_npu_config); msprof attach lengthens the next capture to the "
+                    "job's pace, up to profiling.max_duration",
                 )
             (self._too_short.add if short else self._too_short.discard)(name)
             regressed = verdict.regressed is True
@@ -266,6 +324,24 @@ class Profiler:
             (self._regressed.add if regressed else self._regressed.discard)(name)
         self.state.save()
         self.publish()
+
+    def _take_accepts(self) -> None:
+        """Carry out `npumon baseline accept WORKLOAD` requests; each is taken once."""
+        directory = self.state.path.parent / ACCEPT_DIR
+        try:
+            requests = sorted(p for p in directory.iterdir() if p.is_file())
+        except OSError:
+            return
+        for request in requests:
+            known = self.state.accept(request.name)
+            request.unlink(missing_ok=True)
+            log.warning(
+                "event=baseline_accepted workload=%s known=%s", request.name, str(known).lower()
+            )
+            self._regressed.discard(request.name)
+        if requests:
+            self.state.save()
+            self.publish()
 
     def _log_change(self, outcome: CaptureOutcome) -> None:
         """One line when a workload's capture result changes, not one per capture."""
@@ -300,6 +376,7 @@ class Profiler:
                     band_ratio=baseline.band_ratio if baseline else None,
                     judged=None if verdict.median_seconds is None else verdict.judged,
                     regressed=verdict.regressed,
+                    comparison=s.comparison,
                 )
             )
         return ProfilingView(

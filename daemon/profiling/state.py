@@ -1,5 +1,6 @@
 """Profiling state that survives a restart: latest summary per workload, the rolling baseline of
-its judged captures' median step times (gate.py judges against it),
+its judged captures' median step times (gate.py judges against it; a capture judged slow stays
+out of it), the reference capture the deltas are computed against,
 and the profile directories already ingested. Atomic writes; a bad file is moved aside, counted
 and replaced by an empty state, never fatal (the file itself: statefile.py)."""
 
@@ -12,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from npumon.daemon.model.profile import ProfileSummary, Thresholds
+from npumon.daemon.model.profile import Comparison, ProfileSummary, Thresholds
 from npumon.daemon.profiling.gate import Baseline, Verdict, baseline_of, judge, votes
 from npumon.daemon.profiling.statefile import (
     FORMAT_VERSION,
@@ -52,6 +53,7 @@ class ProfileState:
         thresholds: Thresholds | None = None,
         max_workloads: int = 256,
         ingested_bytes: int = INGESTED_BYTES,
+        accept_after: float | None = None,
     ) -> None:
         self.path = directory / STATE_FILE
         self.max_workloads = max_workloads  # beyond: the least recently analysed is dropped
@@ -59,6 +61,7 @@ class ProfileState:
         self.window = window
         self.min_captures = min_captures
         self.thresholds = thresholds or Thresholds()
+        self.accept_after = accept_after  # seconds a regression lasts before it is the new level
         self.workloads: dict[str, WorkloadState] = {}
         self.ingested: dict[str, float] = {}  # profile dir -> newest mtime when analysed
         self.ingested_before = 0.0  # dirs this old count as ingested (statefile.StateFile)
@@ -66,19 +69,71 @@ class ProfileState:
         self.errors: Counter[str] = Counter()
 
     def record(
-        self, summary: ProfileSummary, ended_at: float, capture_seconds: float | None
+        self,
+        summary: ProfileSummary,
+        ended_at: float,
+        capture_seconds: float | None,
+        raw_path: str | None = None,
+        attach_seconds: float | None = None,
+        comparison: Comparison | None = None,
     ) -> Verdict:
         """Store a new summary; returns the gate's verdict on it (against the judged captures
-        before it). A capture too short to judge is kept as the latest, out of the baseline."""
+        before it). A capture too short to judge is kept as the latest, out of the baseline; so
+        is one judged slow: the baseline stays pinned at the pace before the regression until
+        the job recovers (a capture within the band) or the new level is accepted (after
+        ``accept_after`` seconds of regression, or ``accept``)."""
         state = self.workloads.setdefault(summary.workload, WorkloadState())
+        before = baseline_of(state.medians[-self.window :], self.min_captures, self.thresholds)
         state.summary = summary
         state.last_success = ended_at
         state.capture_seconds = capture_seconds
-        if summary.step is not None and votes(summary.step, self.thresholds):
-            # one extra slot: the newest median is judged against the `window` before it
-            state.medians = (state.medians + [summary.step.p50_seconds])[-(self.window + 1) :]
+        state.attach_seconds = attach_seconds
+        state.comparison = comparison
+        step = summary.step
+        state.entered = False
+        if step is not None and votes(step, self.thresholds):
+            if judge(step, before, self.thresholds).regressed:
+                state.slow = (state.slow + [step.p50_seconds])[-(self.window + 1) :]
+                if state.regressed_since is None:
+                    state.regressed_since = ended_at
+                held = ended_at - state.regressed_since
+                if self.accept_after is not None and held >= self.accept_after:
+                    log.warning(
+                        "event=step_regression_accepted workload=%s seconds=%.0f "
+                        "median_seconds=%.6f",
+                        summary.workload,
+                        held,
+                        step.p50_seconds,
+                    )
+                    self._enter(state, state.slow, raw_path)
+            else:
+                self._enter(state, state.medians + [step.p50_seconds], raw_path)
         self._keep_newest()
         return self.verdict(summary.workload)
+
+    def _enter(self, state: WorkloadState, medians: list[float], raw_path: str | None) -> None:
+        """The latest capture enters the baseline (one extra slot: the newest median is judged
+        against the ``window`` before it) and becomes the reference; a regression ends."""
+        state.medians = medians[-(self.window + 1) :]
+        state.entered = True
+        state.slow = []
+        state.regressed_since = None
+        state.reference = state.summary
+        state.reference_path = raw_path
+
+    def accept(self, workload: str) -> bool:
+        """Accept the workload's current pace: its baseline starts over from the next captures
+        (the latest, if judged slow, is the first); False when the workload is unknown."""
+        state = self.workloads.get(workload)
+        if state is None:
+            return False
+        state.medians = state.slow[-1:] if state.regressed_since is not None else []
+        state.entered = bool(state.medians)
+        state.slow = []
+        state.regressed_since = None
+        if state.entered:
+            state.reference = state.summary
+        return True
 
     def _keep_newest(self) -> None:
         """At most ``max_workloads``: the least recently analysed go, their baselines too."""
@@ -92,7 +147,8 @@ class ProfileState:
         if state is None:
             return None
         latest = state.summary.step if state.summary is not None else None
-        before = state.medians[:-1] if votes(latest, self.thresholds) else state.medians
+        entered = state.entered and votes(latest, self.thresholds)
+        before = state.medians[:-1] if entered else state.medians
         return baseline_of(before[-self.window :], self.min_captures, self.thresholds)
 
     def next_baseline(self, workload: str) -> Baseline | None:
@@ -106,6 +162,11 @@ class ProfileState:
         state = self.workloads.get(workload)
         step = state.summary.step if state is not None and state.summary is not None else None
         return judge(step, self.baseline(workload), self.thresholds)
+
+    def reference(self, workload: str) -> ProfileSummary | None:
+        """The summary the workload's captures are compared with (deltas), if any."""
+        state = self.workloads.get(workload)
+        return None if state is None else state.reference
 
     def load(self) -> None:
         """Read the file if there is one; a bad one is moved aside, logged and counted."""
@@ -126,6 +187,7 @@ class ProfileState:
             return
         for item in loaded.workloads.values():
             item.medians = item.medians[-(self.window + 1) :]  # the window may have shrunk
+            item.slow = item.slow[-(self.window + 1) :]
         self.workloads, self.ingested = loaded.workloads, loaded.ingested
         self.ingested_before = loaded.ingested_before
         self._keep_newest()  # the cap may have shrunk

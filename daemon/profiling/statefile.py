@@ -19,11 +19,12 @@ from typing import Literal
 
 from pydantic import TypeAdapter, ValidationError, with_config
 
-from npumon.daemon.model.profile import FINITE, ProfileSummary
+from npumon.daemon.model.profile import FINITE, Comparison, ProfileSummary
 
 FORMAT_VERSION: Literal[1] = 1
 # The largest file the settings can write, with room to spare: a summary of up to 64 ranks and
-# top_n 100 operators (< 64 KiB) and its medians per workload, and ~30,000 ingested folders.
+# top_n 100 operators (< 64 KiB), its reference capture's summary and its medians per workload,
+# and ~30,000 ingested folders.
 # Loading JSON costs ~5x its size in memory, so a file the settings cannot have written (however
 # valid) is refused unread rather than loaded.
 SUMMARY_BYTES = 64 << 10
@@ -33,7 +34,9 @@ INGESTED_BYTES = 4 << 20
 
 def state_file_cap(max_workloads: int, window: int) -> int:
     """Bytes a state file may have for ``max_workloads`` workloads and a baseline ``window``."""
-    return INGESTED_BYTES + max_workloads * (SUMMARY_BYTES + MEDIAN_BYTES * (window + 1))
+    medians = MEDIAN_BYTES * 2 * (window + 1)  # the baseline's and the slow captures'
+    # the latest summary, the reference's and the comparison of the two (under one summary's size)
+    return INGESTED_BYTES + max_workloads * (3 * SUMMARY_BYTES + medians)
 
 
 MAX_STATE_BYTES = state_file_cap(256, 1000)  # the largest settings (config.py's bounds)
@@ -50,6 +53,21 @@ class WorkloadState:
     medians: list[float] = field(default_factory=list)
     last_success: float | None = None
     capture_seconds: float | None = None
+    # added later (defaults keep older files readable):
+    # the latest summary's median is the newest of ``medians`` (False: it did not vote, or was
+    # judged slow and held out of the baseline)
+    entered: bool = True
+    # medians of the captures judged slow since ``regressed_since`` (wall time of the first):
+    # the new level, should it be accepted (profiling.baseline.accept_regression_after)
+    slow: list[float] = field(default_factory=list)
+    regressed_since: float | None = None
+    # the reference: the newest capture that entered the baseline (deltas are against it), and
+    # its raw capture directory when one is kept
+    reference: ProfileSummary | None = None
+    reference_path: str | None = None
+    # msprof attach: the seconds between `start` and `stop` of the latest capture
+    attach_seconds: float | None = None
+    comparison: Comparison | None = None  # the latest capture against the reference
 
 
 @with_config(FINITE)

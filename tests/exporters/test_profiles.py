@@ -24,7 +24,7 @@ from npumon.exporters.web.http import serve
 from tests.helpers.exposition import samples, value
 from tests.helpers.http import get
 
-STEP = StepStats(4, 0.3, 0.3, 0.31, 0.32)
+STEP = StepStats(100, 0.3, 0.3, 0.31, 0.32)  # enough steps for every percentile
 GOOD = ProfileSummary(
     workload="llama",
     layout="torch_npu",
@@ -81,6 +81,17 @@ def test_nan_and_inf_are_never_samples(bad: float) -> None:
     assert value(found, "npu_step_duration_seconds", workload="llama", stat="p50") == 0.3
     assert value(found, "npumon_profile_render_skipped", reason="non_finite") == 3
     assert value(found, "npumon_profile_render_skipped", reason="family") == 0
+
+
+def test_no_percentile_of_fewer_steps_than_it_needs() -> None:
+    found = samples(scrape(snapshot(replace(GOOD, step=replace(STEP, count=9)))))
+    assert value(found, "npu_step_duration_seconds", workload="llama", stat="p50") == 0.3
+    assert value(found, "npu_step_duration_seconds", workload="llama", stat="mean") == 0.3
+    assert value(found, "npu_step_duration_seconds", workload="llama", stat="p90") is None
+    assert value(found, "npu_step_duration_seconds", workload="llama", stat="p99") is None
+    found = samples(scrape(snapshot(replace(GOOD, step=replace(STEP, count=10)))))
+    assert value(found, "npu_step_duration_seconds", workload="llama", stat="p90") == 0.31
+    assert value(found, "npu_step_duration_seconds", workload="llama", stat="p99") is None
 
 
 def test_a_clean_view_skips_nothing() -> None:
@@ -148,4 +159,29 @@ def test_ranks_and_communication_families_from_a_real_export() -> None:
     assert times is not None
     assert value(found, "npu_communication_wait_ratio", workload="llama") == pytest.approx(
         times.wait_seconds / (times.wait_seconds + times.transit_seconds)
+    )
+
+
+def test_sizes_and_the_largest_deltas_are_exported() -> None:
+    from npumon.daemon.model.profile import Bottleneck, Comparison, FindingSize, PartDelta
+
+    sized = Bottleneck("communication", "d", "a", 0.4, 0.2, FindingSize(0.12, 0.4, "how"))
+    unmeasured = Bottleneck("env_vars", "d", "a", 1.0, 0.0, FindingSize(None, None, "how"))
+    summary = replace(GOOD, bottlenecks=(sized, unmeasured))
+    deltas = tuple(PartDelta("op_type", f"Op{i}", 0.01 * (7 - i), 0.1) for i in range(7))
+    found = samples(scrape(snapshot(summary, comparison=Comparison(None, None, 0.1, deltas))))
+    name = "npu_profile_bottleneck_seconds_per_step"
+    assert value(found, name, workload="llama", kind="communication") == 0.12
+    assert value(found, name, workload="llama", kind="env_vars") is None
+    assert value(found, "npu_profile_bottleneck", workload="llama", kind="env_vars") == 1
+    exported = {
+        labels: v for labels, v in found.items() if labels[0] == "npu_profile_delta_seconds"
+    }
+    assert len(exported) == 5  # the five largest of seven
+    assert value(
+        found, "npu_profile_delta_seconds", workload="llama", part_kind="op_type", part="Op0"
+    ) == pytest.approx(0.07)
+    assert (
+        value(found, "npu_profile_delta_seconds", workload="llama", part_kind="op_type", part="Op5")
+        is None
     )

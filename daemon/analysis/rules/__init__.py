@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from npumon.daemon.analysis.evidence import Evidence
+from npumon.daemon.analysis.sizes import sized
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
 Judge = Callable[[Evidence, Thresholds], tuple[Bottleneck, ...]]
@@ -45,5 +46,6 @@ DEFAULT_THRESHOLDS = Thresholds()
 def diagnose(
     evidence: Evidence, thresholds: Thresholds = DEFAULT_THRESHOLDS
 ) -> tuple[Bottleneck, ...]:
-    """Every finding of every rule, in the rules' order."""
-    return tuple(b for rule in RULES for b in rule.judge(evidence, thresholds))
+    """Every finding of every rule with its size (sizes.py), the largest first; findings of
+    the same size (unmeasured ones) in the rules' order."""
+    return sized(tuple(b for rule in RULES for b in rule.judge(evidence, thresholds)), evidence)

@@ -1,5 +1,7 @@
 """byte_alignment: msprof-analyze's byte alignment rule: communication ops whose SDMA transfers
-are not a multiple of byte_alignment_bytes."""
+are not a multiple of byte_alignment_bytes, when they lose bandwidth: moved slower than the
+aligned transfers of the same capture (with no aligned transfer to compare with, or none lost,
+the capture cannot show a cost and the rule does not fire)."""
 
 from __future__ import annotations
 
@@ -67,6 +69,14 @@ def align_stat(entries: Sequence[OpTransfers], t: Thresholds) -> AlignStat | Non
     )
 
 
+def _slower(stat: AlignStat) -> bool:
+    """The unaligned transfers moved fewer bytes per second than the aligned ones; False when
+    either bandwidth is unknown."""
+    if stat.unaligned_ms <= 0 or stat.aligned_ms <= 0 or stat.aligned_bytes <= 0:
+        return False
+    return stat.unaligned_bytes / stat.unaligned_ms < stat.aligned_bytes / stat.aligned_ms
+
+
 def _gbps(size: float, ms: float) -> str:
     return f"{size / ms / 1e6:.1f} GB/s" if ms > 0 else "unknown"
 
@@ -77,6 +87,8 @@ def _byte_alignment(stat: AlignStat | None, t: Thresholds) -> tuple[Bottleneck, 
     aligned ones'."""
     if stat is None or stat.unaligned_ops < t.byte_alignment_min_ops:
         return ()
+    if not _slower(stat):
+        return ()  # no bandwidth lost (or no aligned transfer to tell): nothing at stake
     named = ", ".join(f"{op} {size:,} B ({ms:.3f} ms)" for op, size, ms in stat.examples)
     detail = (
         f"{stat.unaligned_ops} of {stat.ops} communication ops (per step and rank) move SDMA "

@@ -1,4 +1,7 @@
-"""dynamic_shape: every operator task ran with a dynamic shape (msprof-analyze's rule)."""
+"""dynamic_shape: every operator task ran with a dynamic shape (msprof-analyze's rule) and the
+host compiled operators at run time (aclopCompileAndExecute in its timeline). Without the host
+timeline, or with no compilation in it, dynamic shapes cost nothing the profile shows (binary
+kernels, the default on Atlas A2, report `dynamic`): the rule does not fire."""
 
 from __future__ import annotations
 
@@ -21,6 +24,10 @@ def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:
     kernels (jit_compile=False) report dynamic beside static MatMuls: that is not a finding."""
     count = e.dynamic_shape_ops
     if count is None or count < t.dynamic_shape_min_ops or count == 0 or (e.static_ops or 0) > 0:
+        return ()
+    if e.host is None or not e.host.compile_calls:
+        # binary kernels (jit_compile=False, Atlas A2's default) and msprof captures of
+        # hand-written kernels report dynamic too; only compiling at run time costs time
         return ()
     return (
         finding(

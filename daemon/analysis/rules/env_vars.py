@@ -7,7 +7,13 @@ variables it knows, "" when unset. Only what is recorded is judged (older torch_
 record fewer variables: those are unknown, not unset). Each rule is msprof-analyze's environment
 variable check (advisor/analyzer/overall/environment_variable_checker.py and
 rules/*/environment_variable_info.yaml) with its reason and fix; ``env_vars`` lists every
-variable a rule flags."""
+variable a rule flags.
+
+Two of msprof-analyze's rules flag the defaults, so they read 1 on nearly every job: the host
+caches (ACLNN_CACHE_LIMIT, HOST_CACHE_CAPACITY) save host time, so they are judged only when the
+host holds the device back (free over ``free_ratio`` of the step, host_bound's measure); and
+PYTORCH_NPU_ALLOC_CONF's expandable segments fight device-memory fragmentation, which a profile
+does not record, so it is not judged."""
 
 from __future__ import annotations
 
@@ -51,10 +57,6 @@ def _host_cache(value: str, t: Thresholds) -> bool:
     return value == "" or _int(value) == 0
 
 
-def _alloc_conf(value: str, t: Thresholds) -> bool:
-    return "expandable_segments:True" not in value
-
-
 def _blocking(value: str, t: Thresholds) -> bool:
     return _int(value) == 1
 
@@ -65,6 +67,7 @@ class EnvRule:
     flagged: Callable[[str, Thresholds], bool]  # the recorded value ("" unset) is a finding
     reason: str
     fix: str
+    host_bound_only: bool = False  # it saves host time: judged only when the host is the limit
 
 
 RULES = (
@@ -95,6 +98,7 @@ RULES = (
         "aclnn_cache_limit_min); a larger cache saves host time when aclnn launches make the "
         "host the bottleneck",
         "export ACLNN_CACHE_LIMIT=100000",
+        host_bound_only=True,
     ),
     EnvRule(
         "HOST_CACHE_CAPACITY",
@@ -102,13 +106,7 @@ RULES = (
         "the dynamic-shape execution cache is off (0, the default): caching the frequent "
         "input shapes saves host time for some host memory",
         "export HOST_CACHE_CAPACITY=20",
-    ),
-    EnvRule(
-        "PYTORCH_NPU_ALLOC_CONF",
-        _alloc_conf,
-        "without expandable segments the caching allocator fragments device memory when "
-        "usage changes",
-        "export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True",
+        host_bound_only=True,
     ),
     EnvRule(
         "ASCEND_LAUNCH_BLOCKING",
@@ -127,14 +125,15 @@ RULES = (
 
 
 def _judge(
-    units: Sequence[tuple[str, Mapping[str, str] | None]], t: Thresholds
+    units: Sequence[tuple[str, Mapping[str, str] | None]], t: Thresholds, host_bound: bool
 ) -> tuple[Bottleneck, ...]:
     """One env_vars finding naming each flagged variable and value (with the ranks, when they
     differ); () when nothing was recorded or nothing is flagged."""
     known = [(name, env) for name, env in units if env is not None]
+    rules = [r for r in RULES if host_bound or not r.host_bound_only]
     flagged: dict[tuple[str, str], list[str]] = {}
     for unit, env in known:
-        for rule in RULES:
+        for rule in rules:
             if rule.name in env and rule.flagged(env[rule.name], t):
                 flagged.setdefault((rule.name, env[rule.name]), []).append(unit)
     if not flagged:
@@ -163,4 +162,5 @@ def _judge(
 
 
 def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:
-    return _judge(e.env, t)
+    free = e.phase_ratios.get("free")
+    return _judge(e.env, t, free is not None and free > t.free_ratio)

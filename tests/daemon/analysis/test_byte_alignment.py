@@ -88,3 +88,18 @@ def test_db_export_reads_the_same_sizes_from_analysis_db() -> None:
     assert found.value == len({t[0] for t in off}) == 2
     assert f"of {len({t[0] for t in judged})} communication ops" in found.detail
     assert f"{sum(t[3] for t in off):.3f} ms of transfer" in found.detail
+
+
+@pytest.mark.parametrize(
+    ("aligned_bytes", "aligned_ms", "fires"),
+    [
+        (8e6, 1.0, True),  # aligned 8 GB/s, unaligned 4 GB/s: bandwidth lost
+        (4e6, 1.0, False),  # both 4 GB/s: nothing lost, nothing at stake
+        (0.0, 0.0, False),  # no aligned transfer to tell a loss by
+    ],
+)
+def test_only_a_bandwidth_loss_fires(aligned_bytes: float, aligned_ms: float, fires: bool) -> None:
+    from npumon.daemon.analysis.rules.byte_alignment import AlignStat, _byte_alignment
+
+    stat = AlignStat(4, 2, 8e6, 2.0, aligned_bytes, aligned_ms, (("allReduce", 1000, 1.0),))
+    assert bool(_byte_alignment(stat, Thresholds())) is fires

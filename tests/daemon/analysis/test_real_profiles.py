@@ -315,8 +315,10 @@ def test_db_export_matches_its_own_database() -> None:
         assert share.ratio == pytest.approx(by_type[share.op_type], abs=0.02)
 
 
-# msprof-analyze's environment check, restated from its rule table (the values it flags)
-def _advisor_env_flags(env: dict[str, str]) -> set[str]:
+# msprof-analyze's environment check, restated from its rule table (the values it flags), as
+# npumon judges it: the host caches only when the device is free over free_ratio (20 %) of the
+# step, PYTORCH_NPU_ALLOC_CONF never (device-memory fragmentation is not in a profile)
+def _advisor_env_flags(env: dict[str, str], free_ratio: float = 1.0) -> set[str]:
     def num(v: str) -> int | None:
         return int(v) if v.strip().lstrip("-").isdigit() else None
 
@@ -330,7 +332,16 @@ def _advisor_env_flags(env: dict[str, str]) -> set[str]:
         "ASCEND_LAUNCH_BLOCKING": lambda v: num(v) == 1,
         "HCCL_ALGO": lambda v: v != "",
     }
-    return {k for k, v in env.items() if k in flags and flags[k](v)}
+    found = {k for k, v in env.items() if k in flags and flags[k](v)}
+    if free_ratio <= 0.20:
+        found -= {"ACLNN_CACHE_LIMIT", "HOST_CACHE_CAPACITY"}
+    return found - {"PYTORCH_NPU_ALLOC_CONF"}
+
+
+def _free_ratio(tree: Path) -> float:
+    (free,) = [p.ratio for p in analyze_path(tree).summary.phases if p.phase == "free"]
+    assert free is not None
+    return free
 
 
 def _env(rank: Path) -> dict[str, str]:
@@ -343,9 +354,12 @@ def _all_ranks(tree: str) -> list[Path]:
 
 @pytest.mark.parametrize("tree", ["text_level0", "text_level1", "pp2dp2_level2"])
 def test_env_vars_from_profiler_metadata(tree: str) -> None:
-    flagged = set().union(*(_advisor_env_flags(_env(r)) for r in _all_ranks(tree)))
-    assert flagged  # every real export here leaves some recommended variable unset
+    free = _free_ratio(TREES / tree)
+    flagged = set().union(*(_advisor_env_flags(_env(r), free) for r in _all_ranks(tree)))
     found = [b for b in analyze_path(TREES / tree).summary.bottlenecks if b.kind == "env_vars"]
+    if not flagged:  # the defaults alone, on a job the host does not hold back: no finding
+        assert found == []
+        return
     assert len(found) == 1 and found[0].value == len(flagged)
     for name in flagged:
         assert name in found[0].detail

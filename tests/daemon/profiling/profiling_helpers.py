@@ -47,6 +47,7 @@ def train_job(
     config_dir: Path | None = None,
     environ: dict[str, str] | None = None,
     steps: int | None = None,
+    step_seconds: str = STEP_SECONDS,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """npumon-sim-train in the background with HOME=home (and ``environ``, and ``--steps``);
     stopped and reaped on exit."""
@@ -54,7 +55,7 @@ def train_job(
     env.pop("PROFILING_MODE", None)
     if dynamic:
         env["PROFILING_MODE"] = "dynamic"
-    argv = [SIM_TRAIN, "--profile", kind, "--step-seconds", STEP_SECONDS]
+    argv = [SIM_TRAIN, "--profile", kind, "--step-seconds", step_seconds]
     if config_dir is not None:
         argv += ["--dynamic-config-dir", str(config_dir)]
     if steps is not None:
@@ -126,14 +127,12 @@ def worker_in_process(
     no confined root. Any other command runs as a process."""
     if list(argv[-2:]) != ["-m", WORKER_MODULE]:
         return run_command(argv, timeout, stdin=stdin, max_output_bytes=max_output_bytes)
-    from npumon.daemon.analysis.analysis import analyze_path
+    from npumon.daemon.analysis.worker import run_job
 
     assert stdin is not None
     job = job_adapter().validate_json(stdin)
     assert job.confine is None, "a confined job: run the worker as a process"
-    report = analyze_path(
-        job.path, job.thresholds, job.top_n, job.workload, job.limits, dict(job.process_ranks)
-    )
+    report = run_job(job)
     stdout = report_adapter().dump_json(report).decode() + "\n"
     return CommandResult(tuple(argv), stdout, "", 0, 0.0)
 

@@ -137,8 +137,8 @@ def test_collect_once_analyses_the_ingest_paths(tmp_path: Path) -> None:
     assert tree_digest(user) == before
     assert value(text, "npumon_captures_total", result="ok") == 1
     expected = sorted(mean_stage_seconds(RANK_FILES[r]["step_trace_time"]) for r in RANK_FILES)
-    p99 = value(text, "npu_step_duration_seconds", workload="qwen3", stat="p99")
-    assert p99 is not None and expected[0] * (1 - 1e-5) <= p99
+    mean = value(text, "npu_step_duration_seconds", workload="qwen3", stat="mean")
+    assert mean is not None and expected[0] * (1 - 1e-5) <= mean
     assert value(text, "npu_profile_bottleneck", workload="qwen3", kind="communication") == 1
     assert value(text, "npu_aicore_utilization_ratio", npu="0", chip="0") is not None
 

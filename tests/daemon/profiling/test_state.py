@@ -9,9 +9,16 @@ import statistics
 from pathlib import Path
 
 import pytest
-from profiling_helpers import config_for, exposition, profiler_for, summary, value
+from profiling_helpers import (
+    config_for,
+    exposition,
+    profiler_for,
+    step_summary,
+    summary,
+    value,
+)
 
-from npumon.daemon.model.profile import AnalysisReport, Thresholds
+from npumon.daemon.model.profile import AnalysisReport, ProfileSummary, StepStats, Thresholds
 from npumon.daemon.profiling import ingest
 from npumon.daemon.profiling.capture import CaptureOutcome
 from npumon.daemon.profiling.state import STATE_FILE, ProfileState
@@ -60,7 +67,10 @@ def test_restart_restores_summaries_and_baseline(tmp_path: Path) -> None:
         assert value(text, "npu_step_regression", workload="llama") == 0
         band = value(text, "npu_step_duration_baseline_band_ratio", workload="llama")
         assert band == pytest.approx(3 * 1.4826 * 0.018 / 0.378)
-        assert value(text, "npu_step_duration_seconds", workload="llama", stat="p99") == 0.50
+        assert value(text, "npu_step_duration_seconds", workload="llama", stat="p50") == 0.45
+        # 4 steps: no p90 (needs 10) nor p99 (needs 100) is exported
+        assert value(text, "npu_step_duration_seconds", workload="llama", stat="p99") is None
+        assert value(text, "npu_step_duration_seconds", workload="llama", stat="p90") is None
         assert (
             value(text, "npumon_capture_last_success_timestamp_seconds", workload="llama") == 1003.0
         )
@@ -78,7 +88,7 @@ def test_a_full_disk_is_logged_and_counted(tmp_path: Path) -> None:
     profiler._record(CaptureOutcome("w", "ok", "", report, 1.0, 5.0))
     text = exposition(profiler)
     assert value(text, "npumon_state_errors_total", reason="write_failed") == 1
-    assert value(text, "npu_step_duration_seconds", workload="w", stat="p99") == 0.3
+    assert value(text, "npu_step_duration_seconds", workload="w", stat="p50") == pytest.approx(0.27)
 
 
 @pytest.mark.parametrize("content", [b"{not json", b'{"version": 99}', b"[]"])
@@ -174,3 +184,79 @@ def test_the_ingested_list_is_bounded_and_what_it_drops_counts_as_ingested(
             os.utime(item, (mtime, mtime))
     found = ingest.find_new([roots], again.ingested, 2000.0, 1.0, again.ingested_before)
     assert [g.workload for g in found] == ["new"]
+
+
+def _paced(workload: str, median: float) -> ProfileSummary:
+    """A capture of 30 steps (enough to vote under the default thresholds) at ``median``."""
+    return step_summary(StepStats(30, median, median, median * 1.02, median * 1.05), workload)
+
+
+def test_a_slowdown_held_past_twice_the_window_stays_a_regression(tmp_path: Path) -> None:
+    state = ProfileState(tmp_path, window=5, min_captures=3)
+    clock = 0.0
+    for _ in range(5):
+        clock += 600
+        assert state.record(_paced("w", 1.00), clock, 1.0).regressed is not True
+    reference = state.reference("w")
+    for index in range(12):  # 10 % slower for more than twice the window
+        clock += 600
+        verdict = state.record(_paced("w", 1.10), clock, 1.0)
+        assert verdict.regressed is True, index
+        assert verdict.baseline is not None
+        assert verdict.baseline.median_seconds == pytest.approx(1.00)  # pinned
+    assert state.reference("w") is reference  # the deltas stay against the normal pace
+    assert state.workloads["w"].regressed_since == 3600.0
+    # a restart keeps the regression
+    state.save()
+    again = ProfileState(tmp_path, window=5, min_captures=3)
+    again.load()
+    assert again.verdict("w").regressed is True
+    # the job recovers: judged against the same baseline, not slower; the regression ends
+    verdict = again.record(_paced("w", 1.01), clock + 600, 1.0)
+    assert verdict.judged and verdict.regressed is False
+    assert again.workloads["w"].regressed_since is None
+    assert again.reference("w") == _paced("w", 1.01)
+
+
+def test_a_regression_held_for_accept_after_becomes_the_baseline(tmp_path: Path) -> None:
+    state = ProfileState(tmp_path, window=5, min_captures=3, accept_after=3000.0)
+    for index in range(5):
+        state.record(_paced("w", 1.00), 600.0 * index, 1.0)
+    slow = [state.record(_paced("w", 1.10), 3000.0 + 600 * i, 1.0) for i in range(6)]
+    assert [v.regressed for v in slow[:5]] == [True] * 5
+    # 3000 s after the first slow capture: accepted, the slow captures are the baseline
+    assert slow[5].regressed is not True
+    assert state.workloads["w"].medians == pytest.approx([1.10] * 6)
+    assert state.next_baseline("w").median_seconds == pytest.approx(1.10)  # type: ignore[union-attr]
+    verdict = state.record(_paced("w", 1.11), 7000.0, 1.0)
+    assert verdict.judged and verdict.regressed is False
+
+
+def test_accept_starts_the_baseline_over_from_the_current_pace(tmp_path: Path) -> None:
+    state = ProfileState(tmp_path, window=5, min_captures=2)
+    for index in range(3):
+        state.record(_paced("w", 1.00), 600.0 * index, 1.0)
+    assert state.record(_paced("w", 1.20), 2000.0, 1.0).regressed is True
+    assert state.accept("w") and not state.accept("other")
+    assert state.verdict("w").regressed is None  # a young baseline: one capture at 1.20
+    assert state.record(_paced("w", 1.21), 2600.0, 1.0).regressed is None
+    assert state.record(_paced("w", 1.22), 3200.0, 1.0).regressed is False
+
+
+def test_npumon_baseline_accept_is_taken_at_the_next_pass(tmp_path: Path) -> None:
+    from npumon.daemon.cli import main
+
+    config = config_for(tmp_path, baseline={"captures": 5, "min_captures": 2})
+    profiler, _ = profiler_for(config)
+    for index, median in enumerate((1.00, 1.00, 1.00, 1.30)):
+        report = AnalysisReport(_paced("llama", median), (), ())
+        profiler._record(CaptureOutcome("llama", "ok", "", report, 1.0, 1000.0 + index))
+    assert value(exposition(profiler), "npu_step_regression", workload="llama") == 1
+    config_file = tmp_path / "npumon.yaml"
+    config_file.write_text(f"state_directory: {tmp_path / 'state'}\n", encoding="utf-8")
+    assert main(["baseline", "accept", "llama", "--config", str(config_file)]) == 0
+    profiler.tick()
+    text = exposition(profiler)
+    assert value(text, "npu_step_regression_judged", workload="llama") == 0  # starts over
+    assert not list((tmp_path / "state" / "profiling" / "accept").iterdir())  # taken once
+    assert main(["baseline", "accept", "../x", "--config", str(config_file)]) == 1
