@@ -18,9 +18,10 @@ non-readers' receive buffers are 4 KB: loopback's 64 KB MTU would otherwise abso
 of responses per socket. ``http10_unread_netns`` is http10_unread at the kernel's default
 receive buffer across a veth pair of MTU 1500 (about 0.8 MB a socket): both servers run in a
 network namespace of their own (``ip netns add``, root and iproute2) and listen on its end,
-the attacker and the scraper connect from the other. Each flood's figure also has the server's
-RSS before and at its peak (psutil), and ``half_close`` asks GET /metrics then shuts its
-write side (as ``nc -N``): the answers counted.
+the attacker and the scraper connect from the other. npumon's 8-chip answer (16 KB) fits in
+what the kernel takes; tests/exporters/test_write_floods.py floods answers of 1.5 MiB. Each
+flood's figure also has the server's RSS before and at its peak (psutil), and ``half_close``
+asks GET /metrics then shuts its write side (as ``nc -N``): the answers counted.
 
 npumon is ``npumon run`` on a simulated 8-chip node at its defaults (1,024 connections);
 node_exporter is /usr/bin/prometheus-node-exporter with two cheap collectors (loadavg,
