@@ -36,11 +36,11 @@ tools:
 	    || ! command -v victoria-metrics >/dev/null 2>&1 || ! command -v vmalert >/dev/null 2>&1 \
 	    || ! command -v openssl >/dev/null 2>&1 || ! command -v gcc >/dev/null 2>&1 \
 	    || ! command -v nm >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1 \
-	    || ! test -x /usr/bin/prometheus-node-exporter; then \
-	  echo "installing Debian packages 'prometheus' (promtool + prometheus), 'victoria-metrics' (victoria-metrics + vmalert), 'openssl' (TLS tests), 'gcc' and 'binutils' (fake libdcmi.so), 'chromium' (HTML report tests), 'prometheus-node-exporter' (bench comparison)"; \
+	    || ! test -x /usr/bin/prometheus-node-exporter || ! command -v ip >/dev/null 2>&1; then \
+	  echo "installing Debian packages 'prometheus' (promtool + prometheus), 'victoria-metrics' (victoria-metrics + vmalert), 'openssl' (TLS tests), 'gcc' and 'binutils' (fake libdcmi.so), 'chromium' (HTML report tests), 'prometheus-node-exporter' (bench comparison), 'iproute2' (MTU-1500 network namespace flood)"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus victoria-metrics openssl gcc libc6-dev binutils chromium prometheus-node-exporter >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus victoria-metrics openssl gcc libc6-dev binutils chromium prometheus-node-exporter iproute2 >/dev/null; \
 	fi
 	@promtool --version 2>&1 | head -n 1
 	@dpkg-query -W -f='victoria-metrics $${Version}\n' victoria-metrics 2>/dev/null || true

@@ -99,8 +99,11 @@ def _config(folder: Path, scenario: str, timeout: str, device: int | None = None
     return path
 
 
-def _start(config: Path, sim_time: str | None) -> tuple[subprocess.Popen[bytes], int]:
-    """The daemon on a port the kernel picks (0), and that port, read from its log."""
+def _start(
+    config: Path, sim_time: str | None, host: str = "127.0.0.1", prefix: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen[bytes], int]:
+    """The daemon on ``host`` and a port the kernel picks (0), and that port, read from its
+    log; ``prefix`` runs it under another command (``ip netns exec NAME``)."""
     env = dict(os.environ)
     if sim_time is not None:
         env["NPUMON_SIM_TIME"] = sim_time
@@ -108,12 +111,13 @@ def _start(config: Path, sim_time: str | None) -> tuple[subprocess.Popen[bytes],
     with log.open("wb") as out:
         daemon = subprocess.Popen(
             [
+                *prefix,
                 str(BIN / "npumon"),
                 "run",
                 "--config",
                 str(config),
                 "--web.listen-address",
-                "127.0.0.1:0",
+                f"{host}:0",
             ],
             env=env,
             stdout=subprocess.DEVNULL,
@@ -130,18 +134,18 @@ def _start(config: Path, sim_time: str | None) -> tuple[subprocess.Popen[bytes],
     raise SystemExit(f"the daemon did not report its port; see {log}")
 
 
-def _scrape(port: int) -> tuple[float, bytes]:
+def _scrape(port: int, host: str = "127.0.0.1") -> tuple[float, bytes]:
     started = time.perf_counter()
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+    with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10) as response:
         body = response.read()
     return time.perf_counter() - started, body
 
 
-def _wait_for_chips(port: int, chips: int, deadline_s: float) -> None:
+def _wait_for_chips(port: int, chips: int, deadline_s: float, host: str = "127.0.0.1") -> None:
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
         try:
-            _, body = _scrape(port)
+            _, body = _scrape(port, host)
             if body.count(b"\nnpu_temperature_celsius{") >= chips:
                 return
         except OSError:

@@ -15,13 +15,18 @@ finished), ``slow_tls`` (a ClientHello never finished, against both servers with
 ``pipelining`` (one connection pipelining GET /metrics as fast as the server takes them and
 never reading), ``http10_unread`` (one HTTP/1.0 GET /metrics per connection, never read). The
 non-readers' receive buffers are 4 KB: loopback's 64 KB MTU would otherwise absorb about 1.6 MB
-of responses per socket. Each flood's figure also has the server's RSS before and at its peak
-(psutil), and ``half_close`` asks GET /metrics then shuts its write side (as ``nc -N``): the
-answers counted.
+of responses per socket. ``http10_unread_netns`` is http10_unread at the kernel's default
+receive buffer across a veth pair of MTU 1500 (about 0.8 MB a socket): both servers run in a
+network namespace of their own (``ip netns add``, root and iproute2) and listen on its end,
+the attacker and the scraper connect from the other. npumon's 8-chip answer (16 KB) fits in
+what the kernel takes; tests/exporters/test_write_floods.py floods answers of 1.5 MiB. Each
+flood's figure also has the server's RSS before and at its peak (psutil), and ``half_close``
+asks GET /metrics then shuts its write side (as ``nc -N``): the answers counted.
 
 npumon is ``npumon run`` on a simulated 8-chip node at its defaults (1,024 connections);
 node_exporter is /usr/bin/prometheus-node-exporter with two cheap collectors (loadavg,
-meminfo), both on loopback with the same web-config.yml (TLS for slow_tls only).
+meminfo), both on loopback (but for the namespace flood) with the same web-config.yml (TLS
+for slow_tls only).
 
 Before the floods, npumon's HTTP edge alone at rest: its share of a core over
 ``--idle-seconds`` (the edge sleeps until a connection comes).
@@ -33,9 +38,11 @@ Usage: python bench/flood_bench.py [--seconds 20] [--idle-seconds 60] [--floods 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import resource
+import secrets
 import shutil
 import signal
 import socket
@@ -46,6 +53,7 @@ import tempfile
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,17 +72,19 @@ FLOODS = {
     "slow_tls": 2_000,
     "pipelining": 1,
     "http10_unread": 1_100,
+    "http10_unread_netns": 1_100,
 }
+NETNS_FLOODS = {"http10_unread_netns"}
 HALF_CLOSES = 20
 SCRAPE_EVERY = 0.5
 SCRAPE_TIMEOUT = 10.0
 
-# The attacker: COUNT connections of KIND to PORT, each reopened 0.1 s after it is closed.
+# The attacker: COUNT connections of KIND to HOST:PORT, each reopened 0.1 s after it is closed.
 # Plain non-blocking sockets on one selector: cheap enough for 10,000 on a busy machine.
 ATTACKER = textwrap.dedent(
     """
     import resource, selectors, socket, sys, time
-    port, kind, count = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    host, port, kind, count = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
     resource.setrlimit(resource.RLIMIT_NOFILE, (count + 256, count + 256))
     HEAD = {
         "held": b"",
@@ -86,8 +96,9 @@ ATTACKER = textwrap.dedent(
         "slow_tls": b"\\x16\\x03\\x01\\x02\\x00\\x01\\x00\\x01\\xfc\\x03\\x03",
         "pipelining": b"GET /metrics HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n" * 100,
         "http10_unread": b"GET /metrics HTTP/1.0\\r\\n\\r\\n",
+        "http10_unread_netns": b"GET /metrics HTTP/1.0\\r\\n\\r\\n",
     }[kind]
-    reads = kind not in ("pipelining", "http10_unread")
+    reads = kind not in ("pipelining", "http10_unread", "http10_unread_netns")
     pipelined = []
     sel = selectors.DefaultSelector()
     held, reopen, to_open, connected = set(), [], count, 0
@@ -105,11 +116,12 @@ ATTACKER = textwrap.dedent(
 
     def open_one():
         sock = socket.socket()
-        if not reads:  # a small window: the server's answers wait in its own buffers
+        if not reads and kind != "http10_unread_netns":  # a small window: the server's
+            # answers wait in its own buffers (across MTU 1500 the default is small enough)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.setblocking(False)
         try:
-            sock.connect(("127.0.0.1", port))
+            sock.connect((host, port))
         except BlockingIOError:
             pass
         except OSError:
@@ -205,14 +217,12 @@ def _certificate(folder: Path) -> tuple[Path, Path]:
     return cert, key
 
 
-def _scrape(port: int, context: ssl.SSLContext | None) -> bool:
+def _scrape(port: int, context: ssl.SSLContext | None, host: str = "127.0.0.1") -> bool:
     try:
         if context is None:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=SCRAPE_TIMEOUT)
+            conn = http.client.HTTPConnection(host, port, timeout=SCRAPE_TIMEOUT)
         else:
-            conn = http.client.HTTPSConnection(
-                "127.0.0.1", port, timeout=SCRAPE_TIMEOUT, context=context
-            )
+            conn = http.client.HTTPSConnection(host, port, timeout=SCRAPE_TIMEOUT, context=context)
         try:
             conn.request("GET", "/metrics", headers={"Accept-Encoding": "gzip"})
             resp = conn.getresponse()
@@ -223,13 +233,15 @@ def _scrape(port: int, context: ssl.SSLContext | None) -> bool:
         return False
 
 
-def _scrapes(port: int, context: ssl.SSLContext | None, seconds: float) -> tuple[int, int]:
+def _scrapes(
+    port: int, context: ssl.SSLContext | None, seconds: float, host: str
+) -> tuple[int, int]:
     """Scrapes every SCRAPE_EVERY s, each on its own thread: (answered 200, asked)."""
     results: list[bool] = []
     threads = []
     started = time.monotonic()
     while time.monotonic() - started < seconds:
-        thread = threading.Thread(target=lambda: results.append(_scrape(port, context)))
+        thread = threading.Thread(target=lambda: results.append(_scrape(port, context, host)))
         thread.start()
         threads.append(thread)
         time.sleep(SCRAPE_EVERY)
@@ -257,10 +269,16 @@ def _rss_mb(pid: int) -> float:
 
 
 def _flood(
-    port: int, kind: str, count: int, context: ssl.SSLContext | None, seconds: float, pid: int
+    host: str,
+    port: int,
+    kind: str,
+    count: int,
+    context: ssl.SSLContext | None,
+    seconds: float,
+    pid: int,
 ):
     attacker = subprocess.Popen(
-        [sys.executable, "-c", ATTACKER, str(port), kind, str(count)],
+        [sys.executable, "-c", ATTACKER, host, str(port), kind, str(count)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -278,7 +296,7 @@ def _flood(
         opening = time.monotonic()
         ready = attacker.stdout.readline() == b"open\n"
         opened_in = time.monotonic() - opening
-        ok, asked = _scrapes(port, context, seconds)
+        ok, asked = _scrapes(port, context, seconds, host)
     finally:
         sampling.set()
         sampler.join()
@@ -294,7 +312,34 @@ def _flood(
     }
 
 
-def _start_servers(folder: Path, tls: bool) -> tuple[list[subprocess.Popen[bytes]], dict[str, int]]:
+@contextlib.contextmanager
+def _namespace() -> Iterator[tuple[tuple[str, ...], str]]:
+    """A network namespace joined to this one by a veth pair of MTU 1500: the command that runs
+    a program in it and the address of its end (the other end is .1 of the same /30)."""
+    tag = secrets.token_hex(3)
+    name, outside, inside = f"npumon-flood-{tag}", f"nmf{tag}o", f"nmf{tag}i"
+    net = f"10.{200 + secrets.randbelow(50)}.{secrets.randbelow(256)}"
+    steps = [
+        ["ip", "netns", "add", name],
+        ["ip", "link", "add", outside, "mtu", "1500", "type", "veth", "peer", "name", inside],
+        ["ip", "link", "set", inside, "netns", name],
+        ["ip", "addr", "add", f"{net}.1/30", "dev", outside],
+        ["ip", "link", "set", outside, "up"],
+        ["ip", "-n", name, "addr", "add", f"{net}.2/30", "dev", inside],
+        ["ip", "-n", name, "link", "set", inside, "mtu", "1500", "up"],
+    ]
+    try:
+        for step in steps:
+            subprocess.run(step, check=True, capture_output=True)
+        yield ("ip", "netns", "exec", name), f"{net}.2"
+    finally:  # deleting the namespace deletes its end of the pair, and so the pair
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+        subprocess.run(["ip", "link", "del", outside], capture_output=True)
+
+
+def _start_servers(
+    folder: Path, tls: bool, host: str = "127.0.0.1", prefix: tuple[str, ...] = ()
+) -> tuple[list[subprocess.Popen[bytes]], dict[str, int]]:
     web = folder / "web-config.yml"
     if tls:
         cert, key = folder / "server.crt", folder / "server.key"
@@ -304,12 +349,13 @@ def _start_servers(folder: Path, tls: bool) -> tuple[list[subprocess.Popen[bytes
     (folder / "npumon").mkdir(exist_ok=True)
     config = _config(folder / "npumon", SCENARIO, "10s")
     config.write_text(config.read_text() + f"web:\n  config_file: {web}\n")
-    daemon, port = _start(config, None)
-    node_port = _free_port()
+    daemon, port = _start(config, None, host, prefix)
+    node_port = _free_port()  # free here; in a new namespace every port is
     node = subprocess.Popen(
         [
+            *prefix,
             NODE_EXPORTER,
-            f"--web.listen-address=127.0.0.1:{node_port}",
+            f"--web.listen-address={host}:{node_port}",
             f"--web.config.file={web}",
             "--collector.disable-defaults",
             "--collector.loadavg",
@@ -320,11 +366,11 @@ def _start_servers(folder: Path, tls: bool) -> tuple[list[subprocess.Popen[bytes
         start_new_session=True,
     )
     if not tls:
-        _wait_for_chips(port, 8, 60)
+        _wait_for_chips(port, 8, 60, host)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            socket.create_connection(("127.0.0.1", node_port), timeout=1).close()
+            socket.create_connection((host, node_port), timeout=1).close()
             break
         except OSError:
             time.sleep(0.2)
@@ -354,33 +400,47 @@ def run(seconds: float, floods: list[str]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         cert, _ = _certificate(folder)
-        for tls in (False, True):
-            kinds = [k for k in floods if (k == "slow_tls") == tls]
+        for tls, netns in ((False, False), (True, False), (False, True)):
+            kinds = [k for k in floods if (k == "slow_tls") == tls and (k in NETNS_FLOODS) == netns]
             if not kinds:
                 continue
             context = ssl.create_default_context(cafile=str(cert)) if tls else None
-            processes, ports = _start_servers(folder, tls)
-            try:
-                if not tls:
-                    for name, port in ports.items():
-                        answered = _half_close(port)
-                        results.setdefault("half_close", {})[name] = answered
-                        print(f"  half_close: {name} answered {answered}/{HALF_CLOSES}", flush=True)
-                for kind in kinds:
-                    for name, port in ports.items():
-                        assert _scrape(port, context), f"{name} does not answer before {kind}"
-                        pid = processes[list(ports).index(name)].pid
-                        figure = _flood(port, kind, FLOODS[kind], context, seconds, pid)
-                        figure["connections"] = FLOODS[kind]
-                        results["floods"].setdefault(kind, {})[name] = figure
-                        _print_one(kind, name, figure)
-                        time.sleep(2)  # the flood's connections closed before the next
-            finally:
-                for process in processes:
-                    process.terminate()
-                for process in processes:
-                    process.wait(10)
+            with contextlib.ExitStack() as stack:
+                prefix, host = stack.enter_context(_namespace()) if netns else ((), "127.0.0.1")
+                processes, ports = _start_servers(folder, tls, host, prefix)
+                try:
+                    _floods(results, kinds, processes, ports, context, seconds, host)
+                finally:
+                    for process in processes:
+                        process.terminate()
+                    for process in processes:
+                        process.wait(10)
     return results
+
+
+def _floods(
+    results: dict[str, Any],
+    kinds: list[str],
+    processes: list[subprocess.Popen[bytes]],
+    ports: dict[str, int],
+    context: ssl.SSLContext | None,
+    seconds: float,
+    host: str,
+) -> None:
+    if context is None and host == "127.0.0.1":
+        for name, port in ports.items():
+            answered = _half_close(port)
+            results.setdefault("half_close", {})[name] = answered
+            print(f"  half_close: {name} answered {answered}/{HALF_CLOSES}", flush=True)
+    for kind in kinds:
+        for name, port in ports.items():
+            assert _scrape(port, context, host), f"{name} does not answer before {kind}"
+            pid = processes[list(ports).index(name)].pid
+            figure = _flood(host, port, kind, FLOODS[kind], context, seconds, pid)
+            figure["connections"] = FLOODS[kind]
+            results["floods"].setdefault(kind, {})[name] = figure
+            _print_one(kind, name, figure)
+            time.sleep(2)  # the flood's connections closed before the next
 
 
 def _print_one(kind: str, name: str, f: dict[str, Any]) -> None:

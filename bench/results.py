@@ -494,6 +494,7 @@ FLOOD_NAMES = {
     "slow_tls": "a ClientHello never finished (TLS on)",
     "pipelining": "GET /metrics pipelined as fast as taken, never read",
     "http10_unread": "one HTTP/1.0 GET /metrics, never read",
+    "http10_unread_netns": "one HTTP/1.0 GET /metrics, never read, across a veth of MTU 1500",
 }
 
 
