@@ -106,6 +106,15 @@ class SnapshotStore:
             self._sources[status.source] = status
             self._publish(merge=True)
 
+    def withdraw_hccn_tool(self, sources: tuple[str, ...]) -> None:
+        """hccn_tool is off (not installed, or a reload pointed it elsewhere): its ports and its
+        sources' statuses leave the exposition, rather than staying at their last values."""
+        with self._lock:
+            self._hccn = HccnResults()
+            for source in sources:
+                self._sources.pop(source, None)
+            self._publish(merge=True)
+
     def publish_pod_resources(
         self, results: PodResourcesResults | None, status: SourceStatus
     ) -> None:

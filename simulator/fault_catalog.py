@@ -35,6 +35,7 @@ RX_POWER_W = 0.0010  # a healthy lane: -0 dBm
 RX_LOW_W = 0.0001  # the module's low alarm threshold (-10 dBm)
 RX_HIGH_W = 0.0035
 
+HEARTBEAT_LOST = "40F84E00"  # the driver's heartbeat-loss code (simulator/state.py)
 DEFAULT_OWNER = ("ml", "train-0", "trainer")
 Labels = tuple[tuple[str, str], ...]
 SeriesMap = dict[tuple[str, Labels], list[float | None]]
@@ -77,6 +78,7 @@ class Scenario:
     expect: tuple[str, ...]
     also: tuple[str, ...]
     resolves: float | None  # every expected alert resolves within this of the fault's end
+    identities: dict[str, int]  # expected alert -> distinct alerts it may raise (default 1)
     step: float  # seconds between scrapes
     seed: int = field(default=0)
 
@@ -126,6 +128,7 @@ def load(path: Path = CATALOG) -> Catalog:
                 expect=tuple(raw.get("expect", ())),
                 also=tuple(raw.get("also", ())),
                 resolves=seconds(raw["resolves"]) if "resolves" in raw else None,
+                identities={str(k): int(v) for k, v in raw.get("identities", {}).items()},
                 step=seconds(raw.get("scrape", STEP)),
                 seed=number,
             )
@@ -229,7 +232,18 @@ class _Node:
         ids = {"npu": str(chip.npu), "chip": str(chip.chip)}
         put = self.put
         put(index, "npu_chip_info", 1.0, name=chip.name, **ids)
-        put(index, "npu_health_state", 1.0, state="ok", **ids)
+        if self.events("heartbeat_lost"):
+            # npumon keeps serving a chip whose heartbeat is lost: its identity, its owner, the
+            # state heartbeat_lost and the driver's code; no readings (npu-smi prints zeros)
+            lost = self.any_active("heartbeat_lost", t, chip) is not None
+            put(index, "npu_health_state", 0.0 if lost else 1.0, state="ok", **ids)
+            put(index, "npu_health_state", 1.0 if lost else 0.0, state="heartbeat_lost", **ids)
+            if lost:
+                put(index, "npu_error_code_info", 1.0, code=HEARTBEAT_LOST, level="restart_npu", **ids)
+                self.owner(index, t, chip, ids)
+                return
+        else:
+            put(index, "npu_health_state", 1.0, state="ok", **ids)
         # temperature, clocks, throttling (npumon judges the reason: thermal only at the limit)
         temperature = 55.0 + self.rng.uniform(-1, 1)
         frequency = RATED_HZ
@@ -270,8 +284,18 @@ class _Node:
         held = chip.owner is not None
         put(index, "npu_hbm_total_bytes", float(HBM_TOTAL), **ids)
         put(index, "npu_hbm_used_bytes", float(HBM_TOTAL * (0.8 if held else 0.06)), **ids)
+        self.owner(index, t, chip, ids)
+        self.counters(index, t, chip, ids, counters)
+
+    def owner(self, index: int, t: float, chip: Chip, ids: dict[str, str]) -> None:
+        """The kubelet's answer: who holds the chip (pod-resources), whatever the chip does."""
+        put = self.put
         if chip.owner is not None:
             namespace, pod, container = chip.owner
+            churn = self.any_active("pod_churn", t, chip)
+            if churn is not None:  # the job's pod is replaced every `every`: a new name each time
+                start, _ = _window(churn, self.s.duration)
+                pod = f"{pod}-{int((t - start) // seconds(churn['every']))}"
             put(index, "npu_chip_allocated", 1.0, **ids)
             put(
                 index,
@@ -284,6 +308,12 @@ class _Node:
             )
         else:
             put(index, "npu_chip_allocated", 0.0, **ids)
+
+    def counters(
+        self, index: int, t: float, chip: Chip, ids: dict[str, str], counters: dict[str, float]
+    ) -> None:
+        """The device counters and the interconnect's readings of one chip."""
+        put = self.put
         # lifetime hardware counters: device counters, kept across exporter restarts
         key = f"{self.instance}/{chip.npu}/{chip.chip}"
 
@@ -358,6 +388,9 @@ class _Node:
             start, _ = _window(drift, self.s.duration)
             share = min(1.0, (t - start) / seconds(drift.get("ramp", "10m")))
             rx = RX_POWER_W + (float(drift["to_watts"]) - RX_POWER_W) * share
+        low = self.any_active("optics_low", t, chip)
+        if low is not None:
+            rx = float(low["to_watts"])
         # the default optical collector: the lowest lane, and the module against its own
         # thresholds (-1 below the low one, 1 above the high one, 0 inside)
         put(index, "npu_optical_rx_power_min_watts", rx, **port)
