@@ -239,7 +239,14 @@ class _Node:
             put(index, "npu_health_state", 0.0 if lost else 1.0, state="ok", **ids)
             put(index, "npu_health_state", 1.0 if lost else 0.0, state="heartbeat_lost", **ids)
             if lost:
-                put(index, "npu_error_code_info", 1.0, code=HEARTBEAT_LOST, level="restart_npu", **ids)
+                put(
+                    index,
+                    "npu_error_code_info",
+                    1.0,
+                    code=HEARTBEAT_LOST,
+                    level="restart_npu",
+                    **ids,
+                )
                 self.owner(index, t, chip, ids)
                 return
         else:
