@@ -293,6 +293,8 @@ def _import_lines(scenario: Scenario, built: SeriesMap) -> Iterator[str]:
     for (name, labels), values in built.items():
         times = [EPOCH * 1000 + i * step for i, v in enumerate(values) if v is not None]
         kept = [v for v in values if v is not None]
+        if name.endswith("_timestamp_seconds"):  # seconds after the scenario start: + the epoch
+            kept = [v + EPOCH for v in kept]
         if kept:
             metric = {"__name__": name, **dict(labels)}
             yield json.dumps({"metric": metric, "values": kept, "timestamps": times})
