@@ -119,6 +119,7 @@ test-pythons: tools
 generate: $(STAMP)
 	$(BIN)/python deploy/helm/generate.py
 	$(BIN)/python docs/generate_metrics.py
+	$(BIN)/python docs/generate_catalog.py
 
 # The image's pinned dependencies (with hashes for every platform's wheels), from
 # pyproject.toml: requirements.lock for the default image, requirements-profiling.lock with the

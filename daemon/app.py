@@ -97,6 +97,7 @@ class Agent:
             clock=clock,
             identity_due=lambda: self._run_now(self.hccn.poll_hccn_tool_identity.__name__),
             busy=previous.hccn.busy if previous is not None else None,
+            withdraw=self.store.withdraw_hccn_tool,
         )
         kube = config.kubernetes
         self.pod_resources = PodResourcesSource(

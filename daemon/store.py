@@ -17,7 +17,13 @@ from npumon.daemon.model.kubelet import PodResourcesResults
 from npumon.daemon.model.network import ChipInterconnect, HccnResults
 from npumon.daemon.model.network_view import read_network
 from npumon.daemon.model.profile import ProfilingView
-from npumon.daemon.model.reading import FaultLevel, ThrottleRule, read_chips
+from npumon.daemon.model.reading import (
+    ChipReading,
+    FaultLevel,
+    ThrottleRule,
+    lost_chips,
+    read_chips,
+)
 from npumon.daemon.model.snapshot import (
     EMPTY_SNAPSHOT,
     BackendInfo,
@@ -106,6 +112,15 @@ class SnapshotStore:
             self._sources[status.source] = status
             self._publish(merge=True)
 
+    def withdraw_hccn_tool(self, sources: tuple[str, ...]) -> None:
+        """hccn_tool is off (not installed, or a reload pointed it elsewhere): its ports and its
+        sources' statuses leave the exposition, rather than staying at their last values."""
+        with self._lock:
+            self._hccn = HccnResults()
+            for source in sources:
+                self._sources.pop(source, None)
+            self._publish(merge=True)
+
     def publish_pod_resources(
         self, results: PodResourcesResults | None, status: SourceStatus
     ) -> None:
@@ -146,14 +161,19 @@ class SnapshotStore:
         before = self._latest
         chips = before.chips
         if merge:
-            chips = read_chips(
+            owners = self._attribute()
+            answering = read_chips(
                 self._npu_smi,
                 self._throttle_rule,
                 max_processes=self._max_processes,
                 capturing=self._capturing,
                 fault_level=self._fault_level,
-                owners=self._attribute(),
+                owners=owners,
             )
+            lost = lost_chips(
+                self._npu_smi, before.chips, fault_level=self._fault_level, owners=owners
+            )
+            chips = answering if not lost else tuple(sorted((*answering, *lost), key=_chip_id))
         network = before.network
         inputs = (self._hccn, self._npu_smi.interconnect, [(c.npu, c.chip) for c in chips])
         if merge and not _unchanged(inputs, self._network_inputs):
@@ -228,3 +248,7 @@ def _unchanged(now: NetworkInputs, before: NetworkInputs | None) -> bool:
 def _same(new: _T, old: _T) -> _T:
     """``old`` when equal to ``new``: an unchanged part keeps its identity across publishes."""
     return old if new == old else new
+
+
+def _chip_id(reading: ChipReading) -> tuple[int, int]:
+    return reading.npu, reading.chip

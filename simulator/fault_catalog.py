@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import random
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,8 @@ RX_POWER_W = 0.0010  # a healthy lane: -0 dBm
 RX_LOW_W = 0.0001  # the module's low alarm threshold (-10 dBm)
 RX_HIGH_W = 0.0035
 
+UB_PORTS = ("4", "5", "6")  # a 950 chip's UB ports the catalog serves
+HEARTBEAT_LOST = "40F84E00"  # the driver's heartbeat-loss code (simulator/state.py)
 DEFAULT_OWNER = ("ml", "train-0", "trainer")
 Labels = tuple[tuple[str, str], ...]
 SeriesMap = dict[tuple[str, Labels], list[float | None]]
@@ -62,6 +65,8 @@ class Chip:
     name: str = "910B3"
     owner: tuple[str, str, str] | None = DEFAULT_OWNER  # namespace, pod, container
     utilization: float = 0.9
+    process: str | None = None  # the process npu-smi lists on the chip (its name), if any
+    role_label: str | None = None  # the holding pod's npumon.io/role label (kube_pod_labels)
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,8 @@ class Scenario:
     expect: tuple[str, ...]
     also: tuple[str, ...]
     resolves: float | None  # every expected alert resolves within this of the fault's end
+    identities: dict[str, int]  # expected alert -> distinct alerts it may raise (default 1)
+    guards: tuple[str, ...]  # must_not_page: the alerts this near miss is the twin of
     step: float  # seconds between scrapes
     seed: int = field(default=0)
 
@@ -99,7 +106,7 @@ def load(path: Path = CATALOG) -> Catalog:
     data = yaml.safe_load(path.read_text())
     delays = {name: seconds(spec["delay"]) for name, spec in data["alerts"].items()}
     scenarios = []
-    for number, raw in enumerate(data["scenarios"]):
+    for raw in data["scenarios"]:
         name = raw["name"]
         try:
             chips = tuple(
@@ -109,6 +116,8 @@ def load(path: Path = CATALOG) -> Catalog:
                     name=c.get("name", "910B3"),
                     owner=_owner(c.get("owner", DEFAULT_OWNER)),
                     utilization=c.get("utilization", 0.9),
+                    process=c.get("process"),
+                    role_label=c.get("role_label"),
                 )
                 for c in raw.get("chips", [{"npu": 0}, {"npu": 1}])
             )
@@ -126,14 +135,18 @@ def load(path: Path = CATALOG) -> Catalog:
                 expect=tuple(raw.get("expect", ())),
                 also=tuple(raw.get("also", ())),
                 resolves=seconds(raw["resolves"]) if "resolves" in raw else None,
+                identities={str(k): int(v) for k, v in raw.get("identities", {}).items()},
+                guards=tuple(raw.get("guards", ())),
                 step=seconds(raw.get("scrape", STEP)),
-                seed=number,
+                seed=zlib.crc32(name.encode()),  # by name: adding a scenario moves no other
             )
         except (KeyError, TypeError) as error:
             raise CatalogError(f"scenario {name}: {error!r}") from error
         if scenario.kind not in ("fault", "must_not_page"):
             raise CatalogError(f"scenario {name}: kind must be fault or must_not_page")
-        for alert in scenario.expect + scenario.also:
+        if scenario.guards and scenario.kind != "must_not_page":
+            raise CatalogError(f"scenario {name}: only a must_not_page case guards alerts")
+        for alert in scenario.expect + scenario.also + scenario.guards:
             if alert not in delays:
                 raise CatalogError(f"scenario {name}: {alert} has no stated delay under alerts")
         scenarios.append(scenario)
@@ -212,6 +225,16 @@ class _Node:
             if self.any_active("restart", t):
                 self.put(index, "up", 0.0)
                 continue
+            if self.events("unmonitored"):  # the node as kube-state-metrics sees it
+                self.put(
+                    index,
+                    "kube_node_labels",
+                    1.0,
+                    node=self.instance,
+                    label_accelerator="huawei-Ascend910",
+                )
+            if self.any_active("unmonitored", t):  # no npumon target on the node at all
+                continue
             self.put(index, "up", 1.0)
             for chip in self.s.chips:
                 if self.any_active("off_bus", t, chip):
@@ -219,7 +242,74 @@ class _Node:
                 self.chip(index, t, chip, counters)
             for workload in self.events("step_time"):
                 self.step_time(index, t, workload)
+            self.agent(index, t, counters)
         return self.out
+
+    def agent(self, index: int, t: float, counters: dict[str, float]) -> None:
+        """npumon's own series where a scenario has events about them: its sources, its
+        profiler's captures and bottleneck verdicts, the ranks of a job across nodes."""
+        for event in self.events("source_failing"):
+            source = str(event["source"])
+            start, end = _window(event, self.s.duration)
+            withdrawn = "withdrawn" in event and t >= seconds(event["withdrawn"])
+            if withdrawn:  # turned off by a reload: its series leave (exporter: withdraw)
+                continue
+            failing = start <= t < end
+            last = f"{source}/last_success"
+            if not failing:
+                counters[last] = t
+            self.put(index, "npumon_source_up", 0.0 if failing else 1.0, source=source)
+            # a timestamp: seconds after the scenario start (each engine adds its epoch)
+            self.put(
+                index,
+                "npumon_source_last_success_timestamp_seconds",
+                counters.get(last, 0.0),
+                source=source,
+            )
+        for event in self.events("captures"):
+            # one capture every 10 minutes: its result, counted per result
+            every = seconds(event.get("every", "10m"))
+            if index == 0 or int(t // every) != int((t - self.step) // every):
+                result = "failed" if _active(event, t, self.s.duration) else "ok"
+                if "failed_every" in event and result == "failed":
+                    k = int(t // every)
+                    result = "failed" if k % int(event["failed_every"]) == 0 else "ok"
+                counters[f"captures/{result}"] = counters.get(f"captures/{result}", 0.0) + 1
+            for result in ("ok", "failed"):
+                self.put(
+                    index,
+                    "npumon_captures_total",
+                    counters.get(f"captures/{result}", 0.0),
+                    result=result,
+                )
+        for event in self.events("bottleneck"):
+            on = _active(event, t, self.s.duration)
+            for kind in ("input_pipeline", "format_conversion"):
+                self.put(
+                    index,
+                    "npu_profile_bottleneck",
+                    1.0 if on and kind == event["bottleneck"] else 0.0,
+                    workload=str(event["workload"]),
+                    kind=kind,
+                )
+        for event in self.events("ranks"):
+            # this node's ranks of a job: computing seconds per step, `slower` on `slow_node`
+            slow = int(event.get("slow_node", -1)) == self.node and _active(
+                event, t, self.s.duration
+            )
+            for local in range(int(event.get("ranks_per_node", 2))):
+                rank = self.node * int(event.get("ranks_per_node", 2)) + local
+                value = float(event["seconds"]) * (1 + self.rng.uniform(-0.01, 0.01))
+                if slow and local == 0:
+                    value *= 1 + float(event["slower"])
+                self.put(
+                    index,
+                    "npu_rank_step_duration_seconds",
+                    round(value, 6),
+                    workload=str(event["workload"]),
+                    rank=str(rank),
+                    stat="computing",
+                )
 
     def joined(self, t: float) -> bool:
         """Before its `join`, the node is not a target: no series at all, not even `up`."""
@@ -229,7 +319,32 @@ class _Node:
         ids = {"npu": str(chip.npu), "chip": str(chip.chip)}
         put = self.put
         put(index, "npu_chip_info", 1.0, name=chip.name, **ids)
-        put(index, "npu_health_state", 1.0, state="ok", **ids)
+        health = self.any_active("health", t, chip)
+        if health is not None or self.events("health"):
+            state = str(health["state"]) if health is not None else "ok"
+            for s in ("ok", "warning", "alarm", "critical", "unknown"):
+                put(index, "npu_health_state", 1.0 if s == state else 0.0, state=s, **ids)
+            for code, level in (health or {}).get("codes", []):
+                put(index, "npu_error_code_info", 1.0, code=str(code), level=str(level), **ids)
+        elif self.events("heartbeat_lost"):
+            # npumon keeps serving a chip whose heartbeat is lost: its identity, its owner, the
+            # state heartbeat_lost and the driver's code; no readings (npu-smi prints zeros)
+            lost = self.any_active("heartbeat_lost", t, chip) is not None
+            put(index, "npu_health_state", 0.0 if lost else 1.0, state="ok", **ids)
+            put(index, "npu_health_state", 1.0 if lost else 0.0, state="heartbeat_lost", **ids)
+            if lost:
+                put(
+                    index,
+                    "npu_error_code_info",
+                    1.0,
+                    code=HEARTBEAT_LOST,
+                    level="restart_npu",
+                    **ids,
+                )
+                self.owner(index, t, chip, ids)
+                return
+        else:
+            put(index, "npu_health_state", 1.0, state="ok", **ids)
         # temperature, clocks, throttling (npumon judges the reason: thermal only at the limit)
         temperature = 55.0 + self.rng.uniform(-1, 1)
         frequency = RATED_HZ
@@ -250,8 +365,9 @@ class _Node:
             edge = lasting > 2 * self.step and (
                 (t - start) % period < self.step or on_end - t <= self.step
             )
-            temperature = 84.0 if edge else 96.0
-            reason = "unknown" if edge else "thermal"
+            by = str(throttle.get("reason", "thermal"))  # power: at the power limit, not hot
+            temperature = 70.0 if by == "power" else 84.0 if edge else 96.0
+            reason = "unknown" if edge else by
         for r in ("thermal", "power", "unknown"):
             put(index, "npu_throttled", 1.0 if r == reason else 0.0, reason=r, **ids)
         put(index, "npu_temperature_celsius", round(temperature, 1), **ids)
@@ -270,8 +386,39 @@ class _Node:
         held = chip.owner is not None
         put(index, "npu_hbm_total_bytes", float(HBM_TOTAL), **ids)
         put(index, "npu_hbm_used_bytes", float(HBM_TOTAL * (0.8 if held else 0.06)), **ids)
+        self.owner(index, t, chip, ids)
+        if chip.process is not None:  # npu-smi's process list, the pod's owner attributed
+            namespace, pod, container = chip.owner or ("", "", "")
+            owner = {"namespace": namespace, "pod": pod, "container": container}
+            put(
+                index,
+                "npu_process_hbm_used_bytes",
+                float(HBM_TOTAL * 0.7),
+                pid=str(4000 + chip.npu),
+                process_name=chip.process,
+                **{k: v for k, v in owner.items() if v},
+                **ids,
+            )
+        self.counters(index, t, chip, ids, counters)
+
+    def owner(self, index: int, t: float, chip: Chip, ids: dict[str, str]) -> None:
+        """The kubelet's answer: who holds the chip (pod-resources), whatever the chip does."""
+        put = self.put
         if chip.owner is not None:
             namespace, pod, container = chip.owner
+            churn = self.any_active("pod_churn", t, chip)
+            if churn is not None:  # the job's pod is replaced every `every`: a new name each time
+                start, _ = _window(churn, self.s.duration)
+                pod = f"{pod}-{int((t - start) // seconds(churn['every']))}"
+            if chip.role_label is not None:  # kube-state-metrics, the label allow-listed
+                put(
+                    index,
+                    "kube_pod_labels",
+                    1.0,
+                    namespace=namespace,
+                    pod=pod,
+                    label_npumon_io_role=chip.role_label,
+                )
             put(index, "npu_chip_allocated", 1.0, **ids)
             put(
                 index,
@@ -284,6 +431,12 @@ class _Node:
             )
         else:
             put(index, "npu_chip_allocated", 0.0, **ids)
+
+    def counters(
+        self, index: int, t: float, chip: Chip, ids: dict[str, str], counters: dict[str, float]
+    ) -> None:
+        """The device counters and the interconnect's readings of one chip."""
+        put = self.put
         # lifetime hardware counters: device counters, kept across exporter restarts
         key = f"{self.instance}/{chip.npu}/{chip.chip}"
 
@@ -343,6 +496,11 @@ class _Node:
                     state=state,
                     **ids,
                 )
+            # the chip's UB ports as hccn_tool reports them: down while the UB link is
+            # (tests/e2e/test_950.py: npu_network_up 0 on a port of the chip whose link is down)
+            for ub_port in UB_PORTS:
+                up = 0.0 if ub_down else 1.0
+                put(index, "npu_network_up", up, port=ub_port, **ids)
             burst = self.any_active("ub_retry_burst", t, chip)
             put(
                 index,
@@ -358,11 +516,26 @@ class _Node:
             start, _ = _window(drift, self.s.duration)
             share = min(1.0, (t - start) / seconds(drift.get("ramp", "10m")))
             rx = RX_POWER_W + (float(drift["to_watts"]) - RX_POWER_W) * share
+        low = self.any_active("optics_low", t, chip)
+        if low is not None and low.get("quantity", "rx_power") == "rx_power":
+            rx = float(low["to_watts"])
         # the default optical collector: the lowest lane, and the module against its own
         # thresholds (-1 below the low one, 1 above the high one, 0 inside)
         put(index, "npu_optical_rx_power_min_watts", rx, **port)
         out = -1.0 if rx < RX_LOW_W else 1.0 if rx > RX_HIGH_W else 0.0
         put(index, "npu_optical_out_of_range", out, quantity="rx_power", **port)
+        for quantity in ("tx_power", "temperature"):  # out of range: `optics_low` with quantity
+            off = low is not None and low.get("quantity") == quantity
+            put(index, "npu_optical_out_of_range", -1.0 if off else 0.0, quantity=quantity, **port)
+        # error counters of the port and the chip's links, at `per_second` while an event runs
+        for kind, metric, extra in (
+            ("rx_errors", "npu_network_receive_errors_total", port),
+            ("roce_retransmissions", "npu_roce_retransmissions_total", port),
+            ("sio_crc", "npu_sio_crc_errors_total", {"direction": "receive", **ids}),
+            ("pcie_errors", "npu_pcie_link_errors_total", ids),
+        ):
+            burst = self.any_active(kind, t, chip)
+            put(index, metric, count(kind, float(burst["per_second"]) if burst else 0.0), **extra)
 
     def step_time(self, index: int, t: float, workload: dict[str, Any]) -> None:
         """A profiled workload: a capture every ``every`` (default 10 min) of ``steps`` steps,

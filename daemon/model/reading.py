@@ -31,7 +31,10 @@ from npumon.daemon.model.kubelet import ChipOwner, ProcessOwner
 T = TypeVar("T")
 """(npu, chip): NPU ID and chip index inside the NPU, the identity of every per-chip series."""
 
-HEALTH_STATES = ("ok", "warning", "alarm", "critical", "unknown")
+HEALTH_STATES = ("ok", "warning", "alarm", "critical", "unknown", "heartbeat_lost")
+"""The driver's health verdicts (npu-smi's texts), then ``heartbeat_lost``: npu-smi lists the chip
+with every reading zeroed (``InfoTable.lost``), npumon's own state for it."""
+HEARTBEAT_LOST = "heartbeat_lost"
 THROTTLE_REASONS = ("thermal", "power", "unknown")
 NOT_THROTTLED = "none"
 """``ChipReading.throttle`` when the chip runs at its clock (or idles down by design)."""
@@ -125,6 +128,40 @@ def health_state(raw: str | None) -> str:
     """npu-smi's health text as a `state` label value (unknown texts are `unknown`)."""
     text = (raw or "").strip().lower()
     return text if text in HEALTH_STATES[:4] else "unknown"
+
+
+def lost_chips(
+    results: ChipResults,
+    known: Iterable[ChipReading],
+    *,
+    fault_level: FaultLevel = lambda code: "unknown",
+    owners: Attribution = NO_ATTRIBUTION,
+) -> tuple[ChipReading, ...]:
+    """A reading per chip whose heartbeat is lost (``InfoTable.lost``): still a chip, with the
+    identity it had when last ``known`` (the previous readings), who holds it, the error codes
+    the health tier last read, state heartbeat_lost and no readings (npu-smi prints zeros)."""
+    if results.table is None:
+        return ()
+    before = {(c.npu, c.chip): c for c in known}
+    out = []
+    for npu, chip in results.table.lost:
+        last = before.get((npu, chip))
+        health = results.health.get((npu, chip))
+        out.append(
+            ChipReading(
+                npu=npu,
+                chip=chip,
+                identity=last.identity if last is not None else None,
+                health_state=HEARTBEAT_LOST,
+                error_codes=tuple(
+                    (code, fault_level(code))
+                    for code in dict.fromkeys(health.error_codes if health else ())
+                ),
+                owners=owners.owners((npu, chip)),
+                allocated=owners.allocated((npu, chip)),
+            )
+        )
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)

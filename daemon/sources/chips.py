@@ -279,7 +279,8 @@ def _table_failures(result: InfoTable, missing: list[ChipId]) -> list[SourceFail
             SourceFailure(
                 "chip_missing",
                 f"chips (npu, chip) {sorted(result.lost)} lost their heartbeat: npu-smi "
-                "lists them with every reading zeroed, so none is served; check dmesg "
+                "lists them with every reading zeroed (served as npu_health_state "
+                "heartbeat_lost, without readings); check dmesg "
                 "and 'npu-smi info -t health -i N' for error code 40F84E00",
             )
         )

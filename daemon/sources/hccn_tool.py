@@ -116,11 +116,15 @@ class HccnSources:
         retry_unsupported_after: float = 3600.0,
         identity_due: Callable[[], None] = lambda: None,
         busy: threading.Lock | None = None,
+        withdraw: Callable[[tuple[str, ...]], None] = lambda sources: None,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``withdraw(SOURCES)``: the tool is off; what an earlier run (or the agent a reload
+        replaced) published must leave the exposition."""
         self._tool = tool
         self._publish_results = publish
+        self._withdraw = withdraw
         self._chips = chips
         self._monotonic = monotonic
         self._retry_after = retry_unsupported_after
@@ -185,6 +189,8 @@ class HccnSources:
                 self._tool.command[0],
                 self._retry_after,
             )
+            self._results = HccnResults()
+            self._withdraw(SOURCES)
         self._off_until = self._monotonic() + self._retry_after
 
     def _query(self, run: SourceRun, parse: Callable[[str], T], *args: str) -> T:

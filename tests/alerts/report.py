@@ -87,13 +87,15 @@ def judge(catalog: Catalog, engine: str, firings: Iterable[Firing]) -> tuple[lis
                     f"{engine}: {alert} fired on {s.name} after {_minutes(delay)}, later than"
                     f" its stated {_minutes(row.stated)}"
                 )
-            chip_owned = {c.npu for c in s.chips if c.owner is not None}
-            for f in mine:
-                labels = dict(f.labels)
-                if "npu" in labels and int(labels["npu"]) in chip_owned:
-                    missing = [k for k in ("namespace", "pod", "container") if k not in labels]
-                    if missing:
-                        problems.append(f"{engine}: {alert} on {s.name} has no {missing} label")
+            # one alert per fault: what failed (node, chip, port) is the identity, never who
+            # holds the chip (owners are the `owner` annotation)
+            identities = {f.labels for f in mine}
+            allowed_identities = s.identities.get(alert, 1)
+            if len(identities) != allowed_identities:
+                problems.append(
+                    f"{engine}: {alert} on {s.name} raised {len(identities)} alerts, not"
+                    f" {allowed_identities}: {sorted(identities)}"
+                )
             if s.resolves is not None:
                 last = max(f.last for f in mine)
                 late = last - _fault_end(s)

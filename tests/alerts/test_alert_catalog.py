@@ -3,7 +3,9 @@ within its stated delay, and nothing fires on a must-not-page case (docs/alerts.
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
+from types import ModuleType
 
 import pytest
 
@@ -43,15 +45,46 @@ def test_docs_carry_the_current_table(firings: dict[str, list[Firing]]) -> None:
     )
 
 
-def test_every_catalog_alert_is_a_rule() -> None:
-    assert isinstance(CATALOG, Catalog)
-    alerts = {
-        str(r.get("alert"))
+def _alerts() -> set[str]:
+    return {
+        str(r["alert"])
         for level in rule_levels(RULES)
         for g in level["groups"]  # type: ignore[attr-defined]
         for r in g["rules"]
+        if "alert" in r
     }
-    assert set(CATALOG.delays) <= alerts
+
+
+def test_every_catalog_alert_is_a_rule() -> None:
+    assert isinstance(CATALOG, Catalog)
+    assert set(CATALOG.delays) <= _alerts()
+
+
+def test_every_alert_is_a_fault_s_and_a_near_miss_s() -> None:
+    """Each shipped alert is the expected alert of a fault and guarded by a must-not-page
+    case (its twin), so the replay measures both that it fires and that it does not."""
+    expected = {a for s in CATALOG.scenarios if s.kind == "fault" for a in s.expect}
+    guarded = {a for s in CATALOG.scenarios if s.kind == "must_not_page" for a in s.guards}
+    alerts = _alerts()
+    assert sorted(alerts - expected) == [], "alerts no fault expects"
+    assert sorted(alerts - guarded) == [], "alerts no must-not-page case guards"
+
+
+def _generator() -> ModuleType:
+    path = RULES.parents[2] / "docs" / "generate_catalog.py"
+    spec = importlib.util.spec_from_file_location("generate_catalog", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_readme_counts_the_catalog() -> None:
+    generator = _generator()
+    text = generator.README.read_text()
+    assert generator.readme(text, CATALOG) == text, "run make generate and commit the result"
+    faults = sum(s.kind == "fault" for s in CATALOG.scenarios)
+    assert f"the {faults} scripted faults" in text
 
 
 def test_encode_uses_promtool_expanding_notation() -> None:

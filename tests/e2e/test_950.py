@@ -57,7 +57,11 @@ def test_950_detail_tier_is_up_and_serves_its_families(monkeypatch: pytest.Monke
 
 def test_950_chip_with_heartbeat_loss_is_lost_not_zeros(monkeypatch: pytest.MonkeyPatch) -> None:
     found = collect(monkeypatch, 350.0)  # NPU 3's heartbeat lost
-    assert value(found, "npumon_chips") == 3
+    assert value(found, "npumon_chips") == 4  # npu-smi still lists it: still a chip
+    lost = {"npu": "3", "chip": "0"}
+    assert value(found, "npu_health_state", **lost, state="heartbeat_lost") == 1
+    assert value(found, "npu_health_state", **lost, state="ok") == 0
+    assert value(found, "npu_health_state", npu="0", chip="0", state="heartbeat_lost") == 0
     assert value(found, "npu_power_watts", npu="3", chip="0") is None
     assert value(found, "npu_temperature_celsius", npu="3", chip="0") is None
     missing = {"source": "npu_smi_table", "reason": "chip_missing"}

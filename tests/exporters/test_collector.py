@@ -146,7 +146,10 @@ def test_health_state_is_one_hot_with_error_codes() -> None:
     chip = replace(chip_910b(), health=health)  # the table still says OK: -t health wins
     got = samples(render(node(chip)))
     states = {dict(k[1])["state"]: v for k, v in got.items() if k[0] == "npu_health_state"}
-    assert states == {"ok": 0.0, "warning": 0.0, "alarm": 1.0, "critical": 0.0, "unknown": 0.0}
+    assert states == {
+        **{"ok": 0.0, "warning": 0.0, "alarm": 1.0, "critical": 0.0, "unknown": 0.0},
+        "heartbeat_lost": 0.0,
+    }
     codes = {
         (dict(k[1])["code"], dict(k[1])["level"]) for k in got if k[0] == "npu_error_code_info"
     }

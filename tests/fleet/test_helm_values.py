@@ -135,6 +135,8 @@ def test_every_value_is_in_the_schema() -> None:
         ({"podMonitor": {"enabeld": True}}, "enabeld"),
         ({"runtimeClassName": "Ascend Runtime"}, "runtimeClassName"),
         ({"commonLabels": {"team": 1}}, "commonLabels"),
+        ({"prometheusRule": {"utilizationBands": {"serving": {"poor": 0.1}}}}, "serving"),
+        ({"prometheusRule": {"utilizationBands": {"training": {"poor": 50}}}}, "poor"),
         (
             {"npuNodeAffinity": {"enabled": True, "key": "accelerator", "values": []}},
             "npuNodeAffinity",
@@ -276,6 +278,72 @@ def test_an_alert_window_sets_every_range_of_its_expr_and_nothing_else() -> None
         for n in rendered
         if n not in ("NpuThermalThrottling", "NpumonDown")
     )
+
+
+RANGE = re.compile(r"\[[0-9]+(ms|[smhdwy])\]")
+
+
+def test_every_alert_is_tunable_in_one_render(tmp_path: Path) -> None:
+    """Every alert tuned at once, as far as it can be: `for` and `severity` for each, its
+    threshold where it has one, its window where its expr has a range; the rendered rules
+    carry each setting and pass promtool."""
+    source = {r["alert"]: r for r in source_rules() if "alert" in r}
+    tuning: dict[str, dict[str, Any]] = {}
+    for name, rule in source.items():
+        tuning[name] = {"for": "7m", "severity": "ticket"}
+        if name in THRESHOLDS:
+            tuning[name]["threshold"] = 0.123
+        if RANGE.search(rule["expr"]):
+            tuning[name]["window"] = "17m"
+    documents = render({"prometheusRule": {"enabled": True, "alerts": tuning}})
+    rendered = {r["alert"]: r for r in rules_of(documents) if "alert" in r}
+    assert set(rendered) == set(source)
+    for name, rule in rendered.items():
+        assert (rule["for"], rule["labels"]["severity"]) == ("7m", "ticket"), name
+        if name in THRESHOLDS:
+            assert number_tokens(rule["expr"], "0.123") >= 1, name
+        if "window" in tuning[name]:
+            assert {m.group(0) for m in RANGE.finditer(rule["expr"])} == {"[17m]"}, name
+    path = tmp_path / "rules.yml"
+    path.write_text(yaml.safe_dump(one(documents, "PrometheusRule")["spec"]))
+    result = subprocess.run(
+        ["promtool", "check", "rules", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=scaled(60),
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_window_on_an_alert_without_a_range_is_refused() -> None:
+    alert = "NpuAllocatedChipLowUtilization"
+    assert not RANGE.search({r.get("alert"): r for r in source_rules()}[alert]["expr"])
+    with pytest.raises(helm.HelmError, match=f"{alert}.window: this alert's expr has no range"):
+        render({"prometheusRule": {"enabled": True, "alerts": {alert: {"window": "1h"}}}})
+
+
+def test_utilization_bands_per_role_set_the_band_rules_the_alerts_read() -> None:
+    bands = {"inference": {"poor": 0.05}, "training": {"good": 0.7, "poor": 0.4}}
+    documents = render({"prometheusRule": {"enabled": True, "utilizationBands": bands}})
+    recorded = {r["record"]: r["expr"] for r in rules_of(documents) if "record" in r}
+    good, poor = (recorded[f"npu_chip:utilization_{b}:ratio"] for b in ("good", "poor"))
+    assert 'npu_chip:role:info{role="inference"} * 0 + 0.3' in good  # not set: the default
+    assert "npu_chip:role:info * 0 + 0.7" in good
+    assert 'npu_chip:role:info{role="inference"} * 0 + 0.05' in poor
+    assert "npu_chip:role:info * 0 + 0.4" in poor
+    for alert in ("NpuAllocatedChipLowUtilization", "NpuAllocatedChipModerateUtilization"):
+        expr = {r.get("alert"): r for r in rules_of(documents)}[alert]["expr"]
+        assert "npu_chip:utilization_" in expr, alert  # the alerts read the band rules
+    with pytest.raises(helm.HelmError, match="prometheusRule.utilizationBands"):
+        render(
+            {
+                "prometheusRule": {
+                    "enabled": True,
+                    "alerts": {"NpuAllocatedChipLowUtilization": {"threshold": 0.3}},
+                }
+            }
+        )
 
 
 def test_alert_values_name_alerts_and_thresholds_that_exist() -> None:
@@ -483,6 +551,7 @@ NEW_VALUES = (
     "prometheusRule.runbookBaseUrl",
     "prometheusRule.disabled",
     "prometheusRule.additionalRuleLabels",
+    "prometheusRule.utilizationBands",
 )
 
 
@@ -507,6 +576,7 @@ NULLABLE = (
     "image.digest",
     "prometheusRule.disabled",
     "prometheusRule.additionalRuleLabels",
+    "prometheusRule.utilizationBands",
     "prometheusRule.jobMatcher",
     "serviceMonitor.sampleLimit",
     "podMonitor.targetLimit",

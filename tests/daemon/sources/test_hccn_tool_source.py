@@ -233,3 +233,37 @@ def test_nic_chips_tell_the_950_by_the_table_layout_not_the_chip_name() -> None:
     assert nic_chips(ChipResults(table=table)) == [NicChip(0, 0, 0, per_port=True)]
     renamed = parse_info(TABLE.replace("910B4-1", "950B4-1"))
     assert all(not c.per_port for c in nic_chips(ChipResults(table=renamed)))
+
+
+def test_a_tool_gone_after_a_reload_withdraws_what_the_old_agent_published() -> None:
+    """A reload that points hccn_tool at a path with no tool: the new source finds it missing
+    and the ports and npumon_source_* of hccn_tool leave, rather than freezing at up 1 (which
+    kept NpumonDataStale firing for ever)."""
+    clock = Clock()
+    old, store, _ = hccn_sources(HccnRunner([4, 5], PORT_ANSWERS), clock, TWO)
+    old.poll_all()
+    before = {s.source: s.up for s in store.latest().sources}
+    assert before["hccn_tool"] is True and store.latest().network.ports  # served before reload
+    missing = CommandResult(("hccn_tool",), "", "No such file", None, 0.0, not_found=True)
+
+    class Missing(HccnRunner):
+        def __call__(
+            self, argv: Sequence[str], timeout: float, *, max_output_bytes: int = 0
+        ) -> CommandResult:
+            return missing
+
+    adopted = SnapshotStore(Config().throttle, clock=clock)
+    adopted.adopt(store)  # what the reloaded agent starts from
+    new = HccnSources(
+        HccnTool(["/nonexistent/hccn_tool"], 5.0, Missing([], {})),
+        adopted.publish_hccn_tool,
+        lambda: TWO,
+        withdraw=adopted.withdraw_hccn_tool,
+        clock=clock,
+        monotonic=clock,
+    )
+    assert "hccn_tool" in {s.source for s in adopted.latest().sources}  # frozen until it runs
+    new.poll_hccn_tool()
+    assert new.is_off()
+    assert [s.source for s in adopted.latest().sources] == ["npu_smi_table"]
+    assert adopted.latest().network.ports == ()

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from npumon.daemon.model.chips import ChipResults, HealthReport
+from npumon.daemon.model.reading import ChipReading, lost_chips
+from npumon.daemon.parsers.table import parse_info
 from npumon.daemon.runner import CommandResult
 from tests.daemon.sources.fake_runner import NPU_SMI, Clock, FakeRunner, sources, status
 
@@ -61,5 +64,32 @@ def test_950_chip_with_heartbeat_loss_is_missing_not_zeros() -> None:
     runner, clock = V2Runner(answers), Clock()
     polls, store = sources(runner, clock)
     polls.poll_table()
-    assert [(c.npu, c.chip) for c in store.latest().chips] == [(0, 0)]
+    chips = store.latest().chips
+    assert [(c.npu, c.chip, c.health_state) for c in chips] == [
+        (0, 0, chips[0].health_state),
+        (1, 0, "heartbeat_lost"),  # still a chip, in its own state, with no readings
+    ]
+    assert chips[0].health_state != "heartbeat_lost"
+    assert (chips[1].power_watts, chips[1].temperature_celsius, chips[1].hbm_used_bytes) == (
+        None,
+        None,
+        None,
+    )
     assert status(store, "npu_smi_table") == (False, {"chip_missing": 1})
+
+
+def test_a_chip_that_loses_its_heartbeat_keeps_its_last_identity() -> None:
+    """The chip answered before (its identity known); while its heartbeat is lost it is served
+    with that identity, its codes from the health tier's last read and the state, no readings."""
+    table = parse_info((NPU_SMI / "info_950_2npu_heartbeat_lost_FROM_SOURCE.txt").read_text())
+    assert table.lost == ((1, 0),)
+    known = ChipReading(npu=1, chip=0, identity=(("name", "Ascend950PR"), ("serial", "s1")))
+    health = HealthReport(status="Critical", error_codes=("40F84E00",))
+    results = ChipResults(table=table, health={(1, 0): health})
+    (lost,) = lost_chips(results, [known], fault_level=lambda code: "restart_npu")
+    assert (lost.npu, lost.chip, lost.health_state) == (1, 0, "heartbeat_lost")
+    assert lost.identity == known.identity
+    assert lost.error_codes == (("40F84E00", "restart_npu"),)
+    assert lost.power_watts is None and lost.aicore_ratio is None
+    (never_seen,) = lost_chips(results, [])
+    assert never_seen.identity is None  # no npu_chip_info until it is known: one label set
