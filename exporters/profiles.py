@@ -157,6 +157,18 @@ def _rank_step(view: ProfilingView) -> Rows:
                     yield (w.workload, r.rank, RANK_STATS[p.phase]), p.seconds
 
 
+def _workload_info(view: ProfilingView) -> Rows:
+    for w in view.workloads:
+        if w.source is not None:
+            yield (w.workload, w.source), 1.0
+
+
+def _rank_npu(view: ProfilingView) -> Rows:
+    for w in view.workloads:
+        for rank, npu in dict(w.rank_npus).items():  # a rank on two chips: the first listed
+            yield (w.workload, str(rank), str(npu)), 1.0
+
+
 def _per_workload(attr: str) -> Callable[[ProfilingView], Rows]:
     """One optional WorkloadProfile field, one sample per workload that has it (a flag as 0
     or 1)."""
@@ -280,6 +292,24 @@ FAMILIES: tuple[Family, ...] = (
         f"ranks are kept, at most {MAX_RANKS}.",
         ("workload", "rank", "stat"),
         _rank_step,
+    ),
+    Family(
+        "npu_workload_info",
+        "gauge",
+        "1 per workload discovered on this node, with what named it (workload_source): the "
+        "launcher's environment (mindx_task_id, torchelastic_run_id, pet_rdzv_id, master_addr, "
+        "pet_master_addr, volcano, slurm), the pod, a configured target, or the process name.",
+        ("workload", "workload_source"),
+        _workload_info,
+    ),
+    Family(
+        "npu_rank_npu_info",
+        "gauge",
+        "1 per rank of the workload on this node whose process runs on one chip (the rank from "
+        "its launcher's RANK, SLURM_PROCID or LOCAL_RANK): joins npu_rank_step_duration_seconds "
+        "on (workload, rank) to the chip's families by npu.",
+        ("workload", "rank", "npu"),
+        _rank_npu,
     ),
     Family(
         "npumon_captures",

@@ -389,6 +389,8 @@ class WorkloadProfile:
     band_ratio: float | None = None  # the gate's noise band over the baseline
     judged: bool | None = None  # the latest capture voted (None: it has no step time)
     regressed: bool | None = None  # its verdict (None: not judged)
+    source: str | None = None  # what named it (identity.SOURCES); None before it is discovered
+    rank_npus: tuple[tuple[int, int], ...] = ()  # (rank, npu) of its processes on this node
 
 
 @dataclass(frozen=True, slots=True)

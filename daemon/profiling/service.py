@@ -65,6 +65,7 @@ class Profiler:
         self._last_result: dict[str, str] = {}  # per workload: log a result when it changes
         self._regressed: set[str] = set()
         self._too_short: set[str] = set()  # workloads whose latest capture could not vote
+        self._discovered: dict[str, Workload] = {}  # the latest discovery: source, ranks' chips
         self._lock = threading.Lock()  # one capture (or ingest analysis) per node at a time
 
     def start(self) -> None:
@@ -89,7 +90,7 @@ class Profiler:
 
     def workloads(self) -> tuple[Workload, ...]:
         table = self.store.table()
-        return discover(
+        found = discover(
             table.processes if table else (),
             self.settings.targets,
             self.probe.info,
@@ -97,7 +98,19 @@ class Profiler:
             discover_unmatched=self.settings.discover,
             max_workloads=self.settings.max_workloads,
             table_chips=[(c.npu, c.chip) for c in table.chips] if table else (),
+            pod_of=self._pod_of,
         )
+        self._discovered = {w.name: w for w in found}
+        return found
+
+    def _pod_of(self, pid: int) -> tuple[str, str] | None:
+        """The pod holding a process on a chip (attribution: its cgroup's pod UID), if known."""
+        for chip in self.store.latest().chips:
+            for process in chip.processes:
+                owner = process.owner
+                if process.pid == pid and owner.namespace is not None and owner.pod is not None:
+                    return owner.namespace, owner.pod
+        return None
 
     def due(self, workloads: tuple[Workload, ...], now: float) -> Workload | None:
         """The most overdue workload at ``now`` (monotonic); before its first attempt in this
@@ -279,6 +292,7 @@ class Profiler:
         for name, s in sorted(self.state.workloads.items()):
             verdict = self.state.verdict(name)
             baseline = verdict.baseline
+            found = self._discovered.get(name)
             profiles.append(
                 WorkloadProfile(
                     name,
@@ -289,6 +303,8 @@ class Profiler:
                     band_ratio=baseline.band_ratio if baseline else None,
                     judged=None if verdict.median_seconds is None else verdict.judged,
                     regressed=verdict.regressed,
+                    source=found.source if found else None,
+                    rank_npus=tuple((r, c[0]) for r, c in found.ranks) if found else (),
                 )
             )
         return ProfilingView(

@@ -21,7 +21,7 @@ from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT, NodeSnapshot
 from npumon.daemon.rendercache import RenderCache
 from npumon.exporters.collector import NpuCollector
 from npumon.exporters.web.http import serve
-from tests.helpers.exposition import samples, value
+from tests.helpers.exposition import names, samples, value
 from tests.helpers.http import get
 
 STEP = StepStats(4, 0.3, 0.3, 0.31, 0.32)
@@ -149,3 +149,11 @@ def test_ranks_and_communication_families_from_a_real_export() -> None:
     assert value(found, "npu_communication_wait_ratio", workload="llama") == pytest.approx(
         times.wait_seconds / (times.wait_seconds + times.transit_seconds)
     )
+
+
+def test_the_workload_says_what_named_it_and_its_ranks_their_chips() -> None:
+    found = samples(scrape(snapshot(GOOD, source="master_addr", rank_npus=((8, 0), (9, 5)))))
+    assert value(found, "npu_workload_info", workload="llama", workload_source="master_addr") == 1
+    assert value(found, "npu_rank_npu_info", workload="llama", rank="9", npu="5") == 1
+    assert sorted(dict(k[1])["rank"] for k in found if k[0] == "npu_rank_npu_info") == ["8", "9"]
+    assert "npu_workload_info" not in names(samples(scrape(snapshot(GOOD))))  # not discovered yet
