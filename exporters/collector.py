@@ -51,12 +51,8 @@ class Collector:
     about: str  # what it exports, one line (the README's collector table)
     source: str  # where the values come from (the metric reference)
     default: bool = True  # on unless `collectors.enabled` names it
-    # a writer of its own (profiles: each family contained on its own); None: every family's
-    writer: Callable[[NodeSnapshot, bool], list[str]] | None = None
 
     def render(self, snap: NodeSnapshot, openmetrics: bool) -> bytes:
-        if self.writer is not None:
-            return "".join(self.writer(snap, openmetrics)).encode()
         return write(((f, snap) for f in self.families), openmetrics)
 
 
@@ -122,7 +118,6 @@ COLLECTORS: tuple[Collector, ...] = (
         ("profiles",),
         "step time, phases, operators, diagnoses (profiling on)",
         "npumon's profiler captures",
-        writer=profiles.write,
     ),
     Collector(
         "npu_exporter_compat",

@@ -1,21 +1,24 @@
 """Profiling families rendered from NodeSnapshot.profiles at scrape time (pure, no I/O).
 
-Each row reads the ProfilingView. Nothing profiling holds can break a scrape: `write` renders
-each family on its own, a family that cannot be rendered (a label that is not text, a value
-that is not a number) is left out, a NaN or infinite value is never a sample, and both are
-counted in `npumon_profile_render_skipped` (this scrape) instead."""
+Each row of ``FAMILIES`` reads the ProfilingView; ``PROFILES``, the collector's rows, are the
+same rows contained, reading the NodeSnapshot as every collector's rows do, and written by
+spec.write. Nothing profiling holds can break a scrape: a family that cannot be rendered (a
+label that is not text, a value that is not a number) has no sample, a NaN or infinite value is
+never a sample, and both are counted in `npumon_profile_render_skipped` (this scrape)
+instead."""
 
 from __future__ import annotations
 
 import logging
 import math
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from npumon.daemon.model.profile import BOTTLENECK_KINDS, ProfilingView
 from npumon.daemon.model.snapshot import NodeSnapshot
 from npumon.exporters.spec import Family
+from npumon.exporters.spec import write as write_rows
 
 log = logging.getLogger(__name__)
 
@@ -345,7 +348,43 @@ SKIPPED = Family(
     ("reason",),
     lambda skips: [(("family",), len(skips.families)), (("non_finite",), skips.non_finite)],
 )
-PROFILES = (*FAMILIES, SKIPPED)
+
+
+def _render(family: Family, view: ProfilingView, skips: _Skips) -> list[tuple[Any, float]]:
+    """The family's samples, checked; none, and the family counted in ``skips``, when it cannot
+    be rendered."""
+    try:
+        return skips.checked(family, family.samples(view))
+    except Exception as exc:  # a family that cannot render is left out, the rest served
+        skips.families.append(family.name)
+        log.debug(
+            "event=profile_family_skipped family=%s error=%r",
+            family.name,
+            f"{type(exc).__name__}: {exc}",
+        )
+        return []
+
+
+def _contained(family: Family) -> Family:
+    """``family`` reading the NodeSnapshot, its samples checked; nothing without a view."""
+
+    def samples(snap: NodeSnapshot) -> list[tuple[Any, float]]:
+        return [] if snap.profiles is None else _render(family, snap.profiles, _Skips())
+
+    return replace(family, samples=samples)
+
+
+def _skipped(snap: NodeSnapshot) -> list[tuple[tuple[str], int]]:
+    """What a render of ``snap`` leaves out (each family checked once more, on its own)."""
+    if snap.profiles is None:
+        return []
+    skips = _Skips()
+    for family in FAMILIES:
+        _render(family, snap.profiles, skips)
+    return list(SKIPPED.samples(skips))
+
+
+PROFILES = (*(_contained(f) for f in FAMILIES), replace(SKIPPED, samples=_skipped))
 
 
 def write(snap: NodeSnapshot, openmetrics: bool) -> list[str]:
@@ -356,22 +395,5 @@ def write(snap: NodeSnapshot, openmetrics: bool) -> list[str]:
     npu_op_time_ratio{workload="llama",op_type="MatMulV3",core_type="ai_core"} 0.31
     npumon_captures_total{result="ok"} 12
     """
-    view = snap.profiles
-    if view is None:
-        return []
-    skips = _Skips()
-    out: list[str] = []
-    for family in FAMILIES:
-        try:
-            samples = skips.checked(family, family.samples(view))
-        except Exception as exc:  # a family that cannot render is left out, the rest served
-            skips.families.append(family.name)
-            log.debug(
-                "event=profile_family_skipped family=%s error=%r",
-                family.name,
-                f"{type(exc).__name__}: {exc}",
-            )
-            continue
-        out.extend(family.format(samples, openmetrics))
-    out.extend(SKIPPED.lines(skips, openmetrics))
-    return out
+    text = write_rows(((f, snap) for f in PROFILES), openmetrics).decode()
+    return [text] if text else []

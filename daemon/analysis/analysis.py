@@ -8,20 +8,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from npumon.daemon.analysis import rules
+from npumon.daemon.analysis import opcounts, rules, stepstats
 from npumon.daemon.analysis.evidence import CommRead, Evidence, HostShare
 from npumon.daemon.analysis.limits import check_sizes
-from npumon.daemon.analysis.readers import (
-    RankEvidence,
-    comm,
-    host,
-    layout,
-    ops,
-    read_unit,
-    replicas,
-    steptime,
-)
+from npumon.daemon.analysis.readers import comm, host, layout, ops, replicas, steptime
 from npumon.daemon.analysis.readers.tables import PMU_MAX_BYTES, PMU_MIN_BYTES
+from npumon.daemon.analysis.reading import RankEvidence, read_unit
 from npumon.daemon.model.profile import (
     AnalysisLimits,
     AnalysisReport,
@@ -61,7 +53,7 @@ class _Profile:
 
     @property
     def comm_units(self) -> list[str]:
-        return [r.name for r in self.ranks if r.comm_files]
+        return [r.name for r in self.ranks if not r.comm.matrix_links]
 
     def step_total_us(self, units: Sequence[str]) -> float | None:
         """All captured steps of these units (warm-up included: the tasks ran in them too)."""
@@ -93,7 +85,8 @@ def _capture_time(units: tuple[layout.ProfileUnit, ...], sources: list[str]) -> 
 
 def _evidence(
     facts: ops.OpFacts | None,
-    steps: steptime.StepResult,
+    counts: opcounts.OpCounts | None,
+    steps: stepstats.StepResult,
     mode: str | None,
     transfer: float | None,
     host_share: HostShare | None,
@@ -112,7 +105,7 @@ def _evidence(
         transfer_ratio=transfer,
         host=host_share,
     )
-    if facts is None or facts.total_us <= 0:
+    if facts is None or counts is None or facts.total_us <= 0:
         return evidence
     total = facts.total_us
     return replace(
@@ -122,18 +115,13 @@ def _evidence(
         reshape_transpose_ratio=ops.ratio_of(facts, ops.RESHAPE_TRANSPOSE_OPS),
         conv_matmul_ratio=ops.conv_matmul_ratio(facts),
         softmax_ratio=ops.softmax_ratio(facts),
-        ai_cpu_ratio=None if facts.ai_cpu_us is None else facts.ai_cpu_us / total,
-        ai_cpu_tasks=facts.ai_cpu_count,
-        ai_cpu_ops=_ai_cpu_names(facts),
+        ai_cpu_ratio=None if counts.ai_cpu_us is None else counts.ai_cpu_us / total,
+        ai_cpu_tasks=counts.ai_cpu_count,
+        ai_cpu_ops=counts.ai_cpu_names(),
         dynamic_shape_ops=facts.dynamic_count,
         static_ops=facts.static_count,
-        small_ops_ratio=facts.small_count / facts.op_count if facts.op_count else None,
+        small_ops_ratio=counts.small_count / facts.op_count if facts.op_count else None,
     )
-
-
-def _ai_cpu_names(facts: ops.OpFacts | None) -> tuple[str, ...]:
-    found = facts.ai_cpu_ops if facts is not None and facts.ai_cpu_ops else {}
-    return tuple(sorted(found, key=lambda k: (-found[k][0], k)))
 
 
 def _mode(p: _Profile, units: tuple[layout.ProfileUnit, ...]) -> str | None:
@@ -143,11 +131,11 @@ def _mode(p: _Profile, units: tuple[layout.ProfileUnit, ...]) -> str | None:
     return "eager" if any(u.layout == "torch_npu" for u in units) else None
 
 
-def _steps(p: _Profile, t: Thresholds) -> steptime.StepResult:
+def _steps(p: _Profile, t: Thresholds) -> stepstats.StepResult:
     """Graph-mode iterations when present (they carry the input-pipeline gap), else torch steps."""
     if p.graph_steps:
-        return steptime.analyse_rows(p.graph_steps, steptime.GRAPH_PHASES, t)
-    return steptime.analyse_rows(p.torch_steps, steptime.TORCH_PHASES, t)
+        return stepstats.analyse_rows(p.graph_steps, steptime.GRAPH_PHASES, t)
+    return stepstats.analyse_rows(p.torch_steps, steptime.TORCH_PHASES, t)
 
 
 def analyze_path(
@@ -195,9 +183,9 @@ def analyze_path(
 
 
 def _step_points(rows: list[steptime.StepRow], t: Thresholds) -> tuple[StepPoint, ...]:
-    """Every captured step, marked as the step statistics count it (steptime.analyse_rows)."""
-    whole, _ = steptime.partial_edges(rows, t.partial_step_ratio)
-    counted = {id(r) for r in steptime.skip_warmup(whole, t.warmup_steps)}
+    """Every captured step, marked as the step statistics count it (stepstats.analyse_rows)."""
+    whole, _ = stepstats.partial_edges(rows, t.partial_step_ratio)
+    counted = {id(r) for r in stepstats.skip_warmup(whole, t.warmup_steps)}
     return tuple(StepPoint(r.key, r.total_us / 1e6, id(r) in counted) for r in rows)
 
 
@@ -239,22 +227,24 @@ def _summary(
 ) -> ProfileSummary:
     every = [r.facts for r in p.ranks if r.facts is not None]
     facts = ops.merge_facts(every) if every else None
+    counts = opcounts.count(facts, thresholds) if facts else None
     steps = _steps(p, thresholds)
     problems.extend(steps.left_out)
     dp_of = {r.name: r.dp_ranks for r in p.ranks}
     groups = replicas.replica_groups(steps.ranks, dp_of)
-    group_spreads, widest = replicas.spreads(steps.ranks, groups, thresholds)
-    communication = _communication(p, thresholds, problems)
+    group_spreads, widest = stepstats.spreads(steps.ranks, groups, thresholds)
+    communication = comm.combine([r.comm for r in p.ranks], problems)
     mode = _mode(p, units)
     transfer = _transfer_ratio(communication, p.step_total_us(p.comm_units))
     evidence = _evidence(
         facts,
+        counts,
         steps,
         mode,
         transfer,
         p.host_share(),
         Evidence(
-            sequences=tuple(s for r in p.ranks for s in r.sequences),
+            windows=tuple(w for r in p.ranks for w in r.windows),
             ranks=steps.ranks,
             replica_groups=groups,
             group_spreads=group_spreads,
@@ -275,8 +265,10 @@ def _summary(
         op_total_seconds=facts.total_us / 1e6 if facts else None,
         op_time_ratio=ops.top_ops(facts, top_n) if facts else (),
         core_type_time_ratio=ops.core_shares(facts) if facts else (),
-        ai_cpu_seconds=None if facts is None or facts.ai_cpu_us is None else facts.ai_cpu_us / 1e6,
-        ai_cpu_count=facts.ai_cpu_count if facts else None,
+        ai_cpu_seconds=None
+        if counts is None or counts.ai_cpu_us is None
+        else counts.ai_cpu_us / 1e6,
+        ai_cpu_count=counts.ai_cpu_count if counts else None,
         format_conversion_seconds=_conversion_seconds(facts),
         format_conversion_ratio=ops.ratio_of(facts, ops.FORMAT_CONVERSION_OPS) if facts else None,
         dynamic_shape_op_count=facts.dynamic_count if facts else None,
@@ -290,21 +282,7 @@ def _summary(
         comm_transfer_ratio=transfer,
         links=communication.links,
         peer_groups=groups if len(groups) > 1 or len(steps.ranks) > 1 else (),
-        ai_cpu_op_types=_ai_cpu_names(facts),
-    )
-
-
-def _communication(p: _Profile, t: Thresholds, problems: list[str]) -> CommRead:
-    """communication(_matrix).json of every rank; a rank without communication.json has its
-    matrix's link totals stand in."""
-    matrix_only = [m for r in p.ranks if not r.comm_files for m in r.matrix_files]
-    return comm.read(
-        [f for r in p.ranks for f in r.comm_files],
-        t,
-        problems,
-        [m for r in p.ranks for m in r.matrix_files],
-        matrix_only,
-        [n for r in p.ranks for n in r.comm_names],
+        ai_cpu_op_types=counts.ai_cpu_names() if counts else (),
     )
 
 

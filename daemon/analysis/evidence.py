@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from npumon.daemon.model.profile import CommTimes, LinkStat, RankBreakdown, RankSpread
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 # the host timeline's ranges by name prefix (Timeline.aten, Timeline.optimizer)
@@ -36,51 +37,48 @@ class HostShare:
 
 
 @dataclass(frozen=True, slots=True)
-class Sequence_:
-    ops: tuple[str, ...]  # operator names, launch order
-    ids: tuple[int, ...]  # the operators (name and shapes) as ids, for containment
-    count: int  # windows of it reported
-    wall_us: float  # their wall time, summed (msprof-analyze's figure)
-    busy_us: float  # their tasks' time
-    host_bound: bool
-    mte_bound: bool
+class WindowSet:
+    """The windows of one length (consecutive compute tasks, none a communication or AI CPU
+    task) of one rank's kernel table, measured: one entry per window."""
+
+    length: int  # tasks in each window
+    first: np.ndarray  # the row of its first task
+    key: np.ndarray  # its operators (name and shapes) hashed: equal runs, equal keys
+    busy_us: np.ndarray  # its tasks' time
+    wall_us: np.ndarray  # first task's start to last task's end
+    mte_us: np.ndarray  # its tasks' memory-transfer time (readers/fusible.py)
+    core_us: np.ndarray  # its tasks' AI Core (cube) time
 
 
 @dataclass(frozen=True, slots=True)
-class RankSequences:
-    """One rank's reported sequences and what their windows cover, counted once."""
+class OpWindows:
+    """One rank's kernel table (its PMU head, readers/fusible.py) as operator windows."""
 
     rank: str
-    span_us: float
-    union_us: float  # the reported windows' intervals merged
-    sequences: tuple[Sequence_, ...]  # longest wall time first
+    span_us: float  # first task's start to last task's end
+    start_us: np.ndarray  # per row
+    duration_us: np.ndarray
+    names: np.ndarray  # operator name per row
+    ids: np.ndarray  # the operator (name and shapes) per row, as ids
+    sets: tuple[WindowSet, ...]  # per window length, shortest first
 
 
 @dataclass(frozen=True, slots=True)
-class PacketStat:
-    """Communication ops of one rank (per op entry, every step) that moved data over a transport,
-    and those of them that moved less than its small-packet size."""
+class PacketSizes:
+    """Communication op entries of one rank (per op entry, every step) that moved data over a
+    transport: what each moved and how long it took."""
 
     rank: str  # the unit (or its file, where a unit has several) the ops were read from
     link_type: str
-    ops: int
-    small_ops: int
-    small_ms: float  # transit time of the small ones
-    min_mb: float
+    sizes: tuple[tuple[float, float], ...]  # (Transit Size MB, Transit Time ms) per op entry
 
 
 @dataclass(frozen=True, slots=True)
-class AlignStat:
-    """SDMA transfers over the alignment size (every op entry, step and rank): those whose size
-    is not a multiple of it, and the ops that made them."""
+class OpTransfers:
+    """One communication op entry's SDMA transfers of a known size (its Size Distribution)."""
 
-    ops: int  # op entries with such transfers
-    unaligned_ops: int
-    unaligned_bytes: float
-    unaligned_ms: float
-    aligned_bytes: float
-    aligned_ms: float
-    examples: tuple[tuple[str, int, float], ...]  # (op, size B, ms), longest first
+    op: str  # its name without the group
+    transfers: tuple[tuple[int, float, float], ...]  # (size B, transfers, ms) per size
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,12 +100,29 @@ class PairStat:
 
 
 @dataclass(frozen=True, slots=True)
+class RankComm:
+    """One rank's communication(_matrix).json (readers/comm.py), as read: the figures the
+    profile's CommRead sums, one entry per addend, in reading order."""
+
+    read: bool  # some communication.json (or its db, hccl_raw form) was read
+    times: tuple[tuple[float, float, float, float], ...]  # per Total Op Info: elapse, transit,
+    # wait, idle (s)
+    links: tuple[tuple[str, float, float], ...]  # per Total Op Info and link type: MB, ms
+    matrix_pairs: tuple[tuple[str, str, str, float, float], ...]  # link, src, dst, MB, ms
+    matrix_links: bool  # no communication.json: its matrix's pairs stand in for the links
+    packets: tuple[PacketSizes, ...]  # per file, the transports some op moved data over
+    transfers: tuple[OpTransfers, ...]  # op entries with SDMA transfers of a known size
+    matrix_notes: tuple[str, ...] = ()  # what could not be read, matrices and the rest
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class CommRead:
     times: CommTimes | None  # None when no communication.json could be read
     links: tuple[LinkStat, ...]
-    packets: tuple[PacketStat, ...]  # per rank, the transports some op moved data over
+    packets: tuple[PacketSizes, ...]  # per rank, the transports some op moved data over
     pairs: tuple[PairStat, ...] = ()  # from communication_matrix.json, every rank read
-    alignment: AlignStat | None = None  # None: no op moved SDMA transfers of a known size
+    transfers: tuple[OpTransfers, ...] = ()  # every rank's, reading order
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +175,7 @@ class Evidence:
     small_ops_ratio: float | None = None
     mode: str | None = None  # eager or graph
     transfer_ratio: float | None = None  # the communication table's transit over step time
-    sequences: tuple[RankSequences, ...] = ()  # fusible operator sequences per rank
+    windows: tuple[OpWindows, ...] = ()  # operator windows per kernel table (fusible_ops)
     # per-rank step breakdowns, the data-parallel replicas among them (readers/replicas.py),
     # each group's spreads per phase and the widest spread per phase over the groups
     ranks: tuple[RankBreakdown, ...] = ()

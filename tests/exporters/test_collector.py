@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from typing import get_args
 
 import pytest
@@ -201,14 +201,16 @@ def test_source_self_metrics_and_failure_counters() -> None:
     }
 
 
-def _boom(snap: NodeSnapshot, openmetrics: bool) -> list[str]:
-    raise RuntimeError("renderer bug")
+@dataclass(frozen=True)
+class _Boom(Collector):
+    def render(self, snap: NodeSnapshot, openmetrics: bool) -> bytes:
+        raise RuntimeError("renderer bug")
 
 
 def test_failing_collector_is_contained_reported_and_logged_once(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    boom = Collector("boom", (), ("",), "a bug", "none", writer=_boom)
+    boom = _Boom("boom", (), ("",), "a bug", "none")
     monkeypatch.setattr(collector, "COLLECTORS", (*COLLECTORS, boom))
     snap = node(chip_910b())
     npu = NpuCollector(lambda: snap, "1.2.3")
@@ -322,12 +324,14 @@ def test_exposition_formats_a_collector_again_only_when_its_inputs_change(
 ) -> None:
     calls: list[str] = []
 
-    def counting(c: Collector) -> Collector:
-        def wrapped(snap: NodeSnapshot, openmetrics: bool) -> list[str]:
-            calls.append(c.name)
-            return [c.render(snap, openmetrics).decode()]
+    @dataclass(frozen=True)
+    class Counting(Collector):
+        def render(self, snap: NodeSnapshot, openmetrics: bool) -> bytes:
+            calls.append(self.name)
+            return super().render(snap, openmetrics)
 
-        return replace(c, writer=wrapped)
+    def counting(c: Collector) -> Collector:
+        return Counting(**{f.name: getattr(c, f.name) for f in fields(c)})
 
     monkeypatch.setattr(collector, "COLLECTORS", tuple(counting(c) for c in COLLECTORS))
     current = [node(chip_910b())]

@@ -37,10 +37,17 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from npumon.daemon.analysis.evidence import PACKET_LINKS, AlignStat, CommRead, PacketStat, PairStat
+from npumon.daemon.analysis.evidence import (
+    PACKET_LINKS,
+    CommRead,
+    OpTransfers,
+    PacketSizes,
+    PairStat,
+    RankComm,
+)
 from npumon.daemon.analysis.readers import confine, mindspore, sqlite_comm
 from npumon.daemon.analysis.readers.tables import TableError
-from npumon.daemon.model.profile import CommTimes, LinkStat, Thresholds
+from npumon.daemon.model.profile import CommTimes, LinkStat
 
 FILE = "communication.json"
 _TIMES = {
@@ -51,7 +58,6 @@ _TIMES = {
 }
 TOTAL = "Total Op Info"
 SDMA_LINKS = ("HCCS", "PCIE", "SIO")  # the link types SDMA transfers go over
-EXAMPLES_NAMED = 3  # unaligned transfers the byte_alignment finding names
 _SAMPLE_OP = re.compile(r"-(top\d+|middle|bottom\d+)$")  # matrix entries that repeat single ops
 
 
@@ -69,38 +75,20 @@ def _distribution(op: object) -> dict[str, object]:
     return merged
 
 
-def _alignment(datas: Sequence[object], t: Thresholds) -> AlignStat | None:
-    ops = unaligned_ops = 0
-    sums = [0.0, 0.0, 0.0, 0.0]  # unaligned bytes, ms; aligned bytes, ms
-    examples: list[tuple[str, int, float]] = []
-    base = t.byte_alignment_bytes
-    for data in datas:
-        for group in _groups(data):
-            for name, op in group.items():
-                judged = off = False
-                for key, entry in _distribution(op).items() if name != TOTAL else ():
-                    size = _bytes(key.partition(":")[2])
-                    count_ms = entry if isinstance(entry, list) and len(entry) == 2 else None
-                    if size is None or count_ms is None or size <= base:
-                        continue
-                    count, ms = _value(count_ms[0]), _value(count_ms[1])
-                    judged = True
-                    if size % base:
-                        off = True
-                        sums[0] += size * count
-                        sums[1] += ms
-                        examples.append((str(name).split("@")[0], size, ms))
-                    else:
-                        sums[2] += size * count
-                        sums[3] += ms
-                ops += judged
-                unaligned_ops += off
-    if not ops:
-        return None
-    examples.sort(key=lambda e: (-e[2], e[0], e[1]))
-    return AlignStat(
-        ops, unaligned_ops, sums[0], sums[1], sums[2], sums[3], tuple(examples[:EXAMPLES_NAMED])
-    )
+def _transfers(data: object) -> Iterator[OpTransfers]:
+    """Per op entry but the totals: its SDMA transfers of a known size (Size Distribution)."""
+    for group in _groups(data):
+        for name, op in group.items():
+            if name == TOTAL:
+                continue
+            sizes = []
+            for key, entry in _distribution(op).items():
+                size = _bytes(key.partition(":")[2])
+                count_ms = entry if isinstance(entry, list) and len(entry) == 2 else None
+                if size is not None and count_ms is not None:
+                    sizes.append((size, _value(count_ms[0]), _value(count_ms[1])))
+            if sizes:
+                yield OpTransfers(str(name).split("@")[0], tuple(sizes))
 
 
 def _bytes(mb: str) -> int | None:
@@ -196,28 +184,66 @@ def _load(path: Path, notes: list[str], matrix: bool = False) -> object | None:
     return data
 
 
-def read(
-    paths: Sequence[Path],
-    t: Thresholds,
-    notes: list[str],
-    matrices: Sequence[Path] = (),
-    matrix_only: Sequence[Path] = (),
-    names: Sequence[str] = (),
-) -> CommRead:
-    """Sums over every file (rank) given; packet sizes per file, named by ``names`` (the
-    file's path where not given). ``matrices``: every communication_matrix.json (for the
-    pairs); ``matrix_only``: those of them whose rank has no communication.json, whose link
-    totals then stand in for it."""
+def read_rank(paths: Sequence[Path], names: Sequence[str], matrices: Sequence[Path]) -> RankComm:
+    """One rank's communication.json files (``names``: the rank each is named by) and
+    communication_matrix.json files, as read; the matrix's pairs stand in for the link totals
+    when the rank has no communication.json."""
+    matrix_notes: list[str] = []
+    pairs: list[tuple[str, str, str, float, float]] = []
+    for path in matrices:
+        data = _load(path, matrix_notes, matrix=True)
+        for (link, src, dst), (mb, ms) in _matrix_pairs(data).items() if data else ():
+            pairs.append((link, src, dst, mb, ms))
+    notes: list[str] = []
+    times: list[tuple[float, float, float, float]] = []
+    links: list[tuple[str, float, float]] = []
+    packets: list[PacketSizes] = []
+    transfers: list[OpTransfers] = []
+    read_any = False
+    for index, path in enumerate(paths):
+        data = _load(path, notes)
+        if data is None:
+            continue
+        read_any = True
+        for total in _totals(data):
+            info = total.get("Communication Time Info")
+            elapse, transit, wait, idle = (_num(info, key) / 1e3 for key in _TIMES.values())
+            times.append((elapse, transit, wait, idle))
+            bandwidth = total.get("Communication Bandwidth Info")
+            for link, block in bandwidth.items() if isinstance(bandwidth, dict) else ():
+                mb, ms = _num(block, "Transit Size(MB)"), _num(block, "Transit Time(ms)")
+                links.append((str(link).upper(), mb, ms))
+        rank = names[index] if index < len(names) else str(path)
+        for link in PACKET_LINKS:
+            sizes = tuple((mb, ms) for mb, ms in _op_sizes(data, link) if mb > 0)
+            if sizes:
+                packets.append(PacketSizes(rank, link, sizes))
+        transfers.extend(_transfers(data))
+    return RankComm(
+        read_any,
+        tuple(times),
+        tuple(links),
+        tuple(pairs),
+        not paths,
+        tuple(packets),
+        tuple(transfers),
+        tuple(matrix_notes),
+        tuple(notes),
+    )
+
+
+def combine(ranks: Sequence[RankComm], notes: list[str]) -> CommRead:
+    """Every rank's communication summed; the ranks' problems appended to ``notes``, the
+    matrices' first."""
     pairs: dict[tuple[str, str, str], list[float]] = {}
     links: dict[str, list[float]] = {}
-    fallback = set(matrix_only)
-    for path in matrices:
-        data = _load(path, notes, matrix=True)
-        for (link, src, dst), (mb, ms) in _matrix_pairs(data).items() if data else ():
+    for r in ranks:
+        notes.extend(r.matrix_notes)
+        for link, src, dst, mb, ms in r.matrix_pairs:
             acc = pairs.setdefault((link, src, dst), [0.0, 0.0])
             acc[0] += mb
             acc[1] += ms
-            if path in fallback:
+            if r.matrix_links:
                 link_total = links.setdefault(link, [0.0, 0.0])
                 link_total[0] += mb
                 link_total[1] += ms
@@ -225,44 +251,22 @@ def read(
         PairStat(link, src, dst, mb * 1e6, ms / 1e3)
         for (link, src, dst), (mb, ms) in sorted(pairs.items())
     )
-    times = dict.fromkeys(_TIMES, 0.0)
-    min_mb = {"SDMA": t.small_packet_sdma_mb, "RDMA": t.small_packet_rdma_mb}
-    packet_stats: list[PacketStat] = []
-    read_any = False
-    loaded = []
-    for index, path in enumerate(paths):
-        data = _load(path, notes)
-        if data is None:
-            continue
-        read_any = True
-        loaded.append(data)
-        for total in _totals(data):
-            info = total.get("Communication Time Info")
-            for name, key in _TIMES.items():
-                times[name] += _num(info, key) / 1e3
-            bandwidth = total.get("Communication Bandwidth Info")
-            for link, block in bandwidth.items() if isinstance(bandwidth, dict) else ():
-                size_time = links.setdefault(str(link).upper(), [0.0, 0.0])
-                size_time[0] += _num(block, "Transit Size(MB)")
-                size_time[1] += _num(block, "Transit Time(ms)")
-        rank = names[index] if index < len(names) else str(path)
-        for link in PACKET_LINKS:
-            n = small = 0
-            small_ms = 0.0
-            for mb, ms in _op_sizes(data, link):
-                if mb > 0:
-                    n += 1
-                    if mb < min_mb[link]:
-                        small += 1
-                        small_ms += ms
-            if n:
-                packet_stats.append(PacketStat(rank, link, n, small, small_ms, min_mb[link]))
-    if not read_any:
+    times = [0.0, 0.0, 0.0, 0.0]  # elapse, transit, wait, idle
+    for r in ranks:
+        notes.extend(r.notes)
+        for total in r.times:
+            for i, value in enumerate(total):
+                times[i] += value
+        for link, mb, ms in r.links:
+            size_time = links.setdefault(link, [0.0, 0.0])
+            size_time[0] += mb
+            size_time[1] += ms
+    if not any(r.read for r in ranks):
         return CommRead(None, _link_stats(links), (), pair_stats)
     return CommRead(
-        CommTimes(times["elapse"], times["transit"], times["wait"], times["idle"]),
+        CommTimes(*times),
         _link_stats(links),
-        tuple(packet_stats),
+        tuple(p for r in ranks for p in r.packets),
         pair_stats,
-        _alignment(loaded, t),
+        tuple(t for r in ranks for t in r.transfers),
     )

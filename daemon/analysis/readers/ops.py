@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from npumon.daemon.analysis.readers.collectives import collective_of, is_communication
-from npumon.daemon.model.profile import CORE_TYPES, CoreShare, OpShare, Thresholds
+from npumon.daemon.model.profile import CORE_TYPES, CoreShare, OpShare
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 
@@ -86,30 +87,42 @@ ByName = dict[str, tuple[float, int]]
 
 
 @dataclass(frozen=True, slots=True)
+class AiCpuRows:
+    """The AI CPU rows of one table: per task (kernel tables) or per op type (op_statistic)."""
+
+    rows: pd.DataFrame
+    value: str  # the column of their time (us)
+    count: str | None  # the column of their task count; None: one task a row
+    judged: str  # the column of the time a task took (us): its own, or its type's average
+
+
+@dataclass(frozen=True, slots=True)
+class OpTimes:
+    """The compute (not communication) operators of one table: how long each took (us), per
+    task, or per op type's average with its task count."""
+
+    us: np.ndarray
+    counts: np.ndarray | None  # None: one task each
+
+
+@dataclass(frozen=True, slots=True)
 class OpFacts:
     """Totals of one or more tables, in microseconds: compute operators keyed by (op_type, core
-    label), communication by collective, AI CPU tasks of at least the threshold by op type."""
+    label), communication by collective; the AI CPU rows and compute operator times, per table,
+    for the counts a threshold decides (opcounts.py)."""
 
     groups: Groups
     comm: ByName
-    ai_cpu_ops: ByName | None  # None when the table has no core type column
+    ai_cpu: tuple[AiCpuRows, ...] | None  # None when no table has a core type column
     dynamic_count: int | None  # None when the table has no OP State column
     static_count: int | None
-    small_count: int
+    op_times: tuple[OpTimes, ...]
     op_count: int
     inferred: bool
 
     @property
     def total_us(self) -> float:
         return sum(us for us, _ in self.groups.values())
-
-    @property
-    def ai_cpu_us(self) -> float | None:
-        return None if self.ai_cpu_ops is None else sum(u for u, _ in self.ai_cpu_ops.values())
-
-    @property
-    def ai_cpu_count(self) -> int | None:
-        return None if self.ai_cpu_ops is None else sum(n for _, n in self.ai_cpu_ops.values())
 
 
 def _add(into: dict[object, tuple[float, int]], key: object, us: float, n: int) -> None:
@@ -163,25 +176,14 @@ def _comm_rows(frame: pd.DataFrame) -> pd.Series:
     return by_type | _matching(frame["core_type"], lambda c: core_type_label(c) == "communication")
 
 
-def _ai_cpu_ops(frame: pd.DataFrame, value: str, count: str | None, mask: pd.Series) -> ByName:
-    hits = frame[mask]
-    sums = hits.groupby("op_type", observed=True)[value].sum()
-    counts = (
-        hits.groupby("op_type", observed=True)[count].sum()
-        if count
-        else hits.groupby("op_type", observed=True).size()
-    )
-    return {str(k): (float(sums[k]), int(counts[k])) for k in sums.index}
-
-
-def kernel_facts(frame: pd.DataFrame, thresholds: Thresholds, inferred: bool) -> OpFacts:
+def kernel_facts(frame: pd.DataFrame, inferred: bool) -> OpFacts:
     """From kernel_details / op_summary rows (one row per task)."""
     duration = frame["duration_us"]
     compute = ~_comm_rows(frame)
-    ai_cpu: ByName | None = None
+    ai_cpu: tuple[AiCpuRows, ...] | None = None
     if "core_type" in frame and frame["core_type"].notna().any():
-        mask = _equals(frame["core_type"], "ai_cpu") & (duration >= thresholds.ai_cpu_min_op_us)
-        ai_cpu = _ai_cpu_ops(frame, "duration_us", None, mask)
+        rows = frame[_equals(frame["core_type"], "ai_cpu")]
+        ai_cpu = (AiCpuRows(rows, "duration_us", None, "duration_us"),)
     dynamic = static = None
     if "op_state" in frame:
         dynamic = int((_equals(frame["op_state"], "dynamic") & compute).sum())
@@ -190,33 +192,35 @@ def kernel_facts(frame: pd.DataFrame, thresholds: Thresholds, inferred: bool) ->
     return OpFacts(
         groups=groups,
         comm=comm,
-        ai_cpu_ops=ai_cpu,
+        ai_cpu=ai_cpu,
         dynamic_count=dynamic,
         static_count=static,
-        small_count=int(((duration < thresholds.small_op_us) & compute).sum()),
+        op_times=(OpTimes(duration[compute].to_numpy(), None),),
         op_count=int((duration.notna() & compute).sum()),
         inferred=inferred,
     )
 
 
-def statistic_facts(frame: pd.DataFrame, thresholds: Thresholds) -> OpFacts:
-    """From op_statistic (one row per op type); AI CPU and small ops judged by average time."""
+def statistic_facts(frame: pd.DataFrame) -> OpFacts:
+    """From op_statistic (one row per op type); a type's tasks timed by its average."""
     counts = frame["count"].fillna(0) if "count" in frame else None
     avg = frame.get("avg_us")
-    ai_cpu: ByName | None = None
-    small = 0
+    ai_cpu: tuple[AiCpuRows, ...] | None = None
+    times: tuple[OpTimes, ...] = ()
     if avg is not None and counts is not None:
-        mask = _equals(frame["core_type"], "ai_cpu") & (avg >= thresholds.ai_cpu_min_op_us)
-        ai_cpu = _ai_cpu_ops(frame, "total_us", "count", mask)
-        small = int(counts[(avg < thresholds.small_op_us) & ~_comm_rows(frame)].sum())
+        ai_cpu = (
+            AiCpuRows(frame[_equals(frame["core_type"], "ai_cpu")], "total_us", "count", "avg_us"),
+        )
+        compute = ~_comm_rows(frame)
+        times = (OpTimes(avg[compute].to_numpy(), counts[compute].to_numpy()),)
     groups, comm = _group(frame, "total_us", "count" if counts is not None else None)
     return OpFacts(
         groups=groups,
         comm=comm,
-        ai_cpu_ops=ai_cpu,
+        ai_cpu=ai_cpu,
         dynamic_count=None,
         static_count=None,
-        small_count=small,
+        op_times=times,
         op_count=sum(n for _, n in groups.values()),
         inferred=False,
     )
@@ -228,10 +232,10 @@ def combine(statistic: OpFacts, kernel: OpFacts) -> OpFacts:
     return OpFacts(
         groups=statistic.groups,
         comm=kernel.comm or statistic.comm,
-        ai_cpu_ops=kernel.ai_cpu_ops if kernel.ai_cpu_ops is not None else statistic.ai_cpu_ops,
+        ai_cpu=kernel.ai_cpu if kernel.ai_cpu is not None else statistic.ai_cpu,
         dynamic_count=kernel.dynamic_count,
         static_count=kernel.static_count,
-        small_count=kernel.small_count,
+        op_times=kernel.op_times,
         op_count=kernel.op_count,
         inferred=False,
     )
@@ -256,14 +260,15 @@ def merge_facts(facts: list[OpFacts]) -> OpFacts:
     for fact in facts:
         for key, (us, count) in fact.groups.items():
             _add(groups, key, us, count)
-    ai_cpu = [f.ai_cpu_ops for f in facts if f.ai_cpu_ops is not None]
+    ai_cpu = [rows for f in facts if f.ai_cpu is not None for rows in f.ai_cpu]
+    known = any(f.ai_cpu is not None for f in facts)
     return OpFacts(
         groups=groups,  # type: ignore[arg-type]
         comm=_merge_names(f.comm for f in facts),
-        ai_cpu_ops=_merge_names(ai_cpu) if ai_cpu else None,
+        ai_cpu=tuple(ai_cpu) if known else None,
         dynamic_count=_sum_optional(f.dynamic_count for f in facts),
         static_count=_sum_optional(f.static_count for f in facts),
-        small_count=sum(f.small_count for f in facts),
+        op_times=tuple(t for f in facts for t in f.op_times),
         op_count=sum(f.op_count for f in facts),
         inferred=any(f.inferred for f in facts),
     )

@@ -1,5 +1,5 @@
 """Which ranks are replicas (do the same work): data-parallel groups from
-profiler_metadata.json, and the step-phase spreads within each group.
+profiler_metadata.json (the step-phase spreads within each group are stepstats.py's).
 
 torch_npu writes ``profiler_metadata.json`` beside ``profiler_info_N.json``; Megatron / MindSpeed
 jobs add ``parallel_group_info``: ``{"group_name_3": {"group_name": "dp", "global_ranks": [2, 3],
@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from npumon.daemon.analysis.readers.steptime import spread
-from npumon.daemon.model.profile import RankBreakdown, RankSpread, Thresholds
+from npumon.daemon.model.profile import RankBreakdown
 
 DP_GROUP_NAMES = ("dp_cp", "dp")  # first found wins: dp_cp spans dp x cp when cp > 1
 
@@ -46,15 +45,4 @@ def replica_groups(
     return tuple(tuple(g) for g in groups.values())
 
 
-def spreads(
-    ranks: Sequence[RankBreakdown], groups: Sequence[Sequence[str]], t: Thresholds
-) -> tuple[tuple[tuple[RankSpread, ...], ...], tuple[RankSpread, ...]]:
-    """Each group's spreads per phase, and the widest per phase over the groups."""
-    by_name = {r.rank: r for r in ranks}
-    per_group = tuple(spread([by_name[n] for n in group], t) for group in groups)
-    widest: dict[str, RankSpread] = {}
-    for group_spreads in per_group:
-        for s in group_spreads:
-            if s.phase not in widest or s.spread_ratio > widest[s.phase].spread_ratio:
-                widest[s.phase] = s
-    return per_group, tuple(widest.values())
+# END

@@ -3,7 +3,10 @@ are not a multiple of byte_alignment_bytes."""
 
 from __future__ import annotations
 
-from npumon.daemon.analysis.evidence import AlignStat, Evidence
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from npumon.daemon.analysis.evidence import Evidence, OpTransfers
 from npumon.daemon.analysis.findings import finding
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
@@ -16,6 +19,52 @@ ADVICE = (
     "buffers (DDP bucket_cap_mb, Megatron/DeepSpeed contiguous gradient buffers) and hidden "
     "sizes, or ask the HCCL engineers about the operator's data layout."
 )
+EXAMPLES_NAMED = 3  # unaligned transfers the finding names
+
+
+@dataclass(frozen=True, slots=True)
+class AlignStat:
+    """SDMA transfers over the alignment size (every op entry, step and rank): those whose size
+    is not a multiple of it, and the ops that made them."""
+
+    ops: int  # op entries with such transfers
+    unaligned_ops: int
+    unaligned_bytes: float
+    unaligned_ms: float
+    aligned_bytes: float
+    aligned_ms: float
+    examples: tuple[tuple[str, int, float], ...]  # (op, size B, ms), longest first
+
+
+def align_stat(entries: Sequence[OpTransfers], t: Thresholds) -> AlignStat | None:
+    """The transfers over byte_alignment_bytes, split by whether their size is a multiple of
+    it; None when no op moved one."""
+    ops = unaligned_ops = 0
+    sums = [0.0, 0.0, 0.0, 0.0]  # unaligned bytes, ms; aligned bytes, ms
+    examples: list[tuple[str, int, float]] = []
+    base = t.byte_alignment_bytes
+    for entry in entries:
+        judged = off = False
+        for size, count, ms in entry.transfers:
+            if size <= base:
+                continue
+            judged = True
+            if size % base:
+                off = True
+                sums[0] += size * count
+                sums[1] += ms
+                examples.append((entry.op, size, ms))
+            else:
+                sums[2] += size * count
+                sums[3] += ms
+        ops += judged
+        unaligned_ops += off
+    if not ops:
+        return None
+    examples.sort(key=lambda e: (-e[2], e[0], e[1]))
+    return AlignStat(
+        ops, unaligned_ops, sums[0], sums[1], sums[2], sums[3], tuple(examples[:EXAMPLES_NAMED])
+    )
 
 
 def _gbps(size: float, ms: float) -> str:
@@ -44,4 +93,6 @@ def _byte_alignment(stat: AlignStat | None, t: Thresholds) -> tuple[Bottleneck, 
 
 
 def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:
-    return _byte_alignment(None if e.communication is None else e.communication.alignment, t)
+    if e.communication is None:
+        return ()
+    return _byte_alignment(align_stat(e.communication.transfers, t), t)

@@ -4,8 +4,9 @@ transport's small-packet size (readers/comm.py says how its counts differ from m
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from npumon.daemon.analysis.evidence import PACKET_LINKS, Evidence, PacketStat
+from npumon.daemon.analysis.evidence import PACKET_LINKS, Evidence, PacketSizes
 from npumon.daemon.analysis.findings import finding, transfer_tier
 from npumon.daemon.model.profile import Bottleneck, Thresholds
 
@@ -20,6 +21,32 @@ ADVICE = (
 )
 
 RANKS_NAMED = 3  # ranks per transport the small_packets finding names
+
+
+@dataclass(frozen=True, slots=True)
+class PacketStat:
+    """A rank's op entries over a transport, and those of them that moved less than its
+    small-packet size."""
+
+    rank: str
+    link_type: str
+    ops: int
+    small_ops: int
+    small_ms: float  # transit time of the small ones
+    min_mb: float
+
+
+def packet_stat(p: PacketSizes, t: Thresholds) -> PacketStat:
+    """The op entries of ``p`` under the transport's small-packet size (small_packet_sdma_mb,
+    small_packet_rdma_mb)."""
+    min_mb = t.small_packet_sdma_mb if p.link_type == "SDMA" else t.small_packet_rdma_mb
+    small = 0
+    small_ms = 0.0
+    for mb, ms in p.sizes:
+        if mb < min_mb:
+            small += 1
+            small_ms += ms
+    return PacketStat(p.rank, p.link_type, len(p.sizes), small, small_ms, min_mb)
 
 
 def _small_packets(
@@ -67,4 +94,5 @@ def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:
     c = e.communication
     if c is None:
         return ()
-    return _small_packets(c.packets, t, transfer_tier(e.transfer_ratio, t))
+    stats = [packet_stat(p, t) for p in c.packets]
+    return _small_packets(stats, t, transfer_tier(e.transfer_ratio, t))

@@ -10,7 +10,6 @@ import pytest
 
 from npumon.daemon.analysis.analysis import analyze_path
 from npumon.daemon.analysis.readers import comm
-from npumon.daemon.model.profile import Thresholds
 
 
 def _entry(link: str, mb: float, ms: float) -> dict[str, object]:
@@ -61,7 +60,7 @@ def _write(tmp_path: Path, with_steps: bool = True) -> Path:
 def test_matrix_counts_the_total_ops_and_plain_ops_once(tmp_path: Path) -> None:
     path = _write(tmp_path)
     notes: list[str] = []
-    read = comm.read((), Thresholds(), notes, (path,), (path,))
+    read = comm.combine([comm.read_rank((), (), (path,))], notes)
     assert read.times is None and not notes
     pairs = {(p.link_type, p.src, p.dst): (p.transit_bytes, p.transit_seconds) for p in read.pairs}
     assert pairs[("HCCS", "0", "1")] == pytest.approx((100e6, 25e-3))  # total + step2, no samples
@@ -72,9 +71,13 @@ def test_matrix_counts_the_total_ops_and_plain_ops_once(tmp_path: Path) -> None:
     assert links["HCCS"].transit_seconds == pytest.approx((25 + 10 + 40 + 8 + 5) / 1e3)
 
 
-def test_matrix_without_matrix_only_gives_pairs_but_no_links(tmp_path: Path) -> None:
+def test_matrix_of_a_rank_with_communication_json_gives_pairs_but_no_links(
+    tmp_path: Path,
+) -> None:
     path = _write(tmp_path)
-    read = comm.read((), Thresholds(), [], (path,), ())
+    empty = tmp_path / "communication.json"
+    empty.write_text("{}")
+    read = comm.combine([comm.read_rank((empty,), ("r",), (path,))], [])
     assert read.links == () and len(read.pairs) == 6
 
 

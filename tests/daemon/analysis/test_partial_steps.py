@@ -48,7 +48,8 @@ def test_steps_of_a_normal_capture_all_stay() -> None:
 
 
 def test_partial_first_step_and_short_middle_step() -> None:
-    from npumon.daemon.analysis.readers.steptime import StepRow, partial_edges
+    from npumon.daemon.analysis.readers.steptime import StepRow
+    from npumon.daemon.analysis.stepstats import partial_edges
 
     def row(key: int, us: float) -> StepRow:
         return StepRow(key, None, us, {})
