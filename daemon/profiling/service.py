@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import threading
@@ -13,13 +14,21 @@ from pathlib import Path
 
 from npumon.daemon import nofollow
 from npumon.daemon.config import Config
-from npumon.daemon.model.profile import CAPTURE_RESULTS, ProfilingView, WorkloadProfile
+from npumon.daemon.model.profile import (
+    CAPTURE_RESULTS,
+    AnalysisReport,
+    ProfilingView,
+    WorkloadProfile,
+)
 from npumon.daemon.profiling import capture_msprof, ingest
+from npumon.daemon.profiling.align import GRACE_SECONDS, LEAD_SECONDS, slot_start
 from npumon.daemon.profiling.capture import CaptureOutcome, Capturer, Host, private_dir
 from npumon.daemon.profiling.captureerror import CaptureError
 from npumon.daemon.profiling.gate import TOO_SHORT
+from npumon.daemon.profiling.identity import LAUNCHER_SOURCES
 from npumon.daemon.profiling.launch import analyse
 from npumon.daemon.profiling.state import ProfileState
+from npumon.daemon.profiling.statefile import atomic_write
 from npumon.daemon.profiling.workloads import ProcessProbe, Workload, discover
 from npumon.daemon.runner import run_command
 from npumon.daemon.store import SnapshotStore
@@ -66,6 +75,8 @@ class Profiler:
         self._regressed: set[str] = set()
         self._too_short: set[str] = set()  # workloads whose latest capture could not vote
         self._discovered: dict[str, Workload] = {}  # the latest discovery: source, ranks' chips
+        self._slot_taken: dict[str, float] = {}  # per aligned workload: the last slot attempted
+        self._aligned: dict[str, dict[str, object]] = {}  # per workload: its last slot and steps
         self._lock = threading.Lock()  # one capture (or ingest analysis) per node at a time
 
     def start(self) -> None:
@@ -118,6 +129,11 @@ class Profiler:
         best: tuple[float, Workload] | None = None
         for w in workloads:
             interval = w.interval_seconds or self.settings.interval
+            if _aligned(w):
+                slotted = self._slotted(w, interval, now - self._wall_to_monotonic)
+                if slotted is not None and (best is None or slotted[0] > best[0]):
+                    best = slotted
+                continue
             last = self._last_attempt.get(w.name)
             if last is None:
                 saved = self.state.workloads.get(w.name)
@@ -126,6 +142,37 @@ class Profiler:
             if late >= 0 and (best is None or late > best[0]):
                 best = (late, w)
         return best[1] if best else None
+
+    def _write_capture_meta(self, w: Workload) -> None:
+        """reports/<workload>.capture.json: the aligned capture's slot and global steps, to
+        compare with the job's other nodes."""
+        meta = {
+            "workload": w.name,
+            "workload_source": w.source,
+            "interval_seconds": w.interval_seconds or self.settings.interval,
+            "steps": self.settings.steps,
+            **self._aligned[w.name],
+        }
+        try:
+            private_dir(self.reports_dir)
+            atomic_write(
+                self.reports_dir / f"{w.name}.capture.json",
+                json.dumps(meta, indent=1, sort_keys=True).encode(),
+            )
+        except OSError as error:
+            log.warning("event=capture_meta_failed workload=%s error=%r", w.name, str(error))
+
+    def _slotted(self, w: Workload, interval: float, wall: float) -> tuple[float, Workload] | None:
+        """A job named the same on all its nodes: due in its slot (align.py), from LEAD_SECONDS
+        before it to GRACE_SECONDS after, once per slot; (lateness, workload with its slot)."""
+        slot = slot_start(w.name, interval, wall + LEAD_SECONDS)
+        saved = self.state.workloads.get(w.name)
+        taken = self._slot_taken.get(w.name)
+        if taken is None and saved is not None and saved.last_success is not None:
+            taken = slot if saved.last_success >= slot else None
+        if taken is not None and taken >= slot or wall - slot > GRACE_SECONDS:
+            return None
+        return wall - slot, replace(w, slot=slot)
 
     def tick(self) -> CaptureOutcome | None:
         """Capture the most overdue workload, if any (the scheduler calls this often)."""
@@ -138,8 +185,23 @@ class Profiler:
             return self.capture(workload)
 
     def capture(self, workload: Workload) -> CaptureOutcome:
+        if workload.slot is not None:  # the job's other nodes start at the slot too
+            self._slot_taken[workload.name] = workload.slot
+            early = workload.slot - self.host.clock()
+            if early > 0:
+                self.host.wait(early)
         self._last_attempt[workload.name] = self.host.monotonic()
         outcome = self.capturer.capture(workload)
+        if workload.slot is not None and outcome.report is not None:
+            self._aligned[workload.name] = aligned_steps(workload.slot, outcome.report)
+            self._write_capture_meta(workload)
+            log.info(
+                "event=capture_aligned workload=%s slot=%.0f first_step=%s last_step=%s",
+                workload.name,
+                workload.slot,
+                self._aligned[workload.name]["first_step"],
+                self._aligned[workload.name]["last_step"],
+            )
         self._record(outcome)
         return outcome
 
@@ -315,6 +377,22 @@ class Profiler:
 
     def publish(self) -> None:
         self.store.set_profiles(self.view())
+
+
+def _aligned(w: Workload) -> bool:
+    """Named by its launcher or pod: the same name on every node of the job, so aligned."""
+    return w.source in LAUNCHER_SOURCES or w.source == "pod"
+
+
+def aligned_steps(slot: float, report: AnalysisReport) -> dict[str, object]:
+    """An aligned capture's metadata: its slot and the first and last global step its ranks
+    captured (None when the step table has no step IDs)."""
+    steps = [p.step for r in report.scope.ranks for p in r.steps if p.step is not None]
+    return {
+        "slot": slot,
+        "first_step": min(steps) if steps else None,
+        "last_step": max(steps) if steps else None,
+    }
 
 
 def _needs_export(path: Path) -> bool:

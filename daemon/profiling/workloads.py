@@ -49,6 +49,7 @@ class Workload:
     container_id: str | None = None
     source: str = "process"  # what named it: one of identity.SOURCES
     ranks: tuple[tuple[int, ChipId], ...] = ()  # (rank, chip) of its processes that name both
+    slot: float | None = None  # an aligned capture's slot start (Unix seconds; align.py)
 
 
 class ProcessProbe:
