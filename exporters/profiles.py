@@ -169,7 +169,7 @@ def _workload_info(view: ProfilingView) -> Rows:
 def _rank_npu(view: ProfilingView) -> Rows:
     for w in view.workloads:
         for rank, npu in dict(w.rank_npus).items():  # a rank on two chips: the first listed
-            yield (w.workload, str(rank), str(npu)), 1.0
+            yield (w.workload, f"rank{rank}", str(npu)), 1.0  # the analysis names ranks so
 
 
 def _per_workload(attr: str) -> Callable[[ProfilingView], Rows]:

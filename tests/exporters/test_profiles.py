@@ -154,6 +154,6 @@ def test_ranks_and_communication_families_from_a_real_export() -> None:
 def test_the_workload_says_what_named_it_and_its_ranks_their_chips() -> None:
     found = samples(scrape(snapshot(GOOD, source="master_addr", rank_npus=((8, 0), (9, 5)))))
     assert value(found, "npu_workload_info", workload="llama", workload_source="master_addr") == 1
-    assert value(found, "npu_rank_npu_info", workload="llama", rank="9", npu="5") == 1
-    assert sorted(dict(k[1])["rank"] for k in found if k[0] == "npu_rank_npu_info") == ["8", "9"]
+    assert value(found, "npu_rank_npu_info", workload="llama", rank="rank9", npu="5") == 1
+    assert sorted(dict(k[1])["rank"] for k in found if k[0] == "npu_rank_npu_info") == ["rank8", "rank9"]
     assert "npu_workload_info" not in names(samples(scrape(snapshot(GOOD))))  # not discovered yet
