@@ -172,6 +172,21 @@ def _rank_npu(view: ProfilingView) -> Rows:
             yield (w.workload, f"rank{rank}", str(npu)), 1.0  # the analysis names ranks so
 
 
+def _rank_throttled(view: ProfilingView) -> Rows:
+    for w in view.workloads:
+        for h in w.hardware:
+            if h.throttled and h.throttled_share is not None:
+                reason = h.throttle_reason or "unknown"
+                yield (w.workload, f"rank{h.rank}", str(h.npu), reason), h.throttled_share
+
+
+def _rank_errors(view: ProfilingView) -> Rows:
+    for w in view.workloads:
+        for h in w.hardware:
+            for kind, count in h.errors:
+                yield (w.workload, f"rank{h.rank}", str(h.npu), kind), float(count)
+
+
 def _per_workload(attr: str) -> Callable[[ProfilingView], Rows]:
     """One optional WorkloadProfile field, one sample per workload that has it (a flag as 0
     or 1)."""
@@ -313,6 +328,21 @@ FAMILIES: tuple[Family, ...] = (
         "on (workload, rank) to the chip's families by npu.",
         ("workload", "rank", "npu"),
         _rank_npu,
+    ),
+    _gauge(
+        "npu_rank_capture_throttled_ratio",
+        "Share of the last capture window the rank's chip was clocked down, by reason (thermal, "
+        "power, unknown); only ranks throttled at least 5 % of it (absent: not seen).",
+        ("workload", "rank", "npu", "reason"),
+        _rank_throttled,
+    ),
+    _gauge(
+        "npu_rank_capture_errors",
+        "Errors the rank's chip and NIC ports added during the last capture window, by kind "
+        "(hbm_ecc, hccs_crc, sio_crc, retransmissions, pfc, cnp, link_flaps); only kinds that "
+        "moved (absent: none seen).",
+        ("workload", "rank", "npu", "kind"),
+        _rank_errors,
     ),
     Family(
         "npumon_captures",

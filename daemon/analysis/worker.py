@@ -51,7 +51,13 @@ def main() -> int:
 
     try:
         report = analyze_path(
-            job.path, job.thresholds, job.top_n, job.workload, job.limits, dict(job.process_ranks)
+            job.path,
+            job.thresholds,
+            job.top_n,
+            job.workload,
+            job.limits,
+            dict(job.process_ranks),
+            job.hardware,
         )
         data = report_adapter().dump_json(report) + b"\n"
     except MemoryError:

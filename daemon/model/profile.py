@@ -9,6 +9,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, TypeAdapter, with_config
 
+from npumon.daemon.model.rank_hardware import RankHardware
+
 # compute core types listed first; any other kind a table names (e.g. a new chip's) follows
 CORE_TYPES = ("ai_core", "ai_vector_core", "ai_cpu", "mix", "dsa_sqe")
 BOTTLENECK_KINDS = (
@@ -345,6 +347,9 @@ class AnalysisJob:
     process_ranks: tuple[tuple[int, int], ...] = ()
     # a trusted folder above ``path`` (the ingest path): no link is followed below it
     confine: Path | None = None
+    # each captured rank's chip and ports over the capture window (profiling/window.py): a slow
+    # rank's finding says what its hardware did, or that this node saw nothing
+    hardware: tuple[RankHardware, ...] = ()
 
 
 # the analysis worker's exit codes (daemon/analysis/worker.py); launch.py maps them to results
@@ -391,6 +396,7 @@ class WorkloadProfile:
     regressed: bool | None = None  # its verdict (None: not judged)
     source: str | None = None  # what named it (identity.SOURCES); None before it is discovered
     rank_npus: tuple[tuple[int, int], ...] = ()  # (rank, npu) of its processes on this node
+    hardware: tuple[RankHardware, ...] = ()  # its ranks' chips and ports in the last capture
 
 
 @dataclass(frozen=True, slots=True)

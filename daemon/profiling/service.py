@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
@@ -29,6 +30,7 @@ from npumon.daemon.profiling.identity import LAUNCHER_SOURCES
 from npumon.daemon.profiling.launch import analyse
 from npumon.daemon.profiling.state import ProfileState
 from npumon.daemon.profiling.statefile import atomic_write
+from npumon.daemon.profiling.window import WindowSampler
 from npumon.daemon.profiling.workloads import ProcessProbe, Workload, discover
 from npumon.daemon.runner import run_command
 from npumon.daemon.store import SnapshotStore
@@ -65,7 +67,13 @@ class Profiler:
         self.captures_dir = root / "captures"
         self.reports_dir = root / "reports"  # the last analysis per workload, .json and .html
         self.capturer = Capturer(
-            self.settings, self.captures_dir, self.host, self.reports_dir, self.next_baseline
+            self.settings,
+            self.captures_dir,
+            self.host,
+            self.reports_dir,
+            self.next_baseline,
+            lambda: WindowSampler(store.latest),
+            config.throttle,
         )
         self.counts: Counter[str] = Counter()
         self._last_attempt: dict[str, float] = {}  # monotonic: a wall-clock step moves none
@@ -144,14 +152,18 @@ class Profiler:
         return best[1] if best else None
 
     def _write_capture_meta(self, w: Workload) -> None:
-        """reports/<workload>.capture.json: the aligned capture's slot and global steps, to
-        compare with the job's other nodes."""
+        """reports/<workload>.capture.json: an aligned capture's slot and global steps (to
+        compare with the job's other nodes), and each rank's chip and ports in the window."""
         meta = {
             "workload": w.name,
             "workload_source": w.source,
             "interval_seconds": w.interval_seconds or self.settings.interval,
             "steps": self.settings.steps,
-            **self._aligned[w.name],
+            **self._aligned.get(w.name, {}),
+            "hardware": [
+                {**dataclasses.asdict(h), "said": h.said()}
+                for h in self.capturer.hardware.get(w.name, ())
+            ],
         }
         try:
             private_dir(self.reports_dir)
@@ -192,6 +204,8 @@ class Profiler:
                 self.host.wait(early)
         self._last_attempt[workload.name] = self.host.monotonic()
         outcome = self.capturer.capture(workload)
+        if outcome.report is not None and workload.ranks:
+            self._write_capture_meta(workload)
         if workload.slot is not None and outcome.report is not None:
             self._aligned[workload.name] = aligned_steps(workload.slot, outcome.report)
             self._write_capture_meta(workload)
@@ -367,6 +381,7 @@ class Profiler:
                     regressed=verdict.regressed,
                     source=found.source if found else None,
                     rank_npus=tuple((r, c[0]) for r, c in found.ranks) if found else (),
+                    hardware=self.capturer.hardware.get(name, ()),
                 )
             )
         return ProfilingView(
