@@ -133,23 +133,39 @@ class Profiler:
 
     def due(self, workloads: tuple[Workload, ...], now: float) -> Workload | None:
         """The most overdue workload at ``now`` (monotonic); before its first attempt in this
-        process, its last success (persisted) counts as one."""
+        process, its last success (persisted) counts as one. A job named alike on all its nodes
+        is due only around its slot (align.py), and then by the same measure, so a node whose
+        captures outlast the interval takes its jobs in turn."""
         best: tuple[float, Workload] | None = None
         for w in workloads:
             interval = w.interval_seconds or self.settings.interval
-            if _aligned(w):
-                slotted = self._slotted(w, interval, now - self._wall_to_monotonic)
-                if slotted is not None and (best is None or slotted[0] > best[0]):
-                    best = slotted
-                continue
             last = self._last_attempt.get(w.name)
             if last is None:
                 saved = self.state.workloads.get(w.name)
                 last = (saved.last_success or 0.0 if saved else 0.0) + self._wall_to_monotonic
             late = now - (last + interval)
-            if late >= 0 and (best is None or late > best[0]):
+            if _aligned(w):
+                slotted = self._slotted(w, interval, now - self._wall_to_monotonic)
+                if slotted is None:
+                    continue
+                w, late = slotted, max(late, 0.0)
+            elif late < 0:
+                continue
+            if best is None or late > best[0]:
                 best = (late, w)
         return best[1] if best else None
+
+    def _slotted(self, w: Workload, interval: float, wall: float) -> Workload | None:
+        """A job named the same on all its nodes: due in its slot, from LEAD_SECONDS before it
+        to GRACE_SECONDS after, once per slot; the workload with its slot."""
+        slot = slot_start(w.name, interval, wall + LEAD_SECONDS)
+        saved = self.state.workloads.get(w.name)
+        taken = self._slot_taken.get(w.name)
+        if taken is None and saved is not None and saved.last_success is not None:
+            taken = slot if saved.last_success >= slot else None
+        if taken is not None and taken >= slot or wall - slot > GRACE_SECONDS:
+            return None
+        return replace(w, slot=slot)
 
     def _write_capture_meta(self, w: Workload) -> None:
         """reports/<workload>.capture.json: an aligned capture's slot and global steps (to
@@ -173,18 +189,6 @@ class Profiler:
             )
         except OSError as error:
             log.warning("event=capture_meta_failed workload=%s error=%r", w.name, str(error))
-
-    def _slotted(self, w: Workload, interval: float, wall: float) -> tuple[float, Workload] | None:
-        """A job named the same on all its nodes: due in its slot (align.py), from LEAD_SECONDS
-        before it to GRACE_SECONDS after, once per slot; (lateness, workload with its slot)."""
-        slot = slot_start(w.name, interval, wall + LEAD_SECONDS)
-        saved = self.state.workloads.get(w.name)
-        taken = self._slot_taken.get(w.name)
-        if taken is None and saved is not None and saved.last_success is not None:
-            taken = slot if saved.last_success >= slot else None
-        if taken is not None and taken >= slot or wall - slot > GRACE_SECONDS:
-            return None
-        return wall - slot, replace(w, slot=slot)
 
     def tick(self) -> CaptureOutcome | None:
         """Capture the most overdue workload, if any (the scheduler calls this often)."""
@@ -401,12 +405,19 @@ def _aligned(w: Workload) -> bool:
 
 def aligned_steps(slot: float, report: AnalysisReport) -> dict[str, object]:
     """An aligned capture's metadata: its slot and the first and last global step its ranks
-    captured (None when the step table has no step IDs)."""
-    steps = [p.step for r in report.scope.ranks for p in r.steps if p.step is not None]
+    captured, overall and per rank (None when the step table has no step IDs)."""
+    per_rank = {
+        r.rank: [min(ids), max(ids)]
+        for r in report.scope.ranks
+        if (ids := [p.step for p in r.steps if p.step is not None])
+    }
+    firsts = [first for first, _ in per_rank.values()]
+    lasts = [last for _, last in per_rank.values()]
     return {
         "slot": slot,
-        "first_step": min(steps) if steps else None,
-        "last_step": max(steps) if steps else None,
+        "first_step": min(firsts) if firsts else None,
+        "last_step": max(lasts) if lasts else None,
+        "rank_steps": per_rank,
     }
 
 

@@ -59,3 +59,30 @@ def test_a_process_named_workload_is_not_aligned(tmp_path: Path) -> None:
     )
     found = profiler.due((Workload("python", (1,), "msprof_attach", frozenset()),), 700.0)
     assert found is not None and found.slot is None
+
+
+def test_a_node_busier_than_the_interval_takes_its_jobs_in_turn(tmp_path: Path) -> None:
+    """Two jobs whose slots come round while the node is busy: the one waiting longest wins,
+    so neither starves."""
+    wall = [3_000_000.0]
+    profiler, _ = profiler_for(
+        config_for(tmp_path, interval="10m", msprof={"command": ["/nonexistent"]}),
+        lambda s: None,
+        clock=lambda: wall[0],
+        monotonic=lambda: wall[0],
+    )
+    jobs = [
+        Workload(name, (os.getpid(),), "msprof_attach", frozenset(), source="master_addr")
+        for name in ("job-a:1", "job-b:1")
+    ]
+    taken = []
+    for _ in range(4):
+        # the next moment either job's slot is within the lead
+        wall[0] = min(
+            slot_start(w.name, INTERVAL, wall[0] + INTERVAL) - LEAD_SECONDS / 2 for w in jobs
+        )
+        while (found := profiler.due(tuple(jobs), wall[0])) is None:
+            wall[0] += 1.0
+        profiler.capture(found)
+        taken.append(found.name)
+    assert sorted(taken) == ["job-a:1", "job-a:1", "job-b:1", "job-b:1"], taken
