@@ -17,7 +17,7 @@ import math
 # A node that reaches a slot later than this (another capture held the node-wide lock) skips
 # it rather than capture other steps than the job's other nodes: a late start of d seconds
 # captures d / step time steps later than they do.
-GRACE_SECONDS = 2.0
+GRACE_SECONDS = 0.5
 # How far ahead a slot is taken: the daemon's capture tick (app.CAPTURE_TICK_SECONDS); a slot
 # starting within it is waited for, so the nodes start together, not at their own ticks.
 LEAD_SECONDS = 15.0

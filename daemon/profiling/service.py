@@ -191,14 +191,22 @@ class Profiler:
             log.warning("event=capture_meta_failed workload=%s error=%r", w.name, str(error))
 
     def tick(self) -> CaptureOutcome | None:
-        """Capture the most overdue workload, if any (the scheduler calls this often)."""
+        """Capture the most overdue workload, if any (the scheduler calls this often); then
+        the next job whose slot comes within LEAD_SECONDS, so a capture that ran past the
+        scheduler's next tick does not make the node miss or start late on a slot."""
         if not self.settings.enabled or self.children.stopped.is_set():
             return None
+        outcome = None
         with self._lock:
-            workload = self.due(self.workloads(), self.host.monotonic())
-            if workload is None:
-                return None
-            return self.capture(workload)
+            workloads = self.workloads()
+            for _ in workloads:  # each at most once a tick
+                workload = self.due(workloads, self.host.monotonic())
+                if workload is None or self.children.stopped.is_set():
+                    break
+                if outcome is not None and workload.slot is None:
+                    break  # unaligned ones wait for the next tick, as before
+                outcome = self.capture(workload)
+        return outcome
 
     def capture(self, workload: Workload) -> CaptureOutcome:
         if workload.slot is not None:  # the job's other nodes start at the slot too
