@@ -15,7 +15,7 @@ LISTEN ?= :$(PORT)
 # would otherwise compile npumon's modules again.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: all demo demo-stop test test-fast lint format typecheck imports bench tools generate clean
+.PHONY: all demo demo-stop test test-fast test-pythons lint format typecheck imports bench tools generate clean
 
 all: test
 
@@ -47,9 +47,14 @@ tools:
 
 PY_TREES := daemon exporters simulator podresources yamlfile tests bench deploy docs setup.py
 
+# The release workflow: actionlint (types, expressions, shell) and zizmor (template injection,
+# permissions, unpinned actions, credentials; offline, the pedantic persona).
+WORKFLOWS := .github/workflows
 lint: $(STAMP)
 	$(BIN)/ruff check $(PY_TREES)
 	$(BIN)/ruff format --check $(PY_TREES)
+	$(BIN)/actionlint $(WORKFLOWS)/*.yml
+	$(BIN)/zizmor --offline --persona pedantic --quiet $(WORKFLOWS)
 
 # `ruff format` writes what `make lint` checks.
 format: $(STAMP)
@@ -84,6 +89,28 @@ test: $(STAMP) tools lint typecheck imports
 # those too, plus lint, mypy and the import contracts.
 test-fast: $(STAMP) tools
 	$(PYTEST) -m "not integration and not fleet"
+
+# The HTTP edge's and TLS tests on each Python the package claims (requires-python >= 3.11;
+# 3.12 and 3.13 changed asyncio's TLS transport), each in its own venv (.venv-3.12, ...) built
+# from pyenv's or the PATH's interpreter; a version not installed here is said and skipped.
+# Not in `make test`: each venv takes about 90 s to build, and the run a minute per version.
+PYTHONS    ?= 3.11 3.12 3.13
+EDGE_TESTS := tests/exporters/test_http.py tests/exporters/test_hostile.py \
+	tests/exporters/test_early_eof.py tests/exporters/test_write_floods.py \
+	tests/exporters/test_edge_fuzz.py tests/exporters/test_fd_cap.py tests/exporters/test_auth.py \
+	tests/exporters/test_edge.py tests/exporters/test_floods_vs_node_exporter.py \
+	tests/exporters/test_weblive.py
+test-pythons: tools
+	@status=0; for v in $(PYTHONS); do \
+	  py=$$(command -v python$$v || ls -d $$HOME/.pyenv/versions/$$v.*/bin/python$$v 2>/dev/null | tail -1); \
+	  if [ -z "$$py" ]; then echo "== python$$v: not installed here, skipped"; continue; fi; \
+	  if [ ! -f .venv-$$v/.installed-stamp ]; then \
+	    $$py -m venv .venv-$$v && .venv-$$v/bin/python -m pip install --quiet -e '.[test]' \
+	      && touch .venv-$$v/.installed-stamp || { echo "== python$$v: install FAILED"; status=1; continue; }; \
+	  fi; \
+	  echo "== python$$v ($$(.venv-$$v/bin/python -V))"; \
+	  .venv-$$v/bin/python -m pytest -q -n 0 -p no:cacheprovider $(EDGE_TESTS) || status=1; \
+	done; exit $$status
 
 # The Helm chart's copies of the rules and dashboards, and deploy/kubernetes/npumon.yaml (the
 # chart rendered), after a change to config/prometheus/npumon-rules.yml, grafana/dashboards or
@@ -120,7 +147,9 @@ requirements-profiling.lock: pyproject.toml | $(STAMP)
 # store: push it (IMAGE naming your registry, IMAGE_OUTPUT=--push), or build one platform and
 # load it (PLATFORMS=linux/arm64 IMAGE_OUTPUT=--load). Without an output it is built and left in
 # the build cache. Then both sizes are printed (image-sizes).
-IMAGE        ?= npumon:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+# the version: pyproject.toml's, which deploy/release/version.py keeps the chart in step with
+VERSION       = $(shell $(PYTHON) deploy/release/version.py)
+IMAGE        ?= npumon:$(VERSION)
 PLATFORMS    ?= linux/amd64,linux/arm64
 IMAGE_OUTPUT ?=
 .PHONY: image image-sizes
@@ -140,6 +169,26 @@ image-sizes:
 	  fi; \
 	done
 
+
+# Both variants built from the Dockerfile with buildah and run against the simulator's npu-smi
+# (deploy/image/test.sh: collect --once, run serving /metrics, the non-root user, the profiling
+# worker's pandas), then their sizes. No Docker daemon or registry: the base is Debian bookworm
+# made with mmdebstrap, cached in $(IMAGE_CACHE) and in buildah's store (vfs storage, chroot
+# isolation), passed as the Dockerfile's PYTHON_IMAGE. Not part of `make test` (minutes, and
+# root); .ci/run runs it after. image-tools installs buildah and mmdebstrap from Debian.
+IMAGE_CACHE ?= /var/tmp/npumon-image
+.PHONY: image-test image-tools
+image-test: image-tools $(LOCKS)
+	IMAGE_CACHE=$(IMAGE_CACHE) deploy/image/test.sh
+
+image-tools:
+	@if ! command -v buildah >/dev/null 2>&1 || ! command -v mmdebstrap >/dev/null 2>&1; then \
+	  echo "installing Debian packages 'buildah' and 'mmdebstrap' (make image-test)"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends buildah mmdebstrap >/dev/null; \
+	fi
+	@buildah --version
 
 # The msprof-analyze comparison runs in .venv-bench, which has the `bench` extra (msprof-analyze);
 # the other benches run in the test venv.
@@ -188,6 +237,8 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	echo "== bench/readpath_bench.py"; \
 	timeout 240 $(BIN)/python bench/readpath_bench.py --seconds $(BENCH_POLL_S) \
 	  --json $(BENCH_OUT)/readpath.json || echo "FAILED: readpath"; \
+	echo "== bench/fuzz_edge_bench.py"; \
+	timeout 300 $(BIN)/python bench/fuzz_edge_bench.py --examples 2000 --json $(BENCH_OUT)/fuzz.json || echo "FAILED: fuzz"; \
 	echo "== bench/flood_bench.py"; \
 	timeout 600 $(BIN)/python bench/flood_bench.py --seconds 15 --idle-seconds 60 \
 	  --json $(BENCH_OUT)/flood.json || echo "FAILED: flood"; \

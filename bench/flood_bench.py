@@ -11,7 +11,13 @@ Floods: ``held`` (connections that send nothing), ``trickled_body`` (GET / decla
 body, then a byte a second), ``trickled_metrics_body`` (the same as POST /metrics: Go's server
 reads a body left unread before a response of more than 2 kB goes out, inside the handler, so
 node_exporter's 40 in-flight slots wait on the tricklers), ``stuffed`` (63 kB of headers never
-finished), ``slow_tls`` (a ClientHello never finished, against both servers with TLS on).
+finished), ``slow_tls`` (a ClientHello never finished, against both servers with TLS on),
+``pipelining`` (one connection pipelining GET /metrics as fast as the server takes them and
+never reading), ``http10_unread`` (one HTTP/1.0 GET /metrics per connection, never read). The
+non-readers' receive buffers are 4 KB: loopback's 64 KB MTU would otherwise absorb about 1.6 MB
+of responses per socket. Each flood's figure also has the server's RSS before and at its peak
+(psutil), and ``half_close`` asks GET /metrics then shuts its write side (as ``nc -N``): the
+answers counted.
 
 npumon is ``npumon run`` on a simulated 8-chip node at its defaults (1,024 connections);
 node_exporter is /usr/bin/prometheus-node-exporter with two cheap collectors (loadavg,
@@ -56,7 +62,10 @@ FLOODS = {
     "trickled_metrics_body": 1_100,
     "stuffed": 1_100,
     "slow_tls": 2_000,
+    "pipelining": 1,
+    "http10_unread": 1_100,
 }
+HALF_CLOSES = 20
 SCRAPE_EVERY = 0.5
 SCRAPE_TIMEOUT = 10.0
 
@@ -75,7 +84,11 @@ ATTACKER = textwrap.dedent(
         ),
         "stuffed": b"GET /metrics HTTP/1.1\\r\\nX-Pad: " + b"a" * 63000,
         "slow_tls": b"\\x16\\x03\\x01\\x02\\x00\\x01\\x00\\x01\\xfc\\x03\\x03",
+        "pipelining": b"GET /metrics HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n" * 100,
+        "http10_unread": b"GET /metrics HTTP/1.0\\r\\n\\r\\n",
     }[kind]
+    reads = kind not in ("pipelining", "http10_unread")
+    pipelined = []
     sel = selectors.DefaultSelector()
     held, reopen, to_open, connected = set(), [], count, 0
     started = time.monotonic()
@@ -92,6 +105,8 @@ ATTACKER = textwrap.dedent(
 
     def open_one():
         sock = socket.socket()
+        if not reads:  # a small window: the server's answers wait in its own buffers
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.setblocking(False)
         try:
             sock.connect(("127.0.0.1", port))
@@ -125,8 +140,13 @@ ATTACKER = textwrap.dedent(
                 except OSError:
                     close(sock)
                     continue
-                sel.modify(sock, selectors.EVENT_READ, "held")
                 held.add(sock)
+                if reads:
+                    sel.modify(sock, selectors.EVENT_READ, "held")
+                else:  # never read: nothing to wait for
+                    sel.unregister(sock)
+                    if kind == "pipelining":
+                        pipelined.append(sock)
             else:
                 try:
                     if not sock.recv(65536):
@@ -142,6 +162,16 @@ ATTACKER = textwrap.dedent(
                     pass
                 except OSError:
                     close(sock)
+        for sock in list(pipelined):  # as many more requests as the server takes
+            try:
+                sock.send(HEAD)
+            except BlockingIOError:
+                pass
+            except OSError:  # reset at the server's write deadline: reopened
+                pipelined.remove(sock)
+                held.discard(sock)
+                sock.close()
+                reopen.append(time.monotonic() + 0.1)
         if not announced and (connected >= count or now - started > 30):
             print("open", flush=True)
             announced = True
@@ -208,13 +238,41 @@ def _scrapes(port: int, context: ssl.SSLContext | None, seconds: float) -> tuple
     return sum(results), len(threads)
 
 
-def _flood(port: int, kind: str, count: int, context: ssl.SSLContext | None, seconds: float):
+def _half_close(port: int) -> int:
+    """GET /metrics, then the write side shut (``nc -N``): how many of HALF_CLOSES get a 200."""
+    answered = 0
+    for _ in range(HALF_CLOSES):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=SCRAPE_TIMEOUT) as sock:
+                sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+                sock.shutdown(socket.SHUT_WR)
+                answered += sock.recv(12) == b"HTTP/1.1 200"
+        except OSError:
+            pass
+    return answered
+
+
+def _rss_mb(pid: int) -> float:
+    return psutil.Process(pid).memory_info().rss / 1e6
+
+
+def _flood(
+    port: int, kind: str, count: int, context: ssl.SSLContext | None, seconds: float, pid: int
+):
     attacker = subprocess.Popen(
         [sys.executable, "-c", ATTACKER, str(port), kind, str(count)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+    before, peak, sampling = _rss_mb(pid), [0.0], threading.Event()
+
+    def sample() -> None:
+        while not sampling.wait(0.2):
+            peak[0] = max(peak[0], _rss_mb(pid))
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
     try:
         assert attacker.stdout is not None
         opening = time.monotonic()
@@ -222,9 +280,18 @@ def _flood(port: int, kind: str, count: int, context: ssl.SSLContext | None, sec
         opened_in = time.monotonic() - opening
         ok, asked = _scrapes(port, context, seconds)
     finally:
+        sampling.set()
+        sampler.join()
         attacker.kill()
         attacker.wait(10)
-    return {"ok": ok, "asked": asked, "ready": ready, "open_s": opened_in}
+    return {
+        "ok": ok,
+        "asked": asked,
+        "ready": ready,
+        "open_s": opened_in,
+        "rss_before_mb": round(before, 1),
+        "rss_peak_mb": round(max(peak[0], before), 1),
+    }
 
 
 def _start_servers(folder: Path, tls: bool) -> tuple[list[subprocess.Popen[bytes]], dict[str, int]]:
@@ -294,10 +361,16 @@ def run(seconds: float, floods: list[str]) -> dict[str, Any]:
             context = ssl.create_default_context(cafile=str(cert)) if tls else None
             processes, ports = _start_servers(folder, tls)
             try:
+                if not tls:
+                    for name, port in ports.items():
+                        answered = _half_close(port)
+                        results.setdefault("half_close", {})[name] = answered
+                        print(f"  half_close: {name} answered {answered}/{HALF_CLOSES}", flush=True)
                 for kind in kinds:
                     for name, port in ports.items():
                         assert _scrape(port, context), f"{name} does not answer before {kind}"
-                        figure = _flood(port, kind, FLOODS[kind], context, seconds)
+                        pid = processes[list(ports).index(name)].pid
+                        figure = _flood(port, kind, FLOODS[kind], context, seconds, pid)
                         figure["connections"] = FLOODS[kind]
                         results["floods"].setdefault(kind, {})[name] = figure
                         _print_one(kind, name, figure)
@@ -315,7 +388,8 @@ def _print_one(kind: str, name: str, f: dict[str, Any]) -> None:
     opened = f"all tried in {f['open_s']:.1f} s" if f["ready"] else "not all tried"
     print(
         f"  {kind} ({f['connections']:,} connections, {opened}): {name} answered "
-        f"{f['ok']}/{f['asked']} scrapes ({100 * share:.0f} %)",
+        f"{f['ok']}/{f['asked']} scrapes ({100 * share:.0f} %), RSS {f['rss_before_mb']} -> "
+        f"{f['rss_peak_mb']} MB",
         flush=True,
     )
 
@@ -340,7 +414,12 @@ def main() -> int:
     print("| flood | connections | npumon | node_exporter |")
     print("|---|---|---|---|")
     for kind, by in results["floods"].items():
-        cells = [f"{by[n]['ok']}/{by[n]['asked']}" for n in ("npumon", "node_exporter") if n in by]
+        cells = [
+            f"{by[n]['ok']}/{by[n]['asked']}, "
+            f"RSS {by[n]['rss_before_mb']} -> {by[n]['rss_peak_mb']} MB"
+            for n in ("npumon", "node_exporter")
+            if n in by
+        ]
         print(f"| {kind} | {FLOODS[kind]:,} | " + " | ".join(cells) + " |")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))

@@ -2,7 +2,7 @@
 
     python bench/results.py OUT_DIR [--output bench/RESULTS.md]
 
-OUT_DIR holds daemon.json, load_1.json, load_100.json, readpath.json, flood.json,
+OUT_DIR holds daemon.json, load_1.json, load_100.json, readpath.json, flood.json, fuzz.json,
 network_render.json, analysis.json, advisor.json, simulator.json, series.json, image.json,
 collect.json, calls.json (where bench/calls_bench.py exists), machine_before.json and wall.txt.
 A figure whose script wrote nothing reads "not measured" and counts as a miss.
@@ -492,6 +492,8 @@ FLOOD_NAMES = {
     "trickled_metrics_body": "POST /metrics declaring a 100 kB body, sent a byte a second",
     "stuffed": "63 kB of headers, never finished",
     "slow_tls": "a ClientHello never finished (TLS on)",
+    "pipelining": "GET /metrics pipelined as fast as taken, never read",
+    "http10_unread": "one HTTP/1.0 GET /metrics, never read",
 }
 
 
@@ -522,6 +524,34 @@ def edge(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
             share["npumon"] >= share["node_exporter"],
             f"Under the {kind} flood npumon answered {100 * share['npumon']:.0f} % of the "
             f"scrapes, node_exporter {100 * share['node_exporter']:.0f} %.",
+        )
+        if "rss_peak_mb" in ours:
+            t.row(
+                f"{kind}: RSS before -> peak, npumon / node_exporter",
+                f"{ours['rss_before_mb']} -> {ours['rss_peak_mb']} MB / "
+                f"{theirs['rss_before_mb']} -> {theirs['rss_peak_mb']} MB",
+                "npumon's peak < 1,024 x 330 KiB + its idle RSS",
+                ours["rss_peak_mb"] < ours["rss_before_mb"] + 1024 * 330 / 1000,
+                f"Under the {kind} flood npumon's RSS went past docs/privileges.md's bound.",
+            )
+    half = {} if data is None else data.get("half_close", {})
+    if "npumon" in half and "node_exporter" in half:
+        t.row(
+            "half_close: GET /metrics then the write side shut; answered, npumon / node_exporter",
+            f"{half['npumon']}/20 / {half['node_exporter']}/20",
+            "npumon >= node_exporter",
+            half["npumon"] >= half["node_exporter"],
+            "Clients that half-close after their request go unanswered.",
+        )
+    fuzz = _load(folder, "fuzz")
+    if fuzz is not None:
+        t.row(
+            f"the edge's fuzz (tests/exporters/test_edge_fuzz.py): 2 properties x "
+            f"{fuzz['examples_per_property']:,} examples",
+            f"{'no finding' if fuzz['passed'] else 'a finding'} ({fuzz['seconds']:g} s)",
+            "no finding",
+            fuzz["passed"],
+            "bench/fuzz_edge_bench.py found a crash, a smuggled response or a leaked connection.",
         )
     misses += t.misses
     rendered = t.render()

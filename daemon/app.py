@@ -21,7 +21,7 @@ from npumon.daemon.schedule import Clock, Scheduler
 from npumon.daemon.sources.chips import ChipSources, Runner
 from npumon.daemon.sources.dcmi.serving import ROOT_ONLY, TrustPolicy, open_chips
 from npumon.daemon.sources.hccn_tool import HccnSources, HccnTool, nic_chips
-from npumon.daemon.sources.kubelet import PodResourcesSource
+from npumon.daemon.sources.kubelet import Lister, PodResourcesSource
 from npumon.daemon.sources.npu_smi import NpuSmi
 from npumon.daemon.sources.query import ChipBackend
 from npumon.daemon.store import SnapshotStore
@@ -55,12 +55,14 @@ class Agent:
         dcmi_trust: TrustPolicy = ROOT_ONLY,
         scheduler_clock: Clock | None = None,
         blocked: str | None = None,
+        pod_lister: Lister | None = None,
     ) -> None:
         """``previous``: the agent a reload replaces; its results are served until new ones.
         ``blocked``: why profiling cannot run (the state directory is not writable): it stays
         off, and source "profiling" reads down with that error while the config asks for it.
         ``proc_root``: where the owners of npu-smi's processes are read (tests: a fake one).
         ``dcmi_trust``: who must own libdcmi.so and its directories (tests: a temp dir).
+        ``pod_lister``: who answers the kubelet's List (default: gRPC on the socket).
         ``clock`` stamps results (wall time); ``scheduler_clock`` times the polls (monotonic)."""
         self.config = config
         self.store = SnapshotStore(
@@ -103,6 +105,7 @@ class Agent:
             kube.resource_prefixes,
             self.store.publish_pod_resources,
             clock=clock,
+            lister=pod_lister,
         )
         self.profiler: Profiler | None = None
         # pandas missing: no capture is taken that the worker could not analyse

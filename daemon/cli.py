@@ -1,4 +1,4 @@
-"""`npumon` command line: run, collect --once, check-config, analyze."""
+"""`npumon` command line: run, collect --once, check-config, analyze, bundle, replay."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from npumon.daemon import __version__
 from npumon.daemon.analysis.report import add_arguments as add_analyze_arguments
 from npumon.daemon.analysis.report import run as run_analyze
 from npumon.daemon.config import (
+    REPORTS,
     Config,
     ConfigError,
     load_config,
@@ -59,6 +60,12 @@ def _parser() -> argparse.ArgumentParser:
         help="override web.listen_address, e.g. ':9732' or '127.0.0.1:9732'",
     )
     run.add_argument(
+        "--web.systemd-socket",
+        dest="systemd_socket",
+        action="store_true",
+        help="serve on the socket systemd passes (socket activation) instead of web.listen_address",
+    )
+    run.add_argument(
         "--web.config.file",
         dest="web_config_file",
         type=Path,
@@ -83,6 +90,36 @@ def _parser() -> argparse.ArgumentParser:
         "--once", action="store_true", required=True, help="required: collect once and exit"
     )
     collect.add_argument("--config", type=Path)
+    bundle = sub.add_parser(
+        "bundle",
+        help="write this node's raw answers to one archive, for a bug report",
+        parents=[logs],
+    )
+    bundle.add_argument("--config", type=Path)
+    bundle.add_argument(
+        "--output", "-o", type=Path, default=Path("npumon-bundle.tar.gz"), help="archive to write"
+    )
+    bundle.add_argument(
+        "--no-redact",
+        dest="redact",
+        action="store_false",
+        help="keep serials, IPs, MACs, host and pod names (secrets are removed regardless)",
+    )
+    bundle.add_argument(
+        "--deadline", type=float, default=120.0, help="seconds for the whole bundle (120)"
+    )
+    bundle.add_argument(
+        "--max-bytes", type=int, default=32 * 1024 * 1024, help="cap on recorded output (32 MiB)"
+    )
+    bundle.add_argument("--log-file", type=Path, help="a log file whose last lines to include")
+    replay = sub.add_parser(
+        "replay", help="serve a node back from its bundle (as run, or --once)", parents=[logs]
+    )
+    replay.add_argument("bundle", type=Path)
+    replay.add_argument("--once", action="store_true", help="print one exposition and exit")
+    replay.add_argument(
+        "--web.listen-address", dest="listen_address", help="as for run (default ':9732')"
+    )
     check = sub.add_parser("check-config", help="validate a config file; exit 0 or 1")
     check.add_argument("file", type=Path)
     analyze = sub.add_parser(
@@ -179,10 +216,60 @@ def _collect(config: Config) -> int:
     return 0 if agent.all_sources_up() else 1
 
 
-def _run(config: Config, load: Callable[[], Config]) -> int:
+def _bundle(config: Config, args: argparse.Namespace) -> int:
+    from npumon.daemon.bundle import take, write
+
+    archive, manifest = take(
+        config,
+        redact=args.redact,
+        deadline=args.deadline,
+        max_bytes=args.max_bytes,
+        log_file=args.log_file,
+    )
+    try:
+        write(args.output, archive)
+    except OSError as error:
+        print(f"npumon: cannot write {args.output}: {error.strerror}", file=sys.stderr)
+        return 1
+    for cut in manifest["cut"]:
+        print(f"npumon: bundle: {cut}", file=sys.stderr)
+    print(f"{args.output}: {manifest['commands']} commands, {len(archive)} bytes")
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from npumon.daemon.replay import BundleError, agent_options, read, replay_config
+
+    try:
+        bundle = read(args.bundle)
+    except BundleError as error:
+        print(f"npumon: {error}", file=sys.stderr)
+        return 1
+    with tempfile.TemporaryDirectory(prefix="npumon-replay-") as state:
+        config = _with_flags(replay_config(bundle, Path(state)), args)
+        setup_logging(config.logging.level, config.logging.format)
+        if args.once:
+            from npumon.daemon.app import Agent
+
+            agent = Agent(config, **agent_options(bundle))
+            sys.stdout.write(agent.collect_once().decode())
+            agent.chip_backend.close()
+            return 0
+        return _run(config, lambda: config, agent_options(bundle))
+
+
+def _run(
+    config: Config,
+    load: Callable[[], Config],
+    agent_options: dict[str, Any] | None = None,
+    systemd_socket: bool = False,
+) -> int:
     from npumon.daemon.app import Agent
     from npumon.daemon.supervisor import Supervisor
     from npumon.exporters.web.http import serve
+    from npumon.exporters.web.http import systemd_socket as passed_socket
     from npumon.exporters.web.webconfig import WebConfigError, load_web_config
 
     try:
@@ -201,12 +288,13 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
             return 1
         blocked = str(error)  # the chips are still served: only profiling needs the directory
         log.warning("event=state_directory_unusable error=%r action=profiling_off", blocked)
-    supervisor = Supervisor(config, load, make_agent=functools.partial(Agent, blocked=blocked))
+    make_agent = functools.partial(Agent, blocked=blocked, **(agent_options or {}))
+    supervisor = Supervisor(config, load, make_agent=make_agent)
     # What startup built (modules, config, the agent) lives as long as the process: leave it out
     # of the garbage collector's full passes, which a scrape's render would otherwise wait on.
     gc.freeze()
     signals = _SignalPipe((signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
-    address = config.web.listen_address
+    address = "systemd" if systemd_socket else config.web.listen_address
     try:
         server = serve(
             supervisor.exposition,
@@ -217,9 +305,14 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
             latest=supervisor.latest,
             max_requests=config.web.max_requests,
             max_connections=config.web.max_connections,
+            reports=config.state_directory / REPORTS,
+            listening=passed_socket() if systemd_socket else None,
         )
     except (OSError, ValueError) as error:  # a taken port, an address this host does not have
         supervisor.stop()
+        if systemd_socket:
+            print(f"npumon: --web.systemd-socket: {error}", file=sys.stderr)
+            return 1
         print(
             f"npumon: cannot listen on {address!r}: {getattr(error, 'strerror', None) or error}"
             "; pick another with --web.listen-address (or web.listen_address)",
@@ -234,7 +327,7 @@ def _run(config: Config, load: Callable[[], Config]) -> int:
         server.port,
         server.tls,
         config.web.max_requests,
-        config.web.max_connections,
+        server.connections.max_connections,  # in force: lowered under the open-file limit
     )
     try:
         _until_stopped(supervisor, signals)
@@ -293,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
         return _check_config(args.file)
     if args.command == "analyze":
         return run_analyze(args)
+    if args.command == "replay":
+        return _replay(args)
     held: list[tuple[str, str]] = []  # logged once logging is set up from this very config
     try:
         config = _load(args.config, lambda *told: held.append(told))
@@ -311,7 +406,13 @@ def main(argv: list[str] | None = None) -> int:
         log_deprecation(source, message)
     if args.command == "collect":
         return _collect(config)
-    return _run(config, lambda: _with_flags(_load(args.config), args))
+    if args.command == "bundle":
+        return _bundle(config, args)
+    return _run(
+        config,
+        lambda: _with_flags(_load(args.config), args),
+        systemd_socket=getattr(args, "systemd_socket", False),
+    )
 
 
 if __name__ == "__main__":

@@ -209,6 +209,9 @@ class Collectors(_Model):
 
 CaptureMode = Literal["msprof_attach", "torch_npu_config"]
 _WORKLOAD_NAME = r"^[A-Za-z0-9_.:-]{1,64}$"
+# below state_directory: each workload's latest analysis, <workload>.json and .html, served
+# at /reports/<workload>.html and .json
+REPORTS = "reports"
 
 
 class ProfilingTarget(_Model):

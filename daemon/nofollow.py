@@ -5,8 +5,10 @@ to its parent's descriptor, and what is read is the descriptor whose type was ch
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import secrets
 import shutil
 import stat
 from pathlib import Path
@@ -31,6 +33,29 @@ def open_below(root: Path, path: Path, flags: int) -> int:
         return _at(parts[-1], flags, fd)
     finally:
         os.close(fd)
+
+
+def write_in(directory: Path, name: str, data: bytes, mode: int = 0o644) -> None:
+    """``data`` written whole as ``directory/name`` without following a link: ``directory`` is
+    opened with O_NOFOLLOW (a symlink in its place is refused with ELOOP), the data goes to a new
+    random name created in it with O_CREAT|O_EXCL|O_NOFOLLOW, which is then renamed over
+    ``name`` within it: a link planted at either name is never written through (one at
+    ``name`` is replaced). A reader sees the old file or the new one, never half."""
+    dir_fd = _at(str(directory), DIR_FLAGS, None)
+    try:
+        partial = f".{name}.{secrets.token_hex(8)}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(partial, flags, mode, dir_fd=dir_fd)
+        try:
+            with open(fd, "wb") as out:
+                out.write(data)
+            os.replace(partial, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(partial, dir_fd=dir_fd)
+            raise
+    finally:
+        os.close(dir_fd)
 
 
 def copy_tree(source: Path, target: Path, root: Path) -> None:
@@ -78,7 +103,7 @@ def _copy_file(fd: int, target: Path) -> None:
     os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
 
 
-def _at(name: str, flags: int, dir_fd: int) -> int:
+def _at(name: str, flags: int, dir_fd: int | None) -> int:
     try:
         return os.open(name, flags, dir_fd=dir_fd)
     except OSError as error:  # O_NOFOLLOW met a link: ELOOP, or ENOTDIR with O_DIRECTORY
@@ -87,7 +112,7 @@ def _at(name: str, flags: int, dir_fd: int) -> int:
         raise
 
 
-def _is_link(name: str, dir_fd: int) -> bool:
+def _is_link(name: str, dir_fd: int | None) -> bool:
     try:
         return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
     except OSError:

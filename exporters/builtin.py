@@ -90,7 +90,7 @@ NODE: tuple[Family, ...] = (
 )
 
 BUILD: tuple[Family, ...] = (
-    # npumon_build_info{version="0.1.0"} 1; its model is npumon's version
+    # npumon_build_info{version="0.2.0"} 1; its model is npumon's version (pyproject.toml's)
     Family(
         "npumon_build_info",
         "gauge",

@@ -4,7 +4,10 @@
     npumon-sim-msprof --export=on --output=PROF_DIR|PARENT
 
 Failure injection: NPUMON_SIM_MSPROF_HANG=start|stop|export blocks that phase for an hour;
-NPUMON_SIM_MSPROF_RAW_MB=N adds an N MiB raw file to every PROF dir written by `stop`.
+NPUMON_SIM_MSPROF_RAW_MB=N adds an N MiB raw file to every PROF dir written by `stop`;
+NPUMON_SIM_MSPROF_EXPORT_MB=N has `--export` write N MiB more into every PROF dir, one MiB each
+NPUMON_SIM_MSPROF_EXPORT_PACE seconds (CANN's export writes its tables as it goes, often several
+times the raw data).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from npumon.simulator.attach import Session, Target, TargetGone, find_target, so
 
 HANG_ENV = "NPUMON_SIM_MSPROF_HANG"
 RAW_MB_ENV = "NPUMON_SIM_MSPROF_RAW_MB"
+EXPORT_MB_ENV = "NPUMON_SIM_MSPROF_EXPORT_MB"
+EXPORT_PACE_ENV = "NPUMON_SIM_MSPROF_EXPORT_PACE"
 PROMPT = "(msprof) "
 USAGE = """usage: npumon-sim-msprof --dynamic=on --pid=PID --output=DIR [--option=value ...]
        npumon-sim-msprof --export=on --output=PROF_DIR [--option=value ...]
@@ -58,6 +63,7 @@ def run_export(output: Path, out: TextIO) -> int:
         if prof_dir.is_exported(prof):
             print(f"[INFO] [msprof] {prof.name} has been exported already; skipped.", file=out)
             continue
+        _export_extra(prof)
         try:
             prof_dir.export(prof, time.time())
         except prof_dir.IncompleteProf as error:
@@ -66,6 +72,19 @@ def run_export(output: Path, out: TextIO) -> int:
             continue
         print(f"[INFO] [msprof] Export all data in {prof} done.", file=out)
     return 1 if failed else 0
+
+
+def _export_extra(prof: Path) -> None:
+    """EXPORT_MB_ENV MiB into ``prof``, a MiB at a time, EXPORT_PACE_ENV seconds apart."""
+    mib = int(os.environ.get(EXPORT_MB_ENV, "0") or 0)
+    pace = float(os.environ.get(EXPORT_PACE_ENV, "0") or 0)
+    if mib <= 0:
+        return
+    with open(prof / "export_extra.bin", "wb") as extra:
+        for _ in range(mib):
+            extra.write(b"\0" * (1 << 20))
+            extra.flush()
+            time.sleep(pace)
 
 
 def _command(session: Session, command: str, out: TextIO) -> bool:

@@ -17,6 +17,7 @@ from npumon.daemon.analysis.figures import (
     percentiles,
     ranks_label,
 )
+from npumon.daemon.analysis.verdict import Sized, Wait, reference_ratio, sized, wait
 from npumon.daemon.model.profile import (
     AnalysisReport,
     LinkStat,
@@ -56,8 +57,11 @@ OPEN_IN_INSIGHT = (
 )
 _WIDTH = 760
 _LEFT = 190  # label column of the bar charts
+ALL_RANKS_UP_TO = 8  # beyond this many ranks a chart draws the slowest and the fastest only
+TABLE_RANKS_UP_TO = 16  # beyond this many, tables list the slowest and the fastest ranks
 _STYLE = """
-body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:820px;color:#222}
+body{font:14px/1.45 system-ui,sans-serif;margin:16px auto;max-width:1360px;padding:0 16px;
+color:#222}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 6px;border-bottom:1px solid #ddd}
 h3{font-size:14px;margin:14px 0 4px}.note{color:#555;font-size:12px}
 table{border-collapse:collapse;font-size:12px;margin:6px 0}
@@ -69,6 +73,12 @@ svg text{font:11px system-ui,sans-serif;fill:#333}
 code{font-size:12px;background:#f3f3f3;padding:1px 4px;word-break:break-all}
 .legend span{display:inline-block;margin-right:12px;font-size:12px}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px}
+.verdict{border:2px solid #e15759;border-radius:6px;padding:10px 16px;margin:10px 0;
+background:#fff8f7}
+.verdict.ok{border-color:#59a14f;background:#f6fbf5}.verdict .what{font-size:19px;font-weight:600}
+.verdict .size{font-size:19px;color:#c0392b}.verdict ul{margin:4px 0 0;padding-left:20px}
+.pair{display:grid;grid-template-columns:1fr 1fr;gap:24px}.pair svg{max-width:100%;height:auto}
+.cause{margin:2px 0}.cause a{color:#2a5d9f}
 """
 
 
@@ -118,11 +128,26 @@ def _nice_max(value: float) -> float:
     return 10 * power
 
 
+def extremes(ranks: Sequence[RankBreakdown]) -> list[RankBreakdown]:
+    """All ranks when few, else the slowest and the fastest (by mean step)."""
+    if len(ranks) <= ALL_RANKS_UP_TO:
+        return list(ranks)
+    slow = max(ranks, key=lambda r: r.step_seconds)
+    fast = min(ranks, key=lambda r: r.step_seconds)
+    return [slow, fast] if slow.rank != fast.rank else [slow]
+
+
 def _timeline(report: AnalysisReport, baseline: float | None, t: Thresholds) -> str:
-    ranks = [r for r in report.scope.ranks if r.steps]
+    shown = {r.rank for r in extremes(report.summary.ranks)} or None
+    ranks = [r for r in report.scope.ranks if r.steps and (shown is None or r.rank in shown)]
     if not ranks:
         return "<p>No step table: no step timeline.</p>"
-    height, top, bottom, left, right = 260, 14, 40, 60, 16
+    if max(len(r.steps) for r in ranks) < 3:
+        return (
+            '<p class="note">One or two steps per rank captured: no timeline (each rank\'s '
+            "step is in the table above and the heatmap).</p>"
+        )
+    height, top, bottom, left, right = 220, 14, 40, 60, 16
     points = [p for r in ranks for p in r.steps]
     high = max(p.seconds for p in points)
     if baseline is not None:
@@ -148,10 +173,10 @@ def _timeline(report: AnalysisReport, baseline: float | None, t: Thresholds) -> 
     if baseline is not None:
         upper = baseline * (1 + t.regression_ratio)
         body.append(
-            f'<rect class="baseline" x="{left}" width="{plot_w}" y="{y(upper):.1f}" '
-            f'height="{max(y(baseline) - y(upper), 1):.1f}" fill="#59a14f" fill-opacity="0.18"/>'
-            f'<line x1="{left}" x2="{_WIDTH - right}" y1="{y(baseline):.1f}" '
-            f'y2="{y(baseline):.1f}" stroke="#59a14f" stroke-dasharray="4 3"/>'
+            f'<line class="reference" x1="{left}" x2="{_WIDTH - right}" y1="{y(baseline):.1f}" '
+            f'y2="{y(baseline):.1f}" stroke="#59a14f" stroke-width="2"/>'
+            f'<line class="regression" x1="{left}" x2="{_WIDTH - right}" y1="{y(upper):.1f}" '
+            f'y2="{y(upper):.1f}" stroke="#e15759" stroke-dasharray="5 3"/>'
         )
     for n, rank in enumerate(ranks):
         colour = _colour(n)
@@ -181,18 +206,21 @@ def _timeline(report: AnalysisReport, baseline: float | None, t: Thresholds) -> 
     )
     legend = [(r.rank, _colour(n)) for n, r in enumerate(ranks)]
     if baseline is not None:
+        legend.append((f"reference: the workload's median step {_ms(baseline)} ms", "#59a14f"))
         legend.append(
             (
-                f"baseline p99 {_ms(baseline)} ms to +{t.regression_ratio:.0%} "
-                f"({_ms(baseline * (1 + t.regression_ratio))} ms): above it is a regression",
-                "#59a14f",
+                f"regression above +{t.regression_ratio:.0%} "
+                f"({_ms(baseline * (1 + t.regression_ratio))} ms)",
+                "#e15759",
             )
         )
+    many = len(report.summary.ranks) > len(ranks)
+    which = " The slowest and the fastest rank are drawn." if many else ""
     return (
         _svg(height, "".join(body), "Step time per rank")
         + _legend(legend)
         + '<p class="note">Filled points are the steps the statistics count; hollow ones are '
-        "warm-up or partial steps, left out.</p>"
+        f"warm-up or partial steps, left out.{which}</p>"
     )
 
 
@@ -213,9 +241,10 @@ def _stats_table(report: AnalysisReport) -> str:
     )
 
 
-def _phases(ranks: Sequence[RankBreakdown]) -> str:
-    if not ranks:
+def _phases(all_ranks: Sequence[RankBreakdown]) -> str:
+    if not all_ranks:
         return "<p>No step table: no phases.</p>"
+    ranks = extremes(all_ranks)
     row_h, top = 26, 8
     scale = max(r.step_seconds for r in ranks) or 1.0
     width = _WIDTH - _LEFT - 90
@@ -240,6 +269,66 @@ def _phases(ranks: Sequence[RankBreakdown]) -> str:
         body.append(f'<text x="{xx + 6:.1f}" y="{yy + 15}">{_ms(rank.step_seconds)} ms</text>')
     height = top + len(ranks) * row_h + 4
     return _svg(height, "".join(body), "Phases per rank") + _legend(list(seen.items()))
+
+
+def _heatmap(ranks: Sequence[RankBreakdown]) -> str:
+    """Every rank at a glance: a column per rank, a row for the step and each phase, the colour
+    from the row's least (light) to its most (dark); the value in each cell's tooltip."""
+    if len(ranks) < 2:
+        return ""
+    rows: list[tuple[str, list[float | None]]] = [("step", [r.step_seconds for r in ranks])]
+    names: list[str] = []
+    for r in ranks:
+        for name, _ in partition(r.phases, r.step_seconds):
+            if name not in names:
+                names.append(name)
+    for name in names:
+        rows.append(
+            (
+                PHASE_TITLES[name],
+                [dict(partition(r.phases, r.step_seconds)).get(name) for r in ranks],
+            )
+        )
+    row_h, top, left = 22, 4, _LEFT
+    width = _WIDTH - left - 150  # the row's range on the right
+    cell = width / len(ranks)
+    body = []
+    for n, (title, values) in enumerate(rows):
+        yy = top + n * row_h
+        known = [v for v in values if v is not None]
+        low, high = (min(known), max(known)) if known else (0.0, 0.0)
+        body.append(
+            f'<text x="{left - 6}" y="{yy + 15}" text-anchor="end">{escape(title)}</text>'
+            f'<text x="{left + width + 8}" y="{yy + 15}">{_ms(low)} to {_ms(high)} ms</text>'
+        )
+        for i, (rank, v) in enumerate(zip(ranks, values, strict=True)):
+            if v is None:
+                continue
+            level = 0.5 if high <= low else (v - low) / (high - low)
+            shade = int(235 - 190 * level)
+            body.append(
+                f'<rect class="heat" x="{left + i * cell:.1f}" y="{yy + 2}" '
+                f'width="{max(cell - (1 if cell > 4 else 0), 0.5):.1f}" height="{row_h - 4}" '
+                f'fill="rgb({shade},{shade + 10 if shade < 245 else 255},255)">'
+                f"<title>{escape(rank.rank)} {escape(title)}: {_ms(v)} ms</title></rect>"
+            )
+    yy = top + len(rows) * row_h + 12
+    if cell >= 40:  # room for each rank's name under its column
+        for i, rank in enumerate(ranks):
+            label = rank.rank if len(rank.rank) <= 8 else "…" + rank.rank[-7:]
+            body.append(
+                f'<text x="{left + (i + 0.5) * cell:.1f}" y="{yy}" text-anchor="middle">'
+                f"{escape(label)}</text>"
+            )
+    else:
+        body.append(
+            f'<text x="{left}" y="{yy}">{escape(ranks[0].rank)}</text><text '
+            f'x="{left + width}" y="{yy}" text-anchor="end">{escape(ranks[-1].rank)}</text>'
+        )
+    return _svg(yy + 6, "".join(body), "Ranks heatmap") + (
+        '<p class="note">Each row from its least (light) to its most (dark) time per step; '
+        "hover a cell for its figure.</p>"
+    )
 
 
 def _op_bars(rank: str, ops: Sequence[OpShare]) -> str:
@@ -281,17 +370,30 @@ def _operators(report: AnalysisReport) -> str:
                 ranks_label(report.scope.op_ranks), (), s.op_total_seconds, s.op_time_ratio, ()
             )
         ]
-    for rank in own:
+    if len(own) > 2:  # the slowest and the fastest of the ranks with an operator table
+        step = {r.rank: r.step_seconds for r in s.ranks}
+        own.sort(key=lambda r: step.get(r.rank, 0.0), reverse=True)
         parts.append(
-            f"<h3>{escape(rank.rank)}: {_ms(rank.op_total_seconds)} ms of operator time over "
-            "its whole capture</h3>"
+            f'<p class="note">{len(own)} ranks have an operator table: the slowest and the '
+            "fastest are shown.</p>"
         )
-        parts.append(_op_bars(rank.rank, rank.ops))
+        own = [own[0], own[-1]]
+    columns = []
+    for rank in own:
+        column = [
+            f"<h3>{escape(rank.rank)}: {_ms(rank.op_total_seconds)} ms of operator time over "
+            "its whole capture</h3>",
+            _op_bars(rank.rank, rank.ops),
+        ]
         rest = next((o for o in rank.ops if o.op_type == "other"), None)
         if rest is not None:
-            parts.append(
+            column.append(
                 f'<p class="note">other op types: {_ms(rest.seconds)} ms ({_pct(rest.ratio)})</p>'
             )
+        columns.append("<div>" + "".join(column) + "</div>")
+    parts.append(
+        '<div class="pair">' + "".join(columns) + "</div>" if len(columns) > 1 else "".join(columns)
+    )
     if s.core_type_time_ratio:
         cores = ", ".join(f"{c.core_type} {_pct(c.ratio)}" for c in s.core_type_time_ratio)
         parts.append(
@@ -302,28 +404,39 @@ def _operators(report: AnalysisReport) -> str:
 
 def _overlap(report: AnalysisReport) -> str:
     """Per rank: communication task time per step, split into what compute hid and what it did
-    not (the step table's Communication(Not Overlapped))."""
+    not (the step table's Communication(Not Overlapped)). When the operator table's HCCL tasks
+    add up to less than the step table's not overlapped (a table that does not hold every task),
+    the split is unknown: the step table's figure is drawn alone, never a share of the tasks."""
     by_rank = {r.rank: r for r in report.summary.ranks}
+    shown = {r.rank for r in extremes(report.summary.ranks)}
     rows = []
     for detail in report.scope.ranks:
         breakdown = by_rank.get(detail.rank)
         if breakdown is None or not detail.communication or not detail.steps:
             continue
-        hidden_of = {p.phase: p.seconds for p in breakdown.phases}
-        if "communication" not in hidden_of:
+        if detail.rank not in shown:
+            continue
+        exposed_of = {p.phase: p.seconds for p in breakdown.phases}
+        if "communication" not in exposed_of:
             continue
         per_step = sum(c.seconds for c in detail.communication) / len(detail.steps)
-        exposed = min(hidden_of["communication"], per_step)
-        rows.append((detail.rank, per_step, exposed))
+        exposed = exposed_of["communication"]
+        rows.append((detail.rank, per_step, exposed, per_step >= exposed * 0.99))
     if not rows:
         return ""
     row_h, top = 26, 8
-    scale = max(r[1] for r in rows) or 1.0
+    scale = max(max(r[1], r[2]) for r in rows) or 1.0
     width = _WIDTH - _LEFT - 330
     body = []
-    for n, (rank, total, exposed) in enumerate(rows):
+    for n, (rank, total, exposed, split) in enumerate(rows):
         yy = top + n * row_h
-        w_exposed, w_hidden = width * exposed / scale, width * (total - exposed) / scale
+        hidden = total - exposed if split else 0.0
+        w_exposed, w_hidden = width * exposed / scale, width * hidden / scale
+        text = (
+            f"{_ms(total)} ms per step, {_pct(exposed / total if total else None)} not overlapped"
+            if split
+            else f"{_ms(exposed)} ms not overlapped; overlap unknown (tasks: {_ms(total)} ms)"
+        )
         body.append(
             f'<text x="{_LEFT - 6}" y="{yy + 15}" text-anchor="end">{_label(rank)}</text>'
             f'<rect class="comm" x="{_LEFT}" y="{yy + 3}" width="{w_exposed:.1f}" '
@@ -331,18 +444,23 @@ def _overlap(report: AnalysisReport) -> str:
             "</title></rect>"
             f'<rect class="comm" x="{_LEFT + w_exposed:.1f}" y="{yy + 3}" width="{w_hidden:.1f}" '
             f'height="{row_h - 8}" fill="#76b7b2"><title>overlapped with compute: '
-            f"{_ms(total - exposed)} ms</title></rect>"
-            f'<text x="{_LEFT + w_exposed + w_hidden + 6:.1f}" y="{yy + 15}">'
-            f"{_ms(total)} ms per step, {_pct(exposed / total if total else None)} not "
-            "overlapped</text>"
+            f"{_ms(hidden)} ms</title></rect>"
+            f'<text x="{_LEFT + w_exposed + w_hidden + 6:.1f}" y="{yy + 15}">{text}</text>'
         )
     svg = _svg(top + len(rows) * row_h + 4, "".join(body), "Communication overlap per rank")
+    unknown = (
+        '<p class="note">Overlap unknown: the operator table\'s HCCL tasks add up to less than '
+        "the step table's communication not overlapped (the table does not hold every task), "
+        "so only the step table's figure is drawn.</p>"
+        if not all(r[3] for r in rows)
+        else ""
+    )
     return (
         "<h3>Overlapped with compute or not (mean per step)</h3>"
         + svg
         + _legend([("not overlapped", "#e15759"), ("overlapped with compute", "#76b7b2")])
         + '<p class="note">Task time per step: the rank\'s HCCL task time over its captured '
-        "steps; not overlapped: the step table's Communication(Not Overlapped).</p>"
+        "steps; not overlapped: the step table's Communication(Not Overlapped).</p>" + unknown
     )
 
 
@@ -350,6 +468,12 @@ def _communication(report: AnalysisReport, t: Thresholds) -> str:
     s = report.summary
     parts = []
     per_rank = [r for r in report.scope.ranks if r.communication]
+    left_out = 0
+    if len(per_rank) > TABLE_RANKS_UP_TO:
+        step = {r.rank: r.step_seconds for r in s.ranks}
+        ordered = sorted(per_rank, key=lambda r: step.get(r.rank, 0.0), reverse=True)
+        left_out = len(per_rank) - 2
+        per_rank = [ordered[0], ordered[-1]]
     if per_rank:
         kinds = sorted({c.collective for r in per_rank for c in r.communication})
         head = "".join(f"<th>{escape(k)} ms</th>" for k in kinds)
@@ -368,6 +492,11 @@ def _communication(report: AnalysisReport, t: Thresholds) -> str:
             "(calls, share of its step time)</h3>"
             f"<table><tr><th>rank</th>{head}</tr>{body}</table>"
         )
+        if left_out:
+            parts.append(
+                f'<p class="note">The slowest and the fastest rank; {left_out} more in the '
+                "JSON.</p>"
+            )
     elif s.communication:
         summed = ", ".join(f"{c.collective} {_ms(c.seconds)} ms" for c in s.communication)
         parts.append(f"<p>{escape(ranks_label(report.scope.op_ranks))}: {escape(summed)}</p>")
@@ -423,17 +552,108 @@ def _link_bars(stats: Sequence[LinkStat], t: Thresholds) -> str:
     return _svg(top + len(stats) * row_h + 4, "".join(body), "Bandwidth per link type")
 
 
-def _findings(report: AnalysisReport) -> str:
-    found = report.summary.bottlenecks
-    if not found:
+def _size(item: Sized) -> str:
+    if item.seconds_per_step is None:
+        return "size not estimated"
+    share = f" ({_pct(item.share_of_step)} of the step)" if item.share_of_step is not None else ""
+    return f"{_ms(item.seconds_per_step)} ms per step{share}"
+
+
+def _anchor(n: int) -> str:
+    return f"finding-{n}"
+
+
+def _findings(report: AnalysisReport, items: Sequence[Sized]) -> str:
+    if not items:
         return "<p>No rule fired.</p>"
     scope = findings_scope(report)
     note = f'<p class="note">{escape(scope[0].upper() + scope[1:])}.</p>' if scope else ""
     return note + "".join(
-        f'<div class="finding"><b>{escape(b.kind)}</b> (value {b.value:.4g}, threshold '
-        f"{b.threshold:.4g})<br>{escape(b.detail)}"
-        f'<div class="advice"><i>Advice:</i> {escape(b.advice)}</div></div>'
-        for b in found
+        f'<div class="finding" id="{_anchor(n)}"><b>{escape(i.finding.kind)}</b>: '
+        f"{escape(_size(i))}<br>{escape(i.finding.detail)}"
+        f'<div class="note">size: {escape(i.how)}; value {i.finding.value:.4g}, threshold '
+        f"{i.finding.threshold:.4g}</div>"
+        f'<div class="advice"><i>Advice:</i> {escape(i.finding.advice)}</div></div>'
+        for n, i in enumerate(items)
+    )
+
+
+def _first_sentence(text: str) -> str:
+    head, dot, _ = text.partition(". ")
+    return head + "." if dot else text
+
+
+def _causes(report: AnalysisReport, items: Sequence[Sized], waited: Wait | None) -> list[str]:
+    """The links between findings: a wait in communication points at the late rank and at the
+    finding that says why it is late (a pipeline-stage gap, a slow rank)."""
+    where = {i.finding.kind: n for n, i in enumerate(items)}
+    lines = []
+    if waited is not None and "communication" in where:
+        why = (
+            f": it spends {_ms(waited.why_seconds)} ms more per step in "
+            f"{escape(PHASE_TITLES[waited.why_phase])} than {escape(waited.waiting)}"
+            if waited.why_phase
+            else ""
+        )
+        lines.append(
+            f'<a href="#{_anchor(where["communication"])}">Communication not overlapped</a> is '
+            f"waiting: {escape(waited.waiting)} spends {_ms(waited.waiting_seconds)} ms per step "
+            f"there, {escape(waited.late)} {_ms(waited.late_seconds)} ms; "
+            f"{escape(waited.late)} reaches the collectives late{why}."
+        )
+    if "pipeline_imbalance" in where:
+        lines.append(
+            f'Ranks of the lighter pipeline stage wait for the heavier one: see <a href="#'
+            f'{_anchor(where["pipeline_imbalance"])}">the stage imbalance</a>.'
+        )
+    if "slow_rank" in where:
+        lines.append(
+            f'Within a data-parallel group: see <a href="#{_anchor(where["slow_rank"])}">the slow '
+            "rank</a> (its peers wait for it)."
+        )
+    return lines
+
+
+def _verdict(
+    report: AnalysisReport, items: Sequence[Sized], baseline: float | None, t: Thresholds
+) -> str:
+    """What holds the job back and how much, what to do, against the reference: the first
+    thing on the page."""
+    s = report.summary
+    step = f"{_ms(s.step.mean_seconds)} ms" if s.step is not None else "unknown"
+    ratio = reference_ratio(report, baseline)
+    against = ""
+    if ratio is not None and s.step is not None and baseline is not None:
+        state = "a regression" if ratio > t.regression_ratio else "within the regression line"
+        against = (
+            f"<p>Against the reference: median step {_ms(s.step.p50_seconds)} ms, "
+            f"{ratio:+.1%} on the workload's median step {_ms(baseline)} ms ({state}, "
+            f"+{t.regression_ratio:.0%}).</p>"
+        )
+    if not items:
+        return (
+            '<div class="verdict ok" id="verdict"><div class="what">No rule fired: nothing found '
+            f"holding this job back.</div><p>Step: {step}.</p>{against}</div>"
+        )
+    top = items[0]
+    lines = _causes(report, items, wait(s.ranks))
+    others = [
+        f'<li><a href="#{_anchor(n)}">{escape(i.finding.kind)}</a>: {escape(_size(i))}</li>'
+        for n, i in enumerate(items[1:4], start=1)
+    ]
+    more = len(items) - 4
+    if more > 0:
+        others.append(f'<li><a href="#findings">{more} more</a></li>')
+    return (
+        f'<div class="verdict" id="verdict"><div class="what">What holds this job back: '
+        f'<a href="#{_anchor(0)}">{escape(top.finding.kind)}</a>, '
+        f'<span class="size">{escape(_size(top))}</span></div>'
+        f"<p>{escape(top.finding.detail)}</p>"
+        f"<p><b>What to do:</b> {escape(_first_sentence(top.finding.advice))}</p>"
+        + against
+        + "".join(f'<p class="cause">{line}</p>' for line in lines)
+        + (f"<b>Also</b><ul>{''.join(others)}</ul>" if others else "")
+        + "</div>"
     )
 
 
@@ -467,10 +687,19 @@ def render(
     )
     sources = "".join(f"<li><code>{escape(p)}</code></li>" for p in report.sources)
     step_who = report.scope.step_rank
-    slowest = (
-        f" The step figures above are {escape(step_who)}'s, the slowest rank (the others wait "
-        "for it)."
+    longest = (
+        f" The step figures above are {escape(step_who)}'s, the rank with the longest step."
         if step_who and len(s.ranks) > 1
+        else ""
+    )
+    items = sized(report)
+    ranks = (
+        f'<h2 id="ranks">Ranks ({len(s.ranks)})</h2>{_heatmap(s.ranks)}' if len(s.ranks) > 1 else ""
+    )
+    shown = len(extremes(s.ranks))
+    which = (
+        f" The slowest and the fastest of {len(s.ranks)} ranks are drawn."
+        if shown < len(s.ranks)
         else ""
     )
     return f"""<!DOCTYPE html>
@@ -482,21 +711,23 @@ def render(
 <h1>npumon analysis: {escape(s.workload)}</h1>
 <p class="note">layout {escape(s.layout)}{escape(mode)}; captured {when};
 {len(s.ranks)} rank(s); {len(report.sources)} table(s) read</p>
-{open_line}
-<h2 id="steps">Step time per rank</h2>
-{_timeline(report, baseline_seconds, t)}
+{_verdict(report, items, baseline_seconds, t)}
+<h2 id="steps">Step time</h2>
 {_stats_table(report)}
+{_timeline(report, baseline_seconds, t)}
+{ranks}
 <h2 id="phases">Phases per rank</h2>
 <p class="note">Mean per step; each bar adds up to its rank's step (free time split into the
-host preparing the step and the rest).{slowest}</p>
+host preparing the step and the rest).{longest}{which}</p>
 {_phases(s.ranks)}
-<h2 id="operators">Top operators per rank</h2>
+<h2 id="findings">Findings, the largest first</h2>
+{_findings(report, items)}
+<h2 id="operators">Top operators</h2>
 {_operators(report)}
 <h2 id="communication">Communication</h2>
 {_communication(report, t)}
-<h2 id="findings">Findings</h2>
-{_findings(report)}
 {problems}
+{open_line}
 <details><summary>Tables read ({len(report.sources)})</summary><ul>{sources}</ul></details>
 </body></html>
 """

@@ -4,6 +4,7 @@ text or JSON, and as an HTML page (html.py)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from npumon.daemon.model.profile import (
     Thresholds,
     report_adapter,
 )
+from npumon.daemon.nofollow import write_in
 
 _COLUMNS = {"communication": "comm not overlapped", "other": "other"}  # short column heads
 
@@ -230,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def write_whole(path: Path, text: str) -> None:
-    """Write to a temporary file beside ``path``, then rename: a reader never sees half."""
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(path)
+    """Write to a new temporary file beside ``path``, then rename: a reader never sees half,
+    and no link at either name is written through (nofollow.write_in; a link in ``path``'s
+    folder names is the caller's choice, resolved first)."""
+    write_in(Path(os.path.realpath(path.parent)), path.name, text.encode("utf-8"))

@@ -80,27 +80,27 @@ def main() -> int:
 
 
 def _write_pages(job: AnalysisJob, report: AnalysisReport) -> None:
-    """<workload>.json and .html in job.report_dir, each written whole; a directory that cannot
-    take them costs the pages (said on stderr), never the analysis."""
+    """<workload>.json and .html in job.report_dir, each written whole and by descriptor
+    (nofollow.write_in: a link planted in the folder, or in its place, is never followed); a
+    directory that cannot take them costs the pages (said on stderr), never the analysis."""
     from npumon.daemon.analysis.html import render
-    from npumon.daemon.analysis.report import write_whole
+    from npumon.daemon.nofollow import write_in
 
     assert job.report_dir is not None
     try:
-        job.report_dir.mkdir(parents=True, exist_ok=True)
-        write_whole(
-            job.report_dir / f"{job.workload}.json",
-            report_adapter().dump_json(report, indent=2).decode() + "\n",
+        job.report_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
+        write_in(
+            job.report_dir,
+            f"{job.workload}.json",
+            report_adapter().dump_json(report, indent=2) + b"\n",
         )
-        write_whole(
-            job.report_dir / f"{job.workload}.html",
-            render(
-                report,
-                None if job.capture is None else str(job.capture),
-                job.baseline_seconds,
-                job.thresholds,
-            ),
+        page = render(
+            report,
+            None if job.capture is None else str(job.capture),
+            job.baseline_seconds,
+            job.thresholds,
         )
+        write_in(job.report_dir, f"{job.workload}.html", page.encode("utf-8"))
     except OSError as error:
         print(f"npumon worker: report not written: {error}", file=sys.stderr)
 

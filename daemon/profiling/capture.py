@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -22,13 +23,15 @@ from npumon.daemon.profiling.busy import other_profiler
 from npumon.daemon.profiling.capture_torch import torch_config_capture
 from npumon.daemon.profiling.captureerror import CaptureError
 from npumon.daemon.profiling.children import Children
-from npumon.daemon.profiling.diskquota import make_room, tree_bytes
+from npumon.daemon.profiling.diskquota import make_room, prune_reports, tree_bytes
 from npumon.daemon.profiling.launch import analyse
 from npumon.daemon.profiling.window import WindowSampler, measure
 from npumon.daemon.profiling.workloads import ProcessInfo, Workload
 from npumon.daemon.runner import CommandRunner, run_command
 
 log = logging.getLogger(__name__)
+
+EXPORT_WATCH_SECONDS = 0.25  # how often the captures are measured while msprof exports
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +113,8 @@ class Capturer:
         analysed one and drops the workload's older ones, "all" keeps every capture; over the
         quota, the capture goes whatever keep_raw says."""
         keep = self.settings.keep_raw
+        if self.reports is not None:
+            prune_reports(self.reports, self.settings.max_workloads)
         result = "failed" if outcome is None else outcome.result
         if result == "disk_quota" or keep == "none" or (keep == "last" and result != "ok"):
             shutil.rmtree(out, ignore_errors=True)
@@ -183,7 +188,10 @@ class Capturer:
             if sampler is not None:
                 self.hardware[w.name] = measure(w.ranks, sampler.stop(), self.throttle)
         self._check_size(out)
-        capture_msprof.export_pending(s.msprof.command, out, s.timeouts.export, self.host.runner)
+        try:
+            export_within_quota(s, self.captures, out, self.host)
+        finally:  # the room the next capture makes beforehand: raw data and export
+            self._expected_bytes = tree_bytes(out)
         kept = None if s.keep_raw == "none" else out
         return analyse(
             out,
@@ -217,6 +225,42 @@ class Capturer:
                 f"the capture wrote {size} bytes, over the "
                 f"quota of {int(self.settings.disk_quota)}",
             )
+
+
+def export_within_quota(settings: Profiling, captures: Path, out: Path, host: Host) -> None:
+    """``msprof --export`` of the PROF dirs in ``out`` (a folder of ``captures``) within the disk
+    quota: while it runs the captures are measured every EXPORT_WATCH_SECONDS (older ones deleted
+    to make room, as before a capture) and once ``out`` alone is over, the export's process
+    group is killed; after it, measured again. CaptureError disk_quota when over: the caller
+    drops ``out``. The kill reaches a runner that ``host.children`` tracks (the service's)."""
+    quota = int(settings.disk_quota)
+    over, done = threading.Event(), threading.Event()
+
+    def watch() -> None:
+        while not done.wait(EXPORT_WATCH_SECONDS):
+            if not make_room(captures, 0, quota, keep=out):
+                over.set()
+                host.children.kill_running()
+                return
+
+    watcher = threading.Thread(target=watch, name="npumon-export-quota", daemon=True)
+    watcher.start()
+    try:
+        capture_msprof.export_pending(
+            settings.msprof.command, out, settings.timeouts.export, host.runner
+        )
+    except CaptureError:
+        if not over.is_set():
+            raise
+    finally:
+        done.set()
+        watcher.join()
+    if over.is_set() or not make_room(captures, 0, quota, keep=out):
+        raise CaptureError(
+            "disk_quota",
+            f"the export of {out.name} took it to {tree_bytes(out)} bytes, over the quota of "
+            f"{quota}{' (stopped while it ran)' if over.is_set() else ''}",
+        )
 
 
 def capture_dir_name(workload: str, when: datetime) -> str:

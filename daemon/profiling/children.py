@@ -34,6 +34,11 @@ class Children:
         self.stopped.set()
         self._groups.terminate_all()
 
+    def kill_running(self) -> int:
+        """Kill every running child's process group (their commands return ``cancelled``);
+        later children still start. How many."""
+        return self._groups.terminate_all(refuse_new=False)
+
     def sleep(self, seconds: float) -> None:
         """time.sleep that stop() cuts short."""
         self.stopped.wait(seconds)

@@ -1,9 +1,12 @@
-"""The capture disk budget: size of the captures directory, oldest-first cleanup."""
+"""The capture disk budget: size of the captures directory, oldest-first cleanup; the reports
+directory held to one page pair per workload kept."""
 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import stat
 from pathlib import Path
 
 from npumon.daemon.profiling.captureerror import CaptureError
@@ -62,3 +65,41 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return 0.0
+
+
+REPORT_SUFFIXES = (".json", ".html")  # a workload's pages: <workload>.json and .html
+
+
+def prune_reports(reports: Path, keep: int) -> None:
+    """Keep the pages of the ``keep`` workloads written last (profiling.max_workloads, as the
+    state keeps), delete the older ones and any temporary file a killed writer left (a name
+    starting with '.'). Only regular files are deleted and nothing is followed: a link, a
+    folder or a FIFO planted there is left alone."""
+    try:
+        with os.scandir(reports) as entries:
+            files = [
+                (e.name, e.stat(follow_symlinks=False))
+                for e in entries
+                if e.is_file(follow_symlinks=False)
+            ]
+    except OSError:  # no reports yet, or reports/ is not a folder
+        return
+    newest: dict[str, float] = {}  # workload -> the mtime of its newest page
+    for name, info in files:
+        if not name.startswith(".") and name.endswith(REPORT_SUFFIXES):
+            # <workload>.json, .html and the capture's <workload>.capture.json (service.py)
+            workload = name.rsplit(".", 1)[0].removesuffix(".capture")
+            newest[workload] = max(newest.get(workload, 0.0), info.st_mtime)
+    kept = set(sorted(newest, key=newest.__getitem__, reverse=True)[:keep])
+    for name, info in files:
+        if name.startswith("."):  # .<workload>.json.<random>: nobody renamed it
+            reason = "partial" if any(f"{s}." in name for s in REPORT_SUFFIXES) else ""
+        else:
+            page = name.endswith(REPORT_SUFFIXES) and name.rsplit(".", 1)[0] not in kept
+            reason = "max_workloads" if page else ""
+        if reason and stat.S_ISREG(info.st_mode):
+            log.info("event=report_cleanup path=%s reason=%s", reports / name, reason)
+            try:
+                os.unlink(reports / name)
+            except OSError:
+                continue

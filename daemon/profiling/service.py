@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from npumon.daemon import nofollow
-from npumon.daemon.config import Config
+from npumon.daemon.config import REPORTS, Config
 from npumon.daemon.model.profile import (
     CAPTURE_RESULTS,
     AnalysisReport,
@@ -23,8 +23,15 @@ from npumon.daemon.model.profile import (
 )
 from npumon.daemon.profiling import capture_msprof, ingest
 from npumon.daemon.profiling.align import GRACE_SECONDS, LEAD_SECONDS, slot_start
-from npumon.daemon.profiling.capture import CaptureOutcome, Capturer, Host, private_dir
+from npumon.daemon.profiling.capture import (
+    CaptureOutcome,
+    Capturer,
+    Host,
+    export_within_quota,
+    private_dir,
+)
 from npumon.daemon.profiling.captureerror import CaptureError
+from npumon.daemon.profiling.diskquota import make_room, prune_reports, tree_bytes
 from npumon.daemon.profiling.gate import TOO_SHORT
 from npumon.daemon.profiling.identity import LAUNCHER_SOURCES
 from npumon.daemon.profiling.launch import analyse
@@ -65,7 +72,7 @@ class Profiler:
             self.settings.max_workloads,
         )
         self.captures_dir = root / "captures"
-        self.reports_dir = root / "reports"  # the last analysis per workload, .json and .html
+        self.reports_dir = root / REPORTS  # the last analysis per workload, .json and .html
         self.capturer = Capturer(
             self.settings,
             self.captures_dir,
@@ -283,6 +290,7 @@ class Profiler:
         finally:
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
+            prune_reports(self.reports_dir, self.settings.max_workloads)
         # analysed (or found unusable): not again until it changes
         self.state.ingested.update(dict(group.members))
         outcome = CaptureOutcome(
@@ -317,9 +325,12 @@ class Profiler:
         for member, _ in group.members:  # no link below the ingest path followed
             root = group.root or Path(member).parent
             nofollow.copy_tree(Path(member), scratch / Path(member).name, root)
-        capture_msprof.export_pending(
-            self.settings.msprof.command, scratch, self.settings.timeouts.export, self.host.runner
-        )
+        quota = int(self.settings.disk_quota)
+        if not make_room(self.captures_dir, 0, quota, keep=scratch):
+            raise CaptureError(
+                "disk_quota", f"the copy to export, {tree_bytes(scratch)} bytes, is over {quota}"
+            )
+        export_within_quota(self.settings, self.captures_dir, scratch, self.host)
         return scratch
 
     def _record(self, outcome: CaptureOutcome) -> None:

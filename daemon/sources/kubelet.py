@@ -43,7 +43,7 @@ class PodResourcesSource:
         prefixes: Iterable[str],
         publish: Publish,
         *,
-        lister: Lister = _grpc_lister,
+        lister: Lister | None = None,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -51,7 +51,7 @@ class PodResourcesSource:
         self._timeout = timeout
         self._prefixes = tuple(prefixes)
         self._publish = publish
-        self._lister = lister
+        self._lister = lister or _grpc_lister  # None: gRPC on the socket
         self.tracker = SourceTracker(SOURCE, clock, monotonic)
         self.seen = False  # the socket existed once: from then on every run is reported
         self._busy = threading.Lock()

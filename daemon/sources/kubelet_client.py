@@ -32,6 +32,11 @@ _REASONS = {
 
 def list_devices(socket: Path, timeout: float) -> list[DeviceRow]:
     """Every container's devices, as plain rows; SourceFailure names what went wrong."""
+    return device_rows(list_response(socket, timeout))
+
+
+def list_response(socket: Path, timeout: float) -> ListPodResourcesResponse:
+    """The kubelet's `List` answer as it came; SourceFailure names what went wrong."""
     options = [("grpc.max_receive_message_length", MAX_RECEIVE_BYTES)]
     with grpc.insecure_channel(f"unix://{socket.absolute()}", options=options) as channel:
         call = channel.unary_unary(
@@ -57,6 +62,11 @@ def list_devices(socket: Path, timeout: float) -> list[DeviceRow]:
                 f"pod-resources List on {socket} failed: {code} {detail}; is the kubelet "
                 "running, and does npumon run as root with the socket's directory mounted?",
             ) from None
+    return answer
+
+
+def device_rows(answer: ListPodResourcesResponse) -> list[DeviceRow]:
+    """Every container's devices in a `List` answer, as plain rows (DRA claims included)."""
     rows = [
         (pod.namespace, pod.name, container.name, devices.resource_name, tuple(devices.device_ids))
         for pod in answer.pod_resources

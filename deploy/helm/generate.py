@@ -37,6 +37,8 @@ KPS_RELEASE = "kube-prometheus-stack"
 PLAIN_VALUES: dict[str, Any] = {
     "serviceMonitor": {"enabled": True, "labels": {"release": KPS_RELEASE}},
     "prometheusRule": {"enabled": True, "labels": {"release": KPS_RELEASE}},
+    # the `helm test` pod is Helm's alone: kubectl apply would start it as a plain pod
+    "tests": {"enabled": False},
 }
 COMMAND = "make generate"
 HEADER = (
@@ -47,7 +49,8 @@ HEADER = (
     '# release "{release}", namespace "{namespace}": the equivalent of\n'
     "#   helm template {release} deploy/helm/npumon -n {namespace} \\\n"
     "#     --set serviceMonitor.enabled=true --set serviceMonitor.labels.release={kps} \\\n"
-    "#     --set prometheusRule.enabled=true --set prometheusRule.labels.release={kps}\n"
+    "#     --set prometheusRule.enabled=true --set prometheusRule.labels.release={kps} \\\n"
+    "#     --set tests.enabled=false\n"
     "# Change the chart (or its values) and regenerate; kubectl apply -k deploy/kubernetes.\n"
 )
 

@@ -8,6 +8,7 @@ import functools
 import hashlib
 import hmac
 import secrets
+import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 
@@ -20,7 +21,7 @@ _MAX_FAILED = 256  # recent failures, the oldest dropped first
 MAX_PENDING_CHECKS = 64
 
 
-@functools.lru_cache(maxsize=32)  # one per cost (4..31)
+@functools.lru_cache(maxsize=32)  # one per cost (BCRYPT_MIN_COST..BCRYPT_MAX_COST)
 def _dummy_hash(cost: int) -> bytes:
     """A hash of a random password at ``cost``: unknown users cost as much as known ones."""
     return bcrypt.hashpw(secrets.token_bytes(16), bcrypt.gensalt(rounds=cost))
@@ -30,9 +31,13 @@ class BasicAuth:
     """``cached(header)`` answers from recent results; ``check(header)`` runs bcrypt if needed.
     Results are keyed by a SHA-256 of user, password and stored hash (the password itself is
     never kept); a wrong password is cached too, so a client retrying it costs a lookup. Only
-    ``check`` writes the caches, on the edge's one bcrypt thread; the event loop only reads."""
+    ``check`` writes the caches, on the edge's one bcrypt thread; the event loop only reads.
 
-    def __init__(self, users: Mapping[str, str]) -> None:
+    ``previous``: the BasicAuth of the config this one replaces; its results for the users
+    whose hash is unchanged carry over (the key holds the hash: a changed or removed user's
+    results could not match anyway), so a reload costs cached scrapers no bcrypt."""
+
+    def __init__(self, users: Mapping[str, str], previous: BasicAuth | None = None) -> None:
         self._users = {user: hashed.encode() for user, hashed in users.items()}
         # An unknown user is checked against a dummy hash of one of the configured costs ($2b$10$
         # ...: validated as bcrypt), picked by a keyed hash of the name: with users of mixed
@@ -42,8 +47,17 @@ class BasicAuth:
         costs = sorted(int(h[4:6]) for h in self._users.values()) or [10]
         self._dummies = [_dummy_hash(cost) for cost in costs]
         self._dummy_key = hashlib.sha256(b"\0".join(sorted(self._users.values()))).digest()
-        self._ok: set[bytes] = set()
-        self._failed: dict[bytes, None] = {}  # oldest first
+        self._lock = threading.Lock()  # the bcrypt thread writes while a reload copies
+        self._ok: dict[bytes, str] = {}  # key -> user
+        self._failed: dict[bytes, str] = {}  # key -> user, oldest first
+        if previous is not None:
+            with previous._lock:
+                for mine, theirs in ((self._ok, previous._ok), (self._failed, previous._failed)):
+                    mine.update(
+                        (key, user)
+                        for key, user in theirs.items()
+                        if previous._users.get(user) == self._users.get(user)
+                    )
 
     def cached(self, header: str | None) -> bool | None:
         """True/False when known without bcrypt (cached, or not decodable); None otherwise."""
@@ -64,12 +78,13 @@ class BasicAuth:
             ok = bcrypt.checkpw(password, hashed or self._dummy(user)) and hashed is not None
         except ValueError:  # e.g. a password over bcrypt's 72 bytes
             ok = False
-        if ok and len(self._ok) < _MAX_OK:
-            self._ok.add(key)
-        elif not ok:
-            self._failed[key] = None
-            if len(self._failed) > _MAX_FAILED:
-                del self._failed[next(iter(self._failed))]
+        with self._lock:
+            if ok and len(self._ok) < _MAX_OK:
+                self._ok[key] = user
+            elif not ok:
+                self._failed[key] = user
+                if len(self._failed) > _MAX_FAILED:
+                    del self._failed[next(iter(self._failed))]
         return ok
 
     def _dummy(self, user: str) -> bytes:
@@ -103,6 +118,8 @@ class BcryptQueue:
             return known
         if self.pending >= self.limit:
             return None
+        if gone.done():  # the client left (EOF) before its check was queued: never start it
+            return False
         self.pending += 1
         try:
             check = asyncio.get_running_loop().run_in_executor(self._thread, auth.check, header)

@@ -9,10 +9,12 @@ import html
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from prometheus_client.exposition import choose_encoder
 
 from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT, NodeSnapshot
+from npumon.exporters.web import reports as report_files
 from npumon.exporters.web.auth import BcryptQueue
 from npumon.exporters.web.weblive import LiveWebConfig
 
@@ -60,9 +62,11 @@ class EdgeApp:
         healthy: Callable[[], bool],
         latest: Callable[[], NodeSnapshot] | None,
         version: str,
+        reports: Path | None = None,
     ) -> None:
         self._exposition, self._web, self._max = exposition, web, max_requests
         self._healthy, self._version = healthy, version
+        self._reports = reports  # the state directory's reports/: /reports/<workload>.html
         self._latest = latest or (lambda: EMPTY_SNAPSHOT)
         self._in_flight = 0  # the semaphore: only the event loop thread counts
         self._zipped: dict[bool, tuple[bytes, bytes]] = {}  # per format: a body and its gzip
@@ -105,7 +109,23 @@ class EdgeApp:
         if path == "/":
             page = self._landing().encode()
             return _answer(200, page, "text/html; charset=utf-8", *active.headers)
+        if path.startswith(report_files.PREFIX):
+            return await self._report(path, active.headers)
         return _answer(404, b"Not Found: try /metrics\n", TEXT, *active.headers)
+
+    async def _report(self, path: str, extra: Headers) -> Response:
+        """A workload's latest report page or JSON, read off the event loop; 404 for a name
+        that is not a report file the daemon wrote."""
+        name = report_files.file_name(path)
+        body = None
+        if name is not None and self._reports is not None:
+            body = await asyncio.get_running_loop().run_in_executor(
+                self._render, report_files.read, self._reports, name
+            )
+        if name is None or body is None:
+            return _answer(404, b"Not Found: no such report\n", TEXT, *extra)
+        kind = report_files.content_type(name)
+        return _answer(200, body, kind, *extra, *report_files.PAGE_HEADERS)
 
     async def _metrics(self, headers: dict[str, str], extra: Headers) -> Response:
         _, content_type = choose_encoder(headers.get("accept", ""))

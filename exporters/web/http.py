@@ -5,7 +5,14 @@ runs at rest). A connection is counted from accept to close. From accept, or fro
 response, its first bytes, its TLS handshake and its request head must arrive within
 ``header_timeout`` seconds, however slowly they come; otherwise it is closed (an idle
 kept-alive connection too). A request body is never needed: it is read and dropped while the
-answer is made, and the connection closes after the answer unless the body was complete.
+answer is made, and after it (as net/http does) under the header deadline; the next request
+is read once the body is whole.
+
+Writes follow net/http: one response at a time, and the next request is neither read nor parsed
+while the transport's buffer is above its high-water mark (``pause_writing``). A client that
+reads nothing holds at most one response and that buffer, for ``WRITE_TIMEOUT_SECONDS``; a
+response sent before a close (``Connection: close``, HTTP/1.0, a 400) gets the same deadline to
+drain. A client that shuts down its write side after its request still gets the answer.
 """
 
 from __future__ import annotations
@@ -16,12 +23,15 @@ import email.utils
 import errno
 import logging
 import os
+import resource
 import socket
+import struct
 import threading
 import time
 import urllib.parse
 from collections.abc import Callable
 from http import HTTPStatus
+from pathlib import Path
 from typing import Any
 
 import h11
@@ -37,8 +47,13 @@ log = logging.getLogger(__name__)
 
 MAX_REQUESTS = 40  # in-flight requests before a fast 503 (node_exporter's --web.max-requests)
 MAX_CONNECTIONS = 1024  # open connections; the next sheds the oldest waiting one (privileges.md)
+# descriptors the connection cap leaves under the open-file limit: npu-smi's and hccn_tool's
+# pipes, the kubelet's socket, state and log files, the loop's own (privileges.md)
+OPEN_FILES_RESERVE = 128
 MAX_HEADER_BYTES = 64 * 1024  # request line + headers; above it: 400 and the connection closed
 HEADER_TIMEOUT_SECONDS = 10.0  # first bytes, TLS handshake and head, from accept or last response
+WRITE_HIGH_WATER = 64 * 1024  # response bytes buffered above the kernel's before pause_writing
+WRITE_TIMEOUT_SECONDS = 10.0  # a response not read (or not drained before a close) is cut then
 BACKLOG = 2048  # the kernel's accept queue (the kernel caps it at net.core.somaxconn)
 ACCEPT_BATCH = 64  # connections accepted per wake-up before the loop serves the others
 ACCEPT_RETRY_SECONDS = 1.0  # out of descriptors or memory: accepting pauses this long
@@ -50,6 +65,7 @@ BAD_REQUEST = (
     b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n"
     b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(BAD_BODY), BAD_BODY)
 )
+RESET_ON_CLOSE = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s
 SHUTDOWN_SECONDS = 2  # grace for requests in flight at shutdown
 OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
@@ -68,11 +84,18 @@ def parse_listen_address(address: str) -> tuple[str, int]:
 
 class Connections:
     """What a server's connections share: those open under the cap, the bad requests, and the
-    connections waiting (for their first bytes, TLS handshake or request head, or idle after a
-    response), the one that has waited longest first."""
+    connections waiting (for their first bytes, TLS handshake or request head, idle after a
+    response, or for the client to read a response, before a close too), the one that has
+    waited longest first."""
 
-    def __init__(self, max_connections: int, header_timeout: float) -> None:
+    def __init__(
+        self,
+        max_connections: int,
+        header_timeout: float,
+        write_timeout: float = WRITE_TIMEOUT_SECONDS,
+    ) -> None:
         self.max_connections, self.header_timeout = max_connections, header_timeout
+        self.write_timeout = write_timeout
         self.bad_requests = 0
         self.live: dict[_Connection, None] = {}
         self.waiting: dict[_Connection, None] = {}  # insertion-ordered: the oldest first
@@ -109,10 +132,14 @@ class _Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._answering: asyncio.Task[None] | None = None
         self._gone: asyncio.Future[None] = self._loop.create_future()
-        self._head_bytes = 0  # of the request head being read
         self._started = self._loop.time()
         self._deadline: asyncio.TimerHandle | None = None
         self._handed = False  # the socket is the transport's (asyncio closes it) from then on
+        self._paused = False  # the transport's write buffer is above its high-water mark
+        self._next_waits = False  # a response is written; the next request waits for the drain
+        self._draining = False  # answered before its body came whole: read on and drop it
+        self._eof = False  # the client shut down its write side
+        self._tls = False
         server.connections.live[self] = None
         self._wait()
         self._opening = self._loop.create_task(self._open())
@@ -183,18 +210,16 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
+        self._tls = transport.get_extra_info("sslcontext") is not None
+        # TLS's default is 512 KiB; one response waits at most this much above the socket's
+        transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
 
     def data_received(self, data: bytes) -> None:
         if self._transport is None or self._transport.is_closing():
             return  # what a closing TLS transport still hands on
-        if self._answering is None and self._h11.their_state is h11.IDLE:
-            # h11 checks its limit only while a head is incomplete, not on one big read
-            self._head_bytes += len(data)
-            if self._head_bytes > MAX_HEADER_BYTES:
-                self._bad()
-                return
         self._h11.receive_data(data)
-        self._events()
+        if not self._next_waits:  # else reading is paused: at most one read waits in h11
+            self._events()  # while answering too: a body is dropped, pipelined bytes bounded
 
     def _events(self) -> None:
         """Take what h11 has read: a request head starts its answer; a body is dropped."""
@@ -202,15 +227,31 @@ class _Connection(asyncio.Protocol):
             try:
                 event = self._h11.next_event()
             except h11.RemoteProtocolError:
-                self._bad()
+                if self._answering is None:
+                    self._bad()
+                else:  # a bad body, or bytes after an HTTP/1.0 request: answered, then closed
+                    assert self._transport is not None
+                    self._transport.pause_reading()
                 return
             if event is h11.NEED_DATA or event is h11.PAUSED:
                 break
             if isinstance(event, h11.Request):
+                if _head_size(event) > MAX_HEADER_BYTES:  # complete in one read: h11 let it by
+                    self._bad()
+                    return
                 self._stop_waiting()
                 self._answering = self._loop.create_task(self._answer(event))
+            elif isinstance(event, h11.EndOfMessage) and self._draining:
+                self._draining = False  # the answered request's body is whole
+                if self._paused:
+                    self._next_waits = True
+                else:
+                    self._next_request()
+                return
             elif isinstance(event, h11.ConnectionClosed):
-                break
+                if self._answering is None:  # else the answer closes once written
+                    self._close()
+                return
         if self._answering is not None and len(self._h11.trailing_data[0]) > MAX_HEADER_BYTES:
             assert self._transport is not None
             self._transport.pause_reading()  # pipelined requests wait in the kernel
@@ -239,35 +280,100 @@ class _Connection(asyncio.Protocol):
         if method != "HEAD":
             out += self._h11.send(h11.Data(data=body)) or b""
         transport.write(out + (self._h11.send(h11.EndOfMessage()) or b""))
-        if self._h11.our_state is not h11.DONE or self._h11.their_state is not h11.DONE:
-            transport.close()  # asked to close, or the body is not read: no next request
-            return
-        self._h11.start_next_cycle()
-        self._head_bytes = len(self._h11.trailing_data[0])
-        transport.resume_reading()
+        if self._h11.our_state is h11.DONE and self._h11.their_state is h11.SEND_BODY:
+            self._draining = True  # as net/http: the rest of the body, then the next request
+            if not self._paused:  # else resume_writing reads on
+                self._drain_body()
+        elif self._h11.our_state is not h11.DONE or self._h11.their_state is not h11.DONE:
+            self._close()  # asked to close, or the body is bad or cut: no next request
+        elif self._paused:
+            self._next_waits = True  # resume_writing reads on
+        else:
+            self._next_request()
+
+    def _drain_body(self) -> None:
+        """Read what is left of an answered request's body, under the header deadline."""
+        assert self._transport is not None
+        if not self._eof:
+            self._transport.resume_reading()
         self._wait()
-        self._events()  # a pipelined request already read
+        self._events()
+
+    def _next_request(self) -> None:
+        """The response is out of the buffer: read the next request (maybe read already)."""
+        assert self._transport is not None
+        self._h11.start_next_cycle()
+        if not self._eof:
+            self._transport.resume_reading()
+        self._wait()
+        self._events()
+
+    def pause_writing(self) -> None:
+        """The client reads slower than we write: read nothing more, and give it
+        WRITE_TIMEOUT_SECONDS to take what is buffered; until then the cap may shed it."""
+        self._paused = True
+        assert self._transport is not None
+        self._transport.pause_reading()
+        self._wait(self._server.connections.write_timeout)
+
+    def resume_writing(self) -> None:
+        """Below the low-water mark: the next request, if a response waited for this (a close
+        keeps its deadline)."""
+        self._paused = False
+        if self._next_waits:
+            self._next_waits = False
+            self._next_request()
+        elif self._draining:
+            self._drain_body()
+
+    def _close(self) -> None:
+        """Close once what is buffered is sent, within WRITE_TIMEOUT_SECONDS (aborted then),
+        sheddable meanwhile."""
+        assert self._transport is not None
+        if self._transport.is_closing():  # a second close() breaks asyncio's TLS transport
+            return
+        self._stop_waiting()
+        self._transport.close()
+        self._wait(self._server.connections.write_timeout)
 
     def _bad(self) -> None:
         """A malformed request: its 400 when nothing was answered yet, then the close."""
         self._server.connections.bad_requests += 1
         log.debug("event=bad_request client=%s state=%s", self.client, self._h11.our_state)
         assert self._transport is not None
-        if self._answering is None and self._h11.our_state is h11.IDLE:
+        if self._answering is None and self._h11.our_state in (h11.IDLE, h11.SEND_RESPONSE):
             self._transport.write(BAD_REQUEST)
-        self._transport.close()
+        self._close()
 
     def eof_received(self) -> bool | None:
-        return None  # the client is done: close (a half-closed client gets no answer)
+        """The client shut down its write side: a request read whole is answered (as net/http
+        answers it), then the connection closes; an unfinished head gets its 400; nothing
+        pending closes it. asyncio's TLS transport closes on EOF whatever this returns. As
+        net/http cancels a request's context at EOF, ``gone`` completes: a bcrypt check still
+        queued for this client is dropped (a client that left and one that half-closed look
+        alike until a write fails)."""
+        self._eof = True
+        if not self._gone.done():
+            self._gone.set_result(None)
+        assert self._transport is not None
+        if self._transport.is_closing():
+            return None
+        self._h11.receive_data(b"")
+        if self._answering is None and not self._next_waits:
+            self._events()
+        return None if self._tls else True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._release()
         if not self._gone.done():
             self._gone.set_result(None)
 
-    def _wait(self) -> None:
-        """Wait for the next request, under the deadline, the newest in line to be shed."""
-        timeout = self._server.connections.header_timeout
+    def _wait(self, timeout: float | None = None) -> None:
+        """Wait for the next request (or ``timeout`` for the client to read), under the
+        deadline, the newest in line to be shed."""
+        if timeout is None:
+            timeout = self._server.connections.header_timeout
+        self._stop_waiting()
         self._deadline = self._loop.call_later(timeout, self._expired)
         self._server.connections.waiting[self] = None
 
@@ -287,16 +393,27 @@ class _Connection(asyncio.Protocol):
 
     def end(self) -> None:
         """Close now and free the slot. A response the client has not read would hold a close
-        until it drains, and a TLS close waits for the client's: those are aborted."""
+        until it drains (in the kernel too), and a TLS close waits for the client's: those are
+        reset, which frees what the kernel holds for them at once."""
         self._release()
         transport = self._transport
         if transport is None:  # first bytes or TLS handshake, maybe not even started
             self._drop()
             self._opening.cancel()
-        elif transport.get_write_buffer_size() or self._server.web.tls:
+        elif self._paused or transport.get_write_buffer_size() or self._server.web.tls:
+            sock = transport.get_extra_info("socket")
+            if sock is not None:  # a zero linger: the close sends a reset, not what is queued
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET_ON_CLOSE)
             transport.abort()
         else:
             transport.close()
+
+
+def _head_size(request: h11.Request) -> int:
+    """The request line and headers as read, give or take their optional whitespace."""
+    line = len(request.method) + len(request.target) + 12
+    return line + sum(len(name) + len(value) + 4 for name, value in request.headers)
 
 
 def _set_once(future: asyncio.Future[None]) -> None:
@@ -391,6 +508,15 @@ class Server:
         self._serving.app.close()
 
 
+def connection_cap(configured: int, open_files: int) -> int:
+    """The connection cap in force: ``configured``, or less under an open-file limit of
+    ``open_files``, so that OPEN_FILES_RESERVE descriptors stay for the rest (at least one
+    connection): connections shed one another before an accept fails with EMFILE."""
+    if open_files == resource.RLIM_INFINITY:
+        return configured
+    return max(1, min(configured, open_files - OPEN_FILES_RESERVE))
+
+
 def _bind(host: str, port: int) -> socket.socket:
     if host == "":  # every address: dual-stack IPv6 covers IPv4 too where the host has it
         host = "::" if socket.has_dualstack_ipv6() else "0.0.0.0"
@@ -407,6 +533,39 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+# sd_listen_fds(3): the first descriptor systemd passes to a socket-activated service
+SD_LISTEN_FDS_START = 3
+SD_LISTEN_ENV = ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES")
+
+
+def systemd_socket() -> socket.socket:
+    """The listening TCP socket systemd passed (socket activation, as exporter-toolkit's
+    --web.systemd-socket and sd_listen_fds(3)): LISTEN_PID names this process and LISTEN_FDS is 1.
+    The variables are removed, so npumon's children never see them; the descriptor is not
+    inherited. ValueError says what is missing."""
+    pid, count = os.environ.get("LISTEN_PID"), os.environ.get("LISTEN_FDS")
+    if pid is None or count is None:
+        raise ValueError(
+            "no socket from systemd (LISTEN_PID and LISTEN_FDS are unset): start npumon from its"
+            " .socket unit (deploy/systemd/npumon.socket)"
+        )
+    if pid != str(os.getpid()):
+        raise ValueError(f"LISTEN_PID {pid} is not this process ({os.getpid()})")
+    if count != "1":
+        raise ValueError(f"LISTEN_FDS is {count}: npumon serves one socket (one ListenStream=)")
+    for name in SD_LISTEN_ENV:
+        os.environ.pop(name, None)
+    sock = socket.socket(fileno=SD_LISTEN_FDS_START)
+    if sock.type != socket.SOCK_STREAM or not sock.getsockopt(
+        socket.SOL_SOCKET, socket.SO_ACCEPTCONN
+    ):
+        sock.detach()
+        raise ValueError(f"descriptor {SD_LISTEN_FDS_START} is not a listening stream socket")
+    sock.set_inheritable(False)
+    sock.setblocking(False)
+    return sock
+
+
 def serve(
     exposition: Exposition,
     address: str,
@@ -418,12 +577,35 @@ def serve(
     max_requests: int = MAX_REQUESTS,
     max_connections: int = MAX_CONNECTIONS,
     header_timeout: float = HEADER_TIMEOUT_SECONDS,
+    write_timeout: float = WRITE_TIMEOUT_SECONDS,
+    reports: Path | None = None,
+    listening: socket.socket | None = None,
 ) -> Server:
-    """Serve in a background thread; return once the socket listens. ``web_config`` is
+    """Serve in a background thread; return once the socket listens. ``max_connections`` is
+    lowered under the open-file limit in force (connection_cap). ``web_config`` is
     LiveWebConfig's source; the returned server's ``connections.exposition`` writes the edge's
-    own counter; the rest is EdgeApp's."""
+    own counter; the rest is EdgeApp's. ``listening``: a socket that already listens (systemd's,
+    ``systemd_socket``) instead of binding ``address``."""
     web = LiveWebConfig(web_config)
-    app = EdgeApp(exposition, web, max_requests, healthy=healthy, latest=latest, version=version)
-    connections = Connections(max_connections, header_timeout)
-    sock = _bind(*parse_listen_address(address))
+    app = EdgeApp(
+        exposition,
+        web,
+        max_requests,
+        healthy=healthy,
+        latest=latest,
+        version=version,
+        reports=reports,
+    )
+    open_files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    cap = connection_cap(max_connections, open_files)
+    if cap < max_connections:
+        log.warning(
+            "event=connection_cap_lowered configured=%d effective=%d open_files=%d reserve=%d",
+            max_connections,
+            cap,
+            open_files,
+            OPEN_FILES_RESERVE,
+        )
+    connections = Connections(cap, header_timeout, write_timeout)
+    sock = listening if listening is not None else _bind(*parse_listen_address(address))
     return Server(_Serving(sock, app, web, connections))

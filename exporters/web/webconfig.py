@@ -34,8 +34,12 @@ _VERIFY_MODES = {
     "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
     "RequireAndVerifyClientCert": ssl.CERT_REQUIRED,
 }
-_BCRYPT = re.compile(r"\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}\Z")
-BCRYPT_MIN_COST, BCRYPT_MAX_COST = 4, 31  # the costs bcrypt (and Go's bcrypt) accepts
+_BCRYPT = re.compile(r"\$2[aby]\$[0-9][0-9]\$[./A-Za-z0-9]{53}\Z")  # ASCII digits only
+BCRYPT_MIN_COST = 4  # the least bcrypt (and Go's bcrypt) accepts
+# bcrypt takes 2**cost rounds: each step doubles a check. Go's bcrypt (exporter-toolkit) takes up
+# to 31; npumon stops at 14 (about one second a check here, docs/privileges.md), as every
+# uncached login, reload and password revocation waits for one check on the one bcrypt thread.
+BCRYPT_MAX_COST = 14
 _UNSUPPORTED = "is valid for exporter-toolkit but not supported by npumon"
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 _FILES = ("cert_file", "key_file", "client_ca_file")
@@ -67,10 +71,15 @@ def _bcrypt_hash(value: str) -> str:
     if not _BCRYPT.match(value):
         raise ValueError("not a bcrypt hash ($2a$/$2b$/$2y$, 60 characters), e.g. htpasswd -nBC 10")
     cost = int(value[4:6])
-    if not BCRYPT_MIN_COST <= cost <= BCRYPT_MAX_COST:  # bcrypt itself refuses these
+    if cost < BCRYPT_MIN_COST:  # bcrypt itself refuses these
         raise ValueError(
-            f"bcrypt cost {cost} is out of range ({BCRYPT_MIN_COST} to {BCRYPT_MAX_COST}), "
-            "e.g. htpasswd -nBC 10"
+            f"bcrypt cost {cost} is below bcrypt's least ({BCRYPT_MIN_COST}), e.g. htpasswd -nBC 10"
+        )
+    if cost > BCRYPT_MAX_COST:
+        raise ValueError(
+            f"bcrypt cost {cost} is above npumon's limit of {BCRYPT_MAX_COST} (each step doubles "
+            "the time of a check, and logins, reloads and revocations wait for it; see "
+            "docs/privileges.md): hash it again with a lower cost, e.g. htpasswd -nBC 10"
         )
     return value
 

@@ -27,9 +27,11 @@ def _stamp(path: str | os.PathLike[str]) -> Stamp:
 class Active:
     """One loaded web config with what requests need of it: its basic auth and headers."""
 
-    def __init__(self, config: WebConfig) -> None:
+    def __init__(self, config: WebConfig, previous: Active | None = None) -> None:
         users, headers = config.basic_auth_users, config.http_server_config.headers
-        self.config, self.auth = config, BasicAuth(users) if users else None
+        kept = None if previous is None else previous.auth  # unchanged users stay cached
+        self.config = config
+        self.auth: BasicAuth | None = BasicAuth(users, kept) if users else None
         self.headers = tuple((n.lower().encode(), v.encode()) for n, v in headers.items())
 
 
@@ -65,7 +67,7 @@ class LiveWebConfig:
 
     def _reload(self, path: Path) -> None:
         try:
-            self._active = Active(load_web_config(path))
+            self._active = Active(load_web_config(path), self._active)
             log.info("event=web_config_reloaded file=%s", path)
         except WebConfigError as error:
             log.error(

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
 import shutil
 import socket
 import ssl
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 from exp_helpers import chip_910b, node
@@ -16,7 +18,7 @@ from prometheus_client import CollectorRegistry
 from npumon.daemon.rendercache import RenderCache
 from npumon.exporters.collector import NpuCollector
 from npumon.exporters.web.http import Server
-from tests.helpers.wait import scaled
+from tests.helpers.wait import scaled, wait_for
 
 TIMEOUT = 10.0
 
@@ -109,3 +111,45 @@ def raw_connection(server: Server, data: bytes = b"") -> socket.socket:
     if data:
         sock.sendall(data)
     return sock
+
+
+NODE_EXPORTER = Path("/usr/bin/prometheus-node-exporter")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def node_exporter(web_config: Path | None = None, *flags: str) -> Iterator[int]:
+    """Debian's node_exporter on a free loopback port, two cheap collectors (and ``flags``)."""
+    assert NODE_EXPORTER.exists(), "prometheus-node-exporter is missing: `make tools` installs it"
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            str(NODE_EXPORTER),
+            f"--web.listen-address=127.0.0.1:{port}",
+            *([f"--web.config.file={web_config}"] if web_config else []),
+            "--collector.disable-defaults",
+            "--collector.loadavg",
+            *flags,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: connects(port), TIMEOUT, "node_exporter listening")
+        yield port
+    finally:
+        process.terminate()
+        process.wait(scaled(10))
+
+
+def connects(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 import select
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -20,7 +22,7 @@ from npumon.exporters.web import auth as auth_module
 from npumon.exporters.web.auth import MAX_PENDING_CHECKS, BasicAuth, BcryptQueue
 from npumon.exporters.web.http import Server, serve
 from npumon.exporters.web.webconfig import parse_web_config
-from tests.helpers.wait import scaled
+from tests.helpers.wait import scaled, wait_for
 
 pytestmark = pytest.mark.integration  # real loopback servers
 
@@ -228,3 +230,74 @@ def test_requests_parked_behind_bcrypt_are_bounded_the_rest_get_503(
             sock.close()
     finally:
         checkpw.gate.set()
+
+
+def _write(path: Path, text: str) -> None:
+    """Replace the file and move its mtime on, so the change shows even within one tick."""
+    before = path.stat().st_mtime_ns if path.exists() else 0
+    path.write_text(text)
+    os.utime(path, ns=(before + 10**9, before + 10**9))
+
+
+def test_a_wrong_password_flood_leaves_cached_scrapers_answered_across_a_reload(
+    tmp_path: Path, checkpw: _CountingCheckpw
+) -> None:
+    # 100 sockets with new wrong passwords fill the bcrypt queue; a reload built a new cache,
+    # so cached scrapers went from 20/20 to 0/30 (503s) until the flood stopped
+    checkpw.delay = 0.0
+    hashed = bcrypt.hashpw(b"s3cret", bcrypt.gensalt(rounds=ROUNDS)).decode()
+    users = f"basic_auth_users:\n  prom: '{hashed}'\n"
+    path = tmp_path / "web.yml"
+    _write(path, users)
+    server = serve(exposition(), "127.0.0.1:0", path, lambda: True)
+    socks: list[socket.socket] = []
+    try:
+        assert get(server, "/metrics", auth("prom", "s3cret"))[0] == 200  # now cached
+        checkpw.gate.clear()  # bcrypt holds the first check: the rest queue behind it
+        for i in range(100):
+            request = f"GET /metrics HTTP/1.1\r\nHost: x\r\n{_header(f'w{i}')}\r\n\r\n"
+            socks.append(raw_connection(server, request.encode()))
+        waiting, shed = list(socks), 0  # the queue is full once the rest had their 503
+        while shed < len(socks) - MAX_PENDING_CHECKS:
+            ready, _, _ = select.select(waiting, [], [], scaled(10))
+            assert ready, f"{shed} shed while bcrypt is held"
+            for sock in ready:
+                assert sock.recv(64).startswith(b"HTTP/1.1 503 "), "an uncached check ran"
+                waiting.remove(sock)
+                shed += 1
+        codes = [get(server, "/metrics", auth("prom", "s3cret"))[0] for _ in range(20)]
+        assert codes == [200] * 20
+        # the same user and hash, one more header: the reload must keep prom's result
+        _write(path, users + "http_server_config:\n  headers:\n    X-Frame-Options: deny\n")
+        codes = []
+
+        def reloaded() -> bool:
+            status, headers, _ = get(server, "/metrics", auth("prom", "s3cret"))
+            codes.append(status)
+            return headers.get("x-frame-options") == "deny"
+
+        wait_for(reloaded, 10.0, "the reloaded web config")
+        codes += [get(server, "/metrics", auth("prom", "s3cret"))[0] for _ in range(30)]
+        assert set(codes) == {200}, codes
+        assert get(server, "/metrics", auth("prom", "new2"))[0] == 503  # the flood goes on
+    finally:
+        checkpw.gate.set()
+        for sock in socks:
+            sock.close()
+        server.shutdown()
+
+
+def test_a_reload_keeps_the_results_of_unchanged_users_only(checkpw: _CountingCheckpw) -> None:
+    checkpw.delay = 0.0
+    old, new = (bcrypt.hashpw(b"pw", bcrypt.gensalt(rounds=4)).decode() for _ in range(2))
+    before = BasicAuth({"same": old, "changed": old, "removed": old})
+    for user in ("same", "changed", "removed"):
+        assert before.check(_basic(f"{user}:pw".encode()))
+        assert not before.check(_basic(f"{user}:wrong".encode()))
+    after = BasicAuth({"same": old, "changed": new, "added": old}, previous=before)
+    assert after.cached(_basic(b"same:pw")) is True
+    assert after.cached(_basic(b"same:wrong")) is False
+    for user in ("changed", "removed", "added"):  # a rotated password is checked again
+        assert after.cached(_basic(f"{user}:pw".encode())) is None, user
+        assert after.cached(_basic(f"{user}:wrong".encode())) is None, user
+    assert after.check(_basic(b"changed:pw")) and not after.check(_basic(b"removed:pw"))

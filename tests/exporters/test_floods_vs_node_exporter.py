@@ -7,20 +7,17 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from edge_helpers import TIMEOUT, exposition, get, self_signed
+from edge_helpers import TIMEOUT, exposition, get, node_exporter, self_signed
 
 from npumon.exporters.web.http import serve
 from npumon.exporters.web.webconfig import load_web_config
-from tests.helpers.wait import scaled, wait_for
+from tests.helpers.wait import scaled
 
 pytestmark = pytest.mark.integration  # real loopback servers and node_exporter
 
-NODE_EXPORTER = Path("/usr/bin/prometheus-node-exporter")
 CAP = 20  # npumon's connection cap here; each flood opens three times as many
 SCRAPES = 6
 FLOODS = {
@@ -29,43 +26,6 @@ FLOODS = {
     "trickled_body": b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\na",
     "slow_tls": b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def _node_exporter(web_config: Path) -> Iterator[int]:
-    assert NODE_EXPORTER.exists(), "prometheus-node-exporter is missing: `make tools` installs it"
-    port = _free_port()
-    process = subprocess.Popen(
-        [
-            str(NODE_EXPORTER),
-            f"--web.listen-address=127.0.0.1:{port}",
-            f"--web.config.file={web_config}",
-            "--collector.disable-defaults",
-            "--collector.loadavg",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for(lambda: _connects(port), TIMEOUT, "node_exporter listening")
-        yield port
-    finally:
-        process.terminate()
-        process.wait(scaled(10))
-
-
-def _connects(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-    except OSError:
-        return False
-    return True
 
 
 def _answered(port: int, flood: bytes, context: ssl.SSLContext | None) -> float:
@@ -105,7 +65,7 @@ def test_npumon_answers_scrapes_under_a_flood_at_least_as_well_as_node_exporter(
         ours = _answered(server.port, FLOODS[flood], context)
     finally:
         server.shutdown()
-    with _node_exporter(web) as port:
+    with node_exporter(web) as port:
         theirs = _answered(port, FLOODS[flood], context)
     print(f"{flood}: npumon {ours:.0%}, node_exporter {theirs:.0%}", end=" ")
     assert ours >= theirs and ours == 1.0, (ours, theirs)

@@ -157,7 +157,6 @@ def test_loop_errors_are_logged_once_a_second_with_a_count(
 
 SERVER = """
 import resource, sys, time
-resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), int(sys.argv[1])))
 sys.path[:0] = sys.argv[2:]
 import logging
 logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s %(message)s")
@@ -165,6 +164,8 @@ from edge_helpers import exposition
 from npumon.exporters.web.http import serve
 cap = int(sys.argv[1]) * 4
 server = serve(exposition(), "127.0.0.1:0", None, lambda: True, max_connections=cap)
+# lowered once serving: the cap, set under the limit in force at start, no longer follows it
+resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), int(sys.argv[1])))
 print(server.port, flush=True)
 sys.stdin.read()
 """

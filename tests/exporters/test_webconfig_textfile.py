@@ -229,9 +229,17 @@ def _check_config(tmp_path: Path, web: str | None, capsys: pytest.CaptureFixture
         (None, "No such file"),
         ("basic_auth_users: [a, b\n", "not valid YAML at"),
         ("basic_auth_users:\n  prom: secret\n", "basic_auth_users.prom: Value error, not a bcrypt"),
-        (  # bcrypt's cost is 4..31; 99 would fail only at the first request or reload
-            "basic_auth_users:\n  prom: '$2b$99$" + "a" * 53 + "'\n",
-            "basic_auth_users.prom: Value error, bcrypt cost 99 is out of range (4 to 31)",
+        (  # bcrypt refuses a cost under 4; passed, it would fail only at the first request
+            "basic_auth_users:\n  prom: '$2b$03$" + "a" * 53 + "'\n",
+            "basic_auth_users.prom: Value error, bcrypt cost 3 is below bcrypt's least (4)",
+        ),
+        (  # valid for bcrypt (4..31), over npumon's limit: 8 times cost 14's check
+            "basic_auth_users:\n  prom: '$2b$17$" + "a" * 53 + "'\n",
+            "basic_auth_users.prom: Value error, bcrypt cost 17 is above npumon's limit of 14",
+        ),
+        (  # Arabic-Indic "10": the old \d took it, then startup blamed the listen address
+            "basic_auth_users:\n  prom: '$2b$\u0661\u0660$" + "a" * 53 + "'\n",
+            "basic_auth_users.prom: Value error, not a bcrypt hash",
         ),
         ("tls_server_config: {cert_file: no.crt, key_file: no.key}\n", "cannot read"),
     ],

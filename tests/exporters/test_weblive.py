@@ -57,7 +57,7 @@ def test_web_config_is_reread_when_it_changes(web_file: tuple[Path, Server]) -> 
     _becomes(server, 200)
 
 
-BAD_COST = "$2b$99$" + "a" * 53  # bcrypt's cost is 4..31: bcrypt refuses this hash
+BAD_COST = "$2b$99$" + "a" * 53  # over npumon's cost limit (14) and bcrypt's (31)
 
 
 @pytest.mark.parametrize("broken", ["prom: cleartext", f"prom: '{BAD_COST}'"])

@@ -45,6 +45,9 @@ VARIABLES = {
     "$__rate_interval": "1m",
     # the fleet's scrape interval (Grafana's floor for it: the data source's scrape interval)
     "$__interval": "1s",
+    # The fleet's alerts stay pending (rules_with_long_for: `for` 1 h), so the dashboards'
+    # firing alerts are read with the pending ones.
+    'alertstate="firing"': 'alertstate=~"firing|pending"',
 }
 
 # Profiled training jobs (npumon-sim-train), by workload name: the node whose daemon profiles
@@ -445,19 +448,20 @@ def running_fleet(
 MAY_BE_EMPTY: dict[tuple[str, str, str], str] = {
     (
         "npumon-fleet",
-        "Least-utilized allocated chips",
-        "npu_chip:profiling_active:max5m",
-    ): "no chip is under a capture here (npu_profiling_active stays 0): the unless drops none",
+        "Rejected values, state errors, skipped families",
+        "fleet:npumon_values_rejected:sum",
+    ): "npumon_values_rejected_total is exported once npumon rejects a value; none is rejected",
     (
         "npumon-fleet",
         "Rejected values, state errors, skipped families",
-        "npumon_values_rejected_total",
-    ): "exported once npumon rejects a value; none is rejected",
-    (
-        "npumon-fleet",
-        "Rejected values, state errors, skipped families",
-        "npumon_state_errors_total",
-    ): "exported once a state file cannot be read or written",
+        "fleet:npumon_state_errors:sum",
+    ): "npumon_state_errors_total is exported once a state file cannot be read or written",
+    **{
+        ("npumon-attention", title, "fleet:alerts_firing:count"): (
+            "the fleet's alerts stay pending (rules_with_long_for): none is recorded as firing"
+        )
+        for title in ("Firing alerts by severity", "Firing alerts by name")
+    },
     **{
         ("npumon-node", "UB links (Ascend 950): state, lanes, bandwidth", name): (
             "UB ports are the Ascend 950's and this fleet has none (tests/e2e/test_950.py)"

@@ -45,6 +45,15 @@ PROMETHEUS_SELECTOR = [
         "podSelector": {"matchLabels": {"app": "prometheus"}},
     }
 ]
+# the `helm test` pod (templates/tests/scrape.yaml), admitted from the release's namespace
+HELM_TEST_PEER = {
+    "podSelector": {
+        "matchLabels": {
+            "app.kubernetes.io/name": "npumon-test",
+            "app.kubernetes.io/instance": "npumon",
+        }
+    }
+}
 
 VALUE_SETS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -617,13 +626,14 @@ def test_network_policy_admits_prometheus_to_the_metrics_port_only() -> None:
                 ]
             },
         },
+        HELM_TEST_PEER,
     ]
     assert container(documents)["ports"][0]["name"] == "metrics"
     custom = one(render(VALUE_SETS["kube-prometheus-stack"]), "NetworkPolicy")["spec"]
-    assert custom["ingress"][0]["from"] == PROMETHEUS_SELECTOR
+    assert custom["ingress"][0]["from"] == [*PROMETHEUS_SELECTOR, HELM_TEST_PEER]
     # any other scraper, in any namespace, by a label its pods carry
     alloy = {"networkPolicy": {"scraperSelector": {"app.kubernetes.io/name": "alloy"}}}
-    [_, admitted] = one(render(alloy), "NetworkPolicy")["spec"]["ingress"][0]["from"]
+    [_, admitted, _] = one(render(alloy), "NetworkPolicy")["spec"]["ingress"][0]["from"]
     assert admitted == {
         "namespaceSelector": {},
         "podSelector": {"matchLabels": {"app.kubernetes.io/name": "alloy"}},

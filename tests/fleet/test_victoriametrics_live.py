@@ -66,8 +66,8 @@ YOUNG_RECORD = (
 # An average over a recorded series (a name with a colon) across minutes: YOUNG_RECORD
 RECORD_AVERAGE = re.compile(r"\bavg_over_time\(\w+:[\w:]+(?:\{[^}]*\})?\[\d+[mh]\]\)")
 TOP_TIE = (
-    "a top 10 of moving values (temperatures a degree apart): the last places fall to "
-    "different chips at each engine's own samples"
+    "a top 10 of moving values (temperatures a degree apart, headroom to the limit): the last "
+    "places fall to different chips at each engine's own samples"
 )
 VALUES = {
     "npumon_source:age_seconds": SCRAPE_OWN,
@@ -75,9 +75,13 @@ VALUES = {
     "npumon-fleet / Collector render time (slowest node)": SCRAPE_OWN,
     "npumon-fleet / Source run time (slowest node)": SCRAPE_OWN,
     "npu_chip:utilization_band:code": BAND_EDGE,
+    "fleet:npu_chips_allocated_in_band:count": BAND_EDGE,
+    "fleet:npumon_source_age_seconds:max": SCRAPE_OWN,
+    "fleet:npumon_source_duration_seconds:max": SCRAPE_OWN,
+    "fleet:npumon_scrape_collector_duration_seconds:max": SCRAPE_OWN,
 }
 ANSWERS = {
-    "npumon-fleet / Hottest chips": TOP_TIE,
+    "npumon-fleet / Chips nearest their temperature limit": TOP_TIE,
     "NpuNetworkErrors": COUNTER_WINDOW,
     "NpuRoceRetransmissions": COUNTER_WINDOW,
     "npumon-fleet / Bad links (up to 50 each)": COUNTER_WINDOW,

@@ -125,9 +125,16 @@ def _collect(events: list[dict[str, Any]], into: PageLoad) -> None:
     into.blocked = [url for key, url in urls.items() if key in refused]
 
 
-def load(page: Path, probe: str, workdir: Path, timeout: float = 90.0) -> PageLoad:
+def load(
+    page: Path,
+    probe: str,
+    workdir: Path,
+    timeout: float = 90.0,
+    viewport: tuple[int, int] | None = None,
+) -> PageLoad:
     """Open ``page`` (a local file) and run ``probe`` (a JavaScript expression whose value is
-    JSON) once it has loaded; ``workdir`` (a temp dir) holds the browser's profile."""
+    JSON) once it has loaded; ``workdir`` (a temp dir) holds the browser's profile;
+    ``viewport`` (width, height) is the window the page is laid out in."""
     assert CHROMIUM is not None, "chromium is not installed: `make tools` installs it"
     to_browser, from_test = os.pipe()
     from_browser, to_test = os.pipe()
@@ -155,6 +162,10 @@ def load(page: Path, probe: str, workdir: Path, timeout: float = 90.0) -> PageLo
         ]
         for domain in ("Network", "Runtime", "Log", "Page"):
             pipe.call(f"{domain}.enable", session=session)
+        if viewport is not None:
+            width, height = viewport
+            metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}
+            pipe.call("Emulation.setDeviceMetricsOverride", metrics, session=session)
         pipe.events.clear()  # about:blank's own events
         pipe.call("Page.navigate", {"url": page.resolve().as_uri()}, session=session)
         pipe.until("Page.loadEventFired")

@@ -9,12 +9,13 @@ from html import escape
 from pathlib import Path
 
 import pytest
-from analysis_helpers import FIXTURES
+from analysis_helpers import FIXTURES, column, number, torch_tree
 
 from npumon.daemon.analysis.analysis import analyze_path
 from npumon.daemon.analysis.figures import partition
 from npumon.daemon.analysis.html import CSP, OPEN_IN_INSIGHT, render
 from npumon.daemon.analysis.report import add_arguments, run
+from npumon.daemon.analysis.verdict import sized
 from tests.helpers.browser import load
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -32,6 +33,7 @@ PROBE = """JSON.stringify({
   comm: document.querySelectorAll('rect.comm').length,
   links: document.querySelectorAll('rect.link').length,
   findings: document.querySelectorAll('.finding').length,
+  heat: document.querySelectorAll('rect.heat').length,
   width: document.querySelector('svg').getBoundingClientRect().width,
   text: document.body.innerText,
 })"""
@@ -59,7 +61,7 @@ def test_example_profile_page_draws_its_charts(tmp_path: Path) -> None:
     s = report.summary
     seen = _open(tmp_path, render(report, capture=str(EXAMPLE)))
     assert seen["title"] == "npumon: profile"
-    assert seen["steps"] == 1  # one step of one rank
+    assert seen["steps"] == 0  # one step of one rank: no timeline, the step table has it
     assert seen["phases"] == len(partition(s.ranks[0].phases, s.ranks[0].step_seconds)) == 4
     assert seen["ops"] == len([o for o in s.op_time_ratio if o.op_type != "other"])
     assert seen["findings"] == len(s.bottlenecks) > 0
@@ -75,7 +77,8 @@ def test_four_rank_page_with_a_baseline(tmp_path: Path) -> None:
     report = analyze_path(PP2DP2)
     seen = _open(tmp_path, render(report, capture=str(PP2DP2), baseline_seconds=0.8))
     assert seen["charts"] >= 5
-    assert seen["steps"] == 4 and seen["baseline"] == 1
+    assert seen["steps"] == 0  # one step per rank: no timeline, the heatmap has them
+    assert seen["heat"] == 4 * 5  # four ranks: their step and four phases each
     assert seen["phases"] == 16  # four ranks, four parts each
     assert seen["ops"] == 20  # the top 10 of ranks 0 and 2, the only ones with an op table
     assert seen["links"] == 1  # HCCS; SDMA is the same transfers
@@ -143,3 +146,106 @@ def test_page_of_a_copy_names_the_copy(tmp_path: Path) -> None:
     shutil.copytree(EXAMPLE, copy)
     html = render(analyze_path(copy), capture=str(copy))
     assert f"<code>{copy}</code>" in html
+
+
+# where the verdict ends and how tall the page is, laid out in a 1,400 x 900 window
+LAYOUT = """JSON.stringify({
+  verdict: document.getElementById('verdict').getBoundingClientRect().bottom,
+  size: document.querySelector('#verdict .size')?.innerText ?? null,
+  height: document.documentElement.scrollHeight,
+  text: document.body.innerText,
+})"""
+SCREEN = (1400, 900)
+MULTI_RANK = ("pp2dp2_level2", "mindspore22_cluster", "text_level1", "text_level0")
+
+
+def _layout(tmp_path: Path, html: str) -> dict[str, object]:
+    page = _page(tmp_path, html)
+    seen = load(page, LAYOUT, tmp_path, viewport=SCREEN)
+    assert seen.errors == []
+    value: dict[str, object] = json.loads(seen.value)
+    return value
+
+
+def sixteen_rank_tree(root: Path) -> Path:
+    """16 ranks, each with the step table and operator table of a real Qwen3 rank."""
+    for rank in range(16):
+        torch_tree(
+            root,
+            rank,
+            step_trace_time=f"step_trace_time_torchnpu_cann8.3rc1_rank{rank % 4}.csv",
+            op_statistic="op_statistic_torchnpu_cann8.3rc1.csv",
+        )
+    return root
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", MULTI_RANK)
+def test_first_screen_holds_the_verdict_with_its_size(tmp_path: Path, name: str) -> None:
+    path = FIXTURES / "trees" / name
+    report = analyze_path(path)
+    seen = _layout(tmp_path, render(report, capture=str(path)))
+    assert float(str(seen["verdict"])) <= SCREEN[1]
+    found = sized(report)
+    if found and found[0].seconds_per_step is not None:
+        assert f"{found[0].seconds_per_step * 1e3:,.3f} ms per step" in str(seen["size"])
+    elif found:  # a rule that gives no size yet (a share of operator or transfer time)
+        assert str(seen["size"]) == "size not estimated"
+
+
+@pytest.mark.integration
+def test_sixteen_ranks_fit_under_3000_px(tmp_path: Path) -> None:
+    report = analyze_path(sixteen_rank_tree(tmp_path / "job"))
+    assert len(report.summary.ranks) == 16
+    seen = _layout(tmp_path, render(report, capture="job"))
+    assert float(str(seen["verdict"])) <= SCREEN[1]
+    assert int(str(seen["height"])) < 3000
+
+
+def test_gpt3_overlap_agrees_with_the_step_table(tmp_path: Path) -> None:
+    """GPT-3: the kernel table's HCCL tasks add up to far less than the step table's
+    Communication(Not Overlapped); the chart draws the step table's figure, never "100 % not
+    overlapped" of the tasks."""
+    torch_tree(
+        tmp_path,
+        0,
+        step_trace_time="step_trace_time_torchnpu_2023-09.csv",
+        kernel_details="kernel_details_torchnpu_2023-09_memoryl0.csv",
+    )
+    html = render(analyze_path(tmp_path))
+    exposed = number(
+        column("step_trace_time_torchnpu_2023-09.csv", "Communication(Not Overlapped)")[0]
+    )
+    assert exposed is not None
+    assert f"{exposed / 1e3:,.3f} ms not overlapped; overlap unknown" in html
+    assert "100.0% not overlapped" not in html
+
+
+def test_the_waiting_rank_is_not_called_the_one_waited_for() -> None:
+    """Qwen3 PP2 DP2: the rank with the longest step is not the rank the others wait for; the
+    page names the waiting and the late rank from the step tables' communication."""
+    html = render(analyze_path(PP2DP2))
+    assert "the others wait for it" not in html
+    comm = {
+        f"rank{r}": number(
+            column(
+                f"step_trace_time_torchnpu_cann8.3rc1_rank{r}.csv", "Communication(Not Overlapped)"
+            )[0]
+        )
+        for r in range(4)
+    }
+    waiting = max(comm, key=lambda r: comm[r] or 0.0)
+    late = min(comm, key=lambda r: comm[r] or 0.0)
+    assert f"is waiting: {waiting} spends" in html
+    assert f"{late} reaches the collectives late" in html
+
+
+def test_the_reference_is_labelled_a_median_step() -> None:
+    """The baseline is the median of the captures' median steps: labelled so, never "p99", and
+    drawn as a line with the regression line above it (MindSpore run 1: 322 steps)."""
+    report = analyze_path(FIXTURES / "trees" / "mindspore22_run1")
+    html = render(report, baseline_seconds=0.5)
+    assert "baseline p99" not in html
+    assert "reference: the workload&#x27;s median step 500.000 ms" in html
+    assert html.count('class="reference"') == 1 and html.count('class="regression"') == 1
+    assert "Against the reference: median step" in html

@@ -51,8 +51,9 @@ def test_worker_process_answers_a_job(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_worker_writes_the_pages_or_says_why_not(tmp_path: Path) -> None:
-    """With report_dir, <workload>.json (the stdout report) and .html (the baseline band and
-    the capture named); a report_dir that cannot be made costs the pages, not the analysis."""
+    """With report_dir, <workload>.json (the stdout report) and .html (the step against the
+    baseline and the capture named); a report_dir that cannot be made costs the pages, not
+    the analysis."""
     tree = four_rank_tree(tmp_path / "profile")
     reports = tmp_path / "reports"
     job = AnalysisJob(
@@ -63,7 +64,8 @@ def test_worker_writes_the_pages_or_says_why_not(tmp_path: Path) -> None:
     report = report_adapter().validate_json(done.stdout)
     assert report_adapter().validate_json((reports / "qwen3.json").read_bytes()) == report
     page = (reports / "qwen3.html").read_text(encoding="utf-8")
-    assert f"<code>{tree}</code>" in page and 'class="baseline"' in page
+    assert f"<code>{tree}</code>" in page
+    assert "on the workload's median step 800.000 ms" in page
     assert sorted(p.name for p in reports.iterdir()) == ["qwen3.html", "qwen3.json"]
 
     blocked = tmp_path / "a-file"

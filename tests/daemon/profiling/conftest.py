@@ -12,5 +12,10 @@ def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # msprof (spawned by the daemon code) finds the job's socket under $HOME
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("PROFILING_MODE", raising=False)
-    for name in ("NPUMON_SIM_MSPROF_HANG", "NPUMON_SIM_MSPROF_RAW_MB"):
+    for name in (
+        "NPUMON_SIM_MSPROF_HANG",
+        "NPUMON_SIM_MSPROF_RAW_MB",
+        "NPUMON_SIM_MSPROF_EXPORT_MB",
+        "NPUMON_SIM_MSPROF_EXPORT_PACE",
+    ):
         monkeypatch.delenv(name, raising=False)

@@ -200,3 +200,16 @@ sampleLimit: {{ int64 . }}
 targetLimit: {{ int64 . }}
 {{- end }}
 {{- end }}
+
+{{/* The helm test pod's own name and instance labels (templates/tests/scrape.yaml), which the
+     NetworkPolicy admits. Not the selector labels: the Service and the NetworkPolicy, whose
+     egress is closed, would select the test pod too. */}}
+{{- define "npumon.testSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "npumon.name" . }}-test
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "npumon.testLabels" -}}
+{{- $own := dict "helm.sh/chart" (printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-") "app.kubernetes.io/managed-by" .Release.Service "app.kubernetes.io/component" "helm-test" }}
+{{- toYaml (merge (include "npumon.testSelectorLabels" . | fromYaml) $own (.Values.commonLabels | default dict)) }}
+{{- end }}
