@@ -247,6 +247,8 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	timeout 900 $(BIN)/python bench/series_bench.py --json $(BENCH_OUT)/series.json || echo "FAILED: series"; \
 	echo "== bench/image_bench.py"; \
 	timeout 600 $(BIN)/python bench/image_bench.py --json $(BENCH_OUT)/image.json || echo "FAILED: image"; \
+	echo "== bench/align_bench.py"; \
+	timeout 120 $(BIN)/python bench/align_bench.py --json $(BENCH_OUT)/align.json || echo "FAILED: align"; \
 	echo "== bench/analysis_bench.py"; \
 	timeout 420 $(BIN)/python bench/analysis_bench.py --runs 3 --json $(BENCH_OUT)/analysis.json || echo "FAILED: analysis"; \
 	echo "== bench/advisor_bench.py"; \

@@ -656,6 +656,39 @@ def analysis(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
     return out
 
 
+ALIGN_TITLE = "2f. Aligned captures: how many steps apart one job's nodes start"
+
+
+def align(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
+    data = _load(folder, "align")
+    if data is None:
+        return [f"## {ALIGN_TITLE}", "", "Not measured in this run.", ""]
+    lines = [
+        f"## {ALIGN_TITLE}",
+        "",
+        "| clock error (sd) | step time | slots whose nodes all capture the same steps "
+        "| largest spread |",
+        "|---|---|---|---|",
+    ]
+    for r in data["rows"]:
+        lines.append(
+            f"| {r['skew_ms']:g} ms | {r['step_s']:g} s | {100 * r['same']:.1f} % "
+            f"| {r['max']} step(s) |"
+        )
+    return [
+        *lines,
+        "",
+        f"bench/align_bench.py: {data['nodes']} simulated nodes of one synchronous job, "
+        f"{data['runs']} slots per row, each node's clock off the true time by a normal error "
+        f"of the given sd and its step start by up to {data['jitter_ms']:g} ms; the daemon's "
+        "slot (align.py) and trigger file, the simulator's reading of it at each step start. "
+        "Nodes disagree only when a step boundary falls within the clocks' error of the slot, "
+        "and then by the steps that error spans, out of the capture's 50 (docs/profiling.md, "
+        '"Aligned captures", states the assumption).',
+        "",
+    ]
+
+
 def duty(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
     daemon = _load(folder, "daemon") or {}
     interval = daemon.get("profiling_interval_s", 600.0)
@@ -693,7 +726,9 @@ def main() -> int:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "RESULTS.md")
     parser.add_argument(
-        "--section", choices=["series", "edge", "image"], help="rewrite only this section"
+        "--section",
+        choices=["series", "edge", "image", "align"],
+        help="rewrite only this section",
     )
     args = parser.parse_args()
     misses: list[tuple[str, str]] = []
@@ -702,6 +737,7 @@ def main() -> int:
             "series": (SERIES_TITLE, series),
             "edge": (EDGE_TITLE, edge),
             "image": (IMAGE_TITLE, image),
+            "align": (ALIGN_TITLE, align),
         }[args.section]
         lines = write(args.folder, misses)
         args.output.write_text(replace_section(args.output.read_text(), title, lines))
@@ -714,6 +750,7 @@ def main() -> int:
         *series(args.folder, misses),
         *edge(args.folder, misses),
         *image(args.folder, misses),
+        *align(args.folder, misses),
         *analysis(args.folder, misses),
         *duty(args.folder, misses),
     ]

@@ -188,6 +188,33 @@ def _rank_step(view: ProfilingView) -> Rows:
                     yield (w.workload, r.rank, RANK_STATS[p.phase]), p.seconds
 
 
+def _workload_info(view: ProfilingView) -> Rows:
+    for w in view.workloads:
+        if w.source is not None:
+            yield (w.workload, w.source), 1.0
+
+
+def _rank_npu(view: ProfilingView) -> Rows:
+    for w in view.workloads:
+        for rank, npu in dict(w.rank_npus).items():  # a rank on two chips: the first listed
+            yield (w.workload, f"rank{rank}", str(npu)), 1.0  # the analysis names ranks so
+
+
+def _rank_throttled(view: ProfilingView) -> Rows:
+    for w in view.workloads:
+        for h in w.hardware:
+            if h.throttled and h.throttled_share is not None:
+                reason = h.throttle_reason or "unknown"
+                yield (w.workload, f"rank{h.rank}", str(h.npu), reason), h.throttled_share
+
+
+def _rank_errors(view: ProfilingView) -> Rows:
+    for w in view.workloads:
+        for h in w.hardware:
+            for kind, count in h.errors:
+                yield (w.workload, f"rank{h.rank}", str(h.npu), kind), float(count)
+
+
 def _per_workload(attr: str) -> Callable[[ProfilingView], Rows]:
     """One optional WorkloadProfile field, one sample per workload that has it (a flag as 0
     or 1)."""
@@ -327,6 +354,39 @@ FAMILIES: tuple[Family, ...] = (
         f"ranks are kept, at most {MAX_RANKS}.",
         ("workload", "rank", "stat"),
         _rank_step,
+    ),
+    Family(
+        "npu_workload_info",
+        "gauge",
+        "1 per workload captured on this node, with what named it (workload_source): the "
+        "launcher's environment (mindx_task_id, torchelastic_run_id, pet_rdzv_id, master_addr, "
+        "pet_master_addr, volcano, slurm), the pod, a configured target, or the process name.",
+        ("workload", "workload_source"),
+        _workload_info,
+    ),
+    Family(
+        "npu_rank_npu_info",
+        "gauge",
+        "1 per rank of the workload on this node whose process runs on one chip (the rank from "
+        "its launcher's RANK, SLURM_PROCID or LOCAL_RANK): joins npu_rank_step_duration_seconds "
+        "on (workload, rank) to the chip's families by npu.",
+        ("workload", "rank", "npu"),
+        _rank_npu,
+    ),
+    _gauge(
+        "npu_rank_capture_throttled_ratio",
+        "Share of the last capture window the rank's chip was clocked down, by reason (thermal, "
+        "power, unknown); only ranks throttled at least 5 % of it (absent: not seen).",
+        ("workload", "rank", "npu", "reason"),
+        _rank_throttled,
+    ),
+    _gauge(
+        "npu_rank_capture_errors",
+        "Errors the rank's chip and NIC ports added during the last capture window, by kind "
+        "(hbm_ecc, hccs_crc, sio_crc, retransmissions, pfc, cnp, link_flaps); only kinds that "
+        "moved (absent: none seen).",
+        ("workload", "rank", "npu", "kind"),
+        _rank_errors,
     ),
     Family(
         "npumon_captures",

@@ -28,6 +28,7 @@ class Target:
     kind: str
     step_seconds: float
     device_id: int
+    epoch: float | None = None  # a synchronous job's shared step 0 (--epoch); None: its start
 
 
 def socket_path(pid: int) -> Path:
@@ -45,19 +46,23 @@ def _option(cmdline: Sequence[str], name: str) -> str | None:
 
 
 def target_from_cmdline(pid: int, create_time: float, cmdline: Sequence[str]) -> Target:
-    """`npumon-sim-train --profile K --step-seconds S --device N`; anything else: defaults."""
+    """`npumon-sim-train --profile K --step-seconds S --device N [--epoch T]`; anything else:
+    defaults."""
     kind = _option(cmdline, "--profile") or "balanced"
     try:
         step = float(_option(cmdline, "--step-seconds") or DEFAULT_STEP_SECONDS)
         device = int(_option(cmdline, "--device") or 0)
+        epoch_text = _option(cmdline, "--epoch")
+        epoch = float(epoch_text) if epoch_text else None
     except ValueError:
-        step, device = DEFAULT_STEP_SECONDS, 0
+        step, device, epoch = DEFAULT_STEP_SECONDS, 0, None
     return Target(
         pid,
         create_time,
         kind if kind in KINDS else "balanced",
         step if step > 0 else DEFAULT_STEP_SECONDS,
         device,
+        epoch,
     )
 
 
@@ -134,7 +139,8 @@ class Session:
 
 
 def capture_meta(t: Target, start: float, stop: float) -> CaptureMeta:
-    """The steps the target ran between start and stop, numbered from its own start."""
+    """The steps the target ran between start and stop, numbered from its own start (or from
+    the job's shared ``--epoch``: every rank of a synchronous job numbers the same step alike)."""
     return CaptureMeta(
         kind=t.kind,
         pid=t.pid,
@@ -142,7 +148,8 @@ def capture_meta(t: Target, start: float, stop: float) -> CaptureMeta:
         step_seconds=t.step_seconds,
         start_seconds=start,
         stop_seconds=stop,
-        first_step=int((start - t.create_time) / t.step_seconds) + 1,
+        first_step=int((start - (t.create_time if t.epoch is None else t.epoch)) / t.step_seconds)
+        + 1,
         steps=max(1, round((stop - start) / t.step_seconds)),
         seed=t.pid ^ int(start * 1000),
     )

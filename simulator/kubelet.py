@@ -25,8 +25,11 @@ import grpc
 
 from npumon.podresources import SERVICE
 from npumon.podresources.api_pb2 import (
+    CDIDevice,
+    ClaimResource,
     ContainerDevices,
     ContainerResources,
+    DynamicResource,
     ListPodResourcesRequest,
     ListPodResourcesResponse,
     PodResources,
@@ -56,12 +59,34 @@ def response(pods: Sequence[dict[str, Any]]) -> ListPodResourcesResponse:
                         ]
                         if c["devices"]
                         else [],
+                        dynamic_resources=[_claim(p, d) for d in c.get("claims", ())],
                     )
                     for c in p["containers"]
                 ],
             )
             for p in pods
         ]
+    )
+
+
+def _claim(pod: dict[str, Any], claim: dict[str, Any]) -> DynamicResource:
+    """A DRA claim as the kubelet reports it (kubernetes/kubelet
+    ``pkg/apis/podresources/v1/api.proto``, DynamicResource/ClaimResource, v0.31+): with the
+    Ascend DRA driver, driver ``npu.huawei.com``, pool = the node's name
+    (``internal/driver/driver.go:127-133``), device ``Ascend910-<phyID>``, CDI device
+    ``ascend.com/npu=<phyID>`` (``ascend-common/cdi/spec.go:92,262-265``; mind-cluster 22bb3d98)."""
+    return DynamicResource(
+        claim_name=claim["claim"],
+        claim_namespace=pod["namespace"],
+        claim_resources=[
+            ClaimResource(
+                driver_name=claim.get("driver", "npu.huawei.com"),
+                pool_name=claim.get("pool", "node-1"),
+                device_name=device,
+                cdi_devices=[CDIDevice(name=f"ascend.com/npu={device.rpartition('-')[2]}")],
+            )
+            for device in claim["devices"]
+        ],
     )
 
 

@@ -33,6 +33,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--dynamic-config-dir", type=Path, help="torch_npu dynamic_profile dir")
     parser.add_argument("--steps", type=int, help="stop after N steps (default: run until killed)")
     parser.add_argument("--device", type=int, default=0, help="NPU id written in the profiles")
+    parser.add_argument(
+        "--epoch",
+        type=float,
+        help="Unix time of step 0, shared by every rank of a synchronous job (default: now)",
+    )
     return parser
 
 
@@ -111,8 +116,8 @@ class Job:
         print(f"[INFO] dynamic_profile: profile written to {path}", file=self.log, flush=True)
 
     def run(self) -> None:
-        begin = time.time()
-        step = 0
+        begin = time.time() if self.args.epoch is None else self.args.epoch
+        step = max(0, int((time.time() - begin) / self.args.step_seconds))
         while not self.stopping and (self.args.steps is None or step < self.args.steps):
             step += 1
             self._before_step(step, time.time())

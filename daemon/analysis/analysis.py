@@ -24,6 +24,7 @@ from npumon.daemon.model.profile import (
     StepPoint,
     Thresholds,
 )
+from npumon.daemon.model.rank_hardware import RankHardware
 
 DEFAULT_THRESHOLDS = Thresholds()
 _MAX_LINK_RANKS = 384  # links a rank drives at once, at most: an Atlas A3 supernode's NPUs
@@ -145,12 +146,14 @@ def analyze_path(
     workload: str | None = None,
     limits: AnalysisLimits | None = None,
     process_ranks: Mapping[int, int] | None = None,
+    hardware: tuple[RankHardware, ...] = (),
 ) -> AnalysisReport:
     """Analyse a PROF_* dir, a *_ascend_pt dir, or a parent holding several ranks.
 
     Raises NoProfileData when nothing usable is there, TooLarge when a table is over its cap in
     ``limits``; per-file problems go in the report. ``process_ranks`` (pid -> rank, from the
-    captured processes' environment) names the ranks of profiles that name none themselves.
+    captured processes' environment) names the ranks of profiles that name none themselves;
+    ``hardware`` (the daemon's, per captured rank) is what a slow rank's finding says of its chip.
     """
     units = layout.find_units(path, process_ranks or {})
     if limits is not None:
@@ -176,7 +179,7 @@ def analyze_path(
     if not sources:
         raise NoProfileData(f"{path}: no readable profiler table:\n  " + "\n  ".join(problems))
     summary = _summary(
-        p, units, sources, problems, thresholds, top_n, workload or path.resolve().name
+        p, units, sources, problems, thresholds, top_n, workload or path.resolve().name, hardware
     )
     scope = _scope(p, summary, thresholds, top_n)
     return AnalysisReport(summary, tuple(sources), tuple(problems), scope)
@@ -224,6 +227,7 @@ def _summary(
     thresholds: Thresholds,
     top_n: int,
     workload: str,
+    hardware: tuple[RankHardware, ...] = (),
 ) -> ProfileSummary:
     every = [r.facts for r in p.ranks if r.facts is not None]
     facts = ops.merge_facts(every) if every else None
@@ -253,6 +257,7 @@ def _summary(
             env=tuple((r.name, r.env) for r in p.ranks),
             vector=tuple(v for r in p.ranks for v in r.vector),
             timelines=tuple(r.timeline for r in p.ranks if r.timeline is not None),
+            hardware=hardware,
         ),
     )
     kernel_units = [r.name for r in p.ranks if r.kernel_read]

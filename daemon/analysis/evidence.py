@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from npumon.daemon.model.profile import CommTimes, LinkStat, RankBreakdown, RankSpread
+from npumon.daemon.model.rank_hardware import RankHardware
 
 if TYPE_CHECKING:
     import numpy as np
@@ -186,3 +187,5 @@ class Evidence:
     env: tuple[tuple[str, Mapping[str, str] | None], ...] = ()  # per rank: recorded variables
     vector: tuple[VectorRows, ...] = ()  # per kernel table with PMU columns
     timelines: tuple[Timeline, ...] = ()  # host API sequences per rank
+    # the daemon's telemetry of each captured rank's chip and ports over the capture window
+    hardware: tuple[RankHardware, ...] = ()

@@ -78,7 +78,13 @@ def run_job(job: AnalysisJob) -> AnalysisReport:
     from npumon.daemon.analysis.deltas import compare
 
     report = analyze_path(
-        job.path, job.thresholds, job.top_n, job.workload, job.limits, dict(job.process_ranks)
+        job.path,
+        job.thresholds,
+        job.top_n,
+        job.workload,
+        job.limits,
+        dict(job.process_ranks),
+        job.hardware,
     )
     if job.reference is None:
         return report

@@ -9,16 +9,23 @@ wins and the difference is reported as a conflict (the store logs each one once 
 A process is tied to its pod by the pod UID of its cgroup. pod-resources carries no UIDs, so a
 UID is matched to a pod by the processes' ``HOSTNAME`` (the pod name unless the pod sets its own
 hostname), else by the one pod holding the chips its processes run on.
+
+HAMi's device IDs name a chip by its VDie ID, resolved here through each chip's ``vdie_id``
+(``npu-smi info -t board``). HAMi's Allocate picks the chips from its scheduler's pod annotation,
+not from these IDs (ascend-device-plugin ``internal/server/server.go:320-343``), so they can name
+another chip than the container got: the same pitfall as Volcano's, and the same runtime
+cross-check corrects it. Several ``-<i>`` of one VDie ID are slices of one chip: one owner.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from npumon.daemon.model.chips import ChipResults, TableProcess
 from npumon.daemon.model.kubelet import (
+    UNRESOLVED,
     ChipOwner,
     ContainerAllocation,
     DeviceRef,
@@ -107,10 +114,11 @@ def attribute(results: ChipResults, pods: PodResourcesResults | None) -> Attribu
     phys = {key: pid.value for key, pid in physical_ids(results).items()}
     by_pod: dict[PodKey, list[ContainerAllocation]] = defaultdict(list)
     holders: dict[int, set[PodKey]] = defaultdict(set)
-    for a in pods.allocations:
+    for a in _resolve_vdie(pods.allocations, results, phys):
         by_pod[(a.namespace, a.pod)].append(a)
         for d in a.devices:
-            holders[d.physical_id].add((a.namespace, a.pod))
+            if d.physical_id != UNRESOLVED:
+                holders[d.physical_id].add((a.namespace, a.pod))
     by_uid: dict[str, list[TableProcess]] = defaultdict(list)
     for p in procs:
         if p.pod_uid:
@@ -126,6 +134,34 @@ def attribute(results: ChipResults, pods: PodResourcesResults | None) -> Attribu
         if runtime is not None:
             by_pod[key] = _cross_check(key, by_pod[key], runtime, conflicts)
     return _finish(by_pod, phys, procs, uid_pod, conflicts)
+
+
+def vdie_key(vdie_id: str) -> str:
+    """A VDie ID as npu-smi prints it (words split by spaces) in DCMI's form (joined by "-",
+    upper case: mind-cluster ``devmanager/dcmi/dcmi.go`` GetDieID), HAMi's device UUID."""
+    return "-".join(vdie_id.split()).upper()
+
+
+def _resolve_vdie(
+    allocations: Iterable[ContainerAllocation], results: ChipResults, phys: Mapping[ChipKey, int]
+) -> list[ContainerAllocation]:
+    """Allocations with each VDie-ID device given its chip's physical ID (UNRESOLVED when no
+    chip has that VDie ID: reported as unmapped)."""
+    by_vdie = {
+        vdie_key(board.vdie_id): phys[key]
+        for key, board in results.chip_board.items()
+        if board.vdie_id and key in phys
+    }
+    out = []
+    for a in allocations:
+        if any(d.vdie_id for d in a.devices):
+            devices = tuple(
+                replace(d, physical_id=by_vdie.get(d.vdie_id, UNRESOLVED)) if d.vdie_id else d
+                for d in a.devices
+            )
+            a = replace(a, devices=devices)
+        out.append(a)
+    return out
 
 
 def _finish(

@@ -17,6 +17,12 @@ class DeviceRef:
     device_id: str  # verbatim, e.g. "Ascend910-3" or "Ascend910-2c-100-1"
     physical_id: int
     vnpu_id: int | None = None  # the vNPU's vdevID (>= 100), None for a whole chip
+    # HAMi's "<VDie ID>-<i>": the chip's VDie ID as DCMI formats it (5 hex words joined by "-");
+    # physical_id is UNRESOLVED until the attribution finds the chip whose vdie_id it is
+    vdie_id: str | None = None
+
+
+UNRESOLVED = -1  # a DeviceRef's physical_id before its vdie_id is looked up: names no chip
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, TypeAdapter, with_config
 
+from npumon.daemon.model.rank_hardware import RankHardware
+
 # compute core types listed first; any other kind a table names (e.g. a new chip's) follows
 CORE_TYPES = ("ai_core", "ai_vector_core", "ai_cpu", "mix", "dsa_sqe")
 BOTTLENECK_KINDS = (
@@ -392,6 +394,9 @@ class AnalysisJob:
     # the workload's reference capture: the report says what changed against it
     reference: ProfileSummary | None = None
     reference_capture: str | None = None
+    # each captured rank's chip and ports over the capture window (profiling/window.py): a slow
+    # rank's finding says what its hardware did, or that this node saw nothing
+    hardware: tuple[RankHardware, ...] = ()
 
 
 # the analysis worker's exit codes (daemon/analysis/worker.py); launch.py maps them to results
@@ -437,6 +442,9 @@ class WorkloadProfile:
     judged: bool | None = None  # the latest capture voted (None: it has no step time)
     regressed: bool | None = None  # its verdict (None: not judged)
     comparison: Comparison | None = None  # the latest capture against the reference capture
+    source: str | None = None  # what named it (identity.SOURCES); None before it is discovered
+    rank_npus: tuple[tuple[int, int], ...] = ()  # (rank, npu) of its processes on this node
+    hardware: tuple[RankHardware, ...] = ()  # its ranks' chips and ports in the last capture
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,14 @@ Pure functions, one ``ParseError`` per string that is no known form:
 - vNPU ``Ascend910-2c-100-1``, ``Ascend310P-4c.3cpu-102-0``: spec, vNPU ID (vdevID), physical ID
   (the plugin's ``GetDeviceID``: the last ``-`` field is the physical ID, field 2 the vdevID);
 - 310/310P share mode ``Ascend310P-0-2``: physical ID then a share index;
+- HAMi ``185011D4-21104518-A0C4ED94-14CC040A-56102003-3``: the chip's VDie ID (DCMI's five hex
+  words joined by ``-``), then a slice index (Project-HAMi/ascend-device-plugin
+  ``internal/server/server.go:260-263`` at ed35e1c4: ``fmt.Sprintf("%s-%d", dev.UUID, i)``, the
+  UUID from ``GetDieID(ID, dcmi.VDIE)``, ``internal/manager/manager.go:186``); the chip is found
+  by its ``vdie_id`` later (model/attribution.py);
+- Ascend DRA driver (``npu.huawei.com``) device names ``Ascend910-<phyID>`` / ``npu-<phyID>``:
+  the whole-chip form (mind-cluster ``component/ascend-dynamic-resource-allocation/internal/
+  device/generation_910.go:92`` at 22bb3d98);
 - ``ASCEND_VISIBLE_DEVICES`` (Ascend Docker Runtime): ``0,1``, ranges ``0-3`` (at most 128),
   names ``Ascend910-0``, or ``void``/empty for none.
 """
@@ -14,12 +22,13 @@ from __future__ import annotations
 
 import re
 
-from npumon.daemon.model.kubelet import DeviceRef
+from npumon.daemon.model.kubelet import UNRESOLVED, DeviceRef
 from npumon.daemon.parsers.errors import ParseError
 
 _WHOLE = re.compile(r"(?:Ascend[0-9A-Za-z]+|npu)-(\d{1,4})")
 _VNPU = re.compile(r"(?:Ascend[0-9A-Za-z]+|npu)-(\d+c[0-9A-Za-z.]*)-(\d{3,5})-(\d{1,4})")
 _SHARE = re.compile(r"(?:Ascend310P?|Ascend310B)-(\d{1,4})-(\d{1,4})")
+_HAMI = re.compile(r"([0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{8}){4})-(\d{1,4})")
 _NAME = re.compile(r"(?:Ascend(?:910|310B|310P|310)|npu)-(\d+)")
 _RANGE = re.compile(r"(\d+)-(\d+)")
 MAX_VISIBLE = 128  # the runtime refuses more
@@ -43,6 +52,9 @@ def parse_device_id(device_id: str) -> DeviceRef:
     share = _SHARE.fullmatch(text)
     if share:
         return DeviceRef(device_id, int(share[1]))
+    hami = _HAMI.fullmatch(text)
+    if hami:
+        return DeviceRef(device_id, UNRESOLVED, vdie_id=hami[1].upper())
     raise ParseError(f"not an Ascend device ID: {device_id!r}")
 
 

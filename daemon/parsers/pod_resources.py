@@ -9,7 +9,13 @@ from npumon.daemon.parsers.device_ids import parse_device_id
 from npumon.daemon.parsers.errors import ParseError
 
 DeviceRow = tuple[str, str, str, str, tuple[str, ...]]
-"""(namespace, pod, container, resource name, device IDs): one ContainerDevices message."""
+"""(namespace, pod, container, resource name, device IDs): one ContainerDevices message, or one
+DRA ClaimResource as (..., driver name, (device name,))."""
+
+# The Ascend DRA driver (Ascend/mind-cluster ``component/ascend-dynamic-resource-allocation``,
+# ``pkg/consts/consts.go:25`` ``DriverName = "npu.huawei.com"`` at 22bb3d98); its device names
+# are ``Ascend910-<phyID>`` / ``npu-<phyID>`` (``internal/device/generation_910.go:92``).
+DRA_DRIVERS = ("npu.huawei.com",)
 
 
 def parse_pod_resources(rows: Iterable[DeviceRow], prefixes: Iterable[str]) -> PodResourcesResults:
@@ -21,7 +27,7 @@ def parse_pod_resources(rows: Iterable[DeviceRow], prefixes: Iterable[str]) -> P
     allocations: list[ContainerAllocation] = []
     malformed: list[str] = []
     for namespace, pod, container, resource, device_ids in rows:
-        if not resource.startswith(wanted):
+        if not resource.startswith(wanted) and resource not in DRA_DRIVERS:
             continue
         devices: list[DeviceRef] = []
         for device_id in device_ids:

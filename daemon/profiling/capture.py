@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from npumon.daemon.config import Profiling
+from npumon.daemon.config import Profiling, Throttle
 from npumon.daemon.model.profile import AnalysisReport, ProfileSummary
+from npumon.daemon.model.rank_hardware import RankHardware
 from npumon.daemon.model.snapshot import ChipId
 from npumon.daemon.profiling import capture_msprof
 from npumon.daemon.profiling.busy import other_profiler
@@ -24,6 +25,7 @@ from npumon.daemon.profiling.captureerror import CaptureError
 from npumon.daemon.profiling.children import Children
 from npumon.daemon.profiling.diskquota import make_room, prune_reports, tree_bytes
 from npumon.daemon.profiling.launch import analyse
+from npumon.daemon.profiling.window import WindowSampler, measure
 from npumon.daemon.profiling.workloads import ProcessInfo, Workload
 from npumon.daemon.runner import CommandRunner, run_command
 
@@ -82,8 +84,13 @@ class Capturer:
         baseline: Callable[[str], float | None] = _no_baseline,
         attach_seconds: Callable[[str], float | None] = _nothing_known,
         reference: Callable[[str], tuple[ProfileSummary | None, str | None]] = _no_reference,
+        window: Callable[[], WindowSampler] | None = None,
+        throttle: Throttle | None = None,
     ) -> None:
         self.settings = settings
+        self.window = window  # a sampler of the node's snapshots while a capture runs
+        self.throttle = throttle or Throttle()
+        self.hardware: dict[str, tuple[RankHardware, ...]] = {}  # per workload: its last window
         self.captures = captures_dir
         self.reports = reports_dir  # each analysis's <workload>.json and .html
         self.baseline = baseline  # a workload's step-time baseline, drawn on its page
@@ -170,6 +177,9 @@ class Capturer:
 
     def _capture_into(self, w: Workload, out: Path, attach_seconds: float) -> AnalysisReport:
         s = self.settings
+        sampler = self.window() if self.window is not None and w.ranks else None
+        if sampler is not None:
+            sampler.start()
         self.host.set_capturing(w.chips)
         try:
             if w.mode == "torch_npu_config":
@@ -198,6 +208,8 @@ class Capturer:
                 )
         finally:
             self.host.set_capturing(frozenset())
+            if sampler is not None:
+                self.hardware[w.name] = measure(w.ranks, sampler.stop(), self.throttle)
         self._check_size(out)
         try:
             export_within_quota(s, self.captures, out, self.host)
@@ -214,6 +226,7 @@ class Capturer:
             kept,
             self._ranks(w),
             reference=self.reference(w.name),
+            hardware=self.hardware.get(w.name, ()) if sampler is not None else (),
         )
 
     def _ranks(self, w: Workload) -> tuple[tuple[int, int], ...]:

@@ -87,7 +87,8 @@ def prune_reports(reports: Path, keep: int) -> None:
     newest: dict[str, float] = {}  # workload -> the mtime of its newest page
     for name, info in files:
         if not name.startswith(".") and name.endswith(REPORT_SUFFIXES):
-            workload = name.rsplit(".", 1)[0]
+            # <workload>.json, .html and the capture's <workload>.capture.json (service.py)
+            workload = name.rsplit(".", 1)[0].removesuffix(".capture")
             newest[workload] = max(newest.get(workload, 0.0), info.st_mtime)
     kept = set(sorted(newest, key=newest.__getitem__, reverse=True)[:keep])
     for name, info in files:

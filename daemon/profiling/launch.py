@@ -17,6 +17,7 @@ from npumon.daemon.model.profile import (
     job_adapter,
     report_adapter,
 )
+from npumon.daemon.model.rank_hardware import RankHardware
 from npumon.daemon.profiling.captureerror import CaptureError
 from npumon.daemon.profiling.statefile import first_problem
 from npumon.daemon.runner import CHILD_PYTHON, CommandRunner, run_command
@@ -85,6 +86,7 @@ def analyse(
     process_ranks: tuple[tuple[int, int], ...] = (),
     confine: Path | None = None,
     reference: tuple[ProfileSummary | None, str | None] = (None, None),
+    hardware: tuple[RankHardware, ...] = (),
 ) -> AnalysisReport:
     """The worker's report for ``path``; CaptureError (timeout, failed) when there is none.
     With ``reports``, the worker also writes it there as <workload>.json and .html, the page
@@ -104,6 +106,7 @@ def analyse(
         confine,
         reference[0],
         reference[1],
+        hardware,
     )
     outcome = analyse_in_worker(job, s.timeouts.analysis, runner)
     if outcome.report is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import shutil
 import threading
@@ -15,11 +17,13 @@ from npumon.daemon import nofollow
 from npumon.daemon.config import REPORTS, Config
 from npumon.daemon.model.profile import (
     CAPTURE_RESULTS,
+    AnalysisReport,
     ProfileSummary,
     ProfilingView,
     WorkloadProfile,
 )
 from npumon.daemon.profiling import capture_msprof, ingest
+from npumon.daemon.profiling.align import GRACE_SECONDS, LEAD_SECONDS, slot_start
 from npumon.daemon.profiling.capture import (
     CaptureOutcome,
     Capturer,
@@ -30,8 +34,11 @@ from npumon.daemon.profiling.capture import (
 from npumon.daemon.profiling.captureerror import CaptureError
 from npumon.daemon.profiling.diskquota import make_room, prune_reports, tree_bytes
 from npumon.daemon.profiling.gate import TOO_SHORT
+from npumon.daemon.profiling.identity import LAUNCHER_SOURCES
 from npumon.daemon.profiling.launch import analyse
 from npumon.daemon.profiling.state import ProfileState
+from npumon.daemon.profiling.statefile import atomic_write
+from npumon.daemon.profiling.window import WindowSampler
 from npumon.daemon.profiling.workloads import ProcessProbe, Workload, discover
 from npumon.daemon.runner import run_command
 from npumon.daemon.store import SnapshotStore
@@ -88,6 +95,8 @@ class Profiler:
             self.next_baseline,
             self.attach_seconds,
             self.reference,
+            lambda: WindowSampler(store.latest),
+            config.throttle,
         )
         self.counts: Counter[str] = Counter()
         self._last_attempt: dict[str, float] = {}  # monotonic: a wall-clock step moves none
@@ -96,6 +105,9 @@ class Profiler:
         self._last_result: dict[str, str] = {}  # per workload: log a result when it changes
         self._regressed: set[str] = set()
         self._too_short: set[str] = set()  # workloads whose latest capture could not vote
+        self._discovered: dict[str, Workload] = {}  # the latest discovery: source, ranks' chips
+        self._slot_taken: dict[str, float] = {}  # per aligned workload: the last slot attempted
+        self._aligned: dict[str, dict[str, object]] = {}  # per workload: its last slot and steps
         self._lock = threading.Lock()  # one capture (or ingest analysis) per node at a time
 
     def start(self) -> None:
@@ -120,7 +132,7 @@ class Profiler:
 
     def workloads(self) -> tuple[Workload, ...]:
         table = self.store.table()
-        return discover(
+        found = discover(
             table.processes if table else (),
             self.settings.targets,
             self.probe.info,
@@ -128,11 +140,25 @@ class Profiler:
             discover_unmatched=self.settings.discover,
             max_workloads=self.settings.max_workloads,
             table_chips=[(c.npu, c.chip) for c in table.chips] if table else (),
+            pod_of=self._pod_of,
         )
+        self._discovered = {w.name: w for w in found}
+        return found
+
+    def _pod_of(self, pid: int) -> tuple[str, str] | None:
+        """The pod holding a process on a chip (attribution: its cgroup's pod UID), if known."""
+        for chip in self.store.latest().chips:
+            for process in chip.processes:
+                owner = process.owner
+                if process.pid == pid and owner.namespace is not None and owner.pod is not None:
+                    return owner.namespace, owner.pod
+        return None
 
     def due(self, workloads: tuple[Workload, ...], now: float) -> Workload | None:
         """The most overdue workload at ``now`` (monotonic); before its first attempt in this
-        process, its last success (persisted) counts as one."""
+        process, its last success (persisted) counts as one. A job named alike on all its nodes
+        is due only around its slot (align.py), and then by the same measure, so a node whose
+        captures outlast the interval takes its jobs in turn."""
         best: tuple[float, Workload] | None = None
         for w in workloads:
             interval = w.interval_seconds or self.settings.interval
@@ -141,24 +167,91 @@ class Profiler:
                 saved = self.state.workloads.get(w.name)
                 last = (saved.last_success or 0.0 if saved else 0.0) + self._wall_to_monotonic
             late = now - (last + interval)
-            if late >= 0 and (best is None or late > best[0]):
+            if _aligned(w):
+                slotted = self._slotted(w, interval, now - self._wall_to_monotonic)
+                if slotted is None:
+                    continue
+                w, late = slotted, max(late, 0.0)
+            elif late < 0:
+                continue
+            if best is None or late > best[0]:
                 best = (late, w)
         return best[1] if best else None
 
+    def _slotted(self, w: Workload, interval: float, wall: float) -> Workload | None:
+        """A job named the same on all its nodes: due in its slot, from LEAD_SECONDS before it
+        to GRACE_SECONDS after, once per slot; the workload with its slot."""
+        slot = slot_start(w.name, interval, wall + LEAD_SECONDS)
+        saved = self.state.workloads.get(w.name)
+        taken = self._slot_taken.get(w.name)
+        if taken is None and saved is not None and saved.last_success is not None:
+            taken = slot if saved.last_success >= slot else None
+        if taken is not None and taken >= slot or wall - slot > GRACE_SECONDS:
+            return None
+        return replace(w, slot=slot)
+
+    def _write_capture_meta(self, w: Workload) -> None:
+        """reports/<workload>.capture.json: an aligned capture's slot and global steps (to
+        compare with the job's other nodes), and each rank's chip and ports in the window."""
+        meta = {
+            "workload": w.name,
+            "workload_source": w.source,
+            "interval_seconds": w.interval_seconds or self.settings.interval,
+            "steps": self.settings.steps,
+            **self._aligned.get(w.name, {}),
+            "hardware": [
+                {**dataclasses.asdict(h), "said": h.said()}
+                for h in self.capturer.hardware.get(w.name, ())
+            ],
+        }
+        try:
+            private_dir(self.reports_dir)
+            atomic_write(
+                self.reports_dir / f"{w.name}.capture.json",
+                json.dumps(meta, indent=1, sort_keys=True).encode(),
+            )
+        except OSError as error:
+            log.warning("event=capture_meta_failed workload=%s error=%r", w.name, str(error))
+
     def tick(self) -> CaptureOutcome | None:
-        """Capture the most overdue workload, if any (the scheduler calls this often)."""
+        """Capture the most overdue workload, if any (the scheduler calls this often); then
+        the next job whose slot comes within LEAD_SECONDS, so a capture that ran past the
+        scheduler's next tick does not make the node miss or start late on a slot."""
         if not self.settings.enabled or self.children.stopped.is_set():
             return None
+        outcome = None
         with self._lock:
             self._take_accepts()
-            workload = self.due(self.workloads(), self.host.monotonic())
-            if workload is None:
-                return None
-            return self.capture(workload)
+            workloads = self.workloads()
+            for _ in workloads:  # each at most once a tick
+                workload = self.due(workloads, self.host.monotonic())
+                if workload is None or self.children.stopped.is_set():
+                    break
+                if outcome is not None and workload.slot is None:
+                    break  # unaligned ones wait for the next tick, as before
+                outcome = self.capture(workload)
+        return outcome
 
     def capture(self, workload: Workload) -> CaptureOutcome:
+        if workload.slot is not None:  # the job's other nodes start at the slot too
+            self._slot_taken[workload.name] = workload.slot
+            early = workload.slot - self.host.clock()
+            if early > 0:
+                self.host.wait(early)
         self._last_attempt[workload.name] = self.host.monotonic()
         outcome = self.capturer.capture(workload)
+        if outcome.report is not None and workload.ranks:
+            self._write_capture_meta(workload)
+        if workload.slot is not None and outcome.report is not None:
+            self._aligned[workload.name] = aligned_steps(workload.slot, outcome.report)
+            self._write_capture_meta(workload)
+            log.info(
+                "event=capture_aligned workload=%s slot=%.0f first_step=%s last_step=%s",
+                workload.name,
+                workload.slot,
+                self._aligned[workload.name]["first_step"],
+                self._aligned[workload.name]["last_step"],
+            )
         self._record(outcome)
         return outcome
 
@@ -366,6 +459,7 @@ class Profiler:
         for name, s in sorted(self.state.workloads.items()):
             verdict = self.state.verdict(name)
             baseline = verdict.baseline
+            found = self._discovered.get(name)
             profiles.append(
                 WorkloadProfile(
                     name,
@@ -377,6 +471,9 @@ class Profiler:
                     judged=None if verdict.median_seconds is None else verdict.judged,
                     regressed=verdict.regressed,
                     comparison=s.comparison,
+                    source=found.source if found else None,
+                    rank_npus=tuple((r, c[0]) for r, c in found.ranks) if found else (),
+                    hardware=self.capturer.hardware.get(name, ()),
                 )
             )
         return ProfilingView(
@@ -387,6 +484,29 @@ class Profiler:
 
     def publish(self) -> None:
         self.store.set_profiles(self.view())
+
+
+def _aligned(w: Workload) -> bool:
+    """Named by its launcher or pod: the same name on every node of the job, so aligned."""
+    return w.source in LAUNCHER_SOURCES or w.source == "pod"
+
+
+def aligned_steps(slot: float, report: AnalysisReport) -> dict[str, object]:
+    """An aligned capture's metadata: its slot and the first and last global step its ranks
+    captured, overall and per rank (None when the step table has no step IDs)."""
+    per_rank = {
+        r.rank: [min(ids), max(ids)]
+        for r in report.scope.ranks
+        if (ids := [p.step for p in r.steps if p.step is not None])
+    }
+    firsts = [first for first, _ in per_rank.values()]
+    lasts = [last for _, last in per_rank.values()]
+    return {
+        "slot": slot,
+        "first_step": min(firsts) if firsts else None,
+        "last_step": max(lasts) if lasts else None,
+        "rank_steps": per_rank,
+    }
 
 
 def _needs_export(path: Path) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import grpc
 
-from npumon.daemon.parsers.pod_resources import DeviceRow
+from npumon.daemon.parsers.pod_resources import DRA_DRIVERS, DeviceRow
 from npumon.daemon.sources.wrapper import SourceFailure
 from npumon.podresources import LIST_METHOD
 from npumon.podresources.api_pb2 import ListPodResourcesRequest, ListPodResourcesResponse
@@ -66,10 +66,21 @@ def list_response(socket: Path, timeout: float) -> ListPodResourcesResponse:
 
 
 def device_rows(answer: ListPodResourcesResponse) -> list[DeviceRow]:
-    """Every container's devices in a `List` answer, as plain rows."""
-    return [
+    """Every container's devices in a `List` answer, as plain rows (DRA claims included)."""
+    rows = [
         (pod.namespace, pod.name, container.name, devices.resource_name, tuple(devices.device_ids))
         for pod in answer.pod_resources
         for container in pod.containers
         for devices in container.devices
     ]
+    # DRA (kubelet pod-resources v1 ``dynamic_resources``): the driver names the device; its
+    # name stands where a device plugin's ID would, under the driver's name as the resource
+    rows += [
+        (pod.namespace, pod.name, container.name, claimed.driver_name, (claimed.device_name,))
+        for pod in answer.pod_resources
+        for container in pod.containers
+        for dynamic in container.dynamic_resources
+        for claimed in dynamic.claim_resources
+        if claimed.driver_name in DRA_DRIVERS and claimed.device_name
+    ]
+    return rows

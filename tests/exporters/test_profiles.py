@@ -17,11 +17,12 @@ from npumon.daemon.model.profile import (
     StepStats,
     WorkloadProfile,
 )
+from npumon.daemon.model.rank_hardware import RankHardware
 from npumon.daemon.model.snapshot import EMPTY_SNAPSHOT, NodeSnapshot
 from npumon.daemon.rendercache import RenderCache
 from npumon.exporters.collector import NpuCollector
 from npumon.exporters.web.http import serve
-from tests.helpers.exposition import samples, value
+from tests.helpers.exposition import names, samples, value
 from tests.helpers.http import get
 
 STEP = StepStats(100, 0.3, 0.3, 0.31, 0.32)  # enough steps for every percentile
@@ -185,3 +186,24 @@ def test_sizes_and_the_largest_deltas_are_exported() -> None:
         value(found, "npu_profile_delta_seconds", workload="llama", part_kind="op_type", part="Op5")
         is None
     )
+
+
+def test_the_workload_says_what_named_it_and_its_ranks_their_chips() -> None:
+    found = samples(scrape(snapshot(GOOD, source="master_addr", rank_npus=((8, 0), (9, 5)))))
+    assert value(found, "npu_workload_info", workload="llama", workload_source="master_addr") == 1
+    assert value(found, "npu_rank_npu_info", workload="llama", rank="rank9", npu="5") == 1
+    assert sorted(dict(k[1])["rank"] for k in found if k[0] == "npu_rank_npu_info") == [
+        "rank8",
+        "rank9",
+    ]
+    assert "npu_workload_info" not in names(samples(scrape(snapshot(GOOD))))  # not discovered yet
+
+
+def test_a_ranks_hardware_in_the_window_is_served_only_where_something_moved() -> None:
+    seen = RankHardware(37, 5, 0, 10, 0.31, "power", errors=(("retransmissions", 1200),))
+    quiet = RankHardware(3, 2, 0, 10, 0.0)
+    found = samples(scrape(snapshot(GOOD, hardware=(seen, quiet))))
+    labels = {"workload": "llama", "rank": "rank37", "npu": "5"}
+    assert value(found, "npu_rank_capture_throttled_ratio", **labels, reason="power") == 0.31
+    assert value(found, "npu_rank_capture_errors", **labels, kind="retransmissions") == 1200
+    assert [k for k in found if dict(k[1]).get("rank") == "rank3"] == []

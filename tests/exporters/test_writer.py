@@ -34,6 +34,7 @@ from npumon.daemon.model.profile import (
     StepStats,
     WorkloadProfile,
 )
+from npumon.daemon.model.rank_hardware import RankHardware
 from npumon.daemon.model.reading import ChipReading, ProcessReading
 from npumon.daemon.model.snapshot import BackendInfo, NodeIdentity, NodeSnapshot, SourceStatus
 from npumon.exporters import profiles
@@ -184,7 +185,19 @@ EVERYTHING = NodeSnapshot(
     network=NetworkView(ports=(PORT, PortReading(3, 1, 1)), chips=(LINKS, ChipLinks(3, 0))),
     profiles=ProfilingView(
         workloads=(
-            WorkloadProfile("llama", SUMMARY, 0.4, 1.7e9, 120.0, 0.03, True, False),
+            WorkloadProfile(
+                "llama",
+                SUMMARY,
+                0.4,
+                1.7e9,
+                120.0,
+                0.03,
+                True,
+                False,
+                source="master_addr",
+                rank_npus=((0, 0), (1, 1)),
+                hardware=(RankHardware(1, 1, 0, 4, 0.5, "power", errors=(("cnp", 3),)),),
+            ),
             WorkloadProfile("idle"),
         ),
         state_errors=(("corrupt", 1),),

@@ -14,6 +14,7 @@ from analysis_helpers import FIXTURES
 
 from npumon.daemon.analysis.analysis import analyze_path
 from npumon.daemon.model.profile import Thresholds
+from npumon.daemon.model.rank_hardware import RankHardware
 
 TREES = FIXTURES / "trees"
 OUT = "ASCEND_PROFILER_OUTPUT"
@@ -142,6 +143,25 @@ def test_slow_rank_among_peers(tmp_path: Path) -> None:
     summary = analyze_path(tmp_path / "t", Thresholds(rank_spread_ratio=0.01)).summary
     slow = next(b for b in summary.bottlenecks if b.kind == "slow_rank")
     assert slow.detail.startswith("rank1 ") and "rank0" in slow.detail
+    assert "NPU" not in slow.detail  # no telemetry given: nothing said of the chip
+    # the daemon's telemetry of the capture window: the slow rank's own chip was throttled
+    hot = RankHardware(1, 5, 0, 10, 0.31, "power", 1.1e9, 1.8e9, 70.0)
+    cool = RankHardware(0, 4, 0, 10, 0.0)
+    told = analyze_path(
+        tmp_path / "t", Thresholds(rank_spread_ratio=0.01), hardware=(cool, hot)
+    ).summary
+    slow = next(b for b in told.bottlenecks if b.kind == "slow_rank")
+    assert slow.detail.endswith(
+        "; rank 1 on NPU 5: throttled by power 31% of the window; AI Core clock 1.1 of 1.8 GHz"
+    )
+    # the same slowness, its chip and ports quiet: the cause lies elsewhere
+    quiet = analyze_path(
+        tmp_path / "t",
+        Thresholds(rank_spread_ratio=0.01),
+        hardware=(cool, RankHardware(1, 5, 0, 10, 0.0)),
+    ).summary
+    slow = next(b for b in quiet.bottlenecks if b.kind == "slow_rank")
+    assert "rank 1 on NPU 5: nothing seen on this node's chip or ports" in slow.detail
 
 
 def _comm_totals(tree: str) -> tuple[float, float, dict[str, list[float]]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from npumon.daemon.containers import pod_uid
-from npumon.daemon.model.kubelet import DeviceRef
+from npumon.daemon.model.kubelet import UNRESOLVED, DeviceRef
 from npumon.daemon.parsers.device_ids import parse_device_id, parse_visible_devices
 from npumon.daemon.parsers.errors import ParseError
 from npumon.daemon.parsers.pod_resources import parse_pod_resources
@@ -92,3 +92,11 @@ def test_only_npu_resources_are_kept_and_bad_ids_are_set_aside() -> None:
         ("c", [0]),
     ]
     assert found.malformed == ("garbage", "bad")
+
+
+def test_a_hami_id_carries_the_chips_vdie_id_and_waits_for_its_chip() -> None:
+    ref = parse_device_id("185011d4-21104518-A0C4ED94-14CC040A-56102003-12")
+    assert ref.vdie_id == "185011D4-21104518-A0C4ED94-14CC040A-56102003"
+    assert ref.physical_id == UNRESOLVED and ref.vnpu_id is None
+    with pytest.raises(ParseError):
+        parse_device_id("185011D4-21104518-A0C4ED94-14CC040A-3")  # four words: no VDie ID

@@ -146,6 +146,29 @@ def test_a_hanging_kubelet_times_out_and_never_holds_up_a_scrape(
     assert owners(a) == set() and series(a, "npu_chip_allocated") == []  # unknown, not stale
 
 
+def test_dra_claims_of_the_ascend_driver_are_attributed(kubelet: Kubelet, socket: Path) -> None:
+    """Chips allocated through DRA come in ``dynamic_resources``, named by the Ascend DRA
+    driver (the double's ``_claim`` cites its source); another driver's claims are not ours."""
+    train = pod("train-dra", resource="", container="ascend")
+    train["containers"][0]["devices"] = ()
+    train["containers"][0]["claims"] = [
+        {"claim": "npus", "devices": ["Ascend910-2", "Ascend910-3"]}
+    ]
+    gpu = pod("gpu-dra")
+    gpu["containers"][0]["claims"] = [
+        {"claim": "gpus", "driver": "gpu.nvidia.com", "devices": ["gpu-0"]}
+    ]
+    kubelet.pods = [train, gpu]
+    a = agent(socket)
+    a.collect_once()
+    assert owners(a) == {
+        ("1", "0", "train-dra", "ascend", ""),
+        ("1", "1", "train-dra", "ascend", ""),
+    }
+    failures = values(a, "npumon_source_failures_total")
+    assert (("reason", "malformed_device_id"), ("source", "kubelet_pod_resources")) not in failures
+
+
 def test_malformed_device_ids_are_counted_and_the_rest_attributed(
     kubelet: Kubelet, socket: Path
 ) -> None:
