@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from npumon.daemon.analysis.readers.steptime import StepRow, percentile
 from npumon.daemon.model.profile import PhaseStat, RankBreakdown, RankSpread, StepStats, Thresholds
 
-SPREAD_PHASES = ("computing", "communication", "free")
+SPREAD_PHASES = ("computing", "fp_bp", "communication", "free")
 # torch_npu's Preparing is the part of Free the host spends preparing the step
 SUB_PHASES = {"preparing": "free"}
 
