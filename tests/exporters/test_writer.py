@@ -24,9 +24,12 @@ from npumon.daemon.model.profile import (
     Bottleneck,
     CommShare,
     CommTimes,
+    Comparison,
     CoreShare,
+    FindingSize,
     LinkStat,
     OpShare,
+    PartDelta,
     PhaseStat,
     ProfileSummary,
     ProfilingView,
@@ -166,7 +169,9 @@ SUMMARY = ProfileSummary(
     op_types_inferred=False,
     ranks=(RankBreakdown("rank0", 0, 50, 0.4, PHASES),),
     rank_spread=(),
-    bottlenecks=(Bottleneck(BOTTLENECK_KINDS[0], "", "", 1.0, 0.5),),
+    bottlenecks=(
+        Bottleneck(BOTTLENECK_KINDS[0], "", "", 1.0, 0.5, FindingSize(0.2, 0.5, "share x step")),
+    ),
     communication=(CommShare("all_reduce", 0.1, 0.25, 4),),
     comm_times=CommTimes(1.0, 0.3, 0.1, 0.0),
     links=(LinkStat("HCCS", 1e9, 0.1, 1e10),),
@@ -194,6 +199,9 @@ EVERYTHING = NodeSnapshot(
                 0.03,
                 True,
                 False,
+                comparison=Comparison(
+                    1.6e9, None, 0.1, (PartDelta("phase", "computing", 0.04, 0.3),)
+                ),
                 source="master_addr",
                 rank_npus=((0, 0), (1, 1)),
                 hardware=(RankHardware(1, 1, 0, 4, 0.5, "power", errors=(("cnp", 3),)),),
