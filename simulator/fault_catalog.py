@@ -82,10 +82,11 @@ class Scenario:
     expect: tuple[str, ...]
     also: tuple[str, ...]
     resolves: float | None  # every expected alert resolves within this of the fault's end
-    identities: dict[str, int]  # expected alert -> distinct alerts it may raise (default 1)
-    guards: tuple[str, ...]  # must_not_page: the alerts this near miss is the twin of
     step: float  # seconds between scrapes
     seed: int = field(default=0)
+    # expected alert -> distinct alerts it may raise (absent: 1)
+    identities: dict[str, int] = field(default_factory=dict)
+    guards: tuple[str, ...] = ()  # must_not_page: the alerts this near miss is the twin of
 
 
 @dataclass(frozen=True)

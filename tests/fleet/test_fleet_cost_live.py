@@ -225,4 +225,6 @@ def test_rule_cost_and_recorded_series_match_the_docs(prometheus: str) -> None:
     assert int(documented.group(1)) == pytest.approx(per_node, rel=0.1)
     cost_doc = re.search(r"the rules read ([\d.]+) M samples a round", doc)
     assert cost_doc, "docs/scaling.md names the samples the rules read a round at 10,000 nodes"
-    assert float(cost_doc.group(1)) * 1e6 == pytest.approx(round_samples, rel=0.25)
+    # the rules read more while more chips are throttled or allocated: the documented figure is
+    # the larger of the measured runs, and a run reads between half of it and a quarter more
+    assert 0.5 <= round_samples / (float(cost_doc.group(1)) * 1e6) <= 1.25

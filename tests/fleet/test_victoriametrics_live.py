@@ -75,6 +75,7 @@ VALUES = {
     "npumon-fleet / Collector render time (slowest node)": SCRAPE_OWN,
     "npumon-fleet / Source run time (slowest node)": SCRAPE_OWN,
     "npu_chip:utilization_band:code": BAND_EDGE,
+    "npu_port:receive_errors:rate2m": COUNTER_WINDOW,
     "fleet:npu_chips_allocated_in_band:count": BAND_EDGE,
     "fleet:npumon_source_age_seconds:max": SCRAPE_OWN,
     "fleet:npumon_source_duration_seconds:max": SCRAPE_OWN,
