@@ -65,6 +65,10 @@ YOUNG_RECORD = (
 )
 # An average over a recorded series (a name with a colon) across minutes: YOUNG_RECORD
 RECORD_AVERAGE = re.compile(r"\bavg_over_time\(\w+:[\w:]+(?:\{[^}]*\})?\[\d+[mh]\]\)")
+YOUNG_AVERAGE = (
+    "a 5-minute average of a moving gauge (the simulated load) while the fleet is younger than "
+    "the window or just past it: each engine averages its own scrapes, a few samples each"
+)
 TOP_TIE = (
     "a top 10 of moving values (temperatures a degree apart, headroom to the limit): the last "
     "places fall to different chips at each engine's own samples"
@@ -76,6 +80,7 @@ VALUES = {
     "npumon-fleet / Source run time (slowest node)": SCRAPE_OWN,
     "npu_chip:utilization_band:code": BAND_EDGE,
     "npu_port:receive_errors:rate2m": COUNTER_WINDOW,
+    "npu_chip:aicore_utilization:avg5m": YOUNG_AVERAGE,
     "fleet:npu_chips_allocated_in_band:count": BAND_EDGE,
     "fleet:npumon_source_age_seconds:max": SCRAPE_OWN,
     "fleet:npumon_source_duration_seconds:max": SCRAPE_OWN,
