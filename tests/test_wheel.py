@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import ast
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.wait import scaled
+from tests.helpers.wheel import pip_wheel
 
 ROOT = Path(__file__).resolve().parents[1]
 # what the wheel is built from besides the product trees
@@ -49,26 +47,7 @@ def build_wheel(tmp_path: Path) -> set[str]:
         shutil.copy(ROOT / name, source / name)
     for tree in product_trees():
         shutil.copytree(ROOT / tree, source / tree, ignore=shutil.ignore_patterns("__pycache__"))
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            "--wheel-dir",
-            str(tmp_path / "wheels"),
-            str(source),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=scaled(180),
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    [wheel] = (tmp_path / "wheels").glob("*.whl")
+    wheel = pip_wheel(source, tmp_path / "wheels")
     with zipfile.ZipFile(wheel) as archive:
         return set(archive.namelist())
 

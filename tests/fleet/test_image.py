@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -20,6 +19,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from tests.helpers.wait import scaled
+from tests.helpers.wheel import pip_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
@@ -203,26 +203,7 @@ def test_the_wheel_builds_from_what_the_build_stage_copies_and_is_pure(tmp_path:
                     )
                 else:
                     shutil.copy(ROOT / source, target)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            "--wheel-dir",
-            str(tmp_path / "wheels"),
-            str(context),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=scaled(180),
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    [wheel] = (tmp_path / "wheels").glob("*.whl")
+    wheel = pip_wheel(context, tmp_path / "wheels")
     assert wheel.name.endswith("-py3-none-any.whl"), wheel.name
 
 
