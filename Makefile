@@ -184,11 +184,12 @@ image-test: image-tools
 	IMAGE_CACHE=$(IMAGE_CACHE) deploy/image/test.sh
 
 image-tools:
-	@if ! command -v buildah >/dev/null 2>&1 || ! command -v mmdebstrap >/dev/null 2>&1; then \
-	  echo "installing Debian packages 'buildah' and 'mmdebstrap' (make image-test)"; \
+	@if ! command -v buildah >/dev/null 2>&1 || ! command -v mmdebstrap >/dev/null 2>&1 \
+	    || ! command -v newuidmap >/dev/null 2>&1; then \
+	  echo "installing Debian packages 'buildah', 'mmdebstrap' and 'uidmap' (make image-test)"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends buildah mmdebstrap >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends buildah mmdebstrap uidmap >/dev/null; \
 	fi
 	@buildah --version
 

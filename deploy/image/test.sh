@@ -28,7 +28,8 @@ if ! buildah inspect --type image "$BASE_IMAGE" >/dev/null 2>&1; then
   if [ ! -s "$IMAGE_CACHE/base.tar" ]; then
     mkdir -p "$IMAGE_CACHE"
     say "building the $SUITE base into $IMAGE_CACHE/base.tar (mmdebstrap, a few minutes)"
-    mmdebstrap --quiet --variant=minbase --include="$PACKAGES" "$SUITE" "$IMAGE_CACHE/base.tar.part"
+    mmdebstrap --quiet --format=tar --variant=minbase --include="$PACKAGES" "$SUITE" \
+      "$IMAGE_CACHE/base.tar.part"
     mv "$IMAGE_CACHE/base.tar.part" "$IMAGE_CACHE/base.tar"
   fi
   say "importing $IMAGE_CACHE/base.tar as $BASE_IMAGE"
