@@ -37,7 +37,6 @@ from npumon.daemon.profiling.gate import TOO_SHORT
 from npumon.daemon.profiling.identity import LAUNCHER_SOURCES
 from npumon.daemon.profiling.launch import analyse
 from npumon.daemon.profiling.state import ProfileState
-from npumon.daemon.profiling.statefile import atomic_write
 from npumon.daemon.profiling.window import WindowSampler
 from npumon.daemon.profiling.workloads import ProcessProbe, Workload, discover
 from npumon.daemon.runner import run_command
@@ -206,8 +205,9 @@ class Profiler:
         }
         try:
             private_dir(self.reports_dir)
-            atomic_write(
-                self.reports_dir / f"{w.name}.capture.json",
+            nofollow.write_in(
+                self.reports_dir,
+                f"{w.name}.capture.json",
                 json.dumps(meta, indent=1, sort_keys=True).encode(),
             )
         except OSError as error:
@@ -240,11 +240,8 @@ class Profiler:
                 self.host.wait(early)
         self._last_attempt[workload.name] = self.host.monotonic()
         outcome = self.capturer.capture(workload)
-        if outcome.report is not None and workload.ranks:
-            self._write_capture_meta(workload)
         if workload.slot is not None and outcome.report is not None:
             self._aligned[workload.name] = aligned_steps(workload.slot, outcome.report)
-            self._write_capture_meta(workload)
             log.info(
                 "event=capture_aligned workload=%s slot=%.0f first_step=%s last_step=%s",
                 workload.name,
@@ -252,6 +249,8 @@ class Profiler:
                 self._aligned[workload.name]["first_step"],
                 self._aligned[workload.name]["last_step"],
             )
+        if outcome.report is not None and (workload.ranks or workload.slot is not None):
+            self._write_capture_meta(workload)
         self._record(outcome)
         return outcome
 
