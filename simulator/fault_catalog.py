@@ -87,6 +87,8 @@ class Scenario:
     # expected alert -> distinct alerts it may raise (absent: 1)
     identities: dict[str, int] = field(default_factory=dict)
     guards: tuple[str, ...] = ()  # must_not_page: the alerts this near miss is the twin of
+    # expected alert -> labels every alert it raises carries (what it must name)
+    names: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,8 @@ def load(path: Path = CATALOG) -> Catalog:
                 for c in raw.get("chips", [{"npu": 0}, {"npu": 1}])
             )
             events = tuple(raw.get("events", ()))
-            starts = [seconds(e.get("start", 0)) for e in events]
+            # the fault starts with its first event; `background` events are the setting
+            starts = [seconds(e.get("start", 0)) for e in events if not e.get("background")]
             scenario = Scenario(
                 name=name,
                 kind=raw["kind"],
@@ -138,6 +141,10 @@ def load(path: Path = CATALOG) -> Catalog:
                 resolves=seconds(raw["resolves"]) if "resolves" in raw else None,
                 identities={str(k): int(v) for k, v in raw.get("identities", {}).items()},
                 guards=tuple(raw.get("guards", ())),
+                names={
+                    str(alert): {str(k): str(v) for k, v in labels.items()}
+                    for alert, labels in raw.get("names", {}).items()
+                },
                 step=seconds(raw.get("scrape", STEP)),
                 seed=zlib.crc32(name.encode()),  # by name: adding a scenario moves no other
             )
@@ -145,6 +152,8 @@ def load(path: Path = CATALOG) -> Catalog:
             raise CatalogError(f"scenario {name}: {error!r}") from error
         if scenario.kind not in ("fault", "must_not_page"):
             raise CatalogError(f"scenario {name}: kind must be fault or must_not_page")
+        if set(scenario.names) - set(scenario.expect):
+            raise CatalogError(f"scenario {name}: `names` only for alerts it expects")
         if scenario.guards and scenario.kind != "must_not_page":
             raise CatalogError(f"scenario {name}: only a must_not_page case guards alerts")
         for alert in scenario.expect + scenario.also + scenario.guards:
@@ -298,17 +307,22 @@ class _Node:
             slow = int(event.get("slow_node", -1)) == self.node and _active(
                 event, t, self.s.duration
             )
-            for local in range(int(event.get("ranks_per_node", 2))):
-                rank = self.node * int(event.get("ranks_per_node", 2)) + local
+            per_node = int(event.get("ranks_per_node", 2))
+            first_npu = int(event.get("first_npu", 0))
+            for local in range(per_node):
+                # the daemon's rank label (exporters/profiles.py) and the chip the rank runs on
+                rank, npu = f"rank{self.node * per_node + local}", str(first_npu + local)
                 value = float(event["seconds"]) * (1 + self.rng.uniform(-0.01, 0.01))
-                if slow and local == 0:
+                if slow and local == int(event.get("slow_local", 0)):
                     value *= 1 + float(event["slower"])
+                workload = str(event["workload"])
+                self.put(index, "npu_rank_npu_info", 1.0, workload=workload, rank=rank, npu=npu)
                 self.put(
                     index,
                     "npu_rank_step_duration_seconds",
                     round(value, 6),
-                    workload=str(event["workload"]),
-                    rank=str(rank),
+                    workload=workload,
+                    rank=rank,
                     stat="computing",
                 )
 

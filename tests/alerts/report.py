@@ -45,7 +45,9 @@ def _minutes(value: float | None) -> str:
 
 
 def _fault_end(scenario: Scenario) -> float:
-    return max(seconds(e.get("end", scenario.duration)) for e in scenario.events)
+    return max(
+        seconds(e.get("end", scenario.duration)) for e in scenario.events if not e.get("background")
+    )
 
 
 def judge(catalog: Catalog, engine: str, firings: Iterable[Firing]) -> tuple[list[Row], list[str]]:
@@ -96,6 +98,13 @@ def judge(catalog: Catalog, engine: str, firings: Iterable[Firing]) -> tuple[lis
                     f"{engine}: {alert} on {s.name} raised {len(identities)} alerts, not"
                     f" {allowed_identities}: {sorted(identities)}"
                 )
+            wanted = s.names.get(alert, {})
+            for labels in sorted(identities):
+                wrong = {k: v for k, v in wanted.items() if dict(labels).get(k) != v}
+                if wrong:
+                    problems.append(
+                        f"{engine}: {alert} on {s.name} named {dict(labels)}, not {wanted}"
+                    )
             if s.resolves is not None:
                 last = max(f.last for f in mine)
                 late = last - _fault_end(s)
