@@ -17,6 +17,7 @@ from pathlib import Path
 from npumon.daemon import nofollow
 from npumon.daemon.config import REPORTS, Config
 from npumon.daemon.model.capture_info import CaptureInfo
+from npumon.daemon.model.chips import ChipId
 from npumon.daemon.model.profile import (
     CAPTURE_RESULTS,
     ProfileSummary,
@@ -151,8 +152,14 @@ class Profiler:
             table_chips=[(c.npu, c.chip) for c in table.chips] if table else (),
             pod_of=self._pod_of,
         )
+        before = self._named()
         self._discovered = {w.name: w for w in found}
+        if self._named() != before:  # a job listed (npu_workload_info) before its first capture
+            self.publish()
         return found
+
+    def _named(self) -> set[tuple[str, str, tuple[tuple[int, ChipId], ...]]]:
+        return {(w.name, w.source, w.ranks) for w in self._discovered.values()}
 
     def _pod_of(self, pid: int) -> tuple[str, str] | None:
         """The pod holding a process on a chip (attribution: its cgroup's pod UID), if known."""
@@ -482,8 +489,21 @@ class Profiler:
                     hardware=self.capturer.hardware.get(name, ()),
                 )
             )
+        # discovered, not captured yet: named (npu_workload_info, npu_rank_npu_info) so a job
+        # is listed from its discovery; within profiling.max_workloads, the captured first
+        room = self.settings.max_workloads - len(profiles)
+        waiting = sorted(set(self._discovered) - set(self.state.workloads))[: max(room, 0)]
+        for name in waiting:
+            found = self._discovered[name]
+            profiles.append(
+                WorkloadProfile(
+                    name,
+                    source=found.source,
+                    rank_npus=tuple((r, c[0]) for r, c in found.ranks),
+                )
+            )
         return ProfilingView(
-            workloads=tuple(profiles),
+            workloads=tuple(sorted(profiles, key=lambda p: p.workload)),
             captures=tuple((r, self.counts[r]) for r in CAPTURE_RESULTS),
             state_errors=tuple(sorted(self.state.errors.items())),
         )
