@@ -115,7 +115,7 @@ class Agent:
         if self.no_analysis is not None and (previous is None or not previous.no_analysis):
             log.warning("event=profiling_off reason=%s message=%r", NO_PANDAS, self.no_analysis)
         if active and blocked is None and self.no_analysis is None:
-            self.profiler = Profiler(config, self.store)
+            self.profiler = Profiler(config, self.store, poll_now=self._poll_counters)
             self.profiler.start()  # last summaries and baselines from the state directory
         elif blocked is not None or self.no_analysis is not None:
             reason, why = (
@@ -138,6 +138,11 @@ class Agent:
     def _identity_due(self) -> None:
         """A new chip: run the identity job now rather than at its next hourly slot."""
         self._run_now(self.sources.poll_identity.__name__)
+
+    def _poll_counters(self) -> None:
+        """The polls a capture's hardware join compares its counters after (window.py)."""
+        for poll in (self.sources.poll_table, self.sources.poll_detail, self.hccn.poll_hccn_tool):
+            self._run_now(poll.__name__)
 
     def _run_now(self, job_id: str) -> None:
         scheduler = self._scheduler

@@ -358,9 +358,10 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "npu_workload_info",
         "gauge",
-        "1 per workload captured on this node, with what named it (workload_source): the "
-        "launcher's environment (mindx_task_id, torchelastic_run_id, pet_rdzv_id, master_addr, "
-        "pet_master_addr, volcano, slurm), the pod, a configured target, or the process name.",
+        "1 per workload discovered or captured on this node, with what named it "
+        "(workload_source): the launcher's environment (mindx_task_id, torchelastic_run_id, "
+        "pet_rdzv_id, master_addr, pet_master_addr, volcano, slurm), the pod, a configured "
+        "target, or the process name.",
         ("workload", "workload_source"),
         _workload_info,
     ),

@@ -18,6 +18,7 @@ from npumon.daemon.analysis.figures import (
     ranks_label,
 )
 from npumon.daemon.analysis.verdict import Sized, Wait, reference_ratio, sized, wait
+from npumon.daemon.model.capture_info import SOURCE_SAID, CaptureInfo
 from npumon.daemon.model.profile import (
     AnalysisReport,
     LinkStat,
@@ -657,6 +658,29 @@ def _verdict(
     )
 
 
+def captured_line(info: CaptureInfo) -> str:
+    """One line on the daemon's capture: its steps, slot and job, e.g. "Captured steps
+    1200-1249 in the 21:30:07 UTC slot of job llama-master-0.llama:23456 (from MASTER_ADDR)"."""
+    first, last = info.first_step, info.last_step
+    if first is None or last is None:
+        what = "Captured (the step table names no step IDs)"
+    else:
+        what = f"Captured step {first}" if first == last else f"Captured steps {first}-{last}"
+        if info.steps is not None and info.steps != last - first + 1:
+            what += f" ({info.steps} of them)"
+    kind = "workload" if info.workload_source in ("target", "process") else "job"
+    source = SOURCE_SAID.get(info.workload_source, info.workload_source)
+    of = f"{kind} {info.workload} (from {source})"
+    if info.slot is None:
+        return f"{what} of {of}"
+    slot = datetime.fromtimestamp(info.slot, UTC).strftime("%H:%M:%S UTC")
+    return f"{what} in the {slot} slot of {of}"
+
+
+def _captured(info: CaptureInfo | None) -> str:
+    return "" if info is None else f'<p class="note">{escape(captured_line(info))}</p>\n'
+
+
 def render(
     report: AnalysisReport,
     capture: str | None = None,
@@ -702,6 +726,7 @@ def render(
         if shown < len(s.ranks)
         else ""
     )
+    captured = _captured(report.capture_info)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
@@ -709,7 +734,7 @@ def render(
 <title>npumon: {escape(s.workload)}</title><style>{_STYLE}</style></head>
 <body>
 <h1>npumon analysis: {escape(s.workload)}</h1>
-<p class="note">layout {escape(s.layout)}{escape(mode)}; captured {when};
+{captured}<p class="note">layout {escape(s.layout)}{escape(mode)}; captured {when};
 {len(s.ranks)} rank(s); {len(report.sources)} table(s) read</p>
 {_verdict(report, items, baseline_seconds, t)}
 <h2 id="steps">Step time</h2>

@@ -23,7 +23,7 @@ from npumon.daemon.model.profile import (
     AnalysisReport,
     ProfileSummary,
     Thresholds,
-    report_adapter,
+    report_json,
 )
 from npumon.daemon.nofollow import write_in
 
@@ -192,7 +192,7 @@ def format_report(report: AnalysisReport) -> str:
 
 
 def report_to_json(report: AnalysisReport) -> str:
-    return report_adapter().dump_json(report, indent=2).decode()
+    return report_json(report, indent=2).decode()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

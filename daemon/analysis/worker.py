@@ -23,7 +23,7 @@ from npumon.daemon.model.profile import (
     AnalysisJob,
     AnalysisReport,
     job_adapter,
-    report_adapter,
+    report_json,
 )
 
 EXIT_NO_DATA = WORKER_EXIT_NO_DATA
@@ -52,7 +52,7 @@ def main() -> int:
 
     try:
         report = run_job(job)
-        data = report_adapter().dump_json(report) + b"\n"
+        data = report_json(report) + b"\n"
     except MemoryError:
         print(
             f"npumon worker: out of memory (limit {int(job.limits.worker_memory)} bytes, "
@@ -86,6 +86,9 @@ def run_job(job: AnalysisJob) -> AnalysisReport:
         dict(job.process_ranks),
         job.hardware,
     )
+    if job.capture_info is not None:  # the daemon's capture: the global steps its ranks took
+        steps = [(r.rank, [p.step for p in r.steps]) for r in report.scope.ranks]
+        report = replace(report, capture_info=job.capture_info.with_steps(steps))
     if job.reference is None:
         return report
     return replace(report, comparison=compare(report.summary, job.reference, job.reference_capture))
@@ -104,7 +107,7 @@ def _write_pages(job: AnalysisJob, report: AnalysisReport) -> None:
         write_in(
             job.report_dir,
             f"{job.workload}.json",
-            report_adapter().dump_json(report, indent=2) + b"\n",
+            report_json(report, indent=2) + b"\n",
         )
         page = render(
             report,

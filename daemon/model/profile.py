@@ -9,6 +9,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, TypeAdapter, with_config
 
+from npumon.daemon.model.capture_info import CaptureInfo
 from npumon.daemon.model.rank_hardware import RankHardware
 
 # compute core types listed first; any other kind a table names (e.g. a new chip's) follows
@@ -274,6 +275,9 @@ class AnalysisReport:
     problems: tuple[str, ...]
     scope: ReportScope = ReportScope()  # per-rank figures and the ranks behind each total
     comparison: Comparison | None = None  # against the workload's reference capture, if any
+    # a capture the daemon took: its job, slot, global steps and telemetry coverage (None:
+    # npumon analyze, an ingested profile; then the JSON has no such key, see report_json)
+    capture_info: CaptureInfo | None = None
 
 
 NonNegative = Annotated[float, Field(ge=0)]
@@ -397,6 +401,9 @@ class AnalysisJob:
     # each captured rank's chip and ports over the capture window (profiling/window.py): a slow
     # rank's finding says what its hardware did, or that this node saw nothing
     hardware: tuple[RankHardware, ...] = ()
+    # a capture the daemon took (its job, slot, telemetry coverage): the worker adds the global
+    # steps and puts it in the report
+    capture_info: CaptureInfo | None = None
 
 
 # the analysis worker's exit codes (daemon/analysis/worker.py); launch.py maps them to results
@@ -415,6 +422,13 @@ def job_adapter() -> TypeAdapter[AnalysisJob]:
 @cache
 def report_adapter() -> TypeAdapter[AnalysisReport]:
     return TypeAdapter(AnalysisReport)
+
+
+def report_json(report: AnalysisReport, indent: int | None = None) -> bytes:
+    """The report as JSON; ``capture_info`` only when the daemon captured it, so the report of
+    a profile without it (npumon analyze, an ingested one) is what it was before that key."""
+    exclude = {"capture_info"} if report.capture_info is None else None
+    return report_adapter().dump_json(report, indent=indent, exclude=exclude)
 
 
 CAPTURE_RESULTS = (

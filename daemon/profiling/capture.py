@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from npumon.daemon.config import Profiling, Throttle
+from npumon.daemon.model.capture_info import CaptureInfo
 from npumon.daemon.model.profile import AnalysisReport, ProfileSummary
 from npumon.daemon.model.rank_hardware import RankHardware
 from npumon.daemon.model.snapshot import ChipId
@@ -180,6 +181,7 @@ class Capturer:
         sampler = self.window() if self.window is not None and w.ranks else None
         if sampler is not None:
             sampler.start()
+        started = self.host.clock()
         self.host.set_capturing(w.chips)
         try:
             if w.mode == "torch_npu_config":
@@ -207,9 +209,18 @@ class Capturer:
                     children=self.host.children,
                 )
         finally:
+            stopped = self.host.clock()
             self.host.set_capturing(frozenset())
             if sampler is not None:
                 self.hardware[w.name] = measure(w.ranks, sampler.stop(), self.throttle)
+        info = CaptureInfo(
+            w.name,
+            w.source,
+            w.interval_seconds or s.interval,
+            w.slot,
+            window=(started, stopped),
+            telemetry=sampler.telemetry() if sampler is not None else {},
+        )
         self._check_size(out)
         try:
             export_within_quota(s, self.captures, out, self.host)
@@ -227,6 +238,7 @@ class Capturer:
             self._ranks(w),
             reference=self.reference(w.name),
             hardware=self.hardware.get(w.name, ()) if sampler is not None else (),
+            capture_info=info,
         )
 
     def _ranks(self, w: Workload) -> tuple[tuple[int, int], ...]:

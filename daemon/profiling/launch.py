@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from npumon.daemon.config import Profiling
+from npumon.daemon.model.capture_info import CaptureInfo
 from npumon.daemon.model.profile import (
     WORKER_EXIT_TOO_LARGE,
     AnalysisJob,
@@ -87,12 +88,14 @@ def analyse(
     confine: Path | None = None,
     reference: tuple[ProfileSummary | None, str | None] = (None, None),
     hardware: tuple[RankHardware, ...] = (),
+    capture_info: CaptureInfo | None = None,
 ) -> AnalysisReport:
     """The worker's report for ``path``; CaptureError (timeout, failed) when there is none.
     With ``reports``, the worker also writes it there as <workload>.json and .html, the page
     naming ``capture`` (the raw data kept to open) and drawing ``baseline``. ``confine``: a
     trusted folder above ``path`` that no link below is followed from. ``reference``: the
-    workload's reference capture (summary, raw directory) the report compares with."""
+    workload's reference capture (summary, raw directory) the report compares with.
+    ``capture_info``: the daemon's capture (job, slot, telemetry), completed and reported."""
     job = AnalysisJob(
         path,
         workload,
@@ -107,6 +110,7 @@ def analyse(
         reference[0],
         reference[1],
         hardware,
+        capture_info,
     )
     outcome = analyse_in_worker(job, s.timeouts.analysis, runner)
     if outcome.report is None:

@@ -9,15 +9,17 @@ import shutil
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from npumon.daemon import nofollow
 from npumon.daemon.config import REPORTS, Config
+from npumon.daemon.model.capture_info import CaptureInfo
+from npumon.daemon.model.chips import ChipId
 from npumon.daemon.model.profile import (
     CAPTURE_RESULTS,
-    AnalysisReport,
     ProfileSummary,
     ProfilingView,
     WorkloadProfile,
@@ -67,7 +69,10 @@ class Profiler:
         store: SnapshotStore,
         host: Host | None = None,
         probe: ProcessProbe | None = None,
+        poll_now: Callable[[], None] | None = None,
     ) -> None:
+        """``poll_now`` asks for the counter polls at once (window.COUNTER_SOURCES), so a
+        capture's hardware join compares its counters with a poll right after it."""
         self.config = config
         self.settings = config.profiling
         self.store = store
@@ -94,7 +99,14 @@ class Profiler:
             self.next_baseline,
             self.attach_seconds,
             self.reference,
-            lambda: WindowSampler(store.latest),
+            lambda: WindowSampler(
+                store.latest,
+                poll_now=poll_now or _no_poll,
+                # the polls asked for at the stop: an npu-smi and an hccn_tool call at most
+                settle=config.chips.timeout + config.hccn_tool.timeout if poll_now else 0.0,
+                clock=self.host.clock,
+                cancelled=self.children.stopped,
+            ),
             config.throttle,
         )
         self.counts: Counter[str] = Counter()
@@ -106,7 +118,6 @@ class Profiler:
         self._too_short: set[str] = set()  # workloads whose latest capture could not vote
         self._discovered: dict[str, Workload] = {}  # the latest discovery: source, ranks' chips
         self._slot_taken: dict[str, float] = {}  # per aligned workload: the last slot attempted
-        self._aligned: dict[str, dict[str, object]] = {}  # per workload: its last slot and steps
         self._lock = threading.Lock()  # one capture (or ingest analysis) per node at a time
 
     def start(self) -> None:
@@ -141,8 +152,14 @@ class Profiler:
             table_chips=[(c.npu, c.chip) for c in table.chips] if table else (),
             pod_of=self._pod_of,
         )
+        before = self._named()
         self._discovered = {w.name: w for w in found}
+        if self._named() != before:  # a job listed (npu_workload_info) before its first capture
+            self.publish()
         return found
+
+    def _named(self) -> set[tuple[str, str, tuple[tuple[int, ChipId], ...]]]:
+        return {(w.name, w.source, w.ranks) for w in self._discovered.values()}
 
     def _pod_of(self, pid: int) -> tuple[str, str] | None:
         """The pod holding a process on a chip (attribution: its cgroup's pod UID), if known."""
@@ -189,15 +206,12 @@ class Profiler:
             return None
         return replace(w, slot=slot)
 
-    def _write_capture_meta(self, w: Workload) -> None:
-        """reports/<workload>.capture.json: an aligned capture's slot and global steps (to
-        compare with the job's other nodes), and each rank's chip and ports in the window."""
+    def _write_capture_meta(self, info: CaptureInfo, w: Workload) -> None:
+        """reports/<workload>.capture.json: the capture's job, slot and global steps (to
+        compare with the job's other nodes), the interval each telemetry source's counters
+        cover, and each rank's chip and ports in the window."""
         meta = {
-            "workload": w.name,
-            "workload_source": w.source,
-            "interval_seconds": w.interval_seconds or self.settings.interval,
-            "steps": self.settings.steps,
-            **self._aligned.get(w.name, {}),
+            **dataclasses.asdict(info),
             "hardware": [
                 {**dataclasses.asdict(h), "said": h.said()}
                 for h in self.capturer.hardware.get(w.name, ())
@@ -240,17 +254,17 @@ class Profiler:
                 self.host.wait(early)
         self._last_attempt[workload.name] = self.host.monotonic()
         outcome = self.capturer.capture(workload)
-        if workload.slot is not None and outcome.report is not None:
-            self._aligned[workload.name] = aligned_steps(workload.slot, outcome.report)
+        info = outcome.report.capture_info if outcome.report is not None else None
+        if info is not None and info.slot is not None:
             log.info(
                 "event=capture_aligned workload=%s slot=%.0f first_step=%s last_step=%s",
                 workload.name,
-                workload.slot,
-                self._aligned[workload.name]["first_step"],
-                self._aligned[workload.name]["last_step"],
+                info.slot,
+                info.first_step,
+                info.last_step,
             )
-        if outcome.report is not None and (workload.ranks or workload.slot is not None):
-            self._write_capture_meta(workload)
+        if info is not None and (workload.ranks or info.slot is not None):
+            self._write_capture_meta(info, workload)
         self._record(outcome)
         return outcome
 
@@ -475,8 +489,21 @@ class Profiler:
                     hardware=self.capturer.hardware.get(name, ()),
                 )
             )
+        # discovered, not captured yet: named (npu_workload_info, npu_rank_npu_info) so a job
+        # is listed from its discovery; within profiling.max_workloads, the captured first
+        room = self.settings.max_workloads - len(profiles)
+        waiting = sorted(set(self._discovered) - set(self.state.workloads))[: max(room, 0)]
+        for name in waiting:
+            found = self._discovered[name]
+            profiles.append(
+                WorkloadProfile(
+                    name,
+                    source=found.source,
+                    rank_npus=tuple((r, c[0]) for r, c in found.ranks),
+                )
+            )
         return ProfilingView(
-            workloads=tuple(profiles),
+            workloads=tuple(sorted(profiles, key=lambda p: p.workload)),
             captures=tuple((r, self.counts[r]) for r in CAPTURE_RESULTS),
             state_errors=tuple(sorted(self.state.errors.items())),
         )
@@ -490,22 +517,8 @@ def _aligned(w: Workload) -> bool:
     return w.source in LAUNCHER_SOURCES or w.source == "pod"
 
 
-def aligned_steps(slot: float, report: AnalysisReport) -> dict[str, object]:
-    """An aligned capture's metadata: its slot and the first and last global step its ranks
-    captured, overall and per rank (None when the step table has no step IDs)."""
-    per_rank = {
-        r.rank: [min(ids), max(ids)]
-        for r in report.scope.ranks
-        if (ids := [p.step for p in r.steps if p.step is not None])
-    }
-    firsts = [first for first, _ in per_rank.values()]
-    lasts = [last for _, last in per_rank.values()]
-    return {
-        "slot": slot,
-        "first_step": min(firsts) if firsts else None,
-        "last_step": max(lasts) if lasts else None,
-        "rank_steps": per_rank,
-    }
+def _no_poll() -> None:
+    return None
 
 
 def _needs_export(path: Path) -> bool:

@@ -4,13 +4,19 @@ While a capture runs, ``WindowSampler`` keeps every snapshot the store publishes
 network polls go on meanwhile); ``measure`` turns them into one ``RankHardware`` per rank: the
 share of the window its chip was clocked down and why, its clock and temperature, and what its
 error counters (HBM ECC, HCCS and SIO CRC) and its NIC ports' (RoCE retransmissions, PFC, CNP,
-carrier drops) added. Counters move only with a poll inside the window: the figures cover the
-polls from the one before the capture to the last one during it.
+carrier drops) added. The window is bracketed: its first snapshot is the latest at the start
+(the polls before it), and at the stop the sampler asks for the counter polls at once and keeps
+sampling until each counter source that had answered has answered again since the stop, so a
+capture shorter than the poll interval still compares its counters across it. ``telemetry``
+says the interval each source's counters cover. HBM ECC and HCCS/SIO CRC are read by the full
+health pass (chips.intervals.health), not asked for at the stop: they move only with such a
+pass between the two polls.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
@@ -22,14 +28,38 @@ from npumon.daemon.model.reading import NOT_THROTTLED, THROTTLE_REASONS, ChipRea
 from npumon.daemon.model.snapshot import NodeSnapshot
 
 PERIOD_SECONDS = 1.0  # how often the sampler looks for a new snapshot
+# The sources whose counters a window compares and that a poll refreshes whole: the chip table
+# and detail (clocks, power, temperature: the throttle judgment) and hccn_tool (RoCE, PFC, CNP,
+# carrier). The full health pass (HBM ECC, HCCS/SIO CRC) runs on its own interval.
+COUNTER_SOURCES = ("npu_smi_table", "npu_smi_detail", "hccn_tool")
+
+
+def _nothing() -> None:
+    return None
 
 
 class WindowSampler:
-    """The snapshots published from ``start()`` to ``stop()``, the latest at start first."""
+    """The snapshots published from ``start()`` to ``stop()``, the latest at start first, up
+    to the first in which the counter sources have answered since the stop (or ``settle``
+    seconds after it). ``poll_now`` asks for those sources' polls at once (the scheduler's
+    run_now); ``clock`` is the wall clock the sources stamp their successes with; ``cancelled``
+    (the profiler's stop) ends that wait."""
 
-    def __init__(self, latest: Callable[[], NodeSnapshot], period: float = PERIOD_SECONDS):
+    def __init__(
+        self,
+        latest: Callable[[], NodeSnapshot],
+        period: float = PERIOD_SECONDS,
+        poll_now: Callable[[], None] = _nothing,
+        settle: float = 0.0,
+        clock: Callable[[], float] = time.time,
+        cancelled: threading.Event | None = None,
+    ):
         self._latest = latest
         self._period = period
+        self._poll_now = poll_now
+        self._settle = settle
+        self._clock = clock
+        self._cancelled = cancelled or threading.Event()
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
         self.snapshots: list[NodeSnapshot] = []
@@ -49,11 +79,40 @@ class WindowSampler:
             self._take()
 
     def stop(self) -> list[NodeSnapshot]:
+        stopped = self._clock()
         self._done.set()
         if self._thread is not None:
             self._thread.join()
+        self._poll_now()
+        deadline = time.monotonic() + self._settle
+        while not self._answered_since(stopped):
+            left = deadline - time.monotonic()
+            if left <= 0 or self._cancelled.wait(min(self._period, left)):
+                break
         self._take()
         return self.snapshots
+
+    def _answered_since(self, stopped: float) -> bool:
+        self._take()
+        last = _successes(self.snapshots[-1])
+        return all(last.get(name, 0.0) >= stopped for name in _successes(self.snapshots[0]))
+
+    def telemetry(self) -> dict[str, tuple[float, float]]:
+        """Per counter source: the Unix times of the polls the window's counters are compared
+        between (the last before the start, the latest when the sampling ended)."""
+        if not self.snapshots:
+            return {}
+        first, last = _successes(self.snapshots[0]), _successes(self.snapshots[-1])
+        return {name: (at, last.get(name, at)) for name, at in sorted(first.items())}
+
+
+def _successes(snap: NodeSnapshot) -> dict[str, float]:
+    """The counter sources' last successful polls in ``snap``."""
+    return {
+        s.source: s.last_success_timestamp
+        for s in snap.sources
+        if s.source in COUNTER_SOURCES and s.last_success_timestamp is not None
+    }
 
 
 def measure(

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
+from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 
@@ -13,9 +15,11 @@ from analysis_helpers import FIXTURES, column, number, torch_tree
 
 from npumon.daemon.analysis.analysis import analyze_path
 from npumon.daemon.analysis.figures import partition
-from npumon.daemon.analysis.html import CSP, OPEN_IN_INSIGHT, render
-from npumon.daemon.analysis.report import add_arguments, run
+from npumon.daemon.analysis.html import CSP, OPEN_IN_INSIGHT, captured_line, render
+from npumon.daemon.analysis.report import add_arguments, report_to_json, run
 from npumon.daemon.analysis.verdict import sized
+from npumon.daemon.model.capture_info import SOURCE_SAID, CaptureInfo
+from npumon.daemon.profiling.identity import SOURCES
 from tests.helpers.browser import load
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -249,3 +253,35 @@ def test_the_reference_is_labelled_a_median_step() -> None:
     assert "reference: the workload&#x27;s median step 500.000 ms" in html
     assert html.count('class="reference"') == 1 and html.count('class="regression"') == 1
     assert "Against the reference: median step" in html
+
+
+def test_a_daemon_capture_says_its_steps_slot_and_job_first() -> None:
+    """The daemon's capture (capture_info) on the line under the title; a profile without it
+    (npumon analyze) gets the page it got before, and its JSON no such key."""
+    report = analyze_path(EXAMPLE)
+    plain = render(report)
+    slot = datetime(2026, 12, 7, 21, 30, 7, tzinfo=UTC).timestamp()
+    info = CaptureInfo("llama-master-0.llama:23456", "master_addr", 1800.0, slot).with_steps(
+        [("rank0", [1200, 1201, None]), ("rank1", [1249])]
+    )
+    assert (info.first_step, info.last_step, info.steps) == (1200, 1249, 3)
+    aligned = render(replace(report, capture_info=info))
+    line = (
+        '<p class="note">Captured steps 1200-1249 (3 of them) in the 21:30:07 UTC slot of job '
+        "llama-master-0.llama:23456 (from MASTER_ADDR)</p>\n"
+    )
+    assert aligned == plain.replace("</h1>\n", "</h1>\n" + line, 1)
+    contiguous = replace(info, steps=50, rank_steps={})
+    assert captured_line(contiguous).startswith("Captured steps 1200-1249 in the 21:30:07 UTC")
+    unaligned = CaptureInfo("trainer", "process", 1800.0)
+    assert captured_line(unaligned) == (
+        "Captured (the step table names no step IDs) of workload trainer (from the process name)"
+    )
+    assert "capture_info" not in json.loads(report_to_json(report))
+    assert json.loads(report_to_json(replace(report, capture_info=info)))["capture_info"][
+        "rank_steps"
+    ] == {"rank0": [1200, 1201], "rank1": [1249, 1249]}
+
+
+def test_every_identity_source_has_its_words() -> None:
+    assert set(SOURCE_SAID) == set(SOURCES)
