@@ -102,7 +102,8 @@ EDGE_TESTS := tests/exporters/test_http.py tests/exporters/test_hostile.py \
 	tests/exporters/test_weblive.py
 test-pythons: tools
 	@status=0; for v in $(PYTHONS); do \
-	  py=$$(command -v python$$v || ls -d $$HOME/.pyenv/versions/$$v.*/bin/python$$v 2>/dev/null | tail -1); \
+	  py=$$(for c in $$(command -v python$$v) $$(ls -d $$HOME/.pyenv/versions/$$v.*/bin/python$$v 2>/dev/null); do \
+	    $$c -V >/dev/null 2>&1 && echo $$c && break; done); \
 	  if [ -z "$$py" ]; then echo "== python$$v: not installed here, skipped"; continue; fi; \
 	  if [ ! -f .venv-$$v/.installed-stamp ]; then \
 	    $$py -m venv .venv-$$v && .venv-$$v/bin/python -m pip install --quiet -e '.[test]' \
