@@ -9,7 +9,7 @@ from html import escape
 from pathlib import Path
 
 import pytest
-from analysis_helpers import FIXTURES, column, number, torch_tree
+from analysis_helpers import FIXTURES, column, number, rows, torch_tree
 
 from npumon.daemon.analysis.analysis import analyze_path
 from npumon.daemon.analysis.figures import partition
@@ -246,6 +246,34 @@ def test_gpt3_overlap_agrees_with_the_step_table(tmp_path: Path) -> None:
         assert by["communication_overlapped"]["within"] == "computing"
         assert by["communication_overlapped"]["seconds"] <= by["computing"]["seconds"]
         assert sum(p["seconds"] for p in phases if p["within"] is None) == pytest.approx(step)
+
+
+@pytest.mark.parametrize("dropped", [("Overlapped",), ("Overlapped", "Communication")])
+def test_a_step_table_without_overlapped(tmp_path: Path, dropped: tuple[str, ...]) -> None:
+    """GPT-3's table as a torch_npu that writes no Overlapped column: with Communication the
+    overlapped part is the total minus the not overlapped; without either it is unknown, said
+    so, and no overlapped phase enters the JSON."""
+    name = "step_trace_time_torchnpu_2023-09.csv"
+    header, body = rows(name)
+    keep = [i for i, h in enumerate(header) if h not in dropped]
+    out = tmp_path / "rank_0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    (out / "step_trace_time.csv").write_text(
+        "\n".join(",".join(r[i] for i in keep) for r in [header, *body]) + "\n"
+    )
+    exposed = number(column(name, "Communication(Not Overlapped)")[0])
+    total = number(column(name, "Communication")[0])
+    assert exposed is not None and total is not None
+    report = analyze_path(tmp_path)
+    phases = {p.phase: p.seconds for p in report.summary.phases}
+    html = render(report)
+    if "Communication" in dropped:
+        assert "communication_overlapped" not in phases
+        assert f"{exposed / 1e3:,.3f} ms not overlapped; overlap unknown" in html
+        assert "Overlap unknown for rank0: the step table has no Overlapped column" in html
+    else:
+        assert phases["communication_overlapped"] == pytest.approx((total - exposed) / 1e6)
+        assert f"{total / 1e3:,.3f} ms per step, {exposed / total:.1%} not overlapped" in html
 
 
 def test_the_waiting_rank_is_not_called_the_one_waited_for() -> None:
