@@ -446,6 +446,11 @@ def _overlap(report: AnalysisReport) -> str:
         body.append(f'<text x="{_LEFT + w_exposed + w_hidden + 6:.1f}" y="{yy + 15}">{text}</text>')
     svg = _svg(top + len(rows) * row_h + 4, "".join(body), "Communication overlap per rank")
     unknown = [rank for rank, split in rows if split.overlapped is None]
+    some = (
+        f" The slowest and the fastest of {len(report.summary.ranks)} ranks; all in the JSON."
+        if len(rows) < len(report.summary.ranks)
+        else ""
+    )
     figures = "".join(
         f"<tr><td>{escape(rank)}</td><td>{_ms(split.total)}</td>"
         f"<td>{_ms(split.not_overlapped)}</td><td>{_ms(split.overlapped)}</td></tr>"
@@ -460,7 +465,7 @@ def _overlap(report: AnalysisReport) -> str:
         + '<p class="note">Not overlapped: the step table\'s Communication(Not Overlapped), the '
         "communication phase of the step, what the step pays for. Overlapped: its Overlapped, "
         "communication that ran while the device computed (inside computing, hidden). The HCCL "
-        "task time per collective counts both.</p>"
+        f"task time per collective counts both.{some}</p>"
         + (
             f'<p class="note">Overlap unknown for {escape(", ".join(unknown))}: the step table '
             "has no Overlapped column; only its communication not overlapped is drawn.</p>"
