@@ -4,6 +4,7 @@ percentiles the steps support, link types counted once, and the ranks behind a f
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 # re-exported: the reports import it from here, the exporter from the model
 from npumon.daemon.model.profile import PERCENTILE_MIN_STEPS as PERCENTILE_MIN_STEPS
@@ -20,6 +21,7 @@ PHASE_TITLES = {
     "iteration_refresh": "iteration refresh",
     "data_aug": "data aug bound",
     "other": "other (step minus the phases)",
+    "communication_overlapped": "computing: communication overlapped",
 }
 _PARTS = {
     "computing": ("computing", "communication", "free"),
@@ -47,6 +49,29 @@ def partition(phases: Sequence[PhaseStat], step_seconds: float) -> tuple[tuple[s
     if rest > 0.001 * step_seconds:
         parts.append(("other", rest))
     return tuple(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Overlap:
+    """A rank's communication per step from its step table, seconds: what no computing hid (the
+    communication phase) and what ran while the device computed (None: the table does not
+    say)."""
+
+    not_overlapped: float
+    overlapped: float | None
+
+    @property
+    def total(self) -> float | None:
+        return None if self.overlapped is None else self.not_overlapped + self.overlapped
+
+
+def overlap(phases: Sequence[PhaseStat]) -> Overlap | None:
+    """The communication split of a step's phases; None without a communication phase (graph
+    mode, msprof, MindSpore)."""
+    seconds = {p.phase: p.seconds for p in phases}
+    if "communication" not in seconds:
+        return None
+    return Overlap(seconds["communication"], seconds.get("communication_overlapped"))
 
 
 def percentiles(step: StepStats) -> tuple[tuple[int, float | None], ...]:

@@ -13,6 +13,7 @@ from npumon.daemon.analysis.figures import (
     PHASE_TITLES,
     distinct_links,
     findings_scope,
+    overlap,
     partition,
     percentiles,
     ranks_label,
@@ -404,64 +405,74 @@ def _operators(report: AnalysisReport) -> str:
 
 
 def _overlap(report: AnalysisReport) -> str:
-    """Per rank: communication task time per step, split into what compute hid and what it did
-    not (the step table's Communication(Not Overlapped)). When the operator table's HCCL tasks
-    add up to less than the step table's not overlapped (a table that does not hold every task),
-    the split is unknown: the step table's figure is drawn alone, never a share of the tasks."""
-    by_rank = {r.rank: r for r in report.summary.ranks}
-    shown = {r.rank for r in extremes(report.summary.ranks)}
-    rows = []
-    for detail in report.scope.ranks:
-        breakdown = by_rank.get(detail.rank)
-        if breakdown is None or not detail.communication or not detail.steps:
-            continue
-        if detail.rank not in shown:
-            continue
-        exposed_of = {p.phase: p.seconds for p in breakdown.phases}
-        if "communication" not in exposed_of:
-            continue
-        per_step = sum(c.seconds for c in detail.communication) / len(detail.steps)
-        exposed = exposed_of["communication"]
-        rows.append((detail.rank, per_step, exposed, per_step >= exposed * 0.99))
+    """Per rank, from its step table: communication per step, split into what no computing hid
+    (Communication(Not Overlapped), the communication phase) and what ran while the device
+    computed (Overlapped, inside computing). A table without Overlapped draws the not overlapped
+    part alone and says the overlap is unknown."""
+    rows = [(r.rank, split) for r in extremes(report.summary.ranks) if (split := overlap(r.phases))]
+    s = report.summary
     if not rows:
+        if s.communication or s.comm_times is not None:
+            return (
+                '<p class="note">Overlap with compute unknown: this profile\'s step table does '
+                "not split communication into overlapped and not overlapped.</p>"
+            )
         return ""
     row_h, top = 26, 8
-    scale = max(max(r[1], r[2]) for r in rows) or 1.0
-    width = _WIDTH - _LEFT - 330
+    scale = max(split.total or split.not_overlapped for _, split in rows) or 1.0
+    width = _WIDTH - _LEFT - 300
     body = []
-    for n, (rank, total, exposed, split) in enumerate(rows):
+    for n, (rank, split) in enumerate(rows):
         yy = top + n * row_h
-        hidden = total - exposed if split else 0.0
+        exposed, hidden = split.not_overlapped, split.overlapped or 0.0
         w_exposed, w_hidden = width * exposed / scale, width * hidden / scale
+        total = split.total
         text = (
             f"{_ms(total)} ms per step, {_pct(exposed / total if total else None)} not overlapped"
-            if split
-            else f"{_ms(exposed)} ms not overlapped; overlap unknown (tasks: {_ms(total)} ms)"
+            if total is not None
+            else f"{_ms(exposed)} ms not overlapped; overlap unknown"
         )
         body.append(
             f'<text x="{_LEFT - 6}" y="{yy + 15}" text-anchor="end">{_label(rank)}</text>'
             f'<rect class="comm" x="{_LEFT}" y="{yy + 3}" width="{w_exposed:.1f}" '
-            f'height="{row_h - 8}" fill="#e15759"><title>not overlapped: {_ms(exposed)} ms'
-            "</title></rect>"
-            f'<rect class="comm" x="{_LEFT + w_exposed:.1f}" y="{yy + 3}" width="{w_hidden:.1f}" '
-            f'height="{row_h - 8}" fill="#76b7b2"><title>overlapped with compute: '
-            f"{_ms(hidden)} ms</title></rect>"
-            f'<text x="{_LEFT + w_exposed + w_hidden + 6:.1f}" y="{yy + 15}">{text}</text>'
+            f'height="{row_h - 8}" fill="#e15759"><title>{escape(rank)}: not overlapped '
+            f"{_ms(exposed)} ms per step</title></rect>"
         )
+        if split.overlapped is not None:
+            body.append(
+                f'<rect class="comm" x="{_LEFT + w_exposed:.1f}" y="{yy + 3}" '
+                f'width="{w_hidden:.1f}" height="{row_h - 8}" fill="#76b7b2"><title>'
+                f"{escape(rank)}: overlapped with compute {_ms(hidden)} ms per step</title></rect>"
+            )
+        body.append(f'<text x="{_LEFT + w_exposed + w_hidden + 6:.1f}" y="{yy + 15}">{text}</text>')
     svg = _svg(top + len(rows) * row_h + 4, "".join(body), "Communication overlap per rank")
-    unknown = (
-        '<p class="note">Overlap unknown: the operator table\'s HCCL tasks add up to less than '
-        "the step table's communication not overlapped (the table does not hold every task), "
-        "so only the step table's figure is drawn.</p>"
-        if not all(r[3] for r in rows)
+    unknown = [rank for rank, split in rows if split.overlapped is None]
+    some = (
+        f" The slowest and the fastest of {len(report.summary.ranks)} ranks; all in the JSON."
+        if len(rows) < len(report.summary.ranks)
         else ""
     )
+    figures = "".join(
+        f"<tr><td>{escape(rank)}</td><td>{_ms(split.total)}</td>"
+        f"<td>{_ms(split.not_overlapped)}</td><td>{_ms(split.overlapped)}</td></tr>"
+        for rank, split in rows
+    )
     return (
-        "<h3>Overlapped with compute or not (mean per step)</h3>"
+        "<h3>Communication overlapped with compute or not (step table, mean per step)</h3>"
         + svg
         + _legend([("not overlapped", "#e15759"), ("overlapped with compute", "#76b7b2")])
-        + '<p class="note">Task time per step: the rank\'s HCCL task time over its captured '
-        "steps; not overlapped: the step table's Communication(Not Overlapped).</p>" + unknown
+        + "<table><tr><th>rank</th><th>communication ms</th><th>not overlapped ms</th>"
+        f"<th>overlapped ms</th></tr>{figures}</table>"
+        + '<p class="note">Not overlapped: the step table\'s Communication(Not Overlapped), the '
+        "communication phase of the step, what the step pays for. Overlapped: its Overlapped, "
+        "communication that ran while the device computed (inside computing, hidden). The HCCL "
+        f"task time per collective counts both.{some}</p>"
+        + (
+            f'<p class="note">Overlap unknown for {escape(", ".join(unknown))}: the step table '
+            "has no Overlapped column; only its communication not overlapped is drawn.</p>"
+            if unknown
+            else ""
+        )
     )
 
 

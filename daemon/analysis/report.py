@@ -14,6 +14,7 @@ from npumon.daemon.analysis.figures import (
     PHASE_TITLES,
     distinct_links,
     findings_scope,
+    overlap,
     partition,
     percentiles,
     ranks_label,
@@ -57,10 +58,20 @@ def _steps(report: AnalysisReport) -> list[str]:
         for name, sec in parts
         if st.mean_seconds > 0
     )
-    return [
+    lines = [
         f"Step time{of} over {st.count} step(s), ms: mean {_ms(st.mean_seconds)}  {quantiles}",
         f"  = {phases} (mean per step)",
     ]
+    split = overlap(s.phases)
+    if split is not None:
+        lines.append(
+            f"  communication {_ms(split.total)} ms = {_ms(split.not_overlapped)} ms not "
+            f"overlapped + {_ms(split.overlapped)} ms overlapped with compute (within computing)"
+            if split.total is not None
+            else f"  communication: {_ms(split.not_overlapped)} ms not overlapped; overlap "
+            "unknown (the step table has no Overlapped column)"
+        )
+    return lines
 
 
 def _ranks(s: ProfileSummary) -> list[str]:

@@ -13,8 +13,9 @@ from npumon.daemon.analysis.readers.steptime import StepRow, percentile
 from npumon.daemon.model.profile import PhaseStat, RankBreakdown, RankSpread, StepStats, Thresholds
 
 SPREAD_PHASES = ("computing", "fp_bp", "communication", "free")
-# torch_npu's Preparing is the part of Free the host spends preparing the step
-SUB_PHASES = {"preparing": "free"}
+# torch_npu's Preparing is the part of Free the host spends preparing the step; its Overlapped
+# is the communication that ran while the device computed, the part of Computing it hides
+SUB_PHASES = {"preparing": "free", "communication_overlapped": "computing"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,7 +63,9 @@ class StepStats:
 class PhaseStat:
     """Mean time per step in one phase; ratio is that over the mean step time (None if unknown).
     The phases without ``within`` partition the step; a sub-phase names the phase it lies in
-    (torch_npu's preparing lies inside free)."""
+    (torch_npu's preparing lies inside free; communication_overlapped, the communication that
+    ran while the device computed, inside computing). torch_npu's communication phase is the
+    communication not overlapped; its total is communication + communication_overlapped."""
 
     phase: str
     seconds: float

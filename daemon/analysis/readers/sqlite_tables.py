@@ -76,7 +76,15 @@ LEFT JOIN STRING_IDS k ON k.id = c.taskType
 LEFT JOIN STRING_IDS i ON i.id = c.inputShapes
 LEFT JOIN STRING_IDS s ON s.id = c.outputShapes
 """
-_STEP_COLUMNS = ("step", "computing", "communication_not_overlapped", "free", "preparing")
+_STEP_COLUMNS = (
+    "step",
+    "computing",
+    "communication_not_overlapped",
+    "free",
+    "preparing",
+    "overlapped",
+    "communication",
+)
 _ABSENT = ("N/A", "", None)
 
 
@@ -225,7 +233,7 @@ def read_steps(path: Path) -> list[TorchStep]:
         select(path, "StepTraceTime", f"SELECT {', '.join(_STEP_COLUMNS)} FROM StepTraceTime") or []
     )
     steps = []
-    for step, computing, comm, free, prep in rows:
+    for step, computing, comm, free, prep, overlapped, comm_total in rows:
         value = _number(computing)
         if value is None:
             continue
@@ -238,6 +246,8 @@ def read_steps(path: Path) -> list[TorchStep]:
                 _number(comm),
                 _number(free),
                 _number(prep),
+                _number(overlapped),
+                _number(comm_total),
             )
         )
     return steps

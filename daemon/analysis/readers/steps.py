@@ -25,6 +25,8 @@ class TorchStep:
     communication_us: float | None  # Communication(Not Overlapped)
     free_us: float | None
     preparing_us: float | None
+    overlapped_us: float | None = None  # Overlapped: communication while computing
+    communication_total_us: float | None = None  # Communication: not overlapped + overlapped
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +104,8 @@ def read_torch_steps(path: Path, notes: list[str]) -> list[TorchStep]:
                 communication_us=cell("Communication(Not Overlapped)"),
                 free_us=cell("Free"),
                 preparing_us=cell("Preparing"),
+                overlapped_us=cell("Overlapped"),
+                communication_total_us=cell("Communication"),
             )
         )
     return steps

@@ -1,5 +1,6 @@
-"""communication: communication not overlapped with compute over its share of the step; the
-checklist's data-transfer tier (transit, not waiting) is quoted."""
+"""communication: communication not overlapped with compute over its share of the step (what the
+step pays for; the overlapped part ran while the device computed and is quoted, not counted);
+the checklist's data-transfer tier (transit, not waiting) is quoted."""
 
 from __future__ import annotations
 
@@ -16,6 +17,16 @@ ADVICE = (
 )
 
 
+def _hidden(overlapped_ms: float | None) -> str:
+    """The overlapped communication as a clause, when the step table gives it."""
+    if overlapped_ms is None:
+        return ""
+    return (
+        f"; a further {overlapped_ms:.3f} ms per step of communication ran while the device "
+        "computed (overlapped: hidden, not counted)"
+    )
+
+
 def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:
     return over(
         ADVICE,
@@ -24,5 +35,6 @@ def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:
         t.communication_ratio,
         "communication not overlapped is {value:.0%} of the step ("
         f"{figures(e.phase_ms.get('communication'), e.step_ms)}threshold {{threshold:.0%}})"
+        + _hidden(e.phase_ms.get("communication_overlapped"))
         + transfer_tier(e.transfer_ratio, t).replace("{", "{{").replace("}", "}}"),
     )

@@ -11,12 +11,12 @@ from html import escape
 from pathlib import Path
 
 import pytest
-from analysis_helpers import FIXTURES, column, number, torch_tree
+from analysis_helpers import FIXTURES, column, number, rows, torch_tree
 
 from npumon.daemon.analysis.analysis import analyze_path
 from npumon.daemon.analysis.figures import partition
 from npumon.daemon.analysis.html import CSP, OPEN_IN_INSIGHT, captured_line, render
-from npumon.daemon.analysis.report import add_arguments, report_to_json, run
+from npumon.daemon.analysis.report import add_arguments, format_report, report_to_json, run
 from npumon.daemon.analysis.verdict import sized
 from npumon.daemon.model.capture_info import SOURCE_SAID, CaptureInfo
 from npumon.daemon.profiling.identity import SOURCES
@@ -208,21 +208,76 @@ def test_sixteen_ranks_fit_under_3000_px(tmp_path: Path) -> None:
 
 def test_gpt3_overlap_agrees_with_the_step_table(tmp_path: Path) -> None:
     """GPT-3: the kernel table's HCCL tasks add up to far less than the step table's
-    Communication(Not Overlapped); the chart draws the step table's figure, never "100 % not
-    overlapped" of the tasks."""
+    communication; the overlap chart, the text report and the JSON give the step table's
+    Communication, Communication(Not Overlapped) and Overlapped, never a share of the tasks."""
+    name = "step_trace_time_torchnpu_2023-09.csv"
     torch_tree(
         tmp_path,
         0,
-        step_trace_time="step_trace_time_torchnpu_2023-09.csv",
+        step_trace_time=name,
         kernel_details="kernel_details_torchnpu_2023-09_memoryl0.csv",
     )
-    html = render(analyze_path(tmp_path))
-    exposed = number(
-        column("step_trace_time_torchnpu_2023-09.csv", "Communication(Not Overlapped)")[0]
+    exposed, hidden, total = (
+        number(column(name, h)[0])
+        for h in ("Communication(Not Overlapped)", "Overlapped", "Communication")
     )
-    assert exposed is not None
-    assert f"{exposed / 1e3:,.3f} ms not overlapped; overlap unknown" in html
-    assert "100.0% not overlapped" not in html
+    assert exposed is not None and hidden is not None and total is not None
+    assert exposed + hidden == pytest.approx(total)  # the table's own sum
+    report = analyze_path(tmp_path)
+    html = render(report)
+    chart = html[html.index("Communication overlapped with compute or not") :]
+    chart = chart[: chart.index("</table>")]
+    assert f"{total / 1e3:,.3f} ms per step, {exposed / total:.1%} not overlapped" in chart
+    assert f"rank0: not overlapped {exposed / 1e3:,.3f} ms per step" in chart
+    assert f"rank0: overlapped with compute {hidden / 1e3:,.3f} ms per step" in chart
+    assert (
+        f"<td>rank0</td><td>{total / 1e3:,.3f}</td><td>{exposed / 1e3:,.3f}</td>"
+        f"<td>{hidden / 1e3:,.3f}</td>"
+    ) in chart
+    assert "overlap unknown" not in html.lower() and "100.0% not overlapped" not in html
+    text = format_report(report)
+    assert (
+        f"communication {total / 1e3:.3f} ms = {exposed / 1e3:.3f} ms not overlapped + "
+        f"{hidden / 1e3:.3f} ms overlapped with compute (within computing)"
+    ) in text
+    summary = json.loads(report_to_json(report))["summary"]
+    step = summary["step"]["mean_seconds"]
+    for phases in (summary["phases"], summary["ranks"][0]["phases"]):
+        by = {p["phase"]: p for p in phases}
+        assert by["communication"]["seconds"] == pytest.approx(exposed / 1e6)
+        assert by["communication"]["within"] is None
+        assert by["communication_overlapped"]["seconds"] == pytest.approx(hidden / 1e6)
+        assert by["communication_overlapped"]["within"] == "computing"
+        assert by["communication_overlapped"]["seconds"] <= by["computing"]["seconds"]
+        assert sum(p["seconds"] for p in phases if p["within"] is None) == pytest.approx(step)
+
+
+@pytest.mark.parametrize("dropped", [("Overlapped",), ("Overlapped", "Communication")])
+def test_a_step_table_without_overlapped(tmp_path: Path, dropped: tuple[str, ...]) -> None:
+    """GPT-3's table as a torch_npu that writes no Overlapped column: with Communication the
+    overlapped part is the total minus the not overlapped; without either it is unknown, said
+    so, and no overlapped phase enters the JSON."""
+    name = "step_trace_time_torchnpu_2023-09.csv"
+    header, body = rows(name)
+    keep = [i for i, h in enumerate(header) if h not in dropped]
+    out = tmp_path / "rank_0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    (out / "step_trace_time.csv").write_text(
+        "\n".join(",".join(r[i] for i in keep) for r in [header, *body]) + "\n"
+    )
+    exposed = number(column(name, "Communication(Not Overlapped)")[0])
+    total = number(column(name, "Communication")[0])
+    assert exposed is not None and total is not None
+    report = analyze_path(tmp_path)
+    phases = {p.phase: p.seconds for p in report.summary.phases}
+    html = render(report)
+    if "Communication" in dropped:
+        assert "communication_overlapped" not in phases
+        assert f"{exposed / 1e3:,.3f} ms not overlapped; overlap unknown" in html
+        assert "Overlap unknown for rank0: the step table has no Overlapped column" in html
+    else:
+        assert phases["communication_overlapped"] == pytest.approx((total - exposed) / 1e6)
+        assert f"{total / 1e3:,.3f} ms per step, {exposed / total:.1%} not overlapped" in html
 
 
 def test_the_waiting_rank_is_not_called_the_one_waited_for() -> None:

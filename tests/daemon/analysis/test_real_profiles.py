@@ -13,6 +13,7 @@ import pytest
 from analysis_helpers import FIXTURES
 
 from npumon.daemon.analysis.analysis import analyze_path
+from npumon.daemon.analysis.html import render
 from npumon.daemon.model.profile import Thresholds
 from npumon.daemon.model.rank_hardware import RankHardware
 
@@ -657,3 +658,76 @@ def test_operator_pmu_reads_a_bounded_head_of_a_big_table(monkeypatch: pytest.Mo
 def _kernels_of(path: Path) -> list[dict[str, str]]:
     with path.open(newline="", encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
+
+
+def _step_tables(tree: str) -> dict[str, list[dict[str, float]]]:
+    """Per rank (as npumon names it), the step table's rows: csv or analysis.db, read here."""
+    found: dict[str, list[dict[str, float]]] = {}
+    for unit in _ranks(tree):
+        rank = "rank" + unit.name.removesuffix("_ascend_pt").removeprefix("rank").lstrip("_")
+        table, db = unit / OUT / "step_trace_time.csv", unit / OUT / "analysis.db"
+        if table.exists():
+            found[rank] = [{k: float(v) for k, v in r.items() if v} for r in _csv(table)]
+        else:
+            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            try:
+                cells = con.execute(
+                    "SELECT communication_not_overlapped, overlapped, communication "
+                    "FROM StepTraceTime"
+                ).fetchall()
+            finally:
+                con.close()
+            found[rank] = [
+                dict(
+                    zip(
+                        ("Communication(Not Overlapped)", "Overlapped", "Communication"),
+                        c,
+                        strict=True,
+                    )
+                )
+                for c in cells
+            ]
+    return found
+
+
+@pytest.mark.parametrize(
+    "tree", ["text_level0", "text_level1", "pp2dp2_level2", "db_level0", "db_level1"]
+)
+def test_overlap_agrees_with_every_step_table(tree: str) -> None:
+    """Every real torch_npu export: per rank, the JSON's communication (not overlapped) and
+    communication_overlapped (within computing) and the overlap chart's figures are the step
+    table's Communication(Not Overlapped), Overlapped and Communication (one step per rank in
+    these captures)."""
+    report = analyze_path(TREES / tree)
+    html = render(report)
+    tables = _step_tables(tree)
+    assert sorted(tables) == sorted(r.rank for r in report.summary.ranks)
+    for r in report.summary.ranks:
+        (row,) = tables[r.rank]
+        exposed, hidden = row["Communication(Not Overlapped)"], row["Overlapped"]
+        total = row["Communication"]
+        assert exposed + hidden == pytest.approx(total)
+        by = {p.phase: p for p in r.phases}
+        assert by["communication"].seconds == pytest.approx(exposed / 1e6)
+        assert by["communication_overlapped"].seconds == pytest.approx(hidden / 1e6)
+        assert by["communication_overlapped"].within == "computing"
+        assert (
+            f"<td>{r.rank}</td><td>{total / 1e3:,.3f}</td><td>{exposed / 1e3:,.3f}</td>"
+            f"<td>{hidden / 1e3:,.3f}</td>"
+        ) in html
+        assert f"{total / 1e3:,.3f} ms per step, {exposed / total:.1%} not overlapped" in html
+    assert "overlap unknown" not in html.lower()
+
+
+@pytest.mark.parametrize("tree", ["mindspore22_cluster", "mindspore22_run1", "synthetic_tf_legacy"])
+def test_overlap_unknown_without_a_split(tree: str) -> None:
+    """Graph-mode step tables (MindSpore, msprof) do not split communication: no overlapped
+    phase, no overlap chart, and where the profile has communication the page says the overlap
+    is unknown."""
+    report = analyze_path(TREES / tree)
+    html = render(report)
+    phases = [p.phase for r in report.summary.ranks for p in r.phases]
+    assert "communication_overlapped" not in phases
+    assert "Communication overlapped with compute or not" not in html
+    has_comm = bool(report.summary.communication) or report.summary.comm_times is not None
+    assert ("Overlap with compute unknown" in html) == has_comm

@@ -23,5 +23,7 @@ def test_step_trace_time(name: str) -> None:
         assert step.communication_us == float(cell["Communication(Not Overlapped)"])
         assert step.free_us == float(cell["Free"])
         assert step.preparing_us == number(cell.get("Preparing"))
+        assert step.overlapped_us == number(cell.get("Overlapped"))
+        assert step.communication_total_us == number(cell.get("Communication"))
         assert step.device_id == (int(cell["Device_id"]) if "Device_id" in cell else None)
         assert step.step == (int(cell["Step"]) if cell["Step"] else None)
