@@ -583,13 +583,17 @@ def _findings(report: AnalysisReport, items: Sequence[Sized]) -> str:
         return "<p>No rule fired.</p>" + _not_judged(report)
     scope = findings_scope(report)
     note = f'<p class="note">{escape(scope[0].upper() + scope[1:])}.</p>' if scope else ""
-    return note + _not_judged(report) + "".join(
-        f'<div class="finding" id="{_anchor(n)}"><b>{escape(i.finding.kind)}</b>: '
-        f"{escape(_size(i))}<br>{escape(i.finding.detail)}"
-        f'<div class="note">size: {escape(i.how)}; value {i.finding.value:.4g}, threshold '
-        f"{i.finding.threshold:.4g}</div>"
-        f'<div class="advice"><i>Advice:</i> {escape(i.finding.advice)}</div></div>'
-        for n, i in enumerate(items)
+    return (
+        note
+        + _not_judged(report)
+        + "".join(
+            f'<div class="finding" id="{_anchor(n)}"><b>{escape(i.finding.kind)}</b>: '
+            f"{escape(_size(i))}<br>{escape(i.finding.detail)}"
+            f'<div class="note">size: {escape(i.how)}; value {i.finding.value:.4g}, threshold '
+            f"{i.finding.threshold:.4g}</div>"
+            f'<div class="advice"><i>Advice:</i> {escape(i.finding.advice)}</div></div>'
+            for n, i in enumerate(items)
+        )
     )
 
 

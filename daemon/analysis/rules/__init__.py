@@ -51,7 +51,8 @@ _NAMED_RANKS = 4  # ranks a withheld reason names, the lowest coverage first
 
 
 def _percent(ratio: float) -> str:
-    return f"{ratio:.0%}" if ratio >= 0.01 else f"{ratio * 100:.2g}%"
+    """One decimal, or two significant digits for a share under 0.1 % (never rounded to 0)."""
+    return f"{ratio:.1%}" if ratio >= 0.001 else f"{ratio * 100:.2g}%"
 
 
 def _coverage_reason(evidence: Evidence, t: Thresholds) -> str | None:
