@@ -111,8 +111,10 @@ def _bottlenecks(view: ProfilingView) -> Rows:
     for w in view.workloads:
         if w.summary is not None:
             kinds = {b.kind for b in w.summary.bottlenecks}
+            withheld = {n.kind for n in w.summary.not_judged}
             for kind in BOTTLENECK_KINDS:
-                yield (w.workload, kind), 1.0 if kind in kinds else 0.0
+                if kind not in withheld:  # not judged: neither found nor cleared
+                    yield (w.workload, kind), 1.0 if kind in kinds else 0.0
 
 
 def _bottleneck_size(view: ProfilingView) -> Rows:
@@ -305,7 +307,9 @@ FAMILIES: tuple[Family, ...] = (
     ),
     _gauge(
         "npu_profile_bottleneck",
-        "1 for each cause the diagnosis rules found, 0 for the others.",
+        "1 for each cause the diagnosis rules found, 0 for the others they judged; absent for "
+        "a rule that did not judge the capture (its data cannot support it: the report says "
+        "why).",
         ("workload", "kind"),
         _bottlenecks,
     ),

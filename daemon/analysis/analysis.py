@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from npumon.daemon.analysis import opcounts, rules, stepstats
-from npumon.daemon.analysis.evidence import CommRead, Evidence, HostShare
+from npumon.daemon.analysis.evidence import CommRead, Evidence, HostShare, coverage_of
 from npumon.daemon.analysis.limits import check_sizes
 from npumon.daemon.analysis.readers import comm, host, layout, ops, replicas, steptime
 from npumon.daemon.analysis.readers.tables import PMU_MAX_BYTES, PMU_MIN_BYTES
@@ -51,6 +51,11 @@ class _Profile:
     @property
     def unit_facts(self) -> dict[str, ops.OpFacts]:
         return {r.name: r.facts for r in self.ranks if r.facts is not None}
+
+    @property
+    def coverage(self) -> dict[str, float | None]:
+        """Per rank with an operator and a step table: its operator tables' coverage."""
+        return {r.name: r.coverage.ratio for r in self.ranks if r.coverage is not None}
 
     @property
     def comm_units(self) -> list[str]:
@@ -197,6 +202,7 @@ def _scope(p: _Profile, s: ProfileSummary, t: Thresholds, top_n: int) -> ReportS
     stepped = p.graph_steps or p.torch_steps  # the rows the step statistics came from
     steps = {name: _step_points(rows, t) for name, rows in stepped}
     unit_facts = p.unit_facts
+    coverage = p.coverage
     names = list(steps) + [n for n in unit_facts if n not in steps]
     details = []
     for name in names:
@@ -208,6 +214,7 @@ def _scope(p: _Profile, s: ProfileSummary, t: Thresholds, top_n: int) -> ReportS
                 facts.total_us / 1e6 if facts else None,
                 ops.top_ops(facts, top_n) if facts else (),
                 _comm_shares(facts, p.step_total_us([name])) if facts else (),
+                coverage.get(name),
             )
         )
     slowest = max(s.ranks, key=lambda r: r.step_seconds, default=None)
@@ -258,6 +265,7 @@ def _summary(
             vector=tuple(v for r in p.ranks for v in r.vector),
             timelines=tuple(r.timeline for r in p.ranks if r.timeline is not None),
             hardware=hardware,
+            op_coverage=tuple(r.coverage for r in p.ranks if r.coverage is not None),
         ),
     )
     kernel_units = [r.name for r in p.ranks if r.kernel_read]
@@ -288,6 +296,8 @@ def _summary(
         links=communication.links,
         peer_groups=groups if len(groups) > 1 or len(steps.ranks) > 1 else (),
         ai_cpu_op_types=counts.ai_cpu_names() if counts else (),
+        op_coverage=coverage_of(evidence.op_coverage),
+        not_judged=rules.withheld(evidence, thresholds),
     )
 
 

@@ -3,7 +3,7 @@ one profile, as frozen values. Nothing here reads a file or judges."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -156,6 +156,28 @@ class VectorRows:
 
 
 @dataclass(frozen=True, slots=True)
+class OpCoverage:
+    """One rank's operator tables against its step table: their compute operator time (us) and
+    the computing time (computing, or FP->BP in graph mode) of the steps they cover (us)."""
+
+    rank: str
+    op_us: float
+    compute_us: float
+    steps: int  # the steps whose computing time is counted
+
+    @property
+    def ratio(self) -> float | None:
+        return self.op_us / self.compute_us if self.compute_us > 0 else None
+
+
+def coverage_of(ranks: Sequence[OpCoverage]) -> float | None:
+    """The operator time over the computing time of their steps, summed over these ranks: the
+    coverage of the merged operator table the rules judge."""
+    compute = sum(c.compute_us for c in ranks)
+    return sum(c.op_us for c in ranks) / compute if compute > 0 else None
+
+
+@dataclass(frozen=True, slots=True)
 class Evidence:
     """What the rules look at, for the whole profile; None or empty where the data does not say."""
 
@@ -174,6 +196,9 @@ class Evidence:
     dynamic_shape_ops: int | None = None
     static_ops: int | None = None  # None when the table does not say
     small_ops_ratio: float | None = None
+    # per rank with both tables: its operator time and the computing time of the steps its
+    # operator tables cover (coverage_of sums them)
+    op_coverage: tuple[OpCoverage, ...] = ()
     mode: str | None = None  # eager or graph
     transfer_ratio: float | None = None  # the communication table's transit over step time
     windows: tuple[OpWindows, ...] = ()  # operator windows per kernel table (fusible_ops)

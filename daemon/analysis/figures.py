@@ -8,7 +8,13 @@ from dataclasses import dataclass
 
 # re-exported: the reports import it from here, the exporter from the model
 from npumon.daemon.model.profile import PERCENTILE_MIN_STEPS as PERCENTILE_MIN_STEPS
-from npumon.daemon.model.profile import AnalysisReport, LinkStat, PhaseStat, StepStats
+from npumon.daemon.model.profile import (
+    AnalysisReport,
+    LinkStat,
+    NotJudged,
+    PhaseStat,
+    StepStats,
+)
 
 # torch_npu's step: Computing + Communication(Not Overlapped) + Free; Preparing is part of Free
 # (the host preparing the step, device idle), so it is drawn out of it, never beside it
@@ -110,3 +116,11 @@ def findings_scope(report: AnalysisReport) -> str:
     if len(scope.op_ranks) > 1:
         parts.append(f"operator figures: {ranks_label(scope.op_ranks)}")
     return "; ".join(parts)
+
+
+def not_judged(entries: Sequence[NotJudged]) -> tuple[tuple[tuple[str, ...], str], ...]:
+    """(rule kinds, reason): the rules withheld for one reason together, in the order given."""
+    grouped: dict[str, list[str]] = {}
+    for entry in entries:
+        grouped.setdefault(entry.reason, []).append(entry.kind)
+    return tuple((tuple(kinds), reason) for reason, kinds in grouped.items())

@@ -13,6 +13,7 @@ from npumon.daemon.analysis.figures import (
     PHASE_TITLES,
     distinct_links,
     findings_scope,
+    not_judged,
     overlap,
     partition,
     percentiles,
@@ -80,6 +81,7 @@ background:#fff8f7}
 .verdict.ok{border-color:#59a14f;background:#f6fbf5}.verdict .what{font-size:19px;font-weight:600}
 .verdict .size{font-size:19px;color:#c0392b}.verdict ul{margin:4px 0 0;padding-left:20px}
 .pair{display:grid;grid-template-columns:1fr 1fr;gap:24px}.pair svg{max-width:100%;height:auto}
+.withheld{border-left:4px solid #999;padding:4px 10px;margin:10px 0;background:#f4f4f4}
 .cause{margin:2px 0}.cause a{color:#2a5d9f}
 """
 
@@ -575,18 +577,35 @@ def _anchor(n: int) -> str:
     return f"finding-{n}"
 
 
+_NOT_JUDGED_ID = ' id="not-judged"'  # the first entry: the verdict links to it
+
+
+def _not_judged(report: AnalysisReport) -> str:
+    """The rules withheld, with why: not a finding, and not a clean bill either."""
+    groups = not_judged(report.summary.not_judged)
+    return "".join(
+        f'<p class="withheld"{"" if n else _NOT_JUDGED_ID}><b>Not judged</b> '
+        f"({escape(', '.join(kinds))}): {escape(reason)}.</p>"
+        for n, (kinds, reason) in enumerate(groups)
+    )
+
+
 def _findings(report: AnalysisReport, items: Sequence[Sized]) -> str:
     if not items:
-        return "<p>No rule fired.</p>"
+        return "<p>No rule fired.</p>" + _not_judged(report)
     scope = findings_scope(report)
     note = f'<p class="note">{escape(scope[0].upper() + scope[1:])}.</p>' if scope else ""
-    return note + "".join(
-        f'<div class="finding" id="{_anchor(n)}"><b>{escape(i.finding.kind)}</b>: '
-        f"{escape(_size(i))}<br>{escape(i.finding.detail)}"
-        f'<div class="note">size: {escape(i.how)}; value {i.finding.value:.4g}, threshold '
-        f"{i.finding.threshold:.4g}</div>"
-        f'<div class="advice"><i>Advice:</i> {escape(i.finding.advice)}</div></div>'
-        for n, i in enumerate(items)
+    return (
+        note
+        + _not_judged(report)
+        + "".join(
+            f'<div class="finding" id="{_anchor(n)}"><b>{escape(i.finding.kind)}</b>: '
+            f"{escape(_size(i))}<br>{escape(i.finding.detail)}"
+            f'<div class="note">size: {escape(i.how)}; value {i.finding.value:.4g}, threshold '
+            f"{i.finding.threshold:.4g}</div>"
+            f'<div class="advice"><i>Advice:</i> {escape(i.finding.advice)}</div></div>'
+            for n, i in enumerate(items)
+        )
     )
 
 
@@ -642,10 +661,16 @@ def _verdict(
             f"{ratio:+.1%} on the workload's median step {_ms(baseline)} ms ({state}, "
             f"+{t.regression_ratio:.0%}).</p>"
         )
+    withheld = (
+        '<p class="cause">Some rules did not judge this capture: see '
+        '<a href="#not-judged">not judged</a>.</p>'
+        if report.summary.not_judged
+        else ""
+    )
     if not items:
         return (
             '<div class="verdict ok" id="verdict"><div class="what">No rule fired: nothing found '
-            f"holding this job back.</div><p>Step: {step}.</p>{against}</div>"
+            f"holding this job back.</div><p>Step: {step}.</p>{against}{withheld}</div>"
         )
     top = items[0]
     lines = _causes(report, items, wait(s.ranks))
@@ -664,6 +689,7 @@ def _verdict(
         f"<p><b>What to do:</b> {escape(_first_sentence(top.finding.advice))}</p>"
         + against
         + "".join(f'<p class="cause">{line}</p>' for line in lines)
+        + withheld
         + (f"<b>Also</b><ul>{''.join(others)}</ul>" if others else "")
         + "</div>"
     )

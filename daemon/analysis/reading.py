@@ -8,7 +8,13 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from npumon.daemon.analysis.evidence import OpWindows, RankComm, Timeline, VectorRows
+from npumon.daemon.analysis.evidence import (
+    OpCoverage,
+    OpWindows,
+    RankComm,
+    Timeline,
+    VectorRows,
+)
 from npumon.daemon.analysis.readers import (
     affinity,
     comm,
@@ -53,6 +59,7 @@ class RankEvidence:
     windows: tuple[OpWindows, ...]  # operator windows per kernel table with PMU columns
     host_times: host.HostTimes | None  # data loader and on-line compilation time
     timeline: Timeline | None  # host API sequences
+    coverage: OpCoverage | None = None  # its operator tables against its step table
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +84,7 @@ class _Ops:
     kernel_read: bool = False
     vector: tuple[VectorRows, ...] = ()
     windows: tuple[OpWindows, ...] = ()
+    iterations: frozenset[int] | None = None  # the steps the tables cover; None: every step
 
 
 def read_unit(unit: layout.ProfileUnit, t: Thresholds, pmu_bytes: int) -> RankEvidence:
@@ -105,7 +113,29 @@ def read_unit(unit: layout.ProfileUnit, t: Thresholds, pmu_bytes: int) -> RankEv
         windows=read.windows,
         host_times=times,
         timeline=timeline,
+        coverage=_coverage(unit.name, read, steps),
     )
+
+
+def _coverage(name: str, read: _Ops, steps: _Steps) -> OpCoverage | None:
+    """The unit's operator time against the computing time of the steps its operator tables
+    cover: every captured step (warm-up and partial edges included: their tasks are in the
+    tables too), or the iterations a legacy unit's per-iteration tables name. None without an
+    operator table, a step table, or a computing time in it."""
+    if read.facts is None or read.facts.total_us <= 0:
+        return None
+    stepped = steps.graph or steps.torch
+    phase = "fp_bp" if steps.graph else "computing"
+    rows = [
+        r
+        for _, rs in stepped
+        for r in rs
+        if read.iterations is None or (r.key is not None and r.key in read.iterations)
+    ]
+    known = [v for r in rows if (v := r.phases.get(phase)) is not None]
+    if not known:
+        return None
+    return OpCoverage(name, read.facts.total_us, sum(known), len(known))
 
 
 def _kernel_facts(paths: tuple[Path, ...], notes: list[str]) -> ops.OpFacts:
@@ -137,12 +167,25 @@ def _graph_tables(paths: tuple[Path, ...], model: int | None, warmup: int) -> tu
     return later or tuple(p for p, _ in own) or paths
 
 
+def _iterations(paths: tuple[Path, ...], model: int) -> frozenset[int] | None:
+    """The iterations of the model that per-iteration tables name; None when one is not such a
+    table (it covers every step)."""
+    found = set()
+    for path in paths:
+        ids = _LEGACY_IDS.search(path.name)
+        if ids is None or int(ids["model"]) != model:
+            return None
+        found.add(int(ids["iteration"]))
+    return frozenset(found)
+
+
 def _unit_ops(
     unit: layout.ProfileUnit, t: Thresholds, model: int | None, log: _Log, pmu_bytes: int
 ) -> _Ops:
     kernel = statistic = None
     vector: list[VectorRows] = []
     windows: list[OpWindows] = []
+    iterations = None
     if unit.layout == "legacy" and model is not None:
         unit = replace(
             unit,
@@ -153,6 +196,8 @@ def _unit_ops(
                 for k, v in unit.tables.items()
             },
         )
+        op_tables = unit.tables.get(layout.OP_STATISTIC) or unit.tables.get(layout.KERNEL, ())
+        iterations = _iterations(op_tables, model) if op_tables else None
     if layout.DB in unit.tables and layout.KERNEL not in unit.tables:
         try:
             kernel = _db_facts(unit.tables[layout.DB][0])
@@ -192,7 +237,7 @@ def _unit_ops(
     if statistic is not None and kernel is not None:
         statistic = ops.combine(statistic, kernel)  # time by type; the tasks for the rest
     facts = statistic if statistic is not None else kernel
-    return _Ops(facts, kernel is not None, tuple(vector), tuple(windows))
+    return _Ops(facts, kernel is not None, tuple(vector), tuple(windows), iterations)
 
 
 def _unit_steps(unit: layout.ProfileUnit, log: _Log) -> _Steps:

@@ -14,6 +14,7 @@ from npumon.daemon.analysis.figures import (
     PHASE_TITLES,
     distinct_links,
     findings_scope,
+    not_judged,
     overlap,
     partition,
     percentiles,
@@ -179,14 +180,17 @@ def _communication(report: AnalysisReport) -> list[str]:
 
 def _diagnosis(report: AnalysisReport) -> list[str]:
     s = report.summary
+    withheld = [
+        f"  not judged: {', '.join(kinds)}: {reason}." for kinds, reason in not_judged(s.not_judged)
+    ]
     if not s.bottlenecks:
-        return ["", "Diagnosis: no rule fired."]
+        return ["", "Diagnosis: no rule fired.", *withheld]
     scope = findings_scope(report)
     lines = ["", f"Diagnosis ({scope}):" if scope else "Diagnosis:"]
     for b in s.bottlenecks:
         lines.append(f"  [{b.kind}] {b.detail}")
         lines.append(f"      advice: {b.advice}")
-    return lines
+    return lines + withheld
 
 
 def format_report(report: AnalysisReport) -> str:

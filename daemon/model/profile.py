@@ -174,6 +174,16 @@ class Bottleneck:
 
 @with_config(FINITE)
 @dataclass(frozen=True, slots=True)
+class NotJudged:
+    """A rule that did not judge this profile because its data cannot support a finding, and
+    why (e.g. an operator table covering too little of the compute it should explain)."""
+
+    kind: str
+    reason: str
+
+
+@with_config(FINITE)
+@dataclass(frozen=True, slots=True)
 class ProfileSummary:
     """What one capture (or one directory on disk) says about a workload."""
 
@@ -204,6 +214,10 @@ class ProfileSummary:
     links: tuple[LinkStat, ...] = ()
     peer_groups: tuple[tuple[str, ...], ...] = ()  # ranks compared with each other (dp groups)
     ai_cpu_op_types: tuple[str, ...] = ()  # AI CPU op types with tasks >= ai_cpu_min_op_us
+    # the operator tables' time over the computing time of the steps they cover, summed over
+    # the ranks that have both (None: no rank has both); per rank in scope.ranks
+    op_coverage: float | None = None
+    not_judged: tuple[NotJudged, ...] = ()  # rules withheld, each with its reason
 
 
 @with_config(FINITE)
@@ -228,6 +242,9 @@ class RankDetail:
     op_total_seconds: float | None = None
     ops: tuple[OpShare, ...] = ()  # top operators, then `other`
     communication: tuple[CommShare, ...] = ()  # ratio over this rank's captured steps
+    # its operator time over the computing time (computing, or FP->BP) of the steps its
+    # operator tables cover; None without an operator table or a step table
+    op_coverage: float | None = None
 
 
 @with_config(FINITE)
@@ -319,6 +336,11 @@ class Thresholds(BaseModel):
     dynamic_shape_min_ops: int = Field(default=1, ge=0)  # dynamic tasks, and none static
     small_op_us: NonNegative = 10.0
     small_ops_ratio: NonNegative = 0.50  # share of ops shorter than small_op_us
+    # the operator-table rules (rules/ modules with OPERATOR_TABLE) judge only tables whose
+    # operator time is at least this share of the computing time of the steps they cover;
+    # FP->BP also holds communication not overlapped and gaps, so a whole table can cover less
+    # than all of it
+    op_coverage_ratio: NonNegative = 0.25
     rank_spread_ratio: NonNegative = 0.05  # msprof-analyze slow-rank rule, among dp replicas
     pipeline_imbalance_ratio: NonNegative = 0.10  # compute gap between pipeline stages / step
     slow_link_ratio: NonNegative = 0.60  # measured / expected bandwidth of a link type

@@ -207,3 +207,13 @@ def test_a_ranks_hardware_in_the_window_is_served_only_where_something_moved() -
     assert value(found, "npu_rank_capture_throttled_ratio", **labels, reason="power") == 0.31
     assert value(found, "npu_rank_capture_errors", **labels, kind="retransmissions") == 1200
     assert [k for k in found if dict(k[1]).get("rank") == "rank3"] == []
+
+
+def test_a_rule_that_did_not_judge_exports_no_bottleneck_value() -> None:
+    """Withheld (summary.not_judged): neither 1 (found) nor 0 (judged and cleared)."""
+    from npumon.daemon.model.profile import NotJudged
+
+    withheld = NotJudged("compute_bound", "the operator table covers 0.0091% of compute")
+    found = samples(scrape(snapshot(replace(GOOD, not_judged=(withheld,)))))
+    assert value(found, "npu_profile_bottleneck", workload="llama", kind="compute_bound") is None
+    assert value(found, "npu_profile_bottleneck", workload="llama", kind="small_ops") == 0

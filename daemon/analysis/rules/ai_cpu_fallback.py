@@ -8,6 +8,7 @@ from npumon.daemon.model.profile import Bottleneck, Thresholds
 
 KIND = "ai_cpu_fallback"
 ORDER = 70
+OPERATOR_TABLE = True  # judges the operator tables: withheld when they cover too little
 ADVICE = (
     "Operators fall back to the AI CPU. Check their input dtypes (float64, "
     "int64 and complex push ops to the AI CPU), replace them with AI Core-supported "

@@ -8,6 +8,7 @@ from npumon.daemon.model.profile import Bottleneck, Thresholds
 
 KIND = "compute_bound"
 ORDER = 80
+OPERATOR_TABLE = True  # judges the operator tables: withheld when they cover too little
 ADVICE = (
     "Step time is dominated by matrix/convolution (or softmax) kernels. Use mixed "
     "precision (bf16/fp16), fused operators (FlashAttention, fused softmax/RmsNorm), "

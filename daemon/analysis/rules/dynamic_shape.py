@@ -11,6 +11,7 @@ from npumon.daemon.model.profile import Bottleneck, Thresholds
 
 KIND = "dynamic_shape"
 ORDER = 90
+OPERATOR_TABLE = True  # judges the operator tables: withheld when they cover too little
 ADVICE = (
     "Operators run with dynamic shapes and may be compiled at run time. Fix "
     "shapes (pad to buckets) or set torch_npu.npu.set_compile_mode(jit_compile=False); if that "

@@ -9,6 +9,7 @@ from npumon.daemon.model.profile import Bottleneck, Thresholds
 
 KIND = "format_conversion"
 ORDER = 60
+OPERATOR_TABLE = True  # judges the operator tables: withheld when they cover too little
 ADVICE = (
     "Much time goes to layout/dtype conversions and copies (TransData, Cast, "
     "Transpose, TensorMove). Keep tensors in the NPU private format (NC1HWC0/FRACTAL_Z) "

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 KIND = "fusible_ops"
 ORDER = 110
+OPERATOR_TABLE = True  # judges the operator tables: withheld when they cover too little
 ADVICE = (
     "The same short runs of operators recur many times and either leave the device "
     "waiting between launches (host-bound) or spend their time moving data (MTE-bound) "

@@ -27,6 +27,7 @@ from npumon.daemon.model.profile import Bottleneck, Thresholds
 
 KIND = "operator_pmu"
 ORDER = 180
+OPERATOR_TABLE = True  # judges the operator tables: withheld when they cover too little
 ADVICE = (
     "Vector operators that take a noticeable share of operator time run "
     "with poor pipe utilisation (the PMU ratios of kernel_details, aic_metrics=PipeUtilization). "

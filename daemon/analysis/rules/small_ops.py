@@ -8,6 +8,7 @@ from npumon.daemon.model.profile import Bottleneck, Thresholds
 
 KIND = "small_ops"
 ORDER = 100
+OPERATOR_TABLE = True  # judges the operator tables: withheld when they cover too little
 GRAPH_ADVICE = (
     "Most operators are very short. In graph mode launch is per graph, so look at "
     "fusion: check that the graph fusion passes are on (no fusion switch turned off), let GE fuse "

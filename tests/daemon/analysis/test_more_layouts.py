@@ -120,7 +120,8 @@ def test_ingest_worker_gives_what_analyze_gives(tree: str) -> None:
     assert done.returncode == 0, done.stderr
     report = report_adapter().validate_json(done.stdout)
     assert report == analyze_path(TREES / tree, Thresholds(), 10, "w")
-    assert report.summary.bottlenecks
+    # mindspore22_run1's operator findings are withheld (not_judged, with why): it travels too
+    assert report.summary.bottlenecks or report.summary.not_judged
 
 
 def test_mindspore_22_op_statistic_wins_and_hccl_raw_is_named(tmp_path: Path) -> None:
