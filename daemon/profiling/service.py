@@ -22,7 +22,7 @@ from npumon.daemon.model.profile import (
     ProfilingView,
     WorkloadProfile,
 )
-from npumon.daemon.profiling import capture_msprof, ingest
+from npumon.daemon.profiling import capture_msprof, ingest, steplog
 from npumon.daemon.profiling.align import GRACE_SECONDS, LEAD_SECONDS, slot_start
 from npumon.daemon.profiling.capture import (
     CaptureOutcome,
@@ -73,6 +73,8 @@ class Profiler:
         self.store = store
         self.probe = probe or ProcessProbe()
         self.host = _stoppable(host or Host(self.probe.alive, self.probe.all, store.set_capturing))
+        self.window_marks = steplog.WindowMarks(self.host.clock)  # for the step log's figure
+        self.host = replace(self.host, set_capturing=self.window_marks.wrap(self.host.set_capturing))
         self.children = self.host.children
         root = config.state_directory
         self.state = ProfileState(
@@ -108,6 +110,8 @@ class Profiler:
         self._slot_taken: dict[str, float] = {}  # per aligned workload: the last slot attempted
         self._aligned: dict[str, dict[str, object]] = {}  # per workload: its last slot and steps
         self._lock = threading.Lock()  # one capture (or ingest analysis) per node at a time
+        self.step_log: dict[str, steplog.Inflation] = {}  # per workload: its last capture's
+        self.step_log_reads: Counter[str] = Counter()
 
     def start(self) -> None:
         """Load what the previous run left, so a restart serves the last results at once."""
@@ -202,6 +206,7 @@ class Profiler:
                 {**dataclasses.asdict(h), "said": h.said()}
                 for h in self.capturer.hardware.get(w.name, ())
             ],
+            **({"step_log": self.step_log[w.name].said()} if w.name in self.step_log else {}),
         }
         try:
             private_dir(self.reports_dir)
@@ -240,6 +245,8 @@ class Profiler:
                 self.host.wait(early)
         self._last_attempt[workload.name] = self.host.monotonic()
         outcome = self.capturer.capture(workload)
+        if outcome.result == "ok" and self.settings.step_log.enabled:
+            self._read_step_log(workload)
         if workload.slot is not None and outcome.report is not None:
             self._aligned[workload.name] = aligned_steps(workload.slot, outcome.report)
             log.info(
@@ -249,10 +256,40 @@ class Profiler:
                 self._aligned[workload.name]["first_step"],
                 self._aligned[workload.name]["last_step"],
             )
-        if outcome.report is not None and (workload.ranks or workload.slot is not None):
+        if outcome.report is not None and (
+            workload.ranks or workload.slot is not None or workload.name in self.step_log
+        ):
             self._write_capture_meta(workload)
         self._record(outcome)
         return outcome
+
+    def _read_step_log(self, w: Workload) -> None:
+        """The capture's inflation from the job's own log (steplog.py), before the capture is
+        recorded: the workload's previous success bounds the uncaptured lines."""
+        window = self.window_marks.last()
+        if window is None:
+            return
+        saved = self.state.workloads.get(w.name)
+        settings = self.settings.step_log
+        found = steplog.measure(
+            settings.root,
+            steplog.pods_of(w.pids, self.store.latest().chips, self.store.table()),
+            int(settings.tail_bytes),
+            *window,
+            saved.last_success if saved is not None else None,
+        )
+        self.step_log[w.name] = found
+        self.step_log_reads[found.result] += 1
+        log.info(
+            "event=step_log workload=%s result=%s ratio=%s captured_lines=%d "
+            "uncaptured_lines=%d skipped=%s",
+            w.name,
+            found.result,
+            "-" if found.ratio is None else f"{found.ratio:.4f}",
+            found.captured_lines,
+            found.uncaptured_lines,
+            ",".join(f"{k}:{v}" for k, v in found.skipped) or "-",
+        )
 
     def ingest_once(self) -> list[CaptureOutcome]:
         """Analyse the finished profile dirs under profiling.ingest.paths not analysed yet, of
@@ -473,12 +510,20 @@ class Profiler:
                     source=found.source if found else None,
                     rank_npus=tuple((r, c[0]) for r, c in found.ranks) if found else (),
                     hardware=self.capturer.hardware.get(name, ()),
+                    capture_inflation_ratio=(
+                        self.step_log[name].ratio if name in self.step_log else None
+                    ),
                 )
             )
         return ProfilingView(
             workloads=tuple(profiles),
             captures=tuple((r, self.counts[r]) for r in CAPTURE_RESULTS),
             state_errors=tuple(sorted(self.state.errors.items())),
+            step_log_reads=(
+                tuple((r, self.step_log_reads[r]) for r in steplog.READ_RESULTS)
+                if self.settings.step_log.enabled
+                else ()
+            ),
         )
 
     def publish(self) -> None:
