@@ -74,7 +74,9 @@ class Profiler:
         self.probe = probe or ProcessProbe()
         self.host = _stoppable(host or Host(self.probe.alive, self.probe.all, store.set_capturing))
         self.window_marks = steplog.WindowMarks(self.host.clock)  # for the step log's figure
-        self.host = replace(self.host, set_capturing=self.window_marks.wrap(self.host.set_capturing))
+        self.host = replace(
+            self.host, set_capturing=self.window_marks.wrap(self.host.set_capturing)
+        )
         self.children = self.host.children
         root = config.state_directory
         self.state = ProfileState(
