@@ -271,6 +271,16 @@ class Baseline(_Model):
     accept_regression_after: Duration | None = 86400.0
 
 
+class StepLog(_Model):
+    """The job's own step times from its container log (daemon/profiling/steplog.py): the
+    capture's measured inflation."""
+
+    enabled: bool = False
+    root: Path = Path("/var/log/pods")  # the kubelet's pod log directory (--pod-logs-dir)
+    # the bytes read from the end of each container log after a capture
+    tail_bytes: ByteSize = Field(default=ByteSize(1 << 20), ge=4096, le=64 << 20)
+
+
 def _keep_raw(value: object) -> object:
     """true and false, as older configs say it, are "all" and "none"."""
     if value is True:
@@ -306,6 +316,7 @@ class Profiling(_Model):
     thresholds: Thresholds = Thresholds()  # the diagnosis rules' own model, unchanged to the worker
     limits: AnalysisLimits = AnalysisLimits()  # table size caps and worker memory, to the worker
     baseline: Baseline = Baseline()
+    step_log: StepLog = StepLog()
 
     @model_validator(mode="after")
     def _durations(self) -> Profiling:

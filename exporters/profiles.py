@@ -393,6 +393,14 @@ FAMILIES: tuple[Family, ...] = (
         ("workload", "rank", "npu", "kind"),
         _rank_errors,
     ),
+    _workload(
+        "npu_profile_capture_inflation_ratio",
+        "The last capture's step time over the job's own outside captures, from the job's "
+        "training log (profiling.step_log: the median 'elapsed time per iteration' of the "
+        "Megatron-LM or MindSpeed lines logged inside the capture window over the median of "
+        "those outside it, since the previous capture); absent with too few lines either side.",
+        "capture_inflation_ratio",
+    ),
     Family(
         "npumon_captures",
         "counter",
@@ -409,6 +417,15 @@ FAMILIES: tuple[Family, ...] = (
         "npumon_capture_duration_seconds",
         "Wall time in seconds of the workload's last successful capture, analysis included.",
         "capture_duration_seconds",
+    ),
+    Family(
+        "npumon_step_log_reads",
+        "counter",
+        "Reads of a captured workload's container log for its capture inflation since start, "
+        "by result: ok (a figure), no_pod, no_log, ambiguous, refused, unreadable, no_steps, "
+        "too_few_captured, too_few_uncaptured; absent while profiling.step_log is off.",
+        ("result",),
+        _counts("step_log_reads"),
     ),
     Family(
         "npumon_state_errors",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,26 @@ class Target:
 def socket_path(pid: int) -> Path:
     """The job creates it when started with PROFILING_MODE=dynamic."""
     return Path.home() / f"dynamic_profiling_socket_{pid}"
+
+
+def tell(pid: int, command: str) -> None:
+    """Pass ``command`` (start, stop) to the job: the real msprof sends it over the job's unix
+    socket; here it is written into the job's marker file, which the job reads every step. A
+    job that is gone (no marker) is told nothing."""
+    try:
+        fd = os.open(socket_path(pid), os.O_WRONLY | os.O_TRUNC)  # never creates the marker
+    except OSError:
+        return
+    with open(fd, "w", encoding="ascii") as marker:
+        marker.write(command + "\n")
+
+
+def told(pid: int) -> str:
+    """The last command msprof passed to the job ``pid`` ("" when none, or no marker)."""
+    try:
+        return socket_path(pid).read_text(encoding="ascii").strip()
+    except (OSError, ValueError):
+        return ""
 
 
 def _option(cmdline: Sequence[str], name: str) -> str | None:
@@ -113,6 +134,8 @@ class Session:
         if self.started_at is not None:
             return "[WARNING] [msprof] Profiling has already started."
         self.started_at = self.clock()
+        for target in self.targets:
+            tell(target.pid, "start")
         return "[INFO] [msprof] Start profiling...."
 
     def stop(self) -> str:
@@ -120,6 +143,8 @@ class Session:
             return "[WARNING] [msprof] Profiling has not started. Enter start first."
         start, stop = self.started_at, self.clock()
         self.started_at = None
+        for target in self.targets:
+            tell(target.pid, "stop")
         self.output.mkdir(parents=True, exist_ok=True)
         gone = self._gone()
         if gone is not None:

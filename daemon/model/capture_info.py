@@ -40,7 +40,9 @@ class CaptureInfo:
     last_step: int | None = None
     steps: int | None = None  # distinct global steps its ranks captured (None: no step IDs)
     rank_steps: dict[str, tuple[int, int]] = field(default_factory=dict)  # rank: (first, last)
-    window: tuple[float, float] | None = None  # the capture's start and stop, Unix seconds
+    # Unix seconds the job was profiled: msprof from its acknowledged start to the stop sent;
+    # torch_npu config, the capture's start and stop
+    window: tuple[float, float] | None = None
     # telemetry source: (from, to), the Unix times of the polls its counters were compared
     # between, the last before the capture started and the first after it stopped
     telemetry: dict[str, tuple[float, float]] = field(default_factory=dict)

@@ -483,6 +483,8 @@ class WorkloadProfile:
     source: str | None = None  # what named it (identity.SOURCES); None before it is discovered
     rank_npus: tuple[tuple[int, int], ...] = ()  # (rank, npu) of its processes on this node
     hardware: tuple[RankHardware, ...] = ()  # its ranks' chips and ports in the last capture
+    # the last capture's median step from the job's log over its median outside captures
+    capture_inflation_ratio: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -492,3 +494,4 @@ class ProfilingView:
     workloads: tuple[WorkloadProfile, ...] = ()
     captures: tuple[tuple[str, int], ...] = tuple((r, 0) for r in CAPTURE_RESULTS)
     state_errors: tuple[tuple[str, int], ...] = ()  # (reason, count): corrupt, write_failed
+    step_log_reads: tuple[tuple[str, int], ...] = ()  # (result, count) while step_log is on

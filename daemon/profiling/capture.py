@@ -182,6 +182,7 @@ class Capturer:
         if sampler is not None:
             sampler.start()
         started = self.host.clock()
+        profiled = None  # msprof: from its acknowledged start to the stop sent
         self.host.set_capturing(w.chips)
         try:
             if w.mode == "torch_npu_config":
@@ -197,7 +198,7 @@ class Capturer:
                     monotonic=self.host.monotonic,
                 )
             else:
-                capture_msprof.msprof_attach(
+                profiled = capture_msprof.msprof_attach(
                     s.msprof.command,
                     w.pids,
                     out,
@@ -206,6 +207,7 @@ class Capturer:
                     stop_timeout=s.timeouts.stop,
                     wait=self.host.wait,
                     alive=self.host.alive,
+                    clock=self.host.clock,
                     children=self.host.children,
                 )
         finally:
@@ -218,7 +220,7 @@ class Capturer:
             w.source,
             w.interval_seconds or s.interval,
             w.slot,
-            window=(started, stopped),
+            window=profiled or (started, stopped),
             telemetry=sampler.telemetry() if sampler is not None else {},
         )
         self._check_size(out)

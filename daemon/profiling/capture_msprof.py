@@ -70,9 +70,12 @@ def msprof_attach(
     stop_timeout: float,
     wait: Callable[[float], None],
     alive: Callable[[int], bool],
+    clock: Callable[[], float],
     children: Children | None = None,
-) -> None:
+) -> tuple[float, float]:
     """start / wait / stop / quit at the prompt; raises CaptureError with the capture result.
+    Returns the interval the job was profiled (``clock`` when msprof acknowledged `start`, and
+    when `stop` was sent).
 
     Whatever happens, msprof's process group is gone when this returns.
     """
@@ -88,18 +91,21 @@ def msprof_attach(
         prompt.expect(PROMPT, start_timeout)
         prompt.send("start")
         prompt.expect(PROMPT, start_timeout)
+        profiled_from = clock()
         wait(duration)
         if children is not None and children.stopped.is_set():
             raise CaptureError("failed", "npumon is stopping; capture abandoned")
         if not all(alive(p) for p in pids):
             raise CaptureError("target_exited", "the job ended while being profiled")
         phase = "stop"
+        profiled_to = clock()
         prompt.send("stop")
         prompt.expect(PROMPT, stop_timeout)
         prompt.send("quit")
         code = prompt.wait_exit(stop_timeout)
         if code != 0:
             raise _classify(phase, PromptExited(code, prompt.output), pids, alive)
+        return profiled_from, profiled_to
     except PromptTimeout as error:
         raise CaptureError("timeout", f"msprof {phase}: {error}; process group killed") from None
     except PromptExited as exited:

@@ -24,7 +24,7 @@ from npumon.daemon.model.profile import (
     ProfilingView,
     WorkloadProfile,
 )
-from npumon.daemon.profiling import capture_msprof, ingest
+from npumon.daemon.profiling import capture_msprof, ingest, steplog
 from npumon.daemon.profiling.align import GRACE_SECONDS, LEAD_SECONDS, slot_start
 from npumon.daemon.profiling.capture import (
     CaptureOutcome,
@@ -119,6 +119,8 @@ class Profiler:
         self._discovered: dict[str, Workload] = {}  # the latest discovery: source, ranks' chips
         self._slot_taken: dict[str, float] = {}  # per aligned workload: the last slot attempted
         self._lock = threading.Lock()  # one capture (or ingest analysis) per node at a time
+        self.step_log: dict[str, steplog.Inflation] = {}  # per workload: its last capture's
+        self.step_log_reads: Counter[str] = Counter()
 
     def start(self) -> None:
         """Load what the previous run left, so a restart serves the last results at once."""
@@ -216,6 +218,7 @@ class Profiler:
                 {**dataclasses.asdict(h), "said": h.said()}
                 for h in self.capturer.hardware.get(w.name, ())
             ],
+            **({"step_log": self.step_log[w.name].said()} if w.name in self.step_log else {}),
         }
         try:
             private_dir(self.reports_dir)
@@ -255,6 +258,8 @@ class Profiler:
         self._last_attempt[workload.name] = self.host.monotonic()
         outcome = self.capturer.capture(workload)
         info = outcome.report.capture_info if outcome.report is not None else None
+        if outcome.result == "ok" and self.settings.step_log.enabled and info is not None:
+            self._read_step_log(workload, info.window)
         if info is not None and info.slot is not None:
             log.info(
                 "event=capture_aligned workload=%s slot=%.0f first_step=%s last_step=%s",
@@ -263,10 +268,40 @@ class Profiler:
                 info.first_step,
                 info.last_step,
             )
-        if info is not None and (workload.ranks or info.slot is not None):
+        if info is not None and (
+            workload.ranks or info.slot is not None or workload.name in self.step_log
+        ):
             self._write_capture_meta(info, workload)
         self._record(outcome)
         return outcome
+
+    def _read_step_log(self, w: Workload, window: tuple[float, float] | None) -> None:
+        """The capture's inflation from the job's own log (steplog.py) over the interval the
+        job was profiled, before the capture is recorded: the workload's previous success
+        bounds the uncaptured lines."""
+        if window is None:
+            return
+        saved = self.state.workloads.get(w.name)
+        settings = self.settings.step_log
+        found = steplog.measure(
+            settings.root,
+            steplog.pods_of(w.pids, self.store.latest().chips, self.store.table()),
+            int(settings.tail_bytes),
+            *window,
+            saved.last_success if saved is not None else None,
+        )
+        self.step_log[w.name] = found
+        self.step_log_reads[found.result] += 1
+        log.info(
+            "event=step_log workload=%s result=%s ratio=%s captured_lines=%d "
+            "uncaptured_lines=%d skipped=%s",
+            w.name,
+            found.result,
+            "-" if found.ratio is None else f"{found.ratio:.4f}",
+            found.captured_lines,
+            found.uncaptured_lines,
+            ",".join(f"{k}:{v}" for k, v in found.skipped) or "-",
+        )
 
     def ingest_once(self) -> list[CaptureOutcome]:
         """Analyse the finished profile dirs under profiling.ingest.paths not analysed yet, of
@@ -487,6 +522,9 @@ class Profiler:
                     source=found.source if found else None,
                     rank_npus=tuple((r, c[0]) for r, c in found.ranks) if found else (),
                     hardware=self.capturer.hardware.get(name, ()),
+                    capture_inflation_ratio=(
+                        self.step_log[name].ratio if name in self.step_log else None
+                    ),
                 )
             )
         # discovered, not captured yet: named (npu_workload_info, npu_rank_npu_info) so a job
@@ -506,6 +544,11 @@ class Profiler:
             workloads=tuple(sorted(profiles, key=lambda p: p.workload)),
             captures=tuple((r, self.counts[r]) for r in CAPTURE_RESULTS),
             state_errors=tuple(sorted(self.state.errors.items())),
+            step_log_reads=(
+                tuple((r, self.step_log_reads[r]) for r in steplog.READ_RESULTS)
+                if self.settings.step_log.enabled
+                else ()
+            ),
         )
 
     def publish(self) -> None:

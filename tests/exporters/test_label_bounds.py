@@ -28,6 +28,7 @@ from npumon.daemon.model.profile import (
     WorkloadProfile,
 )
 from npumon.daemon.model.reading import ProcessReading
+from npumon.daemon.profiling.steplog import READ_RESULTS
 from npumon.exporters.profiles import LINK_TYPES
 from tests.exporters.exp_helpers import chip_910b, merged, node, render, table_chip
 from tests.support import FIXTURES, ROOT
@@ -103,11 +104,20 @@ def worst_profiles() -> str:
     )
     workloads = tuple(
         WorkloadProfile(
-            f"job{w}", replace(summary, workload=f"job{w}"), 0.4, 1.0, 2.0, 0.03, True, False
+            f"job{w}",
+            replace(summary, workload=f"job{w}"),
+            0.4,
+            1.0,
+            2.0,
+            0.03,
+            True,
+            False,
+            capture_inflation_ratio=1.1,
         )
         for w in range(settings.max_workloads)
     )
-    snap = replace(node(), profiles=ProfilingView(workloads=workloads))
+    reads = tuple((r, 1) for r in READ_RESULTS)
+    snap = replace(node(), profiles=ProfilingView(workloads=workloads, step_log_reads=reads))
     return render(snap).decode()
 
 

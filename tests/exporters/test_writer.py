@@ -205,10 +205,12 @@ EVERYTHING = NodeSnapshot(
                 source="master_addr",
                 rank_npus=((0, 0), (1, 1)),
                 hardware=(RankHardware(1, 1, 0, 4, 0.5, "power", errors=(("cnp", 3),)),),
+                capture_inflation_ratio=1.08,
             ),
             WorkloadProfile("idle"),
         ),
         state_errors=(("corrupt", 1),),
+        step_log_reads=(("ok", 2), ("no_log", 1)),
     ),
 )
 SELF = (

@@ -375,6 +375,26 @@ def test_host_tools_are_mounted_read_only() -> None:
     assert "hccn-tool" not in {v["name"] for v in pod_spec(render())["volumes"]}
 
 
+def test_pod_logs_are_mounted_read_only_only_for_the_step_log() -> None:
+    def mounts(config: dict[str, Any]) -> dict[str, Any]:
+        documents = render({"config": config})
+        volumes = {v["name"]: v for v in pod_spec(documents)["volumes"]}
+        found = {m["name"]: m for m in container(documents)["volumeMounts"]}
+        return {"volume": volumes.get("pod-logs"), "mount": found.get("pod-logs")}
+
+    on = {"enabled": True, "step_log": {"enabled": True}}
+    assert mounts({"profiling": on}) == {
+        "volume": {"name": "pod-logs", "hostPath": {"path": "/var/log/pods", "type": "Directory"}},
+        "mount": {"name": "pod-logs", "mountPath": "/var/log/pods", "readOnly": True},
+    }
+    elsewhere = {"enabled": True, "step_log": {"enabled": True, "root": "/data/pods"}}
+    assert mounts({"profiling": elsewhere})["mount"]["mountPath"] == "/data/pods"
+    off = {"profiling": {"enabled": True, "step_log": {"enabled": False}}}
+    captures_off = {"profiling": {"enabled": False, "step_log": {"enabled": True}}}
+    for config in ({}, off, captures_off):
+        assert mounts(config) == {"volume": None, "mount": None}
+
+
 def test_pod_hardening() -> None:
     documents = render()
     pod = pod_spec(documents)

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from npumon.daemon.analysis.analysis import analyze_path
+from npumon.daemon.profiling import steplog
+from npumon.simulator.attach import socket_path, tell, told
 from npumon.simulator.prof_dir import CaptureMeta
 from npumon.simulator.profiles import simulate
 from npumon.simulator.torch_profile import Plan, plan_from, write_ascend_pt
@@ -179,3 +181,43 @@ def test_same_seed_same_steps() -> None:
     assert first == simulate("aicpu_fallback", 5, 3, 0.2, 1.7e9, seed=11)
     assert first != simulate("aicpu_fallback", 5, 3, 0.2, 1.7e9, seed=12)
     assert [s.step_id for s in first] == [5, 6, 7]
+
+
+@pytest.mark.integration
+def test_the_step_log_holds_megatron_lines_in_cri_form(tmp_path: Path) -> None:
+    log = tmp_path / "pods" / "ml_train-0_uid" / "trainer" / "0.log"
+    argv = [TRAIN, "--profile", "balanced", "--step-seconds", "0.01", "--steps", "6"]
+    run = subprocess.run(
+        [*argv, "--step-log", str(log), "--log-interval", "2"],
+        env=child_env(tmp_path),
+        timeout=scaled(20),
+        capture_output=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    lines = steplog.parse(log.read_bytes(), whole=True)  # the daemon's own reader
+    assert [s.iteration for s in lines.steps] == [2, 4, 6] and not lines.skipped
+    assert all(s.seconds > 0 for s in lines.steps)
+    assert [s.at for s in lines.steps] == sorted(s.at for s in lines.steps)
+    first = log.read_text().splitlines()[0]
+    assert first.split(" ", 3)[1:3] == ["stdout", "F"]
+    assert " iteration        2/       6 | consumed samples:          256 |" in first
+    for bad in (["--capture-inflation", "-0.1"], ["--log-interval", "0"]):
+        refused = subprocess.run(
+            [*argv, *bad], env=child_env(tmp_path), timeout=scaled(20), capture_output=True
+        )
+        assert refused.returncode == 2 and b"--capture-inflation" in refused.stderr
+
+
+def test_msprof_tells_the_job_through_its_marker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    tell(4242, "start")
+    assert not socket_path(4242).exists()  # a job without a marker is told nothing
+    socket_path(4242).touch()
+    assert told(4242) == ""
+    tell(4242, "start")
+    assert told(4242) == "start"
+    tell(4242, "stop")
+    assert told(4242) == "stop"

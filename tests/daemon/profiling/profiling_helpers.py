@@ -48,9 +48,10 @@ def train_job(
     environ: dict[str, str] | None = None,
     steps: int | None = None,
     step_seconds: str = STEP_SECONDS,
+    extra: Sequence[str] = (),
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """npumon-sim-train in the background with HOME=home (and ``environ``, and ``--steps``);
-    stopped and reaped on exit."""
+    """npumon-sim-train in the background with HOME=home (and ``environ``, ``--steps`` and the
+    ``extra`` options); stopped and reaped on exit."""
     env = {**os.environ, "HOME": str(home), **(environ or {})}
     env.pop("PROFILING_MODE", None)
     if dynamic:
@@ -60,6 +61,7 @@ def train_job(
         argv += ["--dynamic-config-dir", str(config_dir)]
     if steps is not None:
         argv += ["--steps", str(steps)]
+    argv += extra
     job = subprocess.Popen(
         argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
