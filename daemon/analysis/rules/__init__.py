@@ -6,8 +6,9 @@ A rule module holds ``ORDER`` (where its findings come in the report), ``ADVICE`
 ``GRAPH_ADVICE`` where graph mode needs other advice) and
 ``judge(evidence, thresholds) -> tuple[Bottleneck, ...]``; ``OPERATOR_TABLE = True`` when it
 judges the operator tables, which it then does only when they cover enough of the compute
-(``withheld``). ``RULES`` is every module of this package, found at import: adding a diagnosis
-is adding its module.
+(``withheld``); ``cannot_judge(evidence, thresholds) -> str | None`` when its data can show a
+case it cannot weigh: why, said in the report instead of a finding. ``RULES`` is every module
+of this package, found at import: adding a diagnosis is adding its module.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ from npumon.daemon.analysis.sizes import sized
 from npumon.daemon.model.profile import Bottleneck, NotJudged, Thresholds
 
 Judge = Callable[[Evidence, Thresholds], tuple[Bottleneck, ...]]
+CannotJudge = Callable[[Evidence, Thresholds], str | None]
+
+
+def _judges_all(_evidence: Evidence, _thresholds: Thresholds) -> None:
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,14 +36,22 @@ class Rule:
     order: int
     judge: Judge
     operator_table: bool = False  # it judges the operator tables
+    cannot_judge: CannotJudge = _judges_all  # why its data cannot be weighed, if so
 
 
 def _discover() -> tuple[Rule, ...]:
     found = []
     for info in pkgutil.iter_modules(__path__):
         module = importlib.import_module(f"{__name__}.{info.name}")
-        operator_table = getattr(module, "OPERATOR_TABLE", False)
-        found.append(Rule(info.name, module.ORDER, module.judge, operator_table))
+        found.append(
+            Rule(
+                info.name,
+                module.ORDER,
+                module.judge,
+                getattr(module, "OPERATOR_TABLE", False),
+                getattr(module, "cannot_judge", _judges_all),
+            )
+        )
     return tuple(sorted(found, key=lambda r: (r.order, r.kind)))
 
 
@@ -83,11 +97,16 @@ def _rank_coverage(c: OpCoverage) -> str:
 def withheld(
     evidence: Evidence, thresholds: Thresholds = DEFAULT_THRESHOLDS
 ) -> tuple[NotJudged, ...]:
-    """The rules that do not judge this profile, each with why."""
-    reason = _coverage_reason(evidence, thresholds)
-    if reason is None:
-        return ()
-    return tuple(NotJudged(rule.kind, reason) for rule in RULES if rule.operator_table)
+    """The rules that do not judge this profile, each with why: the operator-table rules when
+    the tables cover too little of the compute, then any rule's own ``cannot_judge``."""
+    coverage = _coverage_reason(evidence, thresholds)
+    found = []
+    for rule in RULES:
+        reason = coverage if rule.operator_table else None
+        reason = reason or rule.cannot_judge(evidence, thresholds)
+        if reason is not None:
+            found.append(NotJudged(rule.kind, reason))
+    return tuple(found)
 
 
 def diagnose(

@@ -104,6 +104,21 @@ def _byte_alignment(stat: AlignStat | None, t: Thresholds) -> tuple[Bottleneck, 
     )
 
 
+def cannot_judge(e: Evidence, t: Thresholds) -> str | None:
+    """Enough unaligned transfers, but no aligned one of the same capture to weigh their
+    bandwidth against."""
+    stat = align_stat(e.communication.transfers, t) if e.communication is not None else None
+    if stat is None or stat.unaligned_ops < t.byte_alignment_min_ops:
+        return None
+    if stat.aligned_ms > 0 and stat.aligned_bytes > 0 and stat.unaligned_ms > 0:
+        return None
+    return (
+        f"{stat.unaligned_ops} communication ops move SDMA transfers that are not a multiple of "
+        f"{t.byte_alignment_bytes} B, but the capture has no aligned transfer to compare their "
+        "bandwidth with, so what they cost is unknown"
+    )
+
+
 def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:
     if e.communication is None:
         return ()

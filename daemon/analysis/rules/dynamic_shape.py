@@ -20,11 +20,32 @@ ADVICE = (
 )
 
 
-def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:
-    """Only a dynamic profile: dynamic tasks and no static one (msprof-analyze's rule). Binary
-    kernels (jit_compile=False) report dynamic beside static MatMuls: that is not a finding."""
+def _all_dynamic(e: Evidence, t: Thresholds) -> int | None:
+    """The dynamic task count of a profile whose tasks are all dynamic (msprof-analyze's rule);
+    None otherwise. Binary kernels (jit_compile=False) report dynamic beside static MatMuls:
+    that is not a finding."""
     count = e.dynamic_shape_ops
     if count is None or count < t.dynamic_shape_min_ops or count == 0 or (e.static_ops or 0) > 0:
+        return None
+    return count
+
+
+def cannot_judge(e: Evidence, t: Thresholds) -> str | None:
+    """All tasks dynamic, but no host timeline to tell run-time compilation from binary
+    kernels."""
+    count = _all_dynamic(e, t)
+    if count is None or e.host is not None:
+        return None
+    return (
+        f"all {count} operator tasks ran with dynamic shapes, but the profile has no host "
+        "timeline to show whether operators were compiled at run time (binary kernels report "
+        "dynamic too): capture with the CPU activity (torch_npu) or --ascendcl=on (msprof)"
+    )
+
+
+def judge(e: Evidence, t: Thresholds) -> tuple[Bottleneck, ...]:
+    count = _all_dynamic(e, t)
+    if count is None:
         return ()
     if e.host is None or not e.host.compile_calls:
         # binary kernels (jit_compile=False, Atlas A2's default) and msprof captures of
