@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from analysis_bench import KERNEL_HEADER, write_table  # noqa: E402
 
 from npumon.daemon.analysis.readers import comm  # noqa: E402
+from npumon.daemon.analysis.rules.small_packets import packet_stat  # noqa: E402
 from npumon.daemon.model.profile import Thresholds  # noqa: E402
 
 TREES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "msprof" / "trees"
@@ -217,12 +218,9 @@ def packets(name: str, path: Path, advisor_output: str) -> list[list[str]]:
         file = _rank_file(path, rank)
         if file is None:
             continue
-        names = [
-            f.parents[1].name
-            for f in sorted(path.glob("*/ASCEND_PROFILER_OUTPUT/communication.json"))
-        ]
-        files = [path / n / "ASCEND_PROFILER_OUTPUT" / "communication.json" for n in names]
-        stats = [p for p in comm.read(files, t, [], names=names).packets if p.link_type == link]
+        files = sorted(path.glob("*/ASCEND_PROFILER_OUTPUT/communication.json"))
+        ranks = [comm.read_rank([f], [f.parents[1].name], []) for f in files]
+        stats = [packet_stat(p, t) for p in comm.combine(ranks, []).packets if p.link_type == link]
         own = next((p for p in stats if p.rank == file.parents[1].name), None)
         worst = max(stats, key=lambda p: p.small_ops / p.ops, default=None)
         ops, small = _advisor_count(

@@ -47,6 +47,9 @@ log = logging.getLogger(__name__)
 
 MAX_REQUESTS = 40  # in-flight requests before a fast 503 (node_exporter's --web.max-requests)
 MAX_CONNECTIONS = 1024  # open connections; the next sheds the oldest waiting one (privileges.md)
+# at most 1/TLS_SHARE of them TLS: asyncio's TLS transport holds a 256 KiB read buffer each,
+# with OpenSSL's ~350 KiB a connection (a plain one ~4 KiB idle, under 86 KiB reading a head)
+TLS_SHARE = 4
 # descriptors the connection cap leaves under the open-file limit: npu-smi's and hccn_tool's
 # pipes, the kubelet's socket, state and log files, the loop's own (privileges.md)
 OPEN_FILES_RESERVE = 128
@@ -60,6 +63,7 @@ ACCEPT_RETRY_SECONDS = 1.0  # out of descriptors or memory: accepting pauses thi
 NOT_TLS = b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
 HTTP_STARTS = (b"GET /", b"HEAD ", b"POST ", b"PUT /", b"OPTIO")  # Go's net/http looksLikeHTTP
 TLS_RECORD = b"\x16"  # the first byte of a TLS handshake record
+TLS_RECORD_HEADER = 5  # type, version (2), length (2): RFC 8446 5.1, TLSPlaintext
 BAD_BODY = b"Invalid HTTP request received.\n"
 BAD_REQUEST = (
     b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n"
@@ -95,9 +99,11 @@ class Connections:
         write_timeout: float = WRITE_TIMEOUT_SECONDS,
     ) -> None:
         self.max_connections, self.header_timeout = max_connections, header_timeout
+        self.max_tls = max(1, max_connections // TLS_SHARE)
         self.write_timeout = write_timeout
         self.bad_requests = 0
         self.live: dict[_Connection, None] = {}
+        self.tls: dict[_Connection, None] = {}  # those handed to TLS (handshake or after)
         self.waiting: dict[_Connection, None] = {}  # insertion-ordered: the oldest first
 
     @property
@@ -113,6 +119,17 @@ class Connections:
             if oldest is None:
                 return False
             log.debug("event=connection_shed client=%s", oldest.client)
+            oldest.end()
+        return True
+
+    def admit_tls(self) -> bool:
+        """Room for one more TLS connection? At max_tls the TLS connection that has waited
+        longest is shed for it (a handshake never finished first); none waiting: no room."""
+        if len(self.tls) >= self.max_tls:
+            oldest = next((c for c in self.waiting if c in self.tls), None)
+            if oldest is None:
+                return False
+            log.debug("event=connection_shed client=%s tls=true", oldest.client)
             oldest.end()
         return True
 
@@ -155,6 +172,10 @@ class _Connection(asyncio.Protocol):
                 if context is None:  # TLS is off in the config in force, or its files do not load
                     self._drop()
                     return
+                if not self._server.connections.admit_tls():
+                    self._drop()
+                    return
+                self._server.connections.tls[self] = None
                 left = self._server.connections.header_timeout - (self._loop.time() - self._started)
                 self._handed = True
                 await self._loop.connect_accepted_socket(
@@ -172,22 +193,26 @@ class _Connection(asyncio.Protocol):
             if self._transport is None:
                 self._drop()
 
-    async def _starts_tls(self) -> bool:
-        """Wait for the first byte without reading it: a TLS record goes on to the handshake;
-        plain HTTP gets Go's 400 with its hint (net/http's answer), anything else is closed."""
-        head = b""
+    async def _readable(self) -> None:
         fd = self._sock.fileno()
+        readable: asyncio.Future[None] = self._loop.create_future()
+        self._loop.add_reader(fd, _set_once, readable)
+        try:
+            await readable
+        finally:
+            if self._sock.fileno() == fd:  # not closed (and its number reused) meanwhile
+                self._loop.remove_reader(fd)
+
+    async def _starts_tls(self) -> bool:
+        """Wait for the first byte without reading it: a TLS record goes on to the handshake
+        once it has arrived whole; plain HTTP gets Go's 400 with its hint (net/http's answer),
+        anything else is closed."""
+        head = b""
         while True:
-            readable: asyncio.Future[None] = self._loop.create_future()
-            self._loop.add_reader(fd, _set_once, readable)
-            try:
-                await readable
-            finally:
-                if self._sock.fileno() == fd:  # not closed (and its number reused) meanwhile
-                    self._loop.remove_reader(fd)
+            await self._readable()
             try:
                 if not head and self._sock.recv(1, socket.MSG_PEEK) == TLS_RECORD:
-                    return True
+                    return await self._record_arrived()
                 chunk = self._sock.recv(65536)  # not TLS: read, so that closing sends no reset
             except BlockingIOError:
                 continue
@@ -199,6 +224,29 @@ class _Connection(asyncio.Protocol):
                     with contextlib.suppress(OSError):
                         self._sock.send(NOT_TLS)
                 return False
+
+    async def _record_arrived(self) -> bool:
+        """Wait, reading nothing, until the first TLS record (the ClientHello) is whole in the
+        socket's buffer: the TLS transport, ~350 KiB with its read buffer, is made only for a
+        client that sent one (a real client sends it at once). The socket's SO_RCVLOWAT wakes
+        the loop only when the bytes awaited are in, or at EOF (then False)."""
+        need, mark = TLS_RECORD_HEADER, 0
+        while True:
+            try:
+                peeked = self._sock.recv(need, socket.MSG_PEEK)
+                if len(peeked) >= need and need == TLS_RECORD_HEADER:
+                    need += int.from_bytes(peeked[3:5], "big")  # the record's length
+                    continue
+                if len(peeked) >= need:
+                    self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
+                    return True
+                if mark == need:
+                    return False  # woken at the mark yet short of it: closed or failed
+                self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, need)
+                mark = need
+            except OSError:
+                return False
+            await self._readable()
 
     def _drop(self) -> None:
         """The socket never got a transport: close it (unless asyncio did) and free its slot."""
@@ -386,6 +434,7 @@ class _Connection(asyncio.Protocol):
     def _release(self) -> None:
         self._stop_waiting()
         self._server.connections.live.pop(self, None)
+        self._server.connections.tls.pop(self, None)
 
     def _expired(self) -> None:
         log.debug("event=request_timeout client=%s", self.client)

@@ -395,6 +395,7 @@ def test_slow_tls_handshakes_filling_the_cap_leave_room_for_a_scrape(tmp_path: P
             wait_for(
                 lambda: server.connections.open == len(held), TIMEOUT, "the connection counted"
             )
+        assert not server.connections.tls  # no TLS transport (~350 KiB) for half a ClientHello
         for _ in range(3):
             assert get(server, "/metrics", context=client)[0] == 200
     finally:
@@ -426,5 +427,75 @@ def test_when_every_slot_has_a_request_in_flight_a_new_connection_is_closed_at_o
     finally:
         release.set()
         for sock in busy:
+            sock.close()
+        server.shutdown()
+
+
+def _client_hello(cafile: Path) -> bytes:
+    """A real ClientHello (the first flight of Python's TLS client), to send and then stall."""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ssl.create_default_context(cafile=str(cafile)).wrap_bio(
+        incoming, outgoing, server_hostname="localhost"
+    )
+    with contextlib.suppress(ssl.SSLWantReadError):
+        tls.do_handshake()
+    return outgoing.read()
+
+
+def _tls_server(tmp_path: Path, max_connections: int) -> tuple[Server, Path]:
+    cert, key_file = self_signed(tmp_path)
+    config = parse_web_config(
+        {"tls_server_config": {"cert_file": cert.name, "key_file": key_file.name}}, base=tmp_path
+    )
+    server = serve(
+        exposition(), "127.0.0.1:0", config, lambda: True, max_connections=max_connections
+    )
+    return server, cert
+
+
+def test_the_tls_transport_waits_for_the_whole_client_hello(tmp_path: Path) -> None:
+    server, cert = _tls_server(tmp_path, 20)
+    hello = _client_hello(cert)
+    try:
+        split = raw_connection(server, hello[:11])
+        wait_for(lambda: server.connections.open == 1, TIMEOUT, "the connection counted")
+        assert not server.connections.tls
+        split.sendall(hello[11:])  # the rest of the record: handed to TLS, which answers
+        split.settimeout(scaled(TIMEOUT))
+        assert split.recv(5)[:1] == b"\x16"  # the ServerHello's handshake record
+        assert len(server.connections.tls) == 1
+        cut = raw_connection(server, hello[:11])
+        cut.shutdown(socket.SHUT_WR)  # half a ClientHello, then EOF: closed, never TLS
+        assert _closed_within(cut, 2.0)
+        assert len(server.connections.tls) == 1
+    finally:
+        split.close()
+        server.shutdown()
+
+
+def test_tls_connections_take_at_most_a_quarter_of_the_cap(tmp_path: Path) -> None:
+    # each TLS transport holds ~350 KiB (asyncio's 256 KiB read buffer and OpenSSL's): stalled
+    # handshakes past max_connections // 4 shed the oldest of them, not plain slots, and a
+    # scrape over TLS still gets in
+    server, cert = _tls_server(tmp_path, 20)
+    client = ssl.create_default_context(cafile=str(cert))
+    hello = _client_hello(cert)
+    assert server.connections.max_tls == 5
+    held = []
+    try:
+        for _ in range(5):
+            held.append(raw_connection(server, hello))
+            wait_for(
+                lambda: len(server.connections.tls) == len(held), TIMEOUT, "the handshake counted"
+            )
+        first = held[0]
+        held.append(raw_connection(server, hello))
+        assert _closed_within(first, 2.0)  # the oldest handshake goes for the newcomer
+        wait_for(lambda: len(server.connections.tls) == 5, TIMEOUT, "the newcomer handed to TLS")
+        for _ in range(3):
+            assert get(server, "/metrics", context=client)[0] == 200
+        assert len(server.connections.tls) <= server.connections.max_tls
+    finally:
+        for sock in held:
             sock.close()
         server.shutdown()
