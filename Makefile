@@ -244,7 +244,7 @@ bench: $(STAMP) $(BENCH_VENV)/.installed-stamp
 	echo "== bench/fuzz_edge_bench.py"; \
 	timeout 300 $(BIN)/python bench/fuzz_edge_bench.py --examples 2000 --json $(BENCH_OUT)/fuzz.json || echo "FAILED: fuzz"; \
 	echo "== bench/flood_bench.py"; \
-	timeout 600 $(BIN)/python bench/flood_bench.py --seconds 15 --idle-seconds 60 \
+	timeout 720 $(BIN)/python bench/flood_bench.py --seconds 15 --idle-seconds 60 \
 	  --json $(BENCH_OUT)/flood.json || echo "FAILED: flood"; \
 	echo "== bench/series_bench.py"; \
 	timeout 900 $(BIN)/python bench/series_bench.py --json $(BENCH_OUT)/series.json || echo "FAILED: series"; \

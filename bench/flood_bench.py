@@ -12,6 +12,7 @@ body, then a byte a second), ``trickled_metrics_body`` (the same as POST /metric
 reads a body left unread before a response of more than 2 kB goes out, inside the handler, so
 node_exporter's 40 in-flight slots wait on the tricklers), ``stuffed`` (63 kB of headers never
 finished), ``slow_tls`` (a ClientHello never finished, against both servers with TLS on),
+``stalled_tls`` (a whole ClientHello, Python's, then nothing: the server's handshake waits),
 ``pipelining`` (one connection pipelining GET /metrics as fast as the server takes them and
 never reading), ``http10_unread`` (one HTTP/1.0 GET /metrics per connection, never read). The
 non-readers' receive buffers are 4 KB: loopback's 64 KB MTU would otherwise absorb about 1.6 MB
@@ -26,7 +27,7 @@ asks GET /metrics then shuts its write side (as ``nc -N``): the answers counted.
 npumon is ``npumon run`` on a simulated 8-chip node at its defaults (1,024 connections);
 node_exporter is /usr/bin/prometheus-node-exporter with two cheap collectors (loadavg,
 meminfo), both on loopback (but for the namespace flood) with the same web-config.yml (TLS
-for slow_tls only).
+for the TLS floods only).
 
 Before the floods, npumon's HTTP edge alone at rest: its share of a core over
 ``--idle-seconds`` (the edge sleeps until a connection comes).
@@ -70,11 +71,13 @@ FLOODS = {
     "trickled_metrics_body": 1_100,
     "stuffed": 1_100,
     "slow_tls": 2_000,
+    "stalled_tls": 2_000,
     "pipelining": 1,
     "http10_unread": 1_100,
     "http10_unread_netns": 1_100,
 }
 NETNS_FLOODS = {"http10_unread_netns"}
+TLS_FLOODS = {"slow_tls", "stalled_tls"}
 HALF_CLOSES = 20
 SCRAPE_EVERY = 0.5
 SCRAPE_TIMEOUT = 10.0
@@ -94,6 +97,7 @@ ATTACKER = textwrap.dedent(
         ),
         "stuffed": b"GET /metrics HTTP/1.1\\r\\nX-Pad: " + b"a" * 63000,
         "slow_tls": b"\\x16\\x03\\x01\\x02\\x00\\x01\\x00\\x01\\xfc\\x03\\x03",
+        "stalled_tls": bytes.fromhex(sys.argv[5]) if len(sys.argv) > 5 else b"",
         "pipelining": b"GET /metrics HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n" * 100,
         "http10_unread": b"GET /metrics HTTP/1.0\\r\\n\\r\\n",
         "http10_unread_netns": b"GET /metrics HTTP/1.0\\r\\n\\r\\n",
@@ -191,6 +195,17 @@ ATTACKER = textwrap.dedent(
 )
 
 
+def _hello(context: ssl.SSLContext | None) -> str:
+    """A real ClientHello of ``context`` (hex), the first flight its handshake sends."""
+    if context is None:
+        return ""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname="localhost")
+    with contextlib.suppress(ssl.SSLWantReadError):
+        tls.do_handshake()
+    return outgoing.read().hex()
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -278,7 +293,7 @@ def _flood(
     pid: int,
 ):
     attacker = subprocess.Popen(
-        [sys.executable, "-c", ATTACKER, host, str(port), kind, str(count)],
+        [sys.executable, "-c", ATTACKER, host, str(port), kind, str(count), _hello(context)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -401,7 +416,7 @@ def run(seconds: float, floods: list[str]) -> dict[str, Any]:
         folder = Path(tmp)
         cert, _ = _certificate(folder)
         for tls, netns in ((False, False), (True, False), (False, True)):
-            kinds = [k for k in floods if (k == "slow_tls") == tls and (k in NETNS_FLOODS) == netns]
+            kinds = [k for k in floods if (k in TLS_FLOODS) == tls and (k in NETNS_FLOODS) == netns]
             if not kinds:
                 continue
             context = ssl.create_default_context(cafile=str(cert)) if tls else None
