@@ -529,7 +529,7 @@ def edge(folder: Path, misses: list[tuple[str, str]]) -> list[str]:
         )
         if "rss_peak_mb" in ours:
             # docs/privileges.md: a connection holds at most ~330 KiB while answering; TLS ones,
-            # at most a quarter of the cap, ~350 KiB each
+            # at most a quarter of the cap, ~320 KiB each
             held, per_kib = (256, 360) if kind.endswith("_tls") else (1024, 330)
             t.row(
                 f"{kind}: RSS before -> peak, npumon / node_exporter",

@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 MAX_REQUESTS = 40  # in-flight requests before a fast 503 (node_exporter's --web.max-requests)
 MAX_CONNECTIONS = 1024  # open connections; the next sheds the oldest waiting one (privileges.md)
 # at most 1/TLS_SHARE of them TLS: asyncio's TLS transport holds a 256 KiB read buffer each,
-# with OpenSSL's ~350 KiB a connection (a plain one ~4 KiB idle, under 86 KiB reading a head)
+# with OpenSSL's ~320 KiB a connection (a plain one ~4 KiB idle, under 86 KiB reading a head)
 TLS_SHARE = 4
 # descriptors the connection cap leaves under the open-file limit: npu-smi's and hccn_tool's
 # pipes, the kubelet's socket, state and log files, the loop's own (privileges.md)
@@ -64,6 +64,7 @@ NOT_TLS = b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HT
 HTTP_STARTS = (b"GET /", b"HEAD ", b"POST ", b"PUT /", b"OPTIO")  # Go's net/http looksLikeHTTP
 TLS_RECORD = b"\x16"  # the first byte of a TLS handshake record
 TLS_RECORD_HEADER = 5  # type, version (2), length (2): RFC 8446 5.1, TLSPlaintext
+TLS_RECORD_MAX = 1 << 14  # a TLSPlaintext's length "MUST NOT exceed 2^14" (RFC 8446 5.1)
 BAD_BODY = b"Invalid HTTP request received.\n"
 BAD_REQUEST = (
     b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n"
@@ -227,16 +228,19 @@ class _Connection(asyncio.Protocol):
 
     async def _record_arrived(self) -> bool:
         """Wait, reading nothing, until the first TLS record (the ClientHello) is whole in the
-        socket's buffer: the TLS transport, ~350 KiB with its read buffer, is made only for a
+        socket's buffer: the TLS transport, ~320 KiB with its read buffer, is made only for a
         client that sent one (a real client sends it at once). The socket's SO_RCVLOWAT wakes
-        the loop only when the bytes awaited are in, or at EOF (then False)."""
+        the loop only when the bytes awaited are in, or at EOF (then False). A record longer
+        than TLS allows is not waited for: the handshake refuses it."""
         need, mark = TLS_RECORD_HEADER, 0
         while True:
             try:
                 peeked = self._sock.recv(need, socket.MSG_PEEK)
-                if len(peeked) >= need and need == TLS_RECORD_HEADER:
-                    need += int.from_bytes(peeked[3:5], "big")  # the record's length
-                    continue
+                if len(peeked) >= TLS_RECORD_HEADER and need == TLS_RECORD_HEADER:
+                    length = int.from_bytes(peeked[3:5], "big")
+                    if length > TLS_RECORD_MAX:
+                        return True
+                    need += length
                 if len(peeked) >= need:
                     self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
                     return True

@@ -499,3 +499,24 @@ def test_tls_connections_take_at_most_a_quarter_of_the_cap(tmp_path: Path) -> No
         for sock in held:
             sock.close()
         server.shutdown()
+
+
+@pytest.mark.parametrize("record", [b"\x16\x03\x01\x00\x00", b"\x16\x03\x01\xff\xff" + b"\x01" * 5])
+def test_an_empty_or_oversized_tls_record_is_handed_to_tls_not_waited_on(
+    tmp_path: Path, record: bytes
+) -> None:
+    # a record of length 0 is whole at its header, one over TLS's 2^14 limit is never waited
+    # for: both go to the handshake (under the header deadline like any other) and the loop
+    # goes on serving; waiting on them spun the loop and no scrape was answered
+    server, cert = _tls_server(tmp_path, 20)
+    client = ssl.create_default_context(cafile=str(cert))
+    sock = raw_connection(server, record)
+    try:
+        if len(record) == 5:  # empty: in the handshake, waiting like any other
+            wait_for(lambda: len(server.connections.tls) == 1, TIMEOUT, "the record in TLS")
+        else:  # refused by the handshake at once, not at the header deadline (10 s)
+            assert _closed_within(sock, 2.0)
+        assert get(server, "/metrics", context=client)[0] == 200
+    finally:
+        sock.close()
+        server.shutdown()
