@@ -101,7 +101,7 @@ class Profiler:
             self.reference,
             lambda: WindowSampler(
                 store.latest,
-                poll_now=poll_now or _no_poll,
+                poll_now=poll_now,
                 # the polls asked for at the stop: an npu-smi and an hccn_tool call at most
                 settle=config.chips.timeout + config.hccn_tool.timeout if poll_now else 0.0,
                 clock=self.host.clock,
@@ -558,10 +558,6 @@ class Profiler:
 def _aligned(w: Workload) -> bool:
     """Named by its launcher or pod: the same name on every node of the job, so aligned."""
     return w.source in LAUNCHER_SOURCES or w.source == "pod"
-
-
-def _no_poll() -> None:
-    return None
 
 
 def _needs_export(path: Path) -> bool:

@@ -229,10 +229,7 @@ def read_tail(root: Path, path: Path, tail_bytes: int) -> tuple[bytes, bool]:
     try:
         fd = nofollow.open_below(root, path, nofollow.FILE_FLAGS)
     except OSError as error:
-        if error.errno in (
-            errno.ELOOP,
-            errno.ENOTDIR,
-        ):  # ELOOP (a link), ENOTDIR (a link as a folder)
+        if error.errno in (errno.ELOOP, errno.ENOTDIR):  # a link, or a link as a folder
             raise Refused(error.errno, "a link in the log's path", str(path)) from error
         raise
     with open(fd, "rb") as f:

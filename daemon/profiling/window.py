@@ -34,10 +34,6 @@ PERIOD_SECONDS = 1.0  # how often the sampler looks for a new snapshot
 COUNTER_SOURCES = ("npu_smi_table", "npu_smi_detail", "hccn_tool")
 
 
-def _nothing() -> None:
-    return None
-
-
 class WindowSampler:
     """The snapshots published from ``start()`` to ``stop()``, the latest at start first, up
     to the first in which the counter sources have answered since the stop (or ``settle``
@@ -49,7 +45,7 @@ class WindowSampler:
         self,
         latest: Callable[[], NodeSnapshot],
         period: float = PERIOD_SECONDS,
-        poll_now: Callable[[], None] = _nothing,
+        poll_now: Callable[[], None] | None = None,
         settle: float = 0.0,
         clock: Callable[[], float] = time.time,
         cancelled: threading.Event | None = None,
@@ -83,7 +79,8 @@ class WindowSampler:
         self._done.set()
         if self._thread is not None:
             self._thread.join()
-        self._poll_now()
+        if self._poll_now is not None:
+            self._poll_now()
         deadline = time.monotonic() + self._settle
         while not self._answered_since(stopped):
             left = deadline - time.monotonic()
